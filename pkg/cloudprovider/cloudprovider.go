@@ -1,0 +1,61 @@
+// Package cloudprovider is the seam between Karpenter's controllers and the
+// cloud: one small interface per capability, selected by the type string that
+// users write in a spec. It deliberately knows nothing about Kubernetes API
+// types so that any controller (or tool) can use it.
+package cloudprovider
+
+import (
+	"context"
+	"time"
+)
+
+// Type strings accepted in specs (ScalableNodeGroup.spec.type, MetricsProducer.spec.queue.type).
+const (
+	NodeGroupTypeAWSEC2AutoScalingGroup = "AWSEC2AutoScalingGroup"
+	NodeGroupTypeAWSEKSNodeGroup        = "AWSEKSNodeGroup"
+	QueueTypeAWSSQSQueue                = "AWSSQSQueue"
+)
+
+// NodeGroup is a set of interchangeable nodes whose size the cloud manages.
+type NodeGroup interface {
+	// Status reads the group's size as the cloud sees it now.
+	Status(ctx context.Context) (NodeGroupStatus, error)
+	// SetDesiredReplicas asks the cloud to resize the group. It never forces a
+	// value outside the group's bounds (*OutOfBoundsError) and returns
+	// *BusyError when the group cannot take a new size until an update in
+	// flight completes.
+	SetDesiredReplicas(ctx context.Context, replicas int32) error
+}
+
+// NodeGroupStatus is a point-in-time view of a node group.
+type NodeGroupStatus struct {
+	// DesiredReplicas is the size the cloud is converging to.
+	DesiredReplicas int32
+	// Replicas is how many instances are serving (e.g. InService).
+	Replicas int32
+	// MinReplicas and MaxReplicas bound DesiredReplicas.
+	MinReplicas, MaxReplicas int32
+	// Stable is true when nothing is in flight: no instance launching or
+	// terminating, no update in progress, and Replicas == DesiredReplicas.
+	Stable bool
+	// Message says what is in flight when the group is not stable, in words
+	// fit for a condition message.
+	Message string
+}
+
+// Queue is a message queue whose backlog can drive scaling.
+type Queue interface {
+	// Length is the approximate number of messages available for retrieval.
+	Length(ctx context.Context) (int64, error)
+	// OldestMessageAge is the approximate age of the oldest message. It returns
+	// an error wrapping ErrNoData when the cloud has no recent datapoint.
+	OldestMessageAge(ctx context.Context) (time.Duration, error)
+}
+
+// Factory builds capability implementations from a spec's type and id. Building
+// is cheap and does no I/O; malformed ids fail here with *InvalidIDError and
+// unknown types with *UnsupportedTypeError.
+type Factory interface {
+	NodeGroupFor(typ, id string) (NodeGroup, error)
+	QueueFor(typ, id string) (Queue, error)
+}

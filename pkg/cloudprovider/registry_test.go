@@ -1,0 +1,103 @@
+package cloudprovider_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
+)
+
+func TestRegistryDispatchesOnType(t *testing.T) {
+	r := cloudprovider.NewRegistry()
+	group := fake.NewNodeGroup(2, 0, 5)
+	queue := fake.NewQueue(7, time.Minute)
+	var gotGroupID, gotQueueID string
+	r.RegisterNodeGroup(cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, func(id string) (cloudprovider.NodeGroup, error) {
+		gotGroupID = id
+		return group, nil
+	})
+	r.RegisterQueue(cloudprovider.QueueTypeAWSSQSQueue, func(id string) (cloudprovider.Queue, error) {
+		gotQueueID = id
+		return queue, nil
+	})
+
+	g, err := r.NodeGroupFor(cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, "my-asg")
+	if err != nil || g != group || gotGroupID != "my-asg" {
+		t.Fatalf("NodeGroupFor = %v, %v (id %q)", g, err, gotGroupID)
+	}
+	q, err := r.QueueFor(cloudprovider.QueueTypeAWSSQSQueue, "my-queue")
+	if err != nil || q != queue || gotQueueID != "my-queue" {
+		t.Fatalf("QueueFor = %v, %v (id %q)", q, err, gotQueueID)
+	}
+}
+
+func TestRegistryRejectsUnknownTypes(t *testing.T) {
+	r := cloudprovider.NewRegistry()
+	r.RegisterNodeGroup(cloudprovider.NodeGroupTypeAWSEKSNodeGroup, func(string) (cloudprovider.NodeGroup, error) { return nil, nil })
+	r.RegisterNodeGroup(cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, func(string) (cloudprovider.NodeGroup, error) { return nil, nil })
+
+	_, err := r.NodeGroupFor("GCPManagedInstanceGroup", "x")
+	var unsupported *cloudprovider.UnsupportedTypeError
+	if !errors.As(err, &unsupported) {
+		t.Fatalf("NodeGroupFor(unknown) error = %v, want *UnsupportedTypeError", err)
+	}
+	want := []string{cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, cloudprovider.NodeGroupTypeAWSEKSNodeGroup}
+	if len(unsupported.Supported) != 2 || unsupported.Supported[0] != want[0] || unsupported.Supported[1] != want[1] {
+		t.Errorf("Supported = %v, want %v", unsupported.Supported, want)
+	}
+	if _, err := r.QueueFor(cloudprovider.QueueTypeAWSSQSQueue, "q"); !errors.As(err, &unsupported) {
+		t.Errorf("QueueFor(unregistered) error = %v, want *UnsupportedTypeError", err)
+	}
+}
+
+func TestFakeNodeGroup(t *testing.T) {
+	ctx := context.Background()
+	f := fake.NewFactory()
+	g := f.AddNodeGroup(cloudprovider.NodeGroupTypeAWSEKSNodeGroup, "c/ng", fake.NewNodeGroup(1, 1, 3))
+
+	tests := []struct {
+		name    string
+		set     int32
+		wantErr any
+		desired int32
+	}{
+		{name: "within bounds", set: 3, desired: 3},
+		{name: "above max", set: 4, wantErr: new(*cloudprovider.OutOfBoundsError), desired: 3},
+		{name: "below min", set: 0, wantErr: new(*cloudprovider.OutOfBoundsError), desired: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := g.SetDesiredReplicas(ctx, tt.set)
+			if tt.wantErr == nil && err != nil {
+				t.Fatalf("SetDesiredReplicas(%d) = %v", tt.set, err)
+			}
+			if tt.wantErr != nil && !errors.As(err, tt.wantErr) {
+				t.Fatalf("SetDesiredReplicas(%d) = %v, want %T", tt.set, err, tt.wantErr)
+			}
+			st, _ := g.Status(ctx)
+			if st.DesiredReplicas != tt.desired {
+				t.Errorf("desired = %d, want %d", st.DesiredReplicas, tt.desired)
+			}
+		})
+	}
+
+	st, _ := g.Status(ctx)
+	if st.Stable || st.Replicas != 1 {
+		t.Errorf("before converging: %+v, want not stable with 1 replica", st)
+	}
+	g.Converge()
+	if st, _ = g.Status(ctx); !st.Stable || st.Replicas != 3 {
+		t.Errorf("after converging: %+v, want stable with 3 replicas", st)
+	}
+	g.SetBusy("update abc in progress")
+	var busy *cloudprovider.BusyError
+	if err := g.SetDesiredReplicas(ctx, 2); !errors.As(err, &busy) {
+		t.Errorf("SetDesiredReplicas while busy = %v, want *BusyError", err)
+	}
+	if _, err := f.NodeGroupFor(cloudprovider.NodeGroupTypeAWSEKSNodeGroup, "other"); err == nil {
+		t.Error("NodeGroupFor(unknown id) succeeded")
+	}
+}
