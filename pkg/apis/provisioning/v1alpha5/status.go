@@ -1,0 +1,18 @@
+package v1alpha5
+
+import "knative.dev/pkg/apis"
+
+// The Provisioner's Ready condition has no dependents: it reports whether the spec was
+// accepted by the cloud provider (spec.provider is validated there, not by the schema).
+var provisionerConditions = apis.NewLivingConditionSet()
+
+// StatusConditions manages the Provisioner's conditions.
+func (p *Provisioner) StatusConditions() apis.ConditionManager {
+	return provisionerConditions.Manage(&p.Status)
+}
+
+// GetConditions implements apis.ConditionsAccessor.
+func (s *ProvisionerStatus) GetConditions() apis.Conditions { return s.Conditions }
+
+// SetConditions implements apis.ConditionsAccessor.
+func (s *ProvisionerStatus) SetConditions(c apis.Conditions) { s.Conditions = c }
