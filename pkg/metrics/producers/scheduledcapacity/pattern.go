@@ -40,22 +40,22 @@ func (e *FieldError) Error() string {
 // names it accepts.
 type field struct {
 	path     string
-	noun     string
-	min, max int // accepted numbers
-	starMax  int // highest value of "*" and "a/s" (differs from max only for weekdays)
+	noun     string // with its article, for messages
+	min, max int    // accepted numbers
+	starMax  int    // highest value of "*" and "a/s" (differs from max only for weekdays)
 	names    map[string]int
 	// sevenIsSunday folds 7 onto 0 and lets a range end on Sunday ("fri-sun").
 	sevenIsSunday bool
 }
 
 var (
-	minutesField = field{path: "minutes", noun: "minute", min: 0, max: 59, starMax: 59}
-	hoursField   = field{path: "hours", noun: "hour", min: 0, max: 23, starMax: 23}
-	daysField    = field{path: "days", noun: "day of the month", min: 1, max: 31, starMax: 31}
-	monthsField  = field{path: "months", noun: "month", min: 1, max: 12, starMax: 12, names: namesFrom(1,
+	minutesField = field{path: "minutes", noun: "a minute", min: 0, max: 59, starMax: 59}
+	hoursField   = field{path: "hours", noun: "an hour", min: 0, max: 23, starMax: 23}
+	daysField    = field{path: "days", noun: "a day of the month", min: 1, max: 31, starMax: 31}
+	monthsField  = field{path: "months", noun: "a month", min: 1, max: 12, starMax: 12, names: namesFrom(1,
 		"january", "february", "march", "april", "may", "june",
 		"july", "august", "september", "october", "november", "december")}
-	weekdaysField = field{path: "weekdays", noun: "weekday", min: 0, max: 7, starMax: 6, names: namesFrom(0,
+	weekdaysField = field{path: "weekdays", noun: "a weekday", min: 0, max: 7, starMax: 6, names: namesFrom(0,
 		"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"), sevenIsSunday: true}
 )
 
@@ -157,7 +157,7 @@ func (f *field) parseElement(value, element string) (uint64, error) {
 			return 0, f.errorf(value, "%q has a step %q that is not a positive number", element, stepText)
 		}
 		if size := f.starMax - f.min + 1; n > size {
-			return 0, f.errorf(value, "%q has a step %d larger than the %d values of a %s", element, n, size, f.noun)
+			return 0, f.errorf(value, "%q has a step %d larger than the field's %d values", element, n, size)
 		}
 		step = n
 	}
@@ -195,17 +195,17 @@ func (f *field) parseElement(value, element string) (uint64, error) {
 func (f *field) parseValue(value, token string) (int, error) {
 	token = strings.TrimSpace(token)
 	if token == "" {
-		return 0, f.errorf(value, "%q is missing a %s", value, f.noun)
+		return 0, f.errorf(value, "%q is missing %s", value, f.noun)
 	}
 	if n, ok := f.names[strings.ToLower(token)]; ok {
 		return n, nil
 	}
 	n, err := strconv.Atoi(token)
 	if err != nil || strings.HasPrefix(token, "+") {
-		return 0, f.errorf(value, "%q is not a %s", token, f.noun)
+		return 0, f.errorf(value, "%q is not %s", token, f.noun)
 	}
 	if n < f.min || n > f.max {
-		return 0, f.errorf(value, "%q is not a %s (%d-%d)", token, f.noun, f.min, f.max)
+		return 0, f.errorf(value, "%q is not %s (%d-%d)", token, f.noun, f.min, f.max)
 	}
 	return n, nil
 }
@@ -258,9 +258,11 @@ func renderSet(f field, set uint64) string {
 			hi++
 		}
 		set &^= rangeSet(lo, hi, 1)
-		switch {
-		case lo == hi:
+		switch hi - lo {
+		case 0:
 			elements = append(elements, strconv.Itoa(lo))
+		case 1:
+			elements = append(elements, strconv.Itoa(lo), strconv.Itoa(hi))
 		default:
 			elements = append(elements, strconv.Itoa(lo)+"-"+strconv.Itoa(hi))
 		}
