@@ -1,0 +1,45 @@
+# Karpenter's developer entry points. `make test` and `make sandbox` work on a bare machine:
+# each installs what it needs first.
+SHELL := /usr/bin/env bash -o pipefail -e
+export GOFLAGS ?= -buildvcs=false
+GO_TEST_FLAGS ?= -timeout 45m
+
+.PHONY: all
+all: build
+
+## Generated code: deepcopy, CRDs and RBAC from the markers in pkg/.
+.PHONY: generate
+generate:
+	go tool controller-gen object paths=./pkg/apis/...
+	go tool controller-gen crd paths=./pkg/apis/... output:crd:dir=config/crd
+
+## Fails when a generated file is stale, code is not gofmt'd, or go vet complains.
+.PHONY: verify
+verify:
+	hack/verify-generated.sh
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	go vet ./...
+
+.PHONY: build
+build:
+	go build -o bin/ ./cmd/...
+
+## Control plane, kwok, etcd and Prometheus for the tests (cached in bin/).
+.PHONY: test-assets
+test-assets:
+	hack/test-assets.sh
+
+.PHONY: test
+test: test-assets verify
+	go test $(GO_TEST_FLAGS) ./...
+
+## The scheduling benchmark of ../shared/bench/scheduling-workload.md; see docs/benchmarks.md.
+.PHONY: bench
+bench:
+	go test -run '^$$' -bench . -benchtime 3x ./pkg/controllers/provisioning/scheduling/
+
+.PHONY: sandbox
+sandbox:
+	@echo "make sandbox (a local cluster with emulated AWS and Prometheus) is not built yet: see the README."
+	@exit 1

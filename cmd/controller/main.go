@@ -1,0 +1,134 @@
+// Command controller runs Karpenter's reconcilers in one controller-runtime manager.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"karpenter.sh/karpenter/pkg/apis"
+	"karpenter.sh/karpenter/pkg/controllers"
+)
+
+type flags struct {
+	metricsAddress     string
+	healthProbeAddress string
+	leaderElection     bool
+	leaderElectionNS   string
+	logLevel           string
+	logFormat          string
+	controllers        controllers.Options
+}
+
+// parseFlags reads the command line; a flag not given there takes its value from the
+// environment variable named like it (--log-level from LOG_LEVEL), parsed the same way.
+func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
+	var f flags
+	fs.StringVar(&f.metricsAddress, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint.")
+	fs.StringVar(&f.healthProbeAddress, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes.")
+	fs.BoolVar(&f.leaderElection, "leader-elect", true, "Elect a leader so that only one replica reconciles at a time.")
+	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to the pod's namespace.")
+	fs.StringVar(&f.logLevel, "log-level", "info", "Minimum log level: debug, info, warn or error.")
+	fs.StringVar(&f.logFormat, "log-format", "json", "Log encoding: json or console.")
+	fs.StringVar(&f.controllers.PrometheusURI, "prometheus-uri", "http://prometheus-operated.monitoring:9090", "Base URL of the Prometheus HTTP API.")
+	fs.StringVar(&f.controllers.AWSRegion, "aws-region", "", "AWS region for node groups and queues whose ID names none.")
+	fs.DurationVar(&f.controllers.ResyncPeriod, "resync-period", 10*time.Second, "How often each object is reconciled without a watch event.")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if err := applyEnvironment(fs); err != nil {
+		return f, err
+	}
+	if f.logFormat != "json" && f.logFormat != "console" {
+		return f, fmt.Errorf("--log-format must be json or console, not %q", f.logFormat)
+	}
+	return f, nil
+}
+
+func applyEnvironment(fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		value, ok := os.LookupEnv(name)
+		if given[f.Name] || !ok {
+			return
+		}
+		if err := fs.Set(f.Name, value); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q, %w", name, value, err))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func main() {
+	f, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	level, err := zapcore.ParseLevel(f.logLevel)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "--log-level, %v\n", err)
+		os.Exit(2)
+	}
+	ctrl.SetLogger(zap.New(zap.Level(level), zap.UseDevMode(false), func(o *zap.Options) {
+		if f.logFormat == "console" {
+			o.Encoder = zapcore.NewConsoleEncoder(zapcore.EncoderConfig{
+				TimeKey: "time", LevelKey: "level", NameKey: "logger", MessageKey: "message",
+				EncodeTime: zapcore.ISO8601TimeEncoder, EncodeLevel: zapcore.CapitalLevelEncoder,
+				EncodeDuration: zapcore.StringDurationEncoder, ConsoleSeparator: "  ",
+			})
+		}
+	}))
+	log := ctrl.Log.WithName("controller")
+
+	if err := run(f); err != nil {
+		log.Error(err, "controller stopped")
+		os.Exit(1)
+	}
+}
+
+func run(f flags) error {
+	config, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig, %w", err)
+	}
+	mgr, err := ctrl.NewManager(config, ctrl.Options{
+		Scheme:                  apis.NewScheme(),
+		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddress},
+		HealthProbeBindAddress:  f.healthProbeAddress,
+		LeaderElection:          f.leaderElection,
+		LeaderElectionID:        "karpenter-leader-election",
+		LeaderElectionNamespace: f.leaderElectionNS,
+		// Release the lease on shutdown so a new leader takes over without waiting it out.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager, %w", err)
+	}
+	if err := controllers.Register(mgr, f.controllers); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check, %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding ready check, %w", err)
+	}
+	// SetupSignalHandler cancels on SIGTERM/SIGINT so reconciles finish and the lease is released.
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return fmt.Errorf("running manager, %w", err)
+	}
+	return nil
+}
