@@ -142,7 +142,7 @@ func (s *Schedule) Evaluate(now time.Time) Evaluation {
 				at = state.flips
 			}
 		}
-		if at.IsZero() {
+		if at.IsZero() || !s.canChange(states[:relevant], current) {
 			return Evaluation{Value: current}
 		}
 		for i := range states[:relevant] {
@@ -156,6 +156,25 @@ func (s *Schedule) Evaluate(now time.Time) Evaluation {
 		}
 	}
 	return Evaluation{Value: current}
+}
+
+// canChange reports whether flips of the relevant behaviours can ever move the
+// value away from current: some behaviour that is active or will flip, or the
+// value shown when none of them is active, must differ from it.
+func (s *Schedule) canChange(relevant []behaviorState, current int32) bool {
+	fallback := s.defaultReplicas
+	if len(relevant) < len(s.behaviors) {
+		fallback = s.behaviors[len(relevant)].replicas // active for good
+	}
+	if fallback != current {
+		return true
+	}
+	for i, state := range relevant {
+		if (state.active || !state.flips.IsZero()) && s.behaviors[i].replicas != current {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Schedule) value(states []behaviorState) int32 {
