@@ -28,6 +28,29 @@ type PendingCapacitySpec struct {
 	// NodeSelector identifies the node group by a label its nodes carry.
 	// +kubebuilder:validation:MinProperties=1
 	NodeSelector map[string]string `json:"nodeSelector"`
+	// NodeTemplate describes the group's nodes for when it has none, so that pending pods
+	// can still be packed and the group scaled up from zero. While the group has nodes,
+	// their shape is used and the template is ignored.
+	// +optional
+	NodeTemplate *NodeTemplate `json:"nodeTemplate,omitempty"`
+}
+
+// NodeTemplate is the shape of a node the group would add: what a pod's scheduling
+// constraints are checked against and what its requests are packed into.
+// +kubebuilder:validation:XValidation:rule="size(self.allocatable) > 0",message="allocatable must name at least one resource"
+type NodeTemplate struct {
+	// Labels the group's nodes carry besides those of nodeSelector, e.g.
+	// kubernetes.io/arch or topology.kubernetes.io/zone.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Taints the group's nodes carry; only pods that tolerate them are counted.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Taints []corev1.Taint `json:"taints,omitempty"`
+	// Allocatable is what a node of the group offers to pods once system reservations and
+	// DaemonSet pods are taken out, e.g. {cpu: "3800m", memory: "14Gi", pods: "58"}.
+	// A resource left out is one the nodes do not offer.
+	Allocatable corev1.ResourceList `json:"allocatable"`
 }
 
 // ReservedCapacitySpec selects the node group whose reservations are reported.
