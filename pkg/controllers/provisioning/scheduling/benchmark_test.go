@@ -1,0 +1,76 @@
+package scheduling_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/check"
+)
+
+func workloadInput(pods int) scheduling.Input {
+	types := workloadInstanceTypes()
+	return scheduling.Input{Pods: workloadPods(pods), Provisioners: []scheduling.Provisioner{workloadProvisioner(types)}}
+}
+
+// verifyWorkload fails unless every pod is placed and every placement passes the checker.
+func verifyWorkload(tb testing.TB, in scheduling.Input, r *scheduling.Results) {
+	tb.Helper()
+	for _, e := range r.Unschedulable {
+		tb.Errorf("pod %s unschedulable: %s", e.Pod.Name, e.Reason)
+	}
+	for i, err := range check.Verify(in, r) {
+		if i == 20 {
+			tb.Errorf("...")
+			break
+		}
+		tb.Error(err)
+	}
+}
+
+// TestWorkload runs the benchmark workload at sizes that fit in `go test`, with the checker.
+func TestWorkload(t *testing.T) {
+	for _, n := range []int{100, 1000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			in := workloadInput(n)
+			r := scheduling.Schedule(in)
+			verifyWorkload(t, in, r)
+			if len(r.Bindings) != n {
+				t.Fatalf("bound %d pods, want %d", len(r.Bindings), n)
+			}
+			// Every hostname anti-affinity pod needs a node of its own.
+			if len(r.NewNodes) < n/5 {
+				t.Errorf("%d new nodes, want at least %d", len(r.NewNodes), n/5)
+			}
+			lb := lowerBound(in.Provisioners[0].InstanceTypes, in.Pods)
+			t.Logf("%d pods: %d nodes, %.2f usd/hr, lower bound %.2f usd/hr", n, len(r.NewNodes), r.Price(), lb)
+		})
+	}
+}
+
+// BenchmarkScheduling times one full scheduling pass of the shared workload.
+func BenchmarkScheduling(b *testing.B) {
+	for _, n := range []int{100, 1000, 5000, 10000, 20000} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			in := workloadInput(n)
+			lb := lowerBound(in.Provisioners[0].InstanceTypes, in.Pods)
+			var r *scheduling.Results
+			var elapsed time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				r = scheduling.Schedule(in)
+				elapsed += time.Since(start)
+			}
+			b.StopTimer()
+			verifyWorkload(b, in, r)
+			b.ReportMetric(float64(n)*float64(b.N)/elapsed.Seconds(), "pods/sec")
+			b.ReportMetric(float64(len(r.NewNodes)), "nodes")
+			b.ReportMetric(r.Price(), "usd/hr")
+			b.ReportMetric(lb, "lb_usd/hr")
+		})
+	}
+}
+

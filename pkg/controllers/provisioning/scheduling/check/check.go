@@ -1,0 +1,532 @@
+// Package check re-verifies a scheduling plan against the raw pod, node and provisioner specs.
+// It shares no constraint code with the scheduler: it works on realized node labels (every
+// instance type and offering a new node may launch as), Kubernetes label selectors and
+// resource.Quantity arithmetic, and replays the bindings in order the way kube-scheduler
+// evaluates each pod against the cluster at the time it is bound.
+package check
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+)
+
+// node is a node as the checker sees it. A new node may launch as any of several instance types
+// and offerings; the checker keeps, per label key, every value those realizations give it, so a
+// constraint holds only if it holds for all of them.
+type node struct {
+	name     string
+	values   map[string]sets.Set[string]
+	absent   sets.Set[string] // keys some realization lacks
+	taints   []corev1.Taint
+	existing bool
+	pods     []*corev1.Pod
+	// Per instance type of a new node: cheapest realized price, and the daemonset pods that
+	// would run on some realization.
+	price      map[*cloudprovider.InstanceType]float64
+	daemonSets map[*cloudprovider.InstanceType][]*corev1.Pod
+}
+
+func newNode(name string) *node {
+	return &node{name: name, values: map[string]sets.Set[string]{}, absent: sets.New[string](),
+		price: map[*cloudprovider.InstanceType]float64{}, daemonSets: map[*cloudprovider.InstanceType][]*corev1.Pod{}}
+}
+
+func (n *node) realize(l labels.Set, first bool) {
+	for k, v := range l {
+		if _, ok := n.values[k]; !ok {
+			n.values[k] = sets.New[string]()
+			if !first {
+				n.absent.Insert(k)
+			}
+		}
+		n.values[k].Insert(v)
+	}
+	for k := range n.values {
+		if _, ok := l[k]; !ok {
+			n.absent.Insert(k)
+		}
+	}
+}
+
+// label is the node's value for key if every realization agrees on it.
+func (n *node) label(key string) (string, bool) {
+	values := n.values[key]
+	if values.Len() != 1 || n.absent.Has(key) {
+		return "", false
+	}
+	return sets.List(values)[0], true
+}
+
+// meets reports whether every realization meets the selector: each requirement holds for every
+// value its key may take.
+func (n *node) meets(selector labels.Selector) bool {
+	reqs, _ := selector.Requirements()
+	for _, r := range reqs {
+		if n.absent.Has(r.Key()) || n.values[r.Key()].Len() == 0 {
+			if !r.Matches(labels.Set{}) {
+				return false
+			}
+		}
+		for v := range n.values[r.Key()] {
+			if !r.Matches(labels.Set{r.Key(): v}) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// selects reports whether every realization of the node meets the pod's nodeSelector and one
+// of its required node affinity terms.
+func (n *node) selects(pod *corev1.Pod) (bool, error) {
+	if !n.meets(labels.SelectorFromSet(pod.Spec.NodeSelector)) {
+		return false, nil
+	}
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return true, nil
+	}
+	var errs []error
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		if len(term.MatchFields) > 0 {
+			errs = append(errs, errors.New("matchFields cannot select a new node"))
+			continue
+		}
+		selector, err := requirementsSelector(term.MatchExpressions)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(term.MatchExpressions) > 0 && n.meets(selector) {
+			return true, nil
+		}
+	}
+	return false, errors.Join(errs...)
+}
+
+// Verify returns every violation it finds; none means the plan is valid.
+func Verify(in scheduling.Input, r *scheduling.Results) []error {
+	c := &checker{in: in, r: r, nodes: map[string]*node{}}
+	c.verifyAccounting()
+	c.buildNodes()
+	c.verifyNewNodes()
+	c.verifyPlacements()
+	c.replayTopology()
+	return c.errs
+}
+
+type checker struct {
+	in    scheduling.Input
+	r     *scheduling.Results
+	nodes map[string]*node
+	order []*node
+	errs  []error
+}
+
+func (c *checker) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf(format, args...))
+}
+
+func (c *checker) verifyAccounting() {
+	seen := map[*corev1.Pod]int{}
+	for _, b := range c.r.Bindings {
+		seen[b.Pod]++
+	}
+	for _, e := range c.r.Unschedulable {
+		seen[e.Pod]++
+		if e.Reason == "" {
+			c.fail("pod %s/%s: unschedulable without a reason", e.Pod.Namespace, e.Pod.Name)
+		}
+	}
+	for _, pod := range c.in.Pods {
+		if seen[pod] != 1 {
+			c.fail("pod %s/%s: bound or reported %d times, want exactly once", pod.Namespace, pod.Name, seen[pod])
+		}
+	}
+	if len(seen) != len(c.in.Pods) {
+		c.fail("results mention %d pods, input has %d", len(seen), len(c.in.Pods))
+	}
+}
+
+func (c *checker) provisioner(name string) *scheduling.Provisioner {
+	for i := range c.in.Provisioners {
+		if c.in.Provisioners[i].Provisioner.Name == name {
+			return &c.in.Provisioners[i]
+		}
+	}
+	return nil
+}
+
+func (c *checker) buildNodes() {
+	for _, en := range c.in.Nodes {
+		n := newNode(en.Node.Name)
+		n.realize(labels.Set(en.Node.Labels), true)
+		n.taints, n.existing = en.Node.Spec.Taints, true
+		for _, pod := range en.Pods {
+			if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+				n.pods = append(n.pods, pod)
+			}
+		}
+		c.nodes[n.name] = n
+		c.order = append(c.order, n)
+	}
+	for _, nn := range c.r.NewNodes {
+		if _, dup := c.nodes[nn.Hostname]; dup || nn.Hostname == "" {
+			c.fail("new node %q: hostname empty or not unique", nn.Hostname)
+			continue
+		}
+		n := newNode(nn.Hostname)
+		n.taints = nn.Taints
+		prov := c.provisioner(nn.Provisioner)
+		if prov == nil {
+			c.fail("new node %s: unknown provisioner %q", nn.Hostname, nn.Provisioner)
+			continue
+		}
+		selector, err := requirementsSelector(nn.Requirements)
+		if err != nil {
+			c.fail("new node %s: requirements, %v", nn.Hostname, err)
+			continue
+		}
+		provSelector, err := requirementsSelector(provisionerRequirements(prov.Provisioner))
+		if err != nil {
+			c.fail("new node %s: provisioner requirements, %v", nn.Hostname, err)
+			continue
+		}
+		for _, it := range nn.InstanceTypes {
+			realized := 0
+			for _, o := range it.Offerings {
+				if !o.Available {
+					continue
+				}
+				l := labels.Set{}
+				for k, v := range it.Labels {
+					l[k] = v
+				}
+				for k, v := range prov.Provisioner.Spec.Labels {
+					l[k] = v
+				}
+				l[corev1.LabelInstanceTypeStable] = it.Name
+				l[corev1.LabelTopologyZone] = o.Zone
+				l[v1alpha5.CapacityTypeLabelKey] = o.CapacityType
+				l[v1alpha5.ProvisionerNameLabelKey] = prov.Provisioner.Name
+				l[corev1.LabelHostname] = nn.Hostname
+				if !selector.Matches(l) || !provSelector.Matches(l) {
+					continue
+				}
+				n.realize(l, len(n.price) == 0 && realized == 0)
+				realized++
+				if p, ok := n.price[it]; !ok || o.Price < p {
+					n.price[it] = o.Price
+				}
+				for _, ds := range c.in.DaemonSetPods {
+					if !contains(n.daemonSets[it], ds) && toleratesNoScheduleTaints(ds, nn.Taints) && podSelectsLabels(ds, l) {
+						n.daemonSets[it] = append(n.daemonSets[it], ds)
+					}
+				}
+			}
+			if realized == 0 {
+				c.fail("new node %s: instance type %s has no available offering meeting the node's and provisioner's requirements", nn.Hostname, it.Name)
+			}
+		}
+		if len(n.price) == 0 {
+			c.fail("new node %s: no instance type can launch it", nn.Hostname)
+		}
+		if !equalTaints(nn.Taints, prov.Provisioner.Spec.Taints) {
+			c.fail("new node %s: taints %v differ from provisioner's %v", nn.Hostname, nn.Taints, prov.Provisioner.Spec.Taints)
+		}
+		c.nodes[n.name] = n
+		c.order = append(c.order, n)
+	}
+}
+
+// verifyNewNodes checks each new node's instance types: offered by its provisioner, fitting
+// its pods and daemonsets, cheapest first at the stated price, and within limits.
+func (c *checker) verifyNewNodes() {
+	launched := map[string]corev1.ResourceList{}
+	for _, nn := range c.r.NewNodes {
+		n := c.nodes[nn.Hostname]
+		prov := c.provisioner(nn.Provisioner)
+		if n == nil || prov == nil || len(nn.InstanceTypes) == 0 {
+			if len(nn.InstanceTypes) == 0 {
+				c.fail("new node %s: no instance types", nn.Hostname)
+			}
+			continue
+		}
+		offered := map[*cloudprovider.InstanceType]bool{}
+		for _, it := range prov.InstanceTypes {
+			offered[it] = true
+		}
+		previous := -1.0
+		for i, it := range nn.InstanceTypes {
+			if !offered[it] {
+				c.fail("new node %s: instance type %s is not offered for provisioner %s", nn.Hostname, it.Name, prov.Provisioner.Name)
+			}
+			price, ok := n.price[it]
+			if !ok {
+				price = math.Inf(1)
+			}
+			if price < previous {
+				c.fail("new node %s: instance types not cheapest first (%s at %v after %v)", nn.Hostname, it.Name, price, previous)
+			}
+			previous = price
+			if i == 0 && math.Abs(price-nn.Price) > 1e-9 {
+				c.fail("new node %s: price %v, cheapest offering of %s is %v", nn.Hostname, nn.Price, it.Name, price)
+			}
+			c.verifyFit(nn, it, n)
+		}
+		used := launched[prov.Provisioner.Name]
+		if used == nil {
+			used = prov.Provisioner.Status.Resources.DeepCopy()
+			if used == nil {
+				used = corev1.ResourceList{}
+			}
+			launched[prov.Provisioner.Name] = used
+		}
+		for name, q := range nn.InstanceTypes[0].Capacity {
+			sum := used[name]
+			sum.Add(q)
+			used[name] = sum
+		}
+	}
+	for _, nn := range c.r.NewNodes {
+		prov := c.provisioner(nn.Provisioner)
+		if prov == nil || prov.Provisioner.Spec.Limits == nil || len(nn.InstanceTypes) == 0 {
+			continue
+		}
+		for _, it := range nn.InstanceTypes {
+			for name, limit := range prov.Provisioner.Spec.Limits.Resources {
+				total := launched[prov.Provisioner.Name][name]
+				total.Sub(nn.InstanceTypes[0].Capacity[name])
+				total.Add(it.Capacity[name])
+				if total.Cmp(limit) > 0 {
+					c.fail("new node %s: launching %s would take provisioner %s to %s %s, over its limit %s", nn.Hostname, it.Name, prov.Provisioner.Name, total.String(), name, limit.String())
+				}
+			}
+		}
+	}
+}
+
+func (c *checker) verifyFit(nn *scheduling.NewNode, it *cloudprovider.InstanceType, n *node) {
+	total := corev1.ResourceList{}
+	count := int64(0)
+	for _, pod := range nn.Pods {
+		addInto(total, effectiveRequests(pod))
+		count++
+	}
+	// A daemonset counts if it would run on any realization of this instance type.
+	for _, ds := range n.daemonSets[it] {
+		addInto(total, effectiveRequests(ds))
+		count++
+	}
+	allocatable := it.Allocatable()
+	for name, q := range total {
+		if name == corev1.ResourcePods {
+			continue
+		}
+		if a := allocatable[name]; q.Cmp(a) > 0 {
+			c.fail("new node %s as %s: %s requested %s, allocatable %s", nn.Hostname, it.Name, name, q.String(), a.String())
+		}
+	}
+	if pods := allocatable[corev1.ResourcePods]; count > pods.Value() {
+		c.fail("new node %s as %s: %d pods, room for %d", nn.Hostname, it.Name, count, pods.Value())
+	}
+}
+
+// verifyPlacements checks node selection, taints and, on existing nodes, room.
+func (c *checker) verifyPlacements() {
+	existingUse := map[string]corev1.ResourceList{}
+	for _, b := range c.r.Bindings {
+		n := c.nodes[b.NodeName]
+		if n == nil {
+			c.fail("pod %s/%s: bound to unknown node %q", b.Pod.Namespace, b.Pod.Name, b.NodeName)
+			continue
+		}
+		if ok, err := n.selects(b.Pod); err != nil || !ok {
+			c.fail("pod %s/%s: node %s does not meet its nodeSelector or required node affinity (%v)", b.Pod.Namespace, b.Pod.Name, n.name, err)
+		}
+		if !toleratesNoScheduleTaints(b.Pod, n.taints) {
+			c.fail("pod %s/%s: does not tolerate the taints of node %s", b.Pod.Namespace, b.Pod.Name, n.name)
+		}
+		if n.existing {
+			use := existingUse[n.name]
+			if use == nil {
+				use = corev1.ResourceList{}
+				for _, pod := range n.pods {
+					addInto(use, effectiveRequests(pod))
+				}
+				existingUse[n.name] = use
+			}
+			addInto(use, effectiveRequests(b.Pod))
+		}
+	}
+	for _, en := range c.in.Nodes {
+		use, ok := existingUse[en.Node.Name]
+		if !ok {
+			continue
+		}
+		if en.Node.Spec.Unschedulable {
+			c.fail("node %s: cordoned but given pods", en.Node.Name)
+		}
+		for name, q := range use {
+			if a := en.Node.Status.Allocatable[name]; q.Cmp(a) > 0 {
+				c.fail("node %s: %s requested %s, allocatable %s", en.Node.Name, name, q.String(), a.String())
+			}
+		}
+	}
+}
+
+func addInto(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		sum := dst[name]
+		sum.Add(q)
+		dst[name] = sum
+	}
+}
+
+// effectiveRequests follows the Kubernetes definition: per resource, the larger of the
+// long-running containers (app containers and restartable init containers) and the peak of the
+// init sequence, where each init container runs beside the restartable ones started before it;
+// plus pod overhead; plus one pod.
+func effectiveRequests(pod *corev1.Pod) corev1.ResourceList {
+	names := map[corev1.ResourceName]bool{}
+	for _, c := range pod.Spec.Containers {
+		for n := range c.Resources.Requests {
+			names[n] = true
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		for n := range c.Resources.Requests {
+			names[n] = true
+		}
+	}
+	out := corev1.ResourceList{}
+	for name := range names {
+		longRunning := resource.Quantity{}
+		for _, c := range pod.Spec.Containers {
+			longRunning.Add(c.Resources.Requests[name])
+		}
+		started := resource.Quantity{}
+		peak := resource.Quantity{}
+		for _, c := range pod.Spec.InitContainers {
+			step := started.DeepCopy()
+			step.Add(c.Resources.Requests[name])
+			if step.Cmp(peak) > 0 {
+				peak = step
+			}
+			if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+				started.Add(c.Resources.Requests[name])
+			}
+		}
+		longRunning.Add(started)
+		if peak.Cmp(longRunning) > 0 {
+			longRunning = peak
+		}
+		out[name] = longRunning
+	}
+	for name, q := range pod.Spec.Overhead {
+		sum := out[name]
+		sum.Add(q)
+		out[name] = sum
+	}
+	out[corev1.ResourcePods] = resource.MustParse("1")
+	return out
+}
+
+func toleratesNoScheduleTaints(pod *corev1.Pod, taints []corev1.Taint) bool {
+	for i := range taints {
+		if taints[i].Effect != corev1.TaintEffectNoSchedule && taints[i].Effect != corev1.TaintEffectNoExecute {
+			continue
+		}
+		tolerated := false
+		for j := range pod.Spec.Tolerations {
+			tolerated = tolerated || pod.Spec.Tolerations[j].ToleratesTaint(&taints[i])
+		}
+		if !tolerated {
+			return false
+		}
+	}
+	return true
+}
+
+func equalTaints(a, b []corev1.Taint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].MatchTaint(&b[i]) || a[i].Value != b[i].Value {
+			return false
+		}
+	}
+	return true
+}
+
+func provisionerRequirements(p *v1alpha5.Provisioner) []corev1.NodeSelectorRequirement {
+	var out []corev1.NodeSelectorRequirement
+	for _, r := range p.Spec.Requirements {
+		out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOperator(r.Operator), Values: r.Values})
+	}
+	return out
+}
+
+var operators = map[corev1.NodeSelectorOperator]selection.Operator{
+	corev1.NodeSelectorOpIn:           selection.In,
+	corev1.NodeSelectorOpNotIn:        selection.NotIn,
+	corev1.NodeSelectorOpExists:       selection.Exists,
+	corev1.NodeSelectorOpDoesNotExist: selection.DoesNotExist,
+	corev1.NodeSelectorOpGt:           selection.GreaterThan,
+	corev1.NodeSelectorOpLt:           selection.LessThan,
+}
+
+func requirementsSelector(reqs []corev1.NodeSelectorRequirement) (labels.Selector, error) {
+	selector := labels.NewSelector()
+	for _, r := range reqs {
+		op, ok := operators[r.Operator]
+		if !ok {
+			return nil, fmt.Errorf("unknown operator %q", r.Operator)
+		}
+		req, err := labels.NewRequirement(r.Key, op, r.Values)
+		if err != nil {
+			return nil, err
+		}
+		selector = selector.Add(*req)
+	}
+	return selector, nil
+}
+
+// podSelectsLabels evaluates a pod's nodeSelector and required node affinity on node labels.
+func podSelectsLabels(pod *corev1.Pod, l labels.Set) bool {
+	if !labels.SelectorFromSet(pod.Spec.NodeSelector).Matches(l) {
+		return false
+	}
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return true
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		selector, err := requirementsSelector(term.MatchExpressions)
+		if err == nil && len(term.MatchFields) == 0 && len(term.MatchExpressions) > 0 && selector.Matches(l) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(pods []*corev1.Pod, pod *corev1.Pod) bool {
+	for _, p := range pods {
+		if p == pod {
+			return true
+		}
+	}
+	return false
+}

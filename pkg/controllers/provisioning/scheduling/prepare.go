@@ -1,0 +1,424 @@
+package scheduling
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+)
+
+// podInfo is a pending pod with everything the inner loop needs precomputed.
+type podInfo struct {
+	pod      *corev1.Pod
+	requests resources
+	// attempts are tried in order; later ones relax preferences.
+	attempts  []attempt
+	tolerates []bool // by provisioner index
+
+	hostSpreads, hostAffinities, hostAntiAffinities []ownedTerm
+	zoneSpreads, zoneAffinities, zoneAntiAffinities []ownedTerm
+	// owned are the groups of the pod's anti-affinity terms, which other pods must respect.
+	owned []*topologyGroup
+	// matches are the groups whose selector matches the pod, so placing it changes their counts.
+	matches            []*topologyGroup
+	matchesHostAnti    []*topologyGroup
+	matchesZoneAnti    []*topologyGroup
+	matchesEligibility []*topologyGroup
+	ownsZone           bool
+	// zoneRelevant pods must be on a node with a known zone.
+	zoneRelevant bool
+	class        int
+	err          error
+	reason       string
+}
+
+// attempt is one set of node requirements to try for a pod.
+type attempt struct {
+	requirements requirements
+	// base is the required part (nodeSelector and one required node affinity term), which
+	// decides the pod's topology domains; baseKey renders it for caching.
+	base    requirements
+	baseKey string
+	// soft attempts honour ScheduleAnyway topology spread too.
+	soft bool
+}
+
+func (s *scheduler) prepare(in Input) []*podInfo {
+	// Resources and zones first: everything else is sized by them.
+	for _, p := range in.Provisioners {
+		for _, it := range p.InstanceTypes {
+			s.resources.register(it.Capacity)
+			for _, o := range it.Offerings {
+				s.zones.intern(o.Zone)
+				s.capacityTypes.intern(o.CapacityType)
+			}
+		}
+		if p.Provisioner.Spec.Limits != nil {
+			s.resources.register(p.Provisioner.Spec.Limits.Resources)
+		}
+	}
+	for _, n := range in.Nodes {
+		s.resources.register(n.Node.Status.Allocatable)
+		if z, ok := n.Node.Labels[corev1.LabelTopologyZone]; ok {
+			s.zones.intern(z)
+		}
+	}
+	requests := map[*corev1.Pod]corev1.ResourceList{}
+	podRequestsOf := func(pod *corev1.Pod) corev1.ResourceList {
+		r := podRequests(pod)
+		requests[pod] = r
+		s.resources.register(r)
+		return r
+	}
+	for _, pod := range in.Pods {
+		podRequestsOf(pod)
+	}
+	for _, pod := range in.DaemonSetPods {
+		podRequestsOf(pod)
+	}
+	for _, n := range in.Nodes {
+		for _, pod := range n.Pods {
+			podRequestsOf(pod)
+		}
+	}
+
+	for i, p := range in.Provisioners {
+		s.provisioners = append(s.provisioners, s.newProvisioner(i, p, in.DaemonSetPods, requests))
+	}
+	sort.SliceStable(s.provisioners, func(i, j int) bool { return s.provisioners[i].name < s.provisioners[j].name })
+
+	s.topology = &topologyGroups{bySignature: map[string]*topologyGroup{}, zones: len(s.zones.names)}
+	pods := make([]*podInfo, 0, len(in.Pods))
+	for _, pod := range in.Pods {
+		pods = append(pods, s.newPodInfo(pod, requests[pod]))
+	}
+	// Existing pods' anti-affinity binds pending pods too.
+	type existingPod struct {
+		pod   *corev1.Pod
+		owned []*topologyGroup
+	}
+	var existingPods [][]existingPod
+	for _, n := range in.Nodes {
+		var list []existingPod
+		for _, pod := range n.Pods {
+			if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			ep := existingPod{pod: pod}
+			if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+				for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+					// Terms the scheduler cannot express cannot bind anything it places either.
+					if t, err := s.topology.addAffinityTerm(pod, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], antiAffinityGroup); err == nil {
+						ep.owned = append(ep.owned, t.group)
+					}
+				}
+			}
+			list = append(list, ep)
+		}
+		existingPods = append(existingPods, list)
+	}
+	groups := s.topology.all
+	for _, p := range pods {
+		s.resolveMatches(p, groups)
+	}
+
+	for i, n := range in.Nodes {
+		if n.Node.Spec.Unschedulable {
+			continue
+		}
+		en := &node{
+			existing: n.Node,
+			labels:   n.Node.Labels,
+			taints:   n.Node.Spec.Taints,
+			alloc:    s.resources.vector(n.Node.Status.Allocatable),
+			used:     make(resources, len(s.resources)),
+			counts:   make([]int32, len(groups)),
+			owners:   make([]int32, len(groups)),
+		}
+		if z, ok := n.Node.Labels[corev1.LabelTopologyZone]; ok {
+			en.zones = 1 << s.zones.index[z]
+		}
+		s.nodes = append(s.nodes, en)
+		for _, ep := range existingPods[i] {
+			en.used.add(s.resources.vector(requests[ep.pod]))
+			var matches []*topologyGroup
+			for _, g := range groups {
+				if g.matches(ep.pod) {
+					matches = append(matches, g)
+				}
+			}
+			s.count(en, ep.pod, matches, ep.owned)
+		}
+	}
+	s.existing = len(s.nodes)
+	sortPods(pods)
+	return pods
+}
+
+func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev1.Pod, requests map[*corev1.Pod]corev1.ResourceList) *provisioner {
+	spec := &p.Provisioner.Spec
+	prov := &provisioner{
+		index:        index,
+		name:         p.Provisioner.Name,
+		requirements: requirements{},
+		fixedKeys:    sets.New(v1alpha5.ProvisionerNameLabelKey),
+		typeKeys:     sets.New(corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, v1alpha5.CapacityTypeLabelKey),
+		taints:       spec.Taints,
+	}
+	// Admission validates requirements; one that still fails to parse matches nothing.
+	for _, r := range spec.Requirements {
+		if err := prov.requirements.add(r.Key, corev1.NodeSelectorOperator(r.Operator), r.Values...); err != nil {
+			prov.requirements[r.Key] = &requirement{values: sets.New[string]()}
+		}
+	}
+	for k, v := range spec.Labels {
+		_ = prov.requirements.add(k, corev1.NodeSelectorOpIn, v)
+		prov.fixedKeys.Insert(k)
+	}
+	_ = prov.requirements.add(v1alpha5.ProvisionerNameLabelKey, corev1.NodeSelectorOpIn, prov.name)
+	for _, it := range p.InstanceTypes {
+		for k := range it.Labels {
+			prov.typeKeys.Insert(k)
+		}
+	}
+	prov.zones = s.zones.mask(prov.requirements[corev1.LabelTopologyZone])
+	prov.capacityTypes = s.capacityTypes.mask(prov.requirements[v1alpha5.CapacityTypeLabelKey])
+	for _, it := range p.InstanceTypes {
+		t := s.newInstanceType(it)
+		price := t.price(prov.zones, prov.capacityTypes)
+		if math.IsInf(price, 1) || !prov.compatibleType(t, prov.requirements) {
+			continue
+		}
+		prov.instanceTypes = append(prov.instanceTypes, t)
+		prov.prices = append(prov.prices, price)
+	}
+	nw := &narrowing{candidates: prov.instanceTypes, prices: prov.prices}
+	sort.Sort(byPrice{nw})
+	prov.maxAlloc = maxAllocatable(prov.instanceTypes)
+	if prov.maxAlloc == nil {
+		prov.maxAlloc = make(resources, len(s.resources))
+	}
+	var reachable uint64
+	for _, t := range prov.instanceTypes {
+		reachable |= t.zones(prov.capacityTypes)
+	}
+	prov.zones &= reachable
+
+	// Daemonsets that would run on the provisioner's nodes reserve room on each of them.
+	prov.daemonSets = make(resources, len(s.resources))
+	empty := &node{requirements: prov.requirements, prov: prov}
+	for _, ds := range daemonSets {
+		if !toleratesAll(ds.Spec.Tolerations, prov.taints) {
+			continue
+		}
+		attempts, err := buildAttempts(ds)
+		if err != nil {
+			continue
+		}
+		for _, a := range attempts {
+			if _, ok := mergeRequirements(empty, a.base); ok {
+				prov.daemonSets.add(s.resources.vector(requests[ds]))
+				break
+			}
+		}
+	}
+	if spec.Limits != nil && len(spec.Limits.Resources) > 0 {
+		prov.limited = make([]bool, len(s.resources))
+		for name := range spec.Limits.Resources {
+			prov.limited[s.resources[name]] = true
+		}
+		prov.remaining = s.resources.vector(spec.Limits.Resources)
+		prov.remaining.sub(s.resources.vector(p.Provisioner.Status.Resources))
+	}
+	return prov
+}
+
+func (s *scheduler) newPodInfo(pod *corev1.Pod, requests corev1.ResourceList) *podInfo {
+	p := &podInfo{pod: pod, requests: s.resources.vector(requests), class: 3}
+	// tolerates is indexed by the provisioner's input position.
+	tolerates := make([]bool, len(s.provisioners))
+	for _, prov := range s.provisioners {
+		tolerates[prov.index] = toleratesAll(pod.Spec.Tolerations, prov.taints)
+	}
+	p.tolerates = tolerates
+	attempts, err := buildAttempts(pod)
+	if err != nil {
+		p.err = err
+		return p
+	}
+	p.attempts = attempts
+	if err := s.addTerms(p); err != nil {
+		p.err = err
+	}
+	return p
+}
+
+func (s *scheduler) addTerms(p *podInfo) error {
+	pod := p.pod
+	for i := range pod.Spec.TopologySpreadConstraints {
+		c := &pod.Spec.TopologySpreadConstraints[i]
+		eligibility := p.attempts[0].base.copy()
+		delete(eligibility, corev1.LabelTopologyZone)
+		if len(eligibility) == 0 {
+			eligibility = nil
+		} else if pod.Spec.Affinity != nil && pod.Spec.Affinity.NodeAffinity != nil && pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil &&
+			len(pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) > 1 {
+			return fmt.Errorf("topology spread with several required node affinity terms is not supported")
+		}
+		t, err := s.topology.addSpread(pod, c, eligibility)
+		if err != nil {
+			return err
+		}
+		if t.group.zoneKeyed {
+			p.zoneSpreads = append(p.zoneSpreads, t)
+		} else {
+			p.hostSpreads = append(p.hostSpreads, t)
+		}
+	}
+	if a := pod.Spec.Affinity; a != nil {
+		if a.PodAffinity != nil {
+			for i := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				t, err := s.topology.addAffinityTerm(pod, &a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], affinityGroup)
+				if err != nil {
+					return err
+				}
+				if t.group.zoneKeyed {
+					p.zoneAffinities = append(p.zoneAffinities, t)
+				} else {
+					p.hostAffinities = append(p.hostAffinities, t)
+				}
+			}
+		}
+		if a.PodAntiAffinity != nil {
+			for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				t, err := s.topology.addAffinityTerm(pod, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], antiAffinityGroup)
+				if err != nil {
+					return err
+				}
+				p.owned = append(p.owned, t.group)
+				if t.group.zoneKeyed {
+					p.zoneAntiAffinities = append(p.zoneAntiAffinities, t)
+				} else {
+					p.hostAntiAffinities = append(p.hostAntiAffinities, t)
+				}
+			}
+		}
+	}
+	p.ownsZone = len(p.zoneSpreads)+len(p.zoneAffinities)+len(p.zoneAntiAffinities) > 0
+	switch {
+	case len(p.hostAntiAffinities) > 0:
+		p.class = 0
+	case len(p.hostSpreads)+len(p.hostAffinities) > 0:
+		p.class = 1
+	case p.ownsZone:
+		p.class = 2
+	}
+	return nil
+}
+
+func (s *scheduler) resolveMatches(p *podInfo, groups []*topologyGroup) {
+	if p.err != nil {
+		return
+	}
+	for _, g := range groups {
+		if !g.matches(p.pod) {
+			continue
+		}
+		p.matches = append(p.matches, g)
+		if g.kind == antiAffinityGroup {
+			if g.zoneKeyed {
+				p.matchesZoneAnti = append(p.matchesZoneAnti, g)
+			} else {
+				p.matchesHostAnti = append(p.matchesHostAnti, g)
+			}
+		}
+		if g.zoneKeyed && g.eligibility != nil {
+			p.matchesEligibility = append(p.matchesEligibility, g)
+		}
+	}
+	p.zoneRelevant = p.ownsZone
+	for _, g := range p.matches {
+		p.zoneRelevant = p.zoneRelevant || g.zoneKeyed
+	}
+}
+
+// buildAttempts lists the requirement sets to try: for each required node affinity term (with
+// the nodeSelector), all preferred terms first, then fewer, dropping the lightest first.
+func buildAttempts(pod *corev1.Pod) ([]attempt, error) {
+	terms := []*corev1.NodeSelectorTerm{nil}
+	var preferred []corev1.PreferredSchedulingTerm
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		if r := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution; r != nil {
+			terms = nil
+			for i := range r.NodeSelectorTerms {
+				terms = append(terms, &r.NodeSelectorTerms[i])
+			}
+		}
+		preferred = append(preferred, a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution...)
+		sort.SliceStable(preferred, func(i, j int) bool { return preferred[i].Weight > preferred[j].Weight })
+	}
+	hasSoft := false
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		hasSoft = hasSoft || c.WhenUnsatisfiable == corev1.ScheduleAnyway
+	}
+	var attempts []attempt
+	var lastErr error
+	for _, term := range terms {
+		if term != nil && len(term.MatchExpressions) == 0 && len(term.MatchFields) == 0 {
+			lastErr = fmt.Errorf("an empty node selector term matches no node")
+			continue
+		}
+		base, err := requirementsFromTerm(pod.Spec.NodeSelector, term)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if !satisfiable(base) {
+			lastErr = fmt.Errorf("node selector and required node affinity cannot both hold")
+			continue
+		}
+		baseKey := fmt.Sprint(base.nodeSelectorRequirements())
+		for k := len(preferred); k >= 0; k-- {
+			reqs := base
+			ok := true
+			for _, pref := range preferred[:k] {
+				prefReqs, err := requirementsFromTerm(nil, &pref.Preference)
+				if err != nil {
+					ok = false
+					break
+				}
+				if reqs, _ = reqs.intersect(prefReqs); reqs == nil {
+					ok = false
+					break
+				}
+			}
+			if !ok {
+				continue
+			}
+			if hasSoft && k == len(preferred) {
+				attempts = append(attempts, attempt{requirements: reqs, base: base, baseKey: baseKey, soft: true})
+			}
+			attempts = append(attempts, attempt{requirements: reqs, base: base, baseKey: baseKey})
+		}
+	}
+	if len(attempts) == 0 {
+		if lastErr == nil {
+			lastErr = fmt.Errorf("no node affinity term can be satisfied")
+		}
+		return nil, fmt.Errorf("node affinity, %w", lastErr)
+	}
+	return attempts, nil
+}
+
+func satisfiable(rs requirements) bool {
+	for _, r := range rs {
+		if !r.satisfiable() {
+			return false
+		}
+	}
+	return true
+}

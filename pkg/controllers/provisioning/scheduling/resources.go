@@ -1,0 +1,121 @@
+package scheduling
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+var resourceOne = resource.NewQuantity(1, resource.DecimalSI)
+
+// resourceIndex maps resource names to positions in the dense vectors the scheduler compares in
+// its inner loop, instead of comparing resource.Quantity maps.
+type resourceIndex map[corev1.ResourceName]int
+
+func newResourceIndex() resourceIndex {
+	return resourceIndex{corev1.ResourceCPU: 0, corev1.ResourceMemory: 1, corev1.ResourcePods: 2}
+}
+
+func (ri resourceIndex) register(list corev1.ResourceList) {
+	for name := range list {
+		if _, ok := ri[name]; !ok {
+			ri[name] = len(ri)
+		}
+	}
+}
+
+// resources holds milli-units per resource, indexed by a resourceIndex.
+type resources []int64
+
+func (ri resourceIndex) vector(list corev1.ResourceList) resources {
+	v := make(resources, len(ri))
+	for name, q := range list {
+		if i, ok := ri[name]; ok {
+			v[i] = q.MilliValue()
+		}
+	}
+	return v
+}
+
+func (r resources) add(o resources) {
+	for i := range r {
+		r[i] += o[i]
+	}
+}
+
+func (r resources) sub(o resources) {
+	for i := range r {
+		r[i] -= o[i]
+	}
+}
+
+func (r resources) plus(o resources) resources {
+	out := make(resources, len(r))
+	for i := range r {
+		out[i] = r[i] + o[i]
+	}
+	return out
+}
+
+// fitsWith reports whether used + extra <= limit for every resource.
+func fitsWith(limit, used, extra resources) bool {
+	for i := range limit {
+		if used[i]+extra[i] > limit[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// within reports whether v <= limit for every resource.
+func within(limit, v resources) bool {
+	for i := range limit {
+		if v[i] > limit[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// podRequests is what a pod reserves on its node: the larger of its containers (plus
+// restartable init containers, which run alongside them) and any single init container step
+// (plus the restartable init containers started before it), plus the pod overhead, and one pod.
+func podRequests(pod *corev1.Pod) corev1.ResourceList {
+	running := corev1.ResourceList{}
+	for i := range pod.Spec.Containers {
+		addList(running, pod.Spec.Containers[i].Resources.Requests)
+	}
+	sidecars := corev1.ResourceList{}
+	initPeak := corev1.ResourceList{}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			addList(sidecars, c.Resources.Requests)
+			maxList(initPeak, sidecars)
+			continue
+		}
+		step := sidecars.DeepCopy()
+		addList(step, c.Resources.Requests)
+		maxList(initPeak, step)
+	}
+	addList(running, sidecars)
+	maxList(running, initPeak)
+	addList(running, pod.Spec.Overhead)
+	running[corev1.ResourcePods] = *resourceOne
+	return running
+}
+
+func addList(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		sum := dst[name]
+		sum.Add(q)
+		dst[name] = sum
+	}
+}
+
+func maxList(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		if cur, ok := dst[name]; !ok || q.Cmp(cur) > 0 {
+			dst[name] = q.DeepCopy()
+		}
+	}
+}

@@ -1,0 +1,307 @@
+// Package scheduling decides where pending pods go: onto existing nodes with room, or onto new
+// nodes that it sizes from the provisioners' instance types at the lowest price. It is pure:
+// it reads a snapshot and returns a plan, with no API calls.
+package scheduling
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+type scheduler struct {
+	resources     resourceIndex
+	zones         *interner
+	capacityTypes *interner
+	topology      *topologyGroups
+	provisioners  []*provisioner
+	nodes         []*node // existing nodes first, then new ones in the order they were opened
+	existing      int
+	results       *Results
+	// zoneDomains caches, by rendered requirements, the zones a pod with those requirements
+	// could be in.
+	zoneDomains map[string]uint64
+}
+
+type provisioner struct {
+	index        int
+	name         string
+	requirements requirements
+	// fixedKeys are labels the provisioner sets itself (spec.labels, provisioner-name).
+	fixedKeys sets.Set[string]
+	// typeKeys are labels that come from the instance type or offering.
+	typeKeys      sets.Set[string]
+	taints        []corev1.Taint
+	// instanceTypes are those compatible with the requirements, cheapest first at prices.
+	instanceTypes []*instanceType
+	prices        []float64
+	maxAlloc      resources
+	zones         uint64
+	capacityTypes uint64
+	daemonSets    resources
+	// limit is the remaining capacity under spec.limits per resource, or nil without limits.
+	limited   []bool
+	remaining resources
+}
+
+// Schedule places the input's pending pods.
+func Schedule(in Input) *Results {
+	s := &scheduler{
+		resources:     newResourceIndex(),
+		zones:         newInterner(),
+		capacityTypes: newInterner(),
+		results:       &Results{},
+		zoneDomains:   map[string]uint64{},
+	}
+	pods := s.prepare(in)
+	var failed []*podInfo
+	for _, p := range pods {
+		if p.err != nil {
+			s.results.Unschedulable = append(s.results.Unschedulable, PodError{Pod: p.pod, Reason: p.err.Error()})
+			continue
+		}
+		if reason := s.schedule(p); reason != "" {
+			p.reason = reason
+			failed = append(failed, p)
+		}
+	}
+	// A pod whose affinity targets other pending pods may fail before they are placed; retry
+	// while that makes progress.
+	for progress := true; progress && len(failed) > 0; {
+		progress = false
+		var still []*podInfo
+		for _, p := range failed {
+			if reason := s.schedule(p); reason != "" {
+				p.reason = reason
+				still = append(still, p)
+			} else {
+				progress = true
+			}
+		}
+		failed = still
+	}
+	for _, p := range failed {
+		s.results.Unschedulable = append(s.results.Unschedulable, PodError{Pod: p.pod, Reason: p.reason})
+	}
+	s.finish()
+	return s.results
+}
+
+// schedule tries the pod's attempts in order of preference: on each, existing nodes first, then
+// nodes already opened in this pass, then a new node.
+func (s *scheduler) schedule(p *podInfo) string {
+	var reasons []string
+	for i := range p.attempts {
+		a := &p.attempts[i]
+		zones := s.allowedZones(p, a)
+		if p.zoneRelevant && zones == 0 {
+			reasons = append(reasons, "no zone satisfies the pod's topology constraints")
+			continue
+		}
+		for _, n := range s.nodes[:s.existing] {
+			if n.fits(p.requests) && s.compatibleExisting(n, p, a, zones) {
+				s.place(n, p, nil)
+				return ""
+			}
+		}
+		if s.placeOnNewNodes(p, a, zones) {
+			return ""
+		}
+		reason := s.openNode(p, a, zones)
+		if reason == "" {
+			return ""
+		}
+		reasons = append(reasons, reason)
+	}
+	return strings.Join(sets.List(sets.New(reasons...)), "; ")
+}
+
+// placeOnNewNodes puts the pod on a node opened earlier in the pass: preferably one whose
+// cheapest instance type already has room for it, so it costs nothing more; otherwise the
+// first that can grow to a larger instance type.
+func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, zones uint64) bool {
+	var grow *node
+	for _, n := range s.nodes[s.existing:] {
+		if !fitsWith(n.maxAlloc, n.used, p.requests) {
+			continue
+		}
+		free := fitsWith(n.candidates[n.first].alloc, n.used, p.requests)
+		if !free && grow != nil {
+			continue
+		}
+		if !s.compatibleNew(n, p, a, zones) {
+			continue
+		}
+		if free {
+			if nw, ok := s.constrain(n, p, a, zones); ok {
+				s.place(n, p, nw)
+				return true
+			}
+			continue
+		}
+		grow = n
+	}
+	if grow != nil {
+		if nw, ok := s.constrain(grow, p, a, zones); ok {
+			s.place(grow, p, nw)
+			return true
+		}
+		// Growth failed on the first candidate (e.g. a limit); fall back to a full search.
+		for _, n := range s.nodes[s.existing:] {
+			if n == grow || !fitsWith(n.maxAlloc, n.used, p.requests) || !s.compatibleNew(n, p, a, zones) {
+				continue
+			}
+			if nw, ok := s.constrain(n, p, a, zones); ok {
+				s.place(n, p, nw)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// openNode launches a node for the pod from the provisioner whose cheapest fitting instance
+// type is cheapest.
+func (s *scheduler) openNode(p *podInfo, a *attempt, zones uint64) string {
+	var best *node
+	var bestNarrowing *narrowing
+	var reasons []string
+	for _, prov := range s.provisioners {
+		if !toleratesAll(p.pod.Spec.Tolerations, prov.taints) {
+			reasons = append(reasons, fmt.Sprintf("provisioner %q: pod does not tolerate its taints", prov.name))
+			continue
+		}
+		n := s.emptyNode(prov)
+		if !s.topologyAllowsNode(n, p, a) {
+			reasons = append(reasons, "no new node satisfies the pod's hostname topology constraints")
+			continue
+		}
+		nw, ok := s.constrain(n, p, a, zones)
+		if !ok {
+			reasons = append(reasons, fmt.Sprintf("provisioner %q: no instance type satisfies the pod's requirements, resource requests and daemonset overhead within limits", prov.name))
+			continue
+		}
+		if best == nil || nw.prices[nw.first] < bestNarrowing.prices[bestNarrowing.first] {
+			best, bestNarrowing = n, nw
+		}
+	}
+	if best == nil {
+		if len(reasons) == 0 {
+			return "no provisioner"
+		}
+		return strings.Join(reasons, "; ")
+	}
+	best.hostname = fmt.Sprintf("karpenter-new-node-%d", len(s.nodes)-s.existing)
+	s.nodes = append(s.nodes, best)
+	s.place(best, p, bestNarrowing)
+	return ""
+}
+
+func (s *scheduler) emptyNode(prov *provisioner) *node {
+	return &node{
+		prov:         prov,
+		taints:       prov.taints,
+		requirements: prov.requirements,
+		used:          append(resources(nil), prov.daemonSets...),
+		candidates:    prov.instanceTypes,
+		prices:        prov.prices,
+		maxAlloc:      prov.maxAlloc,
+		zones:         prov.zones,
+		capacityTypes: prov.capacityTypes,
+		counts:       make([]int32, len(s.topology.all)),
+		owners:       make([]int32, len(s.topology.all)),
+	}
+}
+
+func (prov *provisioner) commit(old, new *instanceType) {
+	if prov.remaining == nil {
+		return
+	}
+	prov.remaining.sub(new.capacity)
+	if old != nil {
+		prov.remaining.add(old.capacity)
+	}
+}
+
+// withinLimits reports whether replacing old by new on a node keeps the provisioner within its
+// limits.
+func (prov *provisioner) withinLimits(old, new *instanceType) bool {
+	if prov.remaining == nil {
+		return true
+	}
+	for i, limited := range prov.limited {
+		if !limited {
+			continue
+		}
+		delta := new.capacity[i]
+		if old != nil {
+			delta -= old.capacity[i]
+		}
+		if delta > prov.remaining[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// finish renders the new nodes, dropping instance types that would break a provisioner's limits
+// if the cloud launched them instead of the cheapest.
+func (s *scheduler) finish() {
+	for _, n := range s.nodes[s.existing:] {
+		out := &NewNode{
+			Hostname:     n.hostname,
+			Provisioner:  n.prov.name,
+			Requirements: n.requirements.nodeSelectorRequirements(),
+			Taints:       n.prov.taints,
+			Price:        n.prices[n.first],
+			Pods:         n.pods,
+		}
+		for _, t := range n.candidates[n.first:] {
+			if !within(t.alloc, n.used) || (t != n.cheapest && !n.prov.withinLimits(n.cheapest, t)) {
+				continue
+			}
+			out.InstanceTypes = append(out.InstanceTypes, t.it)
+		}
+		s.results.NewNodes = append(s.results.NewNodes, out)
+	}
+}
+
+// sortPods orders pods so the most constrained open nodes first and the rest fill them: pods
+// that need a node of their own, then hostname-constrained, zone-constrained, then the rest;
+// largest first within each class.
+func sortPods(pods []*podInfo) {
+	sort.SliceStable(pods, func(i, j int) bool {
+		a, b := pods[i], pods[j]
+		if a.class != b.class {
+			return a.class < b.class
+		}
+		if a.requests[0] != b.requests[0] {
+			return a.requests[0] > b.requests[0]
+		}
+		return a.requests[1] > b.requests[1]
+	})
+}
+
+func toleratesAll(tolerations []corev1.Toleration, taints []corev1.Taint) bool {
+	for i := range taints {
+		taint := &taints[i]
+		if taint.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		tolerated := false
+		for j := range tolerations {
+			if tolerations[j].ToleratesTaint(taint) {
+				tolerated = true
+				break
+			}
+		}
+		if !tolerated {
+			return false
+		}
+	}
+	return true
+}
+

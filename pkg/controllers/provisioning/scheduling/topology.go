@@ -1,0 +1,186 @@
+package scheduling
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+type groupKind int
+
+const (
+	spreadGroup groupKind = iota
+	affinityGroup
+	antiAffinityGroup
+)
+
+// topologyGroup counts, per topology domain, the pods that match one selector. Pods that carry
+// the same term (same kind, key, namespaces, selector and skew) share a group.
+type topologyGroup struct {
+	id         int
+	kind       groupKind
+	zoneKeyed  bool // topology.kubernetes.io/zone; otherwise kubernetes.io/hostname
+	namespaces sets.Set[string]
+	selector   labels.Selector
+	maxSkew    int32
+	minDomains int32
+	// eligibility restricts which nodes count for a zone spread: kube-scheduler honours the
+	// spreading pod's node affinity (nodeAffinityPolicy Honor), so pods on nodes it could
+	// not use do not count. Nil when every node in the zone counts.
+	eligibility requirements
+
+	// zoneCounts and zoneOwners are indexed by zone; hostname counts live on each node.
+	zoneCounts []int32
+	zoneOwners []int32
+	// total counts matching pods on any node, for the rule that lets the first pod of a
+	// self-affine set go anywhere.
+	total int32
+}
+
+func (g *topologyGroup) matches(pod *corev1.Pod) bool {
+	if g.namespaces != nil && !g.namespaces.Has(pod.Namespace) {
+		return false
+	}
+	return g.selector.Matches(labels.Set(pod.Labels))
+}
+
+// ownedTerm is a topology term a pod carries.
+type ownedTerm struct {
+	group *topologyGroup
+	// self is whether the pod matches its own term's selector.
+	self bool
+	// soft terms (ScheduleAnyway) are honoured only on the pod's first attempt.
+	soft bool
+}
+
+type topologyGroups struct {
+	bySignature map[string]*topologyGroup
+	all         []*topologyGroup
+	zones       int
+}
+
+func (t *topologyGroups) intern(g *topologyGroup, signature string) *topologyGroup {
+	if existing, ok := t.bySignature[signature]; ok {
+		return existing
+	}
+	g.id = len(t.all)
+	g.zoneCounts = make([]int32, t.zones)
+	g.zoneOwners = make([]int32, t.zones)
+	t.bySignature[signature] = g
+	t.all = append(t.all, g)
+	return g
+}
+
+func topologyKeyIsZone(key string) (bool, error) {
+	switch key {
+	case corev1.LabelTopologyZone:
+		return true, nil
+	case corev1.LabelHostname:
+		return false, nil
+	default:
+		return false, fmt.Errorf("topology key %q is not supported, only %s and %s", key, corev1.LabelTopologyZone, corev1.LabelHostname)
+	}
+}
+
+// spreadSelector is the constraint's selector with matchLabelKeys resolved against the pod.
+func spreadSelector(pod *corev1.Pod, c *corev1.TopologySpreadConstraint) (labels.Selector, error) {
+	selector, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+	if err != nil {
+		return nil, fmt.Errorf("topology spread label selector, %w", err)
+	}
+	if c.LabelSelector == nil {
+		return selector, nil
+	}
+	for _, key := range c.MatchLabelKeys {
+		value, ok := pod.Labels[key]
+		if !ok {
+			continue
+		}
+		r, err := labels.NewRequirement(key, selection.Equals, []string{value})
+		if err != nil {
+			return nil, fmt.Errorf("topology spread matchLabelKeys, %w", err)
+		}
+		selector = selector.Add(*r)
+	}
+	return selector, nil
+}
+
+func (t *topologyGroups) addSpread(pod *corev1.Pod, c *corev1.TopologySpreadConstraint, eligibility requirements) (ownedTerm, error) {
+	zoneKeyed, err := topologyKeyIsZone(c.TopologyKey)
+	if err != nil {
+		return ownedTerm{}, err
+	}
+	selector, err := spreadSelector(pod, c)
+	if err != nil {
+		return ownedTerm{}, err
+	}
+	var minDomains int32
+	if c.MinDomains != nil {
+		minDomains = *c.MinDomains
+	}
+	if !zoneKeyed || (c.NodeAffinityPolicy != nil && *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyIgnore) {
+		eligibility = nil
+	}
+	g := &topologyGroup{
+		kind: spreadGroup, zoneKeyed: zoneKeyed, namespaces: sets.New(pod.Namespace),
+		selector: selector, maxSkew: c.MaxSkew, minDomains: minDomains, eligibility: eligibility,
+	}
+	signature := fmt.Sprintf("spread/%s/%s/%s/%d/%d/%v", c.TopologyKey, pod.Namespace, selector, c.MaxSkew, minDomains, eligibility.nodeSelectorRequirements())
+	g = t.intern(g, signature)
+	return ownedTerm{group: g, self: g.matches(pod), soft: c.WhenUnsatisfiable == corev1.ScheduleAnyway}, nil
+}
+
+func (t *topologyGroups) addAffinityTerm(pod *corev1.Pod, term *corev1.PodAffinityTerm, kind groupKind) (ownedTerm, error) {
+	zoneKeyed, err := topologyKeyIsZone(term.TopologyKey)
+	if err != nil {
+		return ownedTerm{}, err
+	}
+	selector, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+	if err != nil {
+		return ownedTerm{}, fmt.Errorf("pod affinity label selector, %w", err)
+	}
+	for _, key := range term.MatchLabelKeys {
+		if value, ok := pod.Labels[key]; ok && term.LabelSelector != nil {
+			r, err := labels.NewRequirement(key, selection.Equals, []string{value})
+			if err != nil {
+				return ownedTerm{}, fmt.Errorf("pod affinity matchLabelKeys, %w", err)
+			}
+			selector = selector.Add(*r)
+		}
+	}
+	for _, key := range term.MismatchLabelKeys {
+		if value, ok := pod.Labels[key]; ok && term.LabelSelector != nil {
+			r, err := labels.NewRequirement(key, selection.NotEquals, []string{value})
+			if err != nil {
+				return ownedTerm{}, fmt.Errorf("pod affinity mismatchLabelKeys, %w", err)
+			}
+			selector = selector.Add(*r)
+		}
+	}
+	var namespaces sets.Set[string]
+	switch {
+	case term.NamespaceSelector != nil && len(term.NamespaceSelector.MatchLabels) == 0 && len(term.NamespaceSelector.MatchExpressions) == 0:
+		// An empty namespace selector selects every namespace.
+	case term.NamespaceSelector != nil:
+		return ownedTerm{}, fmt.Errorf("pod affinity namespaceSelector other than {} is not supported")
+	case len(term.Namespaces) > 0:
+		namespaces = sets.New(term.Namespaces...)
+	default:
+		namespaces = sets.New(pod.Namespace)
+	}
+	names := "*"
+	if namespaces != nil {
+		list := sets.List(namespaces)
+		sort.Strings(list)
+		names = strings.Join(list, ",")
+	}
+	g := &topologyGroup{kind: kind, zoneKeyed: zoneKeyed, namespaces: namespaces, selector: selector}
+	g = t.intern(g, fmt.Sprintf("affinity/%d/%s/%s/%s", kind, term.TopologyKey, names, selector))
+	return ownedTerm{group: g, self: g.matches(pod)}, nil
+}

@@ -1,0 +1,80 @@
+package scheduling
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+)
+
+// Provisioner is a Provisioner with the instance types its cloud provider offers for it.
+type Provisioner struct {
+	Provisioner   *v1alpha5.Provisioner
+	InstanceTypes []*cloudprovider.InstanceType
+}
+
+// Node is an existing node and the pods bound to it.
+type Node struct {
+	Node *corev1.Node
+	Pods []*corev1.Pod
+}
+
+// Input is a snapshot of the cluster for one scheduling pass.
+type Input struct {
+	// Pods are the pending pods to place.
+	Pods []*corev1.Pod
+	// Provisioners may launch new nodes.
+	Provisioners []Provisioner
+	// Nodes are filled, where they have room, before new nodes are opened.
+	Nodes []Node
+	// DaemonSetPods are one pod per daemonset; each runs on every new node it tolerates and
+	// selects, so its requests are reserved there.
+	DaemonSetPods []*corev1.Pod
+}
+
+// NewNode is a node the pass decided to launch.
+type NewNode struct {
+	// Hostname stands for the node until it exists; it is unique within Results.
+	Hostname    string
+	Provisioner string
+	// Requirements are the labels the node must carry for its pods' constraints to hold.
+	Requirements []corev1.NodeSelectorRequirement
+	Taints       []corev1.Taint
+	// InstanceTypes may each launch the node, cheapest first; all fit the pods and meet the
+	// requirements in at least one available offering.
+	InstanceTypes []*cloudprovider.InstanceType
+	// Price is the hourly price of the cheapest offering the node may launch as.
+	Price float64
+	Pods  []*corev1.Pod
+}
+
+// Binding assigns a pod to an existing node's name or a NewNode's Hostname.
+type Binding struct {
+	Pod      *corev1.Pod
+	NodeName string
+}
+
+// PodError explains why a pod could not be placed.
+type PodError struct {
+	Pod    *corev1.Pod
+	Reason string
+}
+
+// Results of a scheduling pass.
+type Results struct {
+	NewNodes []*NewNode
+	// Bindings are in the order the scheduler decided them. Binding pods in this order
+	// reproduces the cluster state each topology constraint was checked against, as
+	// kube-scheduler checks each pod against the cluster at the time it is bound.
+	Bindings      []Binding
+	Unschedulable []PodError
+}
+
+// Price is the hourly price of the new nodes, each at its cheapest offering.
+func (r *Results) Price() float64 {
+	total := 0.0
+	for _, n := range r.NewNodes {
+		total += n.Price
+	}
+	return total
+}

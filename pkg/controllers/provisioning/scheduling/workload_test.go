@@ -1,0 +1,143 @@
+package scheduling_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+)
+
+// The shared scheduling benchmark workload (shared/bench/scheduling-workload.md).
+
+var (
+	workloadZones         = []string{"test-zone-1", "test-zone-2", "test-zone-3"}
+	workloadCapacityTypes = []string{v1alpha5.CapacityTypeSpot, v1alpha5.CapacityTypeOnDemand}
+	workloadCPU           = []string{"100m", "250m", "500m", "1000m", "1500m"}
+	workloadMemory        = []string{"100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi"}
+	workloadLabelValues   = []string{"a", "b", "c", "d", "e", "f", "g"}
+)
+
+func workloadInstanceTypes() []*cloudprovider.InstanceType {
+	var types []*cloudprovider.InstanceType
+	for i := 0; i < 400; i++ {
+		cpu := int64(i + 1)
+		memory := 2 * cpu * 1024 * 1024 * 1024
+		price := 0.1*float64(cpu) + 0.1*float64(memory)/1e9
+		it := &cloudprovider.InstanceType{
+			Name:   fmt.Sprintf("fake-it-%d", i),
+			Labels: map[string]string{corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux"},
+			Capacity: corev1.ResourceList{
+				corev1.ResourceCPU:    *resource.NewQuantity(cpu, resource.DecimalSI),
+				corev1.ResourceMemory: *resource.NewQuantity(memory, resource.BinarySI),
+				corev1.ResourcePods:   *resource.NewQuantity(10*cpu, resource.DecimalSI),
+			},
+			Overhead: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("100m"),
+				corev1.ResourceMemory: resource.MustParse("10Mi"),
+			},
+		}
+		for _, ct := range workloadCapacityTypes {
+			for _, z := range workloadZones {
+				it.Offerings = append(it.Offerings, cloudprovider.Offering{Zone: z, CapacityType: ct, Price: price, Available: true})
+			}
+		}
+		types = append(types, it)
+	}
+	return types
+}
+
+func workloadProvisioner(types []*cloudprovider.InstanceType) scheduling.Provisioner {
+	return scheduling.Provisioner{
+		Provisioner: &v1alpha5.Provisioner{
+			ObjectMeta: metav1.ObjectMeta{Name: "default"},
+			Spec: v1alpha5.ProvisionerSpec{Limits: &v1alpha5.Limits{Resources: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("100M"),
+				corev1.ResourceMemory: resource.MustParse("100Pi"),
+			}}},
+		},
+		InstanceTypes: types,
+	}
+}
+
+// workloadPods builds n pods in five equal groups, the remainder generic.
+func workloadPods(n int) []*corev1.Pod {
+	rng := rand.New(rand.NewSource(42))
+	pick := func(values []string) string { return values[rng.Intn(len(values))] }
+	group := n / 5
+	counts := []int{group + n - 5*group, group, group, group, group}
+	var pods []*corev1.Pod
+	for kind, count := range counts {
+		for i := 0; i < count; i++ {
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d-%d", kind, i), Namespace: "default", Labels: map[string]string{}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU:    resource.MustParse(pick(workloadCPU)),
+					corev1.ResourceMemory: resource.MustParse(pick(workloadMemory)),
+				}}}}},
+			}
+			switch kind {
+			case 0:
+				pod.Labels["my-label"] = pick(workloadLabelValues)
+			case 1, 2:
+				pod.Labels["my-label"] = pick(workloadLabelValues)
+				key := corev1.LabelTopologyZone
+				if kind == 2 {
+					key = corev1.LabelHostname
+				}
+				pod.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+					MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: corev1.DoNotSchedule,
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"my-label": pick(workloadLabelValues)}},
+				}}
+			case 3:
+				value := pick(workloadLabelValues)
+				pod.Labels["my-affinity"] = value
+				pod.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+					TopologyKey: corev1.LabelTopologyZone, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"my-affinity": value}},
+				}}}}
+			case 4:
+				pod.Labels["app"] = "nginx"
+				pod.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+					TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "nginx"}},
+				}}}}
+			}
+			pods = append(pods, pod)
+		}
+	}
+	return pods
+}
+
+// lowerBound is the workload's price floor: each pod at the cheapest price per unit of its
+// dominant resource, plus, for each pod that needs a node of its own, that node's overhead at
+// the same unit prices.
+func lowerBound(types []*cloudprovider.InstanceType, pods []*corev1.Pod) float64 {
+	cpuPrice, memoryPrice := math.Inf(1), math.Inf(1)
+	var overheadCPU, overheadMemory float64
+	for _, it := range types {
+		a := it.Allocatable()
+		price := math.Inf(1)
+		for _, o := range it.Offerings {
+			if o.Available {
+				price = math.Min(price, o.Price)
+			}
+		}
+		cpuPrice = math.Min(cpuPrice, price/a.Cpu().AsApproximateFloat64())
+		memoryPrice = math.Min(memoryPrice, price/a.Memory().AsApproximateFloat64())
+		overheadCPU, overheadMemory = it.Overhead.Cpu().AsApproximateFloat64(), it.Overhead.Memory().AsApproximateFloat64()
+	}
+	total := 0.0
+	for _, pod := range pods {
+		r := pod.Spec.Containers[0].Resources.Requests
+		total += math.Max(r.Cpu().AsApproximateFloat64()*cpuPrice, r.Memory().AsApproximateFloat64()*memoryPrice)
+		if pod.Spec.Affinity != nil && pod.Spec.Affinity.PodAntiAffinity != nil {
+			total += math.Max(overheadCPU*cpuPrice, overheadMemory*memoryPrice)
+		}
+	}
+	return total
+}
