@@ -1,0 +1,121 @@
+package aws
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
+
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+)
+
+// The parsers below do no I/O, so admission webhooks can use them to validate ids.
+
+// AutoScalingGroupID identifies an Auto Scaling group; Region is empty for a bare name.
+type AutoScalingGroupID struct {
+	Region, Name string
+}
+
+// ParseAutoScalingGroupID accepts a group name or its ARN
+// (arn:aws:autoscaling:<region>:<account>:autoScalingGroup:<uuid>:autoScalingGroupName/<name>).
+func ParseAutoScalingGroupID(id string) (AutoScalingGroupID, error) {
+	invalid := func(reason string) error {
+		return &cloudprovider.InvalidIDError{Type: cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, ID: id, Reason: reason}
+	}
+	if !arn.IsARN(id) {
+		if id == "" || len(id) > 255 {
+			return AutoScalingGroupID{}, invalid("a group name has 1 to 255 characters")
+		}
+		return AutoScalingGroupID{Name: id}, nil
+	}
+	a, err := arn.Parse(id)
+	if err != nil {
+		return AutoScalingGroupID{}, invalid(err.Error())
+	}
+	_, name, found := strings.Cut(a.Resource, ":autoScalingGroupName/")
+	if a.Service != "autoscaling" || !strings.HasPrefix(a.Resource, "autoScalingGroup:") || !found || name == "" {
+		return AutoScalingGroupID{}, invalid("expected arn:aws:autoscaling:<region>:<account>:autoScalingGroup:<uuid>:autoScalingGroupName/<name>")
+	}
+	if a.Region == "" {
+		return AutoScalingGroupID{}, invalid("the ARN has no region")
+	}
+	return AutoScalingGroupID{Region: a.Region, Name: name}, nil
+}
+
+// EKSNodeGroupID identifies an EKS managed node group; Region is empty for cluster/nodegroup.
+type EKSNodeGroupID struct {
+	Region, Cluster, NodeGroup string
+}
+
+// ParseEKSNodeGroupID accepts <cluster>/<nodegroup> or the node group ARN
+// (arn:aws:eks:<region>:<account>:nodegroup/<cluster>/<nodegroup>/<uuid>).
+func ParseEKSNodeGroupID(id string) (EKSNodeGroupID, error) {
+	invalid := func(reason string) error {
+		return &cloudprovider.InvalidIDError{Type: cloudprovider.NodeGroupTypeAWSEKSNodeGroup, ID: id, Reason: reason}
+	}
+	if !arn.IsARN(id) {
+		parts := strings.Split(id, "/")
+		if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+			return EKSNodeGroupID{}, invalid("expected <cluster>/<nodegroup> or a node group ARN")
+		}
+		return EKSNodeGroupID{Cluster: parts[0], NodeGroup: parts[1]}, nil
+	}
+	a, err := arn.Parse(id)
+	if err != nil {
+		return EKSNodeGroupID{}, invalid(err.Error())
+	}
+	parts := strings.Split(a.Resource, "/")
+	if a.Service != "eks" || len(parts) != 4 || parts[0] != "nodegroup" || parts[1] == "" || parts[2] == "" {
+		return EKSNodeGroupID{}, invalid("expected arn:aws:eks:<region>:<account>:nodegroup/<cluster>/<nodegroup>/<uuid>")
+	}
+	if a.Region == "" {
+		return EKSNodeGroupID{}, invalid("the ARN has no region")
+	}
+	return EKSNodeGroupID{Region: a.Region, Cluster: parts[1], NodeGroup: parts[2]}, nil
+}
+
+// SQSQueueID identifies an SQS queue. URL is set when the id was a URL;
+// Region is empty when a URL's host does not name one (e.g. a custom endpoint).
+type SQSQueueID struct {
+	Region, Account, Name, URL string
+}
+
+// ParseSQSQueueID accepts a queue ARN (arn:aws:sqs:<region>:<account>:<name>)
+// or URL (https://sqs.<region>.amazonaws.com/<account>/<name>).
+func ParseSQSQueueID(id string) (SQSQueueID, error) {
+	invalid := func(reason string) error {
+		return &cloudprovider.InvalidIDError{Type: cloudprovider.QueueTypeAWSSQSQueue, ID: id, Reason: reason}
+	}
+	if arn.IsARN(id) {
+		a, err := arn.Parse(id)
+		if err != nil {
+			return SQSQueueID{}, invalid(err.Error())
+		}
+		if a.Service != "sqs" || a.Region == "" || a.AccountID == "" || a.Resource == "" || strings.ContainsAny(a.Resource, "/:") {
+			return SQSQueueID{}, invalid("expected arn:aws:sqs:<region>:<account>:<queue name>")
+		}
+		return SQSQueueID{Region: a.Region, Account: a.AccountID, Name: a.Resource}, nil
+	}
+	u, err := url.Parse(id)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return SQSQueueID{}, invalid("expected a queue ARN or an https://sqs.<region>.amazonaws.com/<account>/<name> URL")
+	}
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+		return SQSQueueID{}, invalid("a queue URL's path is /<account>/<queue name>")
+	}
+	return SQSQueueID{Region: regionOfQueueHost(u.Hostname()), Account: parts[0], Name: parts[1], URL: id}, nil
+}
+
+// regionOfQueueHost reads the region from sqs.<region>.amazonaws.com[.cn],
+// sqs.<region>.api.aws or the legacy <region>.queue.amazonaws.com.
+func regionOfQueueHost(host string) string {
+	labels := strings.Split(host, ".")
+	switch {
+	case len(labels) >= 4 && labels[0] == "sqs":
+		return labels[1]
+	case len(labels) >= 4 && labels[1] == "queue":
+		return labels[0]
+	}
+	return ""
+}

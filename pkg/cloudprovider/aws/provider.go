@@ -1,0 +1,125 @@
+// Package aws implements the cloudprovider capabilities on AWS with
+// aws-sdk-go-v2: EC2 Auto Scaling groups and EKS managed node groups as
+// NodeGroups, SQS queues as Queues.
+//
+// Configuration is the SDK's own: the default credential chain (IRSA web
+// identity, environment, shared profile, instance role), the region from
+// Options, AWS_REGION or the profile (an id that is an ARN carries its own
+// region), adaptive retries, and the SDK's endpoint overrides
+// (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_AUTO_SCALING, AWS_ENDPOINT_URL_EKS,
+// AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_CLOUDWATCH or endpoint_url in the
+// shared config file).
+package aws
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"k8s.io/utils/clock"
+
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+)
+
+// Options configure the provider. Zero values mean the SDK's defaults.
+type Options struct {
+	// Region is used for ids that do not name one (group names, cluster/nodegroup).
+	// Empty means the SDK's chain: AWS_REGION, AWS_DEFAULT_REGION, the shared config profile.
+	Region string
+	// MaxAttempts bounds the attempts of one call, the first included (SDK default 3).
+	MaxAttempts int
+	// MaxBackoff caps the delay between attempts (SDK default 20s).
+	MaxBackoff time.Duration
+	// Clock places the CloudWatch query window; defaults to the real clock.
+	Clock clock.PassiveClock
+}
+
+// Provider holds the SDK configuration and builds per-region clients on demand.
+type Provider struct {
+	cfg   sdkaws.Config
+	clock clock.PassiveClock
+
+	mu      sync.Mutex
+	regions map[string]*clients
+}
+
+type clients struct {
+	autoScaling *autoscaling.Client
+	eks         *eks.Client
+	sqs         *sqs.Client
+	cloudWatch  *cloudwatch.Client
+}
+
+// New loads the SDK configuration. loadOptions are applied after the
+// provider's own, e.g. static credentials or a base endpoint in tests.
+func New(ctx context.Context, opts Options, loadOptions ...func(*config.LoadOptions) error) (*Provider, error) {
+	retryer := func() sdkaws.Retryer {
+		return retry.NewAdaptiveMode(func(o *retry.AdaptiveModeOptions) {
+			o.StandardOptions = append(o.StandardOptions, func(so *retry.StandardOptions) {
+				if opts.MaxAttempts > 0 {
+					so.MaxAttempts = opts.MaxAttempts
+				}
+				if opts.MaxBackoff > 0 {
+					so.MaxBackoff = opts.MaxBackoff
+					so.Backoff = retry.NewExponentialJitterBackoff(opts.MaxBackoff)
+				}
+			})
+		})
+	}
+	all := []func(*config.LoadOptions) error{config.WithRetryer(retryer)}
+	if opts.Region != "" {
+		all = append(all, config.WithRegion(opts.Region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, append(all, loadOptions...)...)
+	if err != nil {
+		return nil, fmt.Errorf("loading AWS SDK configuration, %w", err)
+	}
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Provider{cfg: cfg, clock: clk, regions: map[string]*clients{}}, nil
+}
+
+// Register makes the provider's types resolvable through r.
+func (p *Provider) Register(r *cloudprovider.Registry) {
+	r.RegisterNodeGroup(cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, p.AutoScalingGroup)
+	r.RegisterNodeGroup(cloudprovider.NodeGroupTypeAWSEKSNodeGroup, p.EKSNodeGroup)
+	r.RegisterQueue(cloudprovider.QueueTypeAWSSQSQueue, p.SQSQueue)
+}
+
+// Region is the default region, empty if none is configured.
+func (p *Provider) Region() string { return p.cfg.Region }
+
+// clientsFor returns the clients of a region ("" = the default region).
+func (p *Provider) clientsFor(region string) (*clients, error) {
+	if region == "" {
+		region = p.cfg.Region
+	}
+	if region == "" {
+		return nil, fmt.Errorf("no AWS region: set the controller's region flag or AWS_REGION, or use an ARN")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.regions[region]; ok {
+		return c, nil
+	}
+	// Service clients resolve endpoint overrides (AWS_ENDPOINT_URL_<SERVICE>)
+	// from the loaded config themselves; only the region is ours to set.
+	c := &clients{
+		autoScaling: autoscaling.NewFromConfig(p.cfg, func(o *autoscaling.Options) { o.Region = region }),
+		eks:         eks.NewFromConfig(p.cfg, func(o *eks.Options) { o.Region = region }),
+		sqs:         sqs.NewFromConfig(p.cfg, func(o *sqs.Options) { o.Region = region }),
+		cloudWatch:  cloudwatch.NewFromConfig(p.cfg, func(o *cloudwatch.Options) { o.Region = region }),
+	}
+	p.regions[region] = c
+	return c, nil
+}

@@ -1,0 +1,176 @@
+package awsemulator
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+)
+
+// The admin API lets tools that are not AWS clients (the sandbox's node
+// joiner, scripts, tests) inspect and steer the emulator:
+//
+//	GET    /_emulator/healthz
+//	GET    /_emulator/instances[?group=<asg name>]   instances with their node shape
+//	POST   /_emulator/seed                          add resources (seed YAML or JSON)
+//	POST   /_emulator/queues/{name}/messages        {"count": 10, "body": "job"}
+//	DELETE /_emulator/queues/{name}/messages        purge
+//	GET    /_emulator/faults                        faults and how often each hit
+//	POST   /_emulator/faults                        add a Fault (JSON)
+//	DELETE /_emulator/faults                        clear faults
+const adminPrefix = "/_emulator/"
+
+// Instance is an EC2 instance of an Auto Scaling group, with what a node
+// registered for it should look like.
+type Instance struct {
+	InstanceID string `json:"instanceId"`
+	// ProviderID is the Kubernetes node providerID: aws:///<zone>/<instance-id>.
+	ProviderID           string            `json:"providerID"`
+	AutoScalingGroupName string            `json:"autoScalingGroupName"`
+	EKSNodeGroup         string            `json:"eksNodeGroup,omitempty"` // <cluster>/<nodegroup>
+	InstanceType         string            `json:"instanceType"`
+	AvailabilityZone     string            `json:"availabilityZone"`
+	LifecycleState       string            `json:"lifecycleState"`
+	LaunchTime           time.Time         `json:"launchTime"`
+	Labels               map[string]string `json:"labels,omitempty"`
+	Taints               []Taint           `json:"taints,omitempty"`
+	Capacity             map[string]string `json:"capacity,omitempty"`
+}
+
+// Instances lists the instances of one Auto Scaling group, or of all groups
+// when group is empty, ordered by group then launch.
+func (e *Emulator) Instances(group string) []Instance {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.advance()
+	var out []Instance
+	for _, name := range slices.Sorted(maps.Keys(e.groups)) {
+		if group != "" && name != group {
+			continue
+		}
+		g := e.groups[name]
+		for _, i := range g.instances {
+			out = append(out, Instance{
+				InstanceID: i.id, ProviderID: fmt.Sprintf("aws:///%s/%s", i.zone, i.id),
+				AutoScalingGroupName: g.name, EKSNodeGroup: g.eksNodeGroup, InstanceType: g.instanceType,
+				AvailabilityZone: i.zone, LifecycleState: e.lifecycle(i, now), LaunchTime: i.launched,
+				Labels: maps.Clone(g.labels), Taints: slices.Clone(g.taints), Capacity: maps.Clone(g.capacity),
+			})
+		}
+	}
+	return out
+}
+
+// SendMessages puts count messages with body on a queue.
+func (e *Emulator) SendMessages(queueName string, count int, body string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.advance()
+	q, ok := e.queues[queueName]
+	if !ok {
+		return fmt.Errorf("queue %q does not exist", queueName)
+	}
+	for range count {
+		e.sendMessage(q, body, 0, now)
+	}
+	return nil
+}
+
+// PurgeQueue deletes every message of a queue.
+func (e *Emulator) PurgeQueue(queueName string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	q, ok := e.queues[queueName]
+	if !ok {
+		return fmt.Errorf("queue %q does not exist", queueName)
+	}
+	q.messages = nil
+	return nil
+}
+
+func (e *Emulator) adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /_emulator/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /_emulator/instances", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, "application/json", map[string][]Instance{"instances": e.Instances(r.URL.Query().Get("group"))})
+	})
+	mux.HandleFunc("POST /_emulator/seed", func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		seed, err := ParseSeed(b)
+		if err == nil {
+			err = e.Seed(seed)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /_emulator/queues/{name}/messages", func(w http.ResponseWriter, r *http.Request) {
+		in := struct {
+			Count int    `json:"count"`
+			Body  string `json:"body"`
+		}{Count: 1, Body: "message"}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil && err != io.EOF {
+			http.Error(w, fmt.Sprintf("decoding request, %v", err), http.StatusBadRequest)
+			return
+		}
+		if in.Count < 0 {
+			http.Error(w, "count must be >= 0", http.StatusBadRequest)
+			return
+		}
+		if err := e.SendMessages(r.PathValue("name"), in.Count, in.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("DELETE /_emulator/queues/{name}/messages", func(w http.ResponseWriter, r *http.Request) {
+		if err := e.PurgeQueue(r.PathValue("name")); err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /_emulator/faults", func(w http.ResponseWriter, _ *http.Request) {
+		type faultHits struct {
+			Fault
+			Hits int `json:"hits"`
+		}
+		e.mu.Lock()
+		out := []faultHits{}
+		for _, f := range e.faults {
+			out = append(out, faultHits{Fault: f.Fault, Hits: f.hits})
+		}
+		e.mu.Unlock()
+		writeJSON(w, "application/json", map[string]any{"faults": out})
+	})
+	mux.HandleFunc("POST /_emulator/faults", func(w http.ResponseWriter, r *http.Request) {
+		var f Fault
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&f); err != nil {
+			http.Error(w, fmt.Sprintf("decoding fault, %v", err), http.StatusBadRequest)
+			return
+		}
+		if err := e.InjectFault(f); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("DELETE /_emulator/faults", func(w http.ResponseWriter, _ *http.Request) {
+		e.ClearFaults()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	return mux
+}
