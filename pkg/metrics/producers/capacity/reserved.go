@@ -1,0 +1,73 @@
+package capacity
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// ReservedResources are the resources a reservedCapacity producer reports, in this order.
+var ReservedResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods}
+
+// Reservation is how much of a resource a group of nodes offers and how much pods reserve.
+type Reservation struct {
+	Reserved resource.Quantity
+	Capacity resource.Quantity
+}
+
+// Utilization is Reserved / Capacity, a 0–1 ratio (above 1 only when pods were bound past
+// allocatable). ok is false when there is no capacity, where the ratio means nothing.
+func (r Reservation) Utilization() (utilization float64, ok bool) {
+	capacity := r.Capacity.AsApproximateFloat64()
+	if capacity <= 0 {
+		return 0, false
+	}
+	return r.Reserved.AsApproximateFloat64() / capacity, true
+}
+
+// String renders the reservation as status shows it, e.g. "62.50%, 10/16".
+func (r Reservation) String() string {
+	utilization, ok := r.Utilization()
+	if !ok {
+		return fmt.Sprintf("no capacity, %s/%s", r.Reserved.String(), r.Capacity.String())
+	}
+	return fmt.Sprintf("%.2f%%, %s/%s", utilization*100, r.Reserved.String(), r.Capacity.String())
+}
+
+// Reserve totals, over the nodes that can take pods (Ready and not cordoned), their
+// allocatable cpu, memory and pods against the effective requests of the pods bound to them
+// that have not terminated. pods may include pods of other nodes; they are ignored.
+func Reserve(nodes []corev1.Node, pods []corev1.Pod) map[corev1.ResourceName]Reservation {
+	reservations := map[corev1.ResourceName]Reservation{}
+	for _, name := range ReservedResources {
+		reservations[name] = Reservation{}
+	}
+	counted := map[string]bool{}
+	for i := range nodes {
+		node := &nodes[i]
+		if !IsReady(node) || node.Spec.Unschedulable {
+			continue
+		}
+		counted[node.Name] = true
+		for _, name := range ReservedResources {
+			r := reservations[name]
+			r.Capacity.Add(quantityOf(node.Status.Allocatable, name))
+			reservations[name] = r
+		}
+	}
+	for i := range pods {
+		pod := &pods[i]
+		if !counted[pod.Spec.NodeName] || IsTerminal(pod) {
+			continue
+		}
+		requests := EffectiveRequests(pod)
+		requests[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
+		for _, name := range ReservedResources {
+			r := reservations[name]
+			r.Reserved.Add(quantityOf(requests, name))
+			reservations[name] = r
+		}
+	}
+	return reservations
+}
