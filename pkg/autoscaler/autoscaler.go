@@ -1,0 +1,236 @@
+// Package autoscaler decides how many replicas a HorizontalAutoscaler's target should have.
+// It is pure: the caller reads the metrics, the target's scale and the clock, and writes the
+// result; nothing here performs I/O, so every rule is testable at any instant.
+//
+// The decision follows the Kubernetes HorizontalPodAutoscaler v2:
+//
+//  1. each metric recommends a replica count (Value, AverageValue or Utilization, with a
+//     tolerance band and scale from zero);
+//  2. the largest recommendation wins; while any metric is unavailable the target never
+//     scales down, and while all are, nothing changes;
+//  3. stabilization windows smooth the recommendation over its recent history;
+//  4. rate policies limit the change per period, measured from recent scale events;
+//  5. the result is clamped to [minReplicas, maxReplicas].
+package autoscaler
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+)
+
+// DefaultTolerance is the band around a metric's target within which nothing changes.
+const DefaultTolerance = 0.1
+
+// Input is everything a decision depends on.
+type Input struct {
+	// Now is the instant of the decision.
+	Now  time.Time
+	Spec v1alpha1.HorizontalAutoscalerSpec
+	// SpecReplicas is the replica count the target is asked for (its scale's spec): the
+	// baseline of behaviour rules and what "no change" keeps.
+	SpecReplicas int32
+	// StatusReplicas is the replica count the target reports (its scale's status): what the
+	// metrics reflect.
+	StatusReplicas int32
+	// Observations holds one entry per Spec.Metrics, in the same order.
+	Observations []Observation
+	// Recommendations and ScaleEvents are the history kept in the HorizontalAutoscaler's status.
+	Recommendations []v1alpha1.Recommendation
+	ScaleEvents     []v1alpha1.ScaleEvent
+	// Tolerance is the fraction within which a metric counts as on target, e.g. 0.1.
+	Tolerance float64
+}
+
+// Decision is the outcome, with its reasons.
+type Decision struct {
+	// DesiredReplicas is what the target's scale should be set to.
+	DesiredReplicas int32
+	// Metrics holds each metric's recommendation, in the order of Spec.Metrics.
+	Metrics []MetricRecommendation
+	// Recommendation is the combined recommendation of the metrics before behaviour rules and
+	// bounds; meaningless when no metric is available.
+	Recommendation int32
+	// Holds lists, in order of application, the rules that kept the replicas away from the
+	// recommendation.
+	Holds []Hold
+	// Clamp is set when the replicas were held to minReplicas or maxReplicas.
+	Clamp *Clamp
+	// Recommendations is the history to keep in status, including this decision's when every
+	// metric was available.
+	Recommendations []v1alpha1.Recommendation
+}
+
+// Clamp says that the bounds changed the outcome.
+type Clamp struct {
+	// Reason is TooFewReplicas or TooManyReplicas.
+	Reason  string
+	Message string
+}
+
+// Clamp reasons.
+const (
+	TooFewReplicas  = "TooFewReplicas"
+	TooManyReplicas = "TooManyReplicas"
+)
+
+// Decide computes the desired replicas.
+func Decide(in Input) Decision {
+	now := stamp(in.Now)
+	up, down := ScaleUpRules(in.Spec.Behavior), ScaleDownRules(in.Spec.Behavior)
+	current := in.SpecReplicas
+	d := Decision{Metrics: make([]MetricRecommendation, len(in.Spec.Metrics))}
+
+	available, unavailable := 0, 0
+	recommendation := int32(math.MinInt32)
+	for i, m := range in.Spec.Metrics {
+		o := Unavailable("no observation")
+		if i < len(in.Observations) {
+			o = in.Observations[i]
+		}
+		if m.Prometheus == nil {
+			o = Unavailable("the metric has no source")
+		}
+		var target v1alpha1.MetricTarget
+		if m.Prometheus != nil {
+			target = m.Prometheus.Target
+		}
+		d.Metrics[i] = recommend(target, o, in.StatusReplicas, current, in.Tolerance)
+		if d.Metrics[i].Available {
+			available++
+			recommendation = max(recommendation, d.Metrics[i].Replicas)
+		} else {
+			unavailable++
+		}
+	}
+
+	switch {
+	case len(in.Spec.Metrics) == 0:
+		// Without metrics the autoscaler only enforces the bounds.
+		recommendation = current
+	case available == 0:
+		d.DesiredReplicas = current
+		d.Recommendation = current
+		d.Holds = append(d.Holds, Hold{Reason: ScalingSuspended, Message: fmt.Sprintf(
+			"no metric is available, %d replicas stay", current)})
+		d.Recommendations = prune(now, in.Recommendations, up, down)
+		return d
+	}
+	d.Recommendation = recommendation
+
+	history := in.Recommendations
+	if unavailable == 0 {
+		// Only a recommendation informed by every metric enters the history: a partial one
+		// could understate what the missing metric asks for.
+		history = append(slices.Clone(history), v1alpha1.Recommendation{Time: metav1.NewTime(now), Replicas: recommendation})
+	}
+	d.Recommendations = prune(now, history, up, down)
+
+	desired, hold := stabilize(now, recommendation, current, in.Recommendations, up, down)
+	d.addHold(hold)
+	if unavailable > 0 && desired < current {
+		d.addHold(&Hold{Reason: ScaleDownSuspended, Message: fmt.Sprintf(
+			"%d of %d metrics are unavailable, so %d replicas stay instead of %d", unavailable, len(in.Spec.Metrics), current, desired)})
+		desired = current
+	}
+	desired, hold = limitRate(now, desired, current, in.ScaleEvents, up, down)
+	d.addHold(hold)
+
+	minReplicas, maxReplicas := MinReplicas(in.Spec), in.Spec.MaxReplicas
+	switch {
+	case desired > maxReplicas:
+		d.Clamp = &Clamp{Reason: TooManyReplicas, Message: clampMessage(recommendation, desired, "maxReplicas", maxReplicas)}
+		desired = maxReplicas
+	case desired < minReplicas:
+		d.Clamp = &Clamp{Reason: TooFewReplicas, Message: clampMessage(recommendation, desired, "minReplicas", minReplicas)}
+		desired = minReplicas
+	}
+	d.DesiredReplicas = desired
+	return d
+}
+
+func (d *Decision) addHold(h *Hold) {
+	if h != nil {
+		d.Holds = append(d.Holds, *h)
+	}
+}
+
+// MinReplicas is spec.minReplicas, 1 when unset as for the HorizontalPodAutoscaler.
+func MinReplicas(spec v1alpha1.HorizontalAutoscalerSpec) int32 {
+	if spec.MinReplicas == nil {
+		return 1
+	}
+	return *spec.MinReplicas
+}
+
+func clampMessage(recommendation, desired int32, bound string, value int32) string {
+	if recommendation == desired {
+		return fmt.Sprintf("the recommendation of %d replicas is clamped to %s %d", recommendation, bound, value)
+	}
+	return fmt.Sprintf("the recommendation of %d replicas (%d after behaviour rules) is clamped to %s %d", recommendation, desired, bound, value)
+}
+
+// Summary is a one-line account of the decision for Events and logs.
+func (d Decision) Summary() string {
+	var parts []string
+	for _, h := range d.Holds {
+		parts = append(parts, h.Message)
+	}
+	if d.Clamp != nil {
+		parts = append(parts, d.Clamp.Message)
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("recommendation %d", d.Recommendation)
+	}
+	return fmt.Sprintf("recommendation %d; %s", d.Recommendation, strings.Join(parts, "; "))
+}
+
+// RecordScale appends a change of the target's replicas made at now to the scale events and
+// drops the events no policy looks at any more.
+func RecordScale(now time.Time, events []v1alpha1.ScaleEvent, change int32, behavior v1alpha1.Behavior) []v1alpha1.ScaleEvent {
+	now = stamp(now)
+	if change != 0 {
+		events = append(slices.Clone(events), v1alpha1.ScaleEvent{Time: metav1.NewTime(now), ReplicaChange: change})
+	}
+	keep := max(ScaleUpRules(behavior).longestPeriod(), ScaleDownRules(behavior).longestPeriod())
+	cutoff := now.Add(-keep)
+	return slices.DeleteFunc(slices.Clone(events), func(e v1alpha1.ScaleEvent) bool { return !e.Time.After(cutoff) })
+}
+
+// prune drops recommendations that no window will look at again: those older than the longest
+// window, and those a later one makes redundant (a later recommendation at least as high
+// serves every scale-down window, one at most as low every scale-up window).
+func prune(now time.Time, history []v1alpha1.Recommendation, up, down Rules) []v1alpha1.Recommendation {
+	cutoff := now.Add(-max(up.StabilizationWindow, down.StabilizationWindow))
+	var kept []v1alpha1.Recommendation
+	laterHighest, laterLowest := int32(math.MinInt32), int32(math.MaxInt32)
+	for i := len(history) - 1; i >= 0; i-- {
+		r := history[i]
+		if !r.Time.After(cutoff) {
+			continue
+		}
+		if laterHighest >= r.Replicas && laterLowest <= r.Replicas {
+			continue
+		}
+		laterHighest, laterLowest = max(laterHighest, r.Replicas), min(laterLowest, r.Replicas)
+		kept = append(kept, r)
+	}
+	slices.Reverse(kept)
+	return kept
+}
+
+// stamp rounds up to the second, the resolution at which status keeps time, so that history
+// read back after a restart is the history used now; rounding up keeps a window or period
+// in force for at most a second longer, never shorter.
+func stamp(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		return r.Add(time.Second)
+	}
+	return t
+}
