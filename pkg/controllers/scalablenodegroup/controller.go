@@ -1,0 +1,156 @@
+// Package scalablenodegroup reconciles ScalableNodeGroups onto cloud node groups: it sets the
+// group's desired size from spec.replicas and reports what the cloud observes in status, so
+// that anything driving the scale subresource (kubectl scale, an HPA, a HorizontalAutoscaler)
+// resizes real capacity.
+package scalablenodegroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+	"knative.dev/pkg/apis"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+)
+
+// Condition reasons, stable for alerting and documented in docs/troubleshooting.
+const (
+	ReasonInvalidNodeGroup = "InvalidNodeGroup"
+	ReasonAccessDenied     = "AccessDenied"
+	ReasonNotFound         = "NodeGroupNotFound"
+	ReasonOutOfBounds      = "DesiredOutOfBounds"
+	ReasonCloudError       = "CloudProviderError"
+	ReasonInFlight         = "ChangeInFlight"
+	ReasonScaled           = "Scaled"
+)
+
+// Controller reconciles ScalableNodeGroups.
+type Controller struct {
+	client   client.Client
+	groups   cloudprovider.Factory
+	recorder record.EventRecorder
+	// period is how often a group is re-read so that changes made outside Karpenter show.
+	period time.Duration
+}
+
+// NewController builds a controller resolving node groups through groups.
+func NewController(kubeClient client.Client, groups cloudprovider.Factory, recorder record.EventRecorder, period time.Duration) *Controller {
+	return &Controller{client: kubeClient, groups: groups, recorder: recorder, period: period}
+}
+
+// Name identifies the controller.
+func (c *Controller) Name() string { return "scalablenodegroup" }
+
+// SetupWithManager watches ScalableNodeGroups, including scale subresource writes.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(c.Name()).
+		For(&v1alpha1.ScalableNodeGroup{}).
+		Complete(c)
+}
+
+// Reconcile converges one node group's desired size on spec.replicas and records what the
+// cloud reports.
+func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (reconcile.Result, error) {
+	group := &v1alpha1.ScalableNodeGroup{}
+	if err := c.client.Get(ctx, request.NamespacedName, group); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	stored := group.DeepCopy()
+	err := c.reconcile(ctx, group)
+	if patchErr := c.client.Status().Patch(ctx, group, client.MergeFrom(stored)); patchErr != nil && !apierrors.IsNotFound(patchErr) {
+		return reconcile.Result{}, errors.Join(err, fmt.Errorf("patching status, %w", patchErr))
+	}
+	if err != nil {
+		// Returning the error retries with the controller's exponential backoff.
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: c.period}, nil
+}
+
+func (c *Controller) reconcile(ctx context.Context, group *v1alpha1.ScalableNodeGroup) error {
+	conditions := group.StatusConditions()
+	before := conditions.GetCondition(v1alpha1.AbleToScale).DeepCopy()
+	nodeGroup, err := c.groups.NodeGroupFor(string(group.Spec.Type), group.Spec.ID)
+	if err != nil {
+		// A malformed id does not heal by retrying; the watch brings the fix.
+		c.markUnable(group, before, ReasonInvalidNodeGroup, err)
+		return nil
+	}
+	observed, err := nodeGroup.Status(ctx)
+	if err != nil {
+		c.markUnable(group, before, reasonFor(err), err)
+		return fmt.Errorf("reading node group %s %s, %w", group.Spec.Type, group.Spec.ID, err)
+	}
+	group.Status.Replicas = ptr.To(observed.Replicas)
+	if desired := group.Spec.Replicas; desired != nil && *desired != observed.DesiredReplicas {
+		if err := nodeGroup.SetDesiredReplicas(ctx, *desired); err != nil {
+			return c.handleResizeError(group, before, *desired, err)
+		}
+		log.FromContext(ctx).Info("resized node group", "type", group.Spec.Type, "id", group.Spec.ID, "from", observed.DesiredReplicas, "to", *desired)
+		c.recorder.Eventf(group, corev1.EventTypeNormal, ReasonScaled, "Set desired replicas of %s from %d to %d", group.Spec.ID, observed.DesiredReplicas, *desired)
+		observed.Stable = false
+		observed.Message = fmt.Sprintf("desired replicas changed from %d to %d", observed.DesiredReplicas, *desired)
+	}
+	conditions.MarkTrue(v1alpha1.AbleToScale)
+	if observed.Stable {
+		conditions.MarkTrue(v1alpha1.Stabilized)
+	} else {
+		conditions.MarkFalse(v1alpha1.Stabilized, ReasonInFlight, "%s", observed.Message)
+	}
+	return nil
+}
+
+// handleResizeError records why a resize was not made. A busy group is retried on the next
+// period; every other failure is a condition and an event.
+func (c *Controller) handleResizeError(group *v1alpha1.ScalableNodeGroup, before *apis.Condition, desired int32, err error) error {
+	var busy *cloudprovider.BusyError
+	if errors.As(err, &busy) {
+		group.StatusConditions().MarkTrue(v1alpha1.AbleToScale)
+		group.StatusConditions().MarkFalse(v1alpha1.Stabilized, ReasonInFlight, "%s", busy.Reason)
+		return nil
+	}
+	var outOfBounds *cloudprovider.OutOfBoundsError
+	if errors.As(err, &outOfBounds) {
+		// Not forced and not retried: only a change of spec or of the group's bounds helps,
+		// and the periodic reconcile sees both.
+		c.markUnable(group, before, ReasonOutOfBounds, fmt.Errorf("spec.replicas %d is outside the node group's bounds [%d, %d]; change the group's min/max size or spec.replicas", desired, outOfBounds.Min, outOfBounds.Max))
+		return nil
+	}
+	c.markUnable(group, before, reasonFor(err), err)
+	return fmt.Errorf("setting desired replicas of %s %s to %d, %w", group.Spec.Type, group.Spec.ID, desired, err)
+}
+
+// markUnable sets AbleToScale false and emits a warning on the transition into that state,
+// so a persistent failure is one event, not one per reconcile.
+func (c *Controller) markUnable(group *v1alpha1.ScalableNodeGroup, before *apis.Condition, reason string, err error) {
+	group.StatusConditions().MarkFalse(v1alpha1.AbleToScale, reason, "%s", err.Error())
+	if before == nil || before.Status != corev1.ConditionFalse || before.Reason != reason {
+		c.recorder.Event(group, corev1.EventTypeWarning, reason, err.Error())
+	}
+}
+
+func reasonFor(err error) string {
+	var accessDenied *cloudprovider.AccessDeniedError
+	var notFound *cloudprovider.NotFoundError
+	switch {
+	case errors.As(err, &accessDenied):
+		return ReasonAccessDenied
+	case errors.As(err, &notFound):
+		return ReasonNotFound
+	default:
+		return ReasonCloudError
+	}
+}
