@@ -16,6 +16,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"karpenter.sh/karpenter/pkg/apis"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/controllers"
 )
 
@@ -26,6 +28,7 @@ type flags struct {
 	leaderElectionNS   string
 	logLevel           string
 	logFormat          string
+	awsRegion          string
 	controllers        controllers.Options
 }
 
@@ -40,7 +43,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "Minimum log level: debug, info, warn or error.")
 	fs.StringVar(&f.logFormat, "log-format", "json", "Log encoding: json or console.")
 	fs.StringVar(&f.controllers.PrometheusURI, "prometheus-uri", "http://prometheus-operated.monitoring:9090", "Base URL of the Prometheus HTTP API.")
-	fs.StringVar(&f.controllers.AWSRegion, "aws-region", "", "AWS region for node groups and queues whose ID names none.")
+	fs.StringVar(&f.awsRegion, "aws-region", "", "AWS region for node groups and queues whose ID names none; defaults to the SDK's (AWS_REGION, profile).")
 	fs.DurationVar(&f.controllers.ResyncPeriod, "resync-period", 10*time.Second, "How often each object is reconciled without a watch event.")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -117,6 +120,16 @@ func run(f flags) error {
 	if err != nil {
 		return fmt.Errorf("creating manager, %w", err)
 	}
+	ctx := ctrl.SetupSignalHandler()
+	// The SDK's own configuration chain applies: credentials (IRSA, environment, profile) and
+	// endpoint overrides such as AWS_ENDPOINT_URL.
+	provider, err := aws.New(ctx, aws.Options{Region: f.awsRegion})
+	if err != nil {
+		return err
+	}
+	registry := cloudprovider.NewRegistry()
+	provider.Register(registry)
+	f.controllers.CloudProvider = registry
 	if err := controllers.Register(mgr, f.controllers); err != nil {
 		return err
 	}
@@ -126,8 +139,8 @@ func run(f flags) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding ready check, %w", err)
 	}
-	// SetupSignalHandler cancels on SIGTERM/SIGINT so reconciles finish and the lease is released.
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	// The signal handler cancels on SIGTERM/SIGINT so reconciles finish and the lease is released.
+	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager, %w", err)
 	}
 	return nil

@@ -6,14 +6,17 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/scalablenodegroup"
 )
 
 // Options are the settings reconcilers take from the controller's flags.
 type Options struct {
 	// PrometheusURI is the base URL of the Prometheus HTTP API HorizontalAutoscalers query.
 	PrometheusURI string
-	// AWSRegion is the default region for AWS node groups and queues whose ID carries none.
-	AWSRegion string
+	// CloudProvider resolves node groups and queues from a spec's type and id.
+	CloudProvider cloudprovider.Factory
 	// ResyncPeriod is how often every object is reconciled even without a watch event.
 	ResyncPeriod time.Duration
 }
@@ -37,6 +40,8 @@ func Register(mgr manager.Manager, opts Options) error {
 }
 
 // reconcilers lists every controller the binary runs.
-func reconcilers(_ manager.Manager, _ Options) []reconciler {
-	return nil
+func reconcilers(mgr manager.Manager, opts Options) []reconciler {
+	return []reconciler{
+		scalablenodegroup.NewController(mgr.GetClient(), opts.CloudProvider, mgr.GetEventRecorderFor("scalablenodegroup"), opts.ResyncPeriod),
+	}
 }
