@@ -1,0 +1,55 @@
+package producers
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/metrics/producers/capacity"
+)
+
+// ReservedCapacityProducer reports how much of a node group's allocatable cpu, memory and
+// pods its pods reserve.
+type ReservedCapacityProducer struct {
+	Reader client.Reader
+}
+
+func (p *ReservedCapacityProducer) Produce(ctx context.Context, mp *v1alpha1.MetricsProducer) (Result, error) {
+	selector := mp.Spec.ReservedCapacity.NodeSelector
+	nodes, err := nodesMatching(ctx, p.Reader, selector)
+	if err != nil {
+		return Result{}, err
+	}
+	var pods []corev1.Pod
+	for i := range nodes {
+		if !capacity.IsReady(&nodes[i]) || nodes[i].Spec.Unschedulable {
+			continue
+		}
+		onNode, err := podsOn(ctx, p.Reader, nodes[i].Name)
+		if err != nil {
+			return Result{}, err
+		}
+		pods = append(pods, onNode...)
+	}
+	reservations := capacity.Reserve(nodes, pods)
+	var result Result
+	mp.Status.ReservedCapacity = map[corev1.ResourceName]string{}
+	for _, name := range capacity.ReservedResources {
+		r := reservations[name]
+		utilization, ok := r.Utilization()
+		if !ok {
+			return Result{}, failure(ReasonNoCapacity, "no %s capacity: %d nodes match nodeSelector %v and none of them is Ready, schedulable and offering %s",
+				name, len(nodes), selector, name)
+		}
+		g := ReservedCapacity[name]
+		result.Samples = append(result.Samples,
+			Sample{Gauge: g.Reserved, Value: r.Reserved.AsApproximateFloat64()},
+			Sample{Gauge: g.Capacity, Value: r.Capacity.AsApproximateFloat64()},
+			Sample{Gauge: g.Utilization, Value: utilization},
+		)
+		mp.Status.ReservedCapacity[name] = r.String()
+	}
+	return result, nil
+}

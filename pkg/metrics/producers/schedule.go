@@ -1,0 +1,61 @@
+package producers
+
+import (
+	"context"
+	"errors"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/metrics/producers/scheduledcapacity"
+)
+
+// ScheduleProducer reports the replica count a scheduleSpec gives now, and when and to what
+// it changes next.
+type ScheduleProducer struct {
+	Clock clock.PassiveClock
+}
+
+func (p *ScheduleProducer) Produce(_ context.Context, mp *v1alpha1.MetricsProducer) (Result, error) {
+	schedule, err := scheduledcapacity.NewSchedule(scheduleSpecOf(mp.Spec.ScheduleSpec))
+	if err != nil {
+		var fieldErr *scheduledcapacity.FieldError
+		if errors.As(err, &fieldErr) {
+			return Result{}, failure(ReasonInvalidSchedule, "spec.scheduleSpec.%s", fieldErr.Error())
+		}
+		return Result{}, failure(ReasonInvalidSchedule, "spec.scheduleSpec: %w", err)
+	}
+	evaluation := schedule.Evaluate(p.Clock.Now())
+	status := &v1alpha1.ScheduledCapacityStatus{CurrentValue: ptr.To(evaluation.Value)}
+	result := Result{Samples: []Sample{{Gauge: ScheduledReplicasValue, Value: float64(evaluation.Value)}}}
+	if next := evaluation.Next; next != nil {
+		status.NextValueTime = &metav1.Time{Time: next.Time}
+		status.NextValue = ptr.To(next.Value)
+		result.NextChange = next.Time
+	}
+	mp.Status.ScheduledCapacity = status
+	return result, nil
+}
+
+// scheduleSpecOf adapts the API's scheduleSpec to the evaluator's.
+func scheduleSpecOf(spec *v1alpha1.ScheduleSpec) scheduledcapacity.Spec {
+	out := scheduledcapacity.Spec{Timezone: ptr.Deref(spec.Timezone, ""), DefaultReplicas: spec.DefaultReplicas}
+	for _, b := range spec.Behaviors {
+		behavior := scheduledcapacity.BehaviorSpec{Replicas: b.Replicas, Start: fieldsOf(b.Start)}
+		if b.End != nil {
+			end := fieldsOf(b.End)
+			behavior.End = &end
+		}
+		out.Behaviors = append(out.Behaviors, behavior)
+	}
+	return out
+}
+
+func fieldsOf(p *v1alpha1.Pattern) scheduledcapacity.Fields {
+	if p == nil {
+		return scheduledcapacity.Fields{}
+	}
+	return scheduledcapacity.Fields{Minutes: p.Minutes, Hours: p.Hours, Days: p.Days, Months: p.Months, Weekdays: p.Weekdays}
+}
