@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/check"
 )
@@ -73,4 +72,3 @@ func BenchmarkScheduling(b *testing.B) {
 		})
 	}
 }
-

@@ -33,8 +33,8 @@ type provisioner struct {
 	// fixedKeys are labels the provisioner sets itself (spec.labels, provisioner-name).
 	fixedKeys sets.Set[string]
 	// typeKeys are labels that come from the instance type or offering.
-	typeKeys      sets.Set[string]
-	taints        []corev1.Taint
+	typeKeys sets.Set[string]
+	taints   []corev1.Taint
 	// instanceTypes are those compatible with the requirements, cheapest first at prices.
 	instanceTypes []*instanceType
 	prices        []float64
@@ -202,17 +202,17 @@ func (s *scheduler) openNode(p *podInfo, a *attempt, zones uint64) string {
 
 func (s *scheduler) emptyNode(prov *provisioner) *node {
 	return &node{
-		prov:         prov,
-		taints:       prov.taints,
-		requirements: prov.requirements,
+		prov:          prov,
+		taints:        prov.taints,
+		requirements:  prov.requirements,
 		used:          append(resources(nil), prov.daemonSets...),
 		candidates:    prov.instanceTypes,
 		prices:        prov.prices,
 		maxAlloc:      prov.maxAlloc,
 		zones:         prov.zones,
 		capacityTypes: prov.capacityTypes,
-		counts:       make([]int32, len(s.topology.all)),
-		owners:       make([]int32, len(s.topology.all)),
+		counts:        make([]int32, len(s.topology.all)),
+		owners:        make([]int32, len(s.topology.all)),
 	}
 }
 
@@ -304,4 +304,3 @@ func toleratesAll(tolerations []corev1.Toleration, taints []corev1.Taint) bool {
 	}
 	return true
 }
-
