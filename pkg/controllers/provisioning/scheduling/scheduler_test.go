@@ -1,0 +1,498 @@
+package scheduling_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/check"
+)
+
+// Fixtures: a few instance types in three zones, priced so that bigger costs more.
+func instanceType(name, arch string, cpu, memoryGi, pods int64, price float64) *cloudprovider.InstanceType {
+	it := &cloudprovider.InstanceType{
+		Name:   name,
+		Labels: map[string]string{corev1.LabelArchStable: arch, corev1.LabelOSStable: "linux"},
+		Capacity: corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewQuantity(cpu, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(memoryGi<<30, resource.BinarySI),
+			corev1.ResourcePods:   *resource.NewQuantity(pods, resource.DecimalSI),
+		},
+		Overhead: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("100Mi")},
+	}
+	for _, z := range []string{"zone-1", "zone-2", "zone-3"} {
+		it.Offerings = append(it.Offerings,
+			cloudprovider.Offering{Zone: z, CapacityType: v1alpha5.CapacityTypeSpot, Price: price * 0.4, Available: true},
+			cloudprovider.Offering{Zone: z, CapacityType: v1alpha5.CapacityTypeOnDemand, Price: price, Available: true})
+	}
+	return it
+}
+
+func fixtureTypes() []*cloudprovider.InstanceType {
+	return []*cloudprovider.InstanceType{
+		instanceType("small", "amd64", 2, 4, 10, 0.1),
+		instanceType("medium", "amd64", 4, 8, 20, 0.2),
+		instanceType("large", "amd64", 8, 16, 40, 0.4),
+		instanceType("arm-medium", "arm64", 4, 8, 20, 0.15),
+		instanceType("tiny-pods", "amd64", 16, 32, 2, 0.5),
+	}
+}
+
+func provisioner(mutate func(*v1alpha5.ProvisionerSpec)) scheduling.Provisioner {
+	p := &v1alpha5.Provisioner{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	if mutate != nil {
+		mutate(&p.Spec)
+	}
+	return scheduling.Provisioner{Provisioner: p, InstanceTypes: fixtureTypes()}
+}
+
+var podCounter int
+
+func pod(cpu, memory string, mutate ...func(*corev1.Pod)) *corev1.Pod {
+	podCounter++
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d", podCounter), Namespace: "default", Labels: map[string]string{}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
+		}}}}},
+	}
+	for _, m := range mutate {
+		m(p)
+	}
+	return p
+}
+
+func pods(n int, cpu, memory string, mutate ...func(*corev1.Pod)) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := 0; i < n; i++ {
+		out = append(out, pod(cpu, memory, mutate...))
+	}
+	return out
+}
+
+func labelled(k, v string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Labels[k] = v } }
+
+func spread(key string, when corev1.UnsatisfiableConstraintAction, selector map[string]string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
+			MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: when, LabelSelector: &metav1.LabelSelector{MatchLabels: selector}})
+	}
+}
+
+func affinity(p *corev1.Pod) *corev1.Affinity {
+	if p.Spec.Affinity == nil {
+		p.Spec.Affinity = &corev1.Affinity{}
+	}
+	return p.Spec.Affinity
+}
+
+func podAffinity(key string, selector map[string]string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		a := affinity(p)
+		a.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: key, LabelSelector: &metav1.LabelSelector{MatchLabels: selector}}}}
+	}
+}
+
+func podAntiAffinity(key string, selector map[string]string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		a := affinity(p)
+		a.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: key, LabelSelector: &metav1.LabelSelector{MatchLabels: selector}}}}
+	}
+}
+
+func requiredNode(exprs ...corev1.NodeSelectorRequirement) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		a := affinity(p)
+		if a.NodeAffinity == nil {
+			a.NodeAffinity = &corev1.NodeAffinity{}
+		}
+		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: exprs}}}
+	}
+}
+
+func preferredNode(weight int32, exprs ...corev1.NodeSelectorRequirement) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		a := affinity(p)
+		if a.NodeAffinity == nil {
+			a.NodeAffinity = &corev1.NodeAffinity{}
+		}
+		a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+			corev1.PreferredSchedulingTerm{Weight: weight, Preference: corev1.NodeSelectorTerm{MatchExpressions: exprs}})
+	}
+}
+
+func in(key string, values ...string) corev1.NodeSelectorRequirement {
+	return corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}
+}
+
+func existingNode(name, zone, cpu, memory string, pods ...*corev1.Pod) scheduling.Node {
+	return scheduling.Node{
+		Node: &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name, corev1.LabelTopologyZone: zone}},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory), corev1.ResourcePods: resource.MustParse("110")}},
+		},
+		Pods: pods,
+	}
+}
+
+// zoneOf is the zone a new node is pinned to, or "".
+func zoneOf(n *scheduling.NewNode) string {
+	for _, r := range n.Requirements {
+		if r.Key == corev1.LabelTopologyZone && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+			return r.Values[0]
+		}
+	}
+	return ""
+}
+
+func podsPerZone(r *scheduling.Results) map[string]int {
+	out := map[string]int{}
+	for _, n := range r.NewNodes {
+		out[zoneOf(n)] += len(n.Pods)
+	}
+	return out
+}
+
+func TestScheduling(t *testing.T) {
+	cases := []struct {
+		name  string
+		input func() scheduling.Input
+		// expect checks what the checker cannot know: that the plan is the intended one.
+		expect func(t *testing.T, r *scheduling.Results)
+	}{
+		{
+			name: "cheapest instance type that holds the pods, not the largest",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: pods(2, "500m", "1Gi"), Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) {
+				wantNodes(t, r, 1)
+				wantFirstType(t, r.NewNodes[0], "small")
+			},
+		},
+		{
+			name: "init containers and overhead count in effective requests",
+			input: func() scheduling.Input {
+				p := pod("500m", "1Gi", func(p *corev1.Pod) {
+					p.Spec.InitContainers = []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2500m")}}}}
+					p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}
+				})
+				return scheduling.Input{Pods: []*corev1.Pod{p}, Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) {
+				// max(500m, 2500m) + 500m = 3 cores: more than small's 1.9 allocatable.
+				wantFirstType(t, r.NewNodes[0], "arm-medium")
+			},
+		},
+		{
+			name: "nodeSelector",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: pods(1, "1", "1Gi", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelArchStable: "amd64"} }),
+					Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) {
+				for _, it := range r.NewNodes[0].InstanceTypes {
+					if it.Labels[corev1.LabelArchStable] != "amd64" {
+						t.Errorf("instance type %s is not amd64", it.Name)
+					}
+				}
+			},
+		},
+		{
+			name: "required node affinity pins the zone",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: pods(3, "1", "1Gi", requiredNode(in(corev1.LabelTopologyZone, "zone-2"))), Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) {
+				if got := podsPerZone(r)["zone-2"]; got != 3 {
+					t.Errorf("%d pods in zone-2, want 3", got)
+				}
+			},
+		},
+		{
+			name: "preferred node affinity is honoured when possible",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: pods(2, "1", "1Gi", preferredNode(10, in(corev1.LabelTopologyZone, "zone-3"))), Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) {
+				if got := podsPerZone(r)["zone-3"]; got != 2 {
+					t.Errorf("%d pods in zone-3, want 2", got)
+				}
+			},
+		},
+		{
+			name: "preferred node affinity is relaxed when it cannot be met",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: pods(2, "1", "1Gi", preferredNode(10, in(corev1.LabelTopologyZone, "nowhere")), preferredNode(5, in(corev1.LabelArchStable, "arm64"))),
+					Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) {
+				wantNodes(t, r, 1)
+				wantFirstType(t, r.NewNodes[0], "arm-medium")
+			},
+		},
+		{
+			name: "taints need tolerations",
+			input: func() scheduling.Input {
+				tainted := provisioner(func(s *v1alpha5.ProvisionerSpec) {
+					s.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+				})
+				tolerating := pod("1", "1Gi", func(p *corev1.Pod) {
+					p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+				})
+				return scheduling.Input{Pods: []*corev1.Pod{tolerating, pod("1", "1Gi")}, Provisioners: []scheduling.Provisioner{tainted}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) {
+				wantUnschedulable(t, r, 1, "taints")
+				wantNodes(t, r, 1)
+			},
+		},
+		{
+			name: "zone topology spread",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: pods(7, "1", "1Gi", labelled("app", "web"), spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, map[string]string{"app": "web"})),
+					Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) {
+				for z, n := range podsPerZone(r) {
+					if n < 2 || n > 3 {
+						t.Errorf("%d pods in %s, want 2 or 3", n, z)
+					}
+				}
+			},
+		},
+		{
+			name: "hostname topology spread",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: pods(4, "100m", "100Mi", labelled("app", "web"), spread(corev1.LabelHostname, corev1.DoNotSchedule, map[string]string{"app": "web"})),
+					Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) { wantNodes(t, r, 4) },
+		},
+		{
+			name: "ScheduleAnyway spread is a preference",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: pods(3, "100m", "100Mi", labelled("app", "web"), spread(corev1.LabelHostname, corev1.ScheduleAnyway, map[string]string{"app": "web"})),
+					Provisioners: []scheduling.Provisioner{provisioner(func(s *v1alpha5.ProvisionerSpec) {
+						s.Limits = &v1alpha5.Limits{Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}
+					})}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) {
+				// The limit allows one node; the preference gives way rather than the pods.
+				wantNodes(t, r, 1)
+				wantUnschedulable(t, r, 0, "")
+			},
+		},
+		{
+			name: "zone pod affinity",
+			input: func() scheduling.Input {
+				db := pod("1", "1Gi", labelled("app", "db"), requiredNode(in(corev1.LabelTopologyZone, "zone-3")))
+				return scheduling.Input{Pods: append(pods(4, "1", "1Gi", podAffinity(corev1.LabelTopologyZone, map[string]string{"app": "db"})), db),
+					Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) {
+				if got := podsPerZone(r)["zone-3"]; got != 5 {
+					t.Errorf("%d pods in zone-3, want 5", got)
+				}
+			},
+		},
+		{
+			name: "hostname pod anti-affinity",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: pods(3, "100m", "100Mi", labelled("app", "nginx"), podAntiAffinity(corev1.LabelHostname, map[string]string{"app": "nginx"})),
+					Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) { wantNodes(t, r, 3) },
+		},
+		{
+			name: "zone pod anti-affinity leaves pods that cannot fit unschedulable",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: pods(4, "100m", "100Mi", labelled("app", "nginx"), podAntiAffinity(corev1.LabelTopologyZone, map[string]string{"app": "nginx"})),
+					Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) { wantUnschedulable(t, r, 1, "zone") },
+		},
+		{
+			name: "existing pods' anti-affinity keeps new pods away",
+			input: func() scheduling.Input {
+				guard := pod("100m", "100Mi", labelled("app", "guard"), podAntiAffinity(corev1.LabelHostname, map[string]string{"app": "web"}))
+				return scheduling.Input{Pods: pods(1, "100m", "100Mi", labelled("app", "web")), Provisioners: []scheduling.Provisioner{provisioner(nil)},
+					Nodes: []scheduling.Node{existingNode("node-a", "zone-1", "4", "8Gi", guard)}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) { wantNodes(t, r, 1) },
+		},
+		{
+			name: "existing nodes with room are filled first",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: pods(5, "1", "1Gi"), Provisioners: []scheduling.Provisioner{provisioner(nil)},
+					Nodes: []scheduling.Node{existingNode("node-a", "zone-1", "3", "8Gi", pod("1", "1Gi"))}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) {
+				onExisting := 0
+				for _, b := range r.Bindings {
+					if b.NodeName == "node-a" {
+						onExisting++
+					}
+				}
+				if onExisting != 2 {
+					t.Errorf("%d pods on the existing node, want 2", onExisting)
+				}
+			},
+		},
+		{
+			name: "provisioner requirements restrict capacity type and price",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: pods(1, "1", "1Gi"), Provisioners: []scheduling.Provisioner{provisioner(func(s *v1alpha5.ProvisionerSpec) {
+					s.Requirements = []v1alpha5.NodeSelectorRequirement{{Key: v1alpha5.CapacityTypeLabelKey, Operator: "In", Values: []string{v1alpha5.CapacityTypeOnDemand}}}
+				})}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) {
+				if r.NewNodes[0].Price != 0.1 {
+					t.Errorf("price %v, want the on-demand 0.1", r.NewNodes[0].Price)
+				}
+			},
+		},
+		{
+			name: "limits bound the capacity launched",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: pods(4, "1500m", "1Gi", labelled("app", "nginx"), podAntiAffinity(corev1.LabelHostname, map[string]string{"app": "nginx"})),
+					Provisioners: []scheduling.Provisioner{provisioner(func(s *v1alpha5.ProvisionerSpec) {
+						s.Limits = &v1alpha5.Limits{Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5")}}
+					})}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) {
+				wantNodes(t, r, 2)
+				wantUnschedulable(t, r, 2, "limits")
+			},
+		},
+		{
+			name: "pods per node",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: pods(3, "100m", "100Mi"), Provisioners: []scheduling.Provisioner{provisioner(func(s *v1alpha5.ProvisionerSpec) {
+					s.Requirements = []v1alpha5.NodeSelectorRequirement{{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{"tiny-pods"}}}
+				})}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) { wantNodes(t, r, 2) },
+		},
+		{
+			name: "daemonset overhead is reserved on new nodes",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: pods(1, "1500m", "1Gi"), Provisioners: []scheduling.Provisioner{provisioner(nil)}, DaemonSetPods: pods(1, "500m", "100Mi")}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) { wantFirstType(t, r.NewNodes[0], "arm-medium") },
+		},
+		{
+			name: "provisioner-name nodeSelector",
+			input: func() scheduling.Input {
+				other := provisioner(nil)
+				other.Provisioner.Name = "other"
+				return scheduling.Input{Pods: pods(1, "1", "1Gi", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{v1alpha5.ProvisionerNameLabelKey: "other"} }),
+					Provisioners: []scheduling.Provisioner{provisioner(nil), other}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) {
+				if r.NewNodes[0].Provisioner != "other" {
+					t.Errorf("provisioner %s, want other", r.NewNodes[0].Provisioner)
+				}
+			},
+		},
+		{
+			name: "unsatisfiable pods get a reason",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: []*corev1.Pod{
+					pod("64", "1Gi"),
+					pod("1", "1Gi", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"team": "x"} }),
+					pod("1", "1Gi", spread("example.com/rack", corev1.DoNotSchedule, map[string]string{"a": "b"})),
+				}, Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) { wantUnschedulable(t, r, 3, "") },
+		},
+		{
+			name: "mixed workload",
+			input: func() scheduling.Input {
+				var ps []*corev1.Pod
+				ps = append(ps, pods(10, "250m", "512Mi", labelled("app", "web"), spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, map[string]string{"app": "web"}))...)
+				ps = append(ps, pods(5, "500m", "1Gi", labelled("app", "nginx"), podAntiAffinity(corev1.LabelHostname, map[string]string{"app": "nginx"}))...)
+				ps = append(ps, pods(6, "1", "2Gi", labelled("app", "cache"), podAffinity(corev1.LabelTopologyZone, map[string]string{"app": "cache"}))...)
+				ps = append(ps, pods(8, "100m", "128Mi", labelled("app", "web"))...)
+				ps = append(ps, pods(4, "1", "1Gi", labelled("app", "batch"), spread(corev1.LabelHostname, corev1.DoNotSchedule, map[string]string{"app": "batch"}), preferredNode(1, in(corev1.LabelArchStable, "arm64")))...)
+				return scheduling.Input{Pods: ps, Provisioners: []scheduling.Provisioner{provisioner(nil)},
+					Nodes:         []scheduling.Node{existingNode("node-a", "zone-1", "2", "4Gi", pod("100m", "100Mi", labelled("app", "web")))},
+					DaemonSetPods: pods(1, "100m", "64Mi")}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) { wantUnschedulable(t, r, 0, "") },
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			input := tc.input()
+			r := scheduling.Schedule(input)
+			for _, err := range check.Verify(input, r) {
+				t.Error(err)
+			}
+			tc.expect(t, r)
+		})
+	}
+}
+
+func wantNodes(t *testing.T, r *scheduling.Results, n int) {
+	t.Helper()
+	if len(r.NewNodes) != n {
+		t.Errorf("%d new nodes, want %d", len(r.NewNodes), n)
+	}
+}
+
+func wantFirstType(t *testing.T, n *scheduling.NewNode, name string) {
+	t.Helper()
+	if len(n.InstanceTypes) == 0 || n.InstanceTypes[0].Name != name {
+		t.Errorf("cheapest instance type %v, want %s", n.InstanceTypes, name)
+	}
+}
+
+func wantUnschedulable(t *testing.T, r *scheduling.Results, n int, reason string) {
+	t.Helper()
+	if len(r.Unschedulable) != n {
+		t.Errorf("%d unschedulable pods, want %d: %v", len(r.Unschedulable), n, r.Unschedulable)
+	}
+	for _, e := range r.Unschedulable {
+		if !strings.Contains(e.Reason, reason) {
+			t.Errorf("reason %q does not mention %q", e.Reason, reason)
+		}
+	}
+}
+
+// TestCheckerCatchesViolations makes sure the checker is not vacuous: it must reject plans
+// that break constraints.
+func TestCheckerCatchesViolations(t *testing.T) {
+	input := scheduling.Input{Pods: pods(3, "100m", "100Mi", labelled("app", "nginx"), podAntiAffinity(corev1.LabelHostname, map[string]string{"app": "nginx"})),
+		Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+	r := scheduling.Schedule(input)
+	if errs := check.Verify(input, r); len(errs) != 0 {
+		t.Fatalf("valid plan rejected: %v", errs)
+	}
+	// Put every pod on the first node.
+	r.Bindings[1].NodeName = r.Bindings[0].NodeName
+	if errs := check.Verify(input, r); len(errs) == 0 {
+		t.Error("anti-affinity violation not caught")
+	}
+	r = scheduling.Schedule(input)
+	r.NewNodes[0].InstanceTypes = append(r.NewNodes[0].InstanceTypes[:0:0], fixtureTypes()[0])
+	if errs := check.Verify(input, r); len(errs) == 0 {
+		t.Error("instance type not offered by the provisioner not caught")
+	}
+	r = scheduling.Schedule(input)
+	r.Unschedulable = nil
+	r.Bindings = r.Bindings[1:]
+	if errs := check.Verify(input, r); len(errs) == 0 {
+		t.Error("lost pod not caught")
+	}
+}
