@@ -396,7 +396,9 @@ func TestScheduling(t *testing.T) {
 			input: func() scheduling.Input {
 				other := provisioner(nil)
 				other.Provisioner.Name = "other"
-				return scheduling.Input{Pods: pods(1, "1", "1Gi", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{v1alpha5.ProvisionerNameLabelKey: "other"} }),
+				return scheduling.Input{Pods: pods(1, "1", "1Gi", func(p *corev1.Pod) {
+					p.Spec.NodeSelector = map[string]string{v1alpha5.ProvisionerNameLabelKey: "other"}
+				}),
 					Provisioners: []scheduling.Provisioner{provisioner(nil), other}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
