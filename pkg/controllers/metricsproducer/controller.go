@@ -1,0 +1,222 @@
+// Package metricsproducer reconciles MetricsProducers: on a period and whenever the nodes or
+// pods a capacity producer reads change, it computes the producer's signal, exports it as
+// gauges on the controller's /metrics and records it in status. Ready holds only while the
+// last computation succeeded; after a failure the gauges are withdrawn, so that nothing
+// scales on a stale value, while status keeps the last good reading.
+package metricsproducer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/metrics/producers"
+)
+
+// ReasonCalculated is the reason of the Event emitted when a producer recovers.
+const ReasonCalculated = "Calculated"
+
+// DefaultPeriod is how often a producer is recomputed when no period is configured.
+const DefaultPeriod = 10 * time.Second
+
+// Controller reconciles MetricsProducers.
+type Controller struct {
+	client   client.Client
+	kinds    producers.Kinds
+	recorder record.EventRecorder
+	clock    clock.PassiveClock
+	period   time.Duration
+}
+
+// NewController builds a controller that computes each producer with kinds at least every
+// period (DefaultPeriod when zero). clk must be the clock kinds was built with.
+func NewController(kubeClient client.Client, kinds producers.Kinds, recorder record.EventRecorder, clk clock.PassiveClock, period time.Duration) *Controller {
+	if period <= 0 {
+		period = DefaultPeriod
+	}
+	return &Controller{client: kubeClient, kinds: kinds, recorder: recorder, clock: clk, period: period}
+}
+
+// Name identifies the controller.
+func (c *Controller) Name() string { return "metricsproducer" }
+
+// SetupWithManager watches MetricsProducers' specs, and nodes and pods for the capacity
+// producers, and indexes pods by node for the producers' reads.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	if err := producers.IndexPodNodeName(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	enqueueCapacityProducers := handler.EnqueueRequestsFromMapFunc(c.capacityProducers)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(c.Name()).
+		// Status writes of our own do not change the generation and need no reconcile.
+		For(&v1alpha1.MetricsProducer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Node{}, enqueueCapacityProducers, builder.WithPredicates(nodeCapacityChanged)).
+		Watches(&corev1.Pod{}, enqueueCapacityProducers, builder.WithPredicates(podPlacementChanged)).
+		Complete(c)
+}
+
+// Reconcile computes one producer, exports its gauges and writes its status.
+func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (reconcile.Result, error) {
+	mp := &v1alpha1.MetricsProducer{}
+	if err := c.client.Get(ctx, request.NamespacedName, mp); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.forget(request.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("getting metricsproducer %s, %w", request.NamespacedName, err)
+	}
+	if mp.DeletionTimestamp != nil {
+		c.forget(request.NamespacedName)
+		return reconcile.Result{}, nil
+	}
+	stored := mp.DeepCopy()
+	result := c.produce(ctx, mp)
+	if !equality.Semantic.DeepEqual(stored.Status, mp.Status) {
+		if err := c.client.Status().Patch(ctx, mp, client.MergeFrom(stored)); err != nil {
+			if apierrors.IsNotFound(err) {
+				c.forget(request.NamespacedName)
+				return reconcile.Result{}, nil
+			}
+			return reconcile.Result{}, fmt.Errorf("patching the status of metricsproducer %s, %w", request.NamespacedName, err)
+		}
+	}
+	return reconcile.Result{RequeueAfter: c.requeueAfter(result.NextChange)}, nil
+}
+
+// produce runs mp's producer and applies the outcome: on success its gauges and its kind's
+// status; on failure no gauge and the previous status.
+func (c *Controller) produce(ctx context.Context, mp *v1alpha1.MetricsProducer) producers.Result {
+	key := client.ObjectKeyFromObject(mp)
+	conditions := mp.StatusConditions()
+	before := conditions.GetCondition(v1alpha1.Calculable).DeepCopy()
+	result, err := c.run(ctx, mp)
+	if err != nil {
+		producers.Delete(key)
+		reason := producers.ReasonOf(err)
+		conditions.MarkFalse(v1alpha1.Calculable, reason, "%s", err.Error())
+		// One Event per transition or change of cause, not one per period.
+		if before == nil || before.Status != corev1.ConditionFalse || before.Reason != reason || before.Message != err.Error() {
+			c.recorder.Event(mp, corev1.EventTypeWarning, reason, err.Error())
+		}
+		log.FromContext(ctx).Info("metricsproducer not calculable", "reason", reason, "error", err.Error())
+		return producers.Result{}
+	}
+	producers.Export(key, result.Samples)
+	conditions.MarkTrue(v1alpha1.Calculable)
+	if before != nil && before.Status == corev1.ConditionFalse {
+		c.recorder.Event(mp, corev1.EventTypeNormal, ReasonCalculated, "Calculable again after "+before.Reason)
+	}
+	return result
+}
+
+// run computes on a copy so that a failure leaves mp's status as it was. The kind fields
+// are cleared first: a producer whose kind changed must not keep the old kind's status.
+func (c *Controller) run(ctx context.Context, mp *v1alpha1.MetricsProducer) (producers.Result, error) {
+	producer, err := c.kinds.For(mp)
+	if err != nil {
+		return producers.Result{}, err
+	}
+	computed := mp.DeepCopy()
+	computed.Status = v1alpha1.MetricsProducerStatus{Conditions: computed.Status.Conditions}
+	result, err := producer.Produce(ctx, computed)
+	if err != nil {
+		return producers.Result{}, err
+	}
+	mp.Status.PendingCapacity = computed.Status.PendingCapacity
+	mp.Status.ReservedCapacity = computed.Status.ReservedCapacity
+	mp.Status.Queue = computed.Status.Queue
+	mp.Status.ScheduledCapacity = computed.Status.ScheduledCapacity
+	return result, nil
+}
+
+// requeueAfter is the period, or less when the value is known to change sooner.
+func (c *Controller) requeueAfter(nextChange time.Time) time.Duration {
+	if nextChange.IsZero() {
+		return c.period
+	}
+	// The workqueue may fire a little early; a millisecond past the change is on its far side.
+	return min(c.period, max(nextChange.Sub(c.clock.Now())+time.Millisecond, time.Millisecond))
+}
+
+func (c *Controller) forget(key types.NamespacedName) {
+	producers.Delete(key)
+	c.kinds.Forget(key)
+}
+
+// capacityProducers maps a node or pod event to the producers that read nodes and pods.
+func (c *Controller) capacityProducers(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &v1alpha1.MetricsProducerList{}
+	if err := c.client.List(ctx, list); err != nil {
+		log.FromContext(ctx).Error(err, "listing metricsproducers for a node or pod change")
+		return nil
+	}
+	var requests []reconcile.Request
+	for i := range list.Items {
+		if spec := list.Items[i].Spec; spec.PendingCapacity != nil || spec.ReservedCapacity != nil {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return requests
+}
+
+// nodeCapacityChanged passes node events that can change a capacity producer's value, not
+// the heartbeats that update a node's status every few seconds.
+var nodeCapacityChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		old, updated := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+		return !equality.Semantic.DeepEqual(old.Labels, updated.Labels) ||
+			old.Spec.Unschedulable != updated.Spec.Unschedulable ||
+			!equality.Semantic.DeepEqual(old.Spec.Taints, updated.Spec.Taints) ||
+			!equality.Semantic.DeepEqual(old.Status.Allocatable, updated.Status.Allocatable) ||
+			nodeReady(old) != nodeReady(updated)
+	},
+}
+
+func nodeReady(node *corev1.Node) corev1.ConditionStatus {
+	for _, condition := range node.Status.Conditions {
+		if condition.Type == corev1.NodeReady {
+			return condition.Status
+		}
+	}
+	return corev1.ConditionUnknown
+}
+
+// podPlacementChanged passes pod events that can change a capacity producer's value:
+// creation, deletion, binding, termination, and the scheduler giving up on a pod.
+var podPlacementChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		old, updated := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
+		return old.Spec.NodeName != updated.Spec.NodeName ||
+			old.Status.Phase != updated.Status.Phase ||
+			(old.DeletionTimestamp == nil) != (updated.DeletionTimestamp == nil) ||
+			scheduledReason(old) != scheduledReason(updated)
+	},
+}
+
+func scheduledReason(pod *corev1.Pod) string {
+	for _, condition := range pod.Status.Conditions {
+		if condition.Type == corev1.PodScheduled {
+			return string(condition.Status) + "/" + condition.Reason
+		}
+	}
+	return ""
+}
+
