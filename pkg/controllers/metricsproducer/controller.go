@@ -219,4 +219,3 @@ func scheduledReason(pod *corev1.Pod) string {
 	}
 	return ""
 }
-
