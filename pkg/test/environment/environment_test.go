@@ -1,0 +1,230 @@
+package environment_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"karpenter.sh/karpenter/pkg/test/environment"
+)
+
+const (
+	pollInterval = 100 * time.Millisecond
+	pollTimeout  = time.Minute
+)
+
+// TestControlPlane starts every component once and checks each does its job, sharing the
+// environment because startup dominates the runtime.
+func TestControlPlane(t *testing.T) {
+	metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintln(w, "# TYPE karpenter_environment_test_value gauge")
+		fmt.Fprintln(w, "karpenter_environment_test_value 42.5")
+	}))
+	defer metrics.Close()
+
+	env := environment.New(t, environment.Options{
+		Scheduler:         true,
+		ControllerManager: true,
+		Kwok:              true,
+		Prometheus: &environment.PrometheusOptions{
+			ScrapeConfigs: []environment.ScrapeConfig{{
+				JobName: "test",
+				Targets: []string{strings.TrimPrefix(metrics.URL, "http://")},
+			}},
+		},
+	})
+	ctx := t.Context()
+
+	t.Run("apiserver reports the version built by test-assets", func(t *testing.T) {
+		discoveryClient, err := discovery.NewDiscoveryClientForConfig(env.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := discoveryClient.ServerVersion()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := pinnedKubernetesVersion(t); info.GitVersion != want {
+			t.Errorf("gitVersion = %q, want %q", info.GitVersion, want)
+		}
+	})
+
+	pod := testPod("standalone")
+	deployment := testDeployment("web", 2)
+	t.Run("pods are unschedulable without nodes", func(t *testing.T) {
+		for _, object := range []client.Object{pod, deployment} {
+			if err := env.Client.Create(ctx, object); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, "pod is Unschedulable", func() (bool, error) {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+				return false, err
+			}
+			condition := podCondition(pod, corev1.PodScheduled)
+			return condition != nil && condition.Status == corev1.ConditionFalse &&
+				condition.Reason == corev1.PodReasonUnschedulable, nil
+		})
+	})
+
+	t.Run("controller-manager creates a deployment's pods", func(t *testing.T) {
+		eventually(t, "deployment has 2 pods", func() (bool, error) {
+			pods := &corev1.PodList{}
+			err := env.Client.List(ctx, pods, client.InNamespace(deployment.Namespace), client.MatchingLabels(deployment.Spec.Selector.MatchLabels))
+			return len(pods.Items) == 2, err
+		})
+	})
+
+	t.Run("pods run on a kwok node", func(t *testing.T) {
+		node := environment.KwokNode("kwok-node", map[string]string{"pool": "test"}, corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("4"),
+			corev1.ResourceMemory: resource.MustParse("8Gi"),
+		})
+		if err := env.Client.Create(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "node is Ready", func() (bool, error) {
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), node)
+			for _, condition := range node.Status.Conditions {
+				if condition.Type == corev1.NodeReady {
+					return condition.Status == corev1.ConditionTrue, err
+				}
+			}
+			return false, err
+		})
+		eventually(t, "pod is Running on the node", func() (bool, error) {
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)
+			return pod.Status.Phase == corev1.PodRunning && pod.Spec.NodeName == node.Name, err
+		})
+		eventually(t, "deployment has 2 available replicas", func() (bool, error) {
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(deployment), deployment)
+			return deployment.Status.AvailableReplicas == 2, err
+		})
+	})
+
+	t.Run("prometheus scrapes a target and answers PromQL", func(t *testing.T) {
+		promClient, err := promapi.NewClient(promapi.Config{Address: env.Prometheus.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api := promv1.NewAPI(promClient)
+		eventually(t, "query returns the served value", func() (bool, error) {
+			result, _, err := api.Query(ctx, "karpenter_environment_test_value", time.Now())
+			if err != nil {
+				return false, err
+			}
+			vector, ok := result.(model.Vector)
+			return ok && len(vector) == 1 && float64(vector[0].Value) == 42.5, nil
+		})
+	})
+}
+
+// eventually polls condition until it holds, failing the test on timeout with the last error.
+func eventually(t *testing.T, what string, condition func() (bool, error)) {
+	t.Helper()
+	var lastErr error
+	err := wait.PollUntilContextTimeout(t.Context(), pollInterval, pollTimeout, true, func(context.Context) (bool, error) {
+		done, err := condition()
+		lastErr = err
+		return done && err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting until %s, %v (last error: %v)", what, err, lastErr)
+	}
+}
+
+func podCondition(pod *corev1.Pod, conditionType corev1.PodConditionType) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == conditionType {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func testPodSpec() corev1.PodSpec {
+	return corev1.PodSpec{Containers: []corev1.Container{{
+		Name:  "app",
+		Image: "registry.k8s.io/pause:3.10",
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("500m"),
+			corev1.ResourceMemory: resource.MustParse("1Gi"),
+		}},
+	}}}
+}
+
+func testPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault},
+		Spec:       testPodSpec(),
+	}
+}
+
+func testDeployment(name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       testPodSpec(),
+			},
+		},
+	}
+}
+
+// pinnedKubernetesVersion is the k8s.io/kubernetes version hack/kube/go.mod builds.
+func pinnedKubernetesVersion(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		if dir == filepath.Dir(dir) {
+			t.Fatal("no go.mod above the working directory")
+		}
+	}
+	goMod, err := os.Open(filepath.Join(dir, "hack", "kube", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer goMod.Close()
+	scanner := bufio.NewScanner(goMod)
+	for scanner.Scan() {
+		line, _, _ := strings.Cut(scanner.Text(), "//")
+		fields := strings.Fields(line)
+		for i := 0; i+1 < len(fields); i++ {
+			if fields[i] == "k8s.io/kubernetes" {
+				return fields[i+1]
+			}
+		}
+	}
+	t.Fatal("hack/kube/go.mod does not require k8s.io/kubernetes")
+	return ""
+}

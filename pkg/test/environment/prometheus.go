@@ -1,0 +1,135 @@
+package environment
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// PrometheusOptions configures a Prometheus server started for a test.
+type PrometheusOptions struct {
+	// ScrapeInterval applies to every scrape config and to rule evaluation. Defaults to one
+	// second so that tests see new samples quickly.
+	ScrapeInterval time.Duration
+	ScrapeConfigs  []ScrapeConfig
+}
+
+// ScrapeConfig is one Prometheus scrape job over static targets.
+type ScrapeConfig struct {
+	JobName string
+	// Targets are host:port addresses, e.g. a test's httptest.Server listener address.
+	Targets []string
+	// MetricsPath defaults to /metrics.
+	MetricsPath string
+}
+
+// Prometheus is a running Prometheus server.
+type Prometheus struct {
+	// URL is the server's base URL, e.g. http://127.0.0.1:41234, for the HTTP API.
+	URL string
+
+	process *process
+}
+
+// Stop stops the server before the test ends, e.g. to test behaviour without metrics.
+func (p *Prometheus) Stop() error {
+	return p.process.stop()
+}
+
+// StartPrometheus starts a Prometheus server on its own, without a control plane, and returns
+// once it is ready. It is stopped when the test ends.
+func StartPrometheus(t testing.TB, options PrometheusOptions) *Prometheus {
+	t.Helper()
+	root, err := repositoryRoot()
+	if err != nil {
+		t.Fatalf("locating the repository, %v", err)
+	}
+	path, err := binaries{root: root}.systemBinary("prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prometheus, err := startPrometheus(t, newLogDir(t), path, options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prometheus
+}
+
+// startPrometheus starts the server and waits for it to be ready. It does not call t.Fatal, so
+// that it can run concurrently with other components.
+func startPrometheus(t testing.TB, logs *logDir, path string, options PrometheusOptions) (*Prometheus, error) {
+	dir := t.TempDir()
+	configPath := filepath.Join(dir, "prometheus.yml")
+	config, err := prometheusConfig(options)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(configPath, config, 0o600); err != nil {
+		return nil, fmt.Errorf("writing the Prometheus configuration, %w", err)
+	}
+	address, err := freeAddress()
+	if err != nil {
+		return nil, err
+	}
+	proc, err := startProcess(logs, "prometheus", path, []string{
+		"--config.file=" + configPath,
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + address,
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	proc.stopAtCleanup(t)
+	prometheus := &Prometheus{URL: "http://" + address, process: proc}
+	if err := proc.waitHealthy(prometheus.URL + "/-/ready"); err != nil {
+		return nil, err
+	}
+	return prometheus, nil
+}
+
+// prometheusConfig renders the configuration file for the options.
+func prometheusConfig(options PrometheusOptions) ([]byte, error) {
+	type staticConfig struct {
+		Targets []string `json:"targets"`
+	}
+	type scrapeConfig struct {
+		JobName       string         `json:"job_name"`
+		MetricsPath   string         `json:"metrics_path,omitempty"`
+		StaticConfigs []staticConfig `json:"static_configs"`
+	}
+	type globalConfig struct {
+		ScrapeInterval     string `json:"scrape_interval"`
+		EvaluationInterval string `json:"evaluation_interval"`
+	}
+	interval := options.ScrapeInterval
+	if interval == 0 {
+		interval = time.Second
+	}
+	config := struct {
+		Global        globalConfig   `json:"global"`
+		ScrapeConfigs []scrapeConfig `json:"scrape_configs"`
+	}{
+		// Prometheus durations take no fractional units, so render in milliseconds.
+		Global:        globalConfig{ScrapeInterval: fmt.Sprintf("%dms", interval.Milliseconds()), EvaluationInterval: fmt.Sprintf("%dms", interval.Milliseconds())},
+		ScrapeConfigs: []scrapeConfig{},
+	}
+	for _, sc := range options.ScrapeConfigs {
+		if sc.JobName == "" {
+			return nil, fmt.Errorf("a Prometheus scrape config needs a job name")
+		}
+		config.ScrapeConfigs = append(config.ScrapeConfigs, scrapeConfig{
+			JobName:       sc.JobName,
+			MetricsPath:   sc.MetricsPath,
+			StaticConfigs: []staticConfig{{Targets: sc.Targets}},
+		})
+	}
+	data, err := yaml.Marshal(config)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the Prometheus configuration, %w", err)
+	}
+	return data, nil
+}

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package environment
+
+import "syscall"
+
+// sysProcAttr has no parent-death signal outside Linux; processes are stopped at cleanup.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{}
+}
