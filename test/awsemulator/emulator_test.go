@@ -12,6 +12,7 @@ import (
 	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
@@ -21,6 +22,7 @@ import (
 	"github.com/aws/smithy-go"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	awsprovider "karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/test/awsemulator"
 )
 
@@ -45,6 +47,7 @@ func start(t *testing.T, opts awsemulator.Options, seed string) (*awsemulator.Em
 		Region:       "us-west-2",
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint: sdkaws.String(srv.URL),
+		HTTPClient:   awsprovider.GuardRequestBodies(awshttp.NewBuildableClient()),
 		// Single attempts: these tests look at raw responses, not retries.
 		RetryMaxAttempts: 1,
 	}

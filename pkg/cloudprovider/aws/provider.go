@@ -19,6 +19,7 @@ import (
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
@@ -82,6 +83,10 @@ func New(ctx context.Context, opts Options, loadOptions ...func(*config.LoadOpti
 	if err != nil {
 		return nil, fmt.Errorf("loading AWS SDK configuration, %w", err)
 	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = awshttp.NewBuildableClient()
+	}
+	cfg.HTTPClient = GuardRequestBodies(cfg.HTTPClient)
 	clk := opts.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
