@@ -213,8 +213,6 @@ func startAPIServer(t testing.TB, logs *logDir, paths binaryPaths, root string, 
 	apiserver.Path = paths.apiserver
 	apiserver.Out = apiserverLog
 	apiserver.Err = apiserverLog
-	// envtest would otherwise look kubectl up next to the other binaries.
-	testEnv.ControlPlane.KubectlPath = "kubectl"
 
 	_, startErr := testEnv.Start()
 	// Stop even after a failed start: etcd may be running while the apiserver is not.
@@ -284,6 +282,10 @@ func startKwok(t testing.TB, logs *logDir, path, kubeconfig string) (*process, s
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + kwokNodeAnnotationValue,
 		"--server-address=" + address,
+		// Renew a Lease per node as kubelets do. Without a configuration file kwok v0.7.0
+		// leaves this at 0, and then neither renews leases nor heartbeats node status often
+		// enough: kube-controller-manager marks its nodes unreachable after ~50s.
+		"--node-lease-duration-seconds=40",
 	},
 		// kwok reads ~/.kwok/kwok.yaml when it exists; an empty home keeps the test hermetic.
 		[]string{"HOME=" + t.TempDir()})
