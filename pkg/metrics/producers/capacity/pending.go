@@ -20,7 +20,8 @@ type NodeShape struct {
 }
 
 // ShapeOf is the shape a new node like node would have: its labels but its hostname (a new
-// node gets its own), its taints, and its allocatable less what the DaemonSet pods among pods
+// node gets its own), its taints but those of a passing condition (not-ready, cordoned,
+// under pressure...), and its allocatable less what the DaemonSet pods among pods
 // reserve on it, since a new node would run those too. pods may include other pods.
 func ShapeOf(node *corev1.Node, pods []corev1.Pod) NodeShape {
 	labels := maps.Clone(node.Labels)
@@ -43,7 +44,28 @@ func ShapeOf(node *corev1.Node, pods []corev1.Pod) NodeShape {
 			}
 		}
 	}
-	return NodeShape{Labels: labels, Taints: slices.Clone(node.Spec.Taints), Allocatable: allocatable}
+	var taints []corev1.Taint
+	for _, taint := range node.Spec.Taints {
+		if !transientTaints[taint.Key] {
+			taints = append(taints, taint)
+		}
+	}
+	return NodeShape{Labels: labels, Taints: taints, Allocatable: allocatable}
+}
+
+// transientTaints reflect a node's current condition or lifecycle, not the group's shape: a
+// new node either never has them or loses them once it is Ready.
+var transientTaints = map[string]bool{
+	corev1.TaintNodeNotReady:                         true,
+	corev1.TaintNodeUnreachable:                      true,
+	corev1.TaintNodeUnschedulable:                    true,
+	corev1.TaintNodeMemoryPressure:                   true,
+	corev1.TaintNodeDiskPressure:                     true,
+	corev1.TaintNodePIDPressure:                      true,
+	corev1.TaintNodeNetworkUnavailable:               true,
+	corev1.TaintNodeOutOfService:                     true,
+	"node.cloudprovider.kubernetes.io/uninitialized": true,
+	"ToBeDeletedByClusterAutoscaler":                 true,
 }
 
 func isDaemonSetPod(pod *corev1.Pod) bool {

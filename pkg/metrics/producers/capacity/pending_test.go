@@ -161,7 +161,11 @@ func TestPack(t *testing.T) {
 func TestShapeOf(t *testing.T) {
 	n := node("n1", true, list("cpu", "4", "memory", "8Gi", "pods", "10"))
 	n.Labels = map[string]string{"group": "a", corev1.LabelHostname: "n1"}
-	n.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
+	n.Spec.Taints = []corev1.Taint{
+		{Key: "k", Effect: corev1.TaintEffectNoSchedule},
+		{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule},
+		{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule},
+	}
 	daemon := boundPod("agent", "n1", corev1.PodRunning, container("cpu", "500m", "memory", "1Gi"))
 	daemon.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent", Controller: ptr.To(true)}}
 	workload := boundPod("web", "n1", corev1.PodRunning, container("cpu", "2"))
@@ -172,8 +176,8 @@ func TestShapeOf(t *testing.T) {
 	if _, ok := got.Labels[corev1.LabelHostname]; ok || got.Labels["group"] != "a" {
 		t.Errorf("labels = %v, want the node's without its hostname", got.Labels)
 	}
-	if len(got.Taints) != 1 {
-		t.Errorf("taints = %v", got.Taints)
+	if len(got.Taints) != 1 || got.Taints[0].Key != "k" {
+		t.Errorf("taints = %v, want the group's taint without the condition taints", got.Taints)
 	}
 	if want := list("cpu", "3500m", "memory", "7Gi", "pods", "9"); !equalLists(got.Allocatable, want) {
 		t.Errorf("allocatable = %v, want %v (less the DaemonSet pod on the node only)", got.Allocatable, want)
