@@ -1,0 +1,379 @@
+// Package horizontalautoscaler reconciles HorizontalAutoscalers: it reads their PromQL
+// metrics, decides the replicas with pkg/autoscaler and writes them to the scale subresource
+// of the target, whatever its kind.
+package horizontalautoscaler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/scale"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"knative.dev/pkg/apis"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/autoscaler"
+	"karpenter.sh/karpenter/pkg/metrics/clients"
+)
+
+const (
+	// Name identifies the controller.
+	Name = "horizontalautoscaler"
+	// DefaultPeriod is how often each HorizontalAutoscaler is evaluated.
+	DefaultPeriod = 10 * time.Second
+)
+
+// MetricsClient evaluates a metric query to one value, or says why it cannot.
+type MetricsClient interface {
+	Query(ctx context.Context, query string) (float64, error)
+}
+
+// Options configure the controller.
+type Options struct {
+	// Prometheus is the server the queries go to.
+	Prometheus clients.PrometheusOptions
+	// Metrics, when set, answers the queries instead of a client built from Prometheus.
+	Metrics MetricsClient
+	// Period between evaluations of each HorizontalAutoscaler; DefaultPeriod when zero.
+	Period time.Duration
+	// Tolerance is the fraction around a target within which nothing changes;
+	// autoscaler.DefaultTolerance when zero.
+	Tolerance float64
+	// Clock defaults to the real one.
+	Clock clock.Clock
+	// MaxRetryDelay caps the backoff after an error, e.g. a missing target; one minute when zero.
+	MaxRetryDelay time.Duration
+}
+
+// Controller reconciles HorizontalAutoscalers.
+type Controller struct {
+	options  Options
+	client   client.Client
+	reader   client.Reader
+	mapper   meta.RESTMapper
+	scales   scale.ScalesGetter
+	scaleKey scale.ScaleKindResolver
+	cache    discovery.CachedDiscoveryInterface
+	recorder record.EventRecorder
+}
+
+// NewController returns the controller; its clients are built by SetupWithManager.
+func NewController(options Options) *Controller {
+	if options.Period == 0 {
+		options.Period = DefaultPeriod
+	}
+	if options.Tolerance == 0 {
+		options.Tolerance = autoscaler.DefaultTolerance
+	}
+	if options.Clock == nil {
+		options.Clock = clock.RealClock{}
+	}
+	if options.MaxRetryDelay == 0 {
+		options.MaxRetryDelay = time.Minute
+	}
+	return &Controller{options: options}
+}
+
+// Name implements the controllers package's reconciler.
+func (c *Controller) Name() string { return Name }
+
+// +kubebuilder:rbac:groups=autoscaling.karpenter.sh,resources=horizontalautoscalers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=autoscaling.karpenter.sh,resources=horizontalautoscalers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=*,resources=*/scale,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// SetupWithManager builds the scale client over the manager's REST mapper and registers the
+// controller: it reconciles on spec changes and then every period.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	if c.options.Metrics == nil {
+		prometheus, err := clients.NewPrometheus(context.Background(), c.options.Prometheus)
+		if err != nil {
+			return fmt.Errorf("creating the Prometheus client, %w", err)
+		}
+		c.options.Metrics = prometheus
+	}
+	discoveryClient, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("creating a discovery client, %w", err)
+	}
+	c.cache = memory.NewMemCacheClient(discoveryClient)
+	c.scaleKey = scale.NewDiscoveryScaleKindResolver(c.cache)
+	c.scales, err = scale.NewForConfig(mgr.GetConfig(), mgr.GetRESTMapper(), dynamic.LegacyAPIPathResolverFunc, c.scaleKey)
+	if err != nil {
+		return fmt.Errorf("creating a scale client, %w", err)
+	}
+	c.client, c.reader, c.mapper = mgr.GetClient(), mgr.GetAPIReader(), mgr.GetRESTMapper()
+	c.recorder = mgr.GetEventRecorderFor("karpenter-" + Name)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		// Status writes do not change the generation, so the controller's own writes do not
+		// trigger it; the period does.
+		For(&v1alpha1.HorizontalAutoscaler{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, c.options.MaxRetryDelay),
+		}).
+		Complete(c)
+}
+
+// Reconcile evaluates one HorizontalAutoscaler.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	// Read from the API server, not the cache: the history in status must be the one this
+	// controller last wrote, or a window could be cut short.
+	ha := &v1alpha1.HorizontalAutoscaler{}
+	if err := c.reader.Get(ctx, req.NamespacedName, ha); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetMetrics(req.Name, req.Namespace)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("getting the horizontal autoscaler, %w", err)
+	}
+	original := ha.DeepCopy()
+	ha.StatusConditions().InitializeConditions()
+
+	err := c.reconcile(ctx, ha)
+	c.announceErrors(original, ha)
+	if patchErr := c.client.Status().Patch(ctx, ha, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); patchErr != nil {
+		if apierrors.IsConflict(patchErr) {
+			// Someone else wrote the object since it was read: evaluate again from fresh state.
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+		return reconcile.Result{}, errors.Join(err, fmt.Errorf("writing the status, %w", patchErr))
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: c.options.Period}, nil
+}
+
+// targetError is a failure to reach the scale target, reported on AbleToScale.
+type targetError struct {
+	reason string
+	err    error
+}
+
+func (e *targetError) Error() string { return e.err.Error() }
+func (e *targetError) Unwrap() error { return e.err }
+
+func (c *Controller) reconcile(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler) error {
+	logger := log.FromContext(ctx)
+	resource, target, err := c.getScale(ctx, ha)
+	if err != nil {
+		return c.markTargetError(ha, err)
+	}
+	now := c.options.Clock.Now()
+	observations := c.observe(ctx, ha)
+	decision := autoscaler.Decide(autoscaler.Input{
+		Now:             now,
+		Spec:            ha.Spec,
+		SpecReplicas:    target.Spec.Replicas,
+		StatusReplicas:  target.Status.Replicas,
+		Observations:    observations,
+		Recommendations: ha.Status.Recommendations,
+		ScaleEvents:     ha.Status.ScaleEvents,
+		Tolerance:       c.options.Tolerance,
+	})
+
+	from := target.Spec.Replicas
+	if decision.DesiredReplicas != from {
+		target.Spec.Replicas = decision.DesiredReplicas
+		if _, err := c.scales.Scales(ha.Namespace).Update(ctx, resource, target, metav1.UpdateOptions{}); err != nil {
+			return c.markTargetError(ha, classify("FailedUpdateScale", fmt.Errorf("updating the scale of %s, %w", describeTarget(ha), err)))
+		}
+		logger.Info("scaled", "target", describeTarget(ha), "from", from, "to", decision.DesiredReplicas, "reason", decision.Summary())
+		c.recorder.Eventf(ha, corev1.EventTypeNormal, "SuccessfulRescale", "Scaled %s from %d to %d: %s",
+			describeTarget(ha), from, decision.DesiredReplicas, decision.Summary())
+		ha.Status.LastScaleTime = &apis.VolatileTime{Inner: metav1.NewTime(now)}
+	}
+	ha.Status.ScaleEvents = autoscaler.RecordScale(now, ha.Status.ScaleEvents, decision.DesiredReplicas-from, ha.Spec.Behavior)
+	ha.Status.Recommendations = decision.Recommendations
+	ha.Status.CurrentReplicas = target.Status.Replicas
+	ha.Status.DesiredReplicas = decision.DesiredReplicas
+	ha.Status.CurrentMetrics = currentMetrics(ha.Spec.Metrics, observations)
+	currentReplicasGauge.WithLabelValues(ha.Name, ha.Namespace).Set(float64(target.Status.Replicas))
+	desiredReplicasGauge.WithLabelValues(ha.Name, ha.Namespace).Set(float64(decision.DesiredReplicas))
+	c.markDecision(ha, decision, from)
+	return nil
+}
+
+// getScale resolves scaleTargetRef to a resource with a scale subresource and reads its scale.
+func (c *Controller) getScale(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler) (schema.GroupResource, *autoscalingv1.Scale, error) {
+	ref := ha.Spec.ScaleTargetRef
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return schema.GroupResource{}, nil, &targetError{reason: "InvalidScaleTargetRef", err: fmt.Errorf("parsing scaleTargetRef.apiVersion %q, %w", ref.APIVersion, err)}
+	}
+	mapping, err := c.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, gv.Version)
+	if err != nil {
+		reason := "FailedGetScale"
+		if meta.IsNoMatchError(err) {
+			reason = "UnknownScaleTargetKind"
+		}
+		return schema.GroupResource{}, nil, &targetError{reason: reason, err: fmt.Errorf("resolving %s, %w", describeTarget(ha), err)}
+	}
+	// The scale client asks discovery whether the resource serves /scale; a stale cache would
+	// hide a scale subresource added since, so look again once before giving up.
+	if _, err := c.scaleKey.ScaleForResource(mapping.Resource); err != nil {
+		c.cache.Invalidate()
+		if _, err := c.scaleKey.ScaleForResource(mapping.Resource); err != nil {
+			return schema.GroupResource{}, nil, &targetError{reason: "NoScaleSubresource", err: fmt.Errorf("%s has no scale subresource, %w", describeTarget(ha), err)}
+		}
+	}
+	resource := mapping.Resource.GroupResource()
+	target, err := c.scales.Scales(ha.Namespace).Get(ctx, resource, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		return resource, nil, classify("FailedGetScale", fmt.Errorf("getting the scale of %s, %w", describeTarget(ha), err))
+	}
+	return resource, target, nil
+}
+
+// classify names an API error's reason for AbleToScale.
+func classify(fallback string, err error) *targetError {
+	switch {
+	case apierrors.IsNotFound(err):
+		return &targetError{reason: "ScaleTargetNotFound", err: err}
+	case apierrors.IsForbidden(err):
+		return &targetError{reason: "Forbidden", err: err}
+	}
+	return &targetError{reason: fallback, err: err}
+}
+
+// observe reads every metric, timing each query.
+func (c *Controller) observe(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler) []autoscaler.Observation {
+	observations := make([]autoscaler.Observation, len(ha.Spec.Metrics))
+	for i, m := range ha.Spec.Metrics {
+		if m.Prometheus == nil {
+			observations[i] = autoscaler.Unavailable("the metric has no prometheus source")
+			continue
+		}
+		start := time.Now()
+		value, err := c.options.Metrics.Query(ctx, m.Prometheus.Query)
+		queryDuration.WithLabelValues(ha.Name, ha.Namespace).Observe(time.Since(start).Seconds())
+		if err != nil {
+			errorsTotal.WithLabelValues(ha.Name, ha.Namespace, "MetricUnavailable").Inc()
+			observations[i] = autoscaler.Unavailable(err.Error())
+			continue
+		}
+		observations[i] = autoscaler.Available(value)
+	}
+	return observations
+}
+
+func currentMetrics(metrics []v1alpha1.Metric, observations []autoscaler.Observation) []v1alpha1.MetricStatus {
+	var statuses []v1alpha1.MetricStatus
+	for i, m := range metrics {
+		if m.Prometheus == nil {
+			continue
+		}
+		status := v1alpha1.MetricStatus{Prometheus: &v1alpha1.PrometheusMetricStatus{Query: m.Prometheus.Query}}
+		if o := observations[i]; o.Available() {
+			// Three decimals are plenty for a status and keep float noise out of it.
+			if q, err := resource.ParseQuantity(strconv.FormatFloat(o.Value, 'f', 3, 64)); err == nil {
+				status.Prometheus.Current.Value = &q
+			}
+		}
+		statuses = append(statuses, status)
+	}
+	return statuses
+}
+
+// markTargetError records a failure to reach the target; the error is returned for a retry
+// with backoff.
+func (c *Controller) markTargetError(ha *v1alpha1.HorizontalAutoscaler, err error) error {
+	reason := "FailedGetScale"
+	var te *targetError
+	if errors.As(err, &te) {
+		reason = te.reason
+	}
+	errorsTotal.WithLabelValues(ha.Name, ha.Namespace, reason).Inc()
+	ha.StatusConditions().MarkFalse(v1alpha1.AbleToScale, reason, "%s", err.Error())
+	return err
+}
+
+// markDecision sets the conditions that explain a decision.
+func (c *Controller) markDecision(ha *v1alpha1.HorizontalAutoscaler, d autoscaler.Decision, from int32) {
+	conditions := ha.StatusConditions()
+	var unavailable []string
+	for i, m := range d.Metrics {
+		if !m.Available {
+			unavailable = append(unavailable, fmt.Sprintf("%q: %s", ha.Spec.Metrics[i].Prometheus.Query, m.Reason))
+		}
+	}
+	switch {
+	case len(ha.Spec.Metrics) == 0:
+		conditions.MarkTrueWithReason(v1alpha1.Active, "NoMetrics", "no metrics: replicas are only held within [minReplicas, maxReplicas]")
+	case len(unavailable) == 0:
+		conditions.MarkTrueWithReason(v1alpha1.Active, "MetricsAvailable", "every metric was read")
+	case len(unavailable) == len(ha.Spec.Metrics):
+		conditions.MarkFalse(v1alpha1.Active, "MetricsUnavailable", "no metric could be read, replicas stay at %d: %s", from, strings.Join(unavailable, "; "))
+	default:
+		conditions.MarkFalse(v1alpha1.Active, "MetricsUnavailable", "%d of %d metrics could not be read, scale-down is suspended: %s",
+			len(unavailable), len(ha.Spec.Metrics), strings.Join(unavailable, "; "))
+	}
+
+	// Being held by a window or a policy is the autoscaler working as configured, so
+	// AbleToScale stays True and its reason and message say what holds it and until when.
+	switch {
+	case len(d.Holds) > 0:
+		var messages []string
+		for _, h := range d.Holds {
+			messages = append(messages, h.Message)
+		}
+		conditions.MarkTrueWithReason(v1alpha1.AbleToScale, d.Holds[len(d.Holds)-1].Reason, "%s", strings.Join(messages, "; "))
+	case d.DesiredReplicas != from:
+		conditions.MarkTrueWithReason(v1alpha1.AbleToScale, "SucceededRescale", "scaled from %d to %d replicas", from, d.DesiredReplicas)
+	default:
+		conditions.MarkTrueWithReason(v1alpha1.AbleToScale, "ReadyForNewScale", "the target is reachable and nothing holds it back")
+	}
+
+	if d.Clamp != nil {
+		conditions.MarkFalse(v1alpha1.ScalingUnbounded, d.Clamp.Reason, "%s", d.Clamp.Message)
+	} else {
+		conditions.MarkTrueWithReason(v1alpha1.ScalingUnbounded, "WithinBounds", "the recommendation of %d replicas is within [%d, %d]",
+			d.Recommendation, autoscaler.MinReplicas(ha.Spec), ha.Spec.MaxReplicas)
+	}
+}
+
+// announceErrors emits a Warning Event for each condition that has just become False with a
+// new reason, so that a persisting error is reported once, not every period.
+func (c *Controller) announceErrors(before, after *v1alpha1.HorizontalAutoscaler) {
+	for _, t := range []apis.ConditionType{v1alpha1.Active, v1alpha1.AbleToScale} {
+		now := after.StatusConditions().GetCondition(t)
+		if now == nil || !now.IsFalse() {
+			continue
+		}
+		if was := before.StatusConditions().GetCondition(t); was != nil && was.IsFalse() && was.Reason == now.Reason {
+			continue
+		}
+		c.recorder.Event(after, corev1.EventTypeWarning, now.Reason, now.Message)
+	}
+}
+
+func describeTarget(ha *v1alpha1.HorizontalAutoscaler) string {
+	ref := ha.Spec.ScaleTargetRef
+	return fmt.Sprintf("%s %s (%s)", ref.Kind, types.NamespacedName{Namespace: ha.Namespace, Name: ref.Name}, ref.APIVersion)
+}
