@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
+	"karpenter.sh/karpenter/pkg/controllers/metricsproducer"
 	"karpenter.sh/karpenter/pkg/controllers/scalablenodegroup"
 	"karpenter.sh/karpenter/pkg/metrics/clients"
+	"karpenter.sh/karpenter/pkg/metrics/producers"
 )
 
 // Options are the settings reconcilers take from the controller's flags.
@@ -34,6 +37,9 @@ type Options struct {
 	// HorizontalAutoscalerTolerance is the fraction around a metric's target within which
 	// replicas do not change; 0.1 when zero.
 	HorizontalAutoscalerTolerance float64
+	// MetricsProducerPeriod is how often each MetricsProducer is recomputed without a watch
+	// event; ResyncPeriod when zero.
+	MetricsProducerPeriod time.Duration
 	// CloudProvider resolves node groups and queues from a spec's type and id.
 	CloudProvider cloudprovider.Factory
 	// ResyncPeriod is how often every object is reconciled even without a watch event.
@@ -67,6 +73,8 @@ func reconcilers(mgr manager.Manager, opts Options) []reconciler {
 			Tolerance:  opts.HorizontalAutoscalerTolerance,
 		}),
 		scalablenodegroup.NewController(mgr.GetClient(), opts.CloudProvider, mgr.GetEventRecorderFor("scalablenodegroup"), opts.ResyncPeriod),
+		metricsproducer.NewController(mgr.GetClient(), producers.NewKinds(mgr.GetClient(), opts.CloudProvider, clock.RealClock{}),
+			mgr.GetEventRecorderFor("metricsproducer"), clock.RealClock{}, cmp.Or(opts.MetricsProducerPeriod, opts.ResyncPeriod)),
 	}
 }
 
