@@ -213,6 +213,10 @@ func startAPIServer(t testing.TB, logs *logDir, paths binaryPaths, root string, 
 	apiserver.Path = paths.apiserver
 	apiserver.Out = apiserverLog
 	apiserver.Err = apiserverLog
+	// etcd 3.4 cannot notify watch progress, which watch-list needs. With the WatchList gate
+	// on, kube-apiserver still turns every watch from resourceVersion 0 into a watch-list and
+	// fails it, and clients that watch that way (kwok) back off for up to 30s between retries.
+	apiserver.Configure().Append("feature-gates", "WatchList=false")
 
 	_, startErr := testEnv.Start()
 	// Stop even after a failed start: etcd may be running while the apiserver is not.

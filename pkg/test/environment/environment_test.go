@@ -17,12 +17,14 @@ import (
 	"github.com/prometheus/common/model"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"karpenter.sh/karpenter/pkg/test/environment"
 )
@@ -66,6 +68,29 @@ func TestControlPlane(t *testing.T) {
 		}
 		if want := pinnedKubernetesVersion(t); info.GitVersion != want {
 			t.Errorf("gitVersion = %q, want %q", info.GitVersion, want)
+		}
+	})
+
+	t.Run("CRDs from config/crd are established", func(t *testing.T) {
+		files, err := filepath.Glob(filepath.Join(repositoryRoot(t), "config", "crd", "*.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := yaml.Unmarshal(data, crd); err != nil {
+				t.Fatalf("decoding %s, %v", file, err)
+			}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
+				t.Fatalf("CRD of %s, %v", file, err)
+			}
+			if !crdEstablished(crd) {
+				t.Errorf("CRD %s is not established", crd.Name)
+			}
 		}
 	})
 
@@ -153,6 +178,15 @@ func eventually(t *testing.T, what string, condition func() (bool, error)) {
 	}
 }
 
+func crdEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, condition := range crd.Status.Conditions {
+		if condition.Type == apiextensionsv1.Established {
+			return condition.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
+}
+
 func podCondition(pod *corev1.Pod, conditionType corev1.PodConditionType) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == conditionType {
@@ -195,8 +229,7 @@ func testDeployment(name string, replicas int32) *appsv1.Deployment {
 	}
 }
 
-// pinnedKubernetesVersion is the k8s.io/kubernetes version hack/kube/go.mod builds.
-func pinnedKubernetesVersion(t *testing.T) string {
+func repositoryRoot(t *testing.T) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
@@ -204,13 +237,18 @@ func pinnedKubernetesVersion(t *testing.T) string {
 	}
 	for ; ; dir = filepath.Dir(dir) {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
+			return dir
 		}
 		if dir == filepath.Dir(dir) {
 			t.Fatal("no go.mod above the working directory")
 		}
 	}
-	goMod, err := os.Open(filepath.Join(dir, "hack", "kube", "go.mod"))
+}
+
+// pinnedKubernetesVersion is the k8s.io/kubernetes version hack/kube/go.mod builds.
+func pinnedKubernetesVersion(t *testing.T) string {
+	t.Helper()
+	goMod, err := os.Open(filepath.Join(repositoryRoot(t), "hack", "kube", "go.mod"))
 	if err != nil {
 		t.Fatal(err)
 	}
