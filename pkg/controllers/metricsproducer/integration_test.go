@@ -31,7 +31,9 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
+	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/controllers/metricsproducer"
+	"karpenter.sh/karpenter/pkg/metrics/clients"
 	"karpenter.sh/karpenter/pkg/metrics/producers"
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/test/awsemulator"
@@ -108,6 +110,40 @@ func TestProducersThroughPrometheus(t *testing.T) {
 		// A pod that does not tolerate the group's taint is not the group's to serve.
 		create(t, env, podRequesting("intolerant", group, "1"))
 		eventuallyQuery(t, prometheus, `karpenter_pending_capacity_nodes{namespace="producers",name="from-zero"}`, 3)
+	})
+
+	t.Run("a HorizontalAutoscaler on karpenter_pending_capacity_nodes scales a ScalableNodeGroup", func(t *testing.T) {
+		group := map[string]string{"group": "ha"}
+		create(t, env, producer("ha-pending", v1alpha1.MetricsProducerSpec{PendingCapacity: &v1alpha1.PendingCapacitySpec{
+			NodeSelector: group,
+			NodeTemplate: &v1alpha1.NodeTemplate{Allocatable: resources("cpu", "2", "pods", "110")},
+		}}))
+		for i := range 3 {
+			create(t, env, podRequesting(fmt.Sprintf("ha-%d", i), group, "2"))
+		}
+		nodeGroup := create(t, env, &v1alpha1.ScalableNodeGroup{
+			ObjectMeta: metav1.ObjectMeta{Name: "ha-workers", Namespace: namespace},
+			Spec:       v1alpha1.ScalableNodeGroupSpec{Replicas: ptr.To[int32](0), Type: v1alpha1.AWSEC2AutoScalingGroup, ID: "ha-workers"},
+		})
+		// The query docs/metricsproducers.md recommends: nodes the group serves plus nodes its
+		// pending pods need, one node per replica.
+		create(t, env, &v1alpha1.HorizontalAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Name: "ha-workers", Namespace: namespace},
+			Spec: v1alpha1.HorizontalAutoscalerSpec{
+				ScaleTargetRef: v1alpha1.CrossVersionObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "ScalableNodeGroup", Name: "ha-workers"},
+				MinReplicas:    ptr.To[int32](0),
+				MaxReplicas:    10,
+				Metrics: []v1alpha1.Metric{{Prometheus: &v1alpha1.PrometheusMetricSource{
+					Query: `scalar(karpenter_pending_capacity_nodes{namespace="producers",name="ha-pending"})` +
+						` + scalar(karpenter_horizontalautoscaler_current_replicas{namespace="producers",name="ha-workers"})`,
+					Target: v1alpha1.MetricTarget{Type: v1alpha1.AverageValueMetricType, Value: resource.MustParse("1")},
+				}}},
+			},
+		})
+		eventually(t, "the HorizontalAutoscaler sets the group's replicas to 3", func() (bool, error) {
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(nodeGroup), nodeGroup)
+			return err == nil && ptr.Deref(nodeGroup.Spec.Replicas, -1) == 3, err
+		})
 	})
 
 	t.Run("reserved capacity over kwok nodes with running pods", func(t *testing.T) {
@@ -242,7 +278,8 @@ func startEmulator(t *testing.T) *awsemulator.Emulator {
 }
 
 // startController runs the MetricsProducer controller in a manager, with a cloud provider
-// reaching the emulator through the SDK's own endpoint variable.
+// reaching the emulator through the SDK's own endpoint variable, and the HorizontalAutoscaler
+// controller querying the test's Prometheus.
 func startController(t *testing.T, env *environment.Environment, _ *awsemulator.Emulator) {
 	t.Helper()
 	provider, err := aws.New(t.Context(), aws.Options{Region: "us-west-2", MaxAttempts: 2},
@@ -264,6 +301,13 @@ func startController(t *testing.T, env *environment.Environment, _ *awsemulator.
 	controller := metricsproducer.NewController(mgr.GetClient(), producers.NewKinds(mgr.GetClient(), clouds, clk),
 		mgr.GetEventRecorderFor("metricsproducer"), clk, period)
 	if err := controller.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	// The HorizontalAutoscaler controller, for the producers' consumer end to end.
+	autoscalers := horizontalautoscaler.NewController(horizontalautoscaler.Options{
+		Prometheus: clients.PrometheusOptions{URI: env.Prometheus.URL}, Period: period,
+	})
+	if err := autoscalers.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
