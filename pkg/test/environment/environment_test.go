@@ -37,13 +37,7 @@ const (
 // TestControlPlane starts every component once and checks each does its job, sharing the
 // environment because startup dominates the runtime.
 func TestControlPlane(t *testing.T) {
-	metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		fmt.Fprintln(w, "# TYPE karpenter_environment_test_value gauge")
-		fmt.Fprintln(w, "karpenter_environment_test_value 42.5")
-	}))
-	defer metrics.Close()
-
+	metrics := servedGauge(t, 42.5)
 	env := environment.New(t, environment.Options{
 		Scheduler:         true,
 		ControllerManager: true,
@@ -51,7 +45,7 @@ func TestControlPlane(t *testing.T) {
 		Prometheus: &environment.PrometheusOptions{
 			ScrapeConfigs: []environment.ScrapeConfig{{
 				JobName: "test",
-				Targets: []string{strings.TrimPrefix(metrics.URL, "http://")},
+				Targets: []string{metrics},
 			}},
 		},
 	})
@@ -148,19 +142,53 @@ func TestControlPlane(t *testing.T) {
 	})
 
 	t.Run("prometheus scrapes a target and answers PromQL", func(t *testing.T) {
-		promClient, err := promapi.NewClient(promapi.Config{Address: env.Prometheus.URL})
+		expectQueryValue(t, env.Prometheus.URL, "karpenter_environment_test_value", 42.5)
+	})
+}
+
+func TestStandalonePrometheus(t *testing.T) {
+	metrics := servedGauge(t, 7)
+	prometheus := environment.StartPrometheus(t, environment.PrometheusOptions{
+		ScrapeConfigs: []environment.ScrapeConfig{{JobName: "test", Targets: []string{metrics}}},
+	})
+	expectQueryValue(t, prometheus.URL, "karpenter_environment_test_value", 7)
+
+	if err := prometheus.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get(prometheus.URL + "/-/ready"); err == nil {
+		t.Error("Prometheus still answers after Stop")
+	}
+}
+
+// servedGauge serves karpenter_environment_test_value in the Prometheus text format and
+// returns the listener's host:port.
+func servedGauge(t *testing.T, value float64) string {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintln(w, "# TYPE karpenter_environment_test_value gauge")
+		fmt.Fprintf(w, "karpenter_environment_test_value %g\n", value)
+	}))
+	t.Cleanup(server.Close)
+	return strings.TrimPrefix(server.URL, "http://")
+}
+
+// expectQueryValue waits until an instant query through Prometheus's HTTP API returns one
+// sample with the value.
+func expectQueryValue(t *testing.T, prometheusURL, query string, value float64) {
+	t.Helper()
+	promClient, err := promapi.NewClient(promapi.Config{Address: prometheusURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := promv1.NewAPI(promClient)
+	eventually(t, fmt.Sprintf("%s returns %g", query, value), func() (bool, error) {
+		result, _, err := api.Query(t.Context(), query, time.Now())
 		if err != nil {
-			t.Fatal(err)
+			return false, err
 		}
-		api := promv1.NewAPI(promClient)
-		eventually(t, "query returns the served value", func() (bool, error) {
-			result, _, err := api.Query(ctx, "karpenter_environment_test_value", time.Now())
-			if err != nil {
-				return false, err
-			}
-			vector, ok := result.(model.Vector)
-			return ok && len(vector) == 1 && float64(vector[0].Value) == 42.5, nil
-		})
+		vector, ok := result.(model.Vector)
+		return ok && len(vector) == 1 && float64(vector[0].Value) == value, nil
 	})
 }
 

@@ -10,7 +10,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// PrometheusOptions configures a Prometheus server started for a test.
+// PrometheusOptions configures a Prometheus server started for a test. Prometheus applies
+// scrape targets in batches every 5 seconds, so the first samples appear about 5 seconds after
+// it starts; with New, that overlaps the control plane's startup.
 type PrometheusOptions struct {
 	// ScrapeInterval applies to every scrape config and to rule evaluation. Defaults to one
 	// second so that tests see new samples quickly.
