@@ -57,7 +57,7 @@ func (p *PendingCapacityProducer) shape(ctx context.Context, spec *v1alpha1.Pend
 	}
 	if len(nodes) == 0 {
 		if spec.NodeTemplate == nil {
-			return nil, failure(ReasonNoNodeShape, "no node matches nodeSelector %v and spec.pendingCapacity.nodeTemplate is not set, so the shape of a new node is unknown", spec.NodeSelector)
+			return nil, failure(ReasonNoNodeShape, "pods are pending, no node matches nodeSelector %s and spec.pendingCapacity.nodeTemplate is not set, so the shape of a new node is unknown", selectorString(spec.NodeSelector))
 		}
 		return shapeOfTemplate(spec), nil
 	}

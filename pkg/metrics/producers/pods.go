@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -39,7 +40,12 @@ func podsOn(ctx context.Context, reader client.Reader, nodeName string) ([]corev
 func nodesMatching(ctx context.Context, reader client.Reader, selector map[string]string) ([]corev1.Node, error) {
 	nodes := &corev1.NodeList{}
 	if err := reader.List(ctx, nodes, client.MatchingLabels(selector)); err != nil {
-		return nil, failure(ReasonNodesUnreadable, "listing nodes with labels %v, %w", selector, err)
+		return nil, failure(ReasonNodesUnreadable, "listing the nodes matching nodeSelector %s, %w", selectorString(selector), err)
 	}
 	return nodes.Items, nil
+}
+
+// selectorString renders a nodeSelector as kubectl would take it, e.g. "group=a,zone=b".
+func selectorString(selector map[string]string) string {
+	return labels.SelectorFromSet(selector).String()
 }

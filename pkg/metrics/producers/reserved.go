@@ -40,8 +40,11 @@ func (p *ReservedCapacityProducer) Produce(ctx context.Context, mp *v1alpha1.Met
 		r := reservations[name]
 		utilization, ok := r.Utilization()
 		if !ok {
-			return Result{}, failure(ReasonNoCapacity, "no %s capacity: %d nodes match nodeSelector %v and none of them is Ready, schedulable and offering %s",
-				name, len(nodes), selector, name)
+			if len(nodes) == 0 {
+				return Result{}, failure(ReasonNoCapacity, "no node matches nodeSelector %s", selectorString(selector))
+			}
+			return Result{}, failure(ReasonNoCapacity, "none of the %d nodes matching nodeSelector %s is Ready, schedulable and offering %s",
+				len(nodes), selectorString(selector), name)
 		}
 		g := ReservedCapacity[name]
 		result.Samples = append(result.Samples,

@@ -78,9 +78,9 @@ func isDaemonSetPod(pod *corev1.Pod) bool {
 }
 
 // IsPending is true for a pod the scheduler has tried and failed to place, that still wants
-// a node.
+// a node. A pod nominated to a node is not: it runs there once the pods it preempts are gone.
 func IsPending(pod *corev1.Pod) bool {
-	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || IsTerminal(pod) {
+	if pod.Spec.NodeName != "" || pod.Status.NominatedNodeName != "" || pod.DeletionTimestamp != nil || IsTerminal(pod) {
 		return false
 	}
 	for _, condition := range pod.Status.Conditions {

@@ -196,6 +196,8 @@ func TestIsPending(t *testing.T) {
 	gated.Status.Conditions[0].Reason = corev1.PodReasonSchedulingGated
 	deleting := pendingPod("p", nil)
 	deleting.DeletionTimestamp = &metav1.Time{}
+	preempting := pendingPod("p", nil)
+	preempting.Status.NominatedNodeName = "n"
 	for _, tc := range []struct {
 		name string
 		pod  *corev1.Pod
@@ -206,6 +208,7 @@ func TestIsPending(t *testing.T) {
 		{"not tried yet", notTried, false},
 		{"scheduling gated", gated, false},
 		{"being deleted", deleting, false},
+		{"nominated to a node by preemption", preempting, false},
 	} {
 		if got := IsPending(tc.pod); got != tc.want {
 			t.Errorf("%s: IsPending = %v, want %v", tc.name, got, tc.want)
