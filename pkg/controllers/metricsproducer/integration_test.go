@@ -112,6 +112,16 @@ func TestProducersThroughPrometheus(t *testing.T) {
 		eventuallyQuery(t, prometheus, `karpenter_pending_capacity_nodes{namespace="producers",name="from-zero"}`, 3)
 	})
 
+	t.Run("a node template must offer some resource", func(t *testing.T) {
+		err := env.Client.Create(ctx, producer("empty-template", v1alpha1.MetricsProducerSpec{PendingCapacity: &v1alpha1.PendingCapacitySpec{
+			NodeSelector: map[string]string{"group": "x"},
+			NodeTemplate: &v1alpha1.NodeTemplate{Allocatable: corev1.ResourceList{}},
+		}}))
+		if err == nil || !strings.Contains(err.Error(), "spec.pendingCapacity.nodeTemplate") || !strings.Contains(err.Error(), "allocatable must name at least one resource") {
+			t.Errorf("creating a template without allocatable: %v, want a rejection naming the field", err)
+		}
+	})
+
 	t.Run("a HorizontalAutoscaler on karpenter_pending_capacity_nodes scales a ScalableNodeGroup", func(t *testing.T) {
 		group := map[string]string{"group": "ha"}
 		create(t, env, producer("ha-pending", v1alpha1.MetricsProducerSpec{PendingCapacity: &v1alpha1.PendingCapacitySpec{
