@@ -82,7 +82,9 @@ const (
 
 // Decide computes the desired replicas.
 func Decide(in Input) Decision {
-	now := stamp(in.Now)
+	// Windows and periods are measured from the exact instant; only what is recorded is
+	// stamped to the second.
+	now := in.Now
 	up, down := ScaleUpRules(in.Spec.Behavior), ScaleDownRules(in.Spec.Behavior)
 	current := in.SpecReplicas
 	d := Decision{Metrics: make([]MetricRecommendation, len(in.Spec.Metrics))}
@@ -128,7 +130,7 @@ func Decide(in Input) Decision {
 	if unavailable == 0 {
 		// Only a recommendation informed by every metric enters the history: a partial one
 		// could understate what the missing metric asks for.
-		history = append(slices.Clone(history), v1alpha1.Recommendation{Time: metav1.NewTime(now), Replicas: recommendation})
+		history = append(slices.Clone(history), v1alpha1.Recommendation{Time: metav1.NewTime(stamp(now)), Replicas: recommendation})
 	}
 	d.Recommendations = prune(now, history, up, down)
 
@@ -194,9 +196,8 @@ func (d Decision) Summary() string {
 // RecordScale appends a change of the target's replicas made at now to the scale events and
 // drops the events no policy looks at any more.
 func RecordScale(now time.Time, events []v1alpha1.ScaleEvent, change int32, behavior v1alpha1.Behavior) []v1alpha1.ScaleEvent {
-	now = stamp(now)
 	if change != 0 {
-		events = append(slices.Clone(events), v1alpha1.ScaleEvent{Time: metav1.NewTime(now), ReplicaChange: change})
+		events = append(slices.Clone(events), v1alpha1.ScaleEvent{Time: metav1.NewTime(stamp(now)), ReplicaChange: change})
 	}
 	keep := max(ScaleUpRules(behavior).longestPeriod(), ScaleDownRules(behavior).longestPeriod())
 	cutoff := now.Add(-keep)

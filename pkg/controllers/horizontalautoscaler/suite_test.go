@@ -1,0 +1,597 @@
+package horizontalautoscaler_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"karpenter.sh/karpenter/pkg/apis"
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
+	"karpenter.sh/karpenter/pkg/metrics/clients"
+	"karpenter.sh/karpenter/pkg/test/environment"
+)
+
+// period is the controller's evaluation period in these tests; windows and policies are a few
+// periods long so that the suite stays short while every rule still shows.
+const period = time.Second
+
+// metricSource is the HTTP endpoint Prometheus scrapes: the test sets the values.
+type metricSource struct {
+	mu     sync.Mutex
+	values map[string]float64 // by the value of the "case" label
+}
+
+func (m *metricSource) set(name string, value float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.values[name] = value
+}
+
+func (m *metricSource) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	fmt.Fprintln(w, "# TYPE test_load gauge")
+	for name, value := range m.values {
+		fmt.Fprintf(w, "test_load{case=%q} %g\n", name, value)
+	}
+}
+
+func query(name string) string { return fmt.Sprintf(`test_load{case=%q}`, name) }
+
+// widgetCRD is a kind defined only by this test; its scale subresource is all the controller
+// needs.
+var widgetCRD = &apiextensionsv1.CustomResourceDefinition{
+	ObjectMeta: metav1.ObjectMeta{Name: "widgets.test.karpenter.sh"},
+	Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+		Group: "test.karpenter.sh",
+		Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+		Scope: apiextensionsv1.NamespaceScoped,
+		Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+			Name: "v1", Served: true, Storage: true,
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+				Type: "object",
+				Properties: map[string]apiextensionsv1.JSONSchemaProps{
+					"spec":   {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"replicas": {Type: "integer"}}},
+					"status": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"replicas": {Type: "integer"}}},
+				},
+			}},
+			Subresources: &apiextensionsv1.CustomResourceSubresources{
+				Status: &apiextensionsv1.CustomResourceSubresourceStatus{},
+				Scale:  &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"},
+			},
+		}},
+	},
+}
+
+type suite struct {
+	env     *environment.Environment
+	metrics *metricSource
+}
+
+func TestHorizontalAutoscaler(t *testing.T) {
+	metrics := &metricSource{values: map[string]float64{}}
+	server := httptest.NewServer(metrics)
+	defer server.Close()
+	env := environment.New(t, environment.Options{
+		AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme},
+		CRDs:        []*apiextensionsv1.CustomResourceDefinition{widgetCRD},
+		Prometheus: &environment.PrometheusOptions{ScrapeConfigs: []environment.ScrapeConfig{{
+			JobName: "test", Targets: []string{server.Listener.Addr().(*net.TCPAddr).String()},
+		}}},
+	})
+	s := &suite{env: env, metrics: metrics}
+
+	shared := []string{"deployment", "sng", "widget", "errors", "outage"}
+	for _, ns := range append(shared, "restart") {
+		s.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	stop := s.startController(t, shared...)
+	defer stop()
+
+	t.Run("group", func(t *testing.T) {
+		t.Run("DeploymentFollowsTheMetricWithinWindowsAndPolicies", s.testDeployment)
+		t.Run("ScalableNodeGroupSpecReplicas", s.testScalableNodeGroup)
+		t.Run("CustomResourceWithScale", s.testWidget)
+		t.Run("TargetErrors", s.testTargetErrors)
+		t.Run("RestartInsideScaleDownWindow", s.testRestart)
+	})
+	// Last, because it stops the shared Prometheus.
+	t.Run("PrometheusOutageNeverScalesDown", s.testOutage)
+}
+
+// startController runs the controller in its own manager, watching only namespaces.
+func (s *suite) startController(t *testing.T, namespaces ...string) (stop func()) {
+	t.Helper()
+	defaults := map[string]cache.Config{}
+	for _, ns := range namespaces {
+		defaults[ns] = cache.Config{}
+	}
+	mgr, err := ctrl.NewManager(s.env.Config, ctrl.Options{
+		Scheme:                 s.env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{DefaultNamespaces: defaults},
+		// Tests run several managers, one after another, in one process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := horizontalautoscaler.NewController(horizontalautoscaler.Options{
+		Prometheus:    clients.PrometheusOptions{URI: s.env.Prometheus.URL, Timeout: 2 * time.Second},
+		Period:        period,
+		MaxRetryDelay: 2 * time.Second,
+	})
+	if err := c.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager stopped with %v", err)
+		}
+	}
+}
+
+func (s *suite) create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := s.env.Client.Create(context.Background(), obj); err != nil {
+		t.Fatalf("creating %T %s, %v", obj, obj.GetName(), err)
+	}
+}
+
+// eventually polls until check reports done, failing with its last words after timeout.
+func eventually(t *testing.T, timeout time.Duration, check func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, last := check()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s: %s", timeout, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (s *suite) getHA(t *testing.T, namespace, name string) *v1alpha1.HorizontalAutoscaler {
+	t.Helper()
+	ha := &v1alpha1.HorizontalAutoscaler{}
+	if err := s.env.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, ha); err != nil {
+		t.Fatal(err)
+	}
+	return ha
+}
+
+func condition(ha *v1alpha1.HorizontalAutoscaler, t string) (status, reason, message string) {
+	for _, c := range ha.Status.Conditions {
+		if string(c.Type) == t {
+			return string(c.Status), c.Reason, c.Message
+		}
+	}
+	return "", "", ""
+}
+
+func deployment(namespace, name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
+			},
+		},
+	}
+}
+
+func horizontalAutoscaler(namespace, name string, target v1alpha1.CrossVersionObjectReference, minReplicas, maxReplicas int32,
+	targetType v1alpha1.MetricTargetType, targetValue string, behavior v1alpha1.Behavior) *v1alpha1.HorizontalAutoscaler {
+	return &v1alpha1.HorizontalAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: v1alpha1.HorizontalAutoscalerSpec{
+			ScaleTargetRef: target,
+			MinReplicas:    ptr.To(minReplicas),
+			MaxReplicas:    maxReplicas,
+			Metrics: []v1alpha1.Metric{{Prometheus: &v1alpha1.PrometheusMetricSource{
+				Query:  query(namespace),
+				Target: v1alpha1.MetricTarget{Type: targetType, Value: resource.MustParse(targetValue)},
+			}}},
+			Behavior: behavior,
+		},
+	}
+}
+
+func deploymentRef(name string) v1alpha1.CrossVersionObjectReference {
+	return v1alpha1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: name}
+}
+
+func scalingRules(window int32, policies ...v1alpha1.ScalingPolicy) *v1alpha1.ScalingRules {
+	return &v1alpha1.ScalingRules{StabilizationWindowSeconds: ptr.To(window), Policies: policies}
+}
+
+func (s *suite) deploymentReplicas(t *testing.T, namespace, name string) int32 {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := s.env.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, d); err != nil {
+		t.Fatal(err)
+	}
+	return ptr.Deref(d.Spec.Replicas, 0)
+}
+
+// trajectory polls a target's replicas and records each distinct value in order.
+type trajectory struct {
+	mu     sync.Mutex
+	values []int32
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+func (s *suite) follow(t *testing.T, namespace, name string) *trajectory {
+	tr := &trajectory{stop: make(chan struct{}), done: make(chan struct{})}
+	read := func() {
+		d := &appsv1.Deployment{}
+		if err := s.env.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, d); err == nil {
+			tr.mu.Lock()
+			if r := ptr.Deref(d.Spec.Replicas, 0); len(tr.values) == 0 || tr.values[len(tr.values)-1] != r {
+				tr.values = append(tr.values, r)
+			}
+			tr.mu.Unlock()
+		}
+	}
+	go func() {
+		defer close(tr.done)
+		for {
+			read()
+			select {
+			case <-tr.stop:
+				// One last look, so that the value the test waited for is in.
+				read()
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return tr
+}
+
+func (tr *trajectory) finish() []int32 {
+	close(tr.stop)
+	<-tr.done
+	return tr.values
+}
+
+// latestRecommendationAtLeast is the latest time, at least latest, of a recommendation of
+// at least replicas kept in status.
+func latestRecommendationAtLeast(ha *v1alpha1.HorizontalAutoscaler, replicas int32, latest time.Time) time.Time {
+	for _, r := range ha.Status.Recommendations {
+		if r.Replicas >= replicas && r.Time.After(latest) {
+			latest = r.Time.Time
+		}
+	}
+	return latest
+}
+
+func (s *suite) testDeployment(t *testing.T) {
+	t.Parallel()
+	const ns, name = "deployment", "web"
+	s.create(t, deployment(ns, name, 1))
+	s.metrics.set(ns, 6)
+	// Up: Count 2 per 4s, no window. Down: a 6s window, then all at once.
+	s.create(t, horizontalAutoscaler(ns, name, deploymentRef(name), 1, 10, v1alpha1.AverageValueMetricType, "1", v1alpha1.Behavior{
+		ScaleUp:   scalingRules(0, v1alpha1.ScalingPolicy{Type: v1alpha1.CountScalingPolicy, Value: 2, PeriodSeconds: 4}),
+		ScaleDown: scalingRules(6, v1alpha1.ScalingPolicy{Type: v1alpha1.PercentScalingPolicy, Value: 100, PeriodSeconds: 1}),
+	}))
+	up := s.follow(t, ns, name)
+	sawLimited := false
+	eventually(t, 40*time.Second, func() (bool, string) {
+		ha := s.getHA(t, ns, name)
+		if _, reason, _ := condition(ha, "AbleToScale"); reason == "ScaleUpLimited" {
+			sawLimited = true
+		}
+		r := s.deploymentReplicas(t, ns, name)
+		return r == 6, fmt.Sprintf("replicas %d, want 6; status %+v", r, ha.Status.Conditions)
+	})
+	if got := up.finish(); fmt.Sprint(got) != fmt.Sprint([]int32{1, 3, 5, 6}) {
+		t.Errorf("scale-up went through %v, want [1 3 5 6]: 2 replicas per 4s", got)
+	}
+	if !sawLimited {
+		t.Error("AbleToScale never said ScaleUpLimited during a rate-limited scale-up")
+	}
+	ha := s.getHA(t, ns, name)
+	if ha.Status.CurrentMetrics[0].Prometheus.Current.Value.Cmp(resource.MustParse("6")) != 0 {
+		t.Errorf("currentMetrics = %+v, want 6", ha.Status.CurrentMetrics)
+	}
+
+	// Down: the window keeps 6 until 6s after the last recommendation of 6.
+	var lastSix time.Time
+	lastSix = latestRecommendationAtLeast(ha, 6, lastSix)
+	s.metrics.set(ns, 2)
+	down := s.follow(t, ns, name)
+	sawStabilized := ""
+	eventually(t, 40*time.Second, func() (bool, string) {
+		ha := s.getHA(t, ns, name)
+		lastSix = latestRecommendationAtLeast(ha, 6, lastSix)
+		if _, reason, message := condition(ha, "AbleToScale"); reason == "ScaleDownStabilized" {
+			sawStabilized = message
+		}
+		r := s.deploymentReplicas(t, ns, name)
+		// The status is written after the scale: wait for both.
+		return r == 2 && ha.Status.DesiredReplicas == 2, fmt.Sprintf("replicas %d, desired %d, want 2", r, ha.Status.DesiredReplicas)
+	})
+	if got := down.finish(); fmt.Sprint(got) != fmt.Sprint([]int32{6, 2}) {
+		t.Errorf("scale-down went through %v, want [6 2]", got)
+	}
+	if !strings.Contains(sawStabilized, "6s scale-down stabilization window holds 6 replicas") || !strings.Contains(sawStabilized, "until") {
+		t.Errorf("AbleToScale while held said %q, want the window, the held replicas and until when", sawStabilized)
+	}
+	ha = s.getHA(t, ns, name)
+	// Status keeps seconds: lastScaleTime is truncated, recommendations are rounded up.
+	if scaled := ha.Status.LastScaleTime.Inner.Time.Add(time.Second); scaled.Before(lastSix.Add(6 * time.Second)) {
+		t.Errorf("scaled down at %s, before the window of the recommendation of 6 at %s ended", scaled, lastSix)
+	}
+	if got := gaugeValue(t, "karpenter_horizontalautoscaler_desired_replicas", ns, name); got != 2 {
+		t.Errorf("desired_replicas gauge = %v, want 2", got)
+	}
+}
+
+func (s *suite) testScalableNodeGroup(t *testing.T) {
+	t.Parallel()
+	const ns, name = "sng", "workers"
+	s.create(t, &v1alpha1.ScalableNodeGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		// The scale subresource needs spec.replicas to exist; zero exercises scale from zero.
+		Spec: v1alpha1.ScalableNodeGroupSpec{Replicas: ptr.To[int32](0), Type: v1alpha1.AWSEC2AutoScalingGroup, ID: "workers-asg"},
+	})
+	s.metrics.set(ns, 3)
+	ref := v1alpha1.CrossVersionObjectReference{APIVersion: "autoscaling.karpenter.sh/v1alpha1", Kind: "ScalableNodeGroup", Name: name}
+	s.create(t, horizontalAutoscaler(ns, name, ref, 0, 5, v1alpha1.AverageValueMetricType, "1", v1alpha1.Behavior{}))
+	eventually(t, 30*time.Second, func() (bool, string) {
+		sng := &v1alpha1.ScalableNodeGroup{}
+		if err := s.env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, sng); err != nil {
+			t.Fatal(err)
+		}
+		return ptr.Deref(sng.Spec.Replicas, -1) == 3, fmt.Sprintf("spec.replicas %v, want 3; autoscaler %+v", sng.Spec.Replicas, s.getHA(t, ns, name).Status)
+	})
+	// Deleting the autoscaler deletes its series.
+	if err := s.env.Client.Delete(context.Background(), s.getHA(t, ns, name)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() (bool, string) {
+		n := seriesCount(t, ns, name)
+		return n == 0, fmt.Sprintf("%d series left for the deleted autoscaler", n)
+	})
+}
+
+func (s *suite) testWidget(t *testing.T) {
+	t.Parallel()
+	const ns, name = "widget", "gadget"
+	widget := &unstructured.Unstructured{}
+	widget.SetGroupVersionKind(schema.GroupVersionKind{Group: "test.karpenter.sh", Version: "v1", Kind: "Widget"})
+	widget.SetNamespace(ns)
+	widget.SetName(name)
+	_ = unstructured.SetNestedField(widget.Object, int64(1), "spec", "replicas")
+	s.create(t, widget)
+	_ = unstructured.SetNestedField(widget.Object, int64(1), "status", "replicas")
+	if err := s.env.Client.Status().Update(context.Background(), widget); err != nil {
+		t.Fatal(err)
+	}
+	// Value 30 against 10 with 1 replica running: 3 replicas.
+	s.metrics.set(ns, 30)
+	ref := v1alpha1.CrossVersionObjectReference{APIVersion: "test.karpenter.sh/v1", Kind: "Widget", Name: name}
+	s.create(t, horizontalAutoscaler(ns, name, ref, 1, 10, v1alpha1.ValueMetricType, "10", v1alpha1.Behavior{}))
+	eventually(t, 30*time.Second, func() (bool, string) {
+		if err := s.env.Client.Get(context.Background(), client.ObjectKeyFromObject(widget), widget); err != nil {
+			t.Fatal(err)
+		}
+		replicas, _, _ := unstructured.NestedInt64(widget.Object, "spec", "replicas")
+		return replicas == 3, fmt.Sprintf("spec.replicas %d, want 3", replicas)
+	})
+	ha := s.getHA(t, ns, name)
+	if ha.Status.CurrentReplicas != 1 || ha.Status.DesiredReplicas != 3 || ha.Status.LastScaleTime == nil {
+		t.Errorf("status = current %d desired %d lastScaleTime %v, want 1, 3 and a time", ha.Status.CurrentReplicas, ha.Status.DesiredReplicas, ha.Status.LastScaleTime)
+	}
+	s.expectEvent(t, ns, name, corev1.EventTypeNormal, "SuccessfulRescale", "from 1 to 3")
+}
+
+func (s *suite) testTargetErrors(t *testing.T) {
+	t.Parallel()
+	const ns = "errors"
+	s.metrics.set(ns, 3)
+	for _, tc := range []struct {
+		name   string
+		ref    v1alpha1.CrossVersionObjectReference
+		reason string
+	}{
+		{name: "missing", ref: deploymentRef("missing"), reason: "ScaleTargetNotFound"},
+		{name: "configmap", ref: v1alpha1.CrossVersionObjectReference{APIVersion: "v1", Kind: "ConfigMap", Name: "settings"}, reason: "NoScaleSubresource"},
+		{name: "unknown-kind", ref: v1alpha1.CrossVersionObjectReference{APIVersion: "example.com/v1", Kind: "Nothing", Name: "x"}, reason: "UnknownScaleTargetKind"},
+	} {
+		s.create(t, horizontalAutoscaler(ns, tc.name, tc.ref, 1, 5, v1alpha1.AverageValueMetricType, "1", v1alpha1.Behavior{}))
+		eventually(t, 20*time.Second, func() (bool, string) {
+			ha := s.getHA(t, ns, tc.name)
+			status, reason, message := condition(ha, "AbleToScale")
+			ready, _, _ := condition(ha, "Ready")
+			return status == "False" && reason == tc.reason && ready == "False",
+				fmt.Sprintf("%s: AbleToScale %s %s %q, Ready %s; want False %s", tc.name, status, reason, message, ready, tc.reason)
+		})
+		s.expectEvent(t, ns, tc.name, corev1.EventTypeWarning, tc.reason, "")
+	}
+	// The missing Deployment appears: the retry picks it up.
+	s.create(t, deployment(ns, "missing", 1))
+	eventually(t, 20*time.Second, func() (bool, string) {
+		r := s.deploymentReplicas(t, ns, "missing")
+		return r == 3, fmt.Sprintf("replicas %d, want 3", r)
+	})
+}
+
+func (s *suite) testRestart(t *testing.T) {
+	t.Parallel()
+	const ns, name, window = "restart", "api", 15
+	stop := s.startController(t, ns)
+	s.create(t, deployment(ns, name, 1))
+	s.metrics.set(ns, 5)
+	s.create(t, horizontalAutoscaler(ns, name, deploymentRef(name), 1, 10, v1alpha1.AverageValueMetricType, "1", v1alpha1.Behavior{
+		ScaleDown: scalingRules(window, v1alpha1.ScalingPolicy{Type: v1alpha1.PercentScalingPolicy, Value: 100, PeriodSeconds: 1}),
+	}))
+	eventually(t, 30*time.Second, func() (bool, string) {
+		r := s.deploymentReplicas(t, ns, name)
+		return r == 5, fmt.Sprintf("replicas %d, want 5", r)
+	})
+	s.metrics.set(ns, 1)
+	var lastFive time.Time
+	eventually(t, 30*time.Second, func() (bool, string) {
+		ha := s.getHA(t, ns, name)
+		lastFive = latestRecommendationAtLeast(ha, 5, lastFive)
+		_, reason, _ := condition(ha, "AbleToScale")
+		return reason == "ScaleDownStabilized", "AbleToScale reason " + reason + ", want ScaleDownStabilized"
+	})
+	// A new controller, with nothing in memory, inside the window.
+	stop()
+	restart := s.startController(t, ns)
+	defer restart()
+	eventually(t, 40*time.Second, func() (bool, string) {
+		r := s.deploymentReplicas(t, ns, name)
+		desired := s.getHA(t, ns, name).Status.DesiredReplicas
+		return r == 1 && desired == 1, fmt.Sprintf("replicas %d, desired %d, want 1", r, desired)
+	})
+	ha := s.getHA(t, ns, name)
+	if scaled := ha.Status.LastScaleTime.Inner.Time.Add(time.Second); scaled.Before(lastFive.Add(window * time.Second)) {
+		t.Errorf("after a restart, scaled down at %s, before the window of the recommendation of 5 at %s ended", scaled, lastFive)
+	}
+}
+
+func (s *suite) testOutage(t *testing.T) {
+	const ns, name = "outage", "worker"
+	s.create(t, deployment(ns, name, 1))
+	s.metrics.set(ns, 4)
+	s.create(t, horizontalAutoscaler(ns, name, deploymentRef(name), 1, 10, v1alpha1.AverageValueMetricType, "1", v1alpha1.Behavior{
+		ScaleDown: scalingRules(0, v1alpha1.ScalingPolicy{Type: v1alpha1.PercentScalingPolicy, Value: 100, PeriodSeconds: 1}),
+	}))
+	eventually(t, 30*time.Second, func() (bool, string) {
+		r := s.deploymentReplicas(t, ns, name)
+		return r == 4, fmt.Sprintf("replicas %d, want 4", r)
+	})
+	if err := s.env.Prometheus.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	s.metrics.set(ns, 0)
+	eventually(t, 20*time.Second, func() (bool, string) {
+		ha := s.getHA(t, ns, name)
+		status, reason, message := condition(ha, "Active")
+		return status == "False" && reason == "MetricsUnavailable" && strings.Contains(message, "connection refused"),
+			fmt.Sprintf("Active %s %s %q", status, reason, message)
+	})
+	s.expectEvent(t, ns, name, corev1.EventTypeWarning, "MetricsUnavailable", "replicas stay at 4")
+	// A few more periods without metrics: still 4.
+	for range 3 * int(period/(200*time.Millisecond)) {
+		if r := s.deploymentReplicas(t, ns, name); r != 4 {
+			t.Fatalf("replicas %d during the outage, want 4", r)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (s *suite) expectEvent(t *testing.T, namespace, name, eventType, reason, messageContains string) {
+	t.Helper()
+	eventually(t, 10*time.Second, func() (bool, string) {
+		events := &corev1.EventList{}
+		if err := s.env.Client.List(context.Background(), events, client.InNamespace(namespace)); err != nil {
+			t.Fatal(err)
+		}
+		var seen []string
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == "HorizontalAutoscaler" {
+				if e.Type == eventType && e.Reason == reason && strings.Contains(e.Message, messageContains) {
+					return true, ""
+				}
+				seen = append(seen, e.Type+" "+e.Reason+": "+e.Message)
+			}
+		}
+		sort.Strings(seen)
+		return false, fmt.Sprintf("no %s event %s containing %q among %q", eventType, reason, messageContains, seen)
+	})
+}
+
+func gaugeValue(t *testing.T, metric, namespace, name string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != metric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if hasLabels(m.GetLabel(), namespace, name) {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no %s series for %s/%s", metric, namespace, name)
+	return 0
+}
+
+func seriesCount(t *testing.T, namespace, name string) int {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range families {
+		if !strings.HasPrefix(f.GetName(), "karpenter_horizontalautoscaler_") {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if hasLabels(m.GetLabel(), namespace, name) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func hasLabels(labels []*dto.LabelPair, namespace, name string) bool {
+	found := 0
+	for _, l := range labels {
+		if (l.GetName() == "namespace" && l.GetValue() == namespace) || (l.GetName() == "name" && l.GetValue() == name) {
+			found++
+		}
+	}
+	return found == 2
+}
