@@ -200,6 +200,15 @@ func startAPIServer(t testing.TB, logs *logDir, paths binaryPaths, root string, 
 	if err != nil {
 		return nil, err
 	}
+	wrappers := t.TempDir()
+	etcdPath, err := killedWithTest(wrappers, paths.etcd)
+	if err != nil {
+		return nil, err
+	}
+	apiserverPath, err := killedWithTest(wrappers, paths.apiserver)
+	if err != nil {
+		return nil, err
+	}
 	testEnv := &envtest.Environment{
 		Scheme:                   scheme,
 		CRDs:                     crds,
@@ -208,9 +217,9 @@ func startAPIServer(t testing.TB, logs *logDir, paths binaryPaths, root string, 
 		ControlPlaneStartTimeout: startTimeout,
 		ControlPlaneStopTimeout:  stopTimeout,
 	}
-	testEnv.ControlPlane.Etcd = &envtest.Etcd{Path: paths.etcd, Out: etcdLog, Err: etcdLog}
+	testEnv.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, Out: etcdLog, Err: etcdLog}
 	apiserver := testEnv.ControlPlane.GetAPIServer()
-	apiserver.Path = paths.apiserver
+	apiserver.Path = apiserverPath
 	apiserver.Out = apiserverLog
 	apiserver.Err = apiserverLog
 	// etcd 3.4 cannot notify watch progress, which watch-list needs. With the WatchList gate
