@@ -97,20 +97,25 @@ func start(t testing.TB, options Options) (*Environment, error) {
 		prometheusStarted <- nil
 	}
 
+	// Every return from here waits for Prometheus: its goroutine must not outlive the test.
+	failed := func(err error) (*Environment, error) {
+		return nil, errors.Join(err, <-prometheusStarted)
+	}
+
 	begin := time.Now()
 	testEnv, err := startAPIServer(t, logs, paths, root, scheme, options.CRDs)
 	if err != nil {
-		return nil, errors.Join(err, <-prometheusStarted)
+		return failed(err)
 	}
 	t.Logf("environment: etcd and kube-apiserver ready in %s", time.Since(begin).Round(time.Millisecond))
 
 	env.Config = testEnv.Config
 	env.KubeconfigPath = filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(env.KubeconfigPath, testEnv.KubeConfig, 0o600); err != nil {
-		return nil, fmt.Errorf("writing the kubeconfig, %w", err)
+		return failed(fmt.Errorf("writing the kubeconfig, %w", err))
 	}
 	if env.Client, err = client.New(env.Config, client.Options{Scheme: scheme}); err != nil {
-		return nil, fmt.Errorf("creating a client, %w", err)
+		return failed(fmt.Errorf("creating a client, %w", err))
 	}
 
 	components := []func() error{func() error { return <-prometheusStarted }}
