@@ -41,6 +41,9 @@ type NodeGroupStatus struct {
 	// Message says what is in flight when the group is not stable, in words
 	// fit for a condition message.
 	Message string
+	// NodeLabels are labels every node of the group carries, as far as the
+	// cloud declares them; they select the group's nodes.
+	NodeLabels map[string]string
 }
 
 // Queue is a message queue whose backlog can drive scaling.

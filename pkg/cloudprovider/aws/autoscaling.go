@@ -59,6 +59,7 @@ func (g *autoScalingGroup) Status(ctx context.Context) (cloudprovider.NodeGroupS
 		MaxReplicas:     sdkaws.ToInt32(group.MaxSize),
 		Stable:          counts.settled(desired),
 		Message:         counts.describe(desired),
+		NodeLabels:      nodeTemplateLabels(group.Tags),
 	}, nil
 }
 
@@ -133,4 +134,18 @@ func (c instanceCounts) describe(desired int32) string {
 		parts = append(parts, fmt.Sprintf("%d in standby or detaching", c.other))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// nodeTemplateLabelPrefix marks Auto Scaling group tags that declare the labels of the
+// group's nodes, the convention cluster-autoscaler established for scaling from zero.
+const nodeTemplateLabelPrefix = "k8s.io/cluster-autoscaler/node-template/label/"
+
+func nodeTemplateLabels(tags []types.TagDescription) map[string]string {
+	labels := map[string]string{}
+	for _, tag := range tags {
+		if key, ok := strings.CutPrefix(sdkaws.ToString(tag.Key), nodeTemplateLabelPrefix); ok && key != "" {
+			labels[key] = sdkaws.ToString(tag.Value)
+		}
+	}
+	return labels
 }

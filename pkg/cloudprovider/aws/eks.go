@@ -59,6 +59,10 @@ func (g *eksNodeGroup) Status(ctx context.Context) (cloudprovider.NodeGroupStatu
 		DesiredReplicas: sdkaws.ToInt32(sc.DesiredSize),
 		MinReplicas:     sdkaws.ToInt32(sc.MinSize),
 		MaxReplicas:     sdkaws.ToInt32(sc.MaxSize),
+		NodeLabels:      map[string]string{eksNodeGroupLabel: sdkaws.ToString(ng.NodegroupName)},
+	}
+	for key, value := range ng.Labels {
+		st.NodeLabels[key] = value
 	}
 	var groupNames []string
 	if ng.Resources != nil {
@@ -136,3 +140,6 @@ func joinNonEmpty(parts ...string) string {
 	}
 	return strings.Join(out, "; ")
 }
+
+// eksNodeGroupLabel is the label EKS puts on every node of a managed node group.
+const eksNodeGroupLabel = "eks.amazonaws.com/nodegroup"

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	"knative.dev/pkg/apis"
@@ -95,6 +96,7 @@ func (c *Controller) reconcile(ctx context.Context, group *v1alpha1.ScalableNode
 		return fmt.Errorf("reading node group %s %s, %w", group.Spec.Type, group.Spec.ID, err)
 	}
 	group.Status.Replicas = ptr.To(observed.Replicas)
+	group.Status.Selector = labels.SelectorFromSet(observed.NodeLabels).String()
 	if desired := group.Spec.Replicas; desired != nil && *desired != observed.DesiredReplicas {
 		if err := nodeGroup.SetDesiredReplicas(ctx, *desired); err != nil {
 			return c.handleResizeError(group, before, *desired, err)

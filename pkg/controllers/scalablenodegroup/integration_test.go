@@ -1,0 +1,177 @@
+package scalablenodegroup_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os/exec"
+	"testing"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"karpenter.sh/karpenter/pkg/apis"
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
+	"karpenter.sh/karpenter/pkg/controllers/scalablenodegroup"
+	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/test/awsemulator"
+)
+
+const seed = `
+autoScalingGroups:
+- {name: workers, minSize: 0, maxSize: 10, desiredCapacity: 1, instanceType: m5.large,
+   availabilityZones: [us-west-2a, us-west-2b], labels: {karpenter.sh/group: workers}}
+- {name: shared, minSize: 0, maxSize: 10, desiredCapacity: 2, instanceType: m5.large, availabilityZones: [us-west-2a]}
+eksNodeGroups:
+- {clusterName: sandbox, nodegroupName: general, minSize: 1, maxSize: 5, desiredSize: 2, instanceType: c5.xlarge}
+`
+
+// TestScalableNodeGroupsOnEmulatedAWS drives node groups through the scale subresource of a
+// real apiserver, the controller, the real AWS SDK and the project's AWS emulator.
+func TestScalableNodeGroupsOnEmulatedAWS(t *testing.T) {
+	env := environment.New(t, environment.Options{AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}})
+	emulator := awsemulator.New(awsemulator.Options{PendingDelay: 2 * time.Second, TerminatingDelay: time.Second, EKSUpdateDelay: time.Second})
+	parsed, err := awsemulator.ParseSeed([]byte(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := emulator.Seed(parsed); err != nil {
+		t.Fatal(err)
+	}
+	server := httptest.NewServer(emulator)
+	t.Cleanup(server.Close)
+	// The controller reaches AWS only through the SDK's own configuration chain.
+	t.Setenv("AWS_ENDPOINT_URL", server.URL)
+	t.Setenv("AWS_REGION", "us-west-2")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/config")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/credentials")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+	ctx := context.Background()
+	startController(t, env)
+
+	t.Run("kubectl scale resizes an Auto Scaling group", func(t *testing.T) {
+		group := createGroup(t, env, "workers", v1alpha1.AWSEC2AutoScalingGroup, "workers")
+		waitForStatus(t, env, group, 1, "karpenter.sh/group=workers")
+		kubectl(t, env, "scale", "scalablenodegroup/workers", "--replicas=3")
+		waitForStatus(t, env, group, 3, "karpenter.sh/group=workers")
+		if n := inService(emulator.Instances("workers")); n != 3 {
+			t.Errorf("%d instances in service, want 3", n)
+		}
+		kubectl(t, env, "scale", "scalablenodegroup/workers", "--replicas=0")
+		waitForStatus(t, env, group, 0, "karpenter.sh/group=workers")
+	})
+
+	t.Run("kubectl scale resizes an EKS node group", func(t *testing.T) {
+		group := createGroup(t, env, "general", v1alpha1.AWSEKSNodeGroup, "sandbox/general")
+		waitForStatus(t, env, group, 2, "eks.amazonaws.com/nodegroup=general")
+		kubectl(t, env, "scale", "scalablenodegroup/general", "--replicas=4")
+		waitForStatus(t, env, group, 4, "eks.amazonaws.com/nodegroup=general")
+	})
+
+	t.Run("a change made outside Karpenter shows in status", func(t *testing.T) {
+		group := createGroup(t, env, "shared", v1alpha1.AWSEC2AutoScalingGroup, "shared")
+		waitForStatus(t, env, group, 2, "")
+		cfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.HTTPClient = aws.GuardRequestBodies(awshttp.NewBuildableClient())
+		if _, err := autoscaling.NewFromConfig(cfg).SetDesiredCapacity(ctx, &autoscaling.SetDesiredCapacityInput{
+			AutoScalingGroupName: sdkaws.String("shared"), DesiredCapacity: sdkaws.Int32(5),
+		}); err != nil {
+			t.Fatal(err)
+		}
+		waitForStatus(t, env, group, 5, "")
+	})
+}
+
+// startController runs the controller in a manager until the test ends.
+func startController(t *testing.T, env *environment.Environment) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	provider, err := aws.New(ctx, aws.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry := cloudprovider.NewRegistry()
+	provider.Register(registry)
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	controller := scalablenodegroup.NewController(mgr.GetClient(), registry, mgr.GetEventRecorderFor("scalablenodegroup"), time.Second)
+	if err := controller.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager stopped with %v", err)
+		}
+	})
+}
+
+func createGroup(t *testing.T, env *environment.Environment, name string, typ v1alpha1.NodeGroupType, id string) *v1alpha1.ScalableNodeGroup {
+	t.Helper()
+	group := &v1alpha1.ScalableNodeGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec:       v1alpha1.ScalableNodeGroupSpec{Type: typ, ID: id},
+	}
+	if err := env.Client.Create(context.Background(), group); err != nil {
+		t.Fatal(err)
+	}
+	return group
+}
+
+// waitForStatus waits until the group reports replicas in service, Ready and stable.
+func waitForStatus(t *testing.T, env *environment.Environment, group *v1alpha1.ScalableNodeGroup, replicas int32, selector string) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 45*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(group), group); err != nil {
+			return false, err
+		}
+		stabilized := group.StatusConditions().GetCondition(v1alpha1.Stabilized)
+		last = fmt.Sprintf("replicas=%v selector=%q conditions=%+v", ptr.Deref(group.Status.Replicas, -1), group.Status.Selector, group.Status.Conditions)
+		return ptr.Deref(group.Status.Replicas, -1) == replicas && group.StatusConditions().IsHappy() &&
+			stabilized != nil && stabilized.IsTrue() && (selector == "" || group.Status.Selector == selector), nil
+	})
+	if err != nil {
+		t.Fatalf("%s never reported %d stable replicas: %s", group.Name, replicas, last)
+	}
+}
+
+func inService(instances []awsemulator.Instance) int {
+	n := 0
+	for _, instance := range instances {
+		if instance.LifecycleState == "InService" {
+			n++
+		}
+	}
+	return n
+}
+
+func kubectl(t *testing.T, env *environment.Environment, args ...string) {
+	t.Helper()
+	command := exec.Command("kubectl", append([]string{"--kubeconfig", env.KubeconfigPath, "--namespace", "default"}, args...)...)
+	if out, err := command.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl %v, %v: %s", args, err, out)
+	}
+}
