@@ -60,14 +60,15 @@ type Decision struct {
 	// Holds lists, in order of application, the rules that kept the replicas away from the
 	// recommendation.
 	Holds []Hold
-	// Clamp is set when the replicas were held to minReplicas or maxReplicas.
+	// Clamp is set when the replicas were held to minReplicas or maxReplicas, or when the
+	// recommendation lies outside them.
 	Clamp *Clamp
 	// Recommendations is the history to keep in status, including this decision's when every
 	// metric was available.
 	Recommendations []v1alpha1.Recommendation
 }
 
-// Clamp says that the bounds changed the outcome.
+// Clamp says that the bounds changed the outcome or will.
 type Clamp struct {
 	// Reason is TooFewReplicas or TooManyReplicas.
 	Reason  string
@@ -152,6 +153,12 @@ func Decide(in Input) Decision {
 	case desired < minReplicas:
 		d.Clamp = &Clamp{Reason: TooFewReplicas, Message: clampMessage(recommendation, desired, "minReplicas", minReplicas)}
 		desired = minReplicas
+	// Not clamped yet, because a window or policy holds it, but the metrics already ask for
+	// more than the bounds allow: say so now rather than when the limit is reached.
+	case recommendation > maxReplicas:
+		d.Clamp = &Clamp{Reason: TooManyReplicas, Message: fmt.Sprintf("the recommendation of %d replicas is above maxReplicas %d", recommendation, maxReplicas)}
+	case recommendation < minReplicas:
+		d.Clamp = &Clamp{Reason: TooFewReplicas, Message: fmt.Sprintf("the recommendation of %d replicas is below minReplicas %d", recommendation, minReplicas)}
 	}
 	d.DesiredReplicas = desired
 	return d

@@ -86,19 +86,19 @@ func TestDecide(t *testing.T) {
 	}{
 		{
 			name: "the largest recommendation wins",
-			in: Input{Spec: spec(1, 100, unlimited, valueMetric("10"), valueMetric("10"), averageMetric("5")),
+			in: Input{Spec: spec(1, 100000, unlimited, valueMetric("10"), valueMetric("10"), averageMetric("5")),
 				SpecReplicas: 4, StatusReplicas: 4, Observations: []Observation{Available(20), Available(30), Available(20)}},
 			want: 12,
 		},
 		{
 			name: "unavailable metric does not block a scale-up",
-			in: Input{Spec: spec(1, 100, unlimited, valueMetric("10"), valueMetric("10")),
+			in: Input{Spec: spec(1, 100000, unlimited, valueMetric("10"), valueMetric("10")),
 				SpecReplicas: 4, StatusReplicas: 4, Observations: []Observation{Unavailable("timeout"), Available(20)}},
 			want: 8,
 		},
 		{
 			name: "unavailable metric suspends a scale-down",
-			in: Input{Spec: spec(1, 100, unlimited, valueMetric("10"), valueMetric("10")),
+			in: Input{Spec: spec(1, 100000, unlimited, valueMetric("10"), valueMetric("10")),
 				SpecReplicas: 4, StatusReplicas: 4, Observations: []Observation{Unavailable("timeout"), Available(1)}},
 			want: 4, wantHolds: []string{ScaleDownSuspended}, wantMessage: "1 of 2 metrics are unavailable",
 		},
@@ -152,7 +152,7 @@ func TestDecide(t *testing.T) {
 			name: "scale from zero with a Percent-only policy still starts one replica",
 			in: Input{Spec: spec(0, 10, v1alpha1.Behavior{ScaleUp: rules(0, "", percent(100, 60))}, averageMetric("1")),
 				SpecReplicas: 0, StatusReplicas: 0, Observations: []Observation{Available(50)}},
-			want: 1, wantHolds: []string{ScaleUpLimited},
+			want: 1, wantHolds: []string{ScaleUpLimited}, wantClamp: TooManyReplicas, wantMessage: "recommendation of 50 replicas is above maxReplicas 10",
 		},
 		{
 			name: "default scale-down window holds the highest recent recommendation",
@@ -176,38 +176,38 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "default scale-up allows max(100%, 4) per 15s: small targets grow by 4",
-			in: Input{Spec: spec(1, 100, v1alpha1.Behavior{}, valueMetric("1")),
+			in: Input{Spec: spec(1, 100000, v1alpha1.Behavior{}, valueMetric("1")),
 				SpecReplicas: 2, StatusReplicas: 2, Observations: []Observation{Available(50)}},
 			want: 6, wantHolds: []string{ScaleUpLimited}, wantHoldUntil: at(15), wantMessage: "Count 4 per 15s",
 		},
 		{
 			name: "default scale-up allows max(100%, 4) per 15s: large targets double",
-			in: Input{Spec: spec(1, 100, v1alpha1.Behavior{}, valueMetric("1")),
+			in: Input{Spec: spec(1, 100000, v1alpha1.Behavior{}, valueMetric("1")),
 				SpecReplicas: 10, StatusReplicas: 10, Observations: []Observation{Available(50)}},
 			want: 20, wantHolds: []string{ScaleUpLimited}, wantMessage: "Percent 100% per 15s",
 		},
 		{
 			name: "scale-up window holds the lowest recent recommendation",
-			in: Input{Now: at(50), Spec: spec(1, 100, v1alpha1.Behavior{ScaleUp: rules(60, "", count(100, 1))}, valueMetric("10")),
+			in: Input{Now: at(50), Spec: spec(1, 100000, v1alpha1.Behavior{ScaleUp: rules(60, "", count(100, 1))}, valueMetric("10")),
 				SpecReplicas: 4, StatusReplicas: 4, Observations: []Observation{Available(30)},
 				Recommendations: recommendations(0, 5, 20, 6, 40, 9)},
 			want: 5, wantHolds: []string{ScaleUpStabilized}, wantHoldUntil: at(100), wantMessage: "holds 5 replicas (the lowest recent recommendation) instead of 12",
 		},
 		{
 			name: "selectPolicy Min picks the smaller scale-up",
-			in: Input{Spec: spec(1, 100, v1alpha1.Behavior{ScaleUp: rules(0, v1alpha1.MinPolicySelect, percent(50, 60), count(4, 60))}, valueMetric("1")),
+			in: Input{Spec: spec(1, 100000, v1alpha1.Behavior{ScaleUp: rules(0, v1alpha1.MinPolicySelect, percent(50, 60), count(4, 60))}, valueMetric("1")),
 				SpecReplicas: 10, StatusReplicas: 10, Observations: []Observation{Available(100)}},
 			want: 14, wantHolds: []string{ScaleUpLimited}, wantMessage: "Count 4 per 60s (selectPolicy Min)",
 		},
 		{
 			name: "selectPolicy Max picks the larger scale-up",
-			in: Input{Spec: spec(1, 100, v1alpha1.Behavior{ScaleUp: rules(0, v1alpha1.MaxPolicySelect, percent(50, 60), count(4, 60))}, valueMetric("1")),
+			in: Input{Spec: spec(1, 100000, v1alpha1.Behavior{ScaleUp: rules(0, v1alpha1.MaxPolicySelect, percent(50, 60), count(4, 60))}, valueMetric("1")),
 				SpecReplicas: 10, StatusReplicas: 10, Observations: []Observation{Available(100)}},
 			want: 15, wantHolds: []string{ScaleUpLimited},
 		},
 		{
 			name: "selectPolicy Disabled forbids scale-up",
-			in: Input{Spec: spec(1, 100, v1alpha1.Behavior{ScaleUp: rules(0, v1alpha1.DisabledPolicySelect)}, valueMetric("1")),
+			in: Input{Spec: spec(1, 100000, v1alpha1.Behavior{ScaleUp: rules(0, v1alpha1.DisabledPolicySelect)}, valueMetric("1")),
 				SpecReplicas: 10, StatusReplicas: 10, Observations: []Observation{Available(100)}},
 			want: 10, wantHolds: []string{ScaleUpDisabled},
 		},
@@ -219,19 +219,19 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "selectPolicy Min picks the smaller scale-down",
-			in: Input{Spec: spec(1, 100, v1alpha1.Behavior{ScaleDown: rules(0, v1alpha1.MinPolicySelect, percent(50, 60), count(2, 60))}, valueMetric("10")),
+			in: Input{Spec: spec(1, 100000, v1alpha1.Behavior{ScaleDown: rules(0, v1alpha1.MinPolicySelect, percent(50, 60), count(2, 60))}, valueMetric("10")),
 				SpecReplicas: 10, StatusReplicas: 10, Observations: []Observation{Available(1)}},
 			want: 8, wantHolds: []string{ScaleDownLimited},
 		},
 		{
 			name: "selectPolicy Max picks the larger scale-down; Percent rounds the remainder down",
-			in: Input{Spec: spec(1, 100, v1alpha1.Behavior{ScaleDown: rules(0, v1alpha1.MaxPolicySelect, percent(50, 60), count(2, 60))}, valueMetric("10")),
+			in: Input{Spec: spec(1, 100000, v1alpha1.Behavior{ScaleDown: rules(0, v1alpha1.MaxPolicySelect, percent(50, 60), count(2, 60))}, valueMetric("10")),
 				SpecReplicas: 9, StatusReplicas: 9, Observations: []Observation{Available(1)}},
 			want: 4, wantHolds: []string{ScaleDownLimited},
 		},
 		{
 			name: "selectPolicy Disabled forbids scale-down",
-			in: Input{Spec: spec(1, 100, v1alpha1.Behavior{ScaleDown: rules(0, v1alpha1.DisabledPolicySelect)}, valueMetric("10")),
+			in: Input{Spec: spec(1, 100000, v1alpha1.Behavior{ScaleDown: rules(0, v1alpha1.DisabledPolicySelect)}, valueMetric("10")),
 				SpecReplicas: 10, StatusReplicas: 10, Observations: []Observation{Available(1)}},
 			want: 10, wantHolds: []string{ScaleDownDisabled},
 		},
@@ -243,35 +243,35 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "scale events inside the period use up the allowance",
-			in: Input{Now: at(50), Spec: spec(1, 100, v1alpha1.Behavior{ScaleUp: rules(0, "", count(4, 60))}, valueMetric("1")),
+			in: Input{Now: at(50), Spec: spec(1, 100000, v1alpha1.Behavior{ScaleUp: rules(0, "", count(4, 60))}, valueMetric("1")),
 				SpecReplicas: 7, StatusReplicas: 7, Observations: []Observation{Available(100)},
 				ScaleEvents: events(10, 2, 30, 1)},
 			want: 8, wantHolds: []string{ScaleUpLimited}, wantHoldUntil: at(70),
 		},
 		{
 			name: "scale events outside the period are forgotten",
-			in: Input{Now: at(100), Spec: spec(1, 100, v1alpha1.Behavior{ScaleUp: rules(0, "", count(4, 60))}, valueMetric("1")),
+			in: Input{Now: at(100), Spec: spec(1, 100000, v1alpha1.Behavior{ScaleUp: rules(0, "", count(4, 60))}, valueMetric("1")),
 				SpecReplicas: 7, StatusReplicas: 7, Observations: []Observation{Available(100)},
 				ScaleEvents: events(10, 2, 30, 1)},
 			want: 11, wantHolds: []string{ScaleUpLimited}, wantHoldUntil: at(160),
 		},
 		{
 			name: "scale-downs inside the period give the allowance back to scale-up",
-			in: Input{Now: at(50), Spec: spec(1, 100, v1alpha1.Behavior{ScaleUp: rules(0, "", count(4, 60))}, valueMetric("1")),
+			in: Input{Now: at(50), Spec: spec(1, 100000, v1alpha1.Behavior{ScaleUp: rules(0, "", count(4, 60))}, valueMetric("1")),
 				SpecReplicas: 5, StatusReplicas: 5, Observations: []Observation{Available(100)},
 				ScaleEvents: events(10, -3)},
 			want: 12, wantHolds: []string{ScaleUpLimited},
 		},
 		{
 			name: "a target above the allowance is not pushed down by a scale-up policy",
-			in: Input{Now: at(20), Spec: spec(1, 100, v1alpha1.Behavior{ScaleUp: rules(0, "", count(1, 60))}, valueMetric("1")),
+			in: Input{Now: at(20), Spec: spec(1, 100000, v1alpha1.Behavior{ScaleUp: rules(0, "", count(1, 60))}, valueMetric("1")),
 				SpecReplicas: 10, StatusReplicas: 10, Observations: []Observation{Available(100)},
 				ScaleEvents: events(10, 5)},
 			want: 10, wantHolds: []string{ScaleUpLimited}, wantHoldUntil: at(70),
 		},
 		{
 			name: "stabilization then rate limit: both are reported",
-			in: Input{Now: at(100), Spec: spec(1, 100, v1alpha1.Behavior{ScaleDown: rules(60, "", count(1, 30))}, valueMetric("10")),
+			in: Input{Now: at(100), Spec: spec(1, 100000, v1alpha1.Behavior{ScaleDown: rules(60, "", count(1, 30))}, valueMetric("10")),
 				SpecReplicas: 10, StatusReplicas: 10, Observations: []Observation{Available(10 * 0.2)},
 				Recommendations: recommendations(50, 6)},
 			want: 9, wantHolds: []string{ScaleDownStabilized, ScaleDownLimited},
@@ -352,7 +352,7 @@ func simulate(t *testing.T, s v1alpha1.HorizontalAutoscalerSpec, start int32, st
 
 func TestScaleDownWindowSlidesOverTime(t *testing.T) {
 	// Value target 10, 60s scale-down window, no rate limit on the way down.
-	s := spec(1, 100, v1alpha1.Behavior{ScaleUp: rules(0, "", percent(1000, 1)), ScaleDown: rules(60, "", percent(100, 1))}, valueMetric("10"))
+	s := spec(1, 100000, v1alpha1.Behavior{ScaleUp: rules(0, "", percent(1000, 1)), ScaleDown: rules(60, "", percent(100, 1))}, valueMetric("10"))
 	simulate(t, s, 4, []step{
 		{at: 0, value: 40, want: 16},  // up at once: the scale-up window is 0
 		{at: 10, value: 10, want: 16}, // on target
@@ -366,7 +366,7 @@ func TestScaleDownWindowSlidesOverTime(t *testing.T) {
 }
 
 func TestScaleUpWindowSlidesOverTime(t *testing.T) {
-	s := spec(1, 100, v1alpha1.Behavior{ScaleUp: rules(30, "", count(100, 1)), ScaleDown: rules(0, "", percent(100, 1))}, valueMetric("10"))
+	s := spec(1, 100000, v1alpha1.Behavior{ScaleUp: rules(30, "", count(100, 1)), ScaleDown: rules(0, "", percent(100, 1))}, valueMetric("10"))
 	simulate(t, s, 2, []step{
 		{at: 0, value: 10, want: 2},  // on target: 2 recorded
 		{at: 10, value: 40, want: 2}, // asks for 8: the 2 of t=0 holds
@@ -379,7 +379,7 @@ func TestScaleUpWindowSlidesOverTime(t *testing.T) {
 
 func TestRatePoliciesOverSeveralPeriods(t *testing.T) {
 	// Count 2 per 30s up, 50% per 30s down; no windows.
-	s := spec(1, 100, v1alpha1.Behavior{
+	s := spec(1, 100000, v1alpha1.Behavior{
 		ScaleUp:   rules(0, "", count(2, 30)),
 		ScaleDown: rules(0, "", percent(50, 30)),
 	}, averageMetric("1"))
@@ -401,7 +401,7 @@ func TestRatePoliciesOverSeveralPeriods(t *testing.T) {
 }
 
 func TestOutageNeverScalesDownButRecoversUp(t *testing.T) {
-	s := spec(1, 100, v1alpha1.Behavior{ScaleDown: rules(0, "", percent(100, 1))}, valueMetric("10"))
+	s := spec(1, 100000, v1alpha1.Behavior{ScaleDown: rules(0, "", percent(100, 1))}, valueMetric("10"))
 	simulate(t, s, 5, []step{
 		{at: 0, value: 20, want: 10},
 		{at: 10, down: true, want: 10},
@@ -412,7 +412,7 @@ func TestOutageNeverScalesDownButRecoversUp(t *testing.T) {
 
 func TestMixedAvailabilityOverTime(t *testing.T) {
 	// Two metrics; the second goes missing while the first falls, then rises.
-	s := spec(1, 100, unlimited, valueMetric("10"), averageMetric("10"))
+	s := spec(1, 100000, unlimited, valueMetric("10"), averageMetric("10"))
 	replicas := int32(4)
 	var history []v1alpha1.Recommendation
 	for _, st := range []struct {
@@ -438,7 +438,7 @@ func TestMixedAvailabilityOverTime(t *testing.T) {
 }
 
 func TestOnlyCompleteRecommendationsEnterTheHistory(t *testing.T) {
-	s := spec(1, 100, v1alpha1.Behavior{}, valueMetric("10"), valueMetric("10"))
+	s := spec(1, 100000, v1alpha1.Behavior{}, valueMetric("10"), valueMetric("10"))
 	in := Input{Now: at(10), Spec: s, SpecReplicas: 4, StatusReplicas: 4, Tolerance: DefaultTolerance,
 		Recommendations: recommendations(0, 4)}
 	in.Observations = []Observation{Available(20), Available(10)}
@@ -519,5 +519,52 @@ func TestTimesRoundUpToTheSecond(t *testing.T) {
 	e := RecordScale(epoch.Add(100*time.Millisecond), nil, 2, unlimited)
 	if len(e) != 1 || !e[0].Time.Time.Equal(at(1)) {
 		t.Errorf("recorded %+v, want one at %s", e, at(1))
+	}
+}
+
+// TestWorkedExample is the example of docs/horizontalautoscaler.md, step by step.
+func TestWorkedExample(t *testing.T) {
+	s := spec(1, 12, v1alpha1.Behavior{ScaleDown: &v1alpha1.ScalingRules{StabilizationWindowSeconds: ptr.To[int32](60)}}, averageMetric("10"))
+	status := v1alpha1.HorizontalAutoscalerStatus{}
+	replicas := int32(2)
+	for _, st := range []struct {
+		at        int
+		value     float64
+		raw, want int32
+		hold      string
+		until     time.Time
+		clamp     string
+	}{
+		{at: 0, value: 20, raw: 2, want: 2},
+		{at: 10, value: 140, raw: 14, want: 6, hold: ScaleUpLimited, until: at(25), clamp: TooManyReplicas},
+		{at: 20, value: 140, raw: 14, want: 6, hold: ScaleUpLimited, until: at(25), clamp: TooManyReplicas},
+		{at: 30, value: 140, raw: 14, want: 12, hold: ScaleUpLimited, until: at(45), clamp: TooManyReplicas},
+		{at: 40, value: 30, raw: 3, want: 12, hold: ScaleDownStabilized, until: at(90)},
+		{at: 50, value: 30, raw: 3, want: 12, hold: ScaleDownStabilized, until: at(90)},
+		{at: 80, value: 30, raw: 3, want: 12, hold: ScaleDownStabilized, until: at(90)},
+		{at: 90, value: 30, raw: 3, want: 3},
+	} {
+		d := Decide(Input{Now: at(st.at), Spec: s, SpecReplicas: replicas, StatusReplicas: replicas,
+			Observations: []Observation{Available(st.value)}, Recommendations: status.Recommendations, ScaleEvents: status.ScaleEvents, Tolerance: DefaultTolerance})
+		if d.Recommendation != st.raw || d.DesiredReplicas != st.want {
+			t.Fatalf("at %ds: raw %d desired %d, want %d and %d; %s", st.at, d.Recommendation, d.DesiredReplicas, st.raw, st.want, d.Summary())
+		}
+		var hold Hold
+		if len(d.Holds) > 0 {
+			hold = d.Holds[len(d.Holds)-1]
+		}
+		if hold.Reason != st.hold || !hold.Until.Equal(st.until) {
+			t.Errorf("at %ds: hold %q until %s, want %q until %s", st.at, hold.Reason, hold.Until, st.hold, st.until)
+		}
+		clamp := ""
+		if d.Clamp != nil {
+			clamp = d.Clamp.Reason
+		}
+		if clamp != st.clamp {
+			t.Errorf("at %ds: clamp %q, want %q", st.at, clamp, st.clamp)
+		}
+		status.Recommendations = d.Recommendations
+		status.ScaleEvents = RecordScale(at(st.at), status.ScaleEvents, d.DesiredReplicas-replicas, s.Behavior)
+		replicas = d.DesiredReplicas
 	}
 }

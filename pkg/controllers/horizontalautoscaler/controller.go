@@ -355,6 +355,9 @@ func (c *Controller) markDecision(ha *v1alpha1.HorizontalAutoscaler, d autoscale
 	} else {
 		conditions.MarkTrueWithReason(v1alpha1.ScalingUnbounded, "WithinBounds", "the recommendation of %d replicas is within [%d, %d]",
 			d.Recommendation, autoscaler.MinReplicas(ha.Spec), ha.Spec.MaxReplicas)
+		if len(ha.Spec.Metrics) > 0 && len(unavailable) == len(ha.Spec.Metrics) {
+			conditions.MarkUnknown(v1alpha1.ScalingUnbounded, "MetricsUnavailable", "no recommendation while no metric can be read")
+		}
 	}
 }
 

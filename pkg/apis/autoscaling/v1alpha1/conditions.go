@@ -7,8 +7,9 @@ import "knative.dev/pkg/apis"
 const (
 	// Active is true while every metric of a HorizontalAutoscaler could be read.
 	Active apis.ConditionType = "Active"
-	// AbleToScale is true while the scale target is reachable and a change is not held
-	// back by a stabilization window or a rate policy.
+	// AbleToScale is true while the scale target is reachable; while a stabilization window
+	// or a rate policy holds a change back it stays true and its reason and message say which
+	// and until when.
 	AbleToScale apis.ConditionType = "AbleToScale"
 	// ScalingUnbounded is false while the recommendation is clamped to min or max replicas.
 	ScalingUnbounded apis.ConditionType = "ScalingUnbounded"
