@@ -99,8 +99,10 @@ type ScheduledBehavior struct {
 	Replicas int32 `json:"replicas"`
 	// Start is when the behavior becomes active.
 	Start *Pattern `json:"start"`
-	// End is when the behavior stops being active.
-	End *Pattern `json:"end"`
+	// End is when the behavior stops being active. Without it the behavior stays active
+	// from its first start on.
+	// +optional
+	End *Pattern `json:"end,omitempty"`
 }
 
 // Pattern is a strongly typed crontab. Omitted minutes and hours mean 0; omitted days,
