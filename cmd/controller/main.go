@@ -44,6 +44,14 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.StringVar(&f.logFormat, "log-format", "json", "Log encoding: json or console.")
 	fs.StringVar(&f.controllers.PrometheusURI, "prometheus-uri", "http://prometheus-operated.monitoring:9090", "Base URL of the Prometheus HTTP API.")
 	fs.StringVar(&f.awsRegion, "aws-region", "", "AWS region for node groups and queues whose ID names none; defaults to the SDK's (AWS_REGION, profile).")
+	fs.StringVar(&f.controllers.PrometheusBearerTokenFile, "prometheus-bearer-token-file", "", "File holding a bearer token for Prometheus, re-read on every query.")
+	fs.StringVar(&f.controllers.PrometheusCAFile, "prometheus-ca-file", "", "PEM bundle that verifies Prometheus's certificate instead of the system roots.")
+	fs.BoolVar(&f.controllers.PrometheusInsecureSkipVerify, "prometheus-insecure-skip-verify", false, "Do not verify Prometheus's certificate.")
+	fs.BoolVar(&f.controllers.PrometheusSigV4, "prometheus-sigv4", false, "Sign Prometheus queries with SigV4, for Amazon Managed Service for Prometheus.")
+	fs.StringVar(&f.controllers.PrometheusSigV4Region, "prometheus-sigv4-region", "", "Region of the SigV4 signature; defaults to the AWS SDK's region.")
+	fs.DurationVar(&f.controllers.HorizontalAutoscalerPeriod, "horizontalautoscaler-period", 10*time.Second, "How often each HorizontalAutoscaler is evaluated.")
+	fs.Float64Var(&f.controllers.HorizontalAutoscalerTolerance, "horizontalautoscaler-tolerance", 0.1, "Fraction around a metric's target within which replicas do not change.")
+	fs.DurationVar(&f.controllers.MetricsProducerPeriod, "metricsproducer-period", 10*time.Second, "How often each MetricsProducer is recomputed.")
 	fs.DurationVar(&f.controllers.ResyncPeriod, "resync-period", 10*time.Second, "How often each object is reconciled without a watch event.")
 	if err := fs.Parse(args); err != nil {
 		return f, err
