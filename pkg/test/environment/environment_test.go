@@ -37,6 +37,7 @@ const (
 // TestControlPlane starts every component once and checks each does its job, sharing the
 // environment because startup dominates the runtime.
 func TestControlPlane(t *testing.T) {
+	t.Parallel()
 	metrics := servedGauge(t, 42.5)
 	env := environment.New(t, environment.Options{
 		Scheduler:         true,
@@ -146,7 +147,9 @@ func TestControlPlane(t *testing.T) {
 	})
 }
 
+// TestStandalonePrometheus runs in parallel: most of its time is Prometheus's first-scrape delay.
 func TestStandalonePrometheus(t *testing.T) {
+	t.Parallel()
 	metrics := servedGauge(t, 7)
 	prometheus := environment.StartPrometheus(t, environment.PrometheusOptions{
 		ScrapeConfigs: []environment.ScrapeConfig{{JobName: "test", Targets: []string{metrics}}},
