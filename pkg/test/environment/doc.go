@@ -13,6 +13,9 @@ components a test asks for, each on free loopback ports, each stopped when the t
 	env.Client.Create(ctx, environment.KwokNode("node-a", nil, corev1.ResourceList{...}))
 	// env.Config (rest.Config), env.KubeconfigPath (for kubectl), env.Prometheus.URL
 
+StartPrometheus runs a Prometheus server alone, for tests that need no cluster; in both cases
+Prometheus.Stop stops it early, e.g. to test behaviour while metrics are unavailable.
+
 etcd and kube-apiserver always run (through controller-runtime's envtest) with the CRDs of
 config/crd installed. The binaries come from `make test-assets`: kube-apiserver,
 kube-scheduler, kube-controller-manager and kwok in bin/, etcd and prometheus in bin/ or on
