@@ -6,11 +6,13 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	autoscalingv1alpha1 "karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	provisioningv1alpha5 "karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 )
 
 var schemeBuilder = runtime.NewSchemeBuilder(
 	clientgoscheme.AddToScheme,
 	autoscalingv1alpha1.AddToScheme,
+	provisioningv1alpha5.AddToScheme,
 )
 
 // AddToScheme registers the built-in Kubernetes types and Karpenter's own.

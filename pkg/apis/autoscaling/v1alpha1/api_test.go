@@ -1,12 +1,8 @@
 package v1alpha1_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
-	"io"
-	"os"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -16,15 +12,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"karpenter.sh/karpenter/pkg/apis"
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/manifests"
 )
 
 // One control plane serves every test in this package: startup dominates the runtime.
@@ -41,7 +36,7 @@ func TestAPI(t *testing.T) {
 // testExamplesRoundTrip creates every manifest in v0.1's shape and reads it back unchanged.
 func testExamplesRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	for _, object := range decodeManifests(t, "testdata/v0.1-examples.yaml") {
+	for _, object := range manifests.DecodeFile(t, "testdata/v0.1-examples.yaml") {
 		object.SetNamespace("default")
 		want := typed(t, object)
 		if err := env.Client.Create(ctx, object); err != nil {
@@ -127,7 +122,7 @@ spec:
 		{"node group without id", sng(`type: AWSEKSNodeGroup`), "spec.id: Required value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			object := decodeManifest(t, tc.manifest)
+			object := manifests.Decode(t, tc.manifest)
 			object.SetNamespace("default")
 			err := env.Client.Create(context.Background(), object)
 			if err == nil {
@@ -226,36 +221,4 @@ kind: ScalableNodeGroup
 metadata: {name: bad}
 spec:
   ` + spec
-}
-
-func decodeManifest(t *testing.T, manifest string) *unstructured.Unstructured {
-	t.Helper()
-	object := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(manifest), &object.Object); err != nil {
-		t.Fatalf("decoding %s, %v", manifest, err)
-	}
-	return object
-}
-
-func decodeManifests(t *testing.T, path string) []*unstructured.Unstructured {
-	t.Helper()
-	file, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = file.Close() }()
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(file))
-	var objects []*unstructured.Unstructured
-	for {
-		document, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return objects
-		}
-		if err != nil {
-			t.Fatalf("reading %s, %v", path, err)
-		}
-		if object := decodeManifest(t, string(document)); len(object.Object) > 0 {
-			objects = append(objects, object)
-		}
-	}
 }

@@ -1,0 +1,76 @@
+package v1alpha5_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"karpenter.sh/karpenter/pkg/apis"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/manifests"
+)
+
+const valid = `apiVersion: provisioning.karpenter.sh/v1alpha5
+kind: Provisioner
+metadata: {name: default}
+spec:
+  labels: {team: ml}
+  taints: [{key: example.com/gpu, value: "true", effect: NoSchedule}]
+  requirements:
+    - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}
+    - {key: topology.kubernetes.io/zone, operator: NotIn, values: [us-west-2d]}
+    - {key: kubernetes.io/arch, operator: Exists}
+  provider:
+    subnetSelector: {karpenter.sh/discovery: demo}
+    securityGroupSelector: {karpenter.sh/discovery: demo}
+  ttlSecondsAfterEmpty: 30
+  ttlSecondsUntilExpired: 2592000
+  limits:
+    resources: {cpu: "1000", memory: 1000Gi}
+`
+
+// TestProvisionerAdmission applies the Provisioner CRD's schema and CEL rules on a real apiserver.
+func TestProvisionerAdmission(t *testing.T) {
+	env := environment.New(t, environment.Options{AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}})
+	ctx := context.Background()
+
+	provisioner := manifests.Decode(t, valid)
+	if err := env.Client.Create(ctx, provisioner); err != nil {
+		t.Fatalf("a valid provisioner was rejected, %v", err)
+	}
+	stored := &v1alpha5.Provisioner{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "default"}, stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored.Spec.Requirements) != 3 || stored.Spec.Provider == nil || !strings.Contains(string(stored.Spec.Provider.Raw), "subnetSelector") {
+		t.Errorf("the provisioner did not round-trip, the free-form provider included: %+v", stored.Spec)
+	}
+
+	for _, tc := range []struct{ name, spec, message string }{
+		{"unsupported requirement key", `requirements: [{key: example.com/rack, operator: In, values: [a]}]`, `spec.requirements[0].key: Unsupported value: "example.com/rack"`},
+		{"unknown operator", `requirements: [{key: kubernetes.io/os, operator: Matches, values: [linux]}]`, `spec.requirements[0].operator: Unsupported value: "Matches"`},
+		{"In without values", `requirements: [{key: kubernetes.io/os, operator: In}]`, "operators In and NotIn require at least one value"},
+		{"Exists with values", `requirements: [{key: kubernetes.io/os, operator: Exists, values: [linux]}]`, "operators Exists and DoesNotExist take no values"},
+		{"Gt with a word", `requirements: [{key: kubernetes.io/os, operator: Gt, values: [big]}]`, "operators Gt and Lt require exactly one integer value"},
+		{"unknown capacity type", `requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [reserved]}]`, "karpenter.sh/capacity-type values must be spot or on-demand"},
+		{"negative ttl", `ttlSecondsAfterEmpty: -1`, "spec.ttlSecondsAfterEmpty: Invalid value: -1"},
+		{"provisioner-name label", `labels: {karpenter.sh/provisioner-name: other}`, "label karpenter.sh/provisioner-name is set by Karpenter"},
+		{"well-known label", `labels: {topology.kubernetes.io/zone: us-west-2a}`, "well-known labels are constrained through requirements, not labels"},
+		{"bad taint effect", `taints: [{key: a, effect: Sometimes}]`, "taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			object := manifests.Decode(t, "apiVersion: provisioning.karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: bad}\nspec:\n  "+tc.spec)
+			err := env.Client.Create(ctx, object)
+			if err == nil {
+				t.Fatalf("the apiserver admitted %s", tc.spec)
+			}
+			if !strings.Contains(err.Error(), tc.message) {
+				t.Errorf("rejected with\n  %v\nwant a message containing\n  %s", err, tc.message)
+			}
+		})
+	}
+}
