@@ -1,0 +1,106 @@
+// Command webhook serves Karpenter's admission webhook: defaulting and validation of the
+// autoscaling and provisioning kinds, with a serving certificate it issues and renews itself.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"knative.dev/pkg/logging"
+	"knative.dev/pkg/system"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"karpenter.sh/karpenter/pkg/webhook"
+)
+
+type flags struct {
+	options   webhook.Options
+	logLevel  string
+	logFormat string
+}
+
+// parseFlags reads the command line; a flag not given there takes its value from the
+// environment variable named like it (--service-name from SERVICE_NAME), parsed the same way.
+func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
+	var f flags
+	fs.StringVar(&f.options.Namespace, "namespace", os.Getenv(system.NamespaceEnvKey), "Namespace of the webhook's Service, certificate Secret and leader election Leases; defaults to $"+system.NamespaceEnvKey+".")
+	fs.StringVar(&f.options.ServiceName, "service-name", "karpenter-webhook", "Service in front of the webhook; the serving certificate is issued for its DNS names.")
+	fs.StringVar(&f.options.SecretName, "secret-name", "karpenter-webhook-cert", "Secret, created empty at install, that holds the CA, the serving certificate and its key.")
+	fs.IntVar(&f.options.Port, "port", 8443, "Port admission requests are served on, over TLS.")
+	fs.StringVar(&f.options.MutatingWebhookConfiguration, "defaulting-webhook-name", "defaulting.webhook.karpenter.sh", "MutatingWebhookConfiguration (and its one webhook) whose rules and CA bundle this webhook keeps current.")
+	fs.StringVar(&f.options.ValidatingWebhookConfiguration, "validation-webhook-name", "validation.webhook.karpenter.sh", "ValidatingWebhookConfiguration (and its one webhook) whose rules and CA bundle this webhook keeps current.")
+	fs.BoolVar(&f.options.LeaderElection, "leader-elect", true, "Elect a leader so that only one replica writes the certificate and the webhook configurations; every replica serves.")
+	fs.StringVar(&f.logLevel, "log-level", "info", "Minimum log level: debug, info, warn or error.")
+	fs.StringVar(&f.logFormat, "log-format", "json", "Log encoding: json or console.")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if err := applyEnvironment(fs); err != nil {
+		return f, err
+	}
+	switch {
+	case f.options.Namespace == "":
+		return f, fmt.Errorf("--namespace (or $%s) is required", system.NamespaceEnvKey)
+	case f.logFormat != "json" && f.logFormat != "console":
+		return f, fmt.Errorf("--log-format must be json or console, not %q", f.logFormat)
+	case f.options.Port <= 0 || f.options.Port > 65535:
+		return f, fmt.Errorf("--port must be within 1-65535, not %d", f.options.Port)
+	}
+	return f, nil
+}
+
+func applyEnvironment(fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		value, ok := os.LookupEnv(name)
+		if given[f.Name] || !ok {
+			return
+		}
+		if err := fs.Set(f.Name, value); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q, %w", name, value, err))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func newLogger(level, format string) (*zap.Logger, error) {
+	parsed, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level, %w", err)
+	}
+	config := zap.NewProductionConfig()
+	config.Level = zap.NewAtomicLevelAt(parsed)
+	config.Encoding = format
+	config.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	return config.Build()
+}
+
+func main() {
+	f, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	logger, err := newLogger(f.logLevel, f.logFormat)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	config, err := ctrl.GetConfig()
+	if err != nil {
+		logger.Fatal("loading kubeconfig", zap.Error(err))
+	}
+	// The signal handler cancels on SIGTERM/SIGINT: the server drains and leases are released.
+	ctx := logging.WithLogger(ctrl.SetupSignalHandler(), logger.Sugar().Named("webhook"))
+	if err := webhook.Run(ctx, config, f.options); err != nil {
+		logger.Fatal("webhook stopped", zap.Error(err))
+	}
+}

@@ -1,0 +1,23 @@
+package webhook
+
+import (
+	"context"
+
+	"knative.dev/pkg/apis"
+)
+
+// mainResourceOnly limits validation to the resource itself: status and scale updates are
+// written by controllers and must not be held up by the spec.
+var mainResourceOnly = []string{""}
+
+// specUnchanged reports whether ctx is an update whose old object's spec, compared by same,
+// equals the new one. Such updates (labels, finalizers, annotations) are admitted without
+// validating the spec, so an object stored before a rule existed can still be changed and
+// deleted.
+func specUnchanged[T any](ctx context.Context, same func(old T) bool) bool {
+	if !apis.IsInUpdate(ctx) {
+		return false
+	}
+	old, ok := apis.GetBaseline(ctx).(T)
+	return ok && same(old)
+}

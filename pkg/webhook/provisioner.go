@@ -1,0 +1,114 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"knative.dev/pkg/apis"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+)
+
+// provisioner gives v1alpha5.Provisioner its admission semantics.
+type provisioner struct {
+	v1alpha5.Provisioner
+}
+
+func (p *provisioner) DeepCopyObject() runtime.Object {
+	return &provisioner{Provisioner: *p.Provisioner.DeepCopy()}
+}
+
+func (p *provisioner) SupportedSubResources() []string { return mainResourceOnly }
+
+// SetDefaults has nothing to do: an unset field means what it says (no TTL, no limit).
+func (p *provisioner) SetDefaults(context.Context) {}
+
+func (p *provisioner) Validate(ctx context.Context) *apis.FieldError {
+	if specUnchanged(ctx, func(old *provisioner) bool {
+		return equality.Semantic.DeepEqual(old.Spec, p.Spec)
+	}) {
+		return nil
+	}
+	return ValidateProvisioner(&p.Provisioner)
+}
+
+// Values the well-known labels take on nodes. Architectures are GOARCH names, as the kubelet
+// reports them; operating systems are those Kubernetes nodes run.
+var (
+	supportedArchitectures    = []string{"386", "amd64", "arm", "arm64", "ppc64le", "riscv64", "s390x"}
+	supportedOperatingSystems = []string{"linux", "windows"}
+)
+
+// ValidateProvisioner checks what the CRD schema cannot: label and taint syntax, that each
+// requirement's operator makes sense for its key and its values are ones the label can
+// take, and that limits are not negative.
+func ValidateProvisioner(p *v1alpha5.Provisioner) *apis.FieldError {
+	var errs *apis.FieldError
+	errs = errs.Also(validateLabels(p.Spec.Labels, "labels"))
+	errs = errs.Also(validateTaints(p.Spec.Taints))
+	for i, r := range p.Spec.Requirements {
+		errs = errs.Also(validateRequirement(r).ViaFieldIndex("requirements", i))
+	}
+	if p.Spec.Limits != nil {
+		errs = errs.Also(validateResources(p.Spec.Limits.Resources, "resources").ViaField("limits"))
+	}
+	return errs.ViaField("spec")
+}
+
+func validateRequirement(r v1alpha5.NodeSelectorRequirement) *apis.FieldError {
+	if !slices.Contains(v1alpha5.WellKnownLabels, r.Key) {
+		return &apis.FieldError{
+			Message: fmt.Sprintf("unsupported key %q: requirements constrain only %s", r.Key, strings.Join(v1alpha5.WellKnownLabels, ", ")),
+			Paths:   []string{"key"},
+		}
+	}
+	switch corev1.NodeSelectorOperator(r.Operator) {
+	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn, corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+		// Every well-known label has names for values, never numbers.
+		return &apis.FieldError{
+			Message: fmt.Sprintf("operator %s is not supported for key %s, whose values are not numbers; use In or NotIn", r.Operator, r.Key),
+			Paths:   []string{"operator"},
+		}
+	default:
+		return &apis.FieldError{
+			Message: fmt.Sprintf("unsupported operator %q: expected In, NotIn, Exists or DoesNotExist", r.Operator),
+			Paths:   []string{"operator"},
+		}
+	}
+	var errs *apis.FieldError
+	for i, value := range r.Values {
+		if msg := requirementValueError(r.Key, value); msg != "" {
+			errs = errs.Also(&apis.FieldError{Message: msg, Paths: []string{fmt.Sprintf("values[%d]", i)}})
+		}
+	}
+	return errs
+}
+
+// requirementValueError says why value can never be the value of the label key, or "".
+func requirementValueError(key, value string) string {
+	if msgs := validation.IsValidLabelValue(value); len(msgs) > 0 {
+		return fmt.Sprintf("invalid label value %q: %s", value, strings.Join(msgs, "; "))
+	}
+	oneOf := func(supported []string) string {
+		if slices.Contains(supported, value) {
+			return ""
+		}
+		return fmt.Sprintf("%s %q is not supported, expected one of %s", key, value, strings.Join(supported, ", "))
+	}
+	switch key {
+	case corev1.LabelArchStable:
+		return oneOf(supportedArchitectures)
+	case corev1.LabelOSStable:
+		return oneOf(supportedOperatingSystems)
+	case v1alpha5.CapacityTypeLabelKey:
+		return oneOf([]string{v1alpha5.CapacityTypeSpot, v1alpha5.CapacityTypeOnDemand})
+	}
+	return ""
+}
