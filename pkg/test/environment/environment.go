@@ -1,6 +1,7 @@
 package environment
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -34,9 +35,15 @@ type Options struct {
 	Kwok bool
 	// Prometheus, when set, runs a Prometheus server with these options.
 	Prometheus *PrometheusOptions
+
+	// Dir keeps the environment's logs, pid files and state; Start creates a temporary one
+	// when empty. A directory reused after a crash should first go through KillStale.
+	Dir string
+	// Logf receives progress messages (each component's start time); nil discards them.
+	Logf func(format string, args ...any)
 }
 
-// Environment is a running control plane. Everything in it stops when the test ends.
+// Environment is a running control plane, stopped by Stop (with New: when the test ends).
 type Environment struct {
 	// Config authenticates as a cluster administrator.
 	Config *rest.Config
@@ -47,25 +54,101 @@ type Environment struct {
 	KubeconfigPath string
 	// Prometheus is nil unless Options.Prometheus was set.
 	Prometheus *Prometheus
+	// Dir holds the environment's logs (Dir/logs/<process>.log), pid files and state.
+	Dir string
+
+	lifecycle *lifecycle
+	removeDir bool
 }
 
 // New starts etcd and kube-apiserver with the project's CRDs, then the components options
 // asks for, and returns once every one of them is ready. Any failure, including a missing
-// binary, fails the test.
+// binary, fails the test. Everything stops when the test ends; when the test failed, the tail
+// of every process's log is printed and the logs are kept.
 func New(t testing.TB, options Options) *Environment {
 	t.Helper()
-	env, err := start(t, options)
+	dir, err := os.MkdirTemp("", "karpenter-test-")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("creating the environment's directory, %v", err)
 	}
+	options.Dir = dir
+	if options.Logf == nil {
+		options.Logf = t.Logf
+	}
+	env, err := Start(context.Background(), options)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logTails(dir))
+	}
+	t.Cleanup(func() {
+		if err := env.lifecycle.stop(); err != nil {
+			t.Errorf("stopping the environment, %v", err)
+		}
+		if t.Failed() {
+			t.Logf("%sprocess logs kept in %s", logTails(dir), env.lifecycle.logs.path)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
 	return env
+}
+
+// Start is New outside a test: it starts the environment and returns once every component is
+// ready. The caller must call Stop. On failure everything started is stopped and the error
+// names the logs to read.
+func Start(ctx context.Context, options Options) (*Environment, error) {
+	dir := options.Dir
+	removeDir := false
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "karpenter-environment-"); err != nil {
+			return nil, fmt.Errorf("creating the environment's directory, %w", err)
+		}
+		removeDir = true
+	}
+	l, err := newLifecycle(dir, options.Logf)
+	if err != nil {
+		return nil, err
+	}
+	env, err := start(ctx, l, options)
+	if err != nil {
+		return nil, errors.Join(err, l.stop(), fmt.Errorf("process logs are in %s", l.logs.path))
+	}
+	env.Dir, env.lifecycle, env.removeDir = dir, l, removeDir
+	return env, nil
+}
+
+// Stop stops every process of the environment, last started first. The directory is removed
+// when Start created it.
+func (e *Environment) Stop() error {
+	err := e.lifecycle.stop()
+	if e.removeDir && err == nil {
+		return os.RemoveAll(e.Dir)
+	}
+	return err
+}
+
+// StartProcess runs another binary alongside the environment (e.g. a controller under test),
+// logged in Dir/logs and stopped by Stop if still running. With a HealthURL it returns once
+// that answers 200.
+func (e *Environment) StartProcess(ctx context.Context, options ProcessOptions) (*Process, error) {
+	proc, err := startProcess(e.lifecycle, options.Name, options.Path, options.Args, options.Env)
+	if err != nil {
+		return nil, err
+	}
+	e.lifecycle.onStop(proc.Stop)
+	if options.HealthURL != "" {
+		if err := proc.waitHealthy(ctx, options.HealthURL); err != nil {
+			return nil, errors.Join(err, proc.Stop())
+		}
+	}
+	return proc, nil
 }
 
 type binaryPaths struct {
 	apiserver, etcd, scheduler, controllerManager, kwok, prometheus string
 }
 
-func start(t testing.TB, options Options) (*Environment, error) {
+func start(ctx context.Context, l *lifecycle, options Options) (*Environment, error) {
 	root, err := repositoryRoot()
 	if err != nil {
 		return nil, fmt.Errorf("locating the repository, %w", err)
@@ -78,7 +161,6 @@ func start(t testing.TB, options Options) (*Environment, error) {
 	if err != nil {
 		return nil, err
 	}
-	logs := newLogDir(t)
 	env := &Environment{Scheme: scheme}
 
 	// Prometheus needs nothing from the control plane, so it starts alongside etcd.
@@ -86,10 +168,10 @@ func start(t testing.TB, options Options) (*Environment, error) {
 	if options.Prometheus != nil {
 		go func() {
 			begin := time.Now()
-			prometheus, err := startPrometheus(t, logs, paths.prometheus, *options.Prometheus)
+			prometheus, err := startPrometheus(ctx, l, paths.prometheus, *options.Prometheus)
 			if err == nil {
 				env.Prometheus = prometheus
-				t.Logf("environment: prometheus ready in %s", time.Since(begin).Round(time.Millisecond))
+				l.logf("environment: prometheus ready in %s", time.Since(begin).Round(time.Millisecond))
 			}
 			prometheusStarted <- err
 		}()
@@ -97,20 +179,20 @@ func start(t testing.TB, options Options) (*Environment, error) {
 		prometheusStarted <- nil
 	}
 
-	// Every return from here waits for Prometheus: its goroutine must not outlive the test.
+	// Every return from here waits for Prometheus: its goroutine must not outlive the start.
 	failed := func(err error) (*Environment, error) {
 		return nil, errors.Join(err, <-prometheusStarted)
 	}
 
 	begin := time.Now()
-	testEnv, err := startAPIServer(t, logs, paths, root, scheme, options.CRDs)
+	testEnv, err := startAPIServer(l, paths, root, scheme, options.CRDs)
 	if err != nil {
 		return failed(err)
 	}
-	t.Logf("environment: etcd and kube-apiserver ready in %s", time.Since(begin).Round(time.Millisecond))
+	l.logf("environment: etcd and kube-apiserver ready in %s", time.Since(begin).Round(time.Millisecond))
 
 	env.Config = testEnv.Config
-	env.KubeconfigPath = filepath.Join(t.TempDir(), "kubeconfig")
+	env.KubeconfigPath = filepath.Join(l.dir, "kubeconfig")
 	if err := os.WriteFile(env.KubeconfigPath, testEnv.KubeConfig, 0o600); err != nil {
 		return failed(fmt.Errorf("writing the kubeconfig, %w", err))
 	}
@@ -119,34 +201,34 @@ func start(t testing.TB, options Options) (*Environment, error) {
 	}
 
 	components := []func() error{func() error { return <-prometheusStarted }}
-	timed := func(name string, start func() (*process, string, error)) func() error {
+	timed := func(name string, start func() (*Process, string, error)) func() error {
 		return func() error {
 			begin := time.Now()
 			proc, healthURL, err := start()
 			if err != nil {
 				return err
 			}
-			proc.stopAtCleanup(t)
-			if err := proc.waitHealthy(healthURL); err != nil {
+			l.onStop(proc.Stop)
+			if err := proc.waitHealthy(ctx, healthURL); err != nil {
 				return err
 			}
-			t.Logf("environment: %s ready in %s", name, time.Since(begin).Round(time.Millisecond))
+			l.logf("environment: %s ready in %s", name, time.Since(begin).Round(time.Millisecond))
 			return nil
 		}
 	}
 	if options.Scheduler {
-		components = append(components, timed("kube-scheduler", func() (*process, string, error) {
-			return startScheduler(t, logs, paths.scheduler, env.KubeconfigPath)
+		components = append(components, timed("kube-scheduler", func() (*Process, string, error) {
+			return startScheduler(l, paths.scheduler, env.KubeconfigPath)
 		}))
 	}
 	if options.ControllerManager {
-		components = append(components, timed("kube-controller-manager", func() (*process, string, error) {
-			return startControllerManager(t, logs, paths.controllerManager, env.KubeconfigPath, testEnv.ControlPlane.APIServer.CertDir)
+		components = append(components, timed("kube-controller-manager", func() (*Process, string, error) {
+			return startControllerManager(l, paths.controllerManager, env.KubeconfigPath, testEnv.ControlPlane.APIServer.CertDir)
 		}))
 	}
 	if options.Kwok {
-		components = append(components, timed("kwok", func() (*process, string, error) {
-			return startKwok(t, logs, paths.kwok, env.KubeconfigPath)
+		components = append(components, timed("kwok", func() (*Process, string, error) {
+			return startKwok(l, paths.kwok, env.KubeconfigPath)
 		}))
 	}
 	if err := runConcurrently(components...); err != nil {
@@ -195,22 +277,25 @@ func newScheme(addToScheme []func(*runtime.Scheme) error) (*runtime.Scheme, erro
 }
 
 // startAPIServer starts etcd and kube-apiserver through envtest and installs the CRDs.
-func startAPIServer(t testing.TB, logs *logDir, paths binaryPaths, root string, scheme *runtime.Scheme,
+func startAPIServer(l *lifecycle, paths binaryPaths, root string, scheme *runtime.Scheme,
 	crds []*apiextensionsv1.CustomResourceDefinition) (*envtest.Environment, error) {
-	etcdLog, err := logs.create("etcd")
+	etcdLog, err := l.logs.create("etcd")
 	if err != nil {
 		return nil, err
 	}
-	apiserverLog, err := logs.create("kube-apiserver")
+	apiserverLog, err := l.logs.create("kube-apiserver")
 	if err != nil {
 		return nil, err
 	}
-	wrappers := t.TempDir()
-	etcdPath, err := killedWithTest(wrappers, paths.etcd)
+	wrappers, err := l.tempDir("wrappers")
 	if err != nil {
 		return nil, err
 	}
-	apiserverPath, err := killedWithTest(wrappers, paths.apiserver)
+	etcdPath, err := killedWithTest(wrappers, paths.etcd, l.pidFile("etcd"))
+	if err != nil {
+		return nil, err
+	}
+	apiserverPath, err := killedWithTest(wrappers, paths.apiserver, l.pidFile("kube-apiserver"))
 	if err != nil {
 		return nil, err
 	}
@@ -234,12 +319,13 @@ func startAPIServer(t testing.TB, logs *logDir, paths binaryPaths, root string, 
 
 	_, startErr := testEnv.Start()
 	// Stop even after a failed start: etcd may be running while the apiserver is not.
-	t.Cleanup(func() {
+	l.onStop(func() error {
+		defer etcdLog.Close()
+		defer apiserverLog.Close()
 		if err := testEnv.Stop(); err != nil {
-			t.Errorf("stopping etcd and kube-apiserver, %v", err)
+			return fmt.Errorf("stopping etcd and kube-apiserver, %w", err)
 		}
-		_ = etcdLog.Close()
-		_ = apiserverLog.Close()
+		return nil
 	})
 	if startErr != nil {
 		return nil, fmt.Errorf("starting etcd and kube-apiserver (logs: %s, %s), %w", etcdLog.Name(), apiserverLog.Name(), startErr)
@@ -248,37 +334,41 @@ func startAPIServer(t testing.TB, logs *logDir, paths binaryPaths, root string, 
 }
 
 // servingFlags make a component serve its health endpoints over HTTPS on a free loopback port
-// with a self-signed certificate kept in the test's temporary directory.
-func servingFlags(t testing.TB) (flags []string, healthURL string, err error) {
+// with a self-signed certificate kept in the environment's directory.
+func servingFlags(l *lifecycle, name string) (flags []string, healthURL string, err error) {
 	port, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	certDir, err := l.tempDir(name)
 	if err != nil {
 		return nil, "", err
 	}
 	return []string{
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
-		"--cert-dir=" + t.TempDir(),
+		"--cert-dir=" + certDir,
 	}, fmt.Sprintf("https://127.0.0.1:%d/healthz", port), nil
 }
 
-func startScheduler(t testing.TB, logs *logDir, path, kubeconfig string) (*process, string, error) {
-	serving, healthURL, err := servingFlags(t)
+func startScheduler(l *lifecycle, path, kubeconfig string) (*Process, string, error) {
+	serving, healthURL, err := servingFlags(l, "kube-scheduler")
 	if err != nil {
 		return nil, "", err
 	}
-	proc, err := startProcess(logs, "kube-scheduler", path, append([]string{
+	proc, err := startProcess(l, "kube-scheduler", path, append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--leader-elect=false",
 	}, serving...), nil)
 	return proc, healthURL, err
 }
 
-func startControllerManager(t testing.TB, logs *logDir, path, kubeconfig, apiserverCertDir string) (*process, string, error) {
-	serving, healthURL, err := servingFlags(t)
+func startControllerManager(l *lifecycle, path, kubeconfig, apiserverCertDir string) (*Process, string, error) {
+	serving, healthURL, err := servingFlags(l, "kube-controller-manager")
 	if err != nil {
 		return nil, "", err
 	}
-	proc, err := startProcess(logs, "kube-controller-manager", path, append([]string{
+	proc, err := startProcess(l, "kube-controller-manager", path, append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--leader-elect=false",
 		// Controllers act with the administrator's credentials rather than each with a
@@ -290,12 +380,16 @@ func startControllerManager(t testing.TB, logs *logDir, path, kubeconfig, apiser
 	return proc, healthURL, err
 }
 
-func startKwok(t testing.TB, logs *logDir, path, kubeconfig string) (*process, string, error) {
+func startKwok(l *lifecycle, path, kubeconfig string) (*Process, string, error) {
 	address, err := freeAddress()
 	if err != nil {
 		return nil, "", err
 	}
-	proc, err := startProcess(logs, "kwok", path, []string{
+	home, err := l.tempDir("kwok-home")
+	if err != nil {
+		return nil, "", err
+	}
+	proc, err := startProcess(l, "kwok", path, []string{
 		"--kubeconfig=" + kubeconfig,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + kwokNodeAnnotationValue,
@@ -306,6 +400,6 @@ func startKwok(t testing.TB, logs *logDir, path, kubeconfig string) (*process, s
 		"--node-lease-duration-seconds=40",
 	},
 		// kwok reads ~/.kwok/kwok.yaml when it exists; an empty home keeps the test hermetic.
-		[]string{"HOME=" + t.TempDir()})
+		[]string{"HOME=" + home})
 	return proc, "http://" + address + "/healthz", err
 }

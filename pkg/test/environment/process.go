@@ -12,9 +12,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -26,47 +26,29 @@ const (
 	logTailBytes = 4 << 10
 )
 
-// logDir holds the logs of the processes one test started. It is removed when the test
-// passes; when it fails, the directory is kept and each log's path and tail are printed.
+// logDir holds the logs of the processes an environment started, one file per process name;
+// a process started again under the same name appends to its log.
 type logDir struct {
 	path string
-
-	mu    sync.Mutex
-	files []string
-}
-
-func newLogDir(t testing.TB) *logDir {
-	t.Helper()
-	path, err := os.MkdirTemp("", "karpenter-test-logs-")
-	if err != nil {
-		t.Fatalf("creating a log directory, %v", err)
-	}
-	d := &logDir{path: path}
-	// Registered first so that it runs last, after every process has stopped and flushed.
-	t.Cleanup(func() {
-		if !t.Failed() {
-			_ = os.RemoveAll(path)
-			return
-		}
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		for _, file := range d.files {
-			t.Logf("log of %s (tail):\n%s", file, tail(file, logTailBytes))
-		}
-		t.Logf("process logs kept in %s", path)
-	})
-	return d
 }
 
 func (d *logDir) create(name string) (*os.File, error) {
-	f, err := os.Create(filepath.Join(d.path, name+".log"))
+	path := filepath.Join(d.path, name+".log")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("creating the log of %s, %w", name, err)
 	}
-	d.mu.Lock()
-	d.files = append(d.files, f.Name())
-	d.mu.Unlock()
 	return f, nil
+}
+
+// logTails renders the end of every log of the environment in dir, for a failed test.
+func logTails(dir string) string {
+	files, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
+	var b strings.Builder
+	for _, file := range files {
+		fmt.Fprintf(&b, "log of %s (tail):\n%s\n", file, tail(file, logTailBytes))
+	}
+	return b.String()
 }
 
 func tail(path string, n int64) string {
@@ -83,11 +65,25 @@ func tail(path string, n int64) string {
 	return string(data)
 }
 
-// process is one binary started by the environment, its output going to a log file.
-type process struct {
+// ProcessOptions describe a process to run in an environment.
+type ProcessOptions struct {
+	// Name names the log (<dir>/logs/<name>.log) and the pid file.
+	Name string
+	Path string
+	Args []string
+	// Env is added to the environment's own.
+	Env []string
+	// HealthURL, when set, is polled until it answers 200 before StartProcess returns.
+	HealthURL string
+}
+
+// Process is a binary started by an environment, its output going to a log file. It dies with
+// the program that started it (parent-death signal) and is stopped by Environment.Stop.
+type Process struct {
 	name    string
 	cmd     *exec.Cmd
 	logPath string
+	pidFile string
 	exited  chan struct{}
 	waitErr error
 
@@ -95,8 +91,8 @@ type process struct {
 	stopErr  error
 }
 
-func startProcess(logs *logDir, name, path string, args []string, env []string) (*process, error) {
-	logFile, err := logs.create(name)
+func startProcess(l *lifecycle, name, path string, args []string, env []string) (*Process, error) {
+	logFile, err := l.logs.create(name)
 	if err != nil {
 		return nil, err
 	}
@@ -110,19 +106,28 @@ func startProcess(logs *logDir, name, path string, args []string, env []string) 
 		_ = logFile.Close()
 		return nil, fmt.Errorf("starting %s, %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logFile.Name(), exited: make(chan struct{})}
+	p := &Process{name: name, cmd: cmd, logPath: logFile.Name(), pidFile: l.pidFile(name), exited: make(chan struct{})}
+	// Best effort: the pid file only serves KillStale after a crash of the starting program.
+	_ = os.WriteFile(p.pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
 	go func() {
 		p.waitErr = cmd.Wait()
 		_ = logFile.Close()
+		_ = os.Remove(p.pidFile)
 		close(p.exited)
 	}()
 	return p, nil
 }
 
+// LogPath is the file receiving the process's output.
+func (p *Process) LogPath() string { return p.logPath }
+
+// Exited is closed once the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
 // waitHealthy polls url every pollInterval until it answers 200, the process exits, or the
 // start timeout passes. TLS certificates are not verified: components serve self-signed ones.
-func (p *process) waitHealthy(url string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+func (p *Process) waitHealthy(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	httpClient := &http.Client{
 		Timeout:   time.Second,
@@ -151,8 +156,8 @@ func (p *process) waitHealthy(url string) error {
 	}
 }
 
-// stop terminates the process gracefully, killing it if it does not exit in time.
-func (p *process) stop() error {
+// Stop terminates the process gracefully, killing it if it does not exit in time.
+func (p *Process) Stop() error {
 	p.stopOnce.Do(func() {
 		select {
 		case <-p.exited:
@@ -171,12 +176,11 @@ func (p *process) stop() error {
 	return p.stopErr
 }
 
-// stopAtCleanup stops the process when the test ends; failing to stop fails the test.
-func (p *process) stopAtCleanup(t testing.TB) {
-	t.Cleanup(func() {
-		if err := p.stop(); err != nil {
-			t.Error(err)
-		}
+// Kill kills the process at once (SIGKILL), as a crash would, and waits for it to exit.
+func (p *Process) Kill() {
+	p.stopOnce.Do(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
 	})
 }
 

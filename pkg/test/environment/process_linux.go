@@ -16,15 +16,14 @@ func sysProcAttr() *syscall.SysProcAttr {
 
 // killedWithTest gives binaries that envtest starts the same protection: envtest starts them
 // in a process group of their own, which Ctrl-C does not reach, without a parent-death
-// signal. It returns a script in dir that execs binary under setpriv --pdeathsig, or binary
-// itself when util-linux's setpriv is not installed.
-func killedWithTest(dir, binary string) (string, error) {
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		return binary, nil
-	}
+// signal. It returns a script in dir that records its pid in pidFile (exec keeps it) and execs
+// binary under setpriv --pdeathsig, or without it when util-linux's setpriv is not installed.
+func killedWithTest(dir, binary, pidFile string) (string, error) {
 	script := filepath.Join(dir, filepath.Base(binary))
-	content := fmt.Sprintf("#!/bin/sh\nexec %q --pdeathsig KILL -- %q \"$@\"\n", setpriv, binary)
+	content := fmt.Sprintf("#!/bin/sh\necho $$ > %q\nexec %q \"$@\"\n", pidFile, binary)
+	if setpriv, err := exec.LookPath("setpriv"); err == nil {
+		content = fmt.Sprintf("#!/bin/sh\necho $$ > %q\nexec %q --pdeathsig KILL -- %q \"$@\"\n", pidFile, setpriv, binary)
+	}
 	if err := os.WriteFile(script, []byte(content), 0o755); err != nil {
 		return "", fmt.Errorf("writing a wrapper for %s, %w", binary, err)
 	}

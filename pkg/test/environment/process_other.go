@@ -10,6 +10,6 @@ func sysProcAttr() *syscall.SysProcAttr {
 }
 
 // killedWithTest returns binary: there is no parent-death signal outside Linux.
-func killedWithTest(_, binary string) (string, error) {
+func killedWithTest(_, binary, _ string) (string, error) {
 	return binary, nil
 }

@@ -1,9 +1,11 @@
 package environment
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,12 +36,36 @@ type Prometheus struct {
 	// URL is the server's base URL, e.g. http://127.0.0.1:41234, for the HTTP API.
 	URL string
 
-	process *process
+	lifecycle *lifecycle
+	path      string
+	args      []string
+
+	mu      sync.Mutex
+	process *Process
 }
 
-// Stop stops the server before the test ends, e.g. to test behaviour without metrics.
+// Stop stops the server, e.g. to test behaviour without metrics.
 func (p *Prometheus) Stop() error {
-	return p.process.stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.process.Stop()
+}
+
+// Restart starts a stopped server again on the same address and storage, and returns once it
+// is ready.
+func (p *Prometheus) Restart(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.process.Stop(); err != nil {
+		return err
+	}
+	proc, err := startProcess(p.lifecycle, "prometheus", p.path, p.args, nil)
+	if err != nil {
+		return err
+	}
+	p.process = proc
+	p.lifecycle.onStop(proc.Stop)
+	return proc.waitHealthy(ctx, p.URL+"/-/ready")
 }
 
 // StartPrometheus starts a Prometheus server on its own, without a control plane, and returns
@@ -54,7 +80,20 @@ func StartPrometheus(t testing.TB, options PrometheusOptions) *Prometheus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prometheus, err := startPrometheus(t, newLogDir(t), path, options)
+	dir := t.TempDir()
+	l, err := newLifecycle(dir, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.stop(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			t.Log(logTails(dir))
+		}
+	})
+	prometheus, err := startPrometheus(context.Background(), l, path, options)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +102,11 @@ func StartPrometheus(t testing.TB, options PrometheusOptions) *Prometheus {
 
 // startPrometheus starts the server and waits for it to be ready. It does not call t.Fatal, so
 // that it can run concurrently with other components.
-func startPrometheus(t testing.TB, logs *logDir, path string, options PrometheusOptions) (*Prometheus, error) {
-	dir := t.TempDir()
+func startPrometheus(ctx context.Context, l *lifecycle, path string, options PrometheusOptions) (*Prometheus, error) {
+	dir, err := l.tempDir("prometheus")
+	if err != nil {
+		return nil, err
+	}
 	configPath := filepath.Join(dir, "prometheus.yml")
 	config, err := prometheusConfig(options)
 	if err != nil {
@@ -77,17 +119,18 @@ func startPrometheus(t testing.TB, logs *logDir, path string, options Prometheus
 	if err != nil {
 		return nil, err
 	}
-	proc, err := startProcess(logs, "prometheus", path, []string{
+	args := []string{
 		"--config.file=" + configPath,
 		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
 		"--web.listen-address=" + address,
-	}, nil)
+	}
+	proc, err := startProcess(l, "prometheus", path, args, nil)
 	if err != nil {
 		return nil, err
 	}
-	proc.stopAtCleanup(t)
-	prometheus := &Prometheus{URL: "http://" + address, process: proc}
-	if err := proc.waitHealthy(prometheus.URL + "/-/ready"); err != nil {
+	l.onStop(proc.Stop)
+	prometheus := &Prometheus{URL: "http://" + address, lifecycle: l, path: path, args: args, process: proc}
+	if err := proc.waitHealthy(ctx, prometheus.URL+"/-/ready"); err != nil {
 		return nil, err
 	}
 	return prometheus, nil
