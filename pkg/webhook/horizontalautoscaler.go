@@ -94,8 +94,12 @@ func validatePrometheusMetric(m *v1alpha1.PrometheusMetricSource) *apis.FieldErr
 	if expr, err := parser.ParseExpr(m.Query); err != nil {
 		errs = errs.Also(&apis.FieldError{Message: fmt.Sprintf("invalid PromQL: %v", err), Paths: []string{"query"}})
 	} else if t := expr.Type(); t != parser.ValueTypeScalar && t != parser.ValueTypeVector {
+		kind := string(t)
+		if t == parser.ValueTypeMatrix {
+			kind = "range vector"
+		}
 		errs = errs.Also(&apis.FieldError{
-			Message: fmt.Sprintf("the query evaluates to a %s; it must evaluate to a scalar or an instant vector", t),
+			Message: fmt.Sprintf("the query evaluates to a %s; it must evaluate to a scalar or an instant vector", kind),
 			Paths:   []string{"query"},
 		})
 	}

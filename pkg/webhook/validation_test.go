@@ -1,0 +1,53 @@
+package webhook_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"knative.dev/pkg/apis"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/webhook"
+)
+
+// admit defaults and validates object as the webhook does on create.
+func admit(object client.Object) *apis.FieldError {
+	switch o := object.(type) {
+	case *v1alpha1.HorizontalAutoscaler:
+		webhook.DefaultHorizontalAutoscaler(o)
+		return webhook.ValidateHorizontalAutoscaler(o)
+	case *v1alpha1.MetricsProducer:
+		webhook.DefaultMetricsProducer(o)
+		return webhook.ValidateMetricsProducer(o)
+	case *v1alpha1.ScalableNodeGroup:
+		return webhook.ValidateScalableNodeGroup(o)
+	case *v1alpha5.Provisioner:
+		return webhook.ValidateProvisioner(o)
+	}
+	panic(fmt.Sprintf("no admission for %T", object))
+}
+
+func TestValidationRejectsCorpus(t *testing.T) {
+	for _, c := range badObjects() {
+		t.Run(c.name, func(t *testing.T) {
+			err := admit(c.object.DeepCopyObject().(client.Object))
+			if err == nil {
+				t.Fatalf("admitted, want %q", c.want)
+			}
+			if n := len(err.WrappedErrors()); n != 1 {
+				t.Errorf("%d errors, want 1: %v", n, err)
+			}
+			if got := firstLine(err.Error()); got != c.want {
+				t.Errorf("message\n got %s\nwant %s", got, c.want)
+			}
+		})
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
