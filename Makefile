@@ -12,6 +12,7 @@ all: build
 generate:
 	go tool controller-gen object paths=./pkg/apis/...
 	go tool controller-gen crd paths=./pkg/apis/... output:crd:dir=config/crd
+	go tool controller-gen rbac:roleName=karpenter-controller paths=./pkg/controllers/... output:rbac:dir=config/rbac
 
 ## Fails when a generated file is stale, code is not gofmt'd, or go vet complains.
 .PHONY: verify
@@ -24,6 +25,15 @@ verify:
 .PHONY: build
 build:
 	go build -o bin/ ./cmd/...
+
+## Renders the install of config/ into releases/aws/$(VERSION).yaml, the image tagged $(VERSION).
+IMAGE ?= public.ecr.aws/karpenter/karpenter
+.PHONY: release
+release:
+	@[ -n "$(VERSION)" ] || { echo "usage: make release VERSION=v0.1.0 [IMAGE=registry/karpenter]" >&2; exit 1; }
+	@mkdir -p releases/aws
+	hack/release.sh "$(VERSION)" "$(IMAGE)" > releases/aws/$(VERSION).yaml.tmp || { rm -f releases/aws/$(VERSION).yaml.tmp; exit 1; }
+	@mv releases/aws/$(VERSION).yaml.tmp releases/aws/$(VERSION).yaml
 
 ## Control plane, kwok, etcd and Prometheus for the tests (cached in bin/).
 .PHONY: test-assets
