@@ -3,6 +3,7 @@ package scheduling
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 var resourceOne = resource.NewQuantity(1, resource.DecimalSI)
@@ -76,46 +77,10 @@ func within(limit, v resources) bool {
 	return true
 }
 
-// podRequests is what a pod reserves on its node: the larger of its containers (plus
-// restartable init containers, which run alongside them) and any single init container step
-// (plus the restartable init containers started before it), plus the pod overhead, and one pod.
+// podRequests is what a pod reserves on its node, computed as kube-scheduler does (init and
+// sidecar containers, pod-level resources, overhead), plus the one pod it takes.
 func podRequests(pod *corev1.Pod) corev1.ResourceList {
-	running := corev1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		addList(running, pod.Spec.Containers[i].Resources.Requests)
-	}
-	sidecars := corev1.ResourceList{}
-	initPeak := corev1.ResourceList{}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			addList(sidecars, c.Resources.Requests)
-			maxList(initPeak, sidecars)
-			continue
-		}
-		step := sidecars.DeepCopy()
-		addList(step, c.Resources.Requests)
-		maxList(initPeak, step)
-	}
-	addList(running, sidecars)
-	maxList(running, initPeak)
-	addList(running, pod.Spec.Overhead)
-	running[corev1.ResourcePods] = *resourceOne
-	return running
-}
-
-func addList(dst, src corev1.ResourceList) {
-	for name, q := range src {
-		sum := dst[name]
-		sum.Add(q)
-		dst[name] = sum
-	}
-}
-
-func maxList(dst, src corev1.ResourceList) {
-	for name, q := range src {
-		if cur, ok := dst[name]; !ok || q.Cmp(cur) > 0 {
-			dst[name] = q.DeepCopy()
-		}
-	}
+	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	requests[corev1.ResourcePods] = *resourceOne
+	return requests
 }

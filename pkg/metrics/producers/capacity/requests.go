@@ -3,66 +3,17 @@ package capacity
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // EffectiveRequests is what the scheduler reserves on a node for pod, resource by resource:
-// the larger of what its long-running containers request together and what the most
-// demanding step of its initialization requests, plus the pod's overhead.
-//
-// Long-running containers are the app containers and the sidecars (init containers with
-// restartPolicy Always). An init step is a regular init container together with the sidecars
-// started before it, which keep running while it does. Pod-level requests, where set, replace
-// the containers' aggregate for their resources, as the scheduler does. The pods resource is
-// not included: every pod takes exactly one.
+// the larger of what its long-running containers (including sidecars) request together and
+// what the most demanding step of its initialization requests, with pod-level requests
+// replacing the containers' aggregate where set, plus the pod's overhead. It is kube-scheduler's
+// own computation, so Karpenter never disagrees with the scheduler about what fits. The pods
+// resource is not included: every pod takes exactly one.
 func EffectiveRequests(pod *corev1.Pod) corev1.ResourceList {
-	running := corev1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		add(running, pod.Spec.Containers[i].Resources.Requests)
-	}
-	sidecars := corev1.ResourceList{}
-	initPeak := corev1.ResourceList{}
-	for i := range pod.Spec.InitContainers {
-		container := &pod.Spec.InitContainers[i]
-		if isSidecar(container) {
-			add(sidecars, container.Resources.Requests)
-			raiseTo(initPeak, sidecars)
-			continue
-		}
-		step := sidecars.DeepCopy()
-		add(step, container.Resources.Requests)
-		raiseTo(initPeak, step)
-	}
-	add(running, sidecars)
-	raiseTo(running, initPeak)
-	if pod.Spec.Resources != nil {
-		for name, quantity := range pod.Spec.Resources.Requests {
-			running[name] = quantity.DeepCopy()
-		}
-	}
-	add(running, pod.Spec.Overhead)
-	return running
-}
-
-func isSidecar(container *corev1.Container) bool {
-	return container.RestartPolicy != nil && *container.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
-
-// add adds every quantity of more to total.
-func add(total, more corev1.ResourceList) {
-	for name, quantity := range more {
-		sum := total[name]
-		sum.Add(quantity)
-		total[name] = sum
-	}
-}
-
-// raiseTo raises every quantity of total to at least the one in floor.
-func raiseTo(total, floor corev1.ResourceList) {
-	for name, quantity := range floor {
-		if current, ok := total[name]; !ok || current.Cmp(quantity) < 0 {
-			total[name] = quantity.DeepCopy()
-		}
-	}
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 }
 
 // IsTerminal is true for a pod whose containers have all stopped for good: it holds no
