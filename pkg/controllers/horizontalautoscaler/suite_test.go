@@ -15,12 +15,14 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -108,7 +110,7 @@ func TestHorizontalAutoscaler(t *testing.T) {
 	s := &suite{env: env, metrics: metrics}
 
 	shared := []string{"deployment", "sng", "widget", "errors", "outage"}
-	for _, ns := range append(shared, "restart") {
+	for _, ns := range append(shared, "restart", "forbidden") {
 		s.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	stop := s.startController(t, shared...)
@@ -120,6 +122,7 @@ func TestHorizontalAutoscaler(t *testing.T) {
 		t.Run("CustomResourceWithScale", s.testWidget)
 		t.Run("TargetErrors", s.testTargetErrors)
 		t.Run("RestartInsideScaleDownWindow", s.testRestart)
+		t.Run("ForbiddenTarget", s.testForbidden)
 	})
 	// Last, because it stops the shared Prometheus.
 	t.Run("PrometheusOutageNeverScalesDown", s.testOutage)
@@ -128,11 +131,17 @@ func TestHorizontalAutoscaler(t *testing.T) {
 // startController runs the controller in its own manager, watching only namespaces.
 func (s *suite) startController(t *testing.T, namespaces ...string) (stop func()) {
 	t.Helper()
+	return s.startControllerAs(t, s.env.Config, namespaces...)
+}
+
+// startControllerAs runs the controller with the identity of config.
+func (s *suite) startControllerAs(t *testing.T, restConfig *rest.Config, namespaces ...string) (stop func()) {
+	t.Helper()
 	defaults := map[string]cache.Config{}
 	for _, ns := range namespaces {
 		defaults[ns] = cache.Config{}
 	}
-	mgr, err := ctrl.NewManager(s.env.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 s.env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -594,4 +603,43 @@ func hasLabels(labels []*dto.LabelPair, namespace, name string) bool {
 		}
 	}
 	return found == 2
+}
+
+// testForbidden runs a controller whose identity may read the target's scale but not write
+// it, as a cluster whose RBAC lacks Karpenter's role would: the HorizontalAutoscaler says so.
+func (s *suite) testForbidden(t *testing.T) {
+	t.Parallel()
+	const ns, user = "forbidden", "karpenter-without-scale-update"
+	s.create(t, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{v1alpha1.SchemeGroupVersion.Group}, Resources: []string{"horizontalautoscalers"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{v1alpha1.SchemeGroupVersion.Group}, Resources: []string{"horizontalautoscalers/status"}, Verbs: []string{"get", "update", "patch"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments/scale"}, Verbs: []string{"get"}},
+			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		},
+	})
+	s.create(t, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	})
+	limited := rest.CopyConfig(s.env.Config)
+	limited.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	stop := s.startControllerAs(t, limited, ns)
+	defer stop()
+
+	s.metrics.set(ns, 4)
+	s.create(t, deployment(ns, "web", 1))
+	s.create(t, horizontalAutoscaler(ns, "web", deploymentRef("web"), 1, 5, v1alpha1.AverageValueMetricType, "1", v1alpha1.Behavior{}))
+	eventually(t, 30*time.Second, func() (bool, string) {
+		ha := s.getHA(t, ns, "web")
+		status, reason, message := condition(ha, "AbleToScale")
+		return status == "False" && reason == "Forbidden" && strings.Contains(message, "forbidden"),
+			fmt.Sprintf("AbleToScale %s %s %q; want False Forbidden", status, reason, message)
+	})
+	s.expectEvent(t, ns, "web", corev1.EventTypeWarning, "Forbidden", "deployments.apps \"web\" is forbidden")
+	if r := s.deploymentReplicas(t, ns, "web"); r != 1 {
+		t.Errorf("replicas %d, want the unchanged 1", r)
+	}
 }
