@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -119,6 +120,8 @@ func run(f flags) error {
 		Scheme:                  apis.NewScheme(),
 		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddress},
 		HealthProbeBindAddress:  f.healthProbeAddress,
+		// Every pod and node of the cluster is cached; their managed fields are never read.
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 		LeaderElection:          f.leaderElection,
 		LeaderElectionID:        "karpenter-leader-election",
 		LeaderElectionNamespace: f.leaderElectionNS,
