@@ -117,11 +117,11 @@ func run(f flags) error {
 		return fmt.Errorf("loading kubeconfig, %w", err)
 	}
 	mgr, err := ctrl.NewManager(config, ctrl.Options{
-		Scheme:                  apis.NewScheme(),
-		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddress},
-		HealthProbeBindAddress:  f.healthProbeAddress,
+		Scheme:                 apis.NewScheme(),
+		Metrics:                metricsserver.Options{BindAddress: f.metricsAddress},
+		HealthProbeBindAddress: f.healthProbeAddress,
 		// Every pod and node of the cluster is cached; their managed fields are never read.
-		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 		LeaderElection:          f.leaderElection,
 		LeaderElectionID:        "karpenter-leader-election",
 		LeaderElectionNamespace: f.leaderElectionNS,
