@@ -149,7 +149,7 @@ type binaryPaths struct {
 }
 
 func start(ctx context.Context, l *lifecycle, options Options) (*Environment, error) {
-	root, err := repositoryRoot()
+	root, err := RepositoryRoot()
 	if err != nil {
 		return nil, fmt.Errorf("locating the repository, %w", err)
 	}
@@ -322,6 +322,9 @@ func startAPIServer(l *lifecycle, paths binaryPaths, root string, scheme *runtim
 	l.onStop(func() error {
 		defer etcdLog.Close()
 		defer apiserverLog.Close()
+		// The wrappers cannot remove their pid files; a stopped process needs none.
+		defer os.Remove(l.pidFile("etcd"))
+		defer os.Remove(l.pidFile("kube-apiserver"))
 		if err := testEnv.Stop(); err != nil {
 			return fmt.Errorf("stopping etcd and kube-apiserver, %w", err)
 		}

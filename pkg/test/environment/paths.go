@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 )
 
-// repositoryRoot is the nearest directory at or above the working directory holding a go.mod;
+// RepositoryRoot is the nearest directory at or above the working directory holding a go.mod;
 // `go test` runs each package in its own directory, so this is the module root.
-func repositoryRoot() (string, error) {
+func RepositoryRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("getting the working directory, %w", err)

@@ -72,7 +72,7 @@ func (p *Prometheus) Restart(ctx context.Context) error {
 // once it is ready. It is stopped when the test ends.
 func StartPrometheus(t testing.TB, options PrometheusOptions) *Prometheus {
 	t.Helper()
-	root, err := repositoryRoot()
+	root, err := RepositoryRoot()
 	if err != nil {
 		t.Fatalf("locating the repository, %v", err)
 	}

@@ -1,0 +1,282 @@
+// Package sandbox runs Karpenter's main job on one machine: a real control plane (etcd,
+// kube-apiserver, kube-scheduler, kube-controller-manager, kwok), Prometheus scraping the
+// controller, the AWS emulator seeded with the Auto Scaling groups and queue behind
+// docs/examples, a node joiner registering a kwok Node per in-service instance, and the
+// controller binary pointed at all of them through the AWS SDK's endpoint variables. Every
+// listener is on loopback. `make sandbox` (cmd/sandbox) and the end-to-end suite (test/e2e)
+// both run on it.
+package sandbox
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"karpenter.sh/karpenter/pkg/apis"
+	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/manifests"
+	"karpenter.sh/karpenter/test/awsemulator"
+	"karpenter.sh/karpenter/test/sandbox/nodejoiner"
+)
+
+// Seed is the emulated AWS account: the groups docs/examples drive and the queue "jobs".
+//
+//go:embed seed.yaml
+var Seed []byte
+
+const (
+	// Region of the emulated account; the examples' ARNs name it.
+	Region = "us-west-2"
+	// QueueName is the queue docs/examples/queue-workers.yaml follows.
+	QueueName = "jobs"
+	// Namespace holds the examples.
+	Namespace = "default"
+)
+
+// Options configure a Stack.
+type Options struct {
+	// Dir holds logs, pid files, the kubeconfig and state. A temporary directory when empty.
+	Dir string
+	// ControllerBinary is the built cmd/controller.
+	ControllerBinary string
+	// Period is the controller's resync, HorizontalAutoscaler and MetricsProducer period;
+	// 2 s when zero.
+	Period time.Duration
+	// PendingDelay is how long a new instance takes to come in service; 3 s when zero.
+	PendingDelay time.Duration
+	// Logf receives progress; nil discards it.
+	Logf func(format string, args ...any)
+}
+
+// Stack is a running sandbox.
+type Stack struct {
+	Env      *environment.Environment
+	Emulator *awsemulator.Emulator
+	// EmulatorURL is the AWS endpoint (AWS_ENDPOINT_URL) of the emulator.
+	EmulatorURL string
+	// MetricsAddress is where the controller serves /metrics, scraped by Prometheus.
+	MetricsAddress string
+
+	options        Options
+	healthAddress  string
+	emulatorServer *http.Server
+	stopJoiner     context.CancelFunc
+	joinerDone     chan struct{}
+
+	mu         sync.Mutex
+	controller *environment.Process
+}
+
+// Start starts every component and returns once all are ready, the controller included.
+func Start(ctx context.Context, options Options) (_ *Stack, err error) {
+	if options.Period == 0 {
+		options.Period = 2 * time.Second
+	}
+	if options.PendingDelay == 0 {
+		options.PendingDelay = 3 * time.Second
+	}
+	if options.Logf == nil {
+		options.Logf = func(string, ...any) {}
+	}
+	if _, err := os.Stat(options.ControllerBinary); err != nil {
+		return nil, fmt.Errorf("the controller binary, %w (build it with `make build`)", err)
+	}
+	s := &Stack{options: options}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.Stop())
+		}
+	}()
+
+	if s.MetricsAddress, err = freeAddress(); err != nil {
+		return nil, err
+	}
+	if s.healthAddress, err = freeAddress(); err != nil {
+		return nil, err
+	}
+	if err := s.startEmulator(); err != nil {
+		return nil, err
+	}
+	s.Env, err = environment.Start(ctx, environment.Options{
+		AddToScheme:       []func(*runtime.Scheme) error{apis.AddToScheme},
+		Scheduler:         true,
+		ControllerManager: true,
+		Kwok:              true,
+		Prometheus: &environment.PrometheusOptions{
+			ScrapeInterval: time.Second,
+			ScrapeConfigs:  []environment.ScrapeConfig{{JobName: "karpenter", Targets: []string{s.MetricsAddress}}},
+		},
+		Dir:  options.Dir,
+		Logf: options.Logf,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	joinerCtx, stopJoiner := context.WithCancel(context.Background())
+	s.stopJoiner, s.joinerDone = stopJoiner, make(chan struct{})
+	joiner := &nodejoiner.Joiner{Client: s.Env.Client, Instances: s.Emulator, Interval: 500 * time.Millisecond}
+	go func() {
+		defer close(s.joinerDone)
+		joiner.Run(joinerCtx)
+	}()
+
+	if err := s.StartController(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Stack) startEmulator() error {
+	seed, err := awsemulator.ParseSeed(Seed)
+	if err != nil {
+		return err
+	}
+	s.Emulator = awsemulator.New(awsemulator.Options{
+		Region: Region, PendingDelay: s.options.PendingDelay, TerminatingDelay: 2 * time.Second, EKSUpdateDelay: 2 * time.Second,
+	})
+	if err := s.Emulator.Seed(seed); err != nil {
+		return fmt.Errorf("seeding the AWS emulator, %w", err)
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("listening for the AWS emulator, %w", err)
+	}
+	s.EmulatorURL = "http://" + listener.Addr().String()
+	s.emulatorServer = &http.Server{Handler: s.Emulator, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.emulatorServer.Serve(listener) }()
+	s.options.Logf("sandbox: AWS emulator serving at %s", s.EmulatorURL)
+	return nil
+}
+
+// StartController starts the controller binary and waits until it is ready. Leader election
+// is off: there is one replica, and a restarted one must not wait out its predecessor's lease.
+func (s *Stack) StartController(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	period := s.options.Period.String()
+	begin := time.Now()
+	proc, err := s.Env.StartProcess(ctx, environment.ProcessOptions{
+		Name: "controller",
+		Path: s.options.ControllerBinary,
+		Args: []string{
+			"--leader-elect=false",
+			"--metrics-bind-address=" + s.MetricsAddress,
+			"--health-probe-bind-address=" + s.healthAddress,
+			"--prometheus-uri=" + s.Env.Prometheus.URL,
+			"--aws-region=" + Region,
+			"--resync-period=" + period,
+			"--horizontalautoscaler-period=" + period,
+			"--metricsproducer-period=" + period,
+			"--log-format=console",
+		},
+		Env: []string{
+			"KUBECONFIG=" + s.Env.KubeconfigPath,
+			"AWS_ENDPOINT_URL=" + s.EmulatorURL,
+			"AWS_REGION=" + Region,
+			"AWS_ACCESS_KEY_ID=sandbox",
+			"AWS_SECRET_ACCESS_KEY=sandbox",
+			"AWS_EC2_METADATA_DISABLED=true",
+		},
+		HealthURL: "http://" + s.healthAddress + "/readyz",
+	})
+	if err != nil {
+		return err
+	}
+	s.controller = proc
+	s.options.Logf("sandbox: controller ready in %s", time.Since(begin).Round(time.Millisecond))
+	return nil
+}
+
+// KillController kills the controller at once (SIGKILL), as a crash or an evicted pod would.
+func (s *Stack) KillController() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.controller != nil {
+		s.controller.Kill()
+	}
+}
+
+// ControllerLog is the controller's log file.
+func (s *Stack) ControllerLog() string {
+	return filepath.Join(s.Env.Dir, "logs", "controller.log")
+}
+
+// Stop stops the node joiner, every process and the emulator.
+func (s *Stack) Stop() error {
+	var errs []error
+	if s.stopJoiner != nil {
+		s.stopJoiner()
+		<-s.joinerDone
+	}
+	if s.Env != nil {
+		errs = append(errs, s.Env.Stop())
+	}
+	if s.emulatorServer != nil {
+		errs = append(errs, s.emulatorServer.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Examples are the manifests in docs/examples, by file name.
+func Examples() (map[string][]*unstructured.Unstructured, error) {
+	root, err := environment.RepositoryRoot()
+	if err != nil {
+		return nil, err
+	}
+	files, err := filepath.Glob(filepath.Join(root, "docs", "examples", "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	examples := map[string][]*unstructured.Unstructured{}
+	for _, file := range files {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		objects, err := manifests.DecodeAll(f)
+		_ = f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("decoding %s, %w", file, err)
+		}
+		examples[filepath.Base(file)] = objects
+	}
+	return examples, nil
+}
+
+// Apply server-side applies objects into Namespace, as `kubectl apply --server-side` would.
+func Apply(ctx context.Context, c client.Client, objects []*unstructured.Unstructured) error {
+	for _, object := range objects {
+		object = object.DeepCopy()
+		if object.GetNamespace() == "" {
+			object.SetNamespace(Namespace)
+		}
+		if err := c.Patch(ctx, object, client.Apply, client.FieldOwner("sandbox"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s, %w", object.GetKind(), object.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func freeAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port, %w", err)
+	}
+	defer l.Close()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Addr().(*net.TCPAddr).Port)), nil
+}
