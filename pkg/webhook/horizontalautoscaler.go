@@ -36,7 +36,10 @@ func (h *horizontalAutoscaler) SetDefaults(ctx context.Context) {
 
 func (h *horizontalAutoscaler) Validate(ctx context.Context) *apis.FieldError {
 	if specUnchanged(ctx, func(old *horizontalAutoscaler) bool {
-		return equality.Semantic.DeepEqual(old.Spec, h.Spec)
+		// The new object has been defaulted, the stored one maybe not.
+		defaulted := old.HorizontalAutoscaler.DeepCopy()
+		DefaultHorizontalAutoscaler(defaulted)
+		return equality.Semantic.DeepEqual(defaulted.Spec, h.Spec)
 	}) {
 		return nil
 	}

@@ -38,7 +38,10 @@ func (m *metricsProducer) SetDefaults(ctx context.Context) {
 
 func (m *metricsProducer) Validate(ctx context.Context) *apis.FieldError {
 	if specUnchanged(ctx, func(old *metricsProducer) bool {
-		return equality.Semantic.DeepEqual(old.Spec, m.Spec)
+		// The new object has been defaulted, the stored one maybe not.
+		defaulted := old.MetricsProducer.DeepCopy()
+		DefaultMetricsProducer(defaulted)
+		return equality.Semantic.DeepEqual(defaulted.Spec, m.Spec)
 	}) {
 		return nil
 	}

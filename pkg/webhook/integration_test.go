@@ -1,0 +1,302 @@
+package webhook_test
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"knative.dev/pkg/logging"
+	"knative.dev/pkg/system"
+	certresources "knative.dev/pkg/webhook/certificates/resources"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"karpenter.sh/karpenter/pkg/apis"
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/autoscaler"
+	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/webhook"
+)
+
+// TestWebhookOnAPIServer runs the webhook as cmd/webhook does against a real apiserver: it
+// issues its certificate into an empty Secret, registers itself in webhook configurations
+// that name its Service, and then every object goes through it. The Service is an
+// ExternalName for localhost, which the apiserver resolves to the in-process server while
+// still verifying the certificate against the Service's DNS name.
+func TestWebhookOnAPIServer(t *testing.T) {
+	env := environment.New(t, environment.Options{AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}})
+	ctx, cancel := context.WithCancel(context.Background())
+	options := webhook.Options{
+		Namespace:                      "karpenter",
+		ServiceName:                    "karpenter-webhook",
+		SecretName:                     "karpenter-webhook-cert",
+		Port:                           freePort(t),
+		MutatingWebhookConfiguration:   "defaulting.webhook.karpenter.sh",
+		ValidatingWebhookConfiguration: "validation.webhook.karpenter.sh",
+		LeaderElection:                 true,
+	}
+	install(t, env.Client, options)
+	// Objects stored before the webhook runs, as after an upgrade that adds a rule.
+	legacyGroup := nodeGroup("sng-legacy", v1alpha1.AWSEKSNodeGroup, "general")
+	legacyAutoscaler := horizontalAutoscaler("ha-legacy", withQuery("rate(x[5m]"))
+	legacyProducer := scheduleProducer("mp-legacy", func(s *v1alpha1.ScheduleSpec) { s.Behaviors[0].Start.Weekdays = ptr.To("mon-fry") })
+	for _, legacy := range []client.Object{legacyGroup.DeepCopy(), legacyAutoscaler.DeepCopy(), legacyProducer.DeepCopy()} {
+		if err := env.Client.Create(ctx, legacy); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Setenv(system.NamespaceEnvKey, options.Namespace) // restored after the test; Run sets it
+	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Sugar()
+	done := make(chan error, 1)
+	go func() { done <- webhook.Run(logging.WithLogger(ctx, logger), env.Config, options) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("webhook stopped with %v", err)
+		}
+	})
+
+	secret := waitForRegistration(t, env.Client, options)
+
+	t.Run("the certificate in the Secret verifies for the Service's DNS name", func(t *testing.T) {
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(secret.Data[certresources.CACert]) {
+			t.Fatal("no CA certificate in the Secret")
+		}
+		block, _ := pem.Decode(secret.Data[certresources.ServerCert])
+		if block == nil {
+			t.Fatal("no serving certificate in the Secret")
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: "karpenter-webhook.karpenter.svc"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("rejects the corpus with messages naming the field", func(t *testing.T) {
+		for _, c := range badObjects() {
+			t.Run(c.name, func(t *testing.T) {
+				err := env.Client.Create(context.Background(), c.object.DeepCopyObject().(client.Object), client.DryRunAll)
+				if err == nil {
+					t.Fatalf("admitted, want %q", c.want)
+				}
+				want := `admission webhook "validation.webhook.karpenter.sh" denied the request: validation failed: ` + c.want
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error\n got %v\nwant %s", err, want)
+				}
+			})
+		}
+	})
+
+	t.Run("admits and defaults a HorizontalAutoscaler", func(t *testing.T) {
+		h := horizontalAutoscaler("ha-defaults", func(s *v1alpha1.HorizontalAutoscalerSpec) {
+			s.Behavior.ScaleDown = &v1alpha1.ScalingRules{StabilizationWindowSeconds: ptr.To[int32](60)}
+		})
+		if err := env.Client.Create(context.Background(), h); err != nil {
+			t.Fatal(err)
+		}
+		got := &v1alpha1.HorizontalAutoscaler{}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(h), got); err != nil {
+			t.Fatal(err)
+		}
+		up := autoscaler.ScaleUpRules(v1alpha1.Behavior{})
+		checkRules(t, "scaleUp", got.Spec.Behavior.ScaleUp, up.StabilizationWindow, up)
+		down := autoscaler.ScaleDownRules(v1alpha1.Behavior{})
+		checkRules(t, "scaleDown", got.Spec.Behavior.ScaleDown, time.Minute, down)
+	})
+
+	t.Run("admits and defaults a MetricsProducer schedule", func(t *testing.T) {
+		m := scheduleProducer("mp-defaults", nil)
+		if err := env.Client.Create(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+		got := &v1alpha1.MetricsProducer{}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(m), got); err != nil {
+			t.Fatal(err)
+		}
+		if tz := got.Spec.ScheduleSpec.Timezone; tz == nil || *tz != "UTC" {
+			t.Errorf("timezone %v, want UTC", tz)
+		}
+	})
+
+	t.Run("admits good objects", func(t *testing.T) {
+		for _, object := range goodObjects() {
+			if err := env.Client.Create(context.Background(), object); err != nil {
+				t.Errorf("%s: %v", object.GetName(), err)
+			}
+		}
+	})
+
+	t.Run("admits metadata changes to objects stored before the webhook, rejects spec changes", func(t *testing.T) {
+		ctx := context.Background()
+		// The defaulting webhook fills in the stored objects' defaults on these updates.
+		for _, legacy := range []client.Object{legacyGroup.DeepCopy(), legacyAutoscaler.DeepCopy(), legacyProducer.DeepCopy()} {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(legacy), legacy); err != nil {
+				t.Fatal(err)
+			}
+			legacy.SetLabels(map[string]string{"team": "a"})
+			legacy.SetFinalizers([]string{"karpenter.sh/test"})
+			if err := env.Client.Update(ctx, legacy); err != nil {
+				t.Errorf("relabelling %s: %v", legacy.GetName(), err)
+			}
+		}
+		group := legacyGroup.DeepCopy()
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(group), group); err != nil {
+			t.Fatal(err)
+		}
+		group.Spec.Replicas = ptr.To[int32](3)
+		if err := env.Client.Update(ctx, group); err != nil {
+			t.Errorf("resizing a group whose id predates the webhook: %v", err)
+		}
+		group.Spec.ID = "still-not-a-node-group"
+		err := env.Client.Update(ctx, group)
+		if want := `invalid id "still-not-a-node-group" for type AWSEKSNodeGroup`; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("changing the id to another invalid one: %v, want %q", err, want)
+		}
+		for _, legacy := range []client.Object{legacyGroup.DeepCopy(), legacyAutoscaler.DeepCopy(), legacyProducer.DeepCopy()} {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(legacy), legacy); err != nil {
+				t.Fatal(err)
+			}
+			legacy.SetFinalizers(nil)
+			if err := env.Client.Update(ctx, legacy); err != nil {
+				t.Errorf("removing the finalizer of %s: %v", legacy.GetName(), err)
+			}
+		}
+	})
+}
+
+func checkRules(t *testing.T, direction string, got *v1alpha1.ScalingRules, window time.Duration, want autoscaler.Rules) {
+	t.Helper()
+	if got == nil {
+		t.Fatalf("%s not defaulted", direction)
+	}
+	if got.StabilizationWindowSeconds == nil || time.Duration(*got.StabilizationWindowSeconds)*time.Second != window {
+		t.Errorf("%s.stabilizationWindowSeconds %v, want %s", direction, got.StabilizationWindowSeconds, window)
+	}
+	if got.SelectPolicy == nil || *got.SelectPolicy != want.SelectPolicy {
+		t.Errorf("%s.selectPolicy %v, want %s", direction, got.SelectPolicy, want.SelectPolicy)
+	}
+	if len(got.Policies) != len(want.Policies) {
+		t.Fatalf("%s.policies %v, want %v", direction, got.Policies, want.Policies)
+	}
+	for i := range got.Policies {
+		if got.Policies[i] != want.Policies[i] {
+			t.Errorf("%s.policies[%d] %v, want %v", direction, i, got.Policies[i], want.Policies[i])
+		}
+	}
+}
+
+// install creates what the release installs for the webhook: its namespace, the empty
+// certificate Secret, the Service and the two webhook configurations without rules or CA.
+func install(t *testing.T, c client.Client, o webhook.Options) {
+	t.Helper()
+	ctx := context.Background()
+	failurePolicy := admissionregistrationv1.Fail
+	sideEffects := admissionregistrationv1.SideEffectClassNone
+	service := &admissionregistrationv1.ServiceReference{Namespace: o.Namespace, Name: o.ServiceName, Port: ptr.To(int32(o.Port))}
+	objects := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: o.SecretName, Namespace: o.Namespace}},
+		&corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: o.ServiceName, Namespace: o.Namespace},
+			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost"},
+		},
+		&admissionregistrationv1.MutatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: o.MutatingWebhookConfiguration},
+			Webhooks: []admissionregistrationv1.MutatingWebhook{{
+				Name:                    o.MutatingWebhookConfiguration,
+				ClientConfig:            admissionregistrationv1.WebhookClientConfig{Service: service},
+				FailurePolicy:           &failurePolicy,
+				SideEffects:             &sideEffects,
+				AdmissionReviewVersions: []string{"v1"},
+			}},
+		},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: o.ValidatingWebhookConfiguration},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+				Name:                    o.ValidatingWebhookConfiguration,
+				ClientConfig:            admissionregistrationv1.WebhookClientConfig{Service: service},
+				FailurePolicy:           &failurePolicy,
+				SideEffects:             &sideEffects,
+				AdmissionReviewVersions: []string{"v1"},
+			}},
+		},
+	}
+	for _, object := range objects {
+		if err := c.Create(ctx, object); err != nil {
+			t.Fatalf("creating %T %s: %v", object, object.GetName(), err)
+		}
+	}
+}
+
+// waitForRegistration waits for the certificate, for both configurations to carry rules and
+// the CA, and for the apiserver to call the webhook; it returns the certificate Secret.
+func waitForRegistration(t *testing.T, c client.Client, o webhook.Options) *corev1.Secret {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	secret := &corev1.Secret{}
+	var last string
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.SecretName}, secret); err != nil || len(secret.Data[certresources.CACert]) == 0 {
+			last = "the Secret has no CA certificate yet"
+			return false, nil
+		}
+		mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		if err := c.Get(ctx, client.ObjectKey{Name: o.MutatingWebhookConfiguration}, mutating); err != nil ||
+			len(mutating.Webhooks[0].Rules) == 0 || len(mutating.Webhooks[0].ClientConfig.CABundle) == 0 {
+			last = "the MutatingWebhookConfiguration has no rules or CA bundle yet"
+			return false, nil
+		}
+		validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := c.Get(ctx, client.ObjectKey{Name: o.ValidatingWebhookConfiguration}, validating); err != nil ||
+			len(validating.Webhooks[0].Rules) == 0 || len(validating.Webhooks[0].ClientConfig.CABundle) == 0 {
+			last = "the ValidatingWebhookConfiguration has no rules or CA bundle yet"
+			return false, nil
+		}
+		// The apiserver picks configurations up asynchronously: probe until it calls us.
+		err := c.Create(ctx, queueProducer("probe", "not-a-queue"), client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "denied the request") {
+			last = "the apiserver does not call the webhook yet: " + errString(err)
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("webhook not registered: %s", last)
+	}
+	return secret
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "the probe was admitted"
+	}
+	return err.Error()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close()
+	return listener.Addr().(*net.TCPAddr).Port
+}
