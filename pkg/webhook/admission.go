@@ -10,11 +10,14 @@ import (
 // written by controllers and must not be held up by the spec.
 var mainResourceOnly = []string{""}
 
-// specUnchanged reports whether ctx is an update whose old object's spec, compared by same,
-// equals the new one. Such updates (labels, finalizers, annotations) are admitted without
-// validating the spec, so an object stored before a rule existed can still be changed and
-// deleted.
-func specUnchanged[T any](ctx context.Context, same func(old T) bool) bool {
+// skipValidation reports whether ctx is a subresource update, or an update whose old
+// object's spec, compared by same, equals the new one. Such updates (status, labels,
+// finalizers) are admitted without validating the spec, so an object stored before a rule
+// existed can still be changed and deleted.
+func skipValidation[T any](ctx context.Context, same func(old T) bool) bool {
+	if apis.GetUpdatedSubresource(ctx) != "" {
+		return true
+	}
 	if !apis.IsInUpdate(ctx) {
 		return false
 	}

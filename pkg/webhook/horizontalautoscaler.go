@@ -35,7 +35,7 @@ func (h *horizontalAutoscaler) SetDefaults(ctx context.Context) {
 }
 
 func (h *horizontalAutoscaler) Validate(ctx context.Context) *apis.FieldError {
-	if specUnchanged(ctx, func(old *horizontalAutoscaler) bool {
+	if skipValidation(ctx, func(old *horizontalAutoscaler) bool {
 		// The new object has been defaulted, the stored one maybe not.
 		defaulted := old.HorizontalAutoscaler.DeepCopy()
 		DefaultHorizontalAutoscaler(defaulted)

@@ -37,7 +37,7 @@ func (m *metricsProducer) SetDefaults(ctx context.Context) {
 }
 
 func (m *metricsProducer) Validate(ctx context.Context) *apis.FieldError {
-	if specUnchanged(ctx, func(old *metricsProducer) bool {
+	if skipValidation(ctx, func(old *metricsProducer) bool {
 		// The new object has been defaulted, the stored one maybe not.
 		defaulted := old.MetricsProducer.DeepCopy()
 		DefaultMetricsProducer(defaulted)

@@ -30,7 +30,7 @@ func (p *provisioner) SupportedSubResources() []string { return mainResourceOnly
 func (p *provisioner) SetDefaults(context.Context) {}
 
 func (p *provisioner) Validate(ctx context.Context) *apis.FieldError {
-	if specUnchanged(ctx, func(old *provisioner) bool {
+	if skipValidation(ctx, func(old *provisioner) bool {
 		return equality.Semantic.DeepEqual(old.Spec, p.Spec)
 	}) {
 		return nil

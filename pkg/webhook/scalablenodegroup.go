@@ -25,7 +25,7 @@ func (s *scalableNodeGroup) SupportedSubResources() []string { return mainResour
 func (s *scalableNodeGroup) SetDefaults(context.Context) {}
 
 func (s *scalableNodeGroup) Validate(ctx context.Context) *apis.FieldError {
-	if specUnchanged(ctx, func(old *scalableNodeGroup) bool {
+	if skipValidation(ctx, func(old *scalableNodeGroup) bool {
 		// Replicas changes through the scale subresource mostly, but also here; neither
 		// makes the id any less valid than it was.
 		return old.Spec.Type == s.Spec.Type && old.Spec.ID == s.Spec.ID
