@@ -7,12 +7,13 @@ GO_TEST_FLAGS ?= -timeout 45m
 .PHONY: all
 all: build
 
-## Generated code: deepcopy, CRDs and RBAC from the markers in pkg/.
+## Generated code: deepcopy, CRDs and RBAC from the markers in pkg/, and the API reference.
 .PHONY: generate
 generate:
 	go tool controller-gen object paths=./pkg/apis/...
 	go tool controller-gen crd paths=./pkg/apis/... output:crd:dir=config/crd
 	go tool controller-gen rbac:roleName=karpenter-controller paths=./pkg/controllers/... output:rbac:dir=config/rbac
+	go run ./hack/apidocs -crds config/crd -out docs/reference.md
 
 ## Fails when a generated file is stale, code is not gofmt'd, or go vet complains.
 .PHONY: verify
