@@ -2,10 +2,13 @@ package webhook_test
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +89,25 @@ func TestWebhookOnAPIServer(t *testing.T) {
 		}
 		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: "karpenter-webhook.karpenter.svc"}); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	t.Run("answers the kubelet's HTTPS probe", func(t *testing.T) {
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(secret.Data[certresources.CACert])
+		httpClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "karpenter-webhook.karpenter.svc"}}}
+		request, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/", options.Port), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		request.Header.Set("User-Agent", "kube-probe/1.34")
+		response, err := httpClient.Do(request)
+		if err != nil {
+			t.Fatal(err)
+		}
+		response.Body.Close()
+		if response.StatusCode != http.StatusOK {
+			t.Errorf("probe answered %s", response.Status)
 		}
 	})
 
