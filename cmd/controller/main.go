@@ -2,11 +2,9 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -20,6 +18,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/controllers"
+	"karpenter.sh/karpenter/pkg/flagenv"
 )
 
 type flags struct {
@@ -54,33 +53,13 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.Float64Var(&f.controllers.HorizontalAutoscalerTolerance, "horizontalautoscaler-tolerance", 0.1, "Fraction around a metric's target within which replicas do not change.")
 	fs.DurationVar(&f.controllers.MetricsProducerPeriod, "metricsproducer-period", 10*time.Second, "How often each MetricsProducer is recomputed.")
 	fs.DurationVar(&f.controllers.ResyncPeriod, "resync-period", 10*time.Second, "How often each object is reconciled without a watch event.")
-	if err := fs.Parse(args); err != nil {
-		return f, err
-	}
-	if err := applyEnvironment(fs); err != nil {
+	if err := flagenv.Parse(fs, args); err != nil {
 		return f, err
 	}
 	if f.logFormat != "json" && f.logFormat != "console" {
 		return f, fmt.Errorf("--log-format must be json or console, not %q", f.logFormat)
 	}
 	return f, nil
-}
-
-func applyEnvironment(fs *flag.FlagSet) error {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		name := strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		value, ok := os.LookupEnv(name)
-		if given[f.Name] || !ok {
-			return
-		}
-		if err := fs.Set(f.Name, value); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q, %w", name, value, err))
-		}
-	})
-	return errors.Join(errs...)
 }
 
 func main() {

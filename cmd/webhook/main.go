@@ -3,11 +3,9 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -15,6 +13,7 @@ import (
 	"knative.dev/pkg/system"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"karpenter.sh/karpenter/pkg/flagenv"
 	"karpenter.sh/karpenter/pkg/webhook"
 )
 
@@ -37,10 +36,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.BoolVar(&f.options.LeaderElection, "leader-elect", true, "Elect a leader so that only one replica writes the certificate and the webhook configurations; every replica serves.")
 	fs.StringVar(&f.logLevel, "log-level", "info", "Minimum log level: debug, info, warn or error.")
 	fs.StringVar(&f.logFormat, "log-format", "json", "Log encoding: json or console.")
-	if err := fs.Parse(args); err != nil {
-		return f, err
-	}
-	if err := applyEnvironment(fs); err != nil {
+	if err := flagenv.Parse(fs, args); err != nil {
 		return f, err
 	}
 	switch {
@@ -52,23 +48,6 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 		return f, fmt.Errorf("--port must be within 1-65535, not %d", f.options.Port)
 	}
 	return f, nil
-}
-
-func applyEnvironment(fs *flag.FlagSet) error {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		name := strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		value, ok := os.LookupEnv(name)
-		if given[f.Name] || !ok {
-			return
-		}
-		if err := fs.Set(f.Name, value); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q, %w", name, value, err))
-		}
-	})
-	return errors.Join(errs...)
 }
 
 func newLogger(level, format string) (*zap.Logger, error) {
