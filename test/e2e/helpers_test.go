@@ -1,0 +1,218 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"knative.dev/pkg/apis"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/test/sandbox"
+)
+
+const (
+	nodeGroupLabel = "karpenter.sh/node-group"
+	pollInterval   = 250 * time.Millisecond
+	// waitTimeout is generous: each wait is a few controller periods and an instance launch.
+	waitTimeout = 2 * time.Minute
+)
+
+// eventually polls check until it returns true or timeout passes; check describes what it saw,
+// for the failure message.
+func eventually(t *testing.T, timeout time.Duration, what string, check func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, seen := check()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s; last seen: %s", what, timeout, seen)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+func example(t *testing.T, file string) []*unstructured.Unstructured {
+	t.Helper()
+	examples, err := sandbox.Examples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects, ok := examples[file]
+	if !ok {
+		t.Fatalf("docs/examples/%s not found (have %v)", file, slices.Sorted(maps.Keys(examples)))
+	}
+	return objects
+}
+
+func apply(t *testing.T, objects []*unstructured.Unstructured) {
+	t.Helper()
+	if err := sandbox.Apply(context.Background(), stack.Env.Client, objects); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitReady(t *testing.T, objects []*unstructured.Unstructured) {
+	t.Helper()
+	for _, object := range objects {
+		eventually(t, waitTimeout, fmt.Sprintf("%s %s Ready", object.GetKind(), object.GetName()), func() (bool, string) {
+			ready, why, err := sandbox.Ready(context.Background(), stack.Env.Client, object)
+			if err != nil {
+				return false, err.Error()
+			}
+			return ready, why
+		})
+	}
+}
+
+// group is what a user sees of one node group: its ScalableNodeGroup, HorizontalAutoscaler,
+// emulated instances and Nodes.
+type group struct {
+	specReplicas, statusReplicas int32
+	desired                      int32
+	active                       bool
+	instances                    map[string]string // id → lifecycle state
+	nodesReady                   int
+}
+
+func (g group) String() string {
+	return fmt.Sprintf("sng spec=%d status=%d, ha desired=%d active=%t, instances=%v, nodes Ready=%d",
+		g.specReplicas, g.statusReplicas, g.desired, g.active, g.instances, g.nodesReady)
+}
+
+func observe(t *testing.T, name string) (group, error) {
+	t.Helper()
+	ctx := context.Background()
+	var g group
+	sng := &v1alpha1.ScalableNodeGroup{}
+	if err := stack.Env.Client.Get(ctx, client.ObjectKey{Namespace: sandbox.Namespace, Name: name}, sng); err != nil {
+		return g, err
+	}
+	g.specReplicas = ptr.Deref(sng.Spec.Replicas, -1)
+	g.statusReplicas = ptr.Deref(sng.Status.Replicas, -1)
+	ha := &v1alpha1.HorizontalAutoscaler{}
+	if err := stack.Env.Client.Get(ctx, client.ObjectKey{Namespace: sandbox.Namespace, Name: name}, ha); err != nil {
+		return g, err
+	}
+	g.desired = ha.Status.DesiredReplicas
+	if condition := ha.StatusConditions().GetCondition(v1alpha1.Active); condition != nil {
+		g.active = condition.Status == corev1.ConditionTrue
+	}
+	g.instances = map[string]string{}
+	for _, instance := range stack.Emulator.Instances(name) {
+		g.instances[instance.InstanceID] = instance.LifecycleState
+	}
+	nodes := &corev1.NodeList{}
+	if err := stack.Env.Client.List(ctx, nodes, client.MatchingLabels{nodeGroupLabel: name}); err != nil {
+		return g, err
+	}
+	for _, node := range nodes.Items {
+		for _, condition := range node.Status.Conditions {
+			if condition.Type == corev1.NodeReady && condition.Status == corev1.ConditionTrue {
+				g.nodesReady++
+			}
+		}
+	}
+	return g, nil
+}
+
+// waitGroup waits until the group is steady at replicas: desired, spec and status agree, as
+// many instances in service and as many Nodes Ready.
+func waitGroup(t *testing.T, name string, replicas int32) group {
+	t.Helper()
+	var last group
+	eventually(t, waitTimeout, fmt.Sprintf("%s steady at %d", name, replicas), func() (bool, string) {
+		g, err := observe(t, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		last = g
+		inService := 0
+		for _, state := range g.instances {
+			if state == "InService" {
+				inService++
+			}
+		}
+		return g.desired == replicas && g.specReplicas == replicas && g.statusReplicas == replicas &&
+			len(g.instances) == int(replicas) && inService == int(replicas) && g.nodesReady == int(replicas), g.String()
+	})
+	return last
+}
+
+func sendMessages(t *testing.T, count int) {
+	t.Helper()
+	if err := stack.Emulator.SendMessages(sandbox.QueueName, count, "job"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func purgeQueue(t *testing.T) {
+	t.Helper()
+	if err := stack.Emulator.PurgeQueue(sandbox.QueueName); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deployment requests one CPU per pod on the general group.
+func deployment(name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sandbox.Namespace},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{nodeGroupLabel: "general"},
+					Containers: []corev1.Container{{
+						Name: "app", Image: "registry.k8s.io/pause:3.10",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+						}},
+					}},
+				},
+			},
+		},
+	}
+}
+
+func runningPods(t *testing.T, app string) (running, total int, err error) {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := stack.Env.Client.List(context.Background(), pods, client.InNamespace(sandbox.Namespace), client.MatchingLabels{"app": app}); err != nil {
+		return 0, 0, err
+	}
+	for _, pod := range pods.Items {
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		total++
+		if pod.Status.Phase == corev1.PodRunning {
+			running++
+		}
+	}
+	return running, total, nil
+}
+
+func conditionSummary(conditions apis.Conditions) string {
+	var parts []string
+	for _, c := range conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s(%s)", c.Type, c.Status, c.Reason))
+	}
+	return strings.Join(parts, " ")
+}
