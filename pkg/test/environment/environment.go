@@ -315,7 +315,10 @@ func startAPIServer(l *lifecycle, paths binaryPaths, root string, scheme *runtim
 	// etcd 3.4 cannot notify watch progress, which watch-list needs. With the WatchList gate
 	// on, kube-apiserver still turns every watch from resourceVersion 0 into a watch-list and
 	// fails it, and clients that watch that way (kwok) back off for up to 30s between retries.
-	apiserver.Configure().Append("feature-gates", "WatchList=false")
+	// For the same reason the size-based list cost estimate waits on the watch cache for
+	// resource versions it never sees ("Too large resource version" every few seconds), which
+	// also holds kube-apiserver past its stop timeout on SIGTERM.
+	apiserver.Configure().Append("feature-gates", "WatchList=false,SizeBasedListCostEstimate=false")
 
 	_, startErr := testEnv.Start()
 	// Stop even after a failed start: etcd may be running while the apiserver is not.

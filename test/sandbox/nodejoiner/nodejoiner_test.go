@@ -1,0 +1,102 @@
+package nodejoiner
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/test/awsemulator"
+)
+
+type instances []awsemulator.Instance
+
+func (i instances) Instances(string) []awsemulator.Instance { return i }
+
+func instance(id, state string) awsemulator.Instance {
+	return awsemulator.Instance{
+		InstanceID: id, ProviderID: "aws:///us-west-2b/" + id, AutoScalingGroupName: "workers",
+		InstanceType: "m5.large", AvailabilityZone: "us-west-2b", LifecycleState: state,
+		Labels:   map[string]string{"karpenter.sh/node-group": "workers"},
+		Taints:   []awsemulator.Taint{{Key: "dedicated", Value: "queue", Effect: "NoSchedule"}},
+		Capacity: map[string]string{"cpu": "2", "memory": "8Gi", "pods": "29"},
+	}
+}
+
+func TestNodeLooksLikeTheInstancesKubelet(t *testing.T) {
+	node, err := Node(instance("i-1", "InService"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Name != "i-1" || node.Spec.ProviderID != "aws:///us-west-2b/i-1" {
+		t.Errorf("name %q providerID %q", node.Name, node.Spec.ProviderID)
+	}
+	for key, want := range map[string]string{
+		"karpenter.sh/node-group":      "workers",
+		corev1.LabelInstanceTypeStable: "m5.large",
+		corev1.LabelTopologyZone:       "us-west-2b",
+		corev1.LabelTopologyRegion:     "us-west-2",
+		GroupLabel:                     "workers",
+		JoinedLabel:                    "true",
+		corev1.LabelHostname:           "i-1",
+	} {
+		if got := node.Labels[key]; got != want {
+			t.Errorf("label %s = %q, want %q", key, got, want)
+		}
+	}
+	if node.Annotations[environment.KwokNodeAnnotation] == "" {
+		t.Errorf("no kwok annotation: %v", node.Annotations)
+	}
+	if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Effect != corev1.TaintEffectNoSchedule {
+		t.Errorf("taints = %v", node.Spec.Taints)
+	}
+	if cpu := node.Status.Allocatable[corev1.ResourceCPU]; cpu.String() != "2" {
+		t.Errorf("allocatable cpu = %s", cpu.String())
+	}
+	bad := instance("i-2", "InService")
+	bad.Capacity["cpu"] = "two"
+	if _, err := Node(bad); err == nil {
+		t.Error("expected an error for an unparsable capacity")
+	}
+}
+
+func TestSyncRegistersInServiceAndRemovesGoneInstances(t *testing.T) {
+	ctx := context.Background()
+	stale, err := Node(instance("i-gone", "InService"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "not-joined"}}
+	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "i-gone"}}
+	c := fake.NewClientBuilder().WithObjects(stale, foreign, orphan).
+		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+		Build()
+	joiner := &Joiner{Client: c, Instances: instances{
+		instance("i-up", "InService"), instance("i-pending", "Pending"), instance("i-leaving", "Terminating"),
+	}}
+	if err := joiner.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.List(ctx, nodes); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range nodes.Items {
+		names = append(names, n.Name)
+	}
+	if len(names) != 2 || names[0] != "i-up" || names[1] != "not-joined" {
+		t.Errorf("nodes = %v, want [i-up not-joined]", names)
+	}
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 0 {
+		t.Errorf("pods of the removed node remain: %v", pods.Items)
+	}
+}
