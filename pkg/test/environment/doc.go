@@ -14,7 +14,13 @@ components a test asks for, each on free loopback ports, each stopped when the t
 	// env.Config (rest.Config), env.KubeconfigPath (for kubectl), env.Prometheus.URL
 
 StartPrometheus runs a Prometheus server alone, for tests that need no cluster; in both cases
-Prometheus.Stop stops it early, e.g. to test behaviour while metrics are unavailable.
+Prometheus.Stop stops it early, e.g. to test behaviour while metrics are unavailable, and
+Prometheus.Restart brings it back on the same address.
+
+Outside a test (the sandbox, a TestMain shared by a package), Start and Stop give the same
+environment an explicit lifecycle; Options.Dir then chooses where logs, pid files and state
+live, and KillStale cleans up after a predecessor that crashed. StartProcess runs another
+binary (e.g. the controller under test) alongside, logged and stopped with the rest.
 
 etcd and kube-apiserver always run (through controller-runtime's envtest) with the CRDs of
 config/crd installed. The binaries come from `make test-assets`: kube-apiserver,
@@ -22,6 +28,7 @@ kube-scheduler, kube-controller-manager and kwok in bin/, etcd and prometheus in
 PATH. A missing binary fails the test and says so; nothing is ever skipped.
 
 Process logs are written to a directory that is removed when the test passes and kept, with
-its path and the tail of each log printed, when it fails.
+its path and the tail of each log printed, when it fails. Every process dies with the program
+that started it (a parent-death signal), so an interrupted test leaves no orphan.
 */
 package environment

@@ -1,0 +1,62 @@
+//go:build linux
+
+package environment
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestKillStaleKillsOnlyTheProcessesItsPidFilesName(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "pids"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := func() *exec.Cmd {
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	writePid := func(name string, pid int) {
+		if err := os.WriteFile(filepath.Join(dir, "pids", name+".pid"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := start()
+	writePid("sleep", stale.Process.Pid)
+	// A pid reused by another program: its command line does not name the binary.
+	reused := start()
+	writePid("kube-apiserver", reused.Process.Pid)
+
+	killed, err := KillStale(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(killed) != 1 {
+		t.Errorf("killed %v, want only the stale sleep", killed)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- stale.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Error("the stale process still runs")
+	}
+	// Still running: our SIGTERM, not KillStale's SIGKILL, ends it.
+	_ = reused.Process.Signal(syscall.SIGTERM)
+	_ = reused.Wait()
+	if status, ok := reused.ProcessState.Sys().(syscall.WaitStatus); !ok || status.Signal() != syscall.SIGTERM {
+		t.Errorf("the process with a reused pid ended with %v, want our SIGTERM", reused.ProcessState)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "pids", "*")); len(files) != 0 {
+		t.Errorf("pid files left: %v", files)
+	}
+}
