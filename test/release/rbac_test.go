@@ -1,0 +1,159 @@
+package release
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+
+	"karpenter.sh/karpenter/pkg/test/environment"
+)
+
+// access is one question to the apiserver's authorizer, for a service account of the release.
+type access struct {
+	verb, group, resource, subresource, namespace, name string
+}
+
+func (a access) String() string {
+	resource := a.resource
+	if a.group != "" {
+		resource += "." + a.group
+	}
+	if a.subresource != "" {
+		resource += "/" + a.subresource
+	}
+	where := "every namespace (or cluster-wide)"
+	if a.namespace != "" {
+		where = "namespace " + a.namespace
+	}
+	if a.name != "" {
+		resource += " " + a.name
+	}
+	return fmt.Sprintf("%s %s in %s", a.verb, resource, where)
+}
+
+// TestReleaseRBAC proves least privilege with SubjectAccessReviews against the installed
+// release: each service account may do what its binary needs, and the sample of what it must
+// not do is denied.
+func TestReleaseRBAC(t *testing.T) {
+	t.Parallel()
+	env := environment.New(t, environment.Options{})
+	path := filepath.Join(t.TempDir(), "current.yaml")
+	if err := os.WriteFile(path, render(t, "v0.0.0-test"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, env, path)
+
+	var controllerNeeds []access
+	for _, resource := range []string{"horizontalautoscalers", "metricsproducers", "scalablenodegroups"} {
+		for _, verb := range []string{"get", "list", "watch"} {
+			controllerNeeds = append(controllerNeeds, access{verb: verb, group: "autoscaling.karpenter.sh", resource: resource})
+		}
+		for _, verb := range []string{"update", "patch"} {
+			controllerNeeds = append(controllerNeeds, access{verb: verb, group: "autoscaling.karpenter.sh", resource: resource, subresource: "status", namespace: "team-a"})
+		}
+	}
+	for _, target := range []access{
+		{group: "apps", resource: "deployments"},
+		{group: "apps", resource: "statefulsets"},
+		{group: "autoscaling.karpenter.sh", resource: "scalablenodegroups"},
+		{group: "example.com", resource: "workers"},
+	} {
+		for _, verb := range []string{"get", "update", "patch"} {
+			controllerNeeds = append(controllerNeeds, access{verb: verb, group: target.group, resource: target.resource, subresource: "scale", namespace: "team-a"})
+		}
+	}
+	for _, resource := range []string{"nodes", "pods"} {
+		for _, verb := range []string{"get", "list", "watch"} {
+			controllerNeeds = append(controllerNeeds, access{verb: verb, resource: resource})
+		}
+	}
+	controllerNeeds = append(controllerNeeds,
+		access{verb: "create", resource: "events", namespace: "team-a"},
+		access{verb: "patch", resource: "events", namespace: "team-a"},
+		access{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: namespace, name: "karpenter-leader-election"},
+		access{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: namespace},
+		access{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: namespace, name: "karpenter-leader-election"},
+	)
+	controllerMustNot := []access{
+		{verb: "get", resource: "secrets", namespace: namespace},
+		{verb: "list", resource: "secrets"},
+		{verb: "list", resource: "configmaps"},
+		{verb: "create", resource: "pods", namespace: "team-a"},
+		{verb: "delete", resource: "pods", namespace: "team-a"},
+		{verb: "update", resource: "nodes"},
+		{verb: "delete", resource: "nodes"},
+		{verb: "update", group: "apps", resource: "deployments", namespace: "team-a"},
+		{verb: "create", group: "autoscaling.karpenter.sh", resource: "horizontalautoscalers", namespace: "team-a"},
+		{verb: "delete", group: "autoscaling.karpenter.sh", resource: "scalablenodegroups", namespace: "team-a"},
+		{verb: "update", group: "autoscaling.karpenter.sh", resource: "horizontalautoscalers", namespace: "team-a"},
+		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "kube-system", name: "kube-scheduler"},
+		{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings"},
+		{verb: "update", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", name: "validation.webhook.karpenter.sh"},
+	}
+	webhookNeeds := []access{
+		{verb: "get", resource: "secrets", namespace: namespace, name: "karpenter-webhook-cert"},
+		{verb: "list", resource: "secrets", namespace: namespace},
+		{verb: "watch", resource: "secrets", namespace: namespace},
+		{verb: "update", resource: "secrets", namespace: namespace, name: "karpenter-webhook-cert"},
+		{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: namespace},
+		{verb: "list", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations"},
+		{verb: "watch", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations"},
+		{verb: "update", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", name: "validation.webhook.karpenter.sh"},
+		{verb: "update", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", name: "defaulting.webhook.karpenter.sh"},
+		{verb: "get", resource: "namespaces", name: namespace},
+	}
+	webhookMustNot := []access{
+		{verb: "get", resource: "secrets", namespace: "default"},
+		{verb: "list", resource: "secrets"},
+		{verb: "create", resource: "secrets", namespace: namespace},
+		{verb: "delete", resource: "secrets", namespace: namespace, name: "karpenter-webhook-cert"},
+		{verb: "update", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", name: "someone-elses"},
+		{verb: "delete", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", name: "defaulting.webhook.karpenter.sh"},
+		{verb: "get", resource: "namespaces", name: "default"},
+		{verb: "list", group: "autoscaling.karpenter.sh", resource: "horizontalautoscalers"},
+		{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: "kube-system"},
+		{verb: "list", resource: "configmaps", namespace: namespace},
+	}
+
+	for _, account := range []struct {
+		name           string
+		needs, mustNot []access
+	}{
+		{"karpenter", controllerNeeds, controllerMustNot},
+		{"karpenter-webhook", webhookNeeds, webhookMustNot},
+	} {
+		t.Run(account.name, func(t *testing.T) {
+			user := "system:serviceaccount:" + namespace + ":" + account.name
+			for _, a := range account.needs {
+				if !allowed(t, env, user, a) {
+					t.Errorf("%s may not %s", account.name, a)
+				}
+			}
+			for _, a := range account.mustNot {
+				if allowed(t, env, user, a) {
+					t.Errorf("%s may %s, which it does not need", account.name, a)
+				}
+			}
+		})
+	}
+}
+
+func allowed(t *testing.T, env *environment.Environment, user string, a access) bool {
+	t.Helper()
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:   user,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource,
+			Namespace: a.namespace, Name: a.name,
+		},
+	}}
+	if err := env.Client.Create(context.Background(), review); err != nil {
+		t.Fatalf("reviewing %s, %v", a, err)
+	}
+	return review.Status.Allowed
+}
