@@ -73,12 +73,13 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		Complete(c)
 }
 
-// Reconcile computes one producer, exports its gauges and writes its status.
-//
+// controller-gen reads RBAC markers only from comments that document no declaration.
 // +kubebuilder:rbac:groups=autoscaling.karpenter.sh,resources=metricsproducers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=autoscaling.karpenter.sh,resources=metricsproducers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=nodes;pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile computes one producer, exports its gauges and writes its status.
 func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (reconcile.Result, error) {
 	mp := &v1alpha1.MetricsProducer{}
 	if err := c.client.Get(ctx, request.NamespacedName, mp); err != nil {

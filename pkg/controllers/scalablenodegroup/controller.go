@@ -54,6 +54,10 @@ func NewController(kubeClient client.Client, groups cloudprovider.Factory, recor
 // Name identifies the controller.
 func (c *Controller) Name() string { return "scalablenodegroup" }
 
+// +kubebuilder:rbac:groups=autoscaling.karpenter.sh,resources=scalablenodegroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=autoscaling.karpenter.sh,resources=scalablenodegroups/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
 // SetupWithManager watches ScalableNodeGroups, including scale subresource writes.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
