@@ -15,10 +15,11 @@ generate:
 	go tool controller-gen rbac:roleName=karpenter-controller paths=./pkg/controllers/... output:rbac:dir=config/rbac
 	go run ./hack/apidocs -crds config/crd -out docs/reference.md
 
-## Fails when a generated file is stale, code is not gofmt'd, or go vet complains.
+## Fails when a generated file is stale, go.mod is untidy, code is not gofmt'd, or go vet complains.
 .PHONY: verify
 verify:
 	hack/verify-generated.sh
+	go mod tidy -diff
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...

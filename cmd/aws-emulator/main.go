@@ -2,7 +2,7 @@
 // loopback port. Point the AWS SDK at it with AWS_ENDPOINT_URL=http://<listen>
 // and any static credentials (AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test).
 //
-//	aws-emulator --listen 127.0.0.1:0 --seed hack/sandbox/aws-seed.yaml --pending-delay 10s
+//	aws-emulator --listen 127.0.0.1:0 --seed test/sandbox/seed.yaml --pending-delay 10s
 //
 // It prints "listening on http://<address>" once it accepts connections, so
 // a caller asking for port 0 learns the port from the first line of stdout.
