@@ -9,10 +9,7 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,9 +18,8 @@ import (
 )
 
 const (
-	nodeGroupLabel = "karpenter.sh/node-group"
-	stepTimeout    = 3 * time.Minute
-	pollInterval   = 500 * time.Millisecond
+	stepTimeout  = 3 * time.Minute
+	pollInterval = 500 * time.Millisecond
 	// The story's workload: a Deployment on the reserved-capacity group.
 	workload = "web"
 )
@@ -89,14 +85,14 @@ func playStory(ctx context.Context, stack *sandbox.Stack, begin time.Time) error
 	}
 
 	t.step("Deployment %q asks for 10 pods of 1 CPU on the general group (4 CPUs per node); CPU reservations target 70%%", workload)
-	if err := c.Create(ctx, deployment(10)); err != nil {
+	if err := c.Create(ctx, sandbox.Workload(workload, 10)); err != nil {
 		return fmt.Errorf("creating the story's deployment, %w", err)
 	}
 	if err := t.waitPods(ctx, 10); err != nil {
 		return err
 	}
 	t.step("Deployment %q scales down to 1 pod", workload)
-	if err := c.Patch(ctx, deployment(1), client.Merge); err != nil {
+	if err := c.Patch(ctx, sandbox.Workload(workload, 1), client.Merge); err != nil {
 		return fmt.Errorf("scaling the story's deployment, %w", err)
 	}
 	if err := t.waitGroup(ctx, "general", 1, 1); err != nil {
@@ -107,31 +103,6 @@ func playStory(ctx context.Context, stack *sandbox.Stack, begin time.Time) error
 	}
 	t.step("story done in %s", time.Since(storyBegin).Round(time.Second))
 	return nil
-}
-
-func deployment(replicas int32) *appsv1.Deployment {
-	labels := map[string]string{"app": workload}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: workload, Namespace: sandbox.Namespace},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{nodeGroupLabel: "general"},
-					Containers: []corev1.Container{{
-						Name:  "app",
-						Image: "registry.k8s.io/pause:3.10",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU:    resource.MustParse("1"),
-							corev1.ResourceMemory: resource.MustParse("1Gi"),
-						}},
-					}},
-				},
-			},
-		},
-	}
 }
 
 // timeline prints a line for a node group each time what a user would watch changes: the
@@ -215,7 +186,7 @@ func (t *timeline) observe(ctx context.Context, group string) (groupState, error
 	}
 	state.current = ptr.Deref(sng.Status.Replicas, 0)
 	nodes := &corev1.NodeList{}
-	if err := t.client.List(ctx, nodes, client.MatchingLabels{nodeGroupLabel: group}); err != nil {
+	if err := t.client.List(ctx, nodes, client.MatchingLabels{sandbox.NodeGroupLabel: group}); err != nil {
 		return state, err
 	}
 	for _, node := range nodes.Items {

@@ -169,7 +169,7 @@ func TestReservedUtilizationAddsNodesUntilPodsRun(t *testing.T) {
 	// Ten pods of one CPU on nodes of four: one node runs four, and CPU reservations above
 	// the 70 % target add nodes until every pod runs.
 	ctx := context.Background()
-	web := deployment("e2e-web", 10)
+	web := sandbox.Workload("e2e-web", 10)
 	if err := stack.Env.Client.Create(ctx, web); err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,7 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"knative.dev/pkg/apis"
@@ -23,8 +20,7 @@ import (
 )
 
 const (
-	nodeGroupLabel = "karpenter.sh/node-group"
-	pollInterval   = 250 * time.Millisecond
+	pollInterval = 250 * time.Millisecond
 	// waitTimeout is generous: each wait is a few controller periods and an instance launch.
 	waitTimeout = 2 * time.Minute
 )
@@ -117,7 +113,7 @@ func observe(t *testing.T, name string) (group, error) {
 		g.instances[instance.InstanceID] = instance.LifecycleState
 	}
 	nodes := &corev1.NodeList{}
-	if err := stack.Env.Client.List(ctx, nodes, client.MatchingLabels{nodeGroupLabel: name}); err != nil {
+	if err := stack.Env.Client.List(ctx, nodes, client.MatchingLabels{sandbox.NodeGroupLabel: name}); err != nil {
 		return g, err
 	}
 	for _, node := range nodes.Items {
@@ -164,30 +160,6 @@ func purgeQueue(t *testing.T) {
 	t.Helper()
 	if err := stack.Emulator.PurgeQueue(sandbox.QueueName); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// deployment requests one CPU per pod on the general group.
-func deployment(name string, replicas int32) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sandbox.Namespace},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{nodeGroupLabel: "general"},
-					Containers: []corev1.Container{{
-						Name: "app", Image: "registry.k8s.io/pause:3.10",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
-						}},
-					}},
-				},
-			},
-		},
 	}
 }
 
