@@ -271,7 +271,8 @@ func install(t *testing.T, c client.Client, o webhook.Options) {
 // the CA, and for the apiserver to call the webhook; it returns the certificate Secret.
 func waitForRegistration(t *testing.T, c client.Client, o webhook.Options) *corev1.Secret {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Generous: certificate generation and the apiserver's pickup are slow on a loaded CI box.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	secret := &corev1.Secret{}
 	var last string

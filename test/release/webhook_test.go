@@ -76,7 +76,8 @@ func TestWebhookRunsWithTheReleaseRBAC(t *testing.T) {
 
 	var last string
 	var caBundle []byte
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	// Generous: certificate generation and informer sync are slow on a loaded CI box.
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		secret := &corev1.Secret{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: options.SecretName}, secret); err != nil {
 			last = "reading the Secret: " + err.Error()
