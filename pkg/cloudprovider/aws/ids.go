@@ -108,14 +108,22 @@ func ParseSQSQueueID(id string) (SQSQueueID, error) {
 }
 
 // regionOfQueueHost reads the region from sqs.<region>.amazonaws.com[.cn],
-// sqs.<region>.api.aws or the legacy <region>.queue.amazonaws.com.
+// sqs.<region>.api.aws, a VPC endpoint's vpce-<id>.sqs.<region>.vpce.amazonaws.com,
+// the legacy <region>.queue.amazonaws.com, or the legacy global queue.amazonaws.com,
+// which is us-east-1's.
 func regionOfQueueHost(host string) string {
+	host = strings.ToLower(host)
+	if host == "queue.amazonaws.com" {
+		return "us-east-1"
+	}
 	labels := strings.Split(host, ".")
 	switch {
 	case len(labels) >= 4 && labels[0] == "sqs":
 		return labels[1]
 	case len(labels) >= 4 && labels[1] == "queue":
 		return labels[0]
+	case len(labels) >= 6 && strings.HasPrefix(labels[0], "vpce-") && labels[1] == "sqs" && labels[3] == "vpce":
+		return labels[2]
 	}
 	return ""
 }
