@@ -56,6 +56,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	if err := flagenv.Parse(fs, args); err != nil {
 		return f, err
 	}
+	if t := f.controllers.HorizontalAutoscalerTolerance; t < 0 || t >= 1 {
+		return f, fmt.Errorf("--horizontalautoscaler-tolerance must be within [0, 1), not %g", t)
+	}
 	if f.logFormat != "json" && f.logFormat != "console" {
 		return f, fmt.Errorf("--log-format must be json or console, not %q", f.logFormat)
 	}

@@ -73,8 +73,19 @@ func recommend(target v1alpha1.MetricTarget, o Observation, observed, unchanged 
 	}
 	replicas := ceilReplicas(raw)
 	if observed == 0 && value > 0 && replicas < 1 {
-		// Nothing runs, yet there is demand: start one replica and measure again.
-		return MetricRecommendation{Replicas: 1, Available: true, Reason: describe + ": scales from zero to 1"}
+		// Nothing runs, yet there is demand: start one replica (or keep the ones already
+		// asked for and still starting) and measure again.
+		replicas = max(1, unchanged)
+		return MetricRecommendation{Replicas: replicas, Available: true, Reason: fmt.Sprintf("%s: scales from zero to %d", describe, replicas)}
+	}
+	if target.Type != v1alpha1.AverageValueMetricType && observed < unchanged {
+		// The ratio describes the replicas running, not those asked for and still starting:
+		// demand above target must not shrink the request, nor demand below it grow it.
+		if ratio > 1 {
+			replicas = max(replicas, unchanged)
+		} else {
+			replicas = min(replicas, unchanged)
+		}
 	}
 	return MetricRecommendation{Replicas: replicas, Available: true, Reason: fmt.Sprintf("%s: recommends %d", describe, replicas)}
 }

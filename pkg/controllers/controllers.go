@@ -35,7 +35,7 @@ type Options struct {
 	// ResyncPeriod when zero.
 	HorizontalAutoscalerPeriod time.Duration
 	// HorizontalAutoscalerTolerance is the fraction around a metric's target within which
-	// replicas do not change; 0.1 when zero.
+	// replicas do not change, within [0, 1); the flag defaults to 0.1.
 	HorizontalAutoscalerTolerance float64
 	// MetricsProducerPeriod is how often each MetricsProducer is recomputed without a watch
 	// event; ResyncPeriod when zero.
@@ -70,7 +70,7 @@ func reconcilers(mgr manager.Manager, opts Options) []reconciler {
 		horizontalautoscaler.NewController(horizontalautoscaler.Options{
 			Prometheus: prometheusOptions(opts),
 			Period:     cmp.Or(opts.HorizontalAutoscalerPeriod, opts.ResyncPeriod),
-			Tolerance:  opts.HorizontalAutoscalerTolerance,
+			Tolerance:  &opts.HorizontalAutoscalerTolerance,
 		}),
 		scalablenodegroup.NewController(mgr.GetClient(), opts.CloudProvider, mgr.GetEventRecorderFor("scalablenodegroup"), opts.ResyncPeriod),
 		metricsproducer.NewController(mgr.GetClient(), producers.NewKinds(mgr.GetClient(), opts.CloudProvider, clock.RealClock{}),

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"knative.dev/pkg/apis"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -62,8 +63,8 @@ type Options struct {
 	// Period between evaluations of each HorizontalAutoscaler; DefaultPeriod when zero.
 	Period time.Duration
 	// Tolerance is the fraction around a target within which nothing changes;
-	// autoscaler.DefaultTolerance when zero.
-	Tolerance float64
+	// autoscaler.DefaultTolerance when nil.
+	Tolerance *float64
 	// Clock defaults to the real one.
 	Clock clock.Clock
 	// MaxRetryDelay caps the backoff after an error, e.g. a missing target; one minute when zero.
@@ -87,8 +88,8 @@ func NewController(options Options) *Controller {
 	if options.Period == 0 {
 		options.Period = DefaultPeriod
 	}
-	if options.Tolerance == 0 {
-		options.Tolerance = autoscaler.DefaultTolerance
+	if options.Tolerance == nil {
+		options.Tolerance = ptr.To(autoscaler.DefaultTolerance)
 	}
 	if options.Clock == nil {
 		options.Clock = clock.RealClock{}
@@ -156,12 +157,16 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ha.StatusConditions().InitializeConditions()
 
 	err := c.reconcile(ctx, ha)
+	if errors.Is(err, errScaleConflict) {
+		// The target changed between reading and writing its scale, as it does during a
+		// rollout: nothing was decided, so evaluate again from fresh state.
+		return reconcile.Result{Requeue: true}, nil
+	}
 	c.announceErrors(original, ha)
-	if patchErr := c.client.Status().Patch(ctx, ha, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); patchErr != nil {
-		if apierrors.IsConflict(patchErr) {
-			// Someone else wrote the object since it was read: evaluate again from fresh state.
-			return reconcile.Result{RequeueAfter: time.Second}, nil
-		}
+	// Only this controller (the elected leader) writes the status, so a plain merge patch
+	// cannot lose another writer's history; an optimistic lock would instead drop the scale
+	// event just made whenever the spec or metadata changed meanwhile.
+	if patchErr := c.client.Status().Patch(ctx, ha, client.MergeFrom(original)); patchErr != nil {
 		return reconcile.Result{}, errors.Join(err, fmt.Errorf("writing the status, %w", patchErr))
 	}
 	if err != nil {
@@ -169,6 +174,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	return reconcile.Result{RequeueAfter: c.options.Period}, nil
 }
+
+// errScaleConflict marks a scale update refused because the target changed since it was read.
+var errScaleConflict = errors.New("the target changed since its scale was read")
 
 // targetError is a failure to reach the scale target, reported on AbleToScale.
 type targetError struct {
@@ -195,13 +203,16 @@ func (c *Controller) reconcile(ctx context.Context, ha *v1alpha1.HorizontalAutos
 		Observations:    observations,
 		Recommendations: ha.Status.Recommendations,
 		ScaleEvents:     ha.Status.ScaleEvents,
-		Tolerance:       c.options.Tolerance,
+		Tolerance:       *c.options.Tolerance,
 	})
 
 	from := target.Spec.Replicas
 	if decision.DesiredReplicas != from {
 		target.Spec.Replicas = decision.DesiredReplicas
 		if _, err := c.scales.Scales(ha.Namespace).Update(ctx, resource, target, metav1.UpdateOptions{}); err != nil {
+			if apierrors.IsConflict(err) {
+				return fmt.Errorf("updating the scale of %s, %w: %w", describeTarget(ha), errScaleConflict, err)
+			}
 			return c.markTargetError(ha, classify("FailedUpdateScale", fmt.Errorf("updating the scale of %s, %w", describeTarget(ha), err)))
 		}
 		logger.Info("scaled", "target", describeTarget(ha), "from", from, "to", decision.DesiredReplicas, "reason", decision.Summary())
@@ -310,6 +321,9 @@ func (c *Controller) markTargetError(ha *v1alpha1.HorizontalAutoscaler, err erro
 		reason = te.reason
 	}
 	errorsTotal.WithLabelValues(ha.Name, ha.Namespace, reason).Inc()
+	// The replicas of a target that cannot be read are unknown, not what they last were.
+	currentReplicasGauge.DeleteLabelValues(ha.Name, ha.Namespace)
+	desiredReplicasGauge.DeleteLabelValues(ha.Name, ha.Namespace)
 	ha.StatusConditions().MarkFalse(v1alpha1.AbleToScale, reason, "%s", err.Error())
 	return err
 }
@@ -320,7 +334,11 @@ func (c *Controller) markDecision(ha *v1alpha1.HorizontalAutoscaler, d autoscale
 	var unavailable []string
 	for i, m := range d.Metrics {
 		if !m.Available {
-			unavailable = append(unavailable, fmt.Sprintf("%q: %s", ha.Spec.Metrics[i].Prometheus.Query, m.Reason))
+			query := ""
+			if source := ha.Spec.Metrics[i].Prometheus; source != nil {
+				query = source.Query
+			}
+			unavailable = append(unavailable, fmt.Sprintf("%q: %s", query, m.Reason))
 		}
 	}
 	switch {

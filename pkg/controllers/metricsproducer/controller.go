@@ -118,8 +118,9 @@ func (c *Controller) produce(ctx context.Context, mp *v1alpha1.MetricsProducer) 
 		producers.Delete(key)
 		reason := producers.ReasonOf(err)
 		conditions.MarkFalse(v1alpha1.Calculable, reason, "%s", err.Error())
-		// One Event per transition or change of cause, not one per period.
-		if before == nil || before.Status != corev1.ConditionFalse || before.Reason != reason || before.Message != err.Error() {
+		// One Event per transition or change of cause, not one per period: messages of cloud
+		// errors carry request ids and differ every time.
+		if before == nil || before.Status != corev1.ConditionFalse || before.Reason != reason {
 			c.recorder.Event(mp, corev1.EventTypeWarning, reason, err.Error())
 		}
 		log.FromContext(ctx).Info("metricsproducer not calculable", "reason", reason, "error", err.Error())

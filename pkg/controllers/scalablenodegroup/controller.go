@@ -17,9 +17,11 @@ import (
 	"k8s.io/utils/ptr"
 	"knative.dev/pkg/apis"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
@@ -62,7 +64,9 @@ func (c *Controller) Name() string { return "scalablenodegroup" }
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(c.Name()).
-		For(&v1alpha1.ScalableNodeGroup{}).
+		// Spec changes, including writes through /scale, bump the generation; the controller's
+		// own status writes do not, and must not trigger another call to the cloud.
+		For(&v1alpha1.ScalableNodeGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(c)
 }
 
