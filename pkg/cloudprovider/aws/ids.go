@@ -1,8 +1,12 @@
 package aws
 
 import (
+	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws/arn"
 
@@ -23,8 +27,8 @@ func ParseAutoScalingGroupID(id string) (AutoScalingGroupID, error) {
 		return &cloudprovider.InvalidIDError{Type: cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, ID: id, Reason: reason}
 	}
 	if !arn.IsARN(id) {
-		if id == "" || len(id) > 255 {
-			return AutoScalingGroupID{}, invalid("a group name has 1 to 255 characters")
+		if reason := autoScalingGroupNameProblem(id); reason != "" {
+			return AutoScalingGroupID{}, invalid(reason)
 		}
 		return AutoScalingGroupID{Name: id}, nil
 	}
@@ -32,14 +36,33 @@ func ParseAutoScalingGroupID(id string) (AutoScalingGroupID, error) {
 	if err != nil {
 		return AutoScalingGroupID{}, invalid(err.Error())
 	}
-	_, name, found := strings.Cut(a.Resource, ":autoScalingGroupName/")
-	if a.Service != "autoscaling" || !strings.HasPrefix(a.Resource, "autoScalingGroup:") || !found || name == "" {
+	rest, isGroup := strings.CutPrefix(a.Resource, "autoScalingGroup:")
+	uuid, name, found := strings.Cut(rest, ":autoScalingGroupName/")
+	if a.Service != "autoscaling" || !isGroup || !found || uuid == "" || strings.ContainsAny(uuid, ":/") || name == "" {
 		return AutoScalingGroupID{}, invalid("expected arn:aws:autoscaling:<region>:<account>:autoScalingGroup:<uuid>:autoScalingGroupName/<name>")
 	}
 	if a.Region == "" {
 		return AutoScalingGroupID{}, invalid("the ARN has no region")
 	}
+	if reason := accountProblem(a.AccountID); reason != "" {
+		return AutoScalingGroupID{}, invalid(reason)
+	}
+	if reason := autoScalingGroupNameProblem(name); reason != "" {
+		return AutoScalingGroupID{}, invalid(reason)
+	}
 	return AutoScalingGroupID{Region: a.Region, Name: name}, nil
+}
+
+// autoScalingGroupNameProblem says what is wrong with a group name, "" if nothing.
+func autoScalingGroupNameProblem(name string) string {
+	if n := utf8.RuneCountInString(name); n == 0 || n > 255 {
+		return "a group name has 1 to 255 characters"
+	}
+	if i := strings.IndexFunc(name, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(name[i:])
+		return fmt.Sprintf("a group name has no control characters, found %U at byte %d", r, i)
+	}
+	return ""
 }
 
 // EKSNodeGroupID identifies an EKS managed node group; Region is empty for cluster/nodegroup.
@@ -58,6 +81,9 @@ func ParseEKSNodeGroupID(id string) (EKSNodeGroupID, error) {
 		if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
 			return EKSNodeGroupID{}, invalid("expected <cluster>/<nodegroup> or a node group ARN")
 		}
+		if reason := eksNamesProblem(parts[0], parts[1]); reason != "" {
+			return EKSNodeGroupID{}, invalid(reason)
+		}
 		return EKSNodeGroupID{Cluster: parts[0], NodeGroup: parts[1]}, nil
 	}
 	a, err := arn.Parse(id)
@@ -71,7 +97,29 @@ func ParseEKSNodeGroupID(id string) (EKSNodeGroupID, error) {
 	if a.Region == "" {
 		return EKSNodeGroupID{}, invalid("the ARN has no region")
 	}
+	if reason := accountProblem(a.AccountID); reason != "" {
+		return EKSNodeGroupID{}, invalid(reason)
+	}
+	if reason := eksNamesProblem(parts[1], parts[2]); reason != "" {
+		return EKSNodeGroupID{}, invalid(reason)
+	}
+	if parts[3] == "" {
+		return EKSNodeGroupID{}, invalid("the ARN's node group uuid (after <nodegroup>/) is empty")
+	}
 	return EKSNodeGroupID{Region: a.Region, Cluster: parts[1], NodeGroup: parts[2]}, nil
+}
+
+// eksName is EKS's rule for cluster and node group names (1 to 100 characters).
+var eksName = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9_-]*$`)
+
+// eksNamesProblem says what is wrong with a cluster or node group name, "" if nothing.
+func eksNamesProblem(cluster, nodeGroup string) string {
+	for _, n := range []struct{ kind, name string }{{"cluster", cluster}, {"node group", nodeGroup}} {
+		if len(n.name) > 100 || !eksName.MatchString(n.name) {
+			return fmt.Sprintf("%s name %q must have 1 to 100 letters, digits, hyphens or underscores and start with a letter or digit", n.kind, n.name)
+		}
+	}
+	return ""
 }
 
 // SQSQueueID identifies an SQS queue. URL is set when the id was a URL;
@@ -94,6 +142,9 @@ func ParseSQSQueueID(id string) (SQSQueueID, error) {
 		if a.Service != "sqs" || a.Region == "" || a.AccountID == "" || a.Resource == "" || strings.ContainsAny(a.Resource, "/:") {
 			return SQSQueueID{}, invalid("expected arn:aws:sqs:<region>:<account>:<queue name>")
 		}
+		if reason := queueProblem(a.AccountID, a.Resource); reason != "" {
+			return SQSQueueID{}, invalid(reason)
+		}
 		return SQSQueueID{Region: a.Region, Account: a.AccountID, Name: a.Resource}, nil
 	}
 	u, err := url.Parse(id)
@@ -104,7 +155,35 @@ func ParseSQSQueueID(id string) (SQSQueueID, error) {
 	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
 		return SQSQueueID{}, invalid("a queue URL's path is /<account>/<queue name>")
 	}
+	if reason := queueProblem(parts[0], parts[1]); reason != "" {
+		return SQSQueueID{}, invalid(reason)
+	}
 	return SQSQueueID{Region: regionOfQueueHost(u.Hostname()), Account: parts[0], Name: parts[1], URL: id}, nil
+}
+
+// sqsQueueName is SQS's rule for queue names; the .fifo suffix counts towards the 80 characters.
+var sqsQueueName = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.fifo)?$`)
+
+// queueProblem says what is wrong with a queue's account or name, "" if nothing.
+func queueProblem(account, name string) string {
+	if reason := accountProblem(account); reason != "" {
+		return reason
+	}
+	if len(name) > 80 || !sqsQueueName.MatchString(name) {
+		return fmt.Sprintf("queue name %q must have 1 to 80 letters, digits, hyphens or underscores, a FIFO queue's ending in .fifo", name)
+	}
+	return ""
+}
+
+// awsAccountID is an AWS account id: exactly 12 digits.
+var awsAccountID = regexp.MustCompile(`^[0-9]{12}$`)
+
+// accountProblem says what is wrong with an account id, "" if nothing.
+func accountProblem(account string) string {
+	if !awsAccountID.MatchString(account) {
+		return fmt.Sprintf("account %q is not a 12-digit AWS account id", account)
+	}
+	return ""
 }
 
 // regionOfQueueHost reads the region from sqs.<region>.amazonaws.com[.cn],
