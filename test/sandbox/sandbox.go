@@ -17,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -101,10 +100,10 @@ func Start(ctx context.Context, options Options) (_ *Stack, err error) {
 		}
 	}()
 
-	if s.MetricsAddress, err = freeAddress(); err != nil {
+	if s.MetricsAddress, err = environment.FreeAddress(); err != nil {
 		return nil, err
 	}
-	if s.healthAddress, err = freeAddress(); err != nil {
+	if s.healthAddress, err = environment.FreeAddress(); err != nil {
 		return nil, err
 	}
 	if err := s.startEmulator(); err != nil {
@@ -272,11 +271,3 @@ func Apply(ctx context.Context, c client.Client, objects []*unstructured.Unstruc
 	return nil
 }
 
-func freeAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port, %w", err)
-	}
-	defer l.Close()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Addr().(*net.TCPAddr).Port)), nil
-}

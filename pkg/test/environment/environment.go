@@ -387,7 +387,7 @@ func startControllerManager(l *lifecycle, path, kubeconfig, apiserverCertDir str
 }
 
 func startKwok(l *lifecycle, path, kubeconfig string) (*Process, string, error) {
-	address, err := freeAddress()
+	address, err := FreeAddress()
 	if err != nil {
 		return nil, "", err
 	}

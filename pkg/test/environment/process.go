@@ -194,7 +194,8 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func freeAddress() (string, error) {
+// FreeAddress is a loopback address whose port was free a moment ago, for a process to listen on.
+func FreeAddress() (string, error) {
 	port, err := freePort()
 	if err != nil {
 		return "", err

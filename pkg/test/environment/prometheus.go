@@ -115,7 +115,7 @@ func startPrometheus(ctx context.Context, l *lifecycle, path string, options Pro
 	if err := os.WriteFile(configPath, config, 0o600); err != nil {
 		return nil, fmt.Errorf("writing the Prometheus configuration, %w", err)
 	}
-	address, err := freeAddress()
+	address, err := FreeAddress()
 	if err != nil {
 		return nil, err
 	}
