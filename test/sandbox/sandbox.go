@@ -270,4 +270,3 @@ func Apply(ctx context.Context, c client.Client, objects []*unstructured.Unstruc
 	}
 	return nil
 }
-
