@@ -5,7 +5,8 @@
 // Configuration is the SDK's own: the default credential chain (IRSA web
 // identity, environment, shared profile, instance role), the region from
 // Options, AWS_REGION or the profile (an id that is an ARN carries its own
-// region), adaptive retries, and the SDK's endpoint overrides
+// region), adaptive retries unless AWS_RETRY_MODE or retry_mode names a mode,
+// attempts from AWS_MAX_ATTEMPTS or max_attempts, and the SDK's endpoint overrides
 // (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_AUTO_SCALING, AWS_ENDPOINT_URL_EKS,
 // AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_CLOUDWATCH or endpoint_url in the
 // shared config file).
@@ -35,7 +36,8 @@ type Options struct {
 	// Region is used for ids that do not name one (group names, cluster/nodegroup).
 	// Empty means the SDK's chain: AWS_REGION, AWS_DEFAULT_REGION, the shared config profile.
 	Region string
-	// MaxAttempts bounds the attempts of one call, the first included (SDK default 3).
+	// MaxAttempts bounds the attempts of one call, the first included. Zero means the
+	// SDK's setting: AWS_MAX_ATTEMPTS, max_attempts in the profile, else 3.
 	MaxAttempts int
 	// MaxBackoff caps the delay between attempts (SDK default 20s).
 	MaxBackoff time.Duration
@@ -62,26 +64,18 @@ type clients struct {
 // New loads the SDK configuration. loadOptions are applied after the
 // provider's own, e.g. static credentials or a base endpoint in tests.
 func New(ctx context.Context, opts Options, loadOptions ...func(*config.LoadOptions) error) (*Provider, error) {
-	retryer := func() sdkaws.Retryer {
-		return retry.NewAdaptiveMode(func(o *retry.AdaptiveModeOptions) {
-			o.StandardOptions = append(o.StandardOptions, func(so *retry.StandardOptions) {
-				if opts.MaxAttempts > 0 {
-					so.MaxAttempts = opts.MaxAttempts
-				}
-				if opts.MaxBackoff > 0 {
-					so.MaxBackoff = opts.MaxBackoff
-					so.Backoff = retry.NewExponentialJitterBackoff(opts.MaxBackoff)
-				}
-			})
-		})
-	}
-	all := []func(*config.LoadOptions) error{config.WithRetryer(retryer)}
+	var all []func(*config.LoadOptions) error
 	if opts.Region != "" {
 		all = append(all, config.WithRegion(opts.Region))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, append(all, loadOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("loading AWS SDK configuration, %w", err)
+	}
+	// A retryer from loadOptions (config.WithRetryer) is the caller's choice; otherwise
+	// the retryer is built from what the SDK loaded, so its settings are honoured.
+	if cfg.Retryer == nil {
+		configureRetries(&cfg, opts)
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = awshttp.NewBuildableClient()
@@ -92,6 +86,37 @@ func New(ctx context.Context, opts Options, loadOptions ...func(*config.LoadOpti
 		clk = clock.RealClock{}
 	}
 	return &Provider{cfg: cfg, clock: clk, regions: map[string]*clients{}}, nil
+}
+
+// configureRetries sets cfg's retryer: adaptive (client-side rate limiting after
+// throttling) unless the environment or profile asked for a mode, with
+// opts.MaxAttempts, else the attempts the SDK loaded, else the SDK's default.
+func configureRetries(cfg *sdkaws.Config, opts Options) {
+	maxAttempts := opts.MaxAttempts
+	if maxAttempts <= 0 {
+		maxAttempts = cfg.RetryMaxAttempts
+	}
+	standard := func(so *retry.StandardOptions) {
+		if maxAttempts > 0 {
+			so.MaxAttempts = maxAttempts
+		}
+		if opts.MaxBackoff > 0 {
+			so.MaxBackoff = opts.MaxBackoff
+			so.Backoff = retry.NewExponentialJitterBackoff(opts.MaxBackoff)
+		}
+	}
+	if cfg.RetryMode == sdkaws.RetryModeStandard {
+		cfg.Retryer = func() sdkaws.Retryer { return retry.NewStandard(standard) }
+	} else {
+		cfg.Retryer = func() sdkaws.Retryer {
+			return retry.NewAdaptiveMode(func(o *retry.AdaptiveModeOptions) {
+				o.StandardOptions = append(o.StandardOptions, standard)
+			})
+		}
+	}
+	// Service clients wrap their retryer with cfg.RetryMaxAttempts when it is set; keep
+	// that equal to the attempts chosen above so the environment cannot override Options.
+	cfg.RetryMaxAttempts = maxAttempts
 }
 
 // Register makes the provider's types resolvable through r.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -503,5 +504,72 @@ func TestRegionIsRequiredForBareIDs(t *testing.T) {
 	}
 	if _, err := p.AutoScalingGroup("arn:aws:autoscaling:eu-west-1:123456789012:autoScalingGroup:u:autoScalingGroupName/w"); err != nil {
 		t.Errorf("AutoScalingGroup(ARN) without a default region = %v, want the ARN's region used", err)
+	}
+}
+
+// The SDK's retry settings (AWS_MAX_ATTEMPTS, max_attempts in the profile) are honoured
+// unless Options say otherwise; each case counts the attempts the emulator saw.
+func TestRetryAttemptsFromTheSDKSettings(t *testing.T) {
+	tests := []struct {
+		name        string
+		env         map[string]string
+		profile     string // contents of the shared config file
+		maxAttempts int    // Options.MaxAttempts
+		throttles   int    // 0 throttles every attempt
+		wantErr     bool
+		wantHits    int
+	}{
+		{name: "AWS_MAX_ATTEMPTS allows more attempts than the SDK's 3", env: map[string]string{"AWS_MAX_ATTEMPTS": "4"}, throttles: 3, wantHits: 3},
+		{name: "AWS_MAX_ATTEMPTS allows fewer", env: map[string]string{"AWS_MAX_ATTEMPTS": "2"}, wantErr: true, wantHits: 2},
+		{name: "max_attempts in the profile", profile: "[default]\nmax_attempts = 2\n", wantErr: true, wantHits: 2},
+		{name: "AWS_MAX_ATTEMPTS with AWS_RETRY_MODE=standard", env: map[string]string{"AWS_MAX_ATTEMPTS": "4", "AWS_RETRY_MODE": "standard"}, wantErr: true, wantHits: 4},
+		{name: "Options win over AWS_MAX_ATTEMPTS", env: map[string]string{"AWS_MAX_ATTEMPTS": "5"}, maxAttempts: 2, wantErr: true, wantHits: 2},
+		{name: "the SDK's default without settings", wantErr: true, wantHits: 3},
+	}
+	// The settings are read once, by aws.New, so the providers are built one environment
+	// at a time; the calls then run in parallel to pay adaptive mode's post-throttle
+	// delays (real seconds) once.
+	isolateFromHost(t)
+	envs := make([]*env, len(tests))
+	for i, tt := range tests {
+		for k, v := range tt.env {
+			t.Setenv(k, v)
+		}
+		if tt.profile != "" {
+			file := t.TempDir() + "/config"
+			if err := os.WriteFile(file, []byte(tt.profile), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("AWS_CONFIG_FILE", file)
+		}
+		emulator, srv, clk := startEmulator(t)
+		p, err := aws.New(context.Background(),
+			aws.Options{Region: "us-west-2", MaxAttempts: tt.maxAttempts, MaxBackoff: 5 * time.Millisecond, Clock: clk},
+			config.WithBaseEndpoint(srv.URL),
+			config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+		)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		r := cloudprovider.NewRegistry()
+		p.Register(r)
+		envs[i] = &env{emulator: emulator, factory: r}
+		isolateFromHost(t)
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := envs[i]
+			if err := e.emulator.InjectFault(awsemulator.Fault{Service: "autoscaling", Action: "DescribeAutoScalingGroups", Kind: awsemulator.FaultThrottle, Times: tt.throttles}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.nodeGroup(t, cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, "workers").Status(context.Background())
+			if (err != nil) != tt.wantErr {
+				t.Errorf("Status() = %v, want error %v", err, tt.wantErr)
+			}
+			if hits := e.emulator.FaultHits(); hits[0] != tt.wantHits {
+				t.Errorf("throttled %d times, want %d", hits[0], tt.wantHits)
+			}
+		})
 	}
 }
