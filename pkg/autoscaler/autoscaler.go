@@ -44,7 +44,8 @@ type Input struct {
 	// Recommendations and ScaleEvents are the history kept in the HorizontalAutoscaler's status.
 	Recommendations []v1alpha1.Recommendation
 	ScaleEvents     []v1alpha1.ScaleEvent
-	// Tolerance is the fraction within which a metric counts as on target, e.g. 0.1.
+	// Tolerance is the fraction within which a metric counts as on target, e.g. 0.1, for a
+	// direction whose behavior sets none.
 	Tolerance float64
 }
 
@@ -104,7 +105,10 @@ func Decide(in Input) Decision {
 		if m.Prometheus != nil {
 			target = m.Prometheus.Target
 		}
-		d.Metrics[i] = recommend(target, o, in.StatusReplicas, current, in.Tolerance)
+		d.Metrics[i] = recommend(target, o, in.StatusReplicas, current, tolerances{
+			up:   toleranceOf(in.Spec.Behavior.ScaleUp, in.Tolerance),
+			down: toleranceOf(in.Spec.Behavior.ScaleDown, in.Tolerance),
+		})
 		if d.Metrics[i].Available {
 			available++
 			recommendation = max(recommendation, d.Metrics[i].Replicas)

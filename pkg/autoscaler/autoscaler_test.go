@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -89,6 +90,15 @@ func TestDecide(t *testing.T) {
 			in: Input{Spec: spec(1, 100000, unlimited, valueMetric("10"), valueMetric("10"), averageMetric("5")),
 				SpecReplicas: 4, StatusReplicas: 4, Observations: []Observation{Available(20), Available(30), Available(20)}},
 			want: 12,
+		},
+		{
+			name: "a behavior's tolerance replaces the controller's",
+			in: Input{Spec: spec(1, 100, v1alpha1.Behavior{
+				ScaleUp:   &v1alpha1.ScalingRules{Tolerance: ptr.To(resource.MustParse("0")), Policies: unlimited.ScaleUp.Policies},
+				ScaleDown: unlimited.ScaleDown,
+			}, averageMetric("1")),
+				SpecReplicas: 20, StatusReplicas: 20, Observations: []Observation{Available(21)}, Tolerance: DefaultTolerance},
+			want: 21,
 		},
 		{
 			name: "unavailable metric does not block a scale-up",

@@ -36,10 +36,22 @@ type MetricRecommendation struct {
 // ratio of 11/10 counts as within a 10% tolerance.
 const ceilingSlack = 1e-9
 
+// tolerances are the bands around a target within which a metric does not scale, for a
+// ratio above the target (up) and below it (down).
+type tolerances struct{ up, down float64 }
+
+// toleranceOf is the tolerance a direction's rules set, or fallback.
+func toleranceOf(rules *v1alpha1.ScalingRules, fallback float64) float64 {
+	if rules == nil || rules.Tolerance == nil {
+		return fallback
+	}
+	return max(0, rules.Tolerance.AsApproximateFloat64())
+}
+
 // recommend computes one metric's replica recommendation. observed is the number of replicas
 // the metric reflects (the target's status); unchanged is what "leave it alone" means (the
 // target's spec), returned when the metric is within the tolerance band.
-func recommend(target v1alpha1.MetricTarget, o Observation, observed, unchanged int32, tolerance float64) MetricRecommendation {
+func recommend(target v1alpha1.MetricTarget, o Observation, observed, unchanged int32, bands tolerances) MetricRecommendation {
 	if !o.Available() {
 		return MetricRecommendation{Reason: o.Unavailable}
 	}
@@ -67,6 +79,10 @@ func recommend(target v1alpha1.MetricTarget, o Observation, observed, unchanged 
 		return MetricRecommendation{Reason: fmt.Sprintf("unknown target type %q", target.Type)}
 	}
 	describe := fmt.Sprintf("%s %s against %s target %s with %d replicas", formatValue(value), unitOf(target.Type), target.Type, target.Value.String(), observed)
+	tolerance := bands.down
+	if ratio > 1 {
+		tolerance = bands.up
+	}
 	if observed > 0 && math.Abs(ratio-1) <= tolerance+ceilingSlack {
 		return MetricRecommendation{Replicas: unchanged, Available: true,
 			Reason: fmt.Sprintf("%s: ratio %.3f is within the %.0f%% tolerance, recommends no change (%d)", describe, ratio, tolerance*100, unchanged)}

@@ -27,6 +27,7 @@ func TestRecommend(t *testing.T) {
 		want              int32
 		wantUnavailable   bool
 		wantReasonContain string
+		bands             *tolerances
 	}{
 		{name: "Value scales by the ratio", target: target(value, "10"), observation: Available(12), status: 5, spec: 5, want: 6},
 		{name: "Value rounds up", target: target(value, "10"), observation: Available(5), status: 5, spec: 5, want: 3},
@@ -44,6 +45,9 @@ func TestRecommend(t *testing.T) {
 		{name: "Value below target never grows a request still starting", target: target(value, "10"), observation: Available(5), status: 5, spec: 10, want: 3},
 		{name: "Value keeps replicas still starting from zero", target: target(value, "10"), observation: Available(1000), status: 0, spec: 5, want: 5, wantReasonContain: "from zero to 5"},
 		{name: "Utilization above target never shrinks a request still starting", target: target(utilization, "50"), observation: Available(0.8), status: 2, spec: 6, want: 6},
+		{name: "AverageValue with no scale-up tolerance adds one node to twenty", target: target(average, "1"), observation: Available(21), status: 20, spec: 20, want: 21, bands: &tolerances{up: 0, down: 0.1}},
+		{name: "AverageValue scale-down tolerance still holds", target: target(average, "1"), observation: Available(19), status: 20, spec: 20, want: 20, bands: &tolerances{up: 0, down: 0.1}},
+		{name: "wide scale-down tolerance holds a large drop", target: target(value, "10"), observation: Available(5), status: 10, spec: 10, want: 10, bands: &tolerances{up: 0.1, down: 0.6}},
 		{name: "Value scales from zero", target: target(value, "10"), observation: Available(3), status: 0, spec: 0, want: 1, wantReasonContain: "from zero"},
 		{name: "Value stays at zero without demand", target: target(value, "10"), observation: Available(0), status: 0, spec: 0, want: 0},
 		{name: "Value with milli target", target: target(value, "500m"), observation: Available(1), status: 2, spec: 2, want: 4},
@@ -61,7 +65,11 @@ func TestRecommend(t *testing.T) {
 		{name: "zero target is unavailable", target: target(value, "0"), observation: Available(3), status: 4, spec: 4, wantUnavailable: true, wantReasonContain: "must be positive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := recommend(tc.target, tc.observation, tc.status, tc.spec, DefaultTolerance)
+			bands := tolerances{up: DefaultTolerance, down: DefaultTolerance}
+			if tc.bands != nil {
+				bands = *tc.bands
+			}
+			got := recommend(tc.target, tc.observation, tc.status, tc.spec, bands)
 			if got.Available == tc.wantUnavailable {
 				t.Fatalf("available = %v, want %v (%s)", got.Available, !tc.wantUnavailable, got.Reason)
 			}
@@ -76,11 +84,11 @@ func TestRecommend(t *testing.T) {
 }
 
 func TestRecommendToleranceIsConfigurable(t *testing.T) {
-	got := recommend(target(v1alpha1.ValueMetricType, "10"), Available(13), 10, 10, 0.5)
+	got := recommend(target(v1alpha1.ValueMetricType, "10"), Available(13), 10, 10, tolerances{up: 0.5, down: 0.5})
 	if got.Replicas != 10 {
 		t.Errorf("with 50%% tolerance, ratio 1.3 recommends %d, want 10", got.Replicas)
 	}
-	got = recommend(target(v1alpha1.ValueMetricType, "10"), Available(10.1), 10, 10, 0)
+	got = recommend(target(v1alpha1.ValueMetricType, "10"), Available(10.1), 10, 10, tolerances{})
 	if got.Replicas != 11 {
 		t.Errorf("with no tolerance, ratio 1.01 recommends %d, want 11", got.Replicas)
 	}

@@ -118,6 +118,11 @@ type ScalingRules struct {
 	// +kubebuilder:validation:MaxItems=10
 	// +optional
 	Policies []ScalingPolicy `json:"policies,omitempty"`
+	// Tolerance is the fraction around a metric's target within which this direction does
+	// not scale, e.g. 0.05 or "50m"; 0 follows every change. Defaults to the controller's
+	// --horizontalautoscaler-tolerance (0.1), as the HorizontalPodAutoscaler's field does.
+	// +optional
+	Tolerance *resource.Quantity `json:"tolerance,omitempty"`
 }
 
 // ScalingPolicyType is the unit of a policy's value.
