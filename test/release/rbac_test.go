@@ -105,6 +105,8 @@ func TestReleaseRBAC(t *testing.T) {
 		{verb: "update", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", name: "validation.webhook.karpenter.sh"},
 		{verb: "update", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", name: "defaulting.webhook.karpenter.sh"},
 		{verb: "get", resource: "namespaces", name: namespace},
+		// blockOwnerDeletion on the configurations' owner reference, under OwnerReferencesPermissionEnforcement
+		{verb: "update", resource: "namespaces", subresource: "finalizers", name: namespace},
 	}
 	webhookMustNot := []access{
 		{verb: "get", resource: "secrets", namespace: "default"},
@@ -114,6 +116,9 @@ func TestReleaseRBAC(t *testing.T) {
 		{verb: "update", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", name: "someone-elses"},
 		{verb: "delete", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", name: "defaulting.webhook.karpenter.sh"},
 		{verb: "get", resource: "namespaces", name: "default"},
+		{verb: "update", resource: "namespaces", subresource: "finalizers", name: "default"},
+		{verb: "update", resource: "namespaces", name: namespace},
+		{verb: "delete", resource: "namespaces", name: namespace},
 		{verb: "list", group: "autoscaling.karpenter.sh", resource: "horizontalautoscalers"},
 		{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: "kube-system"},
 		{verb: "list", resource: "configmaps", namespace: namespace},
