@@ -183,8 +183,8 @@ func badObjects() []badObject {
 			`invalid id "https://sqs.us-west-2.amazonaws.com/123456789012" for type AWSSQSQueue: a queue URL's path is /<account>/<queue name>: spec.queue.id`},
 		{"queue name with a space", queueProducer("mp-queue-space", "arn:aws:sqs:us-west-2:123456789012:my jobs"),
 			`invalid id "arn:aws:sqs:us-west-2:123456789012:my jobs" for type AWSSQSQueue: queue name "my jobs" must have 1 to 80 letters, digits, hyphens or underscores, a FIFO queue's ending in .fifo: spec.queue.id`},
-		{"queue URL with a 10-digit account", queueProducer("mp-queue-account", "https://sqs.us-west-2.amazonaws.com/1234567890/jobs"),
-			`invalid id "https://sqs.us-west-2.amazonaws.com/1234567890/jobs" for type AWSSQSQueue: account "1234567890" is not a 12-digit AWS account id: spec.queue.id`},
+		{"queue URL with a 13-digit account", queueProducer("mp-queue-account", "https://sqs.us-west-2.amazonaws.com/1234567890123/jobs"),
+			`invalid id "https://sqs.us-west-2.amazonaws.com/1234567890123/jobs" for type AWSSQSQueue: account "1234567890123" is not an AWS account id (up to 12 digits): spec.queue.id`},
 
 		// MetricsProducer: node selectors and templates
 		{"node selector key with a space", pendingCapacityProducer("mp-selector-key", func(p *v1alpha1.PendingCapacitySpec) {
@@ -208,8 +208,8 @@ func badObjects() []badObject {
 			`invalid id "` + strings.Repeat("g", 256) + `" for type AWSEC2AutoScalingGroup: a group name has 1 to 255 characters: spec.id`},
 		{"Auto Scaling group name with a tab", nodeGroup("sng-asg-tab", v1alpha1.AWSEC2AutoScalingGroup, "workers\t"),
 			`invalid id "workers\t" for type AWSEC2AutoScalingGroup: a group name has no control characters, found U+0009 at byte 7: spec.id`},
-		{"Auto Scaling group ARN with an 11-digit account", nodeGroup("sng-asg-account", v1alpha1.AWSEC2AutoScalingGroup, "arn:aws:autoscaling:us-west-2:12345678901:autoScalingGroup:uuid:autoScalingGroupName/workers"),
-			`invalid id "arn:aws:autoscaling:us-west-2:12345678901:autoScalingGroup:uuid:autoScalingGroupName/workers" for type AWSEC2AutoScalingGroup: account "12345678901" is not a 12-digit AWS account id: spec.id`},
+		{"Auto Scaling group ARN with an 11-digit account", nodeGroup("sng-asg-account", v1alpha1.AWSEC2AutoScalingGroup, "arn:aws:autoscaling:us-west-2:1234567890123:autoScalingGroup:uuid:autoScalingGroupName/workers"),
+			`invalid id "arn:aws:autoscaling:us-west-2:1234567890123:autoScalingGroup:uuid:autoScalingGroupName/workers" for type AWSEC2AutoScalingGroup: account "1234567890123" is not an AWS account id (up to 12 digits): spec.id`},
 		{"EKS node group without cluster", nodeGroup("sng-eks-name", v1alpha1.AWSEKSNodeGroup, "general"),
 			`invalid id "general" for type AWSEKSNodeGroup: expected <cluster>/<nodegroup> or a node group ARN: spec.id`},
 		{"EKS node group with empty name", nodeGroup("sng-eks-empty", v1alpha1.AWSEKSNodeGroup, "sandbox/"),
@@ -220,8 +220,8 @@ func badObjects() []badObject {
 			`invalid id "sandbox/general.spot" for type AWSEKSNodeGroup: node group name "general.spot" must have 1 to 100 letters, digits, hyphens or underscores and start with a letter or digit: spec.id`},
 		{"EKS node group ARN with an empty uuid", nodeGroup("sng-eks-uuid", v1alpha1.AWSEKSNodeGroup, "arn:aws:eks:us-west-2:123456789012:nodegroup/sandbox/general/"),
 			`invalid id "arn:aws:eks:us-west-2:123456789012:nodegroup/sandbox/general/" for type AWSEKSNodeGroup: the ARN's node group uuid (after <nodegroup>/) is empty: spec.id`},
-		{"EKS node group ARN with an 11-digit account", nodeGroup("sng-eks-account", v1alpha1.AWSEKSNodeGroup, "arn:aws:eks:us-west-2:12345678901:nodegroup/sandbox/general/uuid"),
-			`invalid id "arn:aws:eks:us-west-2:12345678901:nodegroup/sandbox/general/uuid" for type AWSEKSNodeGroup: account "12345678901" is not a 12-digit AWS account id: spec.id`},
+		{"EKS node group ARN with an 11-digit account", nodeGroup("sng-eks-account", v1alpha1.AWSEKSNodeGroup, "arn:aws:eks:us-west-2:1234567890123:nodegroup/sandbox/general/uuid"),
+			`invalid id "arn:aws:eks:us-west-2:1234567890123:nodegroup/sandbox/general/uuid" for type AWSEKSNodeGroup: account "1234567890123" is not an AWS account id (up to 12 digits): spec.id`},
 		{"EKS node group ARN of another service", nodeGroup("sng-eks-arn", v1alpha1.AWSEKSNodeGroup, "arn:aws:ec2:us-west-2:123456789012:nodegroup/sandbox/general/uuid"),
 			`invalid id "arn:aws:ec2:us-west-2:123456789012:nodegroup/sandbox/general/uuid" for type AWSEKSNodeGroup: expected arn:aws:eks:<region>:<account>:nodegroup/<cluster>/<nodegroup>/<uuid>: spec.id`},
 		{"Auto Scaling group ARN given as an EKS node group", nodeGroup("sng-eks-asg", v1alpha1.AWSEKSNodeGroup, "arn:aws:autoscaling:us-west-2:123456789012:autoScalingGroup:uuid:autoScalingGroupName/workers"),

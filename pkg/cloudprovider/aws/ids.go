@@ -175,13 +175,14 @@ func queueProblem(account, name string) string {
 	return ""
 }
 
-// awsAccountID is an AWS account id: exactly 12 digits.
-var awsAccountID = regexp.MustCompile(`^[0-9]{12}$`)
+// awsAccountID is an AWS account id. Real ones have 12 digits; shorter ones are accepted because
+// Karpenter v0.1's documented examples used them, and users' manifests must keep applying.
+var awsAccountID = regexp.MustCompile(`^[0-9]{1,12}$`)
 
 // accountProblem says what is wrong with an account id, "" if nothing.
 func accountProblem(account string) string {
 	if !awsAccountID.MatchString(account) {
-		return fmt.Sprintf("account %q is not a 12-digit AWS account id", account)
+		return fmt.Sprintf("account %q is not an AWS account id (up to 12 digits)", account)
 	}
 	return ""
 }

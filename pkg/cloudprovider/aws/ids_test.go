@@ -34,10 +34,10 @@ func TestParseAutoScalingGroupID(t *testing.T) {
 		{id: "workers\u0085", invalid: true, reason: "found U+0085 at byte 7"},
 		{id: "arn:aws:autoscaling:eu-west-1:123456789012:autoScalingGroup:u:autoScalingGroupName/" + strings.Repeat("g", 256), invalid: true, reason: "a group name has 1 to 255 characters"},
 		{id: "arn:aws:autoscaling:eu-west-1:123456789012:autoScalingGroup:u:autoScalingGroupName/a\tb", invalid: true, reason: "found U+0009 at byte 1"},
-		// ARNs: a 12-digit account and a uuid segment.
-		{id: "arn:aws:autoscaling:eu-west-1:12345678901:autoScalingGroup:u:autoScalingGroupName/w", invalid: true, reason: `account "12345678901" is not a 12-digit AWS account id`},
-		{id: "arn:aws:autoscaling:eu-west-1::autoScalingGroup:u:autoScalingGroupName/w", invalid: true, reason: `account "" is not a 12-digit AWS account id`},
-		{id: "arn:aws:autoscaling:eu-west-1:12345678901a:autoScalingGroup:u:autoScalingGroupName/w", invalid: true, reason: `account "12345678901a"`},
+		// ARNs: an account of up to 12 digits and a uuid segment.
+		{id: "arn:aws:autoscaling:eu-west-1:1234567890123:autoScalingGroup:u:autoScalingGroupName/w", invalid: true, reason: `account "1234567890123" is not an AWS account id (up to 12 digits)`},
+		{id: "arn:aws:autoscaling:eu-west-1::autoScalingGroup:u:autoScalingGroupName/w", invalid: true, reason: `account "" is not an AWS account id (up to 12 digits)`},
+		{id: "arn:aws:autoscaling:eu-west-1:1234567890123a:autoScalingGroup:u:autoScalingGroupName/w", invalid: true, reason: `account "1234567890123a"`},
 		{id: "arn:aws:autoscaling:eu-west-1:123456789012:autoScalingGroup::autoScalingGroupName/w", invalid: true, reason: "expected arn:aws:autoscaling:"},
 		{id: "arn:aws:autoscaling:eu-west-1:123456789012:autoScalingGroupName/w", invalid: true, reason: "expected arn:aws:autoscaling:"},
 		{id: "arn:aws:autoscaling:eu-west-1:123456789012:autoScalingGroup:u:x:autoScalingGroupName/w", invalid: true, reason: "expected arn:aws:autoscaling:"},
@@ -71,10 +71,10 @@ func TestParseEKSNodeGroupID(t *testing.T) {
 		{id: "prod/_general", invalid: true, reason: `node group name "_general"`},
 		{id: strings.Repeat("c", 101) + "/general", invalid: true, reason: "cluster name"},
 		{id: "prod/" + strings.Repeat("n", 101), invalid: true, reason: "node group name"},
-		// ARNs: names as above, a 12-digit account and a uuid.
+		// ARNs: names as above, an account of up to 12 digits and a uuid.
 		{id: "arn:aws:eks:us-east-2:123456789012:nodegroup/my cluster/general/5ec4a9d6", invalid: true, reason: `cluster name "my cluster"`},
 		{id: "arn:aws:eks:us-east-2:123456789012:nodegroup/prod/gen:eral/5ec4a9d6", invalid: true, reason: `node group name "gen:eral"`},
-		{id: "arn:aws:eks:us-east-2:12345678901:nodegroup/prod/general/5ec4a9d6", invalid: true, reason: `account "12345678901" is not a 12-digit AWS account id`},
+		{id: "arn:aws:eks:us-east-2:1234567890123:nodegroup/prod/general/5ec4a9d6", invalid: true, reason: `account "1234567890123" is not an AWS account id (up to 12 digits)`},
 		{id: "arn:aws:eks:us-east-2:123456789012:nodegroup/prod/general/", invalid: true, reason: "the ARN's node group uuid (after <nodegroup>/) is empty"},
 	}
 	for _, tt := range tests {
@@ -114,10 +114,10 @@ func TestParseSQSQueueID(t *testing.T) {
 		{id: "https://sqs.us-west-2.amazonaws.com/123456789012/my%20jobs", invalid: true, reason: `queue name "my jobs"`},
 		{id: "https://sqs.us-west-2.amazonaws.com/123456789012/jobs.fifo", want: aws.SQSQueueID{Region: "us-west-2", Account: "123456789012", Name: "jobs.fifo", URL: "https://sqs.us-west-2.amazonaws.com/123456789012/jobs.fifo"}},
 		// Accounts: exactly 12 digits.
-		{id: "arn:aws:sqs:us-west-2:12345678901:jobs", invalid: true, reason: `account "12345678901" is not a 12-digit AWS account id`},
+		{id: "arn:aws:sqs:us-west-2:1234567890123:jobs", invalid: true, reason: `account "1234567890123" is not an AWS account id (up to 12 digits)`},
 		{id: "arn:aws:sqs:us-west-2:1234567890123:jobs", invalid: true, reason: `account "1234567890123"`},
-		{id: "https://sqs.us-west-2.amazonaws.com/jobs/123456789012", invalid: true, reason: `account "jobs" is not a 12-digit AWS account id`},
-		{id: "https://sqs.us-west-2.amazonaws.com/12345678901x/jobs", invalid: true, reason: `account "12345678901x"`},
+		{id: "https://sqs.us-west-2.amazonaws.com/jobs/123456789012", invalid: true, reason: `account "jobs" is not an AWS account id (up to 12 digits)`},
+		{id: "https://sqs.us-west-2.amazonaws.com/1234567890123x/jobs", invalid: true, reason: `account "1234567890123x"`},
 	}
 	for _, tt := range tests {
 		got, err := aws.ParseSQSQueueID(tt.id)
