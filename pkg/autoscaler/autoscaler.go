@@ -105,10 +105,7 @@ func Decide(in Input) Decision {
 		if m.Prometheus != nil {
 			target = m.Prometheus.Target
 		}
-		d.Metrics[i] = recommend(target, o, in.StatusReplicas, current, tolerances{
-			up:   toleranceOf(in.Spec.Behavior.ScaleUp, in.Tolerance),
-			down: toleranceOf(in.Spec.Behavior.ScaleDown, in.Tolerance),
-		})
+		d.Metrics[i] = recommend(target, o, in.StatusReplicas, current, tolerances{up: up.tolerance(in.Tolerance), down: down.tolerance(in.Tolerance)})
 		if d.Metrics[i].Available {
 			available++
 			recommendation = max(recommendation, d.Metrics[i].Replicas)

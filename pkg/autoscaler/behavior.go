@@ -5,6 +5,8 @@ import (
 	"math"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 )
 
@@ -13,6 +15,8 @@ type Rules struct {
 	StabilizationWindow time.Duration
 	SelectPolicy        v1alpha1.ScalingPolicySelect
 	Policies            []v1alpha1.ScalingPolicy
+	// Tolerance is nil when the controller-wide tolerance applies.
+	Tolerance *resource.Quantity
 }
 
 // Defaults, as the Kubernetes HorizontalPodAutoscaler v2 has them.
@@ -55,7 +59,16 @@ func withDefaults(r *v1alpha1.ScalingRules, window time.Duration, policies []v1a
 	if len(r.Policies) > 0 {
 		rules.Policies = r.Policies
 	}
+	rules.Tolerance = r.Tolerance
 	return rules
+}
+
+// tolerance is the band these rules set, or fallback.
+func (r Rules) tolerance(fallback float64) float64 {
+	if r.Tolerance == nil {
+		return fallback
+	}
+	return max(0, r.Tolerance.AsApproximateFloat64())
 }
 
 // longestPeriod is how long scale events matter to these rules.

@@ -40,14 +40,6 @@ const ceilingSlack = 1e-9
 // ratio above the target (up) and below it (down).
 type tolerances struct{ up, down float64 }
 
-// toleranceOf is the tolerance a direction's rules set, or fallback.
-func toleranceOf(rules *v1alpha1.ScalingRules, fallback float64) float64 {
-	if rules == nil || rules.Tolerance == nil {
-		return fallback
-	}
-	return max(0, rules.Tolerance.AsApproximateFloat64())
-}
-
 // recommend computes one metric's replica recommendation. observed is the number of replicas
 // the metric reflects (the target's status); unchanged is what "leave it alone" means (the
 // target's spec), returned when the metric is within the tolerance band.

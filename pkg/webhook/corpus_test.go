@@ -40,6 +40,12 @@ func withQuery(query string) func(*v1alpha1.HorizontalAutoscalerSpec) {
 	return func(s *v1alpha1.HorizontalAutoscalerSpec) { s.Metrics[0].Prometheus.Query = query }
 }
 
+func withScaleDownTolerance(tolerance string) func(*v1alpha1.HorizontalAutoscalerSpec) {
+	return func(s *v1alpha1.HorizontalAutoscalerSpec) {
+		s.Behavior.ScaleDown = &v1alpha1.ScalingRules{Tolerance: ptr.To(resource.MustParse(tolerance))}
+	}
+}
+
 func withAPIVersion(apiVersion string) func(*v1alpha1.HorizontalAutoscalerSpec) {
 	return func(s *v1alpha1.HorizontalAutoscalerSpec) { s.ScaleTargetRef.APIVersion = apiVersion }
 }
@@ -123,6 +129,8 @@ type badObject struct {
 func badObjects() []badObject {
 	return []badObject{
 		// HorizontalAutoscaler
+		{"negative tolerance", horizontalAutoscaler("ha-tolerance", withScaleDownTolerance("-0.1")),
+			`tolerance -100m must not be negative: it is a fraction of the target: spec.behavior.scaleDown.tolerance`},
 		{"apiVersion with two slashes", horizontalAutoscaler("ha-apiversion-slashes", withAPIVersion("apps/v1/beta")),
 			"invalid value: apps/v1/beta: spec.scaleTargetRef.apiVersion"},
 		{"apiVersion without version", horizontalAutoscaler("ha-apiversion-noversion", withAPIVersion("apps/")),

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 	"knative.dev/pkg/apis"
 	"knative.dev/pkg/webhook/resourcesemantics"
@@ -18,7 +19,8 @@ import (
 func TestDefaultHorizontalAutoscalerKeepsWhatIsSet(t *testing.T) {
 	h := horizontalAutoscaler("ha", func(s *v1alpha1.HorizontalAutoscalerSpec) {
 		s.Behavior.ScaleUp = &v1alpha1.ScalingRules{SelectPolicy: ptr.To(v1alpha1.DisabledPolicySelect)}
-		s.Behavior.ScaleDown = &v1alpha1.ScalingRules{Policies: []v1alpha1.ScalingPolicy{{Type: v1alpha1.CountScalingPolicy, Value: 1, PeriodSeconds: 60}}}
+		s.Behavior.ScaleDown = &v1alpha1.ScalingRules{Policies: []v1alpha1.ScalingPolicy{{Type: v1alpha1.CountScalingPolicy, Value: 1, PeriodSeconds: 60}},
+			Tolerance: ptr.To(resource.MustParse("0"))}
 	})
 	webhook.DefaultHorizontalAutoscaler(h)
 	up, down := h.Spec.Behavior.ScaleUp, h.Spec.Behavior.ScaleDown
@@ -27,6 +29,10 @@ func TestDefaultHorizontalAutoscalerKeepsWhatIsSet(t *testing.T) {
 	}
 	if *down.SelectPolicy != v1alpha1.MaxPolicySelect || *down.StabilizationWindowSeconds != 300 || len(down.Policies) != 1 || down.Policies[0].PeriodSeconds != 60 {
 		t.Errorf("scaleDown %+v", down)
+	}
+	// A tolerance set is kept; one left unset stays unset, for the controller's flag to supply.
+	if down.Tolerance == nil || !down.Tolerance.IsZero() || up.Tolerance != nil {
+		t.Errorf("tolerances up %v down %v, want unset and 0", up.Tolerance, down.Tolerance)
 	}
 	// The defaults written are the autoscaler's, and writing them shares nothing with it.
 	up.Policies[0].Value = 7

@@ -58,7 +58,8 @@ func resolvedRules(rules autoscaler.Rules) *v1alpha1.ScalingRules {
 	selectPolicy := rules.SelectPolicy
 	// Copied: the autoscaler's default policies are shared.
 	policies := append([]v1alpha1.ScalingPolicy(nil), rules.Policies...)
-	return &v1alpha1.ScalingRules{StabilizationWindowSeconds: &window, SelectPolicy: &selectPolicy, Policies: policies}
+	// A tolerance left unset stays unset: the controller's flag supplies it.
+	return &v1alpha1.ScalingRules{StabilizationWindowSeconds: &window, SelectPolicy: &selectPolicy, Policies: policies, Tolerance: rules.Tolerance}
 }
 
 // ValidateHorizontalAutoscaler checks what the CRD schema cannot: the scale target's
@@ -72,6 +73,17 @@ func ValidateHorizontalAutoscaler(h *v1alpha1.HorizontalAutoscaler) *apis.FieldE
 			continue
 		}
 		errs = errs.Also(validatePrometheusMetric(metric.Prometheus).ViaField("prometheus").ViaFieldIndex("metrics", i).ViaField("spec"))
+	}
+	for _, direction := range []struct {
+		name  string
+		rules *v1alpha1.ScalingRules
+	}{{"scaleUp", h.Spec.Behavior.ScaleUp}, {"scaleDown", h.Spec.Behavior.ScaleDown}} {
+		if rules := direction.rules; rules != nil && rules.Tolerance != nil && rules.Tolerance.Sign() < 0 {
+			errs = errs.Also((&apis.FieldError{
+				Message: fmt.Sprintf("tolerance %s must not be negative: it is a fraction of the target", rules.Tolerance.String()),
+				Paths:   []string{"tolerance"},
+			}).ViaField(direction.name).ViaField("behavior").ViaField("spec"))
+		}
 	}
 	return errs
 }
