@@ -2,7 +2,7 @@
 # each installs what it needs first.
 SHELL := /usr/bin/env bash -o pipefail -e
 export GOFLAGS ?= -buildvcs=false
-GO_TEST_FLAGS ?= -timeout 45m
+GO_TEST_FLAGS ?= -count=1 -timeout 45m
 
 .PHONY: all
 all: build
