@@ -429,10 +429,12 @@ func (s *suite) testWidget(t *testing.T) {
 		replicas, _, _ := unstructured.NestedInt64(widget.Object, "spec", "replicas")
 		return replicas == 3, fmt.Sprintf("spec.replicas %d, want 3", replicas)
 	})
-	ha := s.getHA(t, ns, name)
-	if ha.Status.CurrentReplicas != 1 || ha.Status.DesiredReplicas != 3 || ha.Status.LastScaleTime == nil {
-		t.Errorf("status = current %d desired %d lastScaleTime %v, want 1, 3 and a time", ha.Status.CurrentReplicas, ha.Status.DesiredReplicas, ha.Status.LastScaleTime)
-	}
+	// The status is written after the scale, so it may trail it briefly.
+	eventually(t, 10*time.Second, func() (bool, string) {
+		ha := s.getHA(t, ns, name)
+		return ha.Status.CurrentReplicas == 1 && ha.Status.DesiredReplicas == 3 && ha.Status.LastScaleTime != nil,
+			fmt.Sprintf("status = current %d desired %d lastScaleTime %v, want 1, 3 and a time", ha.Status.CurrentReplicas, ha.Status.DesiredReplicas, ha.Status.LastScaleTime)
+	})
 	s.expectEvent(t, ns, name, corev1.EventTypeNormal, "SuccessfulRescale", "from 1 to 3")
 }
 
