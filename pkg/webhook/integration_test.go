@@ -299,6 +299,12 @@ func waitForRegistration(t *testing.T, c client.Client, o webhook.Options) *core
 			last = "the apiserver does not call the webhook yet: " + errString(err)
 			return false, nil
 		}
+		// The mutating configuration is watched separately from the validating one.
+		defaulted := scheduleProducer("probe-defaults", nil)
+		if err := c.Create(ctx, defaulted, client.DryRunAll); err != nil || defaulted.Spec.ScheduleSpec.Timezone == nil {
+			last = "the apiserver does not call the defaulting webhook yet: " + errString(err)
+			return false, nil
+		}
 		return true, nil
 	})
 	if err != nil {

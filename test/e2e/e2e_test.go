@@ -219,10 +219,9 @@ func TestScheduledCapacitySetsReplicasAtWallClockBoundaries(t *testing.T) {
 		}
 	}
 	now := time.Now().In(location)
-	start := now.Truncate(time.Minute).Add(time.Minute)
-	if start.Sub(now) < 20*time.Second {
-		start = start.Add(time.Minute)
-	}
+	// The second minute boundary from now: a minute or more away, so the schedule is written
+	// and evaluated before it starts even on a busy machine.
+	start := now.Truncate(time.Minute).Add(2 * time.Minute)
 	end := start.Add(time.Minute)
 	pattern := func(at time.Time) map[string]string {
 		return map[string]string{"minutes": strconv.Itoa(at.Minute()), "hours": strconv.Itoa(at.Hour())}

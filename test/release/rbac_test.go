@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 
@@ -133,9 +134,15 @@ func TestReleaseRBAC(t *testing.T) {
 	} {
 		t.Run(account.name, func(t *testing.T) {
 			user := "system:serviceaccount:" + namespace + ":" + account.name
+			// The authorizer caches roles and bindings: wait for it to see the release's.
 			for _, a := range account.needs {
-				if !allowed(t, env, user, a) {
-					t.Errorf("%s may not %s", account.name, a)
+				deadline := time.Now().Add(30 * time.Second)
+				for !allowed(t, env, user, a) {
+					if time.Now().After(deadline) {
+						t.Errorf("%s may not %s", account.name, a)
+						break
+					}
+					time.Sleep(200 * time.Millisecond)
 				}
 			}
 			for _, a := range account.mustNot {

@@ -340,10 +340,15 @@ func (s *suite) testDeployment(t *testing.T) {
 	if !sawLimited {
 		t.Error("AbleToScale never said ScaleUpLimited during a rate-limited scale-up")
 	}
-	ha := s.getHA(t, ns, name)
-	if ha.Status.CurrentMetrics[0].Prometheus.Current.Value.Cmp(resource.MustParse("6")) != 0 {
-		t.Errorf("currentMetrics = %+v, want 6", ha.Status.CurrentMetrics)
-	}
+	// The status is written after the scale, so it may trail it briefly.
+	var ha *v1alpha1.HorizontalAutoscaler
+	eventually(t, 10*time.Second, func() (bool, string) {
+		ha = s.getHA(t, ns, name)
+		metrics := ha.Status.CurrentMetrics
+		return ha.Status.DesiredReplicas == 6 && len(metrics) > 0 && metrics[0].Prometheus != nil &&
+				metrics[0].Prometheus.Current.Value != nil && metrics[0].Prometheus.Current.Value.Cmp(resource.MustParse("6")) == 0,
+			fmt.Sprintf("desired %d, currentMetrics %+v, want 6 and 6", ha.Status.DesiredReplicas, metrics)
+	})
 
 	// Down: the window keeps 6 until 6s after the last recommendation of 6.
 	var lastSix time.Time
@@ -399,7 +404,7 @@ func (s *suite) testScalableNodeGroup(t *testing.T) {
 	if err := s.env.Client.Delete(context.Background(), s.getHA(t, ns, name)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() (bool, string) {
+	eventually(t, 30*time.Second, func() (bool, string) {
 		n := seriesCount(t, ns, name)
 		return n == 0, fmt.Sprintf("%d series left for the deleted autoscaler", n)
 	})
@@ -538,7 +543,8 @@ func (s *suite) testOutage(t *testing.T) {
 
 func (s *suite) expectEvent(t *testing.T, namespace, name, eventType, reason, messageContains string) {
 	t.Helper()
-	eventually(t, 10*time.Second, func() (bool, string) {
+	// Events are recorded asynchronously.
+	eventually(t, 30*time.Second, func() (bool, string) {
 		events := &corev1.EventList{}
 		if err := s.env.Client.List(context.Background(), events, client.InNamespace(namespace)); err != nil {
 			t.Fatal(err)
