@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -22,13 +21,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"karpenter.sh/karpenter/pkg/apis"
@@ -36,6 +35,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/metrics/clients"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/gauges"
 )
 
 // period is the controller's evaluation period in these tests; windows and policies are a few
@@ -377,8 +377,8 @@ func (s *suite) testDeployment(t *testing.T) {
 	if scaled := ha.Status.LastScaleTime.Inner.Time.Add(time.Second); scaled.Before(lastSix.Add(6 * time.Second)) {
 		t.Errorf("scaled down at %s, before the window of the recommendation of 6 at %s ended", scaled, lastSix)
 	}
-	if got := gaugeValue(t, "karpenter_horizontalautoscaler_desired_replicas", ns, name); got != 2 {
-		t.Errorf("desired_replicas gauge = %v, want 2", got)
+	if got, ok := gauges.Value(t, "karpenter_horizontalautoscaler_desired_replicas", types.NamespacedName{Namespace: ns, Name: name}); !ok || got != 2 {
+		t.Errorf("desired_replicas gauge = %v (exported: %t), want 2", got, ok)
 	}
 }
 
@@ -405,7 +405,7 @@ func (s *suite) testScalableNodeGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, func() (bool, string) {
-		n := seriesCount(t, ns, name)
+		n := gauges.Count(t, "karpenter_horizontalautoscaler_", types.NamespacedName{Namespace: ns, Name: name})
 		return n == 0, fmt.Sprintf("%d series left for the deleted autoscaler", n)
 	})
 }
@@ -561,56 +561,6 @@ func (s *suite) expectEvent(t *testing.T, namespace, name, eventType, reason, me
 		sort.Strings(seen)
 		return false, fmt.Sprintf("no %s event %s containing %q among %q", eventType, reason, messageContains, seen)
 	})
-}
-
-func gaugeValue(t *testing.T, metric, namespace, name string) float64 {
-	t.Helper()
-	families, err := crmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != metric {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if hasLabels(m.GetLabel(), namespace, name) {
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	t.Fatalf("no %s series for %s/%s", metric, namespace, name)
-	return 0
-}
-
-func seriesCount(t *testing.T, namespace, name string) int {
-	t.Helper()
-	families, err := crmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, f := range families {
-		if !strings.HasPrefix(f.GetName(), "karpenter_horizontalautoscaler_") {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if hasLabels(m.GetLabel(), namespace, name) {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-func hasLabels(labels []*dto.LabelPair, namespace, name string) bool {
-	found := 0
-	for _, l := range labels {
-		if (l.GetName() == "namespace" && l.GetValue() == namespace) || (l.GetName() == "name" && l.GetValue() == name) {
-			found++
-		}
-	}
-	return found == 2
 }
 
 // testForbidden runs a controller whose identity may read the target's scale but not write

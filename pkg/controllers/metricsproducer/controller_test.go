@@ -15,12 +15,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"karpenter.sh/karpenter/pkg/apis"
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/metrics/producers"
+	"karpenter.sh/karpenter/pkg/test/gauges"
 )
 
 type fixture struct {
@@ -71,30 +71,6 @@ func (f *fixture) events() []string {
 	}
 }
 
-// exported reads a producer's series from the registry the controller serves.
-func exported(t *testing.T, metric string, key types.NamespacedName) (float64, bool) {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, family := range families {
-		if family.GetName() != metric {
-			continue
-		}
-		for _, m := range family.GetMetric() {
-			labels := map[string]string{}
-			for _, pair := range m.GetLabel() {
-				labels[pair.GetName()] = pair.GetValue()
-			}
-			if labels[producers.LabelName] == key.Name && labels[producers.LabelNamespace] == key.Namespace {
-				return m.GetGauge().GetValue(), true
-			}
-		}
-	}
-	return 0, false
-}
-
 func readyNode(name string, labels map[string]string, cpu string) *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
@@ -134,7 +110,7 @@ func TestFailureKeepsStatusWithdrawsGaugesAndRecovers(t *testing.T) {
 	if got.Status.ReservedCapacity[corev1.ResourceCPU] != "0.00%, 0/4" {
 		t.Errorf("status = %v", got.Status.ReservedCapacity)
 	}
-	if value, ok := exported(t, "karpenter_reserved_capacity_cpu_capacity", key); !ok || value != 4 {
+	if value, ok := gauges.Value(t, "karpenter_reserved_capacity_cpu_capacity", key); !ok || value != 4 {
 		t.Errorf("cpu capacity gauge = %v, %v; want 4", value, ok)
 	}
 
@@ -149,7 +125,7 @@ func TestFailureKeepsStatusWithdrawsGaugesAndRecovers(t *testing.T) {
 	if got.Status.ReservedCapacity[corev1.ResourceCPU] != "0.00%, 0/4" {
 		t.Errorf("status after a failure = %v, want the last good one", got.Status.ReservedCapacity)
 	}
-	if _, ok := exported(t, "karpenter_reserved_capacity_cpu_utilization", key); ok {
+	if _, ok := gauges.Value(t, "karpenter_reserved_capacity_cpu_utilization", key); ok {
 		t.Error("the utilization gauge is still exported after a failure")
 	}
 	if result.RequeueAfter != DefaultPeriod {
@@ -170,7 +146,7 @@ func TestFailureKeepsStatusWithdrawsGaugesAndRecovers(t *testing.T) {
 	if status, _ := condition(got, "Ready"); status != corev1.ConditionTrue {
 		t.Errorf("Ready = %q after recovery", status)
 	}
-	if value, ok := exported(t, "karpenter_reserved_capacity_cpu_capacity", key); !ok || value != 8 {
+	if value, ok := gauges.Value(t, "karpenter_reserved_capacity_cpu_capacity", key); !ok || value != 8 {
 		t.Errorf("cpu capacity gauge = %v, %v; want 8", value, ok)
 	}
 	if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Normal "+ReasonCalculated) {
@@ -182,7 +158,7 @@ func TestFailureKeepsStatusWithdrawsGaugesAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.reconcile(t, key)
-	if _, ok := exported(t, "karpenter_reserved_capacity_cpu_capacity", key); ok {
+	if _, ok := gauges.Value(t, "karpenter_reserved_capacity_cpu_capacity", key); ok {
 		t.Error("a deleted producer's series is still exported")
 	}
 }
@@ -214,7 +190,7 @@ func TestScheduleRequeuesAtTheNextChange(t *testing.T) {
 	if s := got.Status.ScheduledCapacity; *s.CurrentValue != 4 || *s.NextValue != 1 {
 		t.Errorf("status after the change = %+v", s)
 	}
-	if value, ok := exported(t, "karpenter_scheduled_replicas_value", key); !ok || value != 4 {
+	if value, ok := gauges.Value(t, "karpenter_scheduled_replicas_value", key); !ok || value != 4 {
 		t.Errorf("gauge = %v, %v; want 4", value, ok)
 	}
 	if result.RequeueAfter != DefaultPeriod {
@@ -238,7 +214,7 @@ func TestKindChangeDropsTheOldKindsSeriesAndStatus(t *testing.T) {
 	if got.Status.ScheduledCapacity != nil || got.Status.ReservedCapacity == nil {
 		t.Errorf("status = %+v, want the reserved capacity only", got.Status)
 	}
-	if _, ok := exported(t, "karpenter_scheduled_replicas_value", key); ok {
+	if _, ok := gauges.Value(t, "karpenter_scheduled_replicas_value", key); ok {
 		t.Error("the schedule's series outlived the change of kind")
 	}
 }

@@ -16,12 +16,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"karpenter.sh/karpenter/pkg/apis"
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	cloudfake "karpenter.sh/karpenter/pkg/cloudprovider/fake"
+	exported "karpenter.sh/karpenter/pkg/test/gauges"
 )
 
 func resources(pairs ...string) corev1.ResourceList {
@@ -269,52 +269,28 @@ func TestScheduleProducer(t *testing.T) {
 	}
 }
 
-// exported reads a series from the registry the controller serves.
-func exported(t *testing.T, metric string, key types.NamespacedName) (float64, bool) {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, family := range families {
-		if family.GetName() != metric {
-			continue
-		}
-		for _, m := range family.GetMetric() {
-			labels := map[string]string{}
-			for _, pair := range m.GetLabel() {
-				labels[pair.GetName()] = pair.GetValue()
-			}
-			if labels[LabelName] == key.Name && labels[LabelNamespace] == key.Namespace {
-				return m.GetGauge().GetValue(), true
-			}
-		}
-	}
-	return 0, false
-}
-
 func TestExportReplacesEverySeriesOfAProducer(t *testing.T) {
 	key := types.NamespacedName{Namespace: "test-export", Name: "p"}
 	other := types.NamespacedName{Namespace: "test-export", Name: "other"}
 	Export(other, []Sample{{Gauge: QueueLength, Value: 7}})
 	Export(key, []Sample{{Gauge: QueueLength, Value: 1}, {Gauge: QueueOldestMessageAgeSeconds, Value: 2}})
-	if got, ok := exported(t, "karpenter_queue_oldest_message_age_seconds", key); !ok || got != 2 {
+	if got, ok := exported.Value(t, "karpenter_queue_oldest_message_age_seconds", key); !ok || got != 2 {
 		t.Errorf("oldest message age = %v, %v; want 2", got, ok)
 	}
 	Export(key, []Sample{{Gauge: ScheduledReplicasValue, Value: 3}})
-	if got, ok := exported(t, "karpenter_scheduled_replicas_value", key); !ok || got != 3 {
+	if got, ok := exported.Value(t, "karpenter_scheduled_replicas_value", key); !ok || got != 3 {
 		t.Errorf("scheduled replicas = %v, %v; want 3", got, ok)
 	}
 	for _, metric := range []string{"karpenter_queue_length", "karpenter_queue_oldest_message_age_seconds"} {
-		if _, ok := exported(t, metric, key); ok {
+		if _, ok := exported.Value(t, metric, key); ok {
 			t.Errorf("%s is still exported after an export without it", metric)
 		}
 	}
 	Delete(key)
-	if _, ok := exported(t, "karpenter_scheduled_replicas_value", key); ok {
+	if _, ok := exported.Value(t, "karpenter_scheduled_replicas_value", key); ok {
 		t.Error("Delete left a series")
 	}
-	if got, ok := exported(t, "karpenter_queue_length", other); !ok || got != 7 {
+	if got, ok := exported.Value(t, "karpenter_queue_length", other); !ok || got != 7 {
 		t.Errorf("another producer's series changed: %v, %v", got, ok)
 	}
 }
@@ -333,7 +309,7 @@ func TestGaugeNames(t *testing.T) {
 		"karpenter_reserved_capacity_pods_reserved", "karpenter_reserved_capacity_pods_capacity", "karpenter_reserved_capacity_pods_utilization",
 		"karpenter_pending_capacity_nodes", "karpenter_queue_length", "karpenter_queue_oldest_message_age_seconds", "karpenter_scheduled_replicas_value",
 	} {
-		if _, ok := exported(t, name, key); !ok {
+		if _, ok := exported.Value(t, name, key); !ok {
 			t.Errorf("%s is not exported", name)
 		}
 	}
