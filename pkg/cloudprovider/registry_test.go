@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 )
@@ -15,20 +16,20 @@ func TestRegistryDispatchesOnType(t *testing.T) {
 	group := fake.NewNodeGroup(2, 0, 5)
 	queue := fake.NewQueue(7, time.Minute)
 	var gotGroupID, gotQueueID string
-	r.RegisterNodeGroup(cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, func(id string) (cloudprovider.NodeGroup, error) {
+	r.RegisterNodeGroup(string(v1alpha1.AWSEC2AutoScalingGroup), func(id string) (cloudprovider.NodeGroup, error) {
 		gotGroupID = id
 		return group, nil
 	})
-	r.RegisterQueue(cloudprovider.QueueTypeAWSSQSQueue, func(id string) (cloudprovider.Queue, error) {
+	r.RegisterQueue(string(v1alpha1.AWSSQSQueueType), func(id string) (cloudprovider.Queue, error) {
 		gotQueueID = id
 		return queue, nil
 	})
 
-	g, err := r.NodeGroupFor(cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, "my-asg")
+	g, err := r.NodeGroupFor(string(v1alpha1.AWSEC2AutoScalingGroup), "my-asg")
 	if err != nil || g != group || gotGroupID != "my-asg" {
 		t.Fatalf("NodeGroupFor = %v, %v (id %q)", g, err, gotGroupID)
 	}
-	q, err := r.QueueFor(cloudprovider.QueueTypeAWSSQSQueue, "my-queue")
+	q, err := r.QueueFor(string(v1alpha1.AWSSQSQueueType), "my-queue")
 	if err != nil || q != queue || gotQueueID != "my-queue" {
 		t.Fatalf("QueueFor = %v, %v (id %q)", q, err, gotQueueID)
 	}
@@ -36,19 +37,19 @@ func TestRegistryDispatchesOnType(t *testing.T) {
 
 func TestRegistryRejectsUnknownTypes(t *testing.T) {
 	r := cloudprovider.NewRegistry()
-	r.RegisterNodeGroup(cloudprovider.NodeGroupTypeAWSEKSNodeGroup, func(string) (cloudprovider.NodeGroup, error) { return nil, nil })
-	r.RegisterNodeGroup(cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, func(string) (cloudprovider.NodeGroup, error) { return nil, nil })
+	r.RegisterNodeGroup(string(v1alpha1.AWSEKSNodeGroup), func(string) (cloudprovider.NodeGroup, error) { return nil, nil })
+	r.RegisterNodeGroup(string(v1alpha1.AWSEC2AutoScalingGroup), func(string) (cloudprovider.NodeGroup, error) { return nil, nil })
 
 	_, err := r.NodeGroupFor("GCPManagedInstanceGroup", "x")
 	var unsupported *cloudprovider.UnsupportedTypeError
 	if !errors.As(err, &unsupported) {
 		t.Fatalf("NodeGroupFor(unknown) error = %v, want *UnsupportedTypeError", err)
 	}
-	want := []string{cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, cloudprovider.NodeGroupTypeAWSEKSNodeGroup}
+	want := []string{string(v1alpha1.AWSEC2AutoScalingGroup), string(v1alpha1.AWSEKSNodeGroup)}
 	if len(unsupported.Supported) != 2 || unsupported.Supported[0] != want[0] || unsupported.Supported[1] != want[1] {
 		t.Errorf("Supported = %v, want %v", unsupported.Supported, want)
 	}
-	if _, err := r.QueueFor(cloudprovider.QueueTypeAWSSQSQueue, "q"); !errors.As(err, &unsupported) {
+	if _, err := r.QueueFor(string(v1alpha1.AWSSQSQueueType), "q"); !errors.As(err, &unsupported) {
 		t.Errorf("QueueFor(unregistered) error = %v, want *UnsupportedTypeError", err)
 	}
 }
@@ -56,7 +57,7 @@ func TestRegistryRejectsUnknownTypes(t *testing.T) {
 func TestFakeNodeGroup(t *testing.T) {
 	ctx := context.Background()
 	f := fake.NewFactory()
-	g := f.AddNodeGroup(cloudprovider.NodeGroupTypeAWSEKSNodeGroup, "c/ng", fake.NewNodeGroup(1, 1, 3))
+	g := f.AddNodeGroup(string(v1alpha1.AWSEKSNodeGroup), "c/ng", fake.NewNodeGroup(1, 1, 3))
 
 	tests := []struct {
 		name    string
@@ -97,7 +98,7 @@ func TestFakeNodeGroup(t *testing.T) {
 	if err := g.SetDesiredReplicas(ctx, 2); !errors.As(err, &busy) {
 		t.Errorf("SetDesiredReplicas while busy = %v, want *BusyError", err)
 	}
-	if _, err := f.NodeGroupFor(cloudprovider.NodeGroupTypeAWSEKSNodeGroup, "other"); err == nil {
+	if _, err := f.NodeGroupFor(string(v1alpha1.AWSEKSNodeGroup), "other"); err == nil {
 		t.Error("NodeGroupFor(unknown id) succeeded")
 	}
 }

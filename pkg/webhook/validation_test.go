@@ -10,8 +10,17 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/webhook"
 )
+
+// awsIDs validates ids as cmd/webhook does.
+func awsIDs() *cloudprovider.Registry {
+	r := cloudprovider.NewRegistry()
+	aws.RegisterIDs(r)
+	return r
+}
 
 // admit defaults and validates object as the webhook does on create.
 func admit(object client.Object) *apis.FieldError {
@@ -21,9 +30,9 @@ func admit(object client.Object) *apis.FieldError {
 		return webhook.ValidateHorizontalAutoscaler(o)
 	case *v1alpha1.MetricsProducer:
 		webhook.DefaultMetricsProducer(o)
-		return webhook.ValidateMetricsProducer(o)
+		return webhook.ValidateMetricsProducer(o, awsIDs())
 	case *v1alpha1.ScalableNodeGroup:
-		return webhook.ValidateScalableNodeGroup(o)
+		return webhook.ValidateScalableNodeGroup(o, awsIDs())
 	case *v1alpha5.Provisioner:
 		return webhook.ValidateProvisioner(o)
 	}
