@@ -114,6 +114,7 @@ type Instance struct {
 	NodeName   string
 	LaunchTime time.Time
 	State      InstanceState
-	// Labels are those the launch request asked the node to carry.
+	// Labels are those the node will carry: the request's and the well-known labels of the
+	// instance type and offering launched.
 	Labels map[string]string
 }
