@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
@@ -100,5 +102,76 @@ func TestFakeNodeGroup(t *testing.T) {
 	}
 	if _, err := f.NodeGroupFor(string(v1alpha1.AWSEKSNodeGroup), "other"); err == nil {
 		t.Error("NodeGroupFor(unknown id) succeeded")
+	}
+}
+
+func TestRegistryValidatesIDsPerType(t *testing.T) {
+	r := cloudprovider.NewRegistry()
+	reject := func(typ string) cloudprovider.IDValidator {
+		return func(id string) error {
+			if id == "bad" {
+				return &cloudprovider.InvalidIDError{Type: typ, ID: id, Reason: "bad"}
+			}
+			return nil
+		}
+	}
+	nodeGroupType, queueType := string(v1alpha1.AWSEKSNodeGroup), string(v1alpha1.AWSSQSQueueType)
+	r.RegisterNodeGroupID(nodeGroupType, reject(nodeGroupType))
+	r.RegisterQueueID(queueType, reject(queueType))
+
+	tests := []struct {
+		name     string
+		validate func(typ, id string) error
+		typ, id  string
+		wantErr  any
+	}{
+		{"node group ok", r.ValidateNodeGroupID, nodeGroupType, "good", nil},
+		{"node group invalid", r.ValidateNodeGroupID, nodeGroupType, "bad", new(*cloudprovider.InvalidIDError)},
+		{"node group type unknown", r.ValidateNodeGroupID, queueType, "good", new(*cloudprovider.UnsupportedTypeError)},
+		{"queue ok", r.ValidateQueueID, queueType, "good", nil},
+		{"queue invalid", r.ValidateQueueID, queueType, "bad", new(*cloudprovider.InvalidIDError)},
+		{"queue type unknown", r.ValidateQueueID, nodeGroupType, "good", new(*cloudprovider.UnsupportedTypeError)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.validate(tt.typ, tt.id)
+			if tt.wantErr == nil && err != nil {
+				t.Errorf("= %v", err)
+			}
+			if tt.wantErr != nil && !errors.As(err, tt.wantErr) {
+				t.Errorf("= %v, want %T", err, tt.wantErr)
+			}
+		})
+	}
+	// Types registered for ids only are listed, though NodeGroupFor cannot build them.
+	if got := r.NodeGroupTypes(); len(got) != 1 || got[0] != nodeGroupType {
+		t.Errorf("NodeGroupTypes = %v", got)
+	}
+	r.RegisterQueue(queueType, func(string) (cloudprovider.Queue, error) { return nil, nil })
+	if got := r.QueueTypes(); len(got) != 1 || got[0] != queueType {
+		t.Errorf("QueueTypes = %v, want the type once", got)
+	}
+	if _, err := r.NodeGroupFor(nodeGroupType, "good"); !errors.As(err, new(*cloudprovider.UnsupportedTypeError)) {
+		t.Errorf("NodeGroupFor(validated only) = %v, want *UnsupportedTypeError", err)
+	}
+}
+
+func TestRegistryDelegatesProviderBlocks(t *testing.T) {
+	ctx := context.Background()
+	r := cloudprovider.NewRegistry()
+	unknown := &runtime.RawExtension{Raw: []byte(`{"unknown":1}`)}
+	// Without a cloud for Provisioners, any block goes, as the schemaless field accepts it.
+	if got := r.DefaultProvider(ctx, unknown); got != unknown {
+		t.Errorf("DefaultProvider = %v, want the block unchanged", got)
+	}
+	if err := r.ValidateProvider(ctx, unknown); err != nil {
+		t.Errorf("ValidateProvider = %v", err)
+	}
+	r.RegisterProvider(fake.NewInstanceProvider(fake.InstanceProviderOptions{}))
+	if got := r.DefaultProvider(ctx, nil); got == nil || string(got.Raw) != `{"instanceProfile":"`+fake.DefaultInstanceProfile+`"}` {
+		t.Errorf("DefaultProvider(nil) = %v", got)
+	}
+	if err := r.ValidateProvider(ctx, unknown); err == nil || err.Error() != "must not set the field(s): unknown" {
+		t.Errorf("ValidateProvider = %v", err)
 	}
 }
