@@ -15,7 +15,7 @@ import (
 )
 
 // The type strings AWS implements, as the specs spell them.
-var (
+const (
 	autoScalingGroupType = string(v1alpha1.AWSEC2AutoScalingGroup)
 	eksNodeGroupType     = string(v1alpha1.AWSEKSNodeGroup)
 	sqsQueueType         = string(v1alpha1.AWSSQSQueueType)
