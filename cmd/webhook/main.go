@@ -13,6 +13,8 @@ import (
 	"knative.dev/pkg/system"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/flagenv"
 	"karpenter.sh/karpenter/pkg/webhook"
 )
@@ -77,6 +79,10 @@ func main() {
 	if err != nil {
 		logger.Fatal("loading kubeconfig", zap.Error(err))
 	}
+	// Ids are validated as the clouds parse them, which needs no credentials.
+	cloud := cloudprovider.NewRegistry()
+	aws.RegisterIDs(cloud)
+	f.options.Cloud = cloud
 	// The signal handler cancels on SIGTERM/SIGINT: the server drains and leases are released.
 	ctx := logging.WithLogger(ctrl.SetupSignalHandler(), logger.Sugar().Named("webhook"))
 	if err := webhook.Run(ctx, config, f.options); err != nil {

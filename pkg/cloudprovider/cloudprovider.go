@@ -1,19 +1,16 @@
 // Package cloudprovider is the seam between Karpenter's controllers and the
-// cloud: one small interface per capability, selected by the type string that
-// users write in a spec. It deliberately knows nothing about Kubernetes API
-// types so that any controller (or tool) can use it.
+// cloud: one small interface per capability, node groups and queues selected by
+// the type string that users write in a spec, instances launched for
+// provisioning. It speaks in core Kubernetes types (resources, labels, taints,
+// node selector requirements, raw extensions) but never imports Karpenter's own
+// API packages, so that any controller, the webhook or a tool can use it. The
+// type strings themselves are defined once, with the CRD enums that accept them,
+// in pkg/apis/autoscaling/v1alpha1; each cloud registers the ones it implements.
 package cloudprovider
 
 import (
 	"context"
 	"time"
-)
-
-// Type strings accepted in specs (ScalableNodeGroup.spec.type, MetricsProducer.spec.queue.type).
-const (
-	NodeGroupTypeAWSEC2AutoScalingGroup = "AWSEC2AutoScalingGroup"
-	NodeGroupTypeAWSEKSNodeGroup        = "AWSEKSNodeGroup"
-	QueueTypeAWSSQSQueue                = "AWSSQSQueue"
 )
 
 // NodeGroup is a set of interchangeable nodes whose size the cloud manages.
@@ -61,4 +58,16 @@ type Queue interface {
 type Factory interface {
 	NodeGroupFor(typ, id string) (NodeGroup, error)
 	QueueFor(typ, id string) (Queue, error)
+}
+
+// Validator checks, without I/O or credentials, what users write about the
+// cloud in specs, so that admission rejects mistakes before a controller acts
+// on them. Errors are fit to show to the user as they are.
+type Validator interface {
+	// ValidateNodeGroupID returns *InvalidIDError for an id malformed for its
+	// type and *UnsupportedTypeError for a type no cloud registered.
+	ValidateNodeGroupID(typ, id string) error
+	// ValidateQueueID is ValidateNodeGroupID for queues.
+	ValidateQueueID(typ, id string) error
+	ProviderValidator
 }

@@ -78,3 +78,17 @@ type UnsupportedTypeError struct {
 func (e *UnsupportedTypeError) Error() string {
 	return fmt.Sprintf("unsupported type %q, expected one of %v", e.Type, e.Supported)
 }
+
+// InsufficientCapacityError is returned when the cloud had no capacity for any
+// of the offerings a launch tried. Offerings lists them, in the order tried, so
+// that the caller can stop offering them for a while.
+type InsufficientCapacityError struct {
+	Offerings []OfferingKey
+	Err       error
+}
+
+func (e *InsufficientCapacityError) Error() string {
+	return fmt.Sprintf("insufficient capacity for %d offerings %v, %v", len(e.Offerings), e.Offerings, e.Err)
+}
+
+func (e *InsufficientCapacityError) Unwrap() error { return e.Err }

@@ -1,9 +1,13 @@
 package cloudprovider
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"knative.dev/pkg/apis"
 )
 
 // NodeGroupConstructor builds a NodeGroup from its id without I/O.
@@ -12,20 +16,34 @@ type NodeGroupConstructor func(id string) (NodeGroup, error)
 // QueueConstructor builds a Queue from its id without I/O.
 type QueueConstructor func(id string) (Queue, error)
 
-// Registry is a Factory that dispatches on the type string to constructors
-// registered by each cloud implementation.
+// IDValidator checks that an id is well formed for its type, without I/O or
+// credentials, returning *InvalidIDError if not.
+type IDValidator func(id string) error
+
+// Registry is the one place the clouds' type strings meet: each cloud registers
+// how to validate the ids of its types (which the webhook needs) and, where it
+// has credentials, how to build them (which the controllers need). It is a
+// Factory and a Validator.
 type Registry struct {
-	mu         sync.RWMutex
-	nodeGroups map[string]NodeGroupConstructor
-	queues     map[string]QueueConstructor
+	mu                sync.RWMutex
+	nodeGroups        map[string]NodeGroupConstructor
+	queues            map[string]QueueConstructor
+	nodeGroupIDs      map[string]IDValidator
+	queueIDs          map[string]IDValidator
+	provisionerBlocks ProviderValidator
 }
 
-var _ Factory = (*Registry)(nil)
+var (
+	_ Factory   = (*Registry)(nil)
+	_ Validator = (*Registry)(nil)
+)
 
 func NewRegistry() *Registry {
 	return &Registry{
-		nodeGroups: map[string]NodeGroupConstructor{},
-		queues:     map[string]QueueConstructor{},
+		nodeGroups:   map[string]NodeGroupConstructor{},
+		queues:       map[string]QueueConstructor{},
+		nodeGroupIDs: map[string]IDValidator{},
+		queueIDs:     map[string]IDValidator{},
 	}
 }
 
@@ -43,12 +61,37 @@ func (r *Registry) RegisterQueue(typ string, c QueueConstructor) {
 	r.queues[typ] = c
 }
 
+// RegisterNodeGroupID makes ValidateNodeGroupID check ids of typ with v,
+// replacing any earlier validator.
+func (r *Registry) RegisterNodeGroupID(typ string, v IDValidator) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nodeGroupIDs[typ] = v
+}
+
+// RegisterQueueID makes ValidateQueueID check ids of typ with v, replacing any
+// earlier validator.
+func (r *Registry) RegisterQueueID(typ string, v IDValidator) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.queueIDs[typ] = v
+}
+
+// RegisterProvider makes DefaultProvider and ValidateProvider delegate to v,
+// the cloud that launches the Provisioners' instances.
+func (r *Registry) RegisterProvider(v ProviderValidator) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.provisionerBlocks = v
+}
+
 func (r *Registry) NodeGroupFor(typ, id string) (NodeGroup, error) {
 	r.mu.RLock()
 	c, ok := r.nodeGroups[typ]
+	supported := sortedTypes(r.nodeGroups)
 	r.mu.RUnlock()
 	if !ok {
-		return nil, &UnsupportedTypeError{Type: typ, Supported: r.NodeGroupTypes()}
+		return nil, &UnsupportedTypeError{Type: typ, Supported: supported}
 	}
 	return c(id)
 }
@@ -56,23 +99,84 @@ func (r *Registry) NodeGroupFor(typ, id string) (NodeGroup, error) {
 func (r *Registry) QueueFor(typ, id string) (Queue, error) {
 	r.mu.RLock()
 	c, ok := r.queues[typ]
+	supported := sortedTypes(r.queues)
 	r.mu.RUnlock()
 	if !ok {
-		return nil, &UnsupportedTypeError{Type: typ, Supported: r.QueueTypes()}
+		return nil, &UnsupportedTypeError{Type: typ, Supported: supported}
 	}
 	return c(id)
 }
 
-// NodeGroupTypes lists the registered node group types, sorted.
+// ValidateNodeGroupID returns the registered validator's error as is: it names
+// the type and the id already, and admission shows it to the user verbatim.
+func (r *Registry) ValidateNodeGroupID(typ, id string) error {
+	r.mu.RLock()
+	v, ok := r.nodeGroupIDs[typ]
+	supported := sortedTypes(r.nodeGroupIDs)
+	r.mu.RUnlock()
+	if !ok {
+		return &UnsupportedTypeError{Type: typ, Supported: supported}
+	}
+	return v(id)
+}
+
+// ValidateQueueID is ValidateNodeGroupID for queues.
+func (r *Registry) ValidateQueueID(typ, id string) error {
+	r.mu.RLock()
+	v, ok := r.queueIDs[typ]
+	supported := sortedTypes(r.queueIDs)
+	r.mu.RUnlock()
+	if !ok {
+		return &UnsupportedTypeError{Type: typ, Supported: supported}
+	}
+	return v(id)
+}
+
+// DefaultProvider returns provider unchanged when no cloud registered for Provisioners.
+func (r *Registry) DefaultProvider(ctx context.Context, provider *runtime.RawExtension) *runtime.RawExtension {
+	v := r.providerValidator()
+	if v == nil {
+		return provider
+	}
+	return v.DefaultProvider(ctx, provider)
+}
+
+// ValidateProvider accepts any block when no cloud registered for Provisioners,
+// as the schemaless CRD field does.
+func (r *Registry) ValidateProvider(ctx context.Context, provider *runtime.RawExtension) *apis.FieldError {
+	v := r.providerValidator()
+	if v == nil {
+		return nil
+	}
+	return v.ValidateProvider(ctx, provider)
+}
+
+func (r *Registry) providerValidator() ProviderValidator {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.provisionerBlocks
+}
+
+// NodeGroupTypes lists the node group types registered, for ids or
+// construction, sorted.
 func (r *Registry) NodeGroupTypes() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return slices.Sorted(maps.Keys(r.nodeGroups))
+	return union(sortedTypes(r.nodeGroups), sortedTypes(r.nodeGroupIDs))
 }
 
-// QueueTypes lists the registered queue types, sorted.
+// QueueTypes lists the queue types registered, for ids or construction, sorted.
 func (r *Registry) QueueTypes() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return slices.Sorted(maps.Keys(r.queues))
+	return union(sortedTypes(r.queues), sortedTypes(r.queueIDs))
+}
+
+func sortedTypes[V any](registrations map[string]V) []string {
+	return slices.Sorted(maps.Keys(registrations))
+}
+
+// union merges sorted lists into one, sorted and without duplicates.
+func union(a, b []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(append(a, b...))))
 }

@@ -2,8 +2,11 @@ package webhook
 
 import (
 	"context"
+	"errors"
 
 	"knative.dev/pkg/apis"
+
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 )
 
 // mainResourceOnly limits validation to the resource itself: status and scale updates are
@@ -23,4 +26,17 @@ func skipValidation[T any](ctx context.Context, same func(old T) bool) bool {
 	}
 	old, ok := apis.GetBaseline(ctx).(T)
 	return ok && same(old)
+}
+
+// idError places the cloud's verdict on a type and id: at typePath for a type no cloud
+// registered, at idPath otherwise. The cloud's message is shown as it is.
+func idError(err error, typePath, idPath string) *apis.FieldError {
+	if err == nil {
+		return nil
+	}
+	var unsupported *cloudprovider.UnsupportedTypeError
+	if errors.As(err, &unsupported) {
+		return &apis.FieldError{Message: err.Error(), Paths: []string{typePath}}
+	}
+	return &apis.FieldError{Message: err.Error(), Paths: []string{idPath}}
 }

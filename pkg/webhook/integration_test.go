@@ -49,6 +49,7 @@ func TestWebhookOnAPIServer(t *testing.T) {
 		MutatingWebhookConfiguration:   "defaulting.webhook.karpenter.sh",
 		ValidatingWebhookConfiguration: "validation.webhook.karpenter.sh",
 		LeaderElection:                 true,
+		Cloud:                          awsIDs(),
 	}
 	install(t, env.Client, options)
 	// Objects stored before the webhook runs, as after an upgrade that adds a rule.

@@ -11,7 +11,7 @@ import (
 	"knative.dev/pkg/apis"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
-	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/metrics/producers/scheduledcapacity"
 )
 
@@ -21,10 +21,11 @@ const DefaultTimezone = "UTC"
 // metricsProducer gives v1alpha1.MetricsProducer its admission semantics.
 type metricsProducer struct {
 	v1alpha1.MetricsProducer
+	cloud cloudprovider.Validator
 }
 
 func (m *metricsProducer) DeepCopyObject() runtime.Object {
-	return &metricsProducer{MetricsProducer: *m.MetricsProducer.DeepCopy()}
+	return &metricsProducer{MetricsProducer: *m.MetricsProducer.DeepCopy(), cloud: m.cloud}
 }
 
 func (m *metricsProducer) SupportedSubResources() []string { return mainResourceOnly }
@@ -45,7 +46,7 @@ func (m *metricsProducer) Validate(ctx context.Context) *apis.FieldError {
 	}) {
 		return nil
 	}
-	return ValidateMetricsProducer(&m.MetricsProducer)
+	return ValidateMetricsProducer(&m.MetricsProducer, m.cloud)
 }
 
 // DefaultMetricsProducer sets a schedule's time zone to UTC, the zone it is evaluated in
@@ -58,9 +59,10 @@ func DefaultMetricsProducer(m *v1alpha1.MetricsProducer) {
 }
 
 // ValidateMetricsProducer checks what the CRD schema cannot: schedule patterns and time
-// zones parse as the producer parses them, a queue id is well formed for its type, and node
-// selectors and templates use valid label and taint syntax.
-func ValidateMetricsProducer(m *v1alpha1.MetricsProducer) *apis.FieldError {
+// zones parse as the producer parses them, a queue id is well formed for its type (as the
+// cloud that registered the type parses ids), and node selectors and templates use valid
+// label and taint syntax.
+func ValidateMetricsProducer(m *v1alpha1.MetricsProducer, cloud cloudprovider.Validator) *apis.FieldError {
 	var errs *apis.FieldError
 	spec := m.Spec
 	if p := spec.PendingCapacity; p != nil {
@@ -70,7 +72,7 @@ func ValidateMetricsProducer(m *v1alpha1.MetricsProducer) *apis.FieldError {
 		errs = errs.Also(validateLabels(r.NodeSelector, "nodeSelector").ViaField("reservedCapacity"))
 	}
 	if q := spec.Queue; q != nil {
-		errs = errs.Also(validateQueue(q).ViaField("queue"))
+		errs = errs.Also(idError(cloud.ValidateQueueID(string(q.Type), q.ID), "type", "id").ViaField("queue"))
 	}
 	if s := spec.ScheduleSpec; s != nil {
 		errs = errs.Also(validateSchedule(s).ViaField("scheduleSpec"))
@@ -86,16 +88,6 @@ func validatePendingCapacity(p *v1alpha1.PendingCapacitySpec) *apis.FieldError {
 		errs = errs.Also(validateResources(t.Allocatable, "allocatable").ViaField("nodeTemplate"))
 	}
 	return errs
-}
-
-func validateQueue(q *v1alpha1.QueueSpec) *apis.FieldError {
-	switch q.Type {
-	case v1alpha1.AWSSQSQueueType:
-		if _, err := aws.ParseSQSQueueID(q.ID); err != nil {
-			return &apis.FieldError{Message: err.Error(), Paths: []string{"id"}}
-		}
-	}
-	return nil
 }
 
 func validateSchedule(s *v1alpha1.ScheduleSpec) *apis.FieldError {

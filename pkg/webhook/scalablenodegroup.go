@@ -7,16 +7,17 @@ import (
 	"knative.dev/pkg/apis"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
-	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 )
 
 // scalableNodeGroup gives v1alpha1.ScalableNodeGroup its admission semantics.
 type scalableNodeGroup struct {
 	v1alpha1.ScalableNodeGroup
+	cloud cloudprovider.Validator
 }
 
 func (s *scalableNodeGroup) DeepCopyObject() runtime.Object {
-	return &scalableNodeGroup{ScalableNodeGroup: *s.ScalableNodeGroup.DeepCopy()}
+	return &scalableNodeGroup{ScalableNodeGroup: *s.ScalableNodeGroup.DeepCopy(), cloud: s.cloud}
 }
 
 func (s *scalableNodeGroup) SupportedSubResources() []string { return mainResourceOnly }
@@ -32,20 +33,11 @@ func (s *scalableNodeGroup) Validate(ctx context.Context) *apis.FieldError {
 	}) {
 		return nil
 	}
-	return ValidateScalableNodeGroup(&s.ScalableNodeGroup)
+	return ValidateScalableNodeGroup(&s.ScalableNodeGroup, s.cloud)
 }
 
-// ValidateScalableNodeGroup checks that the id is well formed for the node group's type.
-func ValidateScalableNodeGroup(s *v1alpha1.ScalableNodeGroup) *apis.FieldError {
-	var err error
-	switch s.Spec.Type {
-	case v1alpha1.AWSEC2AutoScalingGroup:
-		_, err = aws.ParseAutoScalingGroupID(s.Spec.ID)
-	case v1alpha1.AWSEKSNodeGroup:
-		_, err = aws.ParseEKSNodeGroupID(s.Spec.ID)
-	}
-	if err != nil {
-		return &apis.FieldError{Message: err.Error(), Paths: []string{"spec.id"}}
-	}
-	return nil
+// ValidateScalableNodeGroup checks that the id is well formed for the node group's type, as
+// the cloud that registered the type parses ids.
+func ValidateScalableNodeGroup(s *v1alpha1.ScalableNodeGroup, cloud cloudprovider.Validator) *apis.FieldError {
+	return idError(cloud.ValidateNodeGroupID(string(s.Spec.Type), s.Spec.ID), "spec.type", "spec.id")
 }

@@ -1,17 +1,29 @@
 package webhook_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	"knative.dev/pkg/apis"
+	"knative.dev/pkg/webhook/resourcesemantics"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/webhook"
 )
+
+// awsIDs validates ids as cmd/webhook does.
+func awsIDs() *cloudprovider.Registry {
+	r := cloudprovider.NewRegistry()
+	aws.RegisterIDs(r)
+	return r
+}
 
 // admit defaults and validates object as the webhook does on create.
 func admit(object client.Object) *apis.FieldError {
@@ -21,9 +33,9 @@ func admit(object client.Object) *apis.FieldError {
 		return webhook.ValidateHorizontalAutoscaler(o)
 	case *v1alpha1.MetricsProducer:
 		webhook.DefaultMetricsProducer(o)
-		return webhook.ValidateMetricsProducer(o)
+		return webhook.ValidateMetricsProducer(o, awsIDs())
 	case *v1alpha1.ScalableNodeGroup:
-		return webhook.ValidateScalableNodeGroup(o)
+		return webhook.ValidateScalableNodeGroup(o, awsIDs())
 	case *v1alpha5.Provisioner:
 		return webhook.ValidateProvisioner(o)
 	}
@@ -50,4 +62,33 @@ func TestValidationRejectsCorpus(t *testing.T) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// TestValidationAsksTheCloudsRegistry checks that ids are validated by whatever the clouds
+// registered, through the types the admission controller uses as well as directly.
+func TestValidationAsksTheCloudsRegistry(t *testing.T) {
+	none := cloudprovider.NewRegistry()
+	group := nodeGroup("sng", v1alpha1.AWSEKSNodeGroup, "sandbox/general")
+	if err := webhook.ValidateScalableNodeGroup(group, none); err == nil || !strings.HasSuffix(firstLine(err.Error()), ": spec.type") {
+		t.Errorf("unregistered node group type: %v, want an error at spec.type", err)
+	}
+	producer := queueProducer("mp", "arn:aws:sqs:us-west-2:123456789012:jobs")
+	if err := webhook.ValidateMetricsProducer(producer, none); err == nil || !strings.HasSuffix(firstLine(err.Error()), ": spec.queue.type") {
+		t.Errorf("unregistered queue type: %v, want an error at spec.queue.type", err)
+	}
+
+	ctx := apis.WithinCreate(context.Background())
+	for kind, object := range map[string]any{"ScalableNodeGroup": nodeGroup("sng", v1alpha1.AWSEKSNodeGroup, "general"), "MetricsProducer": queueProducer("mp", "jobs")} {
+		crd := webhook.ValidationTypes(awsIDs())[v1alpha1.SchemeGroupVersion.WithKind(kind)].DeepCopyObject().(resourcesemantics.GenericCRD)
+		raw, err := json.Marshal(object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, crd); err != nil {
+			t.Fatal(err)
+		}
+		if err := crd.Validate(ctx); err == nil || !strings.Contains(err.Error(), "invalid id") {
+			t.Errorf("%s with an invalid id: %v", kind, err)
+		}
+	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 )
 
 // Paths the admission controllers serve; the controllers write them into their webhook
@@ -52,6 +53,9 @@ type Options struct {
 	// LeaderElection lets one replica at a time write the Secret and the configurations,
 	// through Leases named <component>.<queue>.00-of-01. Every replica serves admission.
 	LeaderElection bool
+	// Cloud validates node group and queue ids for the types the clouds registered, e.g. a
+	// cloudprovider.Registry filled by aws.RegisterIDs. Required.
+	Cloud cloudprovider.Validator
 }
 
 // Component names the webhook in leader election leases.
@@ -65,12 +69,13 @@ func DefaultingTypes() map[schema.GroupVersionKind]resourcesemantics.GenericCRD 
 	}
 }
 
-// ValidationTypes are the kinds the validation webhook checks.
-func ValidationTypes() map[schema.GroupVersionKind]resourcesemantics.GenericCRD {
+// ValidationTypes are the kinds the validation webhook checks; cloud validates the ids
+// they name.
+func ValidationTypes(cloud cloudprovider.Validator) map[schema.GroupVersionKind]resourcesemantics.GenericCRD {
 	return map[schema.GroupVersionKind]resourcesemantics.GenericCRD{
 		v1alpha1.SchemeGroupVersion.WithKind("HorizontalAutoscaler"): &horizontalAutoscaler{},
-		v1alpha1.SchemeGroupVersion.WithKind("MetricsProducer"):      &metricsProducer{},
-		v1alpha1.SchemeGroupVersion.WithKind("ScalableNodeGroup"):    &scalableNodeGroup{},
+		v1alpha1.SchemeGroupVersion.WithKind("MetricsProducer"):      &metricsProducer{cloud: cloud},
+		v1alpha1.SchemeGroupVersion.WithKind("ScalableNodeGroup"):    &scalableNodeGroup{cloud: cloud},
 		v1alpha5.SchemeGroupVersion.WithKind("Provisioner"):          &provisioner{},
 	}
 }
@@ -80,6 +85,9 @@ func ValidationTypes() map[schema.GroupVersionKind]resourcesemantics.GenericCRD 
 // webhook configurations' rules and CA bundle current. ctx should carry a knative logger
 // (logging.WithLogger).
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	if opts.Cloud == nil {
+		return fmt.Errorf("no cloud validator in the webhook options")
+	}
 	// knative reads the namespace of its Secret, Leases and informers from the environment.
 	if err := os.Setenv(system.NamespaceEnvKey, opts.Namespace); err != nil {
 		return fmt.Errorf("setting %s, %w", system.NamespaceEnvKey, err)
@@ -106,7 +114,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	// The certificates controller ignores its ConfigMap watcher.
 	certs := certificates.NewController(ctx, configmap.NewStaticWatcher())
 	defaulter := defaulting.NewAdmissionController(ctx, opts.MutatingWebhookConfiguration, DefaultingPath, DefaultingTypes(), nil, false)
-	validator := validation.NewAdmissionController(ctx, opts.ValidatingWebhookConfiguration, ValidationPath, ValidationTypes(), nil, false)
+	validator := validation.NewAdmissionController(ctx, opts.ValidatingWebhookConfiguration, ValidationPath, ValidationTypes(opts.Cloud), nil, false)
 	server, err := knativewebhook.New(ctx, []any{defaulter.Reconciler, validator.Reconciler})
 	if err != nil {
 		return fmt.Errorf("creating webhook server, %w", err)

@@ -26,6 +26,8 @@ import (
 	certresources "knative.dev/pkg/webhook/certificates/resources"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/pkg/webhook"
 )
@@ -55,6 +57,10 @@ func TestWebhookRunsWithTheReleaseRBAC(t *testing.T) {
 	options := webhookOptions(t, deployment.Spec.Template.Spec.Containers[0].Args)
 	options.Namespace = namespace
 	options.Port = freePort(t)
+	// As cmd/webhook builds it.
+	ids := cloudprovider.NewRegistry()
+	aws.RegisterIDs(ids)
+	options.Cloud = ids
 
 	asServiceAccount := rest.CopyConfig(env.Config)
 	asServiceAccount.Impersonate = rest.ImpersonationConfig{

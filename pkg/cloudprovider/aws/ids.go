@@ -10,8 +10,33 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws/arn"
 
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 )
+
+// The type strings AWS implements, as the specs spell them.
+const (
+	autoScalingGroupType = string(v1alpha1.AWSEC2AutoScalingGroup)
+	eksNodeGroupType     = string(v1alpha1.AWSEKSNodeGroup)
+	sqsQueueType         = string(v1alpha1.AWSSQSQueueType)
+)
+
+// RegisterIDs makes r validate the ids of AWS's types. It needs no provider,
+// credentials or region, so the webhook can call it.
+func RegisterIDs(r *cloudprovider.Registry) {
+	r.RegisterNodeGroupID(autoScalingGroupType, func(id string) error {
+		_, err := ParseAutoScalingGroupID(id)
+		return err
+	})
+	r.RegisterNodeGroupID(eksNodeGroupType, func(id string) error {
+		_, err := ParseEKSNodeGroupID(id)
+		return err
+	})
+	r.RegisterQueueID(sqsQueueType, func(id string) error {
+		_, err := ParseSQSQueueID(id)
+		return err
+	})
+}
 
 // The parsers below do no I/O, so admission webhooks can use them to validate ids.
 
@@ -24,7 +49,7 @@ type AutoScalingGroupID struct {
 // (arn:aws:autoscaling:<region>:<account>:autoScalingGroup:<uuid>:autoScalingGroupName/<name>).
 func ParseAutoScalingGroupID(id string) (AutoScalingGroupID, error) {
 	invalid := func(reason string) error {
-		return &cloudprovider.InvalidIDError{Type: cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, ID: id, Reason: reason}
+		return &cloudprovider.InvalidIDError{Type: autoScalingGroupType, ID: id, Reason: reason}
 	}
 	if !arn.IsARN(id) {
 		if reason := autoScalingGroupNameProblem(id); reason != "" {
@@ -74,7 +99,7 @@ type EKSNodeGroupID struct {
 // (arn:aws:eks:<region>:<account>:nodegroup/<cluster>/<nodegroup>/<uuid>).
 func ParseEKSNodeGroupID(id string) (EKSNodeGroupID, error) {
 	invalid := func(reason string) error {
-		return &cloudprovider.InvalidIDError{Type: cloudprovider.NodeGroupTypeAWSEKSNodeGroup, ID: id, Reason: reason}
+		return &cloudprovider.InvalidIDError{Type: eksNodeGroupType, ID: id, Reason: reason}
 	}
 	if !arn.IsARN(id) {
 		parts := strings.Split(id, "/")
@@ -132,7 +157,7 @@ type SQSQueueID struct {
 // or URL (https://sqs.<region>.amazonaws.com/<account>/<name>).
 func ParseSQSQueueID(id string) (SQSQueueID, error) {
 	invalid := func(reason string) error {
-		return &cloudprovider.InvalidIDError{Type: cloudprovider.QueueTypeAWSSQSQueue, ID: id, Reason: reason}
+		return &cloudprovider.InvalidIDError{Type: sqsQueueType, ID: id, Reason: reason}
 	}
 	if arn.IsARN(id) {
 		a, err := arn.Parse(id)

@@ -119,11 +119,13 @@ func configureRetries(cfg *sdkaws.Config, opts Options) {
 	cfg.RetryMaxAttempts = maxAttempts
 }
 
-// Register makes the provider's types resolvable through r.
+// Register makes the provider's types validated (RegisterIDs) and resolvable through r.
+// Instances are not launched on AWS yet, so no ProviderValidator is registered.
 func (p *Provider) Register(r *cloudprovider.Registry) {
-	r.RegisterNodeGroup(cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, p.AutoScalingGroup)
-	r.RegisterNodeGroup(cloudprovider.NodeGroupTypeAWSEKSNodeGroup, p.EKSNodeGroup)
-	r.RegisterQueue(cloudprovider.QueueTypeAWSSQSQueue, p.SQSQueue)
+	RegisterIDs(r)
+	r.RegisterNodeGroup(autoScalingGroupType, p.AutoScalingGroup)
+	r.RegisterNodeGroup(eksNodeGroupType, p.EKSNodeGroup)
+	r.RegisterQueue(sqsQueueType, p.SQSQueue)
 }
 
 // Region is the default region, empty if none is configured.

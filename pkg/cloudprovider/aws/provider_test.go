@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/test/awsemulator"
@@ -119,7 +120,7 @@ func (e *env) nodeGroup(t *testing.T, typ, id string) cloudprovider.NodeGroup {
 
 func (e *env) queue(t *testing.T, id string) cloudprovider.Queue {
 	t.Helper()
-	q, err := e.factory.QueueFor(cloudprovider.QueueTypeAWSSQSQueue, id)
+	q, err := e.factory.QueueFor(string(v1alpha1.AWSSQSQueueType), id)
 	if err != nil {
 		t.Fatalf("QueueFor(%s) = %v", id, err)
 	}
@@ -153,7 +154,7 @@ func TestAutoScalingGroupScalesOutAndIn(t *testing.T) {
 		t.Run(id, func(t *testing.T) {
 			ctx := context.Background()
 			e := newEnv(t)
-			g := e.nodeGroup(t, cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, id)
+			g := e.nodeGroup(t, string(v1alpha1.AWSEC2AutoScalingGroup), id)
 
 			st := mustStatus(t, g)
 			wantStatus(t, st, 1, 1, true, "")
@@ -185,9 +186,9 @@ func TestAutoScalingGroupScalesOutAndIn(t *testing.T) {
 
 func TestAutoScalingGroupChangedOutOfBandIsObserved(t *testing.T) {
 	e := newEnv(t)
-	g := e.nodeGroup(t, cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, "workers")
+	g := e.nodeGroup(t, string(v1alpha1.AWSEC2AutoScalingGroup), "workers")
 	// Someone else (a console user, another tool) resizes the group.
-	other := e.nodeGroup(t, cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, "workers")
+	other := e.nodeGroup(t, string(v1alpha1.AWSEC2AutoScalingGroup), "workers")
 	if err := other.SetDesiredReplicas(context.Background(), 3); err != nil {
 		t.Fatal(err)
 	}
@@ -203,10 +204,10 @@ func TestDesiredOutsideBoundsIsNotForced(t *testing.T) {
 		wantDesiredAfter   int32
 		wantResourceInText string
 	}{
-		{cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, "workers", 6, 1, 5, 1, "auto scaling group workers"},
-		{cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, "workers", 0, 1, 5, 1, "auto scaling group workers"},
-		{cloudprovider.NodeGroupTypeAWSEKSNodeGroup, "sandbox/general", 11, 0, 10, 2, "eks node group sandbox/general"},
-		{cloudprovider.NodeGroupTypeAWSEKSNodeGroup, "sandbox/general", -1, 0, 10, 2, "eks node group sandbox/general"},
+		{string(v1alpha1.AWSEC2AutoScalingGroup), "workers", 6, 1, 5, 1, "auto scaling group workers"},
+		{string(v1alpha1.AWSEC2AutoScalingGroup), "workers", 0, 1, 5, 1, "auto scaling group workers"},
+		{string(v1alpha1.AWSEKSNodeGroup), "sandbox/general", 11, 0, 10, 2, "eks node group sandbox/general"},
+		{string(v1alpha1.AWSEKSNodeGroup), "sandbox/general", -1, 0, 10, 2, "eks node group sandbox/general"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.typ+"/"+tt.id, func(t *testing.T) {
@@ -235,7 +236,7 @@ func TestEKSNodeGroupUpdateInProgressIsNotStableNotAnError(t *testing.T) {
 		t.Run(id, func(t *testing.T) {
 			ctx := context.Background()
 			e := newEnv(t)
-			g := e.nodeGroup(t, cloudprovider.NodeGroupTypeAWSEKSNodeGroup, id)
+			g := e.nodeGroup(t, string(v1alpha1.AWSEKSNodeGroup), id)
 			wantStatus(t, mustStatus(t, g), 2, 2, true, "")
 
 			if err := g.SetDesiredReplicas(ctx, 5); err != nil {
@@ -267,8 +268,8 @@ func TestMissingResourcesAreNotFound(t *testing.T) {
 	ctx := context.Background()
 	var notFound *cloudprovider.NotFoundError
 	for _, tt := range []struct{ typ, id string }{
-		{cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, "nope"},
-		{cloudprovider.NodeGroupTypeAWSEKSNodeGroup, "sandbox/nope"},
+		{string(v1alpha1.AWSEC2AutoScalingGroup), "nope"},
+		{string(v1alpha1.AWSEKSNodeGroup), "sandbox/nope"},
 	} {
 		if _, err := e.nodeGroup(t, tt.typ, tt.id).Status(ctx); !errors.As(err, &notFound) {
 			t.Errorf("%s %s: Status() = %v, want *NotFoundError", tt.typ, tt.id, err)
@@ -327,18 +328,18 @@ func TestThrottlingIsRecoveredByRetries(t *testing.T) {
 		call            func(*testing.T, *env) error
 	}{
 		{"autoscaling", "DescribeAutoScalingGroups", func(t *testing.T, e *env) error {
-			_, err := e.nodeGroup(t, cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, "workers").Status(context.Background())
+			_, err := e.nodeGroup(t, string(v1alpha1.AWSEC2AutoScalingGroup), "workers").Status(context.Background())
 			return err
 		}},
 		{"autoscaling", "SetDesiredCapacity", func(t *testing.T, e *env) error {
-			return e.nodeGroup(t, cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, "workers").SetDesiredReplicas(context.Background(), 2)
+			return e.nodeGroup(t, string(v1alpha1.AWSEC2AutoScalingGroup), "workers").SetDesiredReplicas(context.Background(), 2)
 		}},
 		{"eks", "DescribeNodegroup", func(t *testing.T, e *env) error {
-			_, err := e.nodeGroup(t, cloudprovider.NodeGroupTypeAWSEKSNodeGroup, "sandbox/general").Status(context.Background())
+			_, err := e.nodeGroup(t, string(v1alpha1.AWSEKSNodeGroup), "sandbox/general").Status(context.Background())
 			return err
 		}},
 		{"eks", "UpdateNodegroupConfig", func(t *testing.T, e *env) error {
-			return e.nodeGroup(t, cloudprovider.NodeGroupTypeAWSEKSNodeGroup, "sandbox/general").SetDesiredReplicas(context.Background(), 3)
+			return e.nodeGroup(t, string(v1alpha1.AWSEKSNodeGroup), "sandbox/general").SetDesiredReplicas(context.Background(), 3)
 		}},
 		{"sqs", "GetQueueAttributes", func(t *testing.T, e *env) error {
 			_, err := e.queue(t, "arn:aws:sqs:us-west-2:123456789012:jobs").Length(context.Background())
@@ -375,7 +376,7 @@ func TestPersistentServerErrorIsWrapped(t *testing.T) {
 	if err := e.emulator.InjectFault(awsemulator.Fault{Service: "autoscaling", Kind: awsemulator.FaultServerError}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.nodeGroup(t, cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, "workers").Status(context.Background())
+	_, err := e.nodeGroup(t, string(v1alpha1.AWSEC2AutoScalingGroup), "workers").Status(context.Background())
 	if err == nil {
 		t.Fatal("Status() succeeded against a failing endpoint")
 	}
@@ -396,14 +397,14 @@ func TestAccessDeniedNamesTheMissingAction(t *testing.T) {
 		call            func(*testing.T, *env) error
 	}{
 		{"autoscaling", "SetDesiredCapacity", "autoscaling:SetDesiredCapacity", func(t *testing.T, e *env) error {
-			return e.nodeGroup(t, cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, "workers").SetDesiredReplicas(context.Background(), 2)
+			return e.nodeGroup(t, string(v1alpha1.AWSEC2AutoScalingGroup), "workers").SetDesiredReplicas(context.Background(), 2)
 		}},
 		{"autoscaling", "DescribeAutoScalingGroups", "autoscaling:DescribeAutoScalingGroups", func(t *testing.T, e *env) error {
-			_, err := e.nodeGroup(t, cloudprovider.NodeGroupTypeAWSEKSNodeGroup, "sandbox/general").Status(context.Background())
+			_, err := e.nodeGroup(t, string(v1alpha1.AWSEKSNodeGroup), "sandbox/general").Status(context.Background())
 			return err
 		}},
 		{"eks", "UpdateNodegroupConfig", "eks:UpdateNodegroupConfig", func(t *testing.T, e *env) error {
-			return e.nodeGroup(t, cloudprovider.NodeGroupTypeAWSEKSNodeGroup, "sandbox/general").SetDesiredReplicas(context.Background(), 3)
+			return e.nodeGroup(t, string(v1alpha1.AWSEKSNodeGroup), "sandbox/general").SetDesiredReplicas(context.Background(), 3)
 		}},
 		{"sqs", "GetQueueUrl", "sqs:GetQueueUrl", func(t *testing.T, e *env) error {
 			_, err := e.queue(t, "arn:aws:sqs:us-west-2:123456789012:jobs").Length(context.Background())
@@ -476,10 +477,10 @@ func TestEndpointOverrideFromEnvironment(t *testing.T) {
 			p.Register(r)
 			e := &env{factory: r}
 			ctx := context.Background()
-			if _, err := e.nodeGroup(t, cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, "workers").Status(ctx); err != nil {
+			if _, err := e.nodeGroup(t, string(v1alpha1.AWSEC2AutoScalingGroup), "workers").Status(ctx); err != nil {
 				t.Errorf("auto scaling: %v", err)
 			}
-			if _, err := e.nodeGroup(t, cloudprovider.NodeGroupTypeAWSEKSNodeGroup, "sandbox/general").Status(ctx); err != nil {
+			if _, err := e.nodeGroup(t, string(v1alpha1.AWSEKSNodeGroup), "sandbox/general").Status(ctx); err != nil {
 				t.Errorf("eks: %v", err)
 			}
 			q := e.queue(t, "arn:aws:sqs:us-west-2:123456789012:jobs")
@@ -563,7 +564,7 @@ func TestRetryAttemptsFromTheSDKSettings(t *testing.T) {
 			if err := e.emulator.InjectFault(awsemulator.Fault{Service: "autoscaling", Action: "DescribeAutoScalingGroups", Kind: awsemulator.FaultThrottle, Times: tt.throttles}); err != nil {
 				t.Fatal(err)
 			}
-			_, err := e.nodeGroup(t, cloudprovider.NodeGroupTypeAWSEC2AutoScalingGroup, "workers").Status(context.Background())
+			_, err := e.nodeGroup(t, string(v1alpha1.AWSEC2AutoScalingGroup), "workers").Status(context.Background())
 			if (err != nil) != tt.wantErr {
 				t.Errorf("Status() = %v, want error %v", err, tt.wantErr)
 			}

@@ -1,6 +1,7 @@
 // Package fake is an in-memory cloudprovider for controller unit tests. Groups
-// and queues are created by the test; their state changes only when the test
-// or the code under test changes it.
+// and queues are created by the test, instances by the code under test from a
+// catalogue of instance types; their state changes only when the test or the
+// code under test changes it.
 package fake
 
 import (

@@ -197,7 +197,7 @@ func TestPendingCapacityTemplateLabelsAndTaints(t *testing.T) {
 
 func TestQueueProducer(t *testing.T) {
 	clouds := cloudfake.NewFactory()
-	queue := clouds.AddQueue(cloudprovider.QueueTypeAWSSQSQueue, "q", cloudfake.NewQueue(42, 90*time.Second))
+	queue := clouds.AddQueue(string(v1alpha1.AWSSQSQueueType), "q", cloudfake.NewQueue(42, 90*time.Second))
 	mp := producer("queue", v1alpha1.MetricsProducerSpec{Queue: &v1alpha1.QueueSpec{Type: v1alpha1.AWSSQSQueueType, ID: "q"}})
 	p := NewQueueProducer(clouds)
 

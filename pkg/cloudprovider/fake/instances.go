@@ -1,0 +1,383 @@
+package fake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
+	"knative.dev/pkg/apis"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+)
+
+// InstanceProviderOptions configure NewInstanceProvider.
+type InstanceProviderOptions struct {
+	// InstanceTypes is the catalogue; nil means DefaultInstanceTypes().
+	InstanceTypes []*cloudprovider.InstanceType
+	// Clock stamps launch times; nil means the real clock.
+	Clock clock.PassiveClock
+	// LaunchPending keeps launched instances pending until MarkRunning; otherwise they
+	// run at once.
+	LaunchPending bool
+}
+
+// InstanceProvider is an in-memory cloud of instances. It launches from its catalogue
+// in request order, skipping offerings the test made run out of capacity, and names
+// instances in launch order (i-00000000000000001, ...), so results are deterministic. It
+// records every call for assertions and is safe for concurrent use.
+type InstanceProvider struct {
+	clock         clock.PassiveClock
+	launchPending bool
+
+	mu          sync.Mutex
+	catalogue   []*cloudprovider.InstanceType
+	instances   map[string]*cloudprovider.Instance
+	launched    int
+	noCapacity  map[cloudprovider.OfferingKey]bool
+	err         error
+	typesCalls  []cloudprovider.Constraints
+	createCalls []cloudprovider.LaunchRequest
+	deleteCalls []string
+}
+
+var _ cloudprovider.InstanceProvider = (*InstanceProvider)(nil)
+
+func NewInstanceProvider(opts InstanceProviderOptions) *InstanceProvider {
+	catalogue := opts.InstanceTypes
+	if catalogue == nil {
+		catalogue = DefaultInstanceTypes()
+	}
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &InstanceProvider{
+		clock:         clk,
+		launchPending: opts.LaunchPending,
+		catalogue:     catalogue,
+		instances:     map[string]*cloudprovider.Instance{},
+		noCapacity:    map[cloudprovider.OfferingKey]bool{},
+	}
+}
+
+func (p *InstanceProvider) InstanceTypes(_ context.Context, constraints cloudprovider.Constraints) ([]*cloudprovider.InstanceType, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.typesCalls = append(p.typesCalls, constraints)
+	if p.err != nil {
+		return nil, p.err
+	}
+	var types []*cloudprovider.InstanceType
+	for _, t := range p.catalogue {
+		var offerings []cloudprovider.Offering
+		for _, o := range t.Offerings {
+			if !satisfies(offeringLabels(t, o), constraints.Requirements) {
+				continue
+			}
+			o.Available = o.Available && !p.noCapacity[cloudprovider.Candidate{InstanceType: t, Offering: o}.Key()]
+			offerings = append(offerings, o)
+		}
+		if len(offerings) == 0 {
+			continue
+		}
+		copied := *t
+		copied.Labels = maps.Clone(t.Labels)
+		copied.Capacity = t.Capacity.DeepCopy()
+		copied.Overhead = t.Overhead.DeepCopy()
+		copied.Offerings = offerings
+		types = append(types, &copied)
+	}
+	return types, nil
+}
+
+func (p *InstanceProvider) Create(_ context.Context, request cloudprovider.LaunchRequest) (*cloudprovider.Instance, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.createCalls = append(p.createCalls, request)
+	if p.err != nil {
+		return nil, p.err
+	}
+	if len(request.Candidates) == 0 {
+		return nil, fmt.Errorf("launching for provisioner %q, no candidate instance types", request.ProvisionerName)
+	}
+	var failed []cloudprovider.OfferingKey
+	for _, c := range request.Candidates {
+		key := c.Key()
+		if !p.offered(key) || p.noCapacity[key] {
+			failed = append(failed, key)
+			continue
+		}
+		p.launched++
+		id := fmt.Sprintf("i-%017x", p.launched)
+		labels := maps.Clone(c.InstanceType.Labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		maps.Copy(labels, request.Labels)
+		maps.Copy(labels, map[string]string{
+			corev1.LabelInstanceTypeStable: key.InstanceType,
+			corev1.LabelTopologyZone:       key.Zone,
+			v1alpha5.CapacityTypeLabelKey:  key.CapacityType,
+		})
+		state := cloudprovider.InstanceStateRunning
+		if p.launchPending {
+			state = cloudprovider.InstanceStatePending
+		}
+		instance := &cloudprovider.Instance{
+			ProviderID:   fmt.Sprintf("fake:///%s/%s", key.Zone, id),
+			ID:           id,
+			InstanceType: key.InstanceType,
+			Zone:         key.Zone,
+			CapacityType: key.CapacityType,
+			NodeName:     fmt.Sprintf("ip-10-%d-%d-%d.us-west-2.compute.internal", p.launched>>16&255, p.launched>>8&255, p.launched&255),
+			LaunchTime:   p.clock.Now(),
+			State:        state,
+			Labels:       labels,
+		}
+		p.instances[instance.ProviderID] = instance
+		return copyInstance(instance), nil
+	}
+	return nil, &cloudprovider.InsufficientCapacityError{Offerings: failed, Err: errors.New("the fake cloud has no capacity left for them")}
+}
+
+// offered reports whether the catalogue has the offering and it is available.
+func (p *InstanceProvider) offered(key cloudprovider.OfferingKey) bool {
+	for _, t := range p.catalogue {
+		if t.Name != key.InstanceType {
+			continue
+		}
+		for _, o := range t.Offerings {
+			if o.Zone == key.Zone && o.CapacityType == key.CapacityType {
+				return o.Available
+			}
+		}
+	}
+	return false
+}
+
+func (p *InstanceProvider) Delete(_ context.Context, providerID string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.deleteCalls = append(p.deleteCalls, providerID)
+	if p.err != nil {
+		return p.err
+	}
+	delete(p.instances, providerID)
+	return nil
+}
+
+func (p *InstanceProvider) Get(_ context.Context, providerID string) (*cloudprovider.Instance, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return nil, p.err
+	}
+	instance, ok := p.instances[providerID]
+	if !ok {
+		return nil, &cloudprovider.NotFoundError{Resource: "instance " + providerID, Err: errors.New("the fake cloud has no such instance")}
+	}
+	return copyInstance(instance), nil
+}
+
+// List returns the instances in launch order.
+func (p *InstanceProvider) List(context.Context) ([]*cloudprovider.Instance, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return nil, p.err
+	}
+	instances := make([]*cloudprovider.Instance, 0, len(p.instances))
+	for _, instance := range p.instances {
+		instances = append(instances, copyInstance(instance))
+	}
+	// Ids are zero-padded launch counters: their order is the launch order.
+	slices.SortFunc(instances, func(a, b *cloudprovider.Instance) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	return instances, nil
+}
+
+// MarkRunning makes a pending instance run, as the cloud does once it boots.
+func (p *InstanceProvider) MarkRunning(providerID string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	instance, ok := p.instances[providerID]
+	if !ok {
+		return &cloudprovider.NotFoundError{Resource: "instance " + providerID, Err: errors.New("the fake cloud has no such instance")}
+	}
+	instance.State = cloudprovider.InstanceStateRunning
+	return nil
+}
+
+// SetInsufficientCapacity makes Create fail over the offerings and InstanceTypes report
+// them unavailable, until ClearInsufficientCapacity.
+func (p *InstanceProvider) SetInsufficientCapacity(offerings ...cloudprovider.OfferingKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, key := range offerings {
+		p.noCapacity[key] = true
+	}
+}
+
+// ClearInsufficientCapacity restores the capacity of every offering.
+func (p *InstanceProvider) ClearInsufficientCapacity() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.noCapacity)
+}
+
+// SetError makes InstanceTypes, Create, Delete, Get and List fail with err (they are still
+// recorded); nil clears it.
+func (p *InstanceProvider) SetError(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.err = err
+}
+
+// InstanceTypesCalls returns the constraints of every InstanceTypes call so far.
+func (p *InstanceProvider) InstanceTypesCalls() []cloudprovider.Constraints {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.typesCalls)
+}
+
+// CreateCalls returns the request of every Create call so far, successful or not.
+func (p *InstanceProvider) CreateCalls() []cloudprovider.LaunchRequest {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.createCalls)
+}
+
+// DeleteCalls returns the provider id of every Delete call so far.
+func (p *InstanceProvider) DeleteCalls() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.deleteCalls)
+}
+
+func copyInstance(i *cloudprovider.Instance) *cloudprovider.Instance {
+	copied := *i
+	copied.Labels = maps.Clone(i.Labels)
+	return &copied
+}
+
+// offeringLabels are the well-known labels a node of the type launched as the offering
+// carries.
+func offeringLabels(t *cloudprovider.InstanceType, o cloudprovider.Offering) map[string]string {
+	labels := maps.Clone(t.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[corev1.LabelInstanceTypeStable] = t.Name
+	labels[corev1.LabelTopologyZone] = o.Zone
+	labels[v1alpha5.CapacityTypeLabelKey] = o.CapacityType
+	return labels
+}
+
+// satisfies reports whether labels meet every requirement on a key they have; requirements
+// on other keys are about labels the Provisioner sets, not about the instance type.
+func satisfies(labels map[string]string, requirements []corev1.NodeSelectorRequirement) bool {
+	for _, r := range requirements {
+		value, ok := labels[r.Key]
+		if !ok {
+			continue
+		}
+		switch r.Operator {
+		case corev1.NodeSelectorOpIn:
+			if !slices.Contains(r.Values, value) {
+				return false
+			}
+		case corev1.NodeSelectorOpNotIn:
+			if slices.Contains(r.Values, value) {
+				return false
+			}
+		case corev1.NodeSelectorOpDoesNotExist:
+			return false
+		case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+			if len(r.Values) != 1 {
+				return false
+			}
+			have, err1 := strconv.ParseInt(value, 10, 64)
+			bound, err2 := strconv.ParseInt(r.Values[0], 10, 64)
+			if err1 != nil || err2 != nil || (r.Operator == corev1.NodeSelectorOpGt && have <= bound) || (r.Operator == corev1.NodeSelectorOpLt && have >= bound) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ProviderBlock is the fake cloud's spec.provider.
+type ProviderBlock struct {
+	// InstanceProfile is the role instances run as; DefaultInstanceProfile when unset.
+	InstanceProfile string `json:"instanceProfile,omitempty"`
+	// Tags are put on the instances; keys must not be empty.
+	Tags map[string]string `json:"tags,omitempty"`
+}
+
+// DefaultInstanceProfile is what DefaultProvider fills in.
+const DefaultInstanceProfile = "KarpenterNodeInstanceProfile"
+
+func (p *InstanceProvider) DefaultProvider(_ context.Context, provider *runtime.RawExtension) *runtime.RawExtension {
+	var block ProviderBlock
+	if provider != nil {
+		if err := json.Unmarshal(provider.Raw, &block); err != nil {
+			return provider
+		}
+	}
+	if block.InstanceProfile != "" {
+		return provider
+	}
+	block.InstanceProfile = DefaultInstanceProfile
+	raw, err := json.Marshal(block)
+	if err != nil {
+		return provider
+	}
+	return &runtime.RawExtension{Raw: raw}
+}
+
+// ValidateProvider rejects fields ProviderBlock does not have, by name, values of the
+// wrong type and empty tag keys.
+func (p *InstanceProvider) ValidateProvider(_ context.Context, provider *runtime.RawExtension) *apis.FieldError {
+	if provider == nil {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(provider.Raw, &fields); err != nil {
+		return &apis.FieldError{Message: fmt.Sprintf("must be an object: %v", err), Paths: []string{apis.CurrentField}}
+	}
+	var errs *apis.FieldError
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		var err error
+		switch name {
+		case "instanceProfile":
+			err = json.Unmarshal(fields[name], new(string))
+		case "tags":
+			var tags map[string]string
+			if err = json.Unmarshal(fields[name], &tags); err == nil && slices.Contains(slices.Collect(maps.Keys(tags)), "") {
+				errs = errs.Also(apis.ErrInvalidKeyName("", "tags", "tag keys must not be empty"))
+			}
+		default:
+			errs = errs.Also(apis.ErrDisallowedFields(name))
+		}
+		if err != nil {
+			errs = errs.Also(apis.ErrInvalidValue(string(fields[name]), name, err.Error()))
+		}
+	}
+	return errs
+}

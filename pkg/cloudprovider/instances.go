@@ -1,0 +1,120 @@
+package cloudprovider
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"knative.dev/pkg/apis"
+)
+
+// InstanceProvider launches and terminates individual instances, the way
+// provisioning adds nodes: it lists what can be launched for a Provisioner's
+// constraints, launches one instance of the cheapest candidate that has
+// capacity, and finds and deletes the instances this cluster owns.
+type InstanceProvider interface {
+	// InstanceTypes lists the instance types that satisfy constraints, each
+	// with the offerings (zone, capacity type, price) that satisfy them too. An
+	// offering the cloud recently had no capacity for has Available false.
+	InstanceTypes(ctx context.Context, constraints Constraints) ([]*InstanceType, error)
+	// Create launches one instance from the first candidate, in request order,
+	// the cloud has capacity for. When none has, it returns
+	// *InsufficientCapacityError naming the offerings that failed, so that the
+	// caller can stop offering them.
+	Create(ctx context.Context, request LaunchRequest) (*Instance, error)
+	// Delete terminates the instance. An instance already gone is not an error:
+	// deleting is idempotent.
+	Delete(ctx context.Context, providerID string) error
+	// Get returns the instance with the given provider id, *NotFoundError if
+	// the cloud has none (or it has terminated).
+	Get(ctx context.Context, providerID string) (*Instance, error)
+	// List returns the instances this cluster owns that have not terminated,
+	// including those launched for a node that never registered.
+	List(ctx context.Context) ([]*Instance, error)
+	ProviderValidator
+}
+
+// ProviderValidator defaults and validates a Provisioner's spec.provider block,
+// the cloud-specific part of its constraints, without I/O or credentials.
+type ProviderValidator interface {
+	// DefaultProvider returns the block with the cloud's defaults filled in; it
+	// may return a new block when provider is nil. A block it cannot parse is
+	// returned unchanged, for ValidateProvider to reject.
+	DefaultProvider(ctx context.Context, provider *runtime.RawExtension) *runtime.RawExtension
+	// ValidateProvider returns the block's errors with paths relative to the
+	// block (e.g. "subnetSelector"), unknown fields among them, or nil.
+	ValidateProvider(ctx context.Context, provider *runtime.RawExtension) *apis.FieldError
+}
+
+// Constraints are what a Provisioner asks of the instances it launches. They
+// are plain Kubernetes types, converted from the Provisioner by its controller,
+// so that this package stays free of Karpenter's API packages.
+type Constraints struct {
+	// Requirements constrain the nodes' labels: the well-known instance type,
+	// zone, capacity type, architecture and operating system labels select
+	// instance types and offerings; requirements on other keys do not.
+	Requirements []corev1.NodeSelectorRequirement
+	// Provider is the Provisioner's spec.provider block, defaulted and valid.
+	Provider *runtime.RawExtension
+}
+
+// LaunchRequest asks for one instance.
+type LaunchRequest struct {
+	// Candidates are the instance types and offerings the instance may be,
+	// cheapest first: an offering without capacity falls through to the next.
+	Candidates []Candidate
+	// ProvisionerName names the Provisioner the instance is launched for; the
+	// cloud tags the instance with it.
+	ProvisionerName string
+	// Labels and Taints are registered with the node.
+	Labels map[string]string
+	Taints []corev1.Taint
+	// Provider is the Provisioner's spec.provider block, defaulted and valid.
+	Provider *runtime.RawExtension
+}
+
+// Candidate is one instance type in one of its offerings.
+type Candidate struct {
+	InstanceType *InstanceType
+	Offering     Offering
+}
+
+// Key names the candidate's offering.
+func (c Candidate) Key() OfferingKey {
+	return OfferingKey{InstanceType: c.InstanceType.Name, Zone: c.Offering.Zone, CapacityType: c.Offering.CapacityType}
+}
+
+// OfferingKey names an offering of an instance type.
+type OfferingKey struct {
+	InstanceType, Zone, CapacityType string
+}
+
+// InstanceState is where an instance is in its life.
+type InstanceState string
+
+const (
+	// InstanceStatePending is an instance launched but not yet running.
+	InstanceStatePending InstanceState = "pending"
+	// InstanceStateRunning is an instance running, its node maybe not yet registered.
+	InstanceStateRunning InstanceState = "running"
+)
+
+// Instance is a machine the cloud launched.
+type Instance struct {
+	// ProviderID is what the node's spec.providerID will be, e.g.
+	// aws:///us-west-2a/i-0123456789abcdef0.
+	ProviderID string
+	// ID is the cloud's own id, e.g. i-0123456789abcdef0.
+	ID           string
+	InstanceType string
+	Zone         string
+	CapacityType string
+	// NodeName is the name the node registers with (on AWS the private DNS name).
+	NodeName   string
+	LaunchTime time.Time
+	State      InstanceState
+	// Labels are those the node will carry: the request's and the well-known labels of the
+	// instance type and offering launched.
+	Labels map[string]string
+}
