@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/test/sandbox"
 )
 
@@ -185,12 +186,12 @@ func (t *timeline) observe(ctx context.Context, group string) (groupState, error
 		return state, err
 	}
 	state.current = ptr.Deref(sng.Status.Replicas, 0)
-	nodes := &corev1.NodeList{}
-	if err := t.client.List(ctx, nodes, client.MatchingLabels{sandbox.NodeGroupLabel: group}); err != nil {
+	groupNodes := &corev1.NodeList{}
+	if err := t.client.List(ctx, groupNodes, client.MatchingLabels{sandbox.NodeGroupLabel: group}); err != nil {
 		return state, err
 	}
-	for _, node := range nodes.Items {
-		if nodeReady(&node) {
+	for _, node := range groupNodes.Items {
+		if nodes.IsReady(&node) {
 			state.nodesReady++
 		}
 	}
@@ -232,15 +233,6 @@ func (t *timeline) waitPods(ctx context.Context, running int) error {
 		last = state.String("general")
 		return err == nil && state.pods == running && state.podsRunning == running && state.desired == state.current, nil
 	})
-}
-
-func nodeReady(node *corev1.Node) bool {
-	for _, condition := range node.Status.Conditions {
-		if condition.Type == corev1.NodeReady {
-			return condition.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // waitFor polls done until it returns true, an error, or stepTimeout passes; last, when set,

@@ -13,6 +13,7 @@ import (
 	"knative.dev/pkg/apis"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/scheduling"
 )
 
 // provisioner gives v1alpha5.Provisioner its admission semantics.
@@ -47,7 +48,8 @@ var (
 
 // ValidateProvisioner checks what the CRD schema cannot: label and taint syntax, that each
 // requirement's operator makes sense for its key and its values are ones the label can
-// take, and that limits are not negative.
+// take, and that limits are not negative. On requirements it also applies the CRD's own
+// rules, so that it rejects every requirement the CRD does.
 func ValidateProvisioner(p *v1alpha5.Provisioner) *apis.FieldError {
 	var errs *apis.FieldError
 	errs = errs.Also(validateLabels(p.Spec.Labels, "labels"))
@@ -61,6 +63,9 @@ func ValidateProvisioner(p *v1alpha5.Provisioner) *apis.FieldError {
 	return errs.ViaField("spec")
 }
 
+// validateRequirement applies the CRD's rules on a requirement (a well-known key, a node
+// selector operator, the values it takes), so the webhook rejects whatever the CRD does, then
+// what the CRD cannot know: no well-known label takes numbers, and which values some take.
 func validateRequirement(r v1alpha5.NodeSelectorRequirement) *apis.FieldError {
 	if !slices.Contains(v1alpha5.WellKnownLabels, r.Key) {
 		return &apis.FieldError{
@@ -68,17 +73,20 @@ func validateRequirement(r v1alpha5.NodeSelectorRequirement) *apis.FieldError {
 			Paths:   []string{"key"},
 		}
 	}
-	switch corev1.NodeSelectorOperator(r.Operator) {
-	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn, corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+	operator := corev1.NodeSelectorOperator(r.Operator)
+	if !slices.Contains(scheduling.Operators, operator) {
+		return &apis.FieldError{
+			Message: fmt.Sprintf("unsupported operator %q: expected one of %s", r.Operator, joinOperators(scheduling.Operators)),
+			Paths:   []string{"operator"},
+		}
+	}
+	if msg := valuesCountError(operator, r.Values); msg != "" {
+		return &apis.FieldError{Message: msg, Paths: []string{"values"}}
+	}
+	if operator == corev1.NodeSelectorOpGt || operator == corev1.NodeSelectorOpLt {
 		// Every well-known label has names for values, never numbers.
 		return &apis.FieldError{
 			Message: fmt.Sprintf("operator %s is not supported for key %s, whose values are not numbers; use In or NotIn", r.Operator, r.Key),
-			Paths:   []string{"operator"},
-		}
-	default:
-		return &apis.FieldError{
-			Message: fmt.Sprintf("unsupported operator %q: expected In, NotIn, Exists or DoesNotExist", r.Operator),
 			Paths:   []string{"operator"},
 		}
 	}
@@ -89,6 +97,33 @@ func validateRequirement(r v1alpha5.NodeSelectorRequirement) *apis.FieldError {
 		}
 	}
 	return errs
+}
+
+// valuesCountError says, in the words of the CRD's rules, why values do not suit operator, or "".
+func valuesCountError(operator corev1.NodeSelectorOperator, values []string) string {
+	switch operator {
+	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
+		if len(values) == 0 {
+			return "operators In and NotIn require at least one value"
+		}
+	case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
+		if len(values) > 0 {
+			return "operators Exists and DoesNotExist take no values"
+		}
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+		if _, err := scheduling.NewRequirement(operator, values...); err != nil {
+			return "operators Gt and Lt require exactly one integer value"
+		}
+	}
+	return ""
+}
+
+func joinOperators(operators []corev1.NodeSelectorOperator) string {
+	names := make([]string, len(operators))
+	for i, operator := range operators {
+		names[i] = string(operator)
+	}
+	return strings.Join(names, ", ")
 }
 
 // requirementValueError says why value can never be the value of the label key, or "".

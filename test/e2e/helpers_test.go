@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/test/sandbox"
 )
 
@@ -112,15 +113,13 @@ func observe(t *testing.T, name string) (group, error) {
 	for _, instance := range stack.Emulator.Instances(name) {
 		g.instances[instance.InstanceID] = instance.LifecycleState
 	}
-	nodes := &corev1.NodeList{}
-	if err := stack.Env.Client.List(ctx, nodes, client.MatchingLabels{sandbox.NodeGroupLabel: name}); err != nil {
+	groupNodes := &corev1.NodeList{}
+	if err := stack.Env.Client.List(ctx, groupNodes, client.MatchingLabels{sandbox.NodeGroupLabel: name}); err != nil {
 		return g, err
 	}
-	for _, node := range nodes.Items {
-		for _, condition := range node.Status.Conditions {
-			if condition.Type == corev1.NodeReady && condition.Status == corev1.ConditionTrue {
-				g.nodesReady++
-			}
+	for _, node := range groupNodes.Items {
+		if nodes.IsReady(&node) {
+			g.nodesReady++
 		}
 	}
 	return g, nil

@@ -28,6 +28,8 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/metrics/producers"
+	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/pods"
 )
 
 // ReasonCalculated is the reason of the Event emitted when a producer recovers.
@@ -60,7 +62,7 @@ func (c *Controller) Name() string { return "metricsproducer" }
 // SetupWithManager watches MetricsProducers' specs, and nodes and pods for the capacity
 // producers, and indexes pods by node for the producers' reads.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	if err := producers.IndexPodNodeName(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	if err := pods.IndexNodeName(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	enqueueCapacityProducers := handler.EnqueueRequestsFromMapFunc(c.capacityProducers)
@@ -193,17 +195,8 @@ var nodeCapacityChanged = predicate.Funcs{
 			old.Spec.Unschedulable != updated.Spec.Unschedulable ||
 			!equality.Semantic.DeepEqual(old.Spec.Taints, updated.Spec.Taints) ||
 			!equality.Semantic.DeepEqual(old.Status.Allocatable, updated.Status.Allocatable) ||
-			nodeReady(old) != nodeReady(updated)
+			nodes.ReadyStatus(old) != nodes.ReadyStatus(updated)
 	},
-}
-
-func nodeReady(node *corev1.Node) corev1.ConditionStatus {
-	for _, condition := range node.Status.Conditions {
-		if condition.Type == corev1.NodeReady {
-			return condition.Status
-		}
-	}
-	return corev1.ConditionUnknown
 }
 
 // podPlacementChanged passes pod events that can change a capacity producer's value:

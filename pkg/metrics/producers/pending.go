@@ -12,6 +12,8 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/metrics/producers/capacity"
+	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/pods"
 )
 
 // PendingCapacityProducer reports how many more nodes of a group would let the pods the
@@ -28,7 +30,7 @@ func (p *PendingCapacityProducer) Produce(ctx context.Context, mp *v1alpha1.Metr
 	}
 	var pending []*corev1.Pod
 	for i := range unscheduled {
-		if capacity.IsPending(&unscheduled[i]) {
+		if pods.IsUnschedulable(&unscheduled[i]) {
 			pending = append(pending, &unscheduled[i])
 		}
 	}
@@ -51,18 +53,18 @@ func (p *PendingCapacityProducer) Produce(ctx context.Context, mp *v1alpha1.Metr
 // first, then by name, so that the choice is stable), or the spec's template when the group
 // has no nodes.
 func (p *PendingCapacityProducer) shape(ctx context.Context, spec *v1alpha1.PendingCapacitySpec) (*capacity.NodeShape, error) {
-	nodes, err := nodesMatching(ctx, p.Reader, spec.NodeSelector)
+	group, err := nodesMatching(ctx, p.Reader, spec.NodeSelector)
 	if err != nil {
 		return nil, err
 	}
-	if len(nodes) == 0 {
+	if len(group) == 0 {
 		if spec.NodeTemplate == nil {
 			return nil, failure(ReasonNoNodeShape, "pods are pending, no node matches nodeSelector %s and spec.pendingCapacity.nodeTemplate is not set, so the shape of a new node is unknown", selectorString(spec.NodeSelector))
 		}
 		return shapeOfTemplate(spec), nil
 	}
-	usable := func(n *corev1.Node) bool { return capacity.IsReady(n) && !n.Spec.Unschedulable }
-	reference := slices.MinFunc(nodes, func(a, b corev1.Node) int {
+	usable := func(n *corev1.Node) bool { return nodes.IsReady(n) && !n.Spec.Unschedulable }
+	reference := slices.MinFunc(group, func(a, b corev1.Node) int {
 		if ua, ub := usable(&a), usable(&b); ua != ub {
 			if ua {
 				return -1
@@ -72,11 +74,11 @@ func (p *PendingCapacityProducer) shape(ctx context.Context, spec *v1alpha1.Pend
 		return strings.Compare(a.Name, b.Name)
 	})
 	// DaemonSet pods on the reference node would run on a new node too.
-	pods, err := podsOn(ctx, p.Reader, reference.Name)
+	bound, err := podsOn(ctx, p.Reader, reference.Name)
 	if err != nil {
 		return nil, err
 	}
-	shape := capacity.ShapeOf(&reference, pods)
+	shape := capacity.ShapeOf(&reference, bound)
 	return &shape, nil
 }
 

@@ -74,7 +74,7 @@ type Kinds struct {
 }
 
 // NewKinds builds the producers. reader lists nodes and pods; for pods it must support the
-// field selector PodNodeNameField (the API server does, a cache needs IndexPodNodeName).
+// field selector pods.NodeNameField (the API server does, a cache needs pods.IndexNodeName).
 // clouds resolves queues; when nil, queue producers fail with a condition saying so.
 func NewKinds(reader client.Reader, clouds cloudprovider.Factory, clk clock.PassiveClock) Kinds {
 	return Kinds{

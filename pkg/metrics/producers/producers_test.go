@@ -21,6 +21,7 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	cloudfake "karpenter.sh/karpenter/pkg/cloudprovider/fake"
+	"karpenter.sh/karpenter/pkg/pods"
 	exported "karpenter.sh/karpenter/pkg/test/gauges"
 )
 
@@ -59,7 +60,7 @@ func pod(name, nodeName string, requests corev1.ResourceList) *corev1.Pod {
 
 func newReader(objects ...client.Object) client.Reader {
 	return fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objects...).
-		WithIndex(&corev1.Pod{}, PodNodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+		WithIndex(&corev1.Pod{}, pods.NodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
 		Build()
 }
 

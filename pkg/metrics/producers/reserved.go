@@ -8,6 +8,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/metrics/producers/capacity"
+	"karpenter.sh/karpenter/pkg/nodes"
 )
 
 // ReservedCapacityProducer reports how much of a node group's allocatable cpu, memory and
@@ -18,33 +19,33 @@ type ReservedCapacityProducer struct {
 
 func (p *ReservedCapacityProducer) Produce(ctx context.Context, mp *v1alpha1.MetricsProducer) (Result, error) {
 	selector := mp.Spec.ReservedCapacity.NodeSelector
-	nodes, err := nodesMatching(ctx, p.Reader, selector)
+	group, err := nodesMatching(ctx, p.Reader, selector)
 	if err != nil {
 		return Result{}, err
 	}
-	var pods []corev1.Pod
-	for i := range nodes {
-		if !capacity.IsReady(&nodes[i]) || nodes[i].Spec.Unschedulable {
+	var bound []corev1.Pod
+	for i := range group {
+		if !nodes.IsReady(&group[i]) || group[i].Spec.Unschedulable {
 			continue
 		}
-		onNode, err := podsOn(ctx, p.Reader, nodes[i].Name)
+		onNode, err := podsOn(ctx, p.Reader, group[i].Name)
 		if err != nil {
 			return Result{}, err
 		}
-		pods = append(pods, onNode...)
+		bound = append(bound, onNode...)
 	}
-	reservations := capacity.Reserve(nodes, pods)
+	reservations := capacity.Reserve(group, bound)
 	var result Result
 	mp.Status.ReservedCapacity = map[corev1.ResourceName]string{}
 	for _, name := range capacity.ReservedResources {
 		r := reservations[name]
 		utilization, ok := r.Utilization()
 		if !ok {
-			if len(nodes) == 0 {
+			if len(group) == 0 {
 				return Result{}, failure(ReasonNoCapacity, "no node matches nodeSelector %s", selectorString(selector))
 			}
 			return Result{}, failure(ReasonNoCapacity, "none of the %d nodes matching nodeSelector %s is Ready, schedulable and offering %s",
-				len(nodes), selectorString(selector), name)
+				len(group), selectorString(selector), name)
 		}
 		g := ReservedCapacity[name]
 		result.Samples = append(result.Samples,

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/test/environment"
 )
 
@@ -125,12 +126,7 @@ func TestControlPlane(t *testing.T) {
 		}
 		eventually(t, "node is Ready", func() (bool, error) {
 			err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), node)
-			for _, condition := range node.Status.Conditions {
-				if condition.Type == corev1.NodeReady {
-					return condition.Status == corev1.ConditionTrue, err
-				}
-			}
-			return false, err
+			return nodes.IsReady(node), err
 		})
 		eventually(t, "pod is Running on the node", func() (bool, error) {
 			err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)

@@ -2,11 +2,14 @@ package v1alpha5_test
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"karpenter.sh/karpenter/pkg/apis"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
@@ -33,7 +36,8 @@ spec:
     resources: {cpu: "1000", memory: 1000Gi}
 `
 
-// TestProvisionerAdmission applies the Provisioner CRD's schema and CEL rules on a real apiserver.
+// TestProvisionerAdmission applies the Provisioner CRD's schema and CEL rules on a real
+// apiserver; the requirement cases are shared with the webhook's tests.
 func TestProvisionerAdmission(t *testing.T) {
 	env := environment.New(t, environment.Options{AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}})
 	ctx := context.Background()
@@ -51,12 +55,6 @@ func TestProvisionerAdmission(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ name, spec, message string }{
-		{"unsupported requirement key", `requirements: [{key: example.com/rack, operator: In, values: [a]}]`, `spec.requirements[0].key: Unsupported value: "example.com/rack"`},
-		{"unknown operator", `requirements: [{key: kubernetes.io/os, operator: Matches, values: [linux]}]`, `spec.requirements[0].operator: Unsupported value: "Matches"`},
-		{"In without values", `requirements: [{key: kubernetes.io/os, operator: In}]`, "operators In and NotIn require at least one value"},
-		{"Exists with values", `requirements: [{key: kubernetes.io/os, operator: Exists, values: [linux]}]`, "operators Exists and DoesNotExist take no values"},
-		{"Gt with a word", `requirements: [{key: kubernetes.io/os, operator: Gt, values: [big]}]`, "operators Gt and Lt require exactly one integer value"},
-		{"unknown capacity type", `requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [reserved]}]`, "karpenter.sh/capacity-type values must be spot or on-demand"},
 		{"negative ttl", `ttlSecondsAfterEmpty: -1`, "spec.ttlSecondsAfterEmpty: Invalid value: -1"},
 		{"provisioner-name label", `labels: {karpenter.sh/provisioner-name: other}`, "label karpenter.sh/provisioner-name is set by Karpenter"},
 		{"well-known label", `labels: {topology.kubernetes.io/zone: us-west-2a}`, "well-known labels are constrained through requirements, not labels"},
@@ -73,4 +71,46 @@ func TestProvisionerAdmission(t *testing.T) {
 			}
 		})
 	}
+
+	for _, tc := range requirementCases(t) {
+		t.Run("requirement: "+tc.Name, func(t *testing.T) {
+			requirement, err := json.Marshal(tc.Requirement)
+			if err != nil {
+				t.Fatal(err)
+			}
+			object := manifests.Decode(t, "apiVersion: provisioning.karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: requirement}\nspec:\n  requirements: ["+string(requirement)+"]")
+			err = env.Client.Create(ctx, object, client.DryRunAll)
+			switch {
+			case tc.CRD == "" && err != nil:
+				t.Errorf("rejected with\n  %v\nwant admitted", err)
+			case tc.CRD != "" && err == nil:
+				t.Errorf("admitted, want a message containing\n  %s", tc.CRD)
+			case tc.CRD != "" && !strings.Contains(err.Error(), tc.CRD):
+				t.Errorf("rejected with\n  %v\nwant a message containing\n  %s", err, tc.CRD)
+			}
+		})
+	}
+}
+
+// requirementCase is one entry of testdata/requirements.yaml.
+type requirementCase struct {
+	Name string `json:"name"`
+	// Requirement is kept as written, so that an empty list of values reaches the apiserver.
+	Requirement map[string]any `json:"requirement"`
+	CRD         string         `json:"crd"`
+	// Webhook is what pkg/webhook's tests expect of the webhook.
+	Webhook string `json:"webhook"`
+}
+
+func requirementCases(t *testing.T) []requirementCase {
+	t.Helper()
+	data, err := os.ReadFile("testdata/requirements.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []requirementCase
+	if err := yaml.UnmarshalStrict(data, &cases); err != nil {
+		t.Fatalf("reading testdata/requirements.yaml, %v", err)
+	}
+	return cases
 }

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/scheduling"
 )
 
 // instanceType is an InstanceType with what the inner loop needs precomputed.
@@ -72,13 +73,13 @@ func (in *interner) all() uint64 {
 }
 
 // mask is the set of interned names a requirement allows; nil allows all.
-func (in *interner) mask(r *requirement) uint64 {
+func (in *interner) mask(r *scheduling.Requirement) uint64 {
 	if r == nil {
 		return in.all()
 	}
 	var mask uint64
 	for i, name := range in.names {
-		if r.has(name) {
+		if r.Has(name) {
 			mask |= 1 << i
 		}
 	}

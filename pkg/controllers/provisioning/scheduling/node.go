@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/scheduling"
 )
 
 // node is an existing node (existing != nil) or one opened in this pass.
@@ -19,7 +20,7 @@ type node struct {
 	used     resources
 
 	prov         *provisioner
-	requirements requirements
+	requirements scheduling.Requirements
 	// candidates may launch the node, sorted by prices (cheapest first) under the node's zone
 	// and capacity type masks. Those before first no longer fit; those after may not either,
 	// and are dropped when the node is rendered.
@@ -66,7 +67,7 @@ func maxAllocatable(types []*instanceType) resources {
 
 // narrowing is a new node's state after a pod is added.
 type narrowing struct {
-	requirements  requirements
+	requirements  scheduling.Requirements
 	candidates    []*instanceType
 	prices        []float64
 	first         int
@@ -77,25 +78,25 @@ type narrowing struct {
 
 // mergeRequirements adds pod requirements to a new node's, knowing which labels the node will
 // carry: the provisioner's own, those from the instance type, and a hostname of unknown value.
-func mergeRequirements(n *node, add requirements) (requirements, bool) {
+func mergeRequirements(n *node, add scheduling.Requirements) (scheduling.Requirements, bool) {
 	if len(add) == 0 {
 		return n.requirements, true
 	}
-	out := n.requirements.copy()
+	out := n.requirements.Copy()
 	for k, r := range add {
 		if k == corev1.LabelHostname {
 			// The node will have a hostname, but not one a pod can name.
-			if !r.complement || r.greaterThan != nil || r.lessThan != nil {
+			if !r.AllowsUnknownValue() {
 				return nil, false
 			}
 			continue
 		}
 		if existing, ok := out[k]; ok {
-			r = existing.intersect(r)
-		} else if !n.prov.typeKeys.Has(k) && !r.allowAbsent {
+			r = existing.Intersect(r)
+		} else if !n.prov.typeKeys.Has(k) && !r.AllowsAbsent() {
 			return nil, false
 		}
-		if !r.satisfiable() {
+		if !r.Satisfiable() {
 			return nil, false
 		}
 		out[k] = r
@@ -105,16 +106,16 @@ func mergeRequirements(n *node, add requirements) (requirements, bool) {
 
 // compatibleType reports whether an instance type can carry labels meeting the requirements;
 // zone and capacity type are checked against offerings separately.
-func (prov *provisioner) compatibleType(t *instanceType, reqs requirements) bool {
+func (prov *provisioner) compatibleType(t *instanceType, reqs scheduling.Requirements) bool {
 	for k, r := range reqs {
 		if k == corev1.LabelTopologyZone || k == v1alpha5.CapacityTypeLabelKey || prov.fixedKeys.Has(k) {
 			continue
 		}
 		if v, ok := t.labels[k]; ok {
-			if !r.has(v) {
+			if !r.Has(v) {
 				return false
 			}
-		} else if !r.allowAbsent {
+		} else if !r.AllowsAbsent() {
 			return false
 		}
 	}
@@ -135,12 +136,12 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, zones uint64) (*n
 		if allowed == 0 {
 			return nil, false
 		}
-		if zr := reqs[corev1.LabelTopologyZone]; zr == nil || zr.complement || zr.values.Len() != 1 {
+		if zr := reqs[corev1.LabelTopologyZone]; zr == nil || !zr.AllowsOneValue() {
 			z := s.chooseZone(p, allowed)
-			reqs = reqs.copy()
-			zr, _ := newRequirement(corev1.NodeSelectorOpIn, s.zones.names[z])
+			reqs = reqs.Copy()
+			zr, _ := scheduling.NewRequirement(corev1.NodeSelectorOpIn, s.zones.names[z])
 			if existing, ok := reqs[corev1.LabelTopologyZone]; ok {
-				zr = existing.intersect(zr)
+				zr = existing.Intersect(zr)
 			}
 			reqs[corev1.LabelTopologyZone] = zr
 			changed = true
@@ -150,7 +151,7 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, zones uint64) (*n
 	// either surely qualifies or surely does not.
 	for _, g := range p.matchesEligibility {
 		if forced, ok := mergeRequirements(&node{requirements: reqs, prov: n.prov}, g.eligibility); ok {
-			if !requirementsImply(reqs, g.eligibility) {
+			if !reqs.Implies(g.eligibility) {
 				reqs, changed = forced, true
 			}
 		}
@@ -214,17 +215,6 @@ func (b byPrice) Swap(i, j int) {
 	b.n.prices[i], b.n.prices[j] = b.n.prices[j], b.n.prices[i]
 }
 
-// requirementsImply reports whether every node meeting reqs meets want.
-func requirementsImply(reqs, want requirements) bool {
-	for k, w := range want {
-		r, ok := reqs[k]
-		if !ok || !r.subsetOf(w) {
-			return false
-		}
-	}
-	return true
-}
-
 // chooseZone pins a node to the allowed zone where the pod's spread groups, or else the groups
 // it is counted in, have the fewest pods.
 func (s *scheduler) chooseZone(p *podInfo, allowed uint64) int {
@@ -264,7 +254,7 @@ func (s *scheduler) compatibleNew(n *node, p *podInfo, a *attempt, zones uint64)
 }
 
 func (s *scheduler) compatibleExisting(n *node, p *podInfo, a *attempt, zones uint64) bool {
-	if !toleratesAll(p.pod.Spec.Tolerations, n.taints) || !a.requirements.matchesLabels(n.labels) {
+	if scheduling.UntoleratedTaint(p.pod.Spec.Tolerations, n.taints) != nil || !a.requirements.MatchesLabels(n.labels) {
 		return false
 	}
 	if p.ownsZone && n.zones&zones == 0 {
@@ -383,7 +373,7 @@ func (s *scheduler) domains(a *attempt) uint64 {
 	}
 	var d uint64
 	for _, n := range s.nodes[:s.existing] {
-		if a.base.matchesLabels(n.labels) {
+		if a.base.MatchesLabels(n.labels) {
 			d |= n.zones
 		}
 	}
@@ -454,7 +444,7 @@ func (s *scheduler) eligible(n *node, g *topologyGroup) bool {
 		return true
 	}
 	if n.existing != nil {
-		return g.eligibility.matchesLabels(n.labels)
+		return g.eligibility.MatchesLabels(n.labels)
 	}
-	return requirementsImply(n.requirements, g.eligibility)
+	return n.requirements.Implies(g.eligibility)
 }

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/scheduling"
 )
 
 // podInfo is a pending pod with everything the inner loop needs precomputed.
@@ -38,10 +40,10 @@ type podInfo struct {
 
 // attempt is one set of node requirements to try for a pod.
 type attempt struct {
-	requirements requirements
+	requirements scheduling.Requirements
 	// base is the required part (nodeSelector and one required node affinity term), which
 	// decides the pod's topology domains; baseKey renders it for caching.
-	base    requirements
+	base    scheduling.Requirements
 	baseKey string
 	// soft attempts honour ScheduleAnyway topology spread too.
 	soft bool
@@ -92,9 +94,9 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 	sort.SliceStable(s.provisioners, func(i, j int) bool { return s.provisioners[i].name < s.provisioners[j].name })
 
 	s.topology = &topologyGroups{bySignature: map[string]*topologyGroup{}, zones: len(s.zones.names)}
-	pods := make([]*podInfo, 0, len(in.Pods))
+	pending := make([]*podInfo, 0, len(in.Pods))
 	for _, pod := range in.Pods {
-		pods = append(pods, s.newPodInfo(pod, requests[pod]))
+		pending = append(pending, s.newPodInfo(pod, requests[pod]))
 	}
 	// Existing pods' anti-affinity binds pending pods too.
 	type existingPod struct {
@@ -105,7 +107,7 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 	for _, n := range in.Nodes {
 		var list []existingPod
 		for _, pod := range n.Pods {
-			if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			if pods.IsTerminal(pod) {
 				continue
 			}
 			ep := existingPod{pod: pod}
@@ -122,7 +124,7 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 		existingPods = append(existingPods, list)
 	}
 	groups := s.topology.all
-	for _, p := range pods {
+	for _, p := range pending {
 		s.resolveMatches(p, groups)
 	}
 
@@ -155,8 +157,8 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 		}
 	}
 	s.existing = len(s.nodes)
-	sortPods(pods)
-	return pods
+	sortPods(pending)
+	return pending
 }
 
 func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev1.Pod, requests map[*corev1.Pod]corev1.ResourceList) *provisioner {
@@ -164,22 +166,22 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 	prov := &provisioner{
 		index:        index,
 		name:         p.Provisioner.Name,
-		requirements: requirements{},
+		requirements: scheduling.Requirements{},
 		fixedKeys:    sets.New(v1alpha5.ProvisionerNameLabelKey),
 		typeKeys:     sets.New(corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, v1alpha5.CapacityTypeLabelKey),
 		taints:       spec.Taints,
 	}
 	// Admission validates requirements; one that still fails to parse matches nothing.
 	for _, r := range spec.Requirements {
-		if err := prov.requirements.add(r.Key, corev1.NodeSelectorOperator(r.Operator), r.Values...); err != nil {
-			prov.requirements[r.Key] = &requirement{values: sets.New[string]()}
+		if err := prov.requirements.Add(r.Key, corev1.NodeSelectorOperator(r.Operator), r.Values...); err != nil {
+			prov.requirements[r.Key] = scheduling.Unsatisfiable()
 		}
 	}
 	for k, v := range spec.Labels {
-		_ = prov.requirements.add(k, corev1.NodeSelectorOpIn, v)
+		_ = prov.requirements.Add(k, corev1.NodeSelectorOpIn, v)
 		prov.fixedKeys.Insert(k)
 	}
-	_ = prov.requirements.add(v1alpha5.ProvisionerNameLabelKey, corev1.NodeSelectorOpIn, prov.name)
+	_ = prov.requirements.Add(v1alpha5.ProvisionerNameLabelKey, corev1.NodeSelectorOpIn, prov.name)
 	for _, it := range p.InstanceTypes {
 		for k := range it.Labels {
 			prov.typeKeys.Insert(k)
@@ -212,7 +214,7 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 	prov.daemonSets = make(resources, len(s.resources))
 	empty := &node{requirements: prov.requirements, prov: prov}
 	for _, ds := range daemonSets {
-		if !toleratesAll(ds.Spec.Tolerations, prov.taints) {
+		if scheduling.UntoleratedTaint(ds.Spec.Tolerations, prov.taints) != nil {
 			continue
 		}
 		attempts, err := buildAttempts(ds)
@@ -242,7 +244,7 @@ func (s *scheduler) newPodInfo(pod *corev1.Pod, requests corev1.ResourceList) *p
 	// tolerates is indexed by the provisioner's input position.
 	tolerates := make([]bool, len(s.provisioners))
 	for _, prov := range s.provisioners {
-		tolerates[prov.index] = toleratesAll(pod.Spec.Tolerations, prov.taints)
+		tolerates[prov.index] = scheduling.UntoleratedTaint(pod.Spec.Tolerations, prov.taints) == nil
 	}
 	p.tolerates = tolerates
 	attempts, err := buildAttempts(pod)
@@ -261,7 +263,7 @@ func (s *scheduler) addTerms(p *podInfo) error {
 	pod := p.pod
 	for i := range pod.Spec.TopologySpreadConstraints {
 		c := &pod.Spec.TopologySpreadConstraints[i]
-		eligibility := p.attempts[0].base.copy()
+		eligibility := p.attempts[0].base.Copy()
 		delete(eligibility, corev1.LabelTopologyZone)
 		if len(eligibility) == 0 {
 			eligibility = nil
@@ -368,30 +370,26 @@ func buildAttempts(pod *corev1.Pod) ([]attempt, error) {
 	var attempts []attempt
 	var lastErr error
 	for _, term := range terms {
-		if term != nil && len(term.MatchExpressions) == 0 && len(term.MatchFields) == 0 {
-			lastErr = fmt.Errorf("an empty node selector term matches no node")
-			continue
-		}
-		base, err := requirementsFromTerm(pod.Spec.NodeSelector, term)
+		base, err := scheduling.RequirementsFromRequiredTerm(pod.Spec.NodeSelector, term)
 		if err != nil {
 			lastErr = err
 			continue
 		}
-		if !satisfiable(base) {
+		if !base.Satisfiable() {
 			lastErr = fmt.Errorf("node selector and required node affinity cannot both hold")
 			continue
 		}
-		baseKey := fmt.Sprint(base.nodeSelectorRequirements())
+		baseKey := fmt.Sprint(base.NodeSelectorRequirements())
 		for k := len(preferred); k >= 0; k-- {
 			reqs := base
 			ok := true
 			for _, pref := range preferred[:k] {
-				prefReqs, err := requirementsFromTerm(nil, &pref.Preference)
+				prefReqs, err := scheduling.RequirementsFromTerm(nil, &pref.Preference)
 				if err != nil {
 					ok = false
 					break
 				}
-				if reqs, _ = reqs.intersect(prefReqs); reqs == nil {
+				if reqs, _ = reqs.Intersect(prefReqs); reqs == nil {
 					ok = false
 					break
 				}
@@ -412,13 +410,4 @@ func buildAttempts(pod *corev1.Pod) ([]attempt, error) {
 		return nil, fmt.Errorf("node affinity, %w", lastErr)
 	}
 	return attempts, nil
-}
-
-func satisfiable(rs requirements) bool {
-	for _, r := range rs {
-		if !r.satisfiable() {
-			return false
-		}
-	}
-	return true
 }

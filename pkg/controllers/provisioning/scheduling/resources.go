@@ -3,7 +3,8 @@ package scheduling
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	resourcehelper "k8s.io/component-helpers/resource"
+
+	"karpenter.sh/karpenter/pkg/pods"
 )
 
 var resourceOne = resource.NewQuantity(1, resource.DecimalSI)
@@ -80,7 +81,7 @@ func within(limit, v resources) bool {
 // podRequests is what a pod reserves on its node, computed as kube-scheduler does (init and
 // sidecar containers, pod-level resources, overhead), plus the one pod it takes.
 func podRequests(pod *corev1.Pod) corev1.ResourceList {
-	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	requests := pods.Requests(pod)
 	requests[corev1.ResourcePods] = *resourceOne
 	return requests
 }

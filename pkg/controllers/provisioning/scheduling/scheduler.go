@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"karpenter.sh/karpenter/pkg/scheduling"
 )
 
 type scheduler struct {
@@ -29,7 +31,7 @@ type scheduler struct {
 type provisioner struct {
 	index        int
 	name         string
-	requirements requirements
+	requirements scheduling.Requirements
 	// fixedKeys are labels the provisioner sets itself (spec.labels, provisioner-name).
 	fixedKeys sets.Set[string]
 	// typeKeys are labels that come from the instance type or offering.
@@ -170,7 +172,7 @@ func (s *scheduler) openNode(p *podInfo, a *attempt, zones uint64) string {
 	var bestNarrowing *narrowing
 	var reasons []string
 	for _, prov := range s.provisioners {
-		if !toleratesAll(p.pod.Spec.Tolerations, prov.taints) {
+		if scheduling.UntoleratedTaint(p.pod.Spec.Tolerations, prov.taints) != nil {
 			reasons = append(reasons, fmt.Sprintf("provisioner %q: pod does not tolerate its taints", prov.name))
 			continue
 		}
@@ -254,7 +256,7 @@ func (s *scheduler) finish() {
 		out := &NewNode{
 			Hostname:     n.hostname,
 			Provisioner:  n.prov.name,
-			Requirements: n.requirements.nodeSelectorRequirements(),
+			Requirements: n.requirements.NodeSelectorRequirements(),
 			Taints:       n.prov.taints,
 			Price:        n.prices[n.first],
 			Pods:         n.pods,
@@ -283,24 +285,4 @@ func sortPods(pods []*podInfo) {
 		}
 		return a.requests[1] > b.requests[1]
 	})
-}
-
-func toleratesAll(tolerations []corev1.Toleration, taints []corev1.Taint) bool {
-	for i := range taints {
-		taint := &taints[i]
-		if taint.Effect == corev1.TaintEffectPreferNoSchedule {
-			continue
-		}
-		tolerated := false
-		for j := range tolerations {
-			if tolerations[j].ToleratesTaint(taint) {
-				tolerated = true
-				break
-			}
-		}
-		if !tolerated {
-			return false
-		}
-	}
-	return true
 }

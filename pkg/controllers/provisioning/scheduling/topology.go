@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"karpenter.sh/karpenter/pkg/scheduling"
 )
 
 type groupKind int
@@ -33,7 +35,7 @@ type topologyGroup struct {
 	// eligibility restricts which nodes count for a zone spread: kube-scheduler honours the
 	// spreading pod's node affinity (nodeAffinityPolicy Honor), so pods on nodes it could
 	// not use do not count. Nil when every node in the zone counts.
-	eligibility requirements
+	eligibility scheduling.Requirements
 
 	// zoneCounts and zoneOwners are indexed by zone; hostname counts live on each node.
 	zoneCounts []int32
@@ -111,7 +113,7 @@ func spreadSelector(pod *corev1.Pod, c *corev1.TopologySpreadConstraint) (labels
 	return selector, nil
 }
 
-func (t *topologyGroups) addSpread(pod *corev1.Pod, c *corev1.TopologySpreadConstraint, eligibility requirements) (ownedTerm, error) {
+func (t *topologyGroups) addSpread(pod *corev1.Pod, c *corev1.TopologySpreadConstraint, eligibility scheduling.Requirements) (ownedTerm, error) {
 	zoneKeyed, err := topologyKeyIsZone(c.TopologyKey)
 	if err != nil {
 		return ownedTerm{}, err
@@ -131,7 +133,7 @@ func (t *topologyGroups) addSpread(pod *corev1.Pod, c *corev1.TopologySpreadCons
 		kind: spreadGroup, zoneKeyed: zoneKeyed, namespaces: sets.New(pod.Namespace),
 		selector: selector, maxSkew: c.MaxSkew, minDomains: minDomains, eligibility: eligibility,
 	}
-	signature := fmt.Sprintf("spread/%s/%s/%s/%d/%d/%v", c.TopologyKey, pod.Namespace, selector, c.MaxSkew, minDomains, eligibility.nodeSelectorRequirements())
+	signature := fmt.Sprintf("spread/%s/%s/%s/%d/%d/%v", c.TopologyKey, pod.Namespace, selector, c.MaxSkew, minDomains, eligibility.NodeSelectorRequirements())
 	g = t.intern(g, signature)
 	return ownedTerm{group: g, self: g.matches(pod), soft: c.WhenUnsatisfiable == corev1.ScheduleAnyway}, nil
 }

@@ -186,32 +186,3 @@ func TestShapeOf(t *testing.T) {
 		t.Error("ShapeOf changed the node's labels")
 	}
 }
-
-func TestIsPending(t *testing.T) {
-	unschedulable := pendingPod("p", nil)
-	bound := pendingPod("p", func(s *corev1.PodSpec) { s.NodeName = "n" })
-	notTried := pendingPod("p", nil)
-	notTried.Status.Conditions = nil
-	gated := pendingPod("p", nil)
-	gated.Status.Conditions[0].Reason = corev1.PodReasonSchedulingGated
-	deleting := pendingPod("p", nil)
-	deleting.DeletionTimestamp = &metav1.Time{}
-	preempting := pendingPod("p", nil)
-	preempting.Status.NominatedNodeName = "n"
-	for _, tc := range []struct {
-		name string
-		pod  *corev1.Pod
-		want bool
-	}{
-		{"unschedulable", unschedulable, true},
-		{"bound", bound, false},
-		{"not tried yet", notTried, false},
-		{"scheduling gated", gated, false},
-		{"being deleted", deleting, false},
-		{"nominated to a node by preemption", preempting, false},
-	} {
-		if got := IsPending(tc.pod); got != tc.want {
-			t.Errorf("%s: IsPending = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}

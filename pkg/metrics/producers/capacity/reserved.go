@@ -5,6 +5,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/pods"
 )
 
 // ReservedResources are the resources a reservedCapacity producer reports, in this order.
@@ -35,18 +38,18 @@ func (r Reservation) String() string {
 	return fmt.Sprintf("%.2f%%, %s/%s", utilization*100, r.Reserved.String(), r.Capacity.String())
 }
 
-// Reserve totals, over the nodes that can take pods (Ready and not cordoned), their
+// Reserve totals, over the nodes of group that can take pods (Ready and not cordoned), their
 // allocatable cpu, memory and pods against the effective requests of the pods bound to them
-// that have not terminated. pods may include pods of other nodes; they are ignored.
-func Reserve(nodes []corev1.Node, pods []corev1.Pod) map[corev1.ResourceName]Reservation {
+// that have not terminated. bound may include pods of other nodes; they are ignored.
+func Reserve(group []corev1.Node, bound []corev1.Pod) map[corev1.ResourceName]Reservation {
 	reservations := map[corev1.ResourceName]Reservation{}
 	for _, name := range ReservedResources {
 		reservations[name] = Reservation{}
 	}
 	counted := map[string]bool{}
-	for i := range nodes {
-		node := &nodes[i]
-		if !IsReady(node) || node.Spec.Unschedulable {
+	for i := range group {
+		node := &group[i]
+		if !nodes.IsReady(node) || node.Spec.Unschedulable {
 			continue
 		}
 		counted[node.Name] = true
@@ -56,12 +59,12 @@ func Reserve(nodes []corev1.Node, pods []corev1.Pod) map[corev1.ResourceName]Res
 			reservations[name] = r
 		}
 	}
-	for i := range pods {
-		pod := &pods[i]
-		if !counted[pod.Spec.NodeName] || IsTerminal(pod) {
+	for i := range bound {
+		pod := &bound[i]
+		if !counted[pod.Spec.NodeName] || pods.IsTerminal(pod) {
 			continue
 		}
-		requests := EffectiveRequests(pod)
+		requests := pods.Requests(pod)
 		requests[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
 		for _, name := range ReservedResources {
 			r := reservations[name]

@@ -9,10 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
-// requirement is the set of values a node label may take, with the semantics of node selector
+// Requirement is the set of values a node label may take, with the semantics of node selector
 // operators: a finite set (In, DoesNotExist), or the complement of a finite set (NotIn, Exists),
 // optionally bounded for Gt/Lt, and whether the label may be absent altogether.
-type requirement struct {
+type Requirement struct {
 	// values is the allowed set, or the excluded set when complement is true.
 	values      sets.Set[string]
 	complement  bool
@@ -21,16 +21,21 @@ type requirement struct {
 	allowAbsent bool
 }
 
-func newRequirement(operator corev1.NodeSelectorOperator, values ...string) (*requirement, error) {
+// Unsatisfiable is a requirement no node meets: the label must be present, with a value from
+// an empty set.
+func Unsatisfiable() *Requirement { return &Requirement{values: sets.New[string]()} }
+
+// NewRequirement is the requirement a node selector operator with values asserts on one key.
+func NewRequirement(operator corev1.NodeSelectorOperator, values ...string) (*Requirement, error) {
 	switch operator {
 	case corev1.NodeSelectorOpIn:
-		return &requirement{values: sets.New(values...)}, nil
+		return &Requirement{values: sets.New(values...)}, nil
 	case corev1.NodeSelectorOpNotIn:
-		return &requirement{values: sets.New(values...), complement: true, allowAbsent: true}, nil
+		return &Requirement{values: sets.New(values...), complement: true, allowAbsent: true}, nil
 	case corev1.NodeSelectorOpExists:
-		return &requirement{values: sets.New[string](), complement: true}, nil
+		return &Requirement{values: sets.New[string](), complement: true}, nil
 	case corev1.NodeSelectorOpDoesNotExist:
-		return &requirement{values: sets.New[string](), allowAbsent: true}, nil
+		return &Requirement{values: sets.New[string](), allowAbsent: true}, nil
 	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
 		if len(values) != 1 {
 			return nil, fmt.Errorf("operator %s needs exactly one value, got %d", operator, len(values))
@@ -39,7 +44,7 @@ func newRequirement(operator corev1.NodeSelectorOperator, values ...string) (*re
 		if err != nil {
 			return nil, fmt.Errorf("operator %s needs an integer value, %w", operator, err)
 		}
-		r := &requirement{values: sets.New[string](), complement: true}
+		r := &Requirement{values: sets.New[string](), complement: true}
 		if operator == corev1.NodeSelectorOpGt {
 			r.greaterThan = &bound
 		} else {
@@ -51,8 +56,8 @@ func newRequirement(operator corev1.NodeSelectorOperator, values ...string) (*re
 	}
 }
 
-// has reports whether a label with this value satisfies the requirement.
-func (r *requirement) has(value string) bool {
+// Has reports whether a label with this value satisfies the requirement.
+func (r *Requirement) Has(value string) bool {
 	if r.greaterThan != nil || r.lessThan != nil {
 		n, err := strconv.ParseInt(value, 10, 64)
 		if err != nil || (r.greaterThan != nil && n <= *r.greaterThan) || (r.lessThan != nil && n >= *r.lessThan) {
@@ -62,11 +67,11 @@ func (r *requirement) has(value string) bool {
 	return r.values.Has(value) != r.complement
 }
 
-// anyValue reports whether some present label value satisfies the requirement.
-func (r *requirement) anyValue() bool {
+// AnyValue reports whether some present label value satisfies the requirement.
+func (r *Requirement) AnyValue() bool {
 	if !r.complement {
 		for v := range r.values {
-			if r.has(v) {
+			if r.Has(v) {
 				return true
 			}
 		}
@@ -80,8 +85,23 @@ func (r *requirement) anyValue() bool {
 	return true
 }
 
-// satisfiable reports whether a node can meet the requirement at all.
-func (r *requirement) satisfiable() bool { return r.allowAbsent || r.anyValue() }
+// AllowsAbsent reports whether a node without the label meets the requirement.
+func (r *Requirement) AllowsAbsent() bool { return r.allowAbsent }
+
+// AllowsUnknownValue reports whether the label may take a value not known in advance, such as
+// a new node's hostname: the requirement excludes at most a finite set of values, with no
+// numeric bound.
+func (r *Requirement) AllowsUnknownValue() bool {
+	return r.complement && r.greaterThan == nil && r.lessThan == nil
+}
+
+// AllowsOneValue reports whether exactly one value of the label meets the requirement.
+func (r *Requirement) AllowsOneValue() bool {
+	return !r.complement && r.values.Len() == 1
+}
+
+// Satisfiable reports whether a node can meet the requirement at all.
+func (r *Requirement) Satisfiable() bool { return r.allowAbsent || r.AnyValue() }
 
 func maxBound(a, b *int64) *int64 {
 	if a == nil || (b != nil && *b > *a) {
@@ -97,8 +117,9 @@ func minBound(a, b *int64) *int64 {
 	return a
 }
 
-func (r *requirement) intersect(o *requirement) *requirement {
-	out := &requirement{
+// Intersect is the requirement that allows what both r and o allow.
+func (r *Requirement) Intersect(o *Requirement) *Requirement {
+	out := &Requirement{
 		allowAbsent: r.allowAbsent && o.allowAbsent,
 		greaterThan: maxBound(r.greaterThan, o.greaterThan),
 		lessThan:    minBound(r.lessThan, o.lessThan),
@@ -116,7 +137,7 @@ func (r *requirement) intersect(o *requirement) *requirement {
 	}
 	if !out.complement && (out.greaterThan != nil || out.lessThan != nil) {
 		for v := range out.values {
-			if !out.has(v) {
+			if !out.Has(v) {
 				out.values.Delete(v)
 			}
 		}
@@ -124,14 +145,14 @@ func (r *requirement) intersect(o *requirement) *requirement {
 	return out
 }
 
-// subsetOf reports whether every label state allowed by r is allowed by o.
-func (r *requirement) subsetOf(o *requirement) bool {
+// SubsetOf reports whether every label state allowed by r is allowed by o.
+func (r *Requirement) SubsetOf(o *Requirement) bool {
 	if r.allowAbsent && !o.allowAbsent {
 		return false
 	}
 	if !r.complement {
 		for v := range r.values {
-			if r.has(v) && !o.has(v) {
+			if r.Has(v) && !o.Has(v) {
 				return false
 			}
 		}
@@ -139,7 +160,7 @@ func (r *requirement) subsetOf(o *requirement) bool {
 	}
 	// r allows infinitely many values: only an unbounded-or-looser complement can contain it.
 	if !o.complement {
-		return !r.anyValue()
+		return !r.AnyValue()
 	}
 	if o.greaterThan != nil && (r.greaterThan == nil || *r.greaterThan < *o.greaterThan) {
 		return false
@@ -148,15 +169,15 @@ func (r *requirement) subsetOf(o *requirement) bool {
 		return false
 	}
 	for v := range o.values {
-		if r.has(v) {
+		if r.Has(v) {
 			return false
 		}
 	}
 	return true
 }
 
-// nodeSelectorRequirements renders the requirement as node selector requirements on key.
-func (r *requirement) nodeSelectorRequirements(key string) []corev1.NodeSelectorRequirement {
+// NodeSelectorRequirements renders the requirement as node selector requirements on key.
+func (r *Requirement) NodeSelectorRequirements(key string) []corev1.NodeSelectorRequirement {
 	var out []corev1.NodeSelectorRequirement
 	if !r.complement {
 		values := sets.List(r.values)
@@ -180,37 +201,40 @@ func (r *requirement) nodeSelectorRequirements(key string) []corev1.NodeSelector
 	return out
 }
 
-// requirements constrain node labels by key; a key that is absent is unconstrained.
-type requirements map[string]*requirement
+// Requirements constrain node labels by key; a key that is absent is unconstrained.
+type Requirements map[string]*Requirement
 
-func (rs requirements) add(key string, operator corev1.NodeSelectorOperator, values ...string) error {
-	r, err := newRequirement(operator, values...)
+// Add intersects the requirements with what operator and values assert on key.
+func (rs Requirements) Add(key string, operator corev1.NodeSelectorOperator, values ...string) error {
+	r, err := NewRequirement(operator, values...)
 	if err != nil {
 		return fmt.Errorf("requirement on %q, %w", key, err)
 	}
 	if existing, ok := rs[key]; ok {
-		r = existing.intersect(r)
+		r = existing.Intersect(r)
 	}
 	rs[key] = r
 	return nil
 }
 
-func (rs requirements) copy() requirements {
-	out := make(requirements, len(rs))
+// Copy returns requirements that can be changed without changing rs; the requirements they
+// hold are shared, as they are never changed in place.
+func (rs Requirements) Copy() Requirements {
+	out := make(Requirements, len(rs))
 	for k, v := range rs {
 		out[k] = v
 	}
 	return out
 }
 
-// intersect returns the requirements both allow, and the first key that no node can satisfy.
-func (rs requirements) intersect(o requirements) (requirements, string) {
-	out := rs.copy()
+// Intersect returns the requirements both allow, and the first key that no node can satisfy.
+func (rs Requirements) Intersect(o Requirements) (Requirements, string) {
+	out := rs.Copy()
 	for k, r := range o {
 		if existing, ok := out[k]; ok {
-			r = existing.intersect(r)
+			r = existing.Intersect(r)
 		}
-		if !r.satisfiable() {
+		if !r.Satisfiable() {
 			return nil, k
 		}
 		out[k] = r
@@ -218,11 +242,11 @@ func (rs requirements) intersect(o requirements) (requirements, string) {
 	return out, ""
 }
 
-// matchesLabels reports whether a node with these labels satisfies every requirement.
-func (rs requirements) matchesLabels(labels map[string]string) bool {
+// MatchesLabels reports whether a node with these labels satisfies every requirement.
+func (rs Requirements) MatchesLabels(labels map[string]string) bool {
 	for k, r := range rs {
 		if v, ok := labels[k]; ok {
-			if !r.has(v) {
+			if !r.Has(v) {
 				return false
 			}
 		} else if !r.allowAbsent {
@@ -232,8 +256,8 @@ func (rs requirements) matchesLabels(labels map[string]string) bool {
 	return true
 }
 
-// nodeSelectorRequirements renders the requirements, sorted by key.
-func (rs requirements) nodeSelectorRequirements() []corev1.NodeSelectorRequirement {
+// NodeSelectorRequirements renders the requirements, sorted by key.
+func (rs Requirements) NodeSelectorRequirements() []corev1.NodeSelectorRequirement {
 	keys := make([]string, 0, len(rs))
 	for k := range rs {
 		keys = append(keys, k)
@@ -241,29 +265,28 @@ func (rs requirements) nodeSelectorRequirements() []corev1.NodeSelectorRequireme
 	sort.Strings(keys)
 	var out []corev1.NodeSelectorRequirement
 	for _, k := range keys {
-		out = append(out, rs[k].nodeSelectorRequirements(k)...)
+		out = append(out, rs[k].NodeSelectorRequirements(k)...)
 	}
 	return out
 }
 
-// requirementsFromTerm combines a pod's nodeSelector with one term of its required node affinity.
-func requirementsFromTerm(nodeSelector map[string]string, term *corev1.NodeSelectorTerm) (requirements, error) {
-	rs := requirements{}
-	for k, v := range nodeSelector {
-		if err := rs.add(k, corev1.NodeSelectorOpIn, v); err != nil {
-			return nil, err
+// Satisfiable reports whether some node can meet every requirement.
+func (rs Requirements) Satisfiable() bool {
+	for _, r := range rs {
+		if !r.Satisfiable() {
+			return false
 		}
 	}
-	if term == nil {
-		return rs, nil
-	}
-	if len(term.MatchFields) > 0 {
-		return nil, fmt.Errorf("node affinity matchFields selects existing nodes by name; a new node cannot satisfy it")
-	}
-	for _, expr := range term.MatchExpressions {
-		if err := rs.add(expr.Key, expr.Operator, expr.Values...); err != nil {
-			return nil, err
+	return true
+}
+
+// Implies reports whether every node meeting rs meets want.
+func (rs Requirements) Implies(want Requirements) bool {
+	for k, w := range want {
+		r, ok := rs[k]
+		if !ok || !r.SubsetOf(w) {
+			return false
 		}
 	}
-	return rs, nil
+	return true
 }

@@ -1,0 +1,32 @@
+// Package nodes holds what Karpenter asks of a node: whether it is Ready and whether
+// Karpenter launched it. It is pure: every predicate reads only the node it is given.
+package nodes
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+)
+
+// ReadyStatus is the status of the node's Ready condition, Unknown when the kubelet has not
+// reported one.
+func ReadyStatus(node *corev1.Node) corev1.ConditionStatus {
+	for _, condition := range node.Status.Conditions {
+		if condition.Type == corev1.NodeReady {
+			return condition.Status
+		}
+	}
+	return corev1.ConditionUnknown
+}
+
+// IsReady is true for a node whose kubelet reports Ready.
+func IsReady(node *corev1.Node) bool {
+	return ReadyStatus(node) == corev1.ConditionTrue
+}
+
+// IsLaunchedByKarpenter is true for a node a Provisioner launched: it carries the
+// provisioner-name label.
+func IsLaunchedByKarpenter(node *corev1.Node) bool {
+	_, ok := node.Labels[v1alpha5.ProvisionerNameLabelKey]
+	return ok
+}

@@ -1,0 +1,54 @@
+package nodes
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+)
+
+func TestReady(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		conditions []corev1.NodeCondition
+		status     corev1.ConditionStatus
+		ready      bool
+	}{
+		{"no conditions yet", nil, corev1.ConditionUnknown, false},
+		{"ready", []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}, corev1.ConditionTrue, true},
+		{"not ready", []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}, corev1.ConditionFalse, false},
+		{"kubelet stopped reporting", []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}}, corev1.ConditionUnknown, false},
+		{"other conditions only", []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionTrue}}, corev1.ConditionUnknown, false},
+		{"ready among others", []corev1.NodeCondition{
+			{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse},
+			{Type: corev1.NodeReady, Status: corev1.ConditionTrue},
+		}, corev1.ConditionTrue, true},
+	} {
+		node := &corev1.Node{Status: corev1.NodeStatus{Conditions: tc.conditions}}
+		if got := ReadyStatus(node); got != tc.status {
+			t.Errorf("%s: ReadyStatus = %q, want %q", tc.name, got, tc.status)
+		}
+		if got := IsReady(node); got != tc.ready {
+			t.Errorf("%s: IsReady = %v, want %v", tc.name, got, tc.ready)
+		}
+	}
+}
+
+func TestIsLaunchedByKarpenter(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   bool
+	}{
+		{"no labels", nil, false},
+		{"other labels", map[string]string{corev1.LabelHostname: "n1"}, false},
+		{"provisioner-name label", map[string]string{v1alpha5.ProvisionerNameLabelKey: "default"}, true},
+	} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels}}
+		if got := IsLaunchedByKarpenter(node); got != tc.want {
+			t.Errorf("%s: IsLaunchedByKarpenter = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,67 @@
+// Package pods holds what Karpenter asks of a pod: whether it waits for a node, has finished,
+// belongs to a DaemonSet or a node's static manifests, may be evicted, and what it requests.
+// It is pure: every predicate reads only the pod it is given.
+package pods
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// DoNotEvictAnnotationKey set to "true" asks Karpenter not to evict the pod, and so not to
+// remove its node.
+const DoNotEvictAnnotationKey = "karpenter.sh/do-not-evict"
+
+// IsUnschedulable is true for a pod the scheduler has tried and failed to place, that still
+// wants a node. A pod nominated to a node is not: it runs there once the pods it preempts are
+// gone.
+func IsUnschedulable(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" || pod.Status.NominatedNodeName != "" || pod.DeletionTimestamp != nil || IsTerminal(pod) {
+		return false
+	}
+	for _, condition := range pod.Status.Conditions {
+		if condition.Type == corev1.PodScheduled {
+			return condition.Status == corev1.ConditionFalse && condition.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+// IsTerminal is true for a pod whose containers have all stopped for good: it holds no
+// resources on its node any more.
+func IsTerminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// IsOwnedByDaemonSet is true for a pod a DaemonSet controls, which runs on every node it
+// selects, new ones included.
+func IsOwnedByDaemonSet(pod *corev1.Pod) bool {
+	for _, owner := range pod.OwnerReferences {
+		if owner.Kind == "DaemonSet" && owner.Controller != nil && *owner.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+// IsMirror is true for the API server's mirror of a static pod, which the kubelet runs from a
+// manifest on its node: deleting the mirror does not stop the pod.
+func IsMirror(pod *corev1.Pod) bool {
+	_, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]
+	return ok
+}
+
+// HasDoNotEvict is true for a pod annotated not to be evicted.
+func HasDoNotEvict(pod *corev1.Pod) bool {
+	return pod.Annotations[DoNotEvictAnnotationKey] == "true"
+}
+
+// Requests is what the scheduler reserves on a node for pod, resource by resource: the larger
+// of what its long-running containers (including sidecars) request together and what the most
+// demanding step of its initialization requests, with pod-level requests replacing the
+// containers' aggregate where set, plus the pod's overhead. It is kube-scheduler's own
+// computation, so Karpenter never disagrees with the scheduler about what fits. The pods
+// resource is not included: every pod takes exactly one.
+func Requests(pod *corev1.Pod) corev1.ResourceList {
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+}

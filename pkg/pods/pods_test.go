@@ -1,0 +1,126 @@
+package pods
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func list(pairs ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i < len(pairs); i += 2 {
+		out[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return out
+}
+
+func container(pairs ...string) corev1.Container {
+	return corev1.Container{Resources: corev1.ResourceRequirements{Requests: list(pairs...)}}
+}
+
+func sidecar(pairs ...string) corev1.Container {
+	c := container(pairs...)
+	always := corev1.ContainerRestartPolicyAlways
+	c.RestartPolicy = &always
+	return c
+}
+
+// unschedulablePod is a pod the scheduler gave up on; mutate changes it into each case.
+func unschedulablePod(mutate func(*corev1.Pod)) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		}}},
+	}
+	if mutate != nil {
+		mutate(pod)
+	}
+	return pod
+}
+
+func TestIsUnschedulable(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*corev1.Pod)
+		want   bool
+	}{
+		{"unschedulable", nil, true},
+		{"bound", func(p *corev1.Pod) { p.Spec.NodeName = "n" }, false},
+		{"not tried yet", func(p *corev1.Pod) { p.Status.Conditions = nil }, false},
+		{"scheduling gated", func(p *corev1.Pod) { p.Status.Conditions[0].Reason = corev1.PodReasonSchedulingGated }, false},
+		{"scheduled", func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionTrue }, false},
+		{"being deleted", func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }, false},
+		{"nominated to a node by preemption", func(p *corev1.Pod) { p.Status.NominatedNodeName = "n" }, false},
+		{"failed", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := IsUnschedulable(unschedulablePod(tc.mutate)); got != tc.want {
+				t.Errorf("IsUnschedulable = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	for _, tc := range []struct {
+		phase corev1.PodPhase
+		want  bool
+	}{
+		{"", false},
+		{corev1.PodPending, false},
+		{corev1.PodRunning, false},
+		{corev1.PodUnknown, false},
+		{corev1.PodSucceeded, true},
+		{corev1.PodFailed, true},
+	} {
+		if got := IsTerminal(&corev1.Pod{Status: corev1.PodStatus{Phase: tc.phase}}); got != tc.want {
+			t.Errorf("IsTerminal(phase %q) = %v, want %v", tc.phase, got, tc.want)
+		}
+	}
+}
+
+func TestIsOwnedByDaemonSet(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		owners []metav1.OwnerReference
+		want   bool
+	}{
+		{"no owner", nil, false},
+		{"controlled by a DaemonSet", []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent", Controller: ptr.To(true)}}, true},
+		{"owned but not controlled by a DaemonSet", []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent"}}, false},
+		{"controlled by a ReplicaSet", []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web", Controller: ptr.To(true)}}, false},
+		{"DaemonSet among other owners", []metav1.OwnerReference{{Kind: "ConfigMap", Name: "c"}, {Kind: "DaemonSet", Name: "agent", Controller: ptr.To(true)}}, true},
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: tc.owners}}
+		if got := IsOwnedByDaemonSet(pod); got != tc.want {
+			t.Errorf("%s: IsOwnedByDaemonSet = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestAnnotations(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		annotations        map[string]string
+		mirror, doNotEvict bool
+	}{
+		{name: "none"},
+		{name: "mirror of a static pod", annotations: map[string]string{corev1.MirrorPodAnnotationKey: "hash"}, mirror: true},
+		{name: "mirror annotation without a value", annotations: map[string]string{corev1.MirrorPodAnnotationKey: ""}, mirror: true},
+		{name: "do-not-evict", annotations: map[string]string{DoNotEvictAnnotationKey: "true"}, doNotEvict: true},
+		{name: "do-not-evict false", annotations: map[string]string{DoNotEvictAnnotationKey: "false"}},
+		{name: "do-not-evict other than true", annotations: map[string]string{DoNotEvictAnnotationKey: "yes"}},
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations}}
+		if got := IsMirror(pod); got != tc.mirror {
+			t.Errorf("%s: IsMirror = %v, want %v", tc.name, got, tc.mirror)
+		}
+		if got := HasDoNotEvict(pod); got != tc.doNotEvict {
+			t.Errorf("%s: HasDoNotEvict = %v, want %v", tc.name, got, tc.doNotEvict)
+		}
+	}
+}
