@@ -76,7 +76,8 @@ type kind struct {
 	readsNodesAndPods bool
 	// gauges are all the gauges the kind's producer may set.
 	gauges []*prometheus.GaugeVec
-	typed  interface {
+	// typed is the kind's producer and status field, a typed[S] of its status type S.
+	typed interface {
 		newProducer(inputs) untypedProducer
 		clearStatus(*v1alpha1.MetricsProducerStatus)
 	}
@@ -111,6 +112,7 @@ type untypedProducer interface {
 	forget(key types.NamespacedName)
 }
 
+// built is a kind's producer, with the status field its output goes to.
 type built[S any] struct {
 	producer Producer[S]
 	status   func(*v1alpha1.MetricsProducerStatus) *S
