@@ -110,12 +110,12 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 }
 
 // produce runs mp's producer and applies the outcome: on success its gauges and its kind's
-// status; on failure no gauge and the previous status.
+// status; on failure no gauge and the previous status. The producer only reads mp.
 func (c *Controller) produce(ctx context.Context, mp *v1alpha1.MetricsProducer) producers.Result {
 	key := client.ObjectKeyFromObject(mp)
 	conditions := mp.StatusConditions()
 	before := conditions.GetCondition(v1alpha1.Calculable).DeepCopy()
-	result, err := c.run(ctx, mp)
+	result, err := c.kinds.Produce(ctx, mp)
 	if err != nil {
 		producers.Delete(key)
 		reason := producers.ReasonOf(err)
@@ -129,31 +129,12 @@ func (c *Controller) produce(ctx context.Context, mp *v1alpha1.MetricsProducer) 
 		return producers.Result{}
 	}
 	producers.Export(key, result.Samples)
+	result.WriteStatus(&mp.Status)
 	conditions.MarkTrue(v1alpha1.Calculable)
 	if before != nil && before.Status == corev1.ConditionFalse {
 		c.recorder.Event(mp, corev1.EventTypeNormal, ReasonCalculated, "Calculable again after "+before.Reason)
 	}
 	return result
-}
-
-// run computes on a copy so that a failure leaves mp's status as it was. The kind fields
-// are cleared first: a producer whose kind changed must not keep the old kind's status.
-func (c *Controller) run(ctx context.Context, mp *v1alpha1.MetricsProducer) (producers.Result, error) {
-	producer, err := c.kinds.For(mp)
-	if err != nil {
-		return producers.Result{}, err
-	}
-	computed := mp.DeepCopy()
-	computed.Status = v1alpha1.MetricsProducerStatus{Conditions: computed.Status.Conditions}
-	result, err := producer.Produce(ctx, computed)
-	if err != nil {
-		return producers.Result{}, err
-	}
-	mp.Status.PendingCapacity = computed.Status.PendingCapacity
-	mp.Status.ReservedCapacity = computed.Status.ReservedCapacity
-	mp.Status.Queue = computed.Status.Queue
-	mp.Status.ScheduledCapacity = computed.Status.ScheduledCapacity
-	return result, nil
 }
 
 // requeueAfter is the period, or less when the value is known to change sooner.
@@ -179,7 +160,7 @@ func (c *Controller) capacityProducers(ctx context.Context, _ client.Object) []r
 	}
 	var requests []reconcile.Request
 	for i := range list.Items {
-		if spec := list.Items[i].Spec; spec.PendingCapacity != nil || spec.ReservedCapacity != nil {
+		if producers.ReadsNodesAndPods(&list.Items[i].Spec) {
 			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}

@@ -231,3 +231,24 @@ func TestQueueWithoutCloudProviderIsNotReady(t *testing.T) {
 		t.Errorf("Ready = %q %q, want False %s", status, reason, producers.ReasonQueueUnreadable)
 	}
 }
+
+func TestNodeAndPodChangesEnqueueTheCapacityProducers(t *testing.T) {
+	namespace := "unit-mapping"
+	f := newFixture(t,
+		&v1alpha1.MetricsProducer{ObjectMeta: metav1.ObjectMeta{Name: "pending", Namespace: namespace},
+			Spec: v1alpha1.MetricsProducerSpec{PendingCapacity: &v1alpha1.PendingCapacitySpec{NodeSelector: map[string]string{"group": "a"}}}},
+		&v1alpha1.MetricsProducer{ObjectMeta: metav1.ObjectMeta{Name: "reserved", Namespace: namespace},
+			Spec: v1alpha1.MetricsProducerSpec{ReservedCapacity: &v1alpha1.ReservedCapacitySpec{NodeSelector: map[string]string{"group": "a"}}}},
+		&v1alpha1.MetricsProducer{ObjectMeta: metav1.ObjectMeta{Name: "queue", Namespace: namespace},
+			Spec: v1alpha1.MetricsProducerSpec{Queue: &v1alpha1.QueueSpec{Type: v1alpha1.AWSSQSQueueType, ID: "q"}}},
+		&v1alpha1.MetricsProducer{ObjectMeta: metav1.ObjectMeta{Name: "schedule", Namespace: namespace},
+			Spec: v1alpha1.MetricsProducerSpec{ScheduleSpec: &v1alpha1.ScheduleSpec{DefaultReplicas: 1}}},
+	)
+	var got []string
+	for _, request := range f.controller.capacityProducers(context.Background(), readyNode("n", nil, "1")) {
+		got = append(got, request.Name)
+	}
+	if strings.Join(got, ",") != "pending,reserved" {
+		t.Errorf("requests for %v, want pending and reserved", got)
+	}
+}

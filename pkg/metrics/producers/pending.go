@@ -16,17 +16,21 @@ import (
 	"karpenter.sh/karpenter/pkg/pods"
 )
 
+// PendingCapacityNodes is how many more nodes of a group its pending pods need.
+var PendingCapacityNodes = newGauge("pending_capacity", "nodes",
+	"Nodes of the group that pending pods fitting its node shape need, by first-fit-decreasing packing.")
+
 // PendingCapacityProducer reports how many more nodes of a group would let the pods the
 // scheduler could not place run.
 type PendingCapacityProducer struct {
 	Reader client.Reader
 }
 
-func (p *PendingCapacityProducer) Produce(ctx context.Context, mp *v1alpha1.MetricsProducer) (Result, error) {
+func (p *PendingCapacityProducer) Produce(ctx context.Context, mp *v1alpha1.MetricsProducer) (Output[*v1alpha1.PendingCapacityStatus], error) {
 	spec := mp.Spec.PendingCapacity
 	unscheduled, err := podsOn(ctx, p.Reader, "")
 	if err != nil {
-		return Result{}, err
+		return Output[*v1alpha1.PendingCapacityStatus]{}, err
 	}
 	var pending []*corev1.Pod
 	for i := range unscheduled {
@@ -38,15 +42,17 @@ func (p *PendingCapacityProducer) Produce(ctx context.Context, mp *v1alpha1.Metr
 	if len(pending) > 0 {
 		shape, err := p.shape(ctx, spec)
 		if err != nil {
-			return Result{}, err
+			return Output[*v1alpha1.PendingCapacityStatus]{}, err
 		}
 		packing = capacity.Pack(*shape, pending)
 		if len(packing.Unfit) > 0 {
 			log.FromContext(ctx).V(1).Info("pending pods that do not fit the group's node shape", "pods", packing.Unfit)
 		}
 	}
-	mp.Status.PendingCapacity = &v1alpha1.PendingCapacityStatus{Pods: int32(packing.Pods), Nodes: int32(packing.Nodes)}
-	return Result{Samples: []Sample{{Gauge: PendingCapacityNodes, Value: float64(packing.Nodes)}}}, nil
+	return Output[*v1alpha1.PendingCapacityStatus]{
+		Samples: []Sample{{Gauge: PendingCapacityNodes, Value: float64(packing.Nodes)}},
+		Status:  &v1alpha1.PendingCapacityStatus{Pods: int32(packing.Pods), Nodes: int32(packing.Nodes)},
+	}, nil
 }
 
 // shape is the node a group would add: like its best existing node (Ready and schedulable

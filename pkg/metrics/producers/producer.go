@@ -6,25 +6,21 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
-	"karpenter.sh/karpenter/pkg/cloudprovider"
 )
 
-// Producer computes the signal of one kind of MetricsProducer.
-type Producer interface {
-	// Produce reads the producer's inputs, writes its kind's field of mp.Status and returns
-	// the samples to export. On error mp.Status may be partly written and must be discarded.
-	// Errors are *Error.
-	Produce(ctx context.Context, mp *v1alpha1.MetricsProducer) (Result, error)
+// Producer computes the signal of one kind of MetricsProducer, whose status is S.
+type Producer[S any] interface {
+	// Produce reads the producer's inputs and returns what it computed. It only reads mp:
+	// the controller writes the output. Errors are *Error.
+	Produce(ctx context.Context, mp *v1alpha1.MetricsProducer) (Output[S], error)
 }
 
-// Result is a successful computation.
-type Result struct {
+// Output is a successful computation of a kind whose status is S.
+type Output[S any] struct {
 	Samples []Sample
+	// Status is the kind's field of the MetricsProducer's status.
+	Status S
 	// NextChange, when not zero, is when the value is known to change next without any
 	// other event (a schedule's next transition), so the caller can recompute right then.
 	NextChange time.Time
@@ -63,49 +59,4 @@ func ReasonOf(err error) string {
 		return e.Reason
 	}
 	return "Failed"
-}
-
-// Kinds holds one Producer per kind of MetricsProducer.
-type Kinds struct {
-	ReservedCapacity Producer
-	PendingCapacity  Producer
-	Queue            Producer
-	Schedule         Producer
-}
-
-// NewKinds builds the producers. reader lists nodes and pods; for pods it must support the
-// field selector pods.NodeNameField (the API server does, a cache needs pods.IndexNodeName).
-// clouds resolves queues; when nil, queue producers fail with a condition saying so.
-func NewKinds(reader client.Reader, clouds cloudprovider.Factory, clk clock.PassiveClock) Kinds {
-	return Kinds{
-		ReservedCapacity: &ReservedCapacityProducer{Reader: reader},
-		PendingCapacity:  &PendingCapacityProducer{Reader: reader},
-		Queue:            NewQueueProducer(clouds),
-		Schedule:         &ScheduleProducer{Clock: clk},
-	}
-}
-
-// Forget drops whatever the producers keep for a deleted MetricsProducer.
-func (k Kinds) Forget(key types.NamespacedName) {
-	for _, p := range []Producer{k.ReservedCapacity, k.PendingCapacity, k.Queue, k.Schedule} {
-		if f, ok := p.(interface{ Forget(types.NamespacedName) }); ok {
-			f.Forget(key)
-		}
-	}
-}
-
-// For returns the producer of mp's kind.
-func (k Kinds) For(mp *v1alpha1.MetricsProducer) (Producer, error) {
-	switch {
-	case mp.Spec.ReservedCapacity != nil:
-		return k.ReservedCapacity, nil
-	case mp.Spec.PendingCapacity != nil:
-		return k.PendingCapacity, nil
-	case mp.Spec.Queue != nil:
-		return k.Queue, nil
-	case mp.Spec.ScheduleSpec != nil:
-		return k.Schedule, nil
-	default:
-		return nil, failure(ReasonUnknownKind, "spec sets none of pendingCapacity, reservedCapacity, queue or scheduleSpec")
-	}
 }

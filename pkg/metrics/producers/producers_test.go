@@ -68,9 +68,9 @@ func producer(name string, spec v1alpha1.MetricsProducerSpec) *v1alpha1.MetricsP
 	return &v1alpha1.MetricsProducer{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: spec}
 }
 
-func sampleValue(t *testing.T, result Result, gauge *prometheus.GaugeVec) float64 {
+func sampleValue(t *testing.T, samples []Sample, gauge *prometheus.GaugeVec) float64 {
 	t.Helper()
-	for _, s := range result.Samples {
+	for _, s := range samples {
 		if s.Gauge == gauge {
 			return s.Value
 		}
@@ -97,7 +97,7 @@ func TestReservedCapacityProducer(t *testing.T) {
 	}
 	want := map[corev1.ResourceName]string{"cpu": "62.50%, 10/16", "memory": "25.00%, 8Gi/32Gi", "pods": "10.00%, 2/20"}
 	for name, text := range want {
-		if got := mp.Status.ReservedCapacity[name]; got != text {
+		if got := result.Status[name]; got != text {
 			t.Errorf("status %s = %q, want %q", name, got, text)
 		}
 	}
@@ -106,7 +106,7 @@ func TestReservedCapacityProducer(t *testing.T) {
 		ReservedCapacity["memory"].Reserved: 8 << 30, ReservedCapacity["memory"].Capacity: 32 << 30, ReservedCapacity["memory"].Utilization: 0.25,
 		ReservedCapacity["pods"].Reserved: 2, ReservedCapacity["pods"].Capacity: 20, ReservedCapacity["pods"].Utilization: 0.1,
 	} {
-		if got := sampleValue(t, result, gauge); got != value {
+		if got := sampleValue(t, result.Samples, gauge); got != value {
 			t.Errorf("sample = %v, want %v", got, value)
 		}
 	}
@@ -164,10 +164,10 @@ func TestPendingCapacityProducer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := mp.Status.PendingCapacity; got == nil || got.Pods != tc.pods || got.Nodes != tc.want {
+			if got := result.Status; got == nil || got.Pods != tc.pods || got.Nodes != tc.want {
 				t.Errorf("status = %+v, want %d pods, %d nodes", got, tc.pods, tc.want)
 			}
-			if got := sampleValue(t, result, PendingCapacityNodes); got != float64(tc.want) {
+			if got := sampleValue(t, result.Samples, PendingCapacityNodes); got != float64(tc.want) {
 				t.Errorf("sample = %v, want %d", got, tc.want)
 			}
 		})
@@ -188,10 +188,11 @@ func TestPendingCapacityTemplateLabelsAndTaints(t *testing.T) {
 	selecting.Spec.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
 	untolerating := pod("untolerating", "", resources("cpu", "1"))
 	mp := producer("pending", v1alpha1.MetricsProducerSpec{PendingCapacity: spec})
-	if _, err := (&PendingCapacityProducer{Reader: newReader(selecting, untolerating)}).Produce(context.Background(), mp); err != nil {
+	result, err := (&PendingCapacityProducer{Reader: newReader(selecting, untolerating)}).Produce(context.Background(), mp)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := *mp.Status.PendingCapacity; got.Pods != 1 || got.Nodes != 1 {
+	if got := *result.Status; got.Pods != 1 || got.Nodes != 1 {
 		t.Errorf("status = %+v, want the selecting, tolerating pod only", got)
 	}
 }
@@ -206,10 +207,10 @@ func TestQueueProducer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := mp.Status.Queue; got.Length != 42 || ptr.Deref(got.OldestMessageAgeSeconds, -1) != 90 {
+	if got := result.Status; got.Length != 42 || ptr.Deref(got.OldestMessageAgeSeconds, -1) != 90 {
 		t.Errorf("status = %+v", got)
 	}
-	if sampleValue(t, result, QueueLength) != 42 || sampleValue(t, result, QueueOldestMessageAgeSeconds) != 90 {
+	if sampleValue(t, result.Samples, QueueLength) != 42 || sampleValue(t, result.Samples, QueueOldestMessageAgeSeconds) != 90 {
 		t.Errorf("samples = %+v", result.Samples)
 	}
 
@@ -219,8 +220,8 @@ func TestQueueProducer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(result.Samples) != 1 || mp.Status.Queue.OldestMessageAgeSeconds != nil {
-		t.Errorf("messages without an age datapoint: samples %+v, status %+v; want the length only", result.Samples, mp.Status.Queue)
+	if len(result.Samples) != 1 || result.Status.OldestMessageAgeSeconds != nil {
+		t.Errorf("messages without an age datapoint: samples %+v, status %+v; want the length only", result.Samples, result.Status)
 	}
 
 	queue.SetError(&cloudprovider.AccessDeniedError{Action: "sqs:GetQueueAttributes", Resource: "q", Err: errors.New("denied")})
@@ -254,12 +255,12 @@ func TestScheduleProducer(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 16:30 UTC is 8:30 PST: the value is 1 until 9:00 PST (17:00 UTC), then 5.
-	status := mp.Status.ScheduledCapacity
+	status := result.Status
 	wantNext := time.Date(2026, time.March, 6, 17, 0, 0, 0, time.UTC)
 	if *status.CurrentValue != 1 || *status.NextValue != 5 || !status.NextValueTime.Time.Equal(wantNext) || !result.NextChange.Equal(wantNext) {
 		t.Errorf("status = {current %d, next %d at %v}, NextChange %v", *status.CurrentValue, *status.NextValue, status.NextValueTime, result.NextChange)
 	}
-	if sampleValue(t, result, ScheduledReplicasValue) != 1 {
+	if sampleValue(t, result.Samples, ScheduledReplicasValue) != 1 {
 		t.Errorf("samples = %+v", result.Samples)
 	}
 

@@ -14,6 +14,14 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 )
 
+var (
+	// QueueLength is the approximate number of messages available in a queue.
+	QueueLength = newGauge("queue", "length", "Approximate number of messages available for retrieval.")
+	// QueueOldestMessageAgeSeconds is the approximate age of a queue's oldest message.
+	QueueOldestMessageAgeSeconds = newGauge("queue", "oldest_message_age_seconds",
+		"Approximate age of the oldest message in the queue, in seconds.")
+)
+
 // QueueProducer reports a queue's length and the age of its oldest message.
 type QueueProducer struct {
 	clouds cloudprovider.Factory
@@ -35,18 +43,20 @@ func NewQueueProducer(clouds cloudprovider.Factory) *QueueProducer {
 	return &QueueProducer{clouds: clouds, queues: map[types.NamespacedName]resolvedQueue{}}
 }
 
-func (p *QueueProducer) Produce(ctx context.Context, mp *v1alpha1.MetricsProducer) (Result, error) {
+func (p *QueueProducer) Produce(ctx context.Context, mp *v1alpha1.MetricsProducer) (Output[*v1alpha1.QueueStatus], error) {
 	spec := *mp.Spec.Queue
 	queue, err := p.queue(client.ObjectKeyFromObject(mp), spec)
 	if err != nil {
-		return Result{}, failure(ReasonQueueUnreadable, "resolving %s %s, %w", spec.Type, spec.ID, err)
+		return Output[*v1alpha1.QueueStatus]{}, failure(ReasonQueueUnreadable, "resolving %s %s, %w", spec.Type, spec.ID, err)
 	}
 	length, err := queue.Length(ctx)
 	if err != nil {
-		return Result{}, failure(ReasonQueueUnreadable, "reading the length of %s, %w", spec.ID, err)
+		return Output[*v1alpha1.QueueStatus]{}, failure(ReasonQueueUnreadable, "reading the length of %s, %w", spec.ID, err)
 	}
-	result := Result{Samples: []Sample{{Gauge: QueueLength, Value: float64(length)}}}
-	status := &v1alpha1.QueueStatus{Length: length}
+	result := Output[*v1alpha1.QueueStatus]{
+		Samples: []Sample{{Gauge: QueueLength, Value: float64(length)}},
+		Status:  &v1alpha1.QueueStatus{Length: length},
+	}
 	age, err := queue.OldestMessageAge(ctx)
 	switch {
 	case errors.Is(err, cloudprovider.ErrNoData) && length == 0:
@@ -55,15 +65,13 @@ func (p *QueueProducer) Produce(ctx context.Context, mp *v1alpha1.MetricsProduce
 	case errors.Is(err, cloudprovider.ErrNoData):
 		// Messages but no datapoint yet (metrics lag behind a new queue): the age is
 		// unknown, so it is not exported rather than exported as zero.
-		mp.Status.Queue = status
 		return result, nil
 	case err != nil:
-		return Result{}, failure(ReasonQueueUnreadable, "reading the oldest message age of %s, %w", spec.ID, err)
+		return Output[*v1alpha1.QueueStatus]{}, failure(ReasonQueueUnreadable, "reading the oldest message age of %s, %w", spec.ID, err)
 	}
 	seconds := int64(math.Round(age.Seconds()))
-	status.OldestMessageAgeSeconds = &seconds
+	result.Status.OldestMessageAgeSeconds = &seconds
 	result.Samples = append(result.Samples, Sample{Gauge: QueueOldestMessageAgeSeconds, Value: age.Seconds()})
-	mp.Status.Queue = status
 	return result, nil
 }
 

@@ -3,6 +3,7 @@ package producers
 import (
 	"context"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -11,17 +12,50 @@ import (
 	"karpenter.sh/karpenter/pkg/nodes"
 )
 
+// ReservedCapacityGauges are the three gauges of one resource of a reservedCapacity producer.
+type ReservedCapacityGauges struct {
+	Reserved, Capacity, Utilization *prometheus.GaugeVec
+}
+
+// ReservedCapacity holds the gauges of cpu (cores), memory (bytes) and pods (count).
+var ReservedCapacity = map[corev1.ResourceName]ReservedCapacityGauges{
+	corev1.ResourceCPU:    reservedCapacityGauges("cpu", "cores"),
+	corev1.ResourceMemory: reservedCapacityGauges("memory", "bytes"),
+	corev1.ResourcePods:   reservedCapacityGauges("pods", "pods"),
+}
+
+func reservedCapacityGauges(resource, unit string) ReservedCapacityGauges {
+	return ReservedCapacityGauges{
+		Reserved: newGauge("reserved_capacity", resource+"_reserved",
+			"Effective requests of the non-terminal pods on the group's Ready, schedulable nodes, in "+unit+"."),
+		Capacity: newGauge("reserved_capacity", resource+"_capacity",
+			"Allocatable of the group's Ready, schedulable nodes, in "+unit+"."),
+		Utilization: newGauge("reserved_capacity", resource+"_utilization",
+			"Reserved over capacity, a 0-1 ratio."),
+	}
+}
+
+// reservedCapacityGaugeList is every gauge of ReservedCapacity, resource by resource.
+func reservedCapacityGaugeList() []*prometheus.GaugeVec {
+	var all []*prometheus.GaugeVec
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
+		g := ReservedCapacity[name]
+		all = append(all, g.Reserved, g.Capacity, g.Utilization)
+	}
+	return all
+}
+
 // ReservedCapacityProducer reports how much of a node group's allocatable cpu, memory and
 // pods its pods reserve.
 type ReservedCapacityProducer struct {
 	Reader client.Reader
 }
 
-func (p *ReservedCapacityProducer) Produce(ctx context.Context, mp *v1alpha1.MetricsProducer) (Result, error) {
+func (p *ReservedCapacityProducer) Produce(ctx context.Context, mp *v1alpha1.MetricsProducer) (Output[map[corev1.ResourceName]string], error) {
 	selector := mp.Spec.ReservedCapacity.NodeSelector
 	group, err := nodesMatching(ctx, p.Reader, selector)
 	if err != nil {
-		return Result{}, err
+		return Output[map[corev1.ResourceName]string]{}, err
 	}
 	var bound []corev1.Pod
 	for i := range group {
@@ -30,21 +64,20 @@ func (p *ReservedCapacityProducer) Produce(ctx context.Context, mp *v1alpha1.Met
 		}
 		onNode, err := podsOn(ctx, p.Reader, group[i].Name)
 		if err != nil {
-			return Result{}, err
+			return Output[map[corev1.ResourceName]string]{}, err
 		}
 		bound = append(bound, onNode...)
 	}
 	reservations := capacity.Reserve(group, bound)
-	var result Result
-	mp.Status.ReservedCapacity = map[corev1.ResourceName]string{}
+	result := Output[map[corev1.ResourceName]string]{Status: map[corev1.ResourceName]string{}}
 	for _, name := range capacity.ReservedResources {
 		r := reservations[name]
 		utilization, ok := r.Utilization()
 		if !ok {
 			if len(group) == 0 {
-				return Result{}, failure(ReasonNoCapacity, "no node matches nodeSelector %s", selectorString(selector))
+				return Output[map[corev1.ResourceName]string]{}, failure(ReasonNoCapacity, "no node matches nodeSelector %s", selectorString(selector))
 			}
-			return Result{}, failure(ReasonNoCapacity, "none of the %d nodes matching nodeSelector %s is Ready, schedulable and offering %s",
+			return Output[map[corev1.ResourceName]string]{}, failure(ReasonNoCapacity, "none of the %d nodes matching nodeSelector %s is Ready, schedulable and offering %s",
 				len(group), selectorString(selector), name)
 		}
 		g := ReservedCapacity[name]
@@ -53,7 +86,7 @@ func (p *ReservedCapacityProducer) Produce(ctx context.Context, mp *v1alpha1.Met
 			Sample{Gauge: g.Capacity, Value: r.Capacity.AsApproximateFloat64()},
 			Sample{Gauge: g.Utilization, Value: utilization},
 		)
-		mp.Status.ReservedCapacity[name] = r.String()
+		result.Status[name] = r.String()
 	}
 	return result, nil
 }

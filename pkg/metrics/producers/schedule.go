@@ -12,30 +12,34 @@ import (
 	"karpenter.sh/karpenter/pkg/metrics/producers/scheduledcapacity"
 )
 
+// ScheduledReplicasValue is the replica count a schedule gives now.
+var ScheduledReplicasValue = newGauge("scheduled_replicas", "value", "Replica count the schedule gives now.")
+
 // ScheduleProducer reports the replica count a scheduleSpec gives now, and when and to what
 // it changes next.
 type ScheduleProducer struct {
 	Clock clock.PassiveClock
 }
 
-func (p *ScheduleProducer) Produce(_ context.Context, mp *v1alpha1.MetricsProducer) (Result, error) {
+func (p *ScheduleProducer) Produce(_ context.Context, mp *v1alpha1.MetricsProducer) (Output[*v1alpha1.ScheduledCapacityStatus], error) {
 	schedule, err := scheduledcapacity.NewSchedule(scheduleSpecOf(mp.Spec.ScheduleSpec))
 	if err != nil {
 		var fieldErr *scheduledcapacity.FieldError
 		if errors.As(err, &fieldErr) {
-			return Result{}, failure(ReasonInvalidSchedule, "spec.scheduleSpec.%s", fieldErr.Error())
+			return Output[*v1alpha1.ScheduledCapacityStatus]{}, failure(ReasonInvalidSchedule, "spec.scheduleSpec.%s", fieldErr.Error())
 		}
-		return Result{}, failure(ReasonInvalidSchedule, "spec.scheduleSpec: %w", err)
+		return Output[*v1alpha1.ScheduledCapacityStatus]{}, failure(ReasonInvalidSchedule, "spec.scheduleSpec: %w", err)
 	}
 	evaluation := schedule.Evaluate(p.Clock.Now())
-	status := &v1alpha1.ScheduledCapacityStatus{CurrentValue: ptr.To(evaluation.Value)}
-	result := Result{Samples: []Sample{{Gauge: ScheduledReplicasValue, Value: float64(evaluation.Value)}}}
+	result := Output[*v1alpha1.ScheduledCapacityStatus]{
+		Samples: []Sample{{Gauge: ScheduledReplicasValue, Value: float64(evaluation.Value)}},
+		Status:  &v1alpha1.ScheduledCapacityStatus{CurrentValue: ptr.To(evaluation.Value)},
+	}
 	if next := evaluation.Next; next != nil {
-		status.NextValueTime = &metav1.Time{Time: next.Time}
-		status.NextValue = ptr.To(next.Value)
+		result.Status.NextValueTime = &metav1.Time{Time: next.Time}
+		result.Status.NextValue = ptr.To(next.Value)
 		result.NextChange = next.Time
 	}
-	mp.Status.ScheduledCapacity = status
 	return result, nil
 }
 
