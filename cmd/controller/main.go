@@ -9,54 +9,43 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"karpenter.sh/karpenter/pkg/apis"
-	"karpenter.sh/karpenter/pkg/cloudprovider"
-	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
-	"karpenter.sh/karpenter/pkg/controllers"
 	"karpenter.sh/karpenter/pkg/flagenv"
+	"karpenter.sh/karpenter/pkg/operator"
 )
 
 type flags struct {
-	metricsAddress     string
-	healthProbeAddress string
-	leaderElection     bool
-	leaderElectionNS   string
-	logLevel           string
-	logFormat          string
-	awsRegion          string
-	controllers        controllers.Options
+	logLevel  string
+	logFormat string
+	operator  operator.Options
 }
 
 // parseFlags reads the command line; a flag not given there takes its value from the
 // environment variable named like it (--log-level from LOG_LEVEL), parsed the same way.
 func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	var f flags
-	fs.StringVar(&f.metricsAddress, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint.")
-	fs.StringVar(&f.healthProbeAddress, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes.")
-	fs.BoolVar(&f.leaderElection, "leader-elect", true, "Elect a leader so that only one replica reconciles at a time.")
-	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to the pod's namespace.")
+	fs.StringVar(&f.operator.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint.")
+	fs.StringVar(&f.operator.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes.")
+	fs.BoolVar(&f.operator.LeaderElection, "leader-elect", true, "Elect a leader so that only one replica reconciles at a time.")
+	fs.StringVar(&f.operator.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to the pod's namespace.")
 	fs.StringVar(&f.logLevel, "log-level", "info", "Minimum log level: debug, info, warn or error.")
 	fs.StringVar(&f.logFormat, "log-format", "json", "Log encoding: json or console.")
-	fs.StringVar(&f.controllers.PrometheusURI, "prometheus-uri", "http://prometheus-operated.monitoring:9090", "Base URL of the Prometheus HTTP API.")
-	fs.StringVar(&f.awsRegion, "aws-region", "", "AWS region for node groups and queues whose ID names none; defaults to the SDK's (AWS_REGION, profile).")
-	fs.StringVar(&f.controllers.PrometheusBearerTokenFile, "prometheus-bearer-token-file", "", "File holding a bearer token for Prometheus, re-read on every query.")
-	fs.StringVar(&f.controllers.PrometheusCAFile, "prometheus-ca-file", "", "PEM bundle that verifies Prometheus's certificate instead of the system roots.")
-	fs.BoolVar(&f.controllers.PrometheusInsecureSkipVerify, "prometheus-insecure-skip-verify", false, "Do not verify Prometheus's certificate.")
-	fs.BoolVar(&f.controllers.PrometheusSigV4, "prometheus-sigv4", false, "Sign Prometheus queries with SigV4, for Amazon Managed Service for Prometheus.")
-	fs.StringVar(&f.controllers.PrometheusSigV4Region, "prometheus-sigv4-region", "", "Region of the SigV4 signature; defaults to the AWS SDK's region.")
-	fs.DurationVar(&f.controllers.HorizontalAutoscalerPeriod, "horizontalautoscaler-period", 10*time.Second, "How often each HorizontalAutoscaler is evaluated.")
-	fs.Float64Var(&f.controllers.HorizontalAutoscalerTolerance, "horizontalautoscaler-tolerance", 0.1, "Fraction around a metric's target within which replicas do not change.")
-	fs.DurationVar(&f.controllers.MetricsProducerPeriod, "metricsproducer-period", 10*time.Second, "How often each MetricsProducer is recomputed.")
-	fs.DurationVar(&f.controllers.ResyncPeriod, "resync-period", 10*time.Second, "How often each object is reconciled without a watch event.")
+	fs.StringVar(&f.operator.Controllers.PrometheusURI, "prometheus-uri", "http://prometheus-operated.monitoring:9090", "Base URL of the Prometheus HTTP API.")
+	fs.StringVar(&f.operator.AWSRegion, "aws-region", "", "AWS region for node groups and queues whose ID names none; defaults to the SDK's (AWS_REGION, profile).")
+	fs.StringVar(&f.operator.Controllers.PrometheusBearerTokenFile, "prometheus-bearer-token-file", "", "File holding a bearer token for Prometheus, re-read on every query.")
+	fs.StringVar(&f.operator.Controllers.PrometheusCAFile, "prometheus-ca-file", "", "PEM bundle that verifies Prometheus's certificate instead of the system roots.")
+	fs.BoolVar(&f.operator.Controllers.PrometheusInsecureSkipVerify, "prometheus-insecure-skip-verify", false, "Do not verify Prometheus's certificate.")
+	fs.BoolVar(&f.operator.Controllers.PrometheusSigV4, "prometheus-sigv4", false, "Sign Prometheus queries with SigV4, for Amazon Managed Service for Prometheus.")
+	fs.StringVar(&f.operator.Controllers.PrometheusSigV4Region, "prometheus-sigv4-region", "", "Region of the SigV4 signature; defaults to the AWS SDK's region.")
+	fs.DurationVar(&f.operator.Controllers.HorizontalAutoscalerPeriod, "horizontalautoscaler-period", 10*time.Second, "How often each HorizontalAutoscaler is evaluated.")
+	fs.Float64Var(&f.operator.Controllers.HorizontalAutoscalerTolerance, "horizontalautoscaler-tolerance", 0.1, "Fraction around a metric's target within which replicas do not change.")
+	fs.DurationVar(&f.operator.Controllers.MetricsProducerPeriod, "metricsproducer-period", 10*time.Second, "How often each MetricsProducer is recomputed.")
+	fs.DurationVar(&f.operator.Controllers.ResyncPeriod, "resync-period", 10*time.Second, "How often each object is reconciled without a watch event.")
 	if err := flagenv.Parse(fs, args); err != nil {
 		return f, err
 	}
-	if t := f.controllers.HorizontalAutoscalerTolerance; t < 0 || t >= 1 {
+	if t := f.operator.Controllers.HorizontalAutoscalerTolerance; t < 0 || t >= 1 {
 		return f, fmt.Errorf("--horizontalautoscaler-tolerance must be within [0, 1), not %g", t)
 	}
 	if f.logFormat != "json" && f.logFormat != "console" {
@@ -87,54 +76,9 @@ func main() {
 	}))
 	log := ctrl.Log.WithName("controller")
 
-	if err := run(f); err != nil {
+	// The signal handler cancels on SIGTERM/SIGINT so reconciles finish and the lease is released.
+	if err := operator.Run(ctrl.SetupSignalHandler(), f.operator); err != nil {
 		log.Error(err, "controller stopped")
 		os.Exit(1)
 	}
-}
-
-func run(f flags) error {
-	config, err := ctrl.GetConfig()
-	if err != nil {
-		return fmt.Errorf("loading kubeconfig, %w", err)
-	}
-	mgr, err := ctrl.NewManager(config, ctrl.Options{
-		Scheme:                 apis.NewScheme(),
-		Metrics:                metricsserver.Options{BindAddress: f.metricsAddress},
-		HealthProbeBindAddress: f.healthProbeAddress,
-		// Every pod and node of the cluster is cached; their managed fields are never read.
-		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
-		LeaderElection:          f.leaderElection,
-		LeaderElectionID:        "karpenter-leader-election",
-		LeaderElectionNamespace: f.leaderElectionNS,
-		// Release the lease on shutdown so a new leader takes over without waiting it out.
-		LeaderElectionReleaseOnCancel: true,
-	})
-	if err != nil {
-		return fmt.Errorf("creating manager, %w", err)
-	}
-	ctx := ctrl.SetupSignalHandler()
-	// The SDK's own configuration chain applies: credentials (IRSA, environment, profile) and
-	// endpoint overrides such as AWS_ENDPOINT_URL.
-	provider, err := aws.New(ctx, aws.Options{Region: f.awsRegion})
-	if err != nil {
-		return err
-	}
-	registry := cloudprovider.NewRegistry()
-	provider.Register(registry)
-	f.controllers.CloudProvider = registry
-	if err := controllers.Register(mgr, f.controllers); err != nil {
-		return err
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding health check, %w", err)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding ready check, %w", err)
-	}
-	// The signal handler cancels on SIGTERM/SIGINT so reconciles finish and the lease is released.
-	if err := mgr.Start(ctx); err != nil {
-		return fmt.Errorf("running manager, %w", err)
-	}
-	return nil
 }

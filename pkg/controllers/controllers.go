@@ -3,9 +3,12 @@ package controllers
 
 import (
 	"cmp"
+	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -31,12 +34,16 @@ type Options struct {
 	// AWS credential chain, in PrometheusSigV4Region (or the SDK's default region when empty).
 	PrometheusSigV4       bool
 	PrometheusSigV4Region string
+	// PrometheusTimeout bounds each query; clients.DefaultQueryTimeout when zero.
+	PrometheusTimeout time.Duration
 	// HorizontalAutoscalerPeriod is how often each HorizontalAutoscaler is evaluated;
 	// ResyncPeriod when zero.
 	HorizontalAutoscalerPeriod time.Duration
 	// HorizontalAutoscalerTolerance is the fraction around a metric's target within which
 	// replicas do not change, within [0, 1); the flag defaults to 0.1.
 	HorizontalAutoscalerTolerance float64
+	// HorizontalAutoscalerMaxRetryDelay caps the backoff after an error; one minute when zero.
+	HorizontalAutoscalerMaxRetryDelay time.Duration
 	// MetricsProducerPeriod is how often each MetricsProducer is recomputed without a watch
 	// event; ResyncPeriod when zero.
 	MetricsProducerPeriod time.Duration
@@ -44,7 +51,14 @@ type Options struct {
 	CloudProvider cloudprovider.Factory
 	// ResyncPeriod is how often every object is reconciled even without a watch event.
 	ResyncPeriod time.Duration
+	// Clock is the one clock of every controller.
+	Clock clock.Clock
+	// Enabled names the controllers to run, every one when empty; tests run a few alone.
+	Enabled []string
 }
+
+// Names lists every controller, in the order they are registered.
+var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name}
 
 // reconciler is what each controller package offers to the manager.
 type reconciler interface {
@@ -54,28 +68,74 @@ type reconciler interface {
 	SetupWithManager(mgr manager.Manager) error
 }
 
-// Register adds every controller to the manager.
-func Register(mgr manager.Manager, opts Options) error {
-	for _, r := range reconcilers(mgr, opts) {
+// Register builds the enabled controllers and adds them to the manager. The manager's field
+// indexes must be registered already (pkg/operator does).
+func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
+	for _, name := range opts.Enabled {
+		if !slices.Contains(Names, name) {
+			return fmt.Errorf("no controller is named %q; the controllers are %v", name, Names)
+		}
+	}
+	if opts.Clock == nil {
+		return fmt.Errorf("registering controllers without a clock")
+	}
+	for _, name := range Names {
+		if len(opts.Enabled) > 0 && !slices.Contains(opts.Enabled, name) {
+			continue
+		}
+		r, err := build(ctx, mgr, name, opts)
+		if err != nil {
+			return fmt.Errorf("building the %s controller, %w", name, err)
+		}
 		if err := r.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up the %s controller, %w", r.Name(), err)
+			return fmt.Errorf("setting up the %s controller, %w", name, err)
 		}
 	}
 	return nil
 }
 
-// reconcilers lists every controller the binary runs.
-func reconcilers(mgr manager.Manager, opts Options) []reconciler {
-	return []reconciler{
-		horizontalautoscaler.NewController(horizontalautoscaler.Options{
-			Prometheus: prometheusOptions(opts),
-			Period:     cmp.Or(opts.HorizontalAutoscalerPeriod, opts.ResyncPeriod),
-			Tolerance:  &opts.HorizontalAutoscalerTolerance,
-		}),
-		scalablenodegroup.NewController(mgr.GetClient(), opts.CloudProvider, mgr.GetEventRecorderFor("scalablenodegroup"), opts.ResyncPeriod),
-		metricsproducer.NewController(mgr.GetClient(), producers.NewKinds(mgr.GetClient(), opts.CloudProvider, clock.RealClock{}),
-			mgr.GetEventRecorderFor("metricsproducer"), clock.RealClock{}, cmp.Or(opts.MetricsProducerPeriod, opts.ResyncPeriod)),
+// build constructs one controller with everything it needs.
+func build(ctx context.Context, mgr manager.Manager, name string, opts Options) (reconciler, error) {
+	switch name {
+	case horizontalautoscaler.Name:
+		prometheus, err := clients.NewPrometheus(ctx, prometheusOptions(opts))
+		if err != nil {
+			return nil, fmt.Errorf("creating the Prometheus client, %w", err)
+		}
+		return horizontalautoscaler.New(horizontalautoscaler.Options{
+			Client:        mgr.GetClient(),
+			Reader:        mgr.GetAPIReader(),
+			Config:        mgr.GetConfig(),
+			Mapper:        mgr.GetRESTMapper(),
+			Metrics:       prometheus,
+			Recorder:      recorderFor(mgr, name),
+			Clock:         opts.Clock,
+			Period:        cmp.Or(opts.HorizontalAutoscalerPeriod, opts.ResyncPeriod),
+			Tolerance:     &opts.HorizontalAutoscalerTolerance,
+			MaxRetryDelay: opts.HorizontalAutoscalerMaxRetryDelay,
+		})
+	case scalablenodegroup.Name:
+		return scalablenodegroup.New(scalablenodegroup.Options{
+			Client:        mgr.GetClient(),
+			CloudProvider: opts.CloudProvider,
+			Recorder:      recorderFor(mgr, name),
+			Period:        opts.ResyncPeriod,
+		})
+	case metricsproducer.Name:
+		return metricsproducer.New(metricsproducer.Options{
+			Client:   mgr.GetClient(),
+			Kinds:    producers.NewKinds(mgr.GetClient(), opts.CloudProvider, opts.Clock),
+			Recorder: recorderFor(mgr, name),
+			Clock:    opts.Clock,
+			Period:   cmp.Or(opts.MetricsProducerPeriod, opts.ResyncPeriod),
+		})
 	}
+	return nil, fmt.Errorf("no controller is named %q", name)
+}
+
+// recorderFor names every controller's Events source the same way: karpenter-<controller>.
+func recorderFor(mgr manager.Manager, name string) record.EventRecorder {
+	return mgr.GetEventRecorderFor("karpenter-" + name)
 }
 
 func prometheusOptions(opts Options) clients.PrometheusOptions {
@@ -84,6 +144,7 @@ func prometheusOptions(opts Options) clients.PrometheusOptions {
 		BearerTokenFile:    opts.PrometheusBearerTokenFile,
 		CAFile:             opts.PrometheusCAFile,
 		InsecureSkipVerify: opts.PrometheusInsecureSkipVerify,
+		Timeout:            opts.PrometheusTimeout,
 	}
 	if opts.PrometheusSigV4 {
 		p.SigV4 = &clients.SigV4Options{Region: opts.PrometheusSigV4Region}

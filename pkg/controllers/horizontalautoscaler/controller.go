@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/scale"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -39,7 +40,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/autoscaler"
-	"karpenter.sh/karpenter/pkg/metrics/clients"
+	"karpenter.sh/karpenter/pkg/events"
 )
 
 const (
@@ -56,17 +57,21 @@ type MetricsClient interface {
 
 // Options configure the controller.
 type Options struct {
-	// Prometheus is the server the queries go to.
-	Prometheus clients.PrometheusOptions
-	// Metrics, when set, answers the queries instead of a client built from Prometheus.
-	Metrics MetricsClient
+	Client client.Client
+	// Reader reads HorizontalAutoscalers from the API server, not the cache.
+	Reader client.Reader
+	// Config reaches the API server for discovery and the scale subresources.
+	Config *rest.Config
+	Mapper meta.RESTMapper
+	// Metrics answers the metric queries.
+	Metrics  MetricsClient
+	Recorder record.EventRecorder
+	Clock    clock.Clock
 	// Period between evaluations of each HorizontalAutoscaler; DefaultPeriod when zero.
 	Period time.Duration
 	// Tolerance is the fraction around a target within which nothing changes;
 	// autoscaler.DefaultTolerance when nil.
 	Tolerance *float64
-	// Clock defaults to the real one.
-	Clock clock.Clock
 	// MaxRetryDelay caps the backoff after an error, e.g. a missing target; one minute when zero.
 	MaxRetryDelay time.Duration
 }
@@ -83,21 +88,39 @@ type Controller struct {
 	recorder record.EventRecorder
 }
 
-// NewController returns the controller; its clients are built by SetupWithManager.
-func NewController(options Options) *Controller {
+// New builds the controller and its scale client over options.Mapper.
+func New(options Options) (*Controller, error) {
+	if options.Client == nil || options.Reader == nil || options.Config == nil || options.Mapper == nil ||
+		options.Metrics == nil || options.Recorder == nil || options.Clock == nil {
+		return nil, fmt.Errorf("the %s controller needs a client, a reader, a REST config and mapper, a metrics client, a recorder and a clock", Name)
+	}
 	if options.Period == 0 {
 		options.Period = DefaultPeriod
 	}
 	if options.Tolerance == nil {
 		options.Tolerance = ptr.To(autoscaler.DefaultTolerance)
 	}
-	if options.Clock == nil {
-		options.Clock = clock.RealClock{}
-	}
 	if options.MaxRetryDelay == 0 {
 		options.MaxRetryDelay = time.Minute
 	}
-	return &Controller{options: options}
+	discoveryClient, err := discovery.NewDiscoveryClientForConfig(options.Config)
+	if err != nil {
+		return nil, fmt.Errorf("creating a discovery client, %w", err)
+	}
+	c := &Controller{
+		options:  options,
+		client:   options.Client,
+		reader:   options.Reader,
+		mapper:   options.Mapper,
+		cache:    memory.NewMemCacheClient(discoveryClient),
+		recorder: options.Recorder,
+	}
+	c.scaleKey = scale.NewDiscoveryScaleKindResolver(c.cache)
+	c.scales, err = scale.NewForConfig(options.Config, options.Mapper, dynamic.LegacyAPIPathResolverFunc, c.scaleKey)
+	if err != nil {
+		return nil, fmt.Errorf("creating a scale client, %w", err)
+	}
+	return c, nil
 }
 
 // Name implements the controllers package's reconciler.
@@ -108,28 +131,9 @@ func (c *Controller) Name() string { return Name }
 // +kubebuilder:rbac:groups=*,resources=*/scale,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// SetupWithManager builds the scale client over the manager's REST mapper and registers the
-// controller: it reconciles on spec changes and then every period.
+// SetupWithManager registers the controller: it reconciles on spec changes and then every
+// period.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	if c.options.Metrics == nil {
-		prometheus, err := clients.NewPrometheus(context.Background(), c.options.Prometheus)
-		if err != nil {
-			return fmt.Errorf("creating the Prometheus client, %w", err)
-		}
-		c.options.Metrics = prometheus
-	}
-	discoveryClient, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
-	if err != nil {
-		return fmt.Errorf("creating a discovery client, %w", err)
-	}
-	c.cache = memory.NewMemCacheClient(discoveryClient)
-	c.scaleKey = scale.NewDiscoveryScaleKindResolver(c.cache)
-	c.scales, err = scale.NewForConfig(mgr.GetConfig(), mgr.GetRESTMapper(), dynamic.LegacyAPIPathResolverFunc, c.scaleKey)
-	if err != nil {
-		return fmt.Errorf("creating a scale client, %w", err)
-	}
-	c.client, c.reader, c.mapper = mgr.GetClient(), mgr.GetAPIReader(), mgr.GetRESTMapper()
-	c.recorder = mgr.GetEventRecorderFor("karpenter-" + Name)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		// Status writes do not change the generation, so the controller's own writes do not
@@ -383,14 +387,7 @@ func (c *Controller) markDecision(ha *v1alpha1.HorizontalAutoscaler, d autoscale
 // new reason, so that a persisting error is reported once, not every period.
 func (c *Controller) announceErrors(before, after *v1alpha1.HorizontalAutoscaler) {
 	for _, t := range []apis.ConditionType{v1alpha1.Active, v1alpha1.AbleToScale} {
-		now := after.StatusConditions().GetCondition(t)
-		if now == nil || !now.IsFalse() {
-			continue
-		}
-		if was := before.StatusConditions().GetCondition(t); was != nil && was.IsFalse() && was.Reason == now.Reason {
-			continue
-		}
-		c.recorder.Event(after, corev1.EventTypeWarning, now.Reason, now.Message)
+		events.OnConditionTransition(c.recorder, after, before.StatusConditions().GetCondition(t), after.StatusConditions().GetCondition(t), nil)
 	}
 }
 

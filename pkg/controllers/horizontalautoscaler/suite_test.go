@@ -24,18 +24,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"karpenter.sh/karpenter/pkg/apis"
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/autoscaler"
+	"karpenter.sh/karpenter/pkg/controllers"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
-	"karpenter.sh/karpenter/pkg/metrics/clients"
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/pkg/test/gauges"
+	"karpenter.sh/karpenter/pkg/test/operatortest"
 )
 
 // period is the controller's evaluation period in these tests; windows and policies are a few
@@ -137,38 +135,17 @@ func (s *suite) startController(t *testing.T, namespaces ...string) (stop func()
 // startControllerAs runs the controller with the identity of config.
 func (s *suite) startControllerAs(t *testing.T, restConfig *rest.Config, namespaces ...string) (stop func()) {
 	t.Helper()
-	defaults := map[string]cache.Config{}
-	for _, ns := range namespaces {
-		defaults[ns] = cache.Config{}
-	}
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                 s.env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: defaults},
-		// Tests run several managers, one after another, in one process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	return operatortest.Start(t, s.env, operatortest.Options{
+		Config:     restConfig,
+		Namespaces: namespaces,
+		Controllers: controllers.Options{
+			Enabled:                           []string{horizontalautoscaler.Name},
+			PrometheusTimeout:                 2 * time.Second,
+			HorizontalAutoscalerPeriod:        period,
+			HorizontalAutoscalerTolerance:     autoscaler.DefaultTolerance,
+			HorizontalAutoscalerMaxRetryDelay: 2 * time.Second,
+		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := horizontalautoscaler.NewController(horizontalautoscaler.Options{
-		Prometheus:    clients.PrometheusOptions{URI: s.env.Prometheus.URL, Timeout: 2 * time.Second},
-		Period:        period,
-		MaxRetryDelay: 2 * time.Second,
-	})
-	if err := c.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager stopped with %v", err)
-		}
-	}
 }
 
 func (s *suite) create(t *testing.T, obj client.Object) {
@@ -575,6 +552,8 @@ func (s *suite) testForbidden(t *testing.T) {
 			{APIGroups: []string{v1alpha1.SchemeGroupVersion.Group}, Resources: []string{"horizontalautoscalers/status"}, Verbs: []string{"get", "update", "patch"}},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments/scale"}, Verbs: []string{"get"}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+			// The operator caches pods for its field index, whichever controllers run.
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
 		},
 	})
 	s.create(t, &rbacv1.RoleBinding{

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	"knative.dev/pkg/apis"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,16 +28,37 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/events"
 	"karpenter.sh/karpenter/pkg/metrics/producers"
 	"karpenter.sh/karpenter/pkg/nodes"
-	"karpenter.sh/karpenter/pkg/pods"
 )
 
 // ReasonCalculated is the reason of the Event emitted when a producer recovers.
 const ReasonCalculated = "Calculated"
 
+// recovered is the Event of a producer that is Calculable again.
+var recovered = &events.Recovery{
+	Reason:  ReasonCalculated,
+	Message: func(was *apis.Condition) string { return "Calculable again after " + was.Reason },
+}
+
 // DefaultPeriod is how often a producer is recomputed when no period is configured.
 const DefaultPeriod = 10 * time.Second
+
+// Name identifies the controller.
+const Name = "metricsproducer"
+
+// Options configure the controller.
+type Options struct {
+	Client client.Client
+	// Kinds computes each kind of producer; built with Clock.
+	Kinds    producers.Kinds
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
+	// Period is how often each producer is recomputed without a watch event; DefaultPeriod
+	// when zero.
+	Period time.Duration
+}
 
 // Controller reconciles MetricsProducers.
 type Controller struct {
@@ -47,24 +69,24 @@ type Controller struct {
 	period   time.Duration
 }
 
-// NewController builds a controller that computes each producer with kinds at least every
-// period (DefaultPeriod when zero). clk must be the clock kinds was built with.
-func NewController(kubeClient client.Client, kinds producers.Kinds, recorder record.EventRecorder, clk clock.PassiveClock, period time.Duration) *Controller {
-	if period <= 0 {
-		period = DefaultPeriod
+// New builds the controller. The pod index pods.NodeNameField must be registered
+// with the manager whose client it is given.
+func New(options Options) (*Controller, error) {
+	if options.Client == nil || options.Recorder == nil || options.Clock == nil {
+		return nil, fmt.Errorf("the %s controller needs a client, a recorder and a clock", Name)
 	}
-	return &Controller{client: kubeClient, kinds: kinds, recorder: recorder, clock: clk, period: period}
+	if options.Period <= 0 {
+		options.Period = DefaultPeriod
+	}
+	return &Controller{client: options.Client, kinds: options.Kinds, recorder: options.Recorder, clock: options.Clock, period: options.Period}, nil
 }
 
 // Name identifies the controller.
-func (c *Controller) Name() string { return "metricsproducer" }
+func (c *Controller) Name() string { return Name }
 
 // SetupWithManager watches MetricsProducers' specs, and nodes and pods for the capacity
-// producers, and indexes pods by node for the producers' reads.
+// producers.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	if err := pods.IndexNodeName(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
 	enqueueCapacityProducers := handler.EnqueueRequestsFromMapFunc(c.capacityProducers)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(c.Name()).
@@ -120,20 +142,14 @@ func (c *Controller) produce(ctx context.Context, mp *v1alpha1.MetricsProducer) 
 		producers.Delete(key)
 		reason := producers.ReasonOf(err)
 		conditions.MarkFalse(v1alpha1.Calculable, reason, "%s", err.Error())
-		// One Event per transition or change of cause, not one per period: messages of cloud
-		// errors carry request ids and differ every time.
-		if before == nil || before.Status != corev1.ConditionFalse || before.Reason != reason {
-			c.recorder.Event(mp, corev1.EventTypeWarning, reason, err.Error())
-		}
+		events.OnConditionTransition(c.recorder, mp, before, conditions.GetCondition(v1alpha1.Calculable), recovered)
 		log.FromContext(ctx).Info("metricsproducer not calculable", "reason", reason, "error", err.Error())
 		return producers.Result{}
 	}
 	producers.Export(key, result.Samples)
 	result.WriteStatus(&mp.Status)
 	conditions.MarkTrue(v1alpha1.Calculable)
-	if before != nil && before.Status == corev1.ConditionFalse {
-		c.recorder.Event(mp, corev1.EventTypeNormal, ReasonCalculated, "Calculable again after "+before.Reason)
-	}
+	events.OnConditionTransition(c.recorder, mp, before, conditions.GetCondition(v1alpha1.Calculable), recovered)
 	return result
 }
 

@@ -39,12 +39,11 @@ func newFixture(t *testing.T, objects ...client.Object) *fixture {
 		WithObjects(objects...).Build()
 	clk := clocktesting.NewFakeClock(time.Date(2026, time.March, 6, 8, 59, 55, 0, time.UTC))
 	recorder := record.NewFakeRecorder(16)
-	return &fixture{
-		client:     kubeClient,
-		controller: NewController(kubeClient, producers.NewKinds(kubeClient, nil, clk), recorder, clk, 0),
-		recorder:   recorder,
-		clock:      clk,
+	controller, err := New(Options{Client: kubeClient, Kinds: producers.NewKinds(kubeClient, nil, clk), Recorder: recorder, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return &fixture{client: kubeClient, controller: controller, recorder: recorder, clock: clk}
 }
 
 func (f *fixture) reconcile(t *testing.T, key types.NamespacedName) (reconcile.Result, *v1alpha1.MetricsProducer) {

@@ -20,23 +20,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"karpenter.sh/karpenter/pkg/apis"
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/autoscaler"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
+	"karpenter.sh/karpenter/pkg/controllers"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/controllers/metricsproducer"
-	"karpenter.sh/karpenter/pkg/metrics/clients"
 	"karpenter.sh/karpenter/pkg/metrics/producers"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/operatortest"
 	"karpenter.sh/karpenter/test/awsemulator"
 )
 
@@ -288,7 +285,7 @@ func startEmulator(t *testing.T) *awsemulator.Emulator {
 	return emulator
 }
 
-// startController runs the MetricsProducer controller in a manager, with a cloud provider
+// startController runs the MetricsProducer controller in the operator, with a cloud provider
 // reaching the emulator through the SDK's own endpoint variable, and the HorizontalAutoscaler
 // controller querying the test's Prometheus.
 func startController(t *testing.T, env *environment.Environment, _ *awsemulator.Emulator) {
@@ -300,38 +297,14 @@ func startController(t *testing.T, env *environment.Environment, _ *awsemulator.
 	}
 	clouds := cloudprovider.NewRegistry()
 	provider.Register(clouds)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 apis.NewScheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Controller names are process-wide; -count=N builds the same controllers again.
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clock.RealClock{}
-	controller := metricsproducer.NewController(mgr.GetClient(), producers.NewKinds(mgr.GetClient(), clouds, clk),
-		mgr.GetEventRecorderFor("metricsproducer"), clk, period)
-	if err := controller.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	// The HorizontalAutoscaler controller, for the producers' consumer end to end.
-	autoscalers := horizontalautoscaler.NewController(horizontalautoscaler.Options{
-		Prometheus: clients.PrometheusOptions{URI: env.Prometheus.URL}, Period: period,
-	})
-	if err := autoscalers.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	operatortest.Start(t, env, operatortest.Options{Controllers: controllers.Options{
+		// The HorizontalAutoscaler controller, for the producers' consumer end to end.
+		Enabled:                       []string{metricsproducer.Name, horizontalautoscaler.Name},
+		CloudProvider:                 clouds,
+		MetricsProducerPeriod:         period,
+		HorizontalAutoscalerPeriod:    period,
+		HorizontalAutoscalerTolerance: autoscaler.DefaultTolerance,
+	}})
 }
 
 func newPrometheusAPI(t *testing.T, url string) promv1.API {

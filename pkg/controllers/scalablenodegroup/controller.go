@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
-	"knative.dev/pkg/apis"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +25,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/events"
 )
 
 // Condition reasons, stable for alerting and documented in docs/troubleshooting.
@@ -39,22 +39,44 @@ const (
 	ReasonScaled           = "Scaled"
 )
 
+// Name identifies the controller.
+const Name = "scalablenodegroup"
+
+// DefaultPeriod is how often a group is re-read when no period is configured.
+const DefaultPeriod = 10 * time.Second
+
+// Options configure the controller.
+type Options struct {
+	Client client.Client
+	// CloudProvider resolves node groups from a spec's type and id.
+	CloudProvider cloudprovider.Factory
+	Recorder      record.EventRecorder
+	// Period is how often a group is re-read so that changes made outside Karpenter show;
+	// DefaultPeriod when zero.
+	Period time.Duration
+}
+
 // Controller reconciles ScalableNodeGroups.
 type Controller struct {
 	client   client.Client
 	groups   cloudprovider.Factory
 	recorder record.EventRecorder
-	// period is how often a group is re-read so that changes made outside Karpenter show.
-	period time.Duration
+	period   time.Duration
 }
 
-// NewController builds a controller resolving node groups through groups.
-func NewController(kubeClient client.Client, groups cloudprovider.Factory, recorder record.EventRecorder, period time.Duration) *Controller {
-	return &Controller{client: kubeClient, groups: groups, recorder: recorder, period: period}
+// New builds the controller.
+func New(options Options) (*Controller, error) {
+	if options.Client == nil || options.CloudProvider == nil || options.Recorder == nil {
+		return nil, fmt.Errorf("the %s controller needs a client, a cloud provider and a recorder", Name)
+	}
+	if options.Period <= 0 {
+		options.Period = DefaultPeriod
+	}
+	return &Controller{client: options.Client, groups: options.CloudProvider, recorder: options.Recorder, period: options.Period}, nil
 }
 
 // Name identifies the controller.
-func (c *Controller) Name() string { return "scalablenodegroup" }
+func (c *Controller) Name() string { return Name }
 
 // +kubebuilder:rbac:groups=autoscaling.karpenter.sh,resources=scalablenodegroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=autoscaling.karpenter.sh,resources=scalablenodegroups/status,verbs=get;update;patch
@@ -79,6 +101,8 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 	}
 	stored := group.DeepCopy()
 	err := c.reconcile(ctx, group)
+	events.OnConditionTransition(c.recorder, group, stored.StatusConditions().GetCondition(v1alpha1.AbleToScale),
+		group.StatusConditions().GetCondition(v1alpha1.AbleToScale), nil)
 	if patchErr := c.client.Status().Patch(ctx, group, client.MergeFrom(stored)); patchErr != nil && !apierrors.IsNotFound(patchErr) {
 		return reconcile.Result{}, errors.Join(err, fmt.Errorf("patching status, %w", patchErr))
 	}
@@ -91,23 +115,22 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 
 func (c *Controller) reconcile(ctx context.Context, group *v1alpha1.ScalableNodeGroup) error {
 	conditions := group.StatusConditions()
-	before := conditions.GetCondition(v1alpha1.AbleToScale).DeepCopy()
 	nodeGroup, err := c.groups.NodeGroupFor(string(group.Spec.Type), group.Spec.ID)
 	if err != nil {
 		// A malformed id does not heal by retrying; the watch brings the fix.
-		c.markUnable(group, before, ReasonInvalidNodeGroup, err)
+		markUnable(group, ReasonInvalidNodeGroup, err)
 		return nil
 	}
 	observed, err := nodeGroup.Status(ctx)
 	if err != nil {
-		c.markUnable(group, before, reasonFor(err), err)
+		markUnable(group, reasonFor(err), err)
 		return fmt.Errorf("reading node group %s %s, %w", group.Spec.Type, group.Spec.ID, err)
 	}
 	group.Status.Replicas = ptr.To(observed.Replicas)
 	group.Status.Selector = labels.SelectorFromSet(observed.NodeLabels).String()
 	if desired := group.Spec.Replicas; desired != nil && *desired != observed.DesiredReplicas {
 		if err := nodeGroup.SetDesiredReplicas(ctx, *desired); err != nil {
-			return c.handleResizeError(group, before, *desired, err)
+			return handleResizeError(group, *desired, err)
 		}
 		log.FromContext(ctx).Info("resized node group", "type", group.Spec.Type, "id", group.Spec.ID, "from", observed.DesiredReplicas, "to", *desired)
 		c.recorder.Eventf(group, corev1.EventTypeNormal, ReasonScaled, "Set desired replicas of %s from %d to %d", group.Spec.ID, observed.DesiredReplicas, *desired)
@@ -125,7 +148,7 @@ func (c *Controller) reconcile(ctx context.Context, group *v1alpha1.ScalableNode
 
 // handleResizeError records why a resize was not made. A busy group is retried on the next
 // period; every other failure is a condition and an event.
-func (c *Controller) handleResizeError(group *v1alpha1.ScalableNodeGroup, before *apis.Condition, desired int32, err error) error {
+func handleResizeError(group *v1alpha1.ScalableNodeGroup, desired int32, err error) error {
 	var busy *cloudprovider.BusyError
 	if errors.As(err, &busy) {
 		group.StatusConditions().MarkTrue(v1alpha1.AbleToScale)
@@ -136,20 +159,17 @@ func (c *Controller) handleResizeError(group *v1alpha1.ScalableNodeGroup, before
 	if errors.As(err, &outOfBounds) {
 		// Not forced and not retried: only a change of spec or of the group's bounds helps,
 		// and the periodic reconcile sees both.
-		c.markUnable(group, before, ReasonOutOfBounds, fmt.Errorf("spec.replicas %d is outside the node group's bounds [%d, %d]; change the group's min/max size or spec.replicas", desired, outOfBounds.Min, outOfBounds.Max))
+		markUnable(group, ReasonOutOfBounds, fmt.Errorf("spec.replicas %d is outside the node group's bounds [%d, %d]; change the group's min/max size or spec.replicas", desired, outOfBounds.Min, outOfBounds.Max))
 		return nil
 	}
-	c.markUnable(group, before, reasonFor(err), err)
+	markUnable(group, reasonFor(err), err)
 	return fmt.Errorf("setting desired replicas of %s %s to %d, %w", group.Spec.Type, group.Spec.ID, desired, err)
 }
 
-// markUnable sets AbleToScale false and emits a warning on the transition into that state,
-// so a persistent failure is one event, not one per reconcile.
-func (c *Controller) markUnable(group *v1alpha1.ScalableNodeGroup, before *apis.Condition, reason string, err error) {
+// markUnable sets AbleToScale false; Reconcile emits a warning on the transition into that
+// state, so a persistent failure is one event, not one per reconcile.
+func markUnable(group *v1alpha1.ScalableNodeGroup, reason string, err error) {
 	group.StatusConditions().MarkFalse(v1alpha1.AbleToScale, reason, "%s", err.Error())
-	if before == nil || before.Status != corev1.ConditionFalse || before.Reason != reason {
-		c.recorder.Event(group, corev1.EventTypeWarning, reason, err.Error())
-	}
 }
 
 func reasonFor(err error) string {

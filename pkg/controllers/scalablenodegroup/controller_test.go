@@ -42,10 +42,11 @@ func newFixture(t *testing.T, replicas *int32, cloud *fake.NodeGroup) *fixture {
 	factory := fake.NewFactory()
 	factory.AddNodeGroup(string(v1alpha1.AWSEC2AutoScalingGroup), groupID, cloud)
 	recorder := record.NewFakeRecorder(32)
-	return &fixture{
-		client: kube, group: cloud, recorder: recorder,
-		ctrl: scalablenodegroup.NewController(kube, factory, recorder, 10*time.Second),
+	controller, err := scalablenodegroup.New(scalablenodegroup.Options{Client: kube, CloudProvider: factory, Recorder: recorder, Period: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return &fixture{client: kube, group: cloud, recorder: recorder, ctrl: controller}
 }
 
 func (f *fixture) reconcile(t *testing.T) (reconcile.Result, error, *v1alpha1.ScalableNodeGroup) {

@@ -16,16 +16,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"karpenter.sh/karpenter/pkg/apis"
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
-	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
+	"karpenter.sh/karpenter/pkg/controllers"
 	"karpenter.sh/karpenter/pkg/controllers/scalablenodegroup"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/operatortest"
 	"karpenter.sh/karpenter/test/awsemulator"
 )
 
@@ -100,32 +99,14 @@ func TestScalableNodeGroupsOnEmulatedAWS(t *testing.T) {
 	})
 }
 
-// startController runs the controller in a manager until the test ends.
+// startController runs the controller in the operator until the test ends; its cloud
+// provider is AWS through the SDK's configuration chain, as in production.
 func startController(t *testing.T, env *environment.Environment) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	provider, err := aws.New(ctx, aws.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	registry := cloudprovider.NewRegistry()
-	provider.Register(registry)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	controller := scalablenodegroup.NewController(mgr.GetClient(), registry, mgr.GetEventRecorderFor("scalablenodegroup"), time.Second)
-	if err := controller.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager stopped with %v", err)
-		}
-	})
+	operatortest.Start(t, env, operatortest.Options{Controllers: controllers.Options{
+		Enabled:      []string{scalablenodegroup.Name},
+		ResyncPeriod: time.Second,
+	}})
 }
 
 func createGroup(t *testing.T, env *environment.Environment, name string, typ v1alpha1.NodeGroupType, id string) *v1alpha1.ScalableNodeGroup {

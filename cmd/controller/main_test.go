@@ -1,0 +1,39 @@
+package main
+
+import (
+	"flag"
+	"testing"
+	"time"
+)
+
+func TestParseFlags(t *testing.T) {
+	t.Setenv("PROMETHEUS_URI", "http://from-env:9090")
+	t.Setenv("RESYNC_PERIOD", "30s")
+	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
+	f, err := parseFlags(fs, []string{"--leader-elect=false", "--aws-region=eu-west-1", "--resync-period=5s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := f.operator
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"metrics address default", o.MetricsBindAddress, ":8080"},
+		{"probe address default", o.HealthProbeBindAddress, ":8081"},
+		{"leader election from the command line", o.LeaderElection, false},
+		{"region from the command line", o.AWSRegion, "eu-west-1"},
+		{"prometheus from the environment", o.Controllers.PrometheusURI, "http://from-env:9090"},
+		{"the command line over the environment", o.Controllers.ResyncPeriod, 5 * time.Second},
+		{"tolerance default", o.Controllers.HorizontalAutoscalerTolerance, 0.1},
+		{"metricsproducer period default", o.Controllers.MetricsProducerPeriod, 10 * time.Second},
+		{"log format default", f.logFormat, "json"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if _, err := parseFlags(flag.NewFlagSet("controller", flag.ContinueOnError), []string{"--horizontalautoscaler-tolerance=1"}); err == nil {
+		t.Error("a tolerance of 1 was accepted")
+	}
+}

@@ -1,0 +1,30 @@
+package controllers_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/utils/clock"
+
+	"karpenter.sh/karpenter/pkg/controllers"
+)
+
+// Options that cannot build a controller are refused before the manager is touched.
+func TestRegisterRefusesBadOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		options controllers.Options
+		want    string
+	}{
+		{name: "unknown controller", options: controllers.Options{Clock: clock.RealClock{}, Enabled: []string{"provisioning"}}, want: `no controller is named "provisioning"`},
+		{name: "no clock", options: controllers.Options{}, want: "without a clock"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := controllers.Register(context.Background(), nil, tc.options)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Register: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}

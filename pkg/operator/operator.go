@@ -1,0 +1,138 @@
+// Package operator builds Karpenter's controller-runtime manager: the scheme, the cache, the
+// field indexes, leader election, probes, the one clock, the cloud providers and every
+// controller of pkg/controllers. The controller binary and the tests start it the same way.
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"karpenter.sh/karpenter/pkg/apis"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
+	"karpenter.sh/karpenter/pkg/controllers"
+	"karpenter.sh/karpenter/pkg/pods"
+)
+
+// LeaderElectionID names the lease replicas compete for.
+const LeaderElectionID = "karpenter-leader-election"
+
+// Options configure the operator.
+type Options struct {
+	// MetricsBindAddress serves /metrics; "0" disables it.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
+	HealthProbeBindAddress string
+	// LeaderElection makes only one replica reconcile at a time.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the lease; the pod's namespace when empty.
+	LeaderElectionNamespace string
+	// AWSRegion is the region of AWS ids that name none; the SDK's when empty. Unused when
+	// Controllers.CloudProvider is set.
+	AWSRegion string
+	// Namespaces, when set, limits the cache to these namespaces.
+	Namespaces []string
+	// SkipNameValidation lets one process build controllers of the same name more than once,
+	// as tests that start a manager per test do.
+	SkipNameValidation bool
+	// Controllers configure the reconcilers. Their Clock is the operator's one clock, the real
+	// one when nil; their CloudProvider, when nil, is a registry of every cloud (AWS, through
+	// the SDK's configuration chain).
+	Controllers controllers.Options
+}
+
+// fieldIndexes let a cache-backed client select by a field, as the API server does; each is
+// registered once, for every controller that selects by it.
+var fieldIndexes = []func(context.Context, client.FieldIndexer) error{
+	pods.IndexNodeName,
+}
+
+// Run runs the operator against the cluster of the kubeconfig until ctx is done.
+func Run(ctx context.Context, options Options) error {
+	restConfig, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig, %w", err)
+	}
+	mgr, err := New(ctx, restConfig, options)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running manager, %w", err)
+	}
+	return nil
+}
+
+// New builds the manager with every field index, probe and controller; Start runs it.
+func New(ctx context.Context, restConfig *rest.Config, options Options) (manager.Manager, error) {
+	if options.Controllers.Clock == nil {
+		options.Controllers.Clock = clock.RealClock{}
+	}
+	if options.Controllers.CloudProvider == nil {
+		// The SDK's own configuration chain applies: credentials (IRSA, environment, profile)
+		// and endpoint overrides such as AWS_ENDPOINT_URL.
+		provider, err := aws.New(ctx, aws.Options{Region: options.AWSRegion, Clock: options.Controllers.Clock})
+		if err != nil {
+			return nil, err
+		}
+		registry := cloudprovider.NewRegistry()
+		provider.Register(registry)
+		options.Controllers.CloudProvider = registry
+	}
+	mgr, err := ctrl.NewManager(restConfig, managerOptions(options))
+	if err != nil {
+		return nil, fmt.Errorf("creating manager, %w", err)
+	}
+	for _, index := range fieldIndexes {
+		if err := index(ctx, mgr.GetFieldIndexer()); err != nil {
+			return nil, err
+		}
+	}
+	if err := controllers.Register(ctx, mgr, options.Controllers); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding health check, %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding ready check, %w", err)
+	}
+	return mgr, nil
+}
+
+func managerOptions(options Options) ctrl.Options {
+	// Every pod and node of the cluster is cached; their managed fields are never read.
+	cacheOptions := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	if len(options.Namespaces) > 0 {
+		cacheOptions.DefaultNamespaces = map[string]cache.Config{}
+		for _, namespace := range options.Namespaces {
+			cacheOptions.DefaultNamespaces[namespace] = cache.Config{}
+		}
+	}
+	managerOptions := ctrl.Options{
+		Scheme:                  apis.NewScheme(),
+		Metrics:                 metricsserver.Options{BindAddress: options.MetricsBindAddress},
+		HealthProbeBindAddress:  options.HealthProbeBindAddress,
+		Cache:                   cacheOptions,
+		LeaderElection:          options.LeaderElection,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: options.LeaderElectionNamespace,
+		// Release the lease on shutdown so a new leader takes over without waiting it out.
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if options.SkipNameValidation {
+		managerOptions.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
+	}
+	return managerOptions
+}

@@ -1,0 +1,69 @@
+// Package operatortest runs Karpenter's operator against a test environment the way the
+// controller binary runs it: pkg/operator builds the manager and registers the controllers
+// of pkg/controllers, so the tests exercise the production wiring.
+package operatortest
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"k8s.io/client-go/rest"
+
+	"karpenter.sh/karpenter/pkg/controllers"
+	"karpenter.sh/karpenter/pkg/operator"
+	"karpenter.sh/karpenter/pkg/test/environment"
+)
+
+// Options choose what the operator runs and with which fakes.
+type Options struct {
+	// Controllers configure the reconcilers as the flags do, plus Enabled (which run: every one
+	// when empty), Clock (real when nil) and CloudProvider (AWS through the SDK's
+	// configuration chain when nil). PrometheusURI defaults to the environment's Prometheus.
+	Controllers controllers.Options
+	// Config, when set, replaces the environment's, e.g. to run with another identity.
+	Config *rest.Config
+	// Namespaces, when set, limits the operator's cache to them.
+	Namespaces []string
+}
+
+// Start runs the operator until the test ends or stop is called; stop waits for the manager
+// to return and fails the test if it returned an error. No metrics or probe port is opened
+// and there is no leader election, so tests may run several operators, one after another or
+// side by side.
+func Start(t testing.TB, env *environment.Environment, options Options) (stop func()) {
+	t.Helper()
+	restConfig := options.Config
+	if restConfig == nil {
+		restConfig = env.Config
+	}
+	if options.Controllers.PrometheusURI == "" && env.Prometheus != nil {
+		options.Controllers.PrometheusURI = env.Prometheus.URL
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := operator.New(ctx, restConfig, operator.Options{
+		MetricsBindAddress:     "0",
+		HealthProbeBindAddress: "0",
+		Namespaces:             options.Namespaces,
+		// Controller names are process-wide: every test, and every -count, builds them again.
+		SkipNameValidation: true,
+		Controllers:        options.Controllers,
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("building the operator, %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("operator stopped with %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
