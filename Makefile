@@ -15,14 +15,22 @@ generate:
 	go tool controller-gen rbac:roleName=karpenter-controller paths=./pkg/controllers/... output:rbac:dir=config/rbac
 	go run ./hack/apidocs -crds config/crd -out docs/reference.md
 
-## Fails when a generated file is stale, go.mod is untidy, code is not gofmt'd, or go vet complains.
+## Fails when a generated file is stale, go.mod is untidy, code is not gofmt'd, go vet complains
+## or golangci-lint (.golangci.yml) does.
 .PHONY: verify
 verify:
 	hack/verify-generated.sh
 	go mod tidy -diff
+	cd hack/tools && go mod tidy -diff
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
+	$(MAKE) --no-print-directory lint
+
+## golangci-lint at the version pinned in hack/tools/go.mod, built once into bin/.
+.PHONY: lint
+lint:
+	hack/lint.sh
 
 .PHONY: build
 build:
