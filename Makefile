@@ -15,7 +15,8 @@ generate:
 	go tool controller-gen rbac:roleName=karpenter-controller paths=./pkg/controllers/... output:rbac:dir=config/rbac
 	go run ./hack/apidocs -crds config/crd -out docs/reference.md
 
-## Fails when a generated file is stale, go.mod is untidy, code is not gofmt'd, or go vet complains.
+## Fails when a generated file is stale, go.mod is untidy, code is not gofmt'd, go vet complains
+## or golangci-lint (.golangci.yml) does.
 .PHONY: verify
 verify:
 	hack/verify-generated.sh
@@ -23,6 +24,12 @@ verify:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
+	$(MAKE) --no-print-directory lint
+
+## golangci-lint at the version pinned in hack/tools/go.mod, built once into bin/.
+.PHONY: lint
+lint:
+	hack/lint.sh
 
 .PHONY: build
 build:
@@ -42,9 +49,13 @@ release:
 test-assets:
 	hack/test-assets.sh
 
+## Every package runs under the race detector but the end-to-end suite, whose controller is a
+## separate process (built without it) and whose own code only drives the stack.
+RACE_PACKAGES = $$(go list ./... | grep -vx karpenter.sh/karpenter/test/e2e)
 .PHONY: test
 test: test-assets verify
-	go test $(GO_TEST_FLAGS) ./...
+	go test $(GO_TEST_FLAGS) -race $(RACE_PACKAGES)
+	go test $(GO_TEST_FLAGS) ./test/e2e/
 
 ## The scheduling benchmark of ../shared/bench/scheduling-workload.md; see docs/benchmarks.md.
 .PHONY: bench

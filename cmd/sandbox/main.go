@@ -60,7 +60,7 @@ func run(ctx context.Context, dir, controller string, story, exitAfterStory bool
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
 	release, err := claim(dir)
@@ -128,12 +128,12 @@ Karpenter sandbox is up (%s):
 // claim records this process in dir/sandbox.pid, refusing when another live sandbox holds it.
 func claim(dir string) (release func(), err error) {
 	pidFile := filepath.Join(dir, "sandbox.pid")
-	if data, err := os.ReadFile(pidFile); err == nil {
+	if data, err := os.ReadFile(pidFile); err == nil { //nolint:gosec // G304: the sandbox's own pid file.
 		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid != os.Getpid() && alive(pid) {
 			return nil, fmt.Errorf("another sandbox (pid %d) is running in %s; stop it with Ctrl-C or `kill %d`", pid, dir, pid)
 		}
 	}
-	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return nil, err
 	}
 	return func() { _ = os.Remove(pidFile) }, nil
@@ -163,11 +163,11 @@ func cleanStale(stateDir string) error {
 }
 
 func copyFile(from, to string) error {
-	data, err := os.ReadFile(from)
+	data, err := os.ReadFile(from) //nolint:gosec // G304: the kubeconfig the sandbox's stack wrote.
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(to, data, 0o600)
+	return os.WriteFile(to, data, 0o600) //nolint:gosec // G703: both paths are the sandbox's own.
 }
 
 func clockSince(begin time.Time) string {

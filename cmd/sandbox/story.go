@@ -250,6 +250,7 @@ func waitFor(ctx context.Context, what string, last *string, done func() (bool, 
 		select {
 		case <-ctx.Done():
 			if ctx.Err() == context.DeadlineExceeded {
+				//nolint:errorlint // err, possibly nil, is context for the timeout, not its cause.
 				return fmt.Errorf("waiting for %s: not within %s (last: %s, error: %v)", what, stepTimeout, *last, err)
 			}
 			return ctx.Err()

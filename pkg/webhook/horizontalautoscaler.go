@@ -54,7 +54,8 @@ func DefaultHorizontalAutoscaler(h *v1alpha1.HorizontalAutoscaler) {
 }
 
 func resolvedRules(rules autoscaler.Rules) *v1alpha1.ScalingRules {
-	window := int32(rules.StabilizationWindow / time.Second)
+	// The window is the spec's int32 seconds or a default of minutes, so it fits.
+	window := int32(rules.StabilizationWindow / time.Second) //nolint:gosec // G115, see above.
 	selectPolicy := rules.SelectPolicy
 	// Copied: the autoscaler's default policies are shared.
 	policies := append([]v1alpha1.ScalingPolicy(nil), rules.Policies...)

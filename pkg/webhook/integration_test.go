@@ -38,6 +38,8 @@ import (
 // that name its Service, and then every object goes through it. The Service is an
 // ExternalName for localhost, which the apiserver resolves to the in-process server while
 // still verifying the certificate against the Service's DNS name.
+//
+//nolint:gocyclo // One story on one API server: its steps read in order and share state.
 func TestWebhookOnAPIServer(t *testing.T) {
 	env := environment.New(t, environment.Options{AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}})
 	ctx, cancel := context.WithCancel(context.Background())

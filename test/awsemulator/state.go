@@ -117,12 +117,12 @@ func (e *Emulator) converge(g *autoScalingGroup, now time.Time) {
 		return !i.terminating.IsZero() && !now.Before(i.terminating.Add(e.opts.TerminatingDelay))
 	})
 	active := e.activeInstances(g)
-	for n := int32(len(active)); n < g.desired; n++ {
+	for n := int32(len(active)); n < g.desired; n++ { //nolint:gosec // G115: a group's instances number at most its int32 maximum.
 		i := &instance{id: e.newInstanceID(), zone: leastUsedZone(g.zones, active), launched: now}
 		g.instances = append(g.instances, i)
 		active = append(active, i)
 	}
-	for n := int32(len(active)); n > g.desired; n-- {
+	for n := int32(len(active)); n > g.desired; n-- { //nolint:gosec // G115: as above, a group's instances fit int32.
 		victim := e.scaleInVictim(g.zones, active, now)
 		victim.terminating = now
 		active = slices.DeleteFunc(active, func(i *instance) bool { return i == victim })

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
-	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
@@ -178,12 +176,4 @@ func runningPods(t *testing.T, app string) (running, total int, err error) {
 		}
 	}
 	return running, total, nil
-}
-
-func conditionSummary(conditions apis.Conditions) string {
-	var parts []string
-	for _, c := range conditions {
-		parts = append(parts, fmt.Sprintf("%s=%s(%s)", c.Type, c.Status, c.Reason))
-	}
-	return strings.Join(parts, " ")
 }

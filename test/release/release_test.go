@@ -84,8 +84,9 @@ func versionOf(path string) string { return strings.TrimSuffix(filepath.Base(pat
 func semverLess(a, b string) bool {
 	var x, y [3]int
 	var preA, preB string
-	fmt.Sscanf(strings.SplitN(a, "-", 2)[0], "v%d.%d.%d", &x[0], &x[1], &x[2])
-	fmt.Sscanf(strings.SplitN(b, "-", 2)[0], "v%d.%d.%d", &y[0], &y[1], &y[2])
+	// A malformed version parses as far as it goes; the release test names it when it sorts oddly.
+	_, _ = fmt.Sscanf(strings.SplitN(a, "-", 2)[0], "v%d.%d.%d", &x[0], &x[1], &x[2])
+	_, _ = fmt.Sscanf(strings.SplitN(b, "-", 2)[0], "v%d.%d.%d", &y[0], &y[1], &y[2])
 	if i := strings.Index(a, "-"); i >= 0 {
 		preA = a[i:]
 	}

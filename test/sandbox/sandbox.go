@@ -243,7 +243,7 @@ func Examples() (map[string][]*unstructured.Unstructured, error) {
 	sort.Strings(files)
 	examples := map[string][]*unstructured.Unstructured{}
 	for _, file := range files {
-		f, err := os.Open(file)
+		f, err := os.Open(file) //nolint:gosec // G304: an example manifest of the repository.
 		if err != nil {
 			return nil, err
 		}

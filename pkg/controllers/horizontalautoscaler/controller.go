@@ -164,7 +164,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if errors.Is(err, errScaleConflict) {
 		// The target changed between reading and writing its scale, as it does during a
 		// rollout: nothing was decided, so evaluate again from fresh state.
-		return reconcile.Result{Requeue: true}, nil
+		// The rate-limited backoff of Requeue is the intent; RequeueAfter would fix the delay.
+		return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // SA1019, see above.
 	}
 	c.announceErrors(original, ha)
 	// Only this controller (the elected leader) writes the status, so a plain merge patch

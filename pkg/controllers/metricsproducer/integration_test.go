@@ -49,6 +49,8 @@ const (
 // kwok nodes, serves its registry over HTTP like the controller's /metrics, and reads every
 // producer's gauges back through a real Prometheus scraping it every second. The environment
 // is shared because its startup dominates the runtime.
+//
+//nolint:gocyclo // One story on one shared environment: its steps read in order and share state.
 func TestProducersThroughPrometheus(t *testing.T) {
 	metricsAddress := serveRegistry(t)
 	env := environment.New(t, environment.Options{

@@ -49,6 +49,7 @@ func newFixture(t *testing.T, replicas *int32, cloud *fake.NodeGroup) *fixture {
 	return &fixture{client: kube, group: cloud, recorder: recorder, ctrl: controller}
 }
 
+//nolint:staticcheck // ST1008: Reconcile's own (result, error) come first, the object read after it last.
 func (f *fixture) reconcile(t *testing.T) (reconcile.Result, error, *v1alpha1.ScalableNodeGroup) {
 	t.Helper()
 	key := types.NamespacedName{Namespace: "default", Name: "workers"}

@@ -49,9 +49,11 @@ func (p *PendingCapacityProducer) Produce(ctx context.Context, mp *v1alpha1.Metr
 			log.FromContext(ctx).V(1).Info("pending pods that do not fit the group's node shape", "pods", packing.Unfit)
 		}
 	}
+	// Counts of one cluster's pending pods and the nodes they need fit the API's int32.
+	status := &v1alpha1.PendingCapacityStatus{Pods: int32(packing.Pods), Nodes: int32(packing.Nodes)} //nolint:gosec // G115, see above.
 	return Output[*v1alpha1.PendingCapacityStatus]{
 		Samples: []Sample{{Gauge: PendingCapacityNodes, Value: float64(packing.Nodes)}},
-		Status:  &v1alpha1.PendingCapacityStatus{Pods: int32(packing.Pods), Nodes: int32(packing.Nodes)},
+		Status:  status,
 	}, nil
 }
 

@@ -28,7 +28,7 @@ func newLifecycle(dir string, logf func(string, ...any)) (*lifecycle, error) {
 		logf = func(string, ...any) {}
 	}
 	for _, sub := range []string{"logs", "pids"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o750); err != nil {
 			return nil, fmt.Errorf("creating the environment's directory, %w", err)
 		}
 	}
@@ -45,7 +45,7 @@ func (l *lifecycle) tempDir(name string) (string, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return "", fmt.Errorf("cleaning %s, %w", dir, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", fmt.Errorf("creating %s, %w", dir, err)
 	}
 	return dir, nil
@@ -87,7 +87,7 @@ func KillStale(dir string) (killed []string, err error) {
 	var errs []error
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".pid")
-		data, err := os.ReadFile(file)
+		data, err := os.ReadFile(file) //nolint:gosec // G304: a pid file of this environment's directory.
 		if err != nil {
 			errs = append(errs, err)
 			continue

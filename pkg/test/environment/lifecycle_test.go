@@ -46,7 +46,7 @@ func TestKillStaleKillsOnlyTheProcessesItsPidFilesName(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- stale.Wait() }()
 	select {
-	case <-exited:
+	case <-exited: //nolint:errcheck // Wait reports the kill, which is the point.
 	case <-time.After(10 * time.Second):
 		t.Error("the stale process still runs")
 	}

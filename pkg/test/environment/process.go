@@ -34,7 +34,7 @@ type logDir struct {
 
 func (d *logDir) create(name string) (*os.File, error) {
 	path := filepath.Join(d.path, name+".log")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) //nolint:gosec // G304: a log of this environment's directory.
 	if err != nil {
 		return nil, fmt.Errorf("creating the log of %s, %w", name, err)
 	}
@@ -52,7 +52,7 @@ func logTails(dir string) string {
 }
 
 func tail(path string, n int64) string {
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(path) //nolint:gosec // G304: a log this environment wrote.
 	if err != nil {
 		return err.Error()
 	}
@@ -96,7 +96,7 @@ func startProcess(l *lifecycle, name, path string, args []string, env []string) 
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(path, args...)
+	cmd := exec.Command(path, args...) //nolint:gosec // G204: the test asked for this binary and these arguments.
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.Env = append(os.Environ(), env...)
@@ -108,7 +108,7 @@ func startProcess(l *lifecycle, name, path string, args []string, env []string) 
 	}
 	p := &Process{name: name, cmd: cmd, logPath: logFile.Name(), pidFile: l.pidFile(name), exited: make(chan struct{})}
 	// Best effort: the pid file only serves KillStale after a crash of the starting program.
-	_ = os.WriteFile(p.pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
+	_ = os.WriteFile(p.pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
 	go func() {
 		p.waitErr = cmd.Wait()
 		_ = logFile.Close()
@@ -148,6 +148,7 @@ func (p *Process) waitHealthy(ctx context.Context, url string) error {
 		}
 		select {
 		case <-p.exited:
+			//nolint:errorlint // waitErr, nil after a clean exit, is context; the failure is not being healthy.
 			return fmt.Errorf("%s exited before becoming healthy (%v), see %s", p.name, p.waitErr, p.logPath)
 		case <-ctx.Done():
 			return fmt.Errorf("%s not healthy at %s after %s, see %s", p.name, url, startTimeout, p.logPath)

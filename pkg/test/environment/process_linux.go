@@ -24,6 +24,7 @@ func killedWithTest(dir, binary, pidFile string) (string, error) {
 	if setpriv, err := exec.LookPath("setpriv"); err == nil {
 		content = fmt.Sprintf("#!/bin/sh\necho $$ > %q\nexec %q --pdeathsig KILL -- %q \"$@\"\n", pidFile, setpriv, binary)
 	}
+	//nolint:gosec // G306: the wrapper must be executable; it holds nothing secret.
 	if err := os.WriteFile(script, []byte(content), 0o755); err != nil {
 		return "", fmt.Errorf("writing a wrapper for %s, %w", binary, err)
 	}

@@ -279,7 +279,7 @@ func (s *scheduler) topologyAllowsNode(n *node, p *podInfo, a *attempt) bool {
 		}
 	}
 	for _, t := range p.hostAffinities {
-		if n.counts[t.group.id] == 0 && !(t.self && t.group.total == 0) {
+		if n.counts[t.group.id] == 0 && (!t.self || t.group.total != 0) {
 			return false
 		}
 	}

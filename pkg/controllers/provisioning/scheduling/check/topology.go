@@ -233,7 +233,7 @@ func (rp *replay) checkSpread(n *node, pod *corev1.Pod, c *corev1.TopologySpread
 	for d := range domains {
 		minimum = min(minimum, s.byDomain[d])
 	}
-	if c.MinDomains != nil && int32(domains.Len()) < *c.MinDomains {
+	if c.MinDomains != nil && domains.Len() < int(*c.MinDomains) {
 		minimum = 0
 	}
 	self := 0
