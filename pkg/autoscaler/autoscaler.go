@@ -67,6 +67,9 @@ type Decision struct {
 	// Recommendations is the history to keep in status, including this decision's when every
 	// metric was available.
 	Recommendations []v1alpha1.Recommendation
+	// Disabled is set when the target is at zero replicas while minReplicas is above zero:
+	// scaling is switched off and DesiredReplicas stays 0.
+	Disabled bool
 }
 
 // Clamp says that the bounds changed the outcome or will.
@@ -90,6 +93,13 @@ func Decide(in Input) Decision {
 	up, down := ScaleUpRules(in.Spec.Behavior), ScaleDownRules(in.Spec.Behavior)
 	current := in.SpecReplicas
 	d := Decision{Metrics: make([]MetricRecommendation, len(in.Spec.Metrics))}
+	if current == 0 && MinReplicas(in.Spec) > 0 {
+		// The HorizontalPodAutoscaler's rule: a target someone scaled to zero is switched off,
+		// not scaled back up, unless minReplicas 0 opts into scaling from zero.
+		d.Disabled = true
+		d.Recommendations = in.Recommendations
+		return d
+	}
 
 	available, unavailable := 0, 0
 	recommendation := int32(math.MinInt32)
@@ -128,7 +138,14 @@ func Decide(in Input) Decision {
 	}
 	d.Recommendation = recommendation
 
-	history := in.Recommendations
+	past, history := in.Recommendations, in.Recommendations
+	if len(past) == 0 {
+		// First sight, or nothing recent: as the HorizontalPodAutoscaler, the current replicas
+		// count as recommended now, so that the scale-down window protects a new object too.
+		// Stabilized on the exact instant (a zero window ignores it), kept stamped like the rest.
+		past = []v1alpha1.Recommendation{{Time: metav1.NewTime(now), Replicas: current}}
+		history = []v1alpha1.Recommendation{{Time: metav1.NewTime(stamp(now)), Replicas: current}}
+	}
 	if unavailable == 0 {
 		// Only a recommendation informed by every metric enters the history: a partial one
 		// could understate what the missing metric asks for.
@@ -136,7 +153,7 @@ func Decide(in Input) Decision {
 	}
 	d.Recommendations = prune(now, history, up, down)
 
-	desired, hold := stabilize(now, recommendation, current, in.Recommendations, up, down)
+	desired, hold := stabilize(now, recommendation, current, past, up, down)
 	d.addHold(hold)
 	if unavailable > 0 && desired < current {
 		d.addHold(&Hold{Reason: ScaleDownSuspended, Message: fmt.Sprintf(

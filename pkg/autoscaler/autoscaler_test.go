@@ -25,6 +25,10 @@ func averageMetric(targetValue string) v1alpha1.Metric {
 	return v1alpha1.Metric{Prometheus: &v1alpha1.PrometheusMetricSource{Query: "q", Target: target(v1alpha1.AverageValueMetricType, targetValue)}}
 }
 
+func utilizationMetric(targetValue string) v1alpha1.Metric {
+	return v1alpha1.Metric{Prometheus: &v1alpha1.PrometheusMetricSource{Query: "q", Target: target(v1alpha1.UtilizationMetricType, targetValue)}}
+}
+
 func spec(minReplicas, maxReplicas int32, behavior v1alpha1.Behavior, metrics ...v1alpha1.Metric) v1alpha1.HorizontalAutoscalerSpec {
 	return v1alpha1.HorizontalAutoscalerSpec{MinReplicas: ptr.To(minReplicas), MaxReplicas: maxReplicas, Metrics: metrics, Behavior: behavior}
 }
@@ -153,10 +157,42 @@ func TestDecide(t *testing.T) {
 			want: 1, wantClamp: TooFewReplicas,
 		},
 		{
-			name: "scale from zero with the default policies",
+			name: "scale from zero with the default policies: ceil(value/target), at most 4 per 15s",
 			in: Input{Spec: spec(0, 10, v1alpha1.Behavior{}, valueMetric("10")),
 				SpecReplicas: 0, StatusReplicas: 0, Observations: []Observation{Available(50)}},
-			want: 1,
+			want: 4, wantHolds: []string{ScaleUpLimited},
+		},
+		{
+			// The HPA's TestScaleUpFromZeroCMObject.
+			name: "scale from zero with a Value target recommends ceil(value/target)",
+			in: Input{Spec: spec(0, 10, v1alpha1.Behavior{}, valueMetric("15")),
+				SpecReplicas: 0, StatusReplicas: 0, Observations: []Observation{Available(20)}},
+			want: 2,
+		},
+		{
+			name: "a target at zero with minReplicas above zero is disabled",
+			in: Input{Spec: spec(2, 10, v1alpha1.Behavior{}, valueMetric("10")),
+				SpecReplicas: 0, StatusReplicas: 0, Observations: []Observation{Available(50)}},
+			want: 0,
+		},
+		{
+			// The HPA's TestScaleDownStabilizeInitialSize: CPU 28% of a 50% target.
+			name: "a new autoscaler's scale-down window counts the current replicas",
+			in: Input{Spec: spec(2, 6, v1alpha1.Behavior{}, utilizationMetric("50")),
+				SpecReplicas: 5, StatusReplicas: 5, Observations: []Observation{Available(0.28)}},
+			want: 5, wantHolds: []string{ScaleDownStabilized},
+		},
+		{
+			name: "a new autoscaler with no scale-down window scales down at once",
+			in: Input{Spec: spec(2, 6, v1alpha1.Behavior{ScaleDown: rules(0, "")}, utilizationMetric("50")),
+				SpecReplicas: 5, StatusReplicas: 5, Observations: []Observation{Available(0.28)}},
+			want: 3,
+		},
+		{
+			name: "a new autoscaler with no scale-up window scales up at once",
+			in: Input{Now: epoch.Add(1500 * time.Millisecond), Spec: spec(1, 10, v1alpha1.Behavior{}, valueMetric("10")),
+				SpecReplicas: 2, StatusReplicas: 2, Observations: []Observation{Available(30)}},
+			want: 6,
 		},
 		{
 			name: "scale from zero with a Percent-only policy still starts one replica",
@@ -181,7 +217,7 @@ func TestDecide(t *testing.T) {
 		{
 			name: "default scale-down policy allows 100% per 15s",
 			in: Input{Now: at(1000), Spec: spec(1, 20, v1alpha1.Behavior{}, valueMetric("10")),
-				SpecReplicas: 8, StatusReplicas: 8, Observations: []Observation{Available(1)}},
+				SpecReplicas: 8, StatusReplicas: 8, Observations: []Observation{Available(1)}, Recommendations: recommendations(600, 8)},
 			want: 1,
 		},
 		{
@@ -520,11 +556,32 @@ func TestPruneDropsRedundantRecommendations(t *testing.T) {
 	}
 }
 
+func TestZeroReplicasWithMinReplicasDisablesScaling(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		minReplicas  int32
+		wantDisabled bool
+		want         int32
+	}{
+		{name: "minReplicas 1", minReplicas: 1, wantDisabled: true, want: 0},
+		{name: "minReplicas 0 opts into scaling from zero", minReplicas: 0, wantDisabled: false, want: 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decide(Input{Spec: spec(tc.minReplicas, 10, v1alpha1.Behavior{}, valueMetric("10")),
+				Observations: []Observation{Available(50)}, Tolerance: DefaultTolerance})
+			if d.Disabled != tc.wantDisabled || d.DesiredReplicas != tc.want {
+				t.Errorf("disabled %t, desired %d; want %t, %d", d.Disabled, d.DesiredReplicas, tc.wantDisabled, tc.want)
+			}
+		})
+	}
+}
+
 func TestTimesRoundUpToTheSecond(t *testing.T) {
 	d := Decide(Input{Now: epoch.Add(1500 * time.Millisecond), Spec: spec(1, 10, v1alpha1.Behavior{}, valueMetric("10")),
 		SpecReplicas: 2, StatusReplicas: 2, Observations: []Observation{Available(20)}, Tolerance: DefaultTolerance})
-	if len(d.Recommendations) != 1 || !d.Recommendations[0].Time.Time.Equal(at(2)) {
-		t.Errorf("recorded %+v, want one at %s", d.Recommendations, at(2))
+	// A first decision records the current replicas and its own recommendation.
+	if len(d.Recommendations) != 2 || !d.Recommendations[0].Time.Time.Equal(at(2)) || !d.Recommendations[1].Time.Time.Equal(at(2)) {
+		t.Errorf("recorded %+v, want two at %s", d.Recommendations, at(2))
 	}
 	e := RecordScale(epoch.Add(100*time.Millisecond), nil, 2, unlimited)
 	if len(e) != 1 || !e[0].Time.Time.Equal(at(1)) {

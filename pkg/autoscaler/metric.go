@@ -80,6 +80,16 @@ func recommend(target v1alpha1.MetricTarget, o Observation, observed, unchanged 
 			Reason: fmt.Sprintf("%s: ratio %.3f is within the %.0f%% tolerance, recommends no change (%d)", describe, ratio, tolerance*100, unchanged)}
 	}
 	replicas := ceilReplicas(raw)
+	if observed == 0 && unchanged == 0 && target.Type == v1alpha1.ValueMetricType {
+		// As the HorizontalPodAutoscaler's replica calculator: from zero replicas a Value
+		// target asks for the replicas that bring the value to the target, at least one while
+		// there is demand.
+		replicas = ceilReplicas(ratio)
+		if value > 0 {
+			replicas = max(replicas, 1)
+			return MetricRecommendation{Replicas: replicas, Available: true, Reason: fmt.Sprintf("%s: scales from zero to %d", describe, replicas)}
+		}
+	}
 	if observed == 0 && value > 0 && replicas < 1 {
 		// Nothing runs, yet there is demand: start one replica (or keep the ones already
 		// asked for and still starting) and measure again.

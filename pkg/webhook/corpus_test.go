@@ -131,6 +131,8 @@ func badObjects() []badObject {
 		// HorizontalAutoscaler
 		{"negative tolerance", horizontalAutoscaler("ha-tolerance", withScaleDownTolerance("-0.1")),
 			`tolerance -100m must not be negative: it is a fraction of the target: spec.behavior.scaleDown.tolerance`},
+		{"tolerance of 1", horizontalAutoscaler("ha-tolerance-one", withScaleDownTolerance("1")),
+			`tolerance 1 must be less than 1: it is a fraction of the target, and a band of 100% or more never scales: spec.behavior.scaleDown.tolerance`},
 		{"apiVersion with two slashes", horizontalAutoscaler("ha-apiversion-slashes", withAPIVersion("apps/v1/beta")),
 			"invalid value: apps/v1/beta: spec.scaleTargetRef.apiVersion"},
 		{"apiVersion without version", horizontalAutoscaler("ha-apiversion-noversion", withAPIVersion("apps/")),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/prometheus/promql/parser"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -79,11 +80,21 @@ func ValidateHorizontalAutoscaler(h *v1alpha1.HorizontalAutoscaler) *apis.FieldE
 		name  string
 		rules *v1alpha1.ScalingRules
 	}{{"scaleUp", h.Spec.Behavior.ScaleUp}, {"scaleDown", h.Spec.Behavior.ScaleDown}} {
-		if rules := direction.rules; rules != nil && rules.Tolerance != nil && rules.Tolerance.Sign() < 0 {
-			errs = errs.Also((&apis.FieldError{
-				Message: fmt.Sprintf("tolerance %s must not be negative: it is a fraction of the target", rules.Tolerance.String()),
-				Paths:   []string{"tolerance"},
-			}).ViaField(direction.name).ViaField("behavior").ViaField("spec"))
+		rules := direction.rules
+		if rules == nil || rules.Tolerance == nil {
+			continue
+		}
+		// As --horizontalautoscaler-tolerance: a band of 100 % or more would hold any value.
+		message := ""
+		switch {
+		case rules.Tolerance.Sign() < 0:
+			message = fmt.Sprintf("tolerance %s must not be negative: it is a fraction of the target", rules.Tolerance.String())
+		case rules.Tolerance.Cmp(resource.MustParse("1")) >= 0:
+			message = fmt.Sprintf("tolerance %s must be less than 1: it is a fraction of the target, and a band of 100%% or more never scales", rules.Tolerance.String())
+		}
+		if message != "" {
+			errs = errs.Also((&apis.FieldError{Message: message, Paths: []string{"tolerance"}}).
+				ViaField(direction.name).ViaField("behavior").ViaField("spec"))
 		}
 	}
 	return errs

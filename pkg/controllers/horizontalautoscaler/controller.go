@@ -346,6 +346,13 @@ func (c *Controller) markDecision(ha *v1alpha1.HorizontalAutoscaler, d autoscale
 			unavailable = append(unavailable, fmt.Sprintf("%q: %s", query, m.Reason))
 		}
 	}
+	if d.Disabled {
+		msg := "scaling is disabled since the replica count of the target is zero; set minReplicas: 0 to scale from zero"
+		conditions.MarkFalse(v1alpha1.Active, "ScalingDisabled", "%s", msg)
+		conditions.MarkTrueWithReason(v1alpha1.AbleToScale, "ReadyForNewScale", "the target is reachable")
+		conditions.MarkUnknown(v1alpha1.ScalingUnbounded, "ScalingDisabled", "%s", msg)
+		return
+	}
 	switch {
 	case len(ha.Spec.Metrics) == 0:
 		conditions.MarkTrueWithReason(v1alpha1.Active, "NoMetrics", "no metrics: replicas are only held within [minReplicas, maxReplicas]")
