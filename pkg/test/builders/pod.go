@@ -101,11 +101,11 @@ func affinity(o PodOptions) *corev1.Affinity {
 }
 
 // Pods are n pods as options describe them, each with its own generated name when options
-// name none.
+// name none, and its own copies of the options' maps and slices.
 func Pods(n int, o PodOptions) []*corev1.Pod {
 	pods := make([]*corev1.Pod, 0, n)
 	for range n {
-		pods = append(pods, Pod(o))
+		pods = append(pods, Pod(o).DeepCopy())
 	}
 	return pods
 }
