@@ -16,7 +16,8 @@ const (
 )
 
 // Condition reports whether the awaited state holds and, for the failure message, what it
-// saw; an error is what kept it from looking, and it is asked again.
+// saw (an empty seen keeps what an earlier check saw); an error is what kept it from looking,
+// and the condition is checked again.
 type Condition func() (done bool, seen string, err error)
 
 // Option overrides a default of Holds.
@@ -65,16 +66,17 @@ func Holds(t testing.TB, what string, condition Condition, options ...Option) {
 		select {
 		case <-ticker.C:
 		case <-deadline.C:
-			t.Fatalf("%s: not within %s; %s", what, s.timeout, last(seen, lastErr))
+			t.Fatalf("%s: not within %s; %s", what, s.timeout, lastWords(seen, lastErr))
 			return
 		case <-t.Context().Done():
-			t.Fatalf("%s: the test ended first; %s", what, last(seen, lastErr))
+			t.Fatalf("%s: the test ended first; %s", what, lastWords(seen, lastErr))
 			return
 		}
 	}
 }
 
-func last(seen string, err error) string {
+// lastWords is what a failure reports of the last checks.
+func lastWords(seen string, err error) string {
 	message := "last seen: " + seen
 	if seen == "" {
 		message = "last seen: nothing"
