@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"knative.dev/pkg/logging"
 	"knative.dev/pkg/system"
@@ -30,6 +29,7 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/autoscaler"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/webhook"
 )
 
@@ -274,45 +274,35 @@ func install(t *testing.T, c client.Client, o webhook.Options) {
 // the CA, and for the apiserver to call the webhook; it returns the certificate Secret.
 func waitForRegistration(t *testing.T, c client.Client, o webhook.Options) *corev1.Secret {
 	t.Helper()
-	// Generous: certificate generation and the apiserver's pickup are slow on a loaded CI box.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := t.Context()
 	secret := &corev1.Secret{}
-	var last string
-	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	// Generous: certificate generation and the apiserver's pickup are slow on a loaded CI box.
+	eventually.Holds(t, "the webhook is registered", func() (bool, string, error) {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.SecretName}, secret); err != nil || len(secret.Data[certresources.CACert]) == 0 {
-			last = "the Secret has no CA certificate yet"
-			return false, nil
+			return false, "the Secret has no CA certificate yet", nil
 		}
 		mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
 		if err := c.Get(ctx, client.ObjectKey{Name: o.MutatingWebhookConfiguration}, mutating); err != nil ||
 			len(mutating.Webhooks[0].Rules) == 0 || len(mutating.Webhooks[0].ClientConfig.CABundle) == 0 {
-			last = "the MutatingWebhookConfiguration has no rules or CA bundle yet"
-			return false, nil
+			return false, "the MutatingWebhookConfiguration has no rules or CA bundle yet", nil
 		}
 		validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		if err := c.Get(ctx, client.ObjectKey{Name: o.ValidatingWebhookConfiguration}, validating); err != nil ||
 			len(validating.Webhooks[0].Rules) == 0 || len(validating.Webhooks[0].ClientConfig.CABundle) == 0 {
-			last = "the ValidatingWebhookConfiguration has no rules or CA bundle yet"
-			return false, nil
+			return false, "the ValidatingWebhookConfiguration has no rules or CA bundle yet", nil
 		}
 		// The apiserver picks configurations up asynchronously: probe until it calls us.
 		err := c.Create(ctx, queueProducer("probe", "not-a-queue"), client.DryRunAll)
 		if err == nil || !strings.Contains(err.Error(), "denied the request") {
-			last = "the apiserver does not call the webhook yet: " + errString(err)
-			return false, nil
+			return false, "the apiserver does not call the webhook yet: " + errString(err), nil
 		}
 		// The mutating configuration is watched separately from the validating one.
 		defaulted := scheduleProducer("probe-defaults", nil)
 		if err := c.Create(ctx, defaulted, client.DryRunAll); err != nil || defaulted.Spec.ScheduleSpec.Timezone == nil {
-			last = "the apiserver does not call the defaulting webhook yet: " + errString(err)
-			return false, nil
+			return false, "the apiserver does not call the defaulting webhook yet: " + errString(err), nil
 		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatalf("webhook not registered: %s", last)
-	}
+		return true, "", nil
+	}, eventually.Timeout(2*time.Minute))
 	return secret
 }
 

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/test/sandbox"
 )
 
@@ -67,16 +68,16 @@ func TestPrometheusUnavailableNeverScalesDown(t *testing.T) {
 
 	// Without Prometheus the empty queue is invisible. Watch past the scale-down window and a
 	// few more evaluations: the metric must be reported unavailable and the group kept.
-	eventually(t, waitTimeout, "the HorizontalAutoscaler reporting its metric unavailable past its scale-down window", func() (bool, string) {
+	eventually.Holds(t, "the HorizontalAutoscaler reporting its metric unavailable past its scale-down window", func() (bool, string, error) {
 		g, err := observe(t, "queue-workers")
 		if err != nil {
-			return false, err.Error()
+			return false, "", err
 		}
 		if g.specReplicas != 2 || g.desired < 2 {
 			t.Fatalf("scaled down without metrics: %s", g)
 		}
-		return !g.active && time.Since(purged) > queueScaleDownWindow+3*controllerPeriod, g.String()
-	})
+		return !g.active && time.Since(purged) > queueScaleDownWindow+3*controllerPeriod, g.String(), nil
+	}, eventually.Timeout(waitTimeout))
 
 	restart()
 	waitGroup(t, "queue-workers", 0)
@@ -96,14 +97,14 @@ func TestControllerKilledMidScaleConvergesWithoutLostOrRepeatedStep(t *testing.T
 		}
 	}
 	sendMessages(t, 30)
-	eventually(t, waitTimeout, "queue-workers scaling to 3", func() (bool, string) {
+	eventually.Holds(t, "queue-workers scaling to 3", func() (bool, string, error) {
 		g, err := observe(t, "queue-workers")
 		if err != nil {
-			return false, err.Error()
+			return false, "", err
 		}
 		record(g)
-		return g.specReplicas == 3, g.String()
-	})
+		return g.specReplicas == 3, g.String(), nil
+	}, eventually.Timeout(waitTimeout))
 	stack.KillController()
 	g, err := observe(t, "queue-workers")
 	if err != nil {
@@ -117,10 +118,10 @@ func TestControllerKilledMidScaleConvergesWithoutLostOrRepeatedStep(t *testing.T
 	if err := stack.StartController(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, waitTimeout, "queue-workers converging on 6", func() (bool, string) {
+	eventually.Holds(t, "queue-workers converging on 6", func() (bool, string, error) {
 		g, err := observe(t, "queue-workers")
 		if err != nil {
-			return false, err.Error()
+			return false, "", err
 		}
 		record(g)
 		inService := 0
@@ -129,8 +130,8 @@ func TestControllerKilledMidScaleConvergesWithoutLostOrRepeatedStep(t *testing.T
 				inService++
 			}
 		}
-		return g.specReplicas == 6 && g.statusReplicas == 6 && inService == 6 && g.nodesReady == 6, g.String()
-	})
+		return g.specReplicas == 6 && g.statusReplicas == 6 && inService == 6 && g.nodesReady == 6, g.String(), nil
+	}, eventually.Timeout(waitTimeout))
 	if len(launched) != 6 {
 		t.Errorf("instances launched during the test: %d (%v), want exactly 6", len(launched), slices.Sorted(maps.Keys(launched)))
 	}
@@ -178,17 +179,17 @@ func TestReservedUtilizationAddsNodesUntilPodsRun(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	eventually(t, waitTimeout, "all 10 pods Running", func() (bool, string) {
+	eventually.Holds(t, "all 10 pods Running", func() (bool, string, error) {
 		running, total, err := runningPods(t, "e2e-web")
 		if err != nil {
-			return false, err.Error()
+			return false, "", err
 		}
 		g, err := observe(t, "general")
 		if err != nil {
-			return false, err.Error()
+			return false, "", err
 		}
-		return running == 10 && total == 10, fmt.Sprintf("%d/%d Running; %s", running, total, g)
-	})
+		return running == 10 && total == 10, fmt.Sprintf("%d/%d Running; %s", running, total, g), nil
+	}, eventually.Timeout(waitTimeout))
 	g, err := observe(t, "general")
 	if err != nil {
 		t.Fatal(err)
@@ -241,17 +242,17 @@ func TestScheduledCapacitySetsReplicasAtWallClockBoundaries(t *testing.T) {
 	}
 	t.Logf("schedule: 2 replicas from %s to %s (%s)", start.Format(time.TimeOnly), end.Format(time.TimeOnly), zone)
 
-	eventually(t, waitTimeout, "the producer announcing the start", func() (bool, string) {
+	eventually.Holds(t, "the producer announcing the start", func() (bool, string, error) {
 		if err := stack.Env.Client.Get(ctx, client.ObjectKeyFromObject(producer), producer); err != nil {
-			return false, err.Error()
+			return false, "", err
 		}
 		s := producer.Status.ScheduledCapacity
 		if s == nil || s.NextValueTime == nil {
-			return false, fmt.Sprintf("%+v", s)
+			return false, fmt.Sprintf("%+v", s), nil
 		}
 		return ptr.Deref(s.CurrentValue, -1) == 0 && s.NextValueTime.Time.Equal(start) && ptr.Deref(s.NextValue, -1) == 2,
-			fmt.Sprintf("current %d, next %d at %s", ptr.Deref(s.CurrentValue, -1), ptr.Deref(s.NextValue, -1), s.NextValueTime)
-	})
+			fmt.Sprintf("current %d, next %d at %s", ptr.Deref(s.CurrentValue, -1), ptr.Deref(s.NextValue, -1), s.NextValueTime), nil
+	}, eventually.Timeout(waitTimeout))
 
 	// Each boundary: the group must not change before it, and must follow after it.
 	for _, boundary := range []struct {
@@ -259,15 +260,15 @@ func TestScheduledCapacitySetsReplicasAtWallClockBoundaries(t *testing.T) {
 		replicas int32
 	}{{start, 2}, {end, 0}} {
 		until := time.Until(boundary.at) + waitTimeout
-		eventually(t, until, fmt.Sprintf("batch at %d from %s", boundary.replicas, boundary.at.Format(time.TimeOnly)), func() (bool, string) {
+		eventually.Holds(t, fmt.Sprintf("batch at %d from %s", boundary.replicas, boundary.at.Format(time.TimeOnly)), func() (bool, string, error) {
 			g, err := observe(t, "batch")
 			if err != nil {
-				return false, err.Error()
+				return false, "", err
 			}
 			if g.specReplicas == boundary.replicas && time.Now().Before(boundary.at) {
 				t.Fatalf("batch set to %d before %s: %s", boundary.replicas, boundary.at.Format(time.TimeOnly), g)
 			}
-			return g.specReplicas == boundary.replicas && g.nodesReady == int(boundary.replicas), g.String()
-		})
+			return g.specReplicas == boundary.replicas && g.nodesReady == int(boundary.replicas), g.String(), nil
+		}, eventually.Timeout(until))
 	}
 }

@@ -15,31 +15,14 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/test/sandbox"
 )
 
 const (
-	pollInterval = 250 * time.Millisecond
 	// waitTimeout is generous: each wait is a few controller periods and an instance launch.
 	waitTimeout = 2 * time.Minute
 )
-
-// eventually polls check until it returns true or timeout passes; check describes what it saw,
-// for the failure message.
-func eventually(t *testing.T, timeout time.Duration, what string, check func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, seen := check()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s; last seen: %s", what, timeout, seen)
-		}
-		time.Sleep(pollInterval)
-	}
-}
 
 func example(t *testing.T, file string) []*unstructured.Unstructured {
 	t.Helper()
@@ -64,13 +47,13 @@ func apply(t *testing.T, objects []*unstructured.Unstructured) {
 func waitReady(t *testing.T, objects []*unstructured.Unstructured) {
 	t.Helper()
 	for _, object := range objects {
-		eventually(t, waitTimeout, fmt.Sprintf("%s %s Ready", object.GetKind(), object.GetName()), func() (bool, string) {
+		eventually.Holds(t, fmt.Sprintf("%s %s Ready", object.GetKind(), object.GetName()), func() (bool, string, error) {
 			ready, why, err := sandbox.Ready(context.Background(), stack.Env.Client, object)
 			if err != nil {
-				return false, err.Error()
+				return false, "", err
 			}
-			return ready, why
-		})
+			return ready, why, nil
+		}, eventually.Timeout(waitTimeout))
 	}
 }
 
@@ -128,10 +111,10 @@ func observe(t *testing.T, name string) (group, error) {
 func waitGroup(t *testing.T, name string, replicas int32) group {
 	t.Helper()
 	var last group
-	eventually(t, waitTimeout, fmt.Sprintf("%s steady at %d", name, replicas), func() (bool, string) {
+	eventually.Holds(t, fmt.Sprintf("%s steady at %d", name, replicas), func() (bool, string, error) {
 		g, err := observe(t, name)
 		if err != nil {
-			return false, err.Error()
+			return false, "", err
 		}
 		last = g
 		inService := 0
@@ -141,8 +124,8 @@ func waitGroup(t *testing.T, name string, replicas int32) group {
 			}
 		}
 		return g.desired == replicas && g.specReplicas == replicas && g.statusReplicas == replicas &&
-			len(g.instances) == int(replicas) && inService == int(replicas) && g.nodesReady == int(replicas), g.String()
-	})
+			len(g.instances) == int(replicas) && inService == int(replicas) && g.nodesReady == int(replicas), g.String(), nil
+	}, eventually.Timeout(waitTimeout))
 	return last
 }
 

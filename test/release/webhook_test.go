@@ -19,7 +19,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"knative.dev/pkg/logging"
 	"knative.dev/pkg/system"
@@ -29,6 +28,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/webhook"
 )
 
@@ -80,44 +80,35 @@ func TestWebhookRunsWithTheReleaseRBAC(t *testing.T) {
 		}
 	})
 
-	var last string
 	var caBundle []byte
 	// Generous: certificate generation and informer sync are slow on a loaded CI box.
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	eventually.Holds(t, "the webhook registers itself as its service account", func() (bool, string, error) {
 		secret := &corev1.Secret{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: options.SecretName}, secret); err != nil {
-			last = "reading the Secret: " + err.Error()
-			return false, nil
+			return false, "reading the Secret: " + err.Error(), nil
 		}
 		if len(secret.Data[certresources.CACert]) == 0 || len(secret.Data[certresources.ServerCert]) == 0 {
-			last = "the Secret holds no certificate yet"
-			return false, nil
+			return false, "the Secret holds no certificate yet", nil
 		}
 		caBundle = secret.Data[certresources.CACert]
 		validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: options.ValidatingWebhookConfiguration}, validating); err != nil {
-			last = "reading the ValidatingWebhookConfiguration: " + err.Error()
-			return false, nil
+			return false, "reading the ValidatingWebhookConfiguration: " + err.Error(), nil
 		}
 		mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: options.MutatingWebhookConfiguration}, mutating); err != nil {
-			last = "reading the MutatingWebhookConfiguration: " + err.Error()
-			return false, nil
+			return false, "reading the MutatingWebhookConfiguration: " + err.Error(), nil
 		}
 		for name, hooks := range map[string]int{
 			"validating": registered(validating.Webhooks[0].Rules, validating.Webhooks[0].ClientConfig),
 			"mutating":   registered(mutating.Webhooks[0].Rules, mutating.Webhooks[0].ClientConfig),
 		} {
 			if hooks == 0 {
-				last = "the " + name + " webhook has no rules or no CA bundle yet"
-				return false, nil
+				return false, "the " + name + " webhook has no rules or no CA bundle yet", nil
 			}
 		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatalf("the webhook did not register itself as its service account: %s", last)
-	}
+		return true, "", nil
+	}, eventually.Timeout(2*time.Minute))
 
 	// What the Deployment's probes ask: it serves the certificate from the Secret (read through
 	// its informer) for the Service's name, and answers the kubelet.
@@ -126,24 +117,19 @@ func TestWebhookRunsWithTheReleaseRBAC(t *testing.T) {
 	probe := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
 		RootCAs: roots, ServerName: options.ServiceName + "." + namespace + ".svc",
 	}}}
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	eventually.Holds(t, "the webhook answers the kubelet's probe over its certificate", func() (bool, string, error) {
 		request, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/", options.Port), nil)
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
 		request.Header.Set("User-Agent", "kube-probe/1.34")
 		response, err := probe.Do(request)
 		if err != nil {
-			last = err.Error()
-			return false, nil
+			return false, err.Error(), nil
 		}
 		response.Body.Close()
-		last = response.Status
-		return response.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		t.Fatalf("the webhook does not answer the kubelet's probe over its certificate: %s", last)
-	}
+		return response.StatusCode == http.StatusOK, response.Status, nil
+	}, eventually.Timeout(time.Minute))
 }
 
 // registered is the number of rules of a webhook that the webhook filled in, 0 while it has no

@@ -32,6 +32,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/gauges"
 	"karpenter.sh/karpenter/pkg/test/operatortest"
 )
@@ -152,22 +153,6 @@ func (s *suite) create(t *testing.T, obj client.Object) {
 	t.Helper()
 	if err := s.env.Client.Create(context.Background(), obj); err != nil {
 		t.Fatalf("creating %T %s, %v", obj, obj.GetName(), err)
-	}
-}
-
-// eventually polls until check reports done, failing with its last words after timeout.
-func eventually(t *testing.T, timeout time.Duration, check func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := check()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s: %s", timeout, last)
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
 
@@ -303,14 +288,14 @@ func (s *suite) testDeployment(t *testing.T) {
 	}))
 	up := s.follow(t, ns, name)
 	sawLimited := false
-	eventually(t, 40*time.Second, func() (bool, string) {
+	eventually.Holds(t, "the deployment scales up to 6", func() (bool, string, error) {
 		ha := s.getHA(t, ns, name)
 		if _, reason, _ := condition(ha, "AbleToScale"); reason == "ScaleUpLimited" {
 			sawLimited = true
 		}
 		r := s.deploymentReplicas(t, ns, name)
-		return r == 6, fmt.Sprintf("replicas %d, want 6; status %+v", r, ha.Status.Conditions)
-	})
+		return r == 6, fmt.Sprintf("replicas %d, want 6; status %+v", r, ha.Status.Conditions), nil
+	}, eventually.Timeout(40*time.Second))
 	if got := up.finish(); fmt.Sprint(got) != fmt.Sprint([]int32{1, 3, 5, 6}) {
 		t.Errorf("scale-up went through %v, want [1 3 5 6]: 2 replicas per 4s", got)
 	}
@@ -319,13 +304,13 @@ func (s *suite) testDeployment(t *testing.T) {
 	}
 	// The status is written after the scale, so it may trail it briefly.
 	var ha *v1alpha1.HorizontalAutoscaler
-	eventually(t, 10*time.Second, func() (bool, string) {
+	eventually.Holds(t, "the status reports 6 desired replicas and a metric of 6", func() (bool, string, error) {
 		ha = s.getHA(t, ns, name)
 		metrics := ha.Status.CurrentMetrics
 		return ha.Status.DesiredReplicas == 6 && len(metrics) > 0 && metrics[0].Prometheus != nil &&
 				metrics[0].Prometheus.Current.Value != nil && metrics[0].Prometheus.Current.Value.Cmp(resource.MustParse("6")) == 0,
-			fmt.Sprintf("desired %d, currentMetrics %+v, want 6 and 6", ha.Status.DesiredReplicas, metrics)
-	})
+			fmt.Sprintf("desired %d, currentMetrics %+v, want 6 and 6", ha.Status.DesiredReplicas, metrics), nil
+	}, eventually.Timeout(10*time.Second))
 
 	// Down: the window keeps 6 until 6s after the last recommendation of 6.
 	var lastSix time.Time
@@ -333,7 +318,7 @@ func (s *suite) testDeployment(t *testing.T) {
 	s.metrics.set(ns, 2)
 	down := s.follow(t, ns, name)
 	sawStabilized := ""
-	eventually(t, 40*time.Second, func() (bool, string) {
+	eventually.Holds(t, "the deployment scales down to 2", func() (bool, string, error) {
 		ha := s.getHA(t, ns, name)
 		lastSix = latestRecommendationAtLeast(ha, 6, lastSix)
 		if _, reason, message := condition(ha, "AbleToScale"); reason == "ScaleDownStabilized" {
@@ -341,8 +326,8 @@ func (s *suite) testDeployment(t *testing.T) {
 		}
 		r := s.deploymentReplicas(t, ns, name)
 		// The status is written after the scale: wait for both.
-		return r == 2 && ha.Status.DesiredReplicas == 2, fmt.Sprintf("replicas %d, desired %d, want 2", r, ha.Status.DesiredReplicas)
-	})
+		return r == 2 && ha.Status.DesiredReplicas == 2, fmt.Sprintf("replicas %d, desired %d, want 2", r, ha.Status.DesiredReplicas), nil
+	}, eventually.Timeout(40*time.Second))
 	if got := down.finish(); fmt.Sprint(got) != fmt.Sprint([]int32{6, 2}) {
 		t.Errorf("scale-down went through %v, want [6 2]", got)
 	}
@@ -370,21 +355,21 @@ func (s *suite) testScalableNodeGroup(t *testing.T) {
 	s.metrics.set(ns, 3)
 	ref := v1alpha1.CrossVersionObjectReference{APIVersion: "autoscaling.karpenter.sh/v1alpha1", Kind: "ScalableNodeGroup", Name: name}
 	s.create(t, horizontalAutoscaler(ns, name, ref, 0, 5, v1alpha1.AverageValueMetricType, "1", v1alpha1.Behavior{}))
-	eventually(t, 30*time.Second, func() (bool, string) {
+	eventually.Holds(t, "the autoscaler scales the ScalableNodeGroup to 3", func() (bool, string, error) {
 		sng := &v1alpha1.ScalableNodeGroup{}
 		if err := s.env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, sng); err != nil {
 			t.Fatal(err)
 		}
-		return ptr.Deref(sng.Spec.Replicas, -1) == 3, fmt.Sprintf("spec.replicas %v, want 3; autoscaler %+v", sng.Spec.Replicas, s.getHA(t, ns, name).Status)
-	})
+		return ptr.Deref(sng.Spec.Replicas, -1) == 3, fmt.Sprintf("spec.replicas %v, want 3; autoscaler %+v", sng.Spec.Replicas, s.getHA(t, ns, name).Status), nil
+	}, eventually.Timeout(30*time.Second))
 	// Deleting the autoscaler deletes its series.
 	if err := s.env.Client.Delete(context.Background(), s.getHA(t, ns, name)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() (bool, string) {
+	eventually.Holds(t, "the deleted autoscaler's series are gone", func() (bool, string, error) {
 		n := gauges.Count(t, "karpenter_horizontalautoscaler_", types.NamespacedName{Namespace: ns, Name: name})
-		return n == 0, fmt.Sprintf("%d series left for the deleted autoscaler", n)
-	})
+		return n == 0, fmt.Sprintf("%d series left for the deleted autoscaler", n), nil
+	}, eventually.Timeout(30*time.Second))
 }
 
 func (s *suite) testWidget(t *testing.T) {
@@ -404,19 +389,19 @@ func (s *suite) testWidget(t *testing.T) {
 	s.metrics.set(ns, 30)
 	ref := v1alpha1.CrossVersionObjectReference{APIVersion: "test.karpenter.sh/v1", Kind: "Widget", Name: name}
 	s.create(t, horizontalAutoscaler(ns, name, ref, 1, 10, v1alpha1.ValueMetricType, "10", v1alpha1.Behavior{}))
-	eventually(t, 30*time.Second, func() (bool, string) {
+	eventually.Holds(t, "the target scales to 3", func() (bool, string, error) {
 		if err := s.env.Client.Get(context.Background(), client.ObjectKeyFromObject(widget), widget); err != nil {
 			t.Fatal(err)
 		}
 		replicas, _, _ := unstructured.NestedInt64(widget.Object, "spec", "replicas")
-		return replicas == 3, fmt.Sprintf("spec.replicas %d, want 3", replicas)
-	})
+		return replicas == 3, fmt.Sprintf("spec.replicas %d, want 3", replicas), nil
+	}, eventually.Timeout(30*time.Second))
 	// The status is written after the scale, so it may trail it briefly.
-	eventually(t, 10*time.Second, func() (bool, string) {
+	eventually.Holds(t, "the status reports the scale to 3", func() (bool, string, error) {
 		ha := s.getHA(t, ns, name)
 		return ha.Status.CurrentReplicas == 1 && ha.Status.DesiredReplicas == 3 && ha.Status.LastScaleTime != nil,
-			fmt.Sprintf("status = current %d desired %d lastScaleTime %v, want 1, 3 and a time", ha.Status.CurrentReplicas, ha.Status.DesiredReplicas, ha.Status.LastScaleTime)
-	})
+			fmt.Sprintf("status = current %d desired %d lastScaleTime %v, want 1, 3 and a time", ha.Status.CurrentReplicas, ha.Status.DesiredReplicas, ha.Status.LastScaleTime), nil
+	}, eventually.Timeout(10*time.Second))
 	s.expectEvent(t, ns, name, corev1.EventTypeNormal, "SuccessfulRescale", "from 1 to 3")
 }
 
@@ -434,21 +419,21 @@ func (s *suite) testTargetErrors(t *testing.T) {
 		{name: "unknown-kind", ref: v1alpha1.CrossVersionObjectReference{APIVersion: "example.com/v1", Kind: "Nothing", Name: "x"}, reason: "UnknownScaleTargetKind"},
 	} {
 		s.create(t, horizontalAutoscaler(ns, tc.name, tc.ref, 1, 5, v1alpha1.AverageValueMetricType, "1", v1alpha1.Behavior{}))
-		eventually(t, 20*time.Second, func() (bool, string) {
+		eventually.Holds(t, "AbleToScale reports "+tc.reason, func() (bool, string, error) {
 			ha := s.getHA(t, ns, tc.name)
 			status, reason, message := condition(ha, "AbleToScale")
 			ready, _, _ := condition(ha, "Ready")
 			return status == "False" && reason == tc.reason && ready == "False",
-				fmt.Sprintf("%s: AbleToScale %s %s %q, Ready %s; want False %s", tc.name, status, reason, message, ready, tc.reason)
-		})
+				fmt.Sprintf("%s: AbleToScale %s %s %q, Ready %s; want False %s", tc.name, status, reason, message, ready, tc.reason), nil
+		}, eventually.Timeout(20*time.Second))
 		s.expectEvent(t, ns, tc.name, corev1.EventTypeWarning, tc.reason, "")
 	}
 	// The missing Deployment appears: the retry picks it up.
 	s.create(t, deployment(ns, "missing", 1))
-	eventually(t, 20*time.Second, func() (bool, string) {
+	eventually.Holds(t, "the deployment scales to 3", func() (bool, string, error) {
 		r := s.deploymentReplicas(t, ns, "missing")
-		return r == 3, fmt.Sprintf("replicas %d, want 3", r)
-	})
+		return r == 3, fmt.Sprintf("replicas %d, want 3", r), nil
+	}, eventually.Timeout(20*time.Second))
 }
 
 func (s *suite) testRestart(t *testing.T) {
@@ -460,27 +445,27 @@ func (s *suite) testRestart(t *testing.T) {
 	s.create(t, horizontalAutoscaler(ns, name, deploymentRef(name), 1, 10, v1alpha1.AverageValueMetricType, "1", v1alpha1.Behavior{
 		ScaleDown: scalingRules(window, v1alpha1.ScalingPolicy{Type: v1alpha1.PercentScalingPolicy, Value: 100, PeriodSeconds: 1}),
 	}))
-	eventually(t, 30*time.Second, func() (bool, string) {
+	eventually.Holds(t, "the deployment scales to 5", func() (bool, string, error) {
 		r := s.deploymentReplicas(t, ns, name)
-		return r == 5, fmt.Sprintf("replicas %d, want 5", r)
-	})
+		return r == 5, fmt.Sprintf("replicas %d, want 5", r), nil
+	}, eventually.Timeout(30*time.Second))
 	s.metrics.set(ns, 1)
 	var lastFive time.Time
-	eventually(t, 30*time.Second, func() (bool, string) {
+	eventually.Holds(t, "AbleToScale reports ScaleDownStabilized", func() (bool, string, error) {
 		ha := s.getHA(t, ns, name)
 		lastFive = latestRecommendationAtLeast(ha, 5, lastFive)
 		_, reason, _ := condition(ha, "AbleToScale")
-		return reason == "ScaleDownStabilized", "AbleToScale reason " + reason + ", want ScaleDownStabilized"
-	})
+		return reason == "ScaleDownStabilized", "AbleToScale reason " + reason + ", want ScaleDownStabilized", nil
+	}, eventually.Timeout(30*time.Second))
 	// A new controller, with nothing in memory, inside the window.
 	stop()
 	restart := s.startController(t, ns)
 	defer restart()
-	eventually(t, 40*time.Second, func() (bool, string) {
+	eventually.Holds(t, "the deployment scales down to 1", func() (bool, string, error) {
 		r := s.deploymentReplicas(t, ns, name)
 		desired := s.getHA(t, ns, name).Status.DesiredReplicas
-		return r == 1 && desired == 1, fmt.Sprintf("replicas %d, desired %d, want 1", r, desired)
-	})
+		return r == 1 && desired == 1, fmt.Sprintf("replicas %d, desired %d, want 1", r, desired), nil
+	}, eventually.Timeout(40*time.Second))
 	ha := s.getHA(t, ns, name)
 	if scaled := ha.Status.LastScaleTime.Inner.Time.Add(time.Second); scaled.Before(lastFive.Add(window * time.Second)) {
 		t.Errorf("after a restart, scaled down at %s, before the window of the recommendation of 5 at %s ended", scaled, lastFive)
@@ -494,20 +479,20 @@ func (s *suite) testOutage(t *testing.T) {
 	s.create(t, horizontalAutoscaler(ns, name, deploymentRef(name), 1, 10, v1alpha1.AverageValueMetricType, "1", v1alpha1.Behavior{
 		ScaleDown: scalingRules(0, v1alpha1.ScalingPolicy{Type: v1alpha1.PercentScalingPolicy, Value: 100, PeriodSeconds: 1}),
 	}))
-	eventually(t, 30*time.Second, func() (bool, string) {
+	eventually.Holds(t, "the deployment scales to 4", func() (bool, string, error) {
 		r := s.deploymentReplicas(t, ns, name)
-		return r == 4, fmt.Sprintf("replicas %d, want 4", r)
-	})
+		return r == 4, fmt.Sprintf("replicas %d, want 4", r), nil
+	}, eventually.Timeout(30*time.Second))
 	if err := s.env.Prometheus.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	s.metrics.set(ns, 0)
-	eventually(t, 20*time.Second, func() (bool, string) {
+	eventually.Holds(t, "Active reports MetricsUnavailable", func() (bool, string, error) {
 		ha := s.getHA(t, ns, name)
 		status, reason, message := condition(ha, "Active")
 		return status == "False" && reason == "MetricsUnavailable" && strings.Contains(message, "connection refused"),
-			fmt.Sprintf("Active %s %s %q", status, reason, message)
-	})
+			fmt.Sprintf("Active %s %s %q", status, reason, message), nil
+	}, eventually.Timeout(20*time.Second))
 	s.expectEvent(t, ns, name, corev1.EventTypeWarning, "MetricsUnavailable", "replicas stay at 4")
 	// A few more periods without metrics: still 4.
 	for range 3 * int(period/(200*time.Millisecond)) {
@@ -521,7 +506,7 @@ func (s *suite) testOutage(t *testing.T) {
 func (s *suite) expectEvent(t *testing.T, namespace, name, eventType, reason, messageContains string) {
 	t.Helper()
 	// Events are recorded asynchronously.
-	eventually(t, 30*time.Second, func() (bool, string) {
+	eventually.Holds(t, fmt.Sprintf("a %s %s event", eventType, reason), func() (bool, string, error) {
 		events := &corev1.EventList{}
 		if err := s.env.Client.List(context.Background(), events, client.InNamespace(namespace)); err != nil {
 			t.Fatal(err)
@@ -530,14 +515,14 @@ func (s *suite) expectEvent(t *testing.T, namespace, name, eventType, reason, me
 		for _, e := range events.Items {
 			if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == "HorizontalAutoscaler" {
 				if e.Type == eventType && e.Reason == reason && strings.Contains(e.Message, messageContains) {
-					return true, ""
+					return true, "", nil
 				}
 				seen = append(seen, e.Type+" "+e.Reason+": "+e.Message)
 			}
 		}
 		sort.Strings(seen)
-		return false, fmt.Sprintf("no %s event %s containing %q among %q", eventType, reason, messageContains, seen)
-	})
+		return false, fmt.Sprintf("no %s event %s containing %q among %q", eventType, reason, messageContains, seen), nil
+	}, eventually.Timeout(30*time.Second))
 }
 
 // testForbidden runs a controller whose identity may read the target's scale but not write
@@ -569,12 +554,12 @@ func (s *suite) testForbidden(t *testing.T) {
 	s.metrics.set(ns, 4)
 	s.create(t, deployment(ns, "web", 1))
 	s.create(t, horizontalAutoscaler(ns, "web", deploymentRef("web"), 1, 5, v1alpha1.AverageValueMetricType, "1", v1alpha1.Behavior{}))
-	eventually(t, 30*time.Second, func() (bool, string) {
+	eventually.Holds(t, "AbleToScale reports Forbidden", func() (bool, string, error) {
 		ha := s.getHA(t, ns, "web")
 		status, reason, message := condition(ha, "AbleToScale")
 		return status == "False" && reason == "Forbidden" && strings.Contains(message, "forbidden"),
-			fmt.Sprintf("AbleToScale %s %s %q; want False Forbidden", status, reason, message)
-	})
+			fmt.Sprintf("AbleToScale %s %s %q; want False Forbidden", status, reason, message), nil
+	}, eventually.Timeout(30*time.Second))
 	s.expectEvent(t, ns, "web", corev1.EventTypeWarning, "Forbidden", "deployments.apps \"web\" is forbidden")
 	if r := s.deploymentReplicas(t, ns, "web"); r != 1 {
 		t.Errorf("replicas %d, want the unchanged 1", r)

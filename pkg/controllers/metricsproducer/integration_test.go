@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -32,15 +31,16 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/controllers/metricsproducer"
 	"karpenter.sh/karpenter/pkg/metrics/producers"
+	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/operatortest"
 	"karpenter.sh/karpenter/test/awsemulator"
 )
 
 const (
-	namespace    = "producers"
-	pollInterval = 200 * time.Millisecond
-	pollTimeout  = time.Minute
+	namespace   = "producers"
+	pollTimeout = time.Minute
 	// period is short so the queue and schedule producers, which have no watch, update quickly.
 	period = 2 * time.Second
 )
@@ -78,7 +78,7 @@ func TestProducersThroughPrometheus(t *testing.T) {
 
 	t.Run("pending pods raise karpenter_pending_capacity_nodes", func(t *testing.T) {
 		group := map[string]string{"group": "pending"}
-		create(t, env, environment.KwokNode("pending-1", group, resources("cpu", "2", "memory", "8Gi")))
+		create(t, env, environment.KwokNode("pending-1", group, builders.Resources("cpu", "2", "memory", "8Gi")))
 		mp := create(t, env, producer("pending", v1alpha1.MetricsProducerSpec{PendingCapacity: &v1alpha1.PendingCapacitySpec{NodeSelector: group}}))
 		// Two 1-cpu pods fill the 2-cpu node; three stay pending and need two more nodes.
 		for i := range 5 {
@@ -91,7 +91,7 @@ func TestProducersThroughPrometheus(t *testing.T) {
 		})
 
 		// A bigger node joins: the scheduler places the three pods and nothing is pending.
-		create(t, env, environment.KwokNode("pending-2", group, resources("cpu", "4", "memory", "8Gi")))
+		create(t, env, environment.KwokNode("pending-2", group, builders.Resources("cpu", "4", "memory", "8Gi")))
 		eventuallyQuery(t, prometheus, `karpenter_pending_capacity_nodes{namespace="producers",name="pending"}`, 0)
 	})
 
@@ -100,7 +100,7 @@ func TestProducersThroughPrometheus(t *testing.T) {
 		taint := corev1.Taint{Key: "dedicated", Value: "batch", Effect: corev1.TaintEffectNoSchedule}
 		create(t, env, producer("from-zero", v1alpha1.MetricsProducerSpec{PendingCapacity: &v1alpha1.PendingCapacitySpec{
 			NodeSelector: group,
-			NodeTemplate: &v1alpha1.NodeTemplate{Taints: []corev1.Taint{taint}, Allocatable: resources("cpu", "4", "memory", "16Gi", "pods", "110")},
+			NodeTemplate: &v1alpha1.NodeTemplate{Taints: []corev1.Taint{taint}, Allocatable: builders.Resources("cpu", "4", "memory", "16Gi", "pods", "110")},
 		}}))
 		for i := range 3 {
 			pod := podRequesting(fmt.Sprintf("batch-%d", i), group, "3")
@@ -126,7 +126,7 @@ func TestProducersThroughPrometheus(t *testing.T) {
 		group := map[string]string{"group": "ha"}
 		create(t, env, producer("ha-pending", v1alpha1.MetricsProducerSpec{PendingCapacity: &v1alpha1.PendingCapacitySpec{
 			NodeSelector: group,
-			NodeTemplate: &v1alpha1.NodeTemplate{Allocatable: resources("cpu", "2", "pods", "110")},
+			NodeTemplate: &v1alpha1.NodeTemplate{Allocatable: builders.Resources("cpu", "2", "pods", "110")},
 		}}))
 		for i := range 3 {
 			create(t, env, podRequesting(fmt.Sprintf("ha-%d", i), group, "2"))
@@ -150,10 +150,10 @@ func TestProducersThroughPrometheus(t *testing.T) {
 				}}},
 			},
 		})
-		eventually(t, "the HorizontalAutoscaler sets the group's replicas to 3", func() (bool, error) {
+		eventually.Holds(t, "the HorizontalAutoscaler sets the group's replicas to 3", func() (bool, string, error) {
 			err := env.Client.Get(ctx, client.ObjectKeyFromObject(nodeGroup), nodeGroup)
-			return err == nil && ptr.Deref(nodeGroup.Spec.Replicas, -1) == 3, err
-		})
+			return err == nil && ptr.Deref(nodeGroup.Spec.Replicas, -1) == 3, fmt.Sprintf("replicas %d", ptr.Deref(nodeGroup.Spec.Replicas, -1)), err
+		}, eventually.Timeout(pollTimeout))
 	})
 
 	t.Run("reserved capacity over kwok nodes with running pods", func(t *testing.T) {
@@ -165,13 +165,13 @@ func TestProducersThroughPrometheus(t *testing.T) {
 		})
 
 		for _, name := range []string{"reserved-1", "reserved-2"} {
-			node := create(t, env, environment.KwokNode(name, group, resources("cpu", "4", "memory", "8Gi", "pods", "10")))
+			node := create(t, env, environment.KwokNode(name, group, builders.Resources("cpu", "4", "memory", "8Gi", "pods", "10")))
 			// Pods created before the node lifecycle controller lifts the not-ready taint wait
 			// out the scheduler's backoff.
-			eventually(t, name+" is schedulable", func() (bool, error) {
+			eventually.Holds(t, name+" is schedulable", func() (bool, string, error) {
 				err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), node)
-				return err == nil && len(node.Spec.Taints) == 0, err
-			})
+				return err == nil && len(node.Spec.Taints) == 0, fmt.Sprintf("taints %v", node.Spec.Taints), err
+			}, eventually.Timeout(pollTimeout))
 		}
 		var pods []*corev1.Pod
 		for i := range 3 {
@@ -179,14 +179,14 @@ func TestProducersThroughPrometheus(t *testing.T) {
 			pod.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("1Gi")
 			pods = append(pods, create(t, env, pod))
 		}
-		eventually(t, "the pods run", func() (bool, error) {
+		eventually.Holds(t, "the pods run", func() (bool, string, error) {
 			for _, pod := range pods {
 				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil || pod.Status.Phase != corev1.PodRunning {
-					return false, err
+					return false, fmt.Sprintf("%s is %s", pod.Name, pod.Status.Phase), err
 				}
 			}
-			return true, nil
-		})
+			return true, "", nil
+		}, eventually.Timeout(pollTimeout))
 		eventuallyQuery(t, prometheus, `karpenter_reserved_capacity_cpu_utilization{namespace="producers",name="reserved"}`, 0.375)
 		eventuallyQuery(t, prometheus, `karpenter_reserved_capacity_memory_reserved{namespace="producers",name="reserved"}`, 3<<30)
 		eventuallyStatus(t, env, mp, func(mp *v1alpha1.MetricsProducer) bool {
@@ -340,53 +340,28 @@ func query(ctx context.Context, api promv1.API, promql string) (value float64, o
 
 func eventuallyQuery(t *testing.T, api promv1.API, promql string, want float64) {
 	t.Helper()
-	var last string
-	eventually(t, fmt.Sprintf("%s = %v through Prometheus", promql, want), func() (bool, error) {
+	eventually.Holds(t, fmt.Sprintf("%s = %v through Prometheus", promql, want), func() (bool, string, error) {
 		value, ok, err := query(t.Context(), api, promql)
-		last = fmt.Sprintf("%v (present %v)", value, ok)
-		return ok && value == want, err
-	}, &last)
+		return ok && value == want, fmt.Sprintf("%v (present %v)", value, ok), err
+	}, eventually.Timeout(pollTimeout))
 }
 
 func eventuallyAbsent(t *testing.T, api promv1.API, promql string) {
 	t.Helper()
-	var last string
-	eventually(t, fmt.Sprintf("%s is absent from Prometheus", promql), func() (bool, error) {
+	eventually.Holds(t, fmt.Sprintf("%s is absent from Prometheus", promql), func() (bool, string, error) {
 		value, ok, err := query(t.Context(), api, promql)
-		last = fmt.Sprintf("%v (present %v)", value, ok)
-		return !ok, err
-	}, &last)
+		return !ok, fmt.Sprintf("%v (present %v)", value, ok), err
+	}, eventually.Timeout(pollTimeout))
 }
 
 func eventuallyStatus(t *testing.T, env *environment.Environment, mp *v1alpha1.MetricsProducer, done func(*v1alpha1.MetricsProducer) bool) {
 	t.Helper()
-	var last string
-	eventually(t, "the status of metricsproducer "+mp.Name, func() (bool, error) {
+	eventually.Holds(t, "the status of metricsproducer "+mp.Name, func() (bool, string, error) {
 		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(mp), mp); err != nil {
-			return false, err
+			return false, "", err
 		}
-		last = fmt.Sprintf("%+v", mp.Status)
-		return done(mp), nil
-	}, &last)
-}
-
-// eventually polls condition until it holds; on timeout it fails with *last, what the
-// condition last saw.
-func eventually(t *testing.T, what string, condition func() (bool, error), last ...*string) {
-	t.Helper()
-	var lastErr error
-	err := wait.PollUntilContextTimeout(t.Context(), pollInterval, pollTimeout, true, func(context.Context) (bool, error) {
-		done, err := condition()
-		lastErr = err
-		return done && err == nil, nil
-	})
-	if err != nil {
-		seen := ""
-		if len(last) > 0 {
-			seen = *last[0]
-		}
-		t.Fatalf("waiting until %s, %v (last error: %v, last seen: %s)", what, err, lastErr, seen)
-	}
+		return done(mp), fmt.Sprintf("%+v", mp.Status), nil
+	}, eventually.Timeout(pollTimeout))
 }
 
 func ready(mp *v1alpha1.MetricsProducer) bool {
@@ -407,25 +382,7 @@ func producer(name string, spec v1alpha1.MetricsProducerSpec) *v1alpha1.MetricsP
 
 // podRequesting is a pod of cpu cores for the group selected by nodeSelector.
 func podRequesting(name string, nodeSelector map[string]string, cpu string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: corev1.PodSpec{
-			NodeSelector: nodeSelector,
-			Containers: []corev1.Container{{
-				Name:      "app",
-				Image:     "registry.k8s.io/pause:3.10",
-				Resources: corev1.ResourceRequirements{Requests: resources("cpu", cpu)},
-			}},
-		},
-	}
-}
-
-func resources(pairs ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i < len(pairs); i += 2 {
-		out[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
-	}
-	return out
+	return builders.Pod(builders.PodOptions{Name: name, Namespace: namespace, NodeSelector: nodeSelector, Requests: builders.Resources("cpu", cpu)})
 }
 
 // dumpCluster logs the nodes and pods, to tell a scheduling problem from a producer's.

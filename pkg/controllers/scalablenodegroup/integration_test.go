@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,6 +23,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers"
 	"karpenter.sh/karpenter/pkg/controllers/scalablenodegroup"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/operatortest"
 	"karpenter.sh/karpenter/test/awsemulator"
 )
@@ -124,19 +124,15 @@ func createGroup(t *testing.T, env *environment.Environment, name string, typ v1
 // waitForStatus waits until the group reports replicas in service, Ready and stable.
 func waitForStatus(t *testing.T, env *environment.Environment, group *v1alpha1.ScalableNodeGroup, replicas int32, selector string) {
 	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 45*time.Second, true, func(ctx context.Context) (bool, error) {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(group), group); err != nil {
-			return false, err
+	eventually.Holds(t, fmt.Sprintf("%s reports %d stable replicas", group.Name, replicas), func() (bool, string, error) {
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(group), group); err != nil {
+			return false, "", err
 		}
 		stabilized := group.StatusConditions().GetCondition(v1alpha1.Stabilized)
-		last = fmt.Sprintf("replicas=%v selector=%q conditions=%+v", ptr.Deref(group.Status.Replicas, -1), group.Status.Selector, group.Status.Conditions)
 		return ptr.Deref(group.Status.Replicas, -1) == replicas && group.StatusConditions().IsHappy() &&
-			stabilized != nil && stabilized.IsTrue() && (selector == "" || group.Status.Selector == selector), nil
-	})
-	if err != nil {
-		t.Fatalf("%s never reported %d stable replicas: %s", group.Name, replicas, last)
-	}
+				stabilized != nil && stabilized.IsTrue() && (selector == "" || group.Status.Selector == selector),
+			fmt.Sprintf("replicas=%v selector=%q conditions=%+v", ptr.Deref(group.Status.Replicas, -1), group.Status.Selector, group.Status.Conditions), nil
+	}, eventually.Timeout(45*time.Second))
 }
 
 func inService(instances []awsemulator.Instance) int {

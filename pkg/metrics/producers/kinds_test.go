@@ -14,6 +14,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	cloudfake "karpenter.sh/karpenter/pkg/cloudprovider/fake"
+	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
 // everyKindsStatus is a status in which every kind's field is set, as no producer leaves it.
@@ -29,7 +30,7 @@ func everyKindsStatus() v1alpha1.MetricsProducerStatus {
 
 func TestKindsProduceReadsOnlyAndWriteStatusSetsOneKind(t *testing.T) {
 	group := map[string]string{"group": "a"}
-	reader := newReader(readyNode("a1", group, resources("cpu", "4", "memory", "8Gi", "pods", "10")), pod("w", "", resources("cpu", "1")))
+	reader := newReader(readyNode("a1", group, builders.Resources("cpu", "4", "memory", "8Gi", "pods", "10")), pod("w", "", builders.Resources("cpu", "1")))
 	clouds := cloudfake.NewFactory()
 	clouds.AddQueue(string(v1alpha1.AWSSQSQueueType), "q", cloudfake.NewQueue(3, time.Second))
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, time.March, 6, 8, 0, 0, 0, time.UTC))

@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -22,40 +21,20 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	cloudfake "karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/test/builders"
 	exported "karpenter.sh/karpenter/pkg/test/gauges"
 )
 
-func resources(pairs ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i < len(pairs); i += 2 {
-		out[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
-	}
-	return out
-}
-
 func readyNode(name string, labels map[string]string, allocatable corev1.ResourceList) *corev1.Node {
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Status: corev1.NodeStatus{
-			Allocatable: allocatable,
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-		},
-	}
+	return builders.Node(builders.NodeOptions{Name: name, Labels: labels, Allocatable: allocatable, Ready: corev1.ConditionTrue})
 }
 
+// pod runs on nodeName or, without one, is pending and unschedulable.
 func pod(name, nodeName string, requests corev1.ResourceList) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{
-			Name: "c", Resources: corev1.ResourceRequirements{Requests: requests},
-		}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	}
 	if nodeName == "" {
-		p.Status.Phase = corev1.PodPending
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+		return builders.Pod(builders.PodOptions{Name: name, Requests: requests, Unschedulable: true})
 	}
-	return p
+	return builders.Pod(builders.PodOptions{Name: name, NodeName: nodeName, Requests: requests, Phase: corev1.PodRunning})
 }
 
 func newReader(objects ...client.Object) client.Reader {
@@ -82,13 +61,13 @@ func sampleValue(t *testing.T, samples []Sample, gauge *prometheus.GaugeVec) flo
 func TestReservedCapacityProducer(t *testing.T) {
 	group := map[string]string{"group": "a"}
 	reader := newReader(
-		readyNode("a1", group, resources("cpu", "8", "memory", "16Gi", "pods", "10")),
-		readyNode("a2", group, resources("cpu", "8", "memory", "16Gi", "pods", "10")),
-		readyNode("b1", map[string]string{"group": "b"}, resources("cpu", "8", "memory", "16Gi", "pods", "10")),
-		pod("p1", "a1", resources("cpu", "6", "memory", "4Gi")),
-		pod("p2", "a2", resources("cpu", "4", "memory", "4Gi")),
-		pod("elsewhere", "b1", resources("cpu", "8")),
-		pod("pending", "", resources("cpu", "8")),
+		readyNode("a1", group, builders.Resources("cpu", "8", "memory", "16Gi", "pods", "10")),
+		readyNode("a2", group, builders.Resources("cpu", "8", "memory", "16Gi", "pods", "10")),
+		readyNode("b1", map[string]string{"group": "b"}, builders.Resources("cpu", "8", "memory", "16Gi", "pods", "10")),
+		pod("p1", "a1", builders.Resources("cpu", "6", "memory", "4Gi")),
+		pod("p2", "a2", builders.Resources("cpu", "4", "memory", "4Gi")),
+		pod("elsewhere", "b1", builders.Resources("cpu", "8")),
+		pod("pending", "", builders.Resources("cpu", "8")),
 	)
 	mp := producer("reserved", v1alpha1.MetricsProducerSpec{ReservedCapacity: &v1alpha1.ReservedCapacitySpec{NodeSelector: group}})
 	result, err := (&ReservedCapacityProducer{Reader: reader}).Produce(context.Background(), mp)
@@ -120,16 +99,16 @@ func TestReservedCapacityProducer(t *testing.T) {
 
 func TestPendingCapacityProducer(t *testing.T) {
 	group := map[string]string{"group": "a"}
-	daemon := pod("agent", "a1", resources("cpu", "1"))
-	daemon.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "u", Controller: ptr.To(true)}}
+	daemon := pod("agent", "a1", builders.Resources("cpu", "1"))
+	daemon.OwnerReferences = []metav1.OwnerReference{builders.DaemonSetOwner("agent")}
 	pending := func() []client.Object {
 		var out []client.Object
 		for _, name := range []string{"w1", "w2", "w3", "w4", "w5"} {
-			out = append(out, pod(name, "", resources("cpu", "1")))
+			out = append(out, pod(name, "", builders.Resources("cpu", "1")))
 		}
 		return out
 	}
-	template := &v1alpha1.NodeTemplate{Allocatable: resources("cpu", "2", "pods", "110")}
+	template := &v1alpha1.NodeTemplate{Allocatable: builders.Resources("cpu", "2", "pods", "110")}
 	for _, tc := range []struct {
 		name       string
 		objects    []client.Object
@@ -141,14 +120,14 @@ func TestPendingCapacityProducer(t *testing.T) {
 		{
 			name: "shape from the group's node, less its DaemonSet pods",
 			// 4 cpu less the 1-cpu agent leaves 3: five 1-cpu pods need 2 nodes.
-			objects: append(pending(), readyNode("a1", group, resources("cpu", "4", "pods", "110")), daemon),
+			objects: append(pending(), readyNode("a1", group, builders.Resources("cpu", "4", "pods", "110")), daemon),
 			pods:    5, want: 2,
 		},
 		{name: "template when the group has no nodes", objects: pending(), template: template, pods: 5, want: 3},
 		{name: "no nodes and no template", objects: pending(), reason: ReasonNoNodeShape},
 		{
 			name:     "existing nodes take precedence over the template",
-			objects:  append(pending(), readyNode("a1", group, resources("cpu", "8", "pods", "110"))),
+			objects:  append(pending(), readyNode("a1", group, builders.Resources("cpu", "8", "pods", "110"))),
 			template: template, pods: 5, want: 1,
 		},
 	} {
@@ -180,13 +159,13 @@ func TestPendingCapacityTemplateLabelsAndTaints(t *testing.T) {
 		NodeTemplate: &v1alpha1.NodeTemplate{
 			Labels:      map[string]string{"zone": "a"},
 			Taints:      []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}},
-			Allocatable: resources("cpu", "4", "pods", "110"),
+			Allocatable: builders.Resources("cpu", "4", "pods", "110"),
 		},
 	}
-	selecting := pod("selecting", "", resources("cpu", "1"))
+	selecting := pod("selecting", "", builders.Resources("cpu", "1"))
 	selecting.Spec.NodeSelector = map[string]string{"group": "gpu", "zone": "a"}
 	selecting.Spec.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
-	untolerating := pod("untolerating", "", resources("cpu", "1"))
+	untolerating := pod("untolerating", "", builders.Resources("cpu", "1"))
 	mp := producer("pending", v1alpha1.MetricsProducerSpec{PendingCapacity: spec})
 	result, err := (&PendingCapacityProducer{Reader: newReader(selecting, untolerating)}).Produce(context.Background(), mp)
 	if err != nil {

@@ -2,7 +2,6 @@ package environment_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -15,25 +14,21 @@ import (
 	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/eventually"
 )
 
-const (
-	pollInterval = 100 * time.Millisecond
-	pollTimeout  = time.Minute
-)
+// pollTimeout is generous: the control plane's first reconciles are slow on a loaded machine.
+const pollTimeout = time.Minute
 
 // TestControlPlane starts every component once and checks each does its job, sharing the
 // environment because startup dominates the runtime.
@@ -90,30 +85,31 @@ func TestControlPlane(t *testing.T) {
 		}
 	})
 
-	pod := testPod("standalone")
-	deployment := testDeployment("web", 2)
+	requests := builders.Resources("cpu", "500m", "memory", "1Gi")
+	pod := builders.Pod(builders.PodOptions{Name: "standalone", Requests: requests})
+	deployment := builders.Deployment(builders.DeploymentOptions{Name: "web", Replicas: 2, Pod: builders.PodOptions{Requests: requests}})
 	t.Run("pods are unschedulable without nodes", func(t *testing.T) {
 		for _, object := range []client.Object{pod, deployment} {
 			if err := env.Client.Create(ctx, object); err != nil {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, "pod is Unschedulable", func() (bool, error) {
+		eventually.Holds(t, "pod is Unschedulable", func() (bool, string, error) {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
-				return false, err
+				return false, "", err
 			}
 			condition := podCondition(pod, corev1.PodScheduled)
 			return condition != nil && condition.Status == corev1.ConditionFalse &&
-				condition.Reason == corev1.PodReasonUnschedulable, nil
-		})
+				condition.Reason == corev1.PodReasonUnschedulable, "", nil
+		}, eventually.Timeout(pollTimeout))
 	})
 
 	t.Run("controller-manager creates a deployment's pods", func(t *testing.T) {
-		eventually(t, "deployment has 2 pods", func() (bool, error) {
+		eventually.Holds(t, "deployment has 2 pods", func() (bool, string, error) {
 			pods := &corev1.PodList{}
 			err := env.Client.List(ctx, pods, client.InNamespace(deployment.Namespace), client.MatchingLabels(deployment.Spec.Selector.MatchLabels))
-			return len(pods.Items) == 2, err
-		})
+			return len(pods.Items) == 2, fmt.Sprintf("%d pods", len(pods.Items)), err
+		}, eventually.Timeout(pollTimeout))
 	})
 
 	t.Run("pods run on a kwok node", func(t *testing.T) {
@@ -124,18 +120,18 @@ func TestControlPlane(t *testing.T) {
 		if err := env.Client.Create(ctx, node); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "node is Ready", func() (bool, error) {
+		eventually.Holds(t, "node is Ready", func() (bool, string, error) {
 			err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), node)
-			return nodes.IsReady(node), err
-		})
-		eventually(t, "pod is Running on the node", func() (bool, error) {
+			return nodes.IsReady(node), "", err
+		}, eventually.Timeout(pollTimeout))
+		eventually.Holds(t, "pod is Running on the node", func() (bool, string, error) {
 			err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)
-			return pod.Status.Phase == corev1.PodRunning && pod.Spec.NodeName == node.Name, err
-		})
-		eventually(t, "deployment has 2 available replicas", func() (bool, error) {
+			return pod.Status.Phase == corev1.PodRunning && pod.Spec.NodeName == node.Name, fmt.Sprintf("%s on node %q", pod.Status.Phase, pod.Spec.NodeName), err
+		}, eventually.Timeout(pollTimeout))
+		eventually.Holds(t, "deployment has 2 available replicas", func() (bool, string, error) {
 			err := env.Client.Get(ctx, client.ObjectKeyFromObject(deployment), deployment)
-			return deployment.Status.AvailableReplicas == 2, err
-		})
+			return deployment.Status.AvailableReplicas == 2, fmt.Sprintf("%d available", deployment.Status.AvailableReplicas), err
+		}, eventually.Timeout(pollTimeout))
 	})
 
 	t.Run("prometheus scrapes a target and answers PromQL", func(t *testing.T) {
@@ -181,28 +177,14 @@ func expectQueryValue(t *testing.T, prometheusURL, query string, value float64) 
 		t.Fatal(err)
 	}
 	api := promv1.NewAPI(promClient)
-	eventually(t, fmt.Sprintf("%s returns %g", query, value), func() (bool, error) {
+	eventually.Holds(t, fmt.Sprintf("%s returns %g", query, value), func() (bool, string, error) {
 		result, _, err := api.Query(t.Context(), query, time.Now())
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
 		vector, ok := result.(model.Vector)
-		return ok && len(vector) == 1 && float64(vector[0].Value) == value, nil
-	})
-}
-
-// eventually polls condition until it holds, failing the test on timeout with the last error.
-func eventually(t *testing.T, what string, condition func() (bool, error)) {
-	t.Helper()
-	var lastErr error
-	err := wait.PollUntilContextTimeout(t.Context(), pollInterval, pollTimeout, true, func(context.Context) (bool, error) {
-		done, err := condition()
-		lastErr = err
-		return done && err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting until %s, %v (last error: %v)", what, err, lastErr)
-	}
+		return ok && len(vector) == 1 && float64(vector[0].Value) == value, fmt.Sprint(result), nil
+	}, eventually.Timeout(pollTimeout))
 }
 
 func crdEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
@@ -221,39 +203,6 @@ func podCondition(pod *corev1.Pod, conditionType corev1.PodConditionType) *corev
 		}
 	}
 	return nil
-}
-
-func testPodSpec() corev1.PodSpec {
-	return corev1.PodSpec{Containers: []corev1.Container{{
-		Name:  "app",
-		Image: "registry.k8s.io/pause:3.10",
-		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("500m"),
-			corev1.ResourceMemory: resource.MustParse("1Gi"),
-		}},
-	}}}
-}
-
-func testPod(name string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault},
-		Spec:       testPodSpec(),
-	}
-}
-
-func testDeployment(name string, replicas int32) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       testPodSpec(),
-			},
-		},
-	}
 }
 
 func repositoryRoot(t *testing.T) string {

@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/test/awsemulator"
 )
@@ -70,8 +70,8 @@ func TestSyncRegistersInServiceAndRemovesGoneInstances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "not-joined"}}
-	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "i-gone"}}
+	foreign := builders.Node(builders.NodeOptions{Name: "not-joined"})
+	orphan := builders.Pod(builders.PodOptions{Name: "p", NodeName: "i-gone"})
 	c := fake.NewClientBuilder().WithObjects(stale, foreign, orphan).
 		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
 		Build()

@@ -1,18 +1,17 @@
 package scheduling_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/check"
+	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
 // Fixtures: a few instance types in three zones, priced so that bigger costs more.
@@ -45,102 +44,24 @@ func fixtureTypes() []*cloudprovider.InstanceType {
 	}
 }
 
-func provisioner(mutate func(*v1alpha5.ProvisionerSpec)) scheduling.Provisioner {
-	p := &v1alpha5.Provisioner{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	if mutate != nil {
-		mutate(&p.Spec)
+func provisioner(o builders.ProvisionerOptions) scheduling.Provisioner {
+	if o.Name == "" {
+		o.Name = "default"
 	}
-	return scheduling.Provisioner{Provisioner: p, InstanceTypes: fixtureTypes()}
+	return scheduling.Provisioner{Provisioner: builders.Provisioner(o), InstanceTypes: fixtureTypes()}
 }
 
-var podCounter int
-
-func pod(cpu, memory string, mutate ...func(*corev1.Pod)) *corev1.Pod {
-	podCounter++
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d", podCounter), Namespace: "default", Labels: map[string]string{}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
-		}}}}},
-	}
-	for _, m := range mutate {
-		m(p)
-	}
-	return p
-}
-
-func pods(n int, cpu, memory string, mutate ...func(*corev1.Pod)) []*corev1.Pod {
-	var out []*corev1.Pod
-	for i := 0; i < n; i++ {
-		out = append(out, pod(cpu, memory, mutate...))
-	}
-	return out
-}
-
-func labelled(k, v string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Labels[k] = v } }
-
-func spread(key string, when corev1.UnsatisfiableConstraintAction, selector map[string]string) func(*corev1.Pod) {
-	return func(p *corev1.Pod) {
-		p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
-			MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: when, LabelSelector: &metav1.LabelSelector{MatchLabels: selector}})
-	}
-}
-
-func affinity(p *corev1.Pod) *corev1.Affinity {
-	if p.Spec.Affinity == nil {
-		p.Spec.Affinity = &corev1.Affinity{}
-	}
-	return p.Spec.Affinity
-}
-
-func podAffinity(key string, selector map[string]string) func(*corev1.Pod) {
-	return func(p *corev1.Pod) {
-		a := affinity(p)
-		a.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-			TopologyKey: key, LabelSelector: &metav1.LabelSelector{MatchLabels: selector}}}}
-	}
-}
-
-func podAntiAffinity(key string, selector map[string]string) func(*corev1.Pod) {
-	return func(p *corev1.Pod) {
-		a := affinity(p)
-		a.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-			TopologyKey: key, LabelSelector: &metav1.LabelSelector{MatchLabels: selector}}}}
-	}
-}
-
-func requiredNode(exprs ...corev1.NodeSelectorRequirement) func(*corev1.Pod) {
-	return func(p *corev1.Pod) {
-		a := affinity(p)
-		if a.NodeAffinity == nil {
-			a.NodeAffinity = &corev1.NodeAffinity{}
-		}
-		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: exprs}}}
-	}
-}
-
-func preferredNode(weight int32, exprs ...corev1.NodeSelectorRequirement) func(*corev1.Pod) {
-	return func(p *corev1.Pod) {
-		a := affinity(p)
-		if a.NodeAffinity == nil {
-			a.NodeAffinity = &corev1.NodeAffinity{}
-		}
-		a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
-			corev1.PreferredSchedulingTerm{Weight: weight, Preference: corev1.NodeSelectorTerm{MatchExpressions: exprs}})
-	}
-}
-
-func in(key string, values ...string) corev1.NodeSelectorRequirement {
-	return corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}
+func requests(cpu, memory string) corev1.ResourceList {
+	return builders.Resources("cpu", cpu, "memory", memory)
 }
 
 func existingNode(name, zone, cpu, memory string, pods ...*corev1.Pod) scheduling.Node {
 	return scheduling.Node{
-		Node: &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name, corev1.LabelTopologyZone: zone}},
-			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory), corev1.ResourcePods: resource.MustParse("110")}},
-		},
+		Node: builders.Node(builders.NodeOptions{
+			Name:        name,
+			Labels:      map[string]string{corev1.LabelHostname: name, corev1.LabelTopologyZone: zone},
+			Allocatable: builders.Resources("cpu", cpu, "memory", memory, "pods", "110"),
+		}),
 		Pods: pods,
 	}
 }
@@ -173,7 +94,7 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "cheapest instance type that holds the pods, not the largest",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: pods(2, "500m", "1Gi"), Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+				return scheduling.Input{Pods: builders.Pods(2, builders.PodOptions{Requests: requests("500m", "1Gi")}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				wantNodes(t, r, 1)
@@ -183,11 +104,12 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "init containers and overhead count in effective requests",
 			input: func() scheduling.Input {
-				p := pod("500m", "1Gi", func(p *corev1.Pod) {
-					p.Spec.InitContainers = []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2500m")}}}}
-					p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}
+				p := builders.Pod(builders.PodOptions{
+					Requests:       requests("500m", "1Gi"),
+					InitContainers: []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{Requests: builders.Resources("cpu", "2500m")}}},
 				})
-				return scheduling.Input{Pods: []*corev1.Pod{p}, Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+				p.Spec.Overhead = builders.Resources("cpu", "500m")
+				return scheduling.Input{Pods: []*corev1.Pod{p}, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				// max(500m, 2500m) + 500m = 3 cores: more than small's 1.9 allocatable.
@@ -197,8 +119,8 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "nodeSelector",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: pods(1, "1", "1Gi", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelArchStable: "amd64"} }),
-					Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("1", "1Gi"), NodeSelector: map[string]string{corev1.LabelArchStable: "amd64"}}),
+					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				for _, it := range r.NewNodes[0].InstanceTypes {
@@ -211,7 +133,7 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "required node affinity pins the zone",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: pods(3, "1", "1Gi", requiredNode(in(corev1.LabelTopologyZone, "zone-2"))), Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+				return scheduling.Input{Pods: builders.Pods(3, builders.PodOptions{Requests: requests("1", "1Gi"), NodeRequirements: []corev1.NodeSelectorRequirement{builders.In(corev1.LabelTopologyZone, "zone-2")}}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				if got := podsPerZone(r)["zone-2"]; got != 3 {
@@ -222,7 +144,7 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "preferred node affinity is honoured when possible",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: pods(2, "1", "1Gi", preferredNode(10, in(corev1.LabelTopologyZone, "zone-3"))), Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+				return scheduling.Input{Pods: builders.Pods(2, builders.PodOptions{Requests: requests("1", "1Gi"), NodePreferences: []corev1.PreferredSchedulingTerm{builders.Preferred(10, builders.In(corev1.LabelTopologyZone, "zone-3"))}}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				if got := podsPerZone(r)["zone-3"]; got != 2 {
@@ -233,8 +155,9 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "preferred node affinity is relaxed when it cannot be met",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: pods(2, "1", "1Gi", preferredNode(10, in(corev1.LabelTopologyZone, "nowhere")), preferredNode(5, in(corev1.LabelArchStable, "arm64"))),
-					Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+				return scheduling.Input{Pods: builders.Pods(2, builders.PodOptions{Requests: requests("1", "1Gi"), NodePreferences: []corev1.PreferredSchedulingTerm{
+					builders.Preferred(10, builders.In(corev1.LabelTopologyZone, "nowhere")), builders.Preferred(5, builders.In(corev1.LabelArchStable, "arm64"))}}),
+					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				wantNodes(t, r, 1)
@@ -244,13 +167,14 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "taints need tolerations",
 			input: func() scheduling.Input {
-				tainted := provisioner(func(s *v1alpha5.ProvisionerSpec) {
-					s.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+				tainted := provisioner(builders.ProvisionerOptions{
+					Taints: []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}},
 				})
-				tolerating := pod("1", "1Gi", func(p *corev1.Pod) {
-					p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+				tolerating := builders.Pod(builders.PodOptions{
+					Requests:    requests("1", "1Gi"),
+					Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}},
 				})
-				return scheduling.Input{Pods: []*corev1.Pod{tolerating, pod("1", "1Gi")}, Provisioners: []scheduling.Provisioner{tainted}}
+				return scheduling.Input{Pods: []*corev1.Pod{tolerating, builders.Pod(builders.PodOptions{Requests: requests("1", "1Gi")})}, Provisioners: []scheduling.Provisioner{tainted}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				wantUnschedulable(t, r, 1, "taints")
@@ -260,8 +184,8 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "zone topology spread",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: pods(7, "1", "1Gi", labelled("app", "web"), spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, map[string]string{"app": "web"})),
-					Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+				return scheduling.Input{Pods: builders.Pods(7, builders.PodOptions{Requests: requests("1", "1Gi"), Labels: map[string]string{"app": "web"}, TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, map[string]string{"app": "web"})}}),
+					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				for z, n := range podsPerZone(r) {
@@ -274,18 +198,16 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "hostname topology spread",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: pods(4, "100m", "100Mi", labelled("app", "web"), spread(corev1.LabelHostname, corev1.DoNotSchedule, map[string]string{"app": "web"})),
-					Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+				return scheduling.Input{Pods: builders.Pods(4, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "web"}, TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelHostname, corev1.DoNotSchedule, map[string]string{"app": "web"})}}),
+					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) { wantNodes(t, r, 4) },
 		},
 		{
 			name: "ScheduleAnyway spread is a preference",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: pods(3, "100m", "100Mi", labelled("app", "web"), spread(corev1.LabelHostname, corev1.ScheduleAnyway, map[string]string{"app": "web"})),
-					Provisioners: []scheduling.Provisioner{provisioner(func(s *v1alpha5.ProvisionerSpec) {
-						s.Limits = &v1alpha5.Limits{Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}
-					})}}
+				return scheduling.Input{Pods: builders.Pods(3, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "web"}, TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelHostname, corev1.ScheduleAnyway, map[string]string{"app": "web"})}}),
+					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{Limits: builders.Resources("cpu", "2")})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				// The limit allows one node; the preference gives way rather than the pods.
@@ -296,9 +218,9 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "zone pod affinity",
 			input: func() scheduling.Input {
-				db := pod("1", "1Gi", labelled("app", "db"), requiredNode(in(corev1.LabelTopologyZone, "zone-3")))
-				return scheduling.Input{Pods: append(pods(4, "1", "1Gi", podAffinity(corev1.LabelTopologyZone, map[string]string{"app": "db"})), db),
-					Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+				db := builders.Pod(builders.PodOptions{Requests: requests("1", "1Gi"), Labels: map[string]string{"app": "db"}, NodeRequirements: []corev1.NodeSelectorRequirement{builders.In(corev1.LabelTopologyZone, "zone-3")}})
+				return scheduling.Input{Pods: append(builders.Pods(4, builders.PodOptions{Requests: requests("1", "1Gi"), PodAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelTopologyZone, map[string]string{"app": "db"})}}), db),
+					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				if got := podsPerZone(r)["zone-3"]; got != 5 {
@@ -309,24 +231,24 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "hostname pod anti-affinity",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: pods(3, "100m", "100Mi", labelled("app", "nginx"), podAntiAffinity(corev1.LabelHostname, map[string]string{"app": "nginx"})),
-					Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+				return scheduling.Input{Pods: builders.Pods(3, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "nginx"}, PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, map[string]string{"app": "nginx"})}}),
+					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) { wantNodes(t, r, 3) },
 		},
 		{
 			name: "zone pod anti-affinity leaves pods that cannot fit unschedulable",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: pods(4, "100m", "100Mi", labelled("app", "nginx"), podAntiAffinity(corev1.LabelTopologyZone, map[string]string{"app": "nginx"})),
-					Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+				return scheduling.Input{Pods: builders.Pods(4, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "nginx"}, PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelTopologyZone, map[string]string{"app": "nginx"})}}),
+					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) { wantUnschedulable(t, r, 1, "zone") },
 		},
 		{
 			name: "existing pods' anti-affinity keeps new pods away",
 			input: func() scheduling.Input {
-				guard := pod("100m", "100Mi", labelled("app", "guard"), podAntiAffinity(corev1.LabelHostname, map[string]string{"app": "web"}))
-				return scheduling.Input{Pods: pods(1, "100m", "100Mi", labelled("app", "web")), Provisioners: []scheduling.Provisioner{provisioner(nil)},
+				guard := builders.Pod(builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "guard"}, PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, map[string]string{"app": "web"})}})
+				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "web"}}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
 					Nodes: []scheduling.Node{existingNode("node-a", "zone-1", "4", "8Gi", guard)}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) { wantNodes(t, r, 1) },
@@ -334,8 +256,8 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "existing nodes with room are filled first",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: pods(5, "1", "1Gi"), Provisioners: []scheduling.Provisioner{provisioner(nil)},
-					Nodes: []scheduling.Node{existingNode("node-a", "zone-1", "3", "8Gi", pod("1", "1Gi"))}}
+				return scheduling.Input{Pods: builders.Pods(5, builders.PodOptions{Requests: requests("1", "1Gi")}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
+					Nodes: []scheduling.Node{existingNode("node-a", "zone-1", "3", "8Gi", builders.Pod(builders.PodOptions{Requests: requests("1", "1Gi")}))}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				onExisting := 0
@@ -352,8 +274,8 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "provisioner requirements restrict capacity type and price",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: pods(1, "1", "1Gi"), Provisioners: []scheduling.Provisioner{provisioner(func(s *v1alpha5.ProvisionerSpec) {
-					s.Requirements = []v1alpha5.NodeSelectorRequirement{{Key: v1alpha5.CapacityTypeLabelKey, Operator: "In", Values: []string{v1alpha5.CapacityTypeOnDemand}}}
+				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("1", "1Gi")}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{
+					Requirements: []v1alpha5.NodeSelectorRequirement{{Key: v1alpha5.CapacityTypeLabelKey, Operator: "In", Values: []string{v1alpha5.CapacityTypeOnDemand}}},
 				})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
@@ -365,10 +287,8 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "limits bound the capacity launched",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: pods(4, "1500m", "1Gi", labelled("app", "nginx"), podAntiAffinity(corev1.LabelHostname, map[string]string{"app": "nginx"})),
-					Provisioners: []scheduling.Provisioner{provisioner(func(s *v1alpha5.ProvisionerSpec) {
-						s.Limits = &v1alpha5.Limits{Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5")}}
-					})}}
+				return scheduling.Input{Pods: builders.Pods(4, builders.PodOptions{Requests: requests("1500m", "1Gi"), Labels: map[string]string{"app": "nginx"}, PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, map[string]string{"app": "nginx"})}}),
+					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{Limits: builders.Resources("cpu", "5")})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				wantNodes(t, r, 2)
@@ -378,8 +298,8 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "pods per node",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: pods(3, "100m", "100Mi"), Provisioners: []scheduling.Provisioner{provisioner(func(s *v1alpha5.ProvisionerSpec) {
-					s.Requirements = []v1alpha5.NodeSelectorRequirement{{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{"tiny-pods"}}}
+				return scheduling.Input{Pods: builders.Pods(3, builders.PodOptions{Requests: requests("100m", "100Mi")}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{
+					Requirements: []v1alpha5.NodeSelectorRequirement{{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{"tiny-pods"}}},
 				})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) { wantNodes(t, r, 2) },
@@ -387,19 +307,20 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "daemonset overhead is reserved on new nodes",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: pods(1, "1500m", "1Gi"), Provisioners: []scheduling.Provisioner{provisioner(nil)}, DaemonSetPods: pods(1, "500m", "100Mi")}
+				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("1500m", "1Gi")}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
+					DaemonSetPods: builders.Pods(1, builders.PodOptions{Requests: requests("500m", "100Mi")})}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) { wantFirstType(t, r.NewNodes[0], "arm-medium") },
 		},
 		{
 			name: "provisioner-name nodeSelector",
 			input: func() scheduling.Input {
-				other := provisioner(nil)
-				other.Provisioner.Name = "other"
-				return scheduling.Input{Pods: pods(1, "1", "1Gi", func(p *corev1.Pod) {
-					p.Spec.NodeSelector = map[string]string{v1alpha5.ProvisionerNameLabelKey: "other"}
+				other := provisioner(builders.ProvisionerOptions{Name: "other"})
+				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{
+					Requests:     requests("1", "1Gi"),
+					NodeSelector: map[string]string{v1alpha5.ProvisionerNameLabelKey: "other"},
 				}),
-					Provisioners: []scheduling.Provisioner{provisioner(nil), other}}
+					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{}), other}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				if r.NewNodes[0].Provisioner != "other" {
@@ -411,10 +332,10 @@ func TestScheduling(t *testing.T) {
 			name: "unsatisfiable pods get a reason",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: []*corev1.Pod{
-					pod("64", "1Gi"),
-					pod("1", "1Gi", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"team": "x"} }),
-					pod("1", "1Gi", spread("example.com/rack", corev1.DoNotSchedule, map[string]string{"a": "b"})),
-				}, Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+					builders.Pod(builders.PodOptions{Requests: requests("64", "1Gi")}),
+					builders.Pod(builders.PodOptions{Requests: requests("1", "1Gi"), NodeSelector: map[string]string{"team": "x"}}),
+					builders.Pod(builders.PodOptions{Requests: requests("1", "1Gi"), TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread("example.com/rack", corev1.DoNotSchedule, map[string]string{"a": "b"})}}),
+				}, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) { wantUnschedulable(t, r, 3, "") },
 		},
@@ -422,14 +343,16 @@ func TestScheduling(t *testing.T) {
 			name: "mixed workload",
 			input: func() scheduling.Input {
 				var ps []*corev1.Pod
-				ps = append(ps, pods(10, "250m", "512Mi", labelled("app", "web"), spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, map[string]string{"app": "web"}))...)
-				ps = append(ps, pods(5, "500m", "1Gi", labelled("app", "nginx"), podAntiAffinity(corev1.LabelHostname, map[string]string{"app": "nginx"}))...)
-				ps = append(ps, pods(6, "1", "2Gi", labelled("app", "cache"), podAffinity(corev1.LabelTopologyZone, map[string]string{"app": "cache"}))...)
-				ps = append(ps, pods(8, "100m", "128Mi", labelled("app", "web"))...)
-				ps = append(ps, pods(4, "1", "1Gi", labelled("app", "batch"), spread(corev1.LabelHostname, corev1.DoNotSchedule, map[string]string{"app": "batch"}), preferredNode(1, in(corev1.LabelArchStable, "arm64")))...)
-				return scheduling.Input{Pods: ps, Provisioners: []scheduling.Provisioner{provisioner(nil)},
-					Nodes:         []scheduling.Node{existingNode("node-a", "zone-1", "2", "4Gi", pod("100m", "100Mi", labelled("app", "web")))},
-					DaemonSetPods: pods(1, "100m", "64Mi")}
+				web, nginx, cache, batch := map[string]string{"app": "web"}, map[string]string{"app": "nginx"}, map[string]string{"app": "cache"}, map[string]string{"app": "batch"}
+				ps = append(ps, builders.Pods(10, builders.PodOptions{Requests: requests("250m", "512Mi"), Labels: web, TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, web)}})...)
+				ps = append(ps, builders.Pods(5, builders.PodOptions{Requests: requests("500m", "1Gi"), Labels: nginx, PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, nginx)}})...)
+				ps = append(ps, builders.Pods(6, builders.PodOptions{Requests: requests("1", "2Gi"), Labels: cache, PodAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelTopologyZone, cache)}})...)
+				ps = append(ps, builders.Pods(8, builders.PodOptions{Requests: requests("100m", "128Mi"), Labels: web})...)
+				ps = append(ps, builders.Pods(4, builders.PodOptions{Requests: requests("1", "1Gi"), Labels: batch, TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelHostname, corev1.DoNotSchedule, batch)},
+					NodePreferences: []corev1.PreferredSchedulingTerm{builders.Preferred(1, builders.In(corev1.LabelArchStable, "arm64"))}})...)
+				return scheduling.Input{Pods: ps, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
+					Nodes:         []scheduling.Node{existingNode("node-a", "zone-1", "2", "4Gi", builders.Pod(builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: web}))},
+					DaemonSetPods: builders.Pods(1, builders.PodOptions{Requests: requests("100m", "64Mi")})}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) { wantUnschedulable(t, r, 0, "") },
 		},
@@ -475,8 +398,8 @@ func wantUnschedulable(t *testing.T, r *scheduling.Results, n int, reason string
 // TestCheckerCatchesViolations makes sure the checker is not vacuous: it must reject plans
 // that break constraints.
 func TestCheckerCatchesViolations(t *testing.T) {
-	input := scheduling.Input{Pods: pods(3, "100m", "100Mi", labelled("app", "nginx"), podAntiAffinity(corev1.LabelHostname, map[string]string{"app": "nginx"})),
-		Provisioners: []scheduling.Provisioner{provisioner(nil)}}
+	input := scheduling.Input{Pods: builders.Pods(3, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "nginx"}, PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, map[string]string{"app": "nginx"})}}),
+		Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
 	r := scheduling.Schedule(input)
 	if errs := check.Verify(input, r); len(errs) != 0 {
 		t.Fatalf("valid plan rejected: %v", errs)

@@ -7,11 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
 // The shared scheduling benchmark workload (shared/bench/scheduling-workload.md).
@@ -55,13 +55,7 @@ func workloadInstanceTypes() []*cloudprovider.InstanceType {
 
 func workloadProvisioner(types []*cloudprovider.InstanceType) scheduling.Provisioner {
 	return scheduling.Provisioner{
-		Provisioner: &v1alpha5.Provisioner{
-			ObjectMeta: metav1.ObjectMeta{Name: "default"},
-			Spec: v1alpha5.ProvisionerSpec{Limits: &v1alpha5.Limits{Resources: corev1.ResourceList{
-				corev1.ResourceCPU:    resource.MustParse("100M"),
-				corev1.ResourceMemory: resource.MustParse("100Pi"),
-			}}},
-		},
+		Provisioner:   builders.Provisioner(builders.ProvisionerOptions{Name: "default", Limits: builders.Resources("cpu", "100M", "memory", "100Pi")}),
 		InstanceTypes: types,
 	}
 }
@@ -75,39 +69,29 @@ func workloadPods(n int) []*corev1.Pod {
 	var pods []*corev1.Pod
 	for kind, count := range counts {
 		for i := 0; i < count; i++ {
-			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d-%d", kind, i), Namespace: "default", Labels: map[string]string{}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU:    resource.MustParse(pick(workloadCPU)),
-					corev1.ResourceMemory: resource.MustParse(pick(workloadMemory)),
-				}}}}},
-			}
+			cpu, memory := pick(workloadCPU), pick(workloadMemory)
+			options := builders.PodOptions{Name: fmt.Sprintf("pod-%d-%d", kind, i), Requests: builders.Resources("cpu", cpu, "memory", memory)}
 			switch kind {
 			case 0:
-				pod.Labels["my-label"] = pick(workloadLabelValues)
+				options.Labels = map[string]string{"my-label": pick(workloadLabelValues)}
 			case 1, 2:
-				pod.Labels["my-label"] = pick(workloadLabelValues)
+				options.Labels = map[string]string{"my-label": pick(workloadLabelValues)}
 				key := corev1.LabelTopologyZone
 				if kind == 2 {
 					key = corev1.LabelHostname
 				}
-				pod.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
-					MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: corev1.DoNotSchedule,
-					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"my-label": pick(workloadLabelValues)}},
-				}}
+				options.TopologySpread = []corev1.TopologySpreadConstraint{
+					builders.Spread(key, corev1.DoNotSchedule, map[string]string{"my-label": pick(workloadLabelValues)}),
+				}
 			case 3:
 				value := pick(workloadLabelValues)
-				pod.Labels["my-affinity"] = value
-				pod.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-					TopologyKey: corev1.LabelTopologyZone, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"my-affinity": value}},
-				}}}}
+				options.Labels = map[string]string{"my-affinity": value}
+				options.PodAffinity = []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelTopologyZone, map[string]string{"my-affinity": value})}
 			case 4:
-				pod.Labels["app"] = "nginx"
-				pod.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-					TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "nginx"}},
-				}}}}
+				options.Labels = map[string]string{"app": "nginx"}
+				options.PodAntiAffinity = []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, map[string]string{"app": "nginx"})}
 			}
-			pods = append(pods, pod)
+			pods = append(pods, builders.Pod(options))
 		}
 	}
 	return pods

@@ -6,17 +6,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+
+	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
 func pendingPod(name string, mutate func(*corev1.PodSpec), containers ...corev1.Container) *corev1.Pod {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec:       corev1.PodSpec{Containers: containers},
-		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
-			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
-		}}},
-	}
+	pod := builders.Pod(builders.PodOptions{Name: name, Containers: containers, Unschedulable: true})
 	if mutate != nil {
 		mutate(&pod.Spec)
 	}
@@ -167,7 +162,7 @@ func TestShapeOf(t *testing.T) {
 		{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule},
 	}
 	daemon := boundPod("agent", "n1", corev1.PodRunning, container("cpu", "500m", "memory", "1Gi"))
-	daemon.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent", Controller: ptr.To(true)}}
+	daemon.OwnerReferences = []metav1.OwnerReference{builders.DaemonSetOwner("agent")}
 	workload := boundPod("web", "n1", corev1.PodRunning, container("cpu", "2"))
 	otherDaemon := boundPod("agent-2", "n2", corev1.PodRunning, container("cpu", "1"))
 	otherDaemon.OwnerReferences = daemon.OwnerReferences

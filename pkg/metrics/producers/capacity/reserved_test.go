@@ -4,7 +4,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
 func node(name string, ready bool, allocatable corev1.ResourceList) corev1.Node {
@@ -12,21 +13,11 @@ func node(name string, ready bool, allocatable corev1.ResourceList) corev1.Node 
 	if ready {
 		status = corev1.ConditionTrue
 	}
-	return corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Status: corev1.NodeStatus{
-			Allocatable: allocatable,
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}},
-		},
-	}
+	return *builders.Node(builders.NodeOptions{Name: name, Allocatable: allocatable, Ready: status})
 }
 
 func boundPod(name, nodeName string, phase corev1.PodPhase, containers ...corev1.Container) corev1.Pod {
-	return corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec:       corev1.PodSpec{NodeName: nodeName, Containers: containers},
-		Status:     corev1.PodStatus{Phase: phase},
-	}
+	return *builders.Pod(builders.PodOptions{Name: name, NodeName: nodeName, Phase: phase, Containers: containers})
 }
 
 func TestReserve(t *testing.T) {
