@@ -238,10 +238,6 @@ func badObjects() []badObject {
 			`invalid id "arn:aws:autoscaling:us-west-2:123456789012:autoScalingGroup:uuid:autoScalingGroupName/workers" for type AWSEKSNodeGroup: expected arn:aws:eks:<region>:<account>:nodegroup/<cluster>/<nodegroup>/<uuid>: spec.id`},
 
 		// Provisioner
-		{"Gt on instance types", provisioner("prov-gt", withRequirement(corev1.LabelInstanceTypeStable, "Gt", "4")),
-			`operator Gt is not supported for key node.kubernetes.io/instance-type, whose values are not numbers; use In or NotIn: spec.requirements[2].operator`},
-		{"Lt on zones", provisioner("prov-lt", withRequirement(corev1.LabelTopologyZone, "Lt", "3")),
-			`operator Lt is not supported for key topology.kubernetes.io/zone, whose values are not numbers; use In or NotIn: spec.requirements[2].operator`},
 		{"architecture by uname", provisioner("prov-arch", withRequirement(corev1.LabelArchStable, "NotIn", "x86_64")),
 			`kubernetes.io/arch "x86_64" is not supported, expected one of 386, amd64, arm, arm64, ppc64le, riscv64, s390x: spec.requirements[2].values[0]`},
 		{"unsupported operating system", provisioner("prov-os", withRequirement(corev1.LabelOSStable, "In", "linux", "darwin")),

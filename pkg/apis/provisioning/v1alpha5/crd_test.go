@@ -98,6 +98,10 @@ func TestCRDMatchesGo(t *testing.T) {
 	if slices.Sort(covered); !slices.Equal(covered, slices.Compact(slices.Clone(covered))) || !sameSet(covered, operators) {
 		t.Errorf("the values rules cover operators %v, want each of %v once", covered, operators)
 	}
+	// No well-known label is numeric, so Gt and Lt are refused on each, as the webhook refuses them.
+	if numeric := literals(ruleWithMessage(t, requirement.XValidations, "operators Gt and Lt compare integers, and no well-known label takes integer values")); !sameSet(numeric, append([]string{string(corev1.NodeSelectorOpGt), string(corev1.NodeSelectorOpLt)}, v1alpha5.WellKnownLabels...)) {
+		t.Errorf("the Gt/Lt rule names %v, want Gt, Lt and v1alpha5.WellKnownLabels %v", numeric, v1alpha5.WellKnownLabels)
+	}
 	capacityTypes := literals(ruleWithMessage(t, requirement.XValidations, "karpenter.sh/capacity-type values must be spot or on-demand"))
 	if want := []string{v1alpha5.CapacityTypeLabelKey, v1alpha5.CapacityTypeSpot, v1alpha5.CapacityTypeOnDemand}; !sameSet(capacityTypes, want) {
 		t.Errorf("the capacity type rule names %v, want %v", capacityTypes, want)

@@ -58,6 +58,7 @@ type NodeSelectorOperator string
 // +kubebuilder:validation:XValidation:rule="!(self.operator in ['In', 'NotIn']) || (has(self.values) && self.values.size() > 0)",message="operators In and NotIn require at least one value"
 // +kubebuilder:validation:XValidation:rule="!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || self.values.size() == 0",message="operators Exists and DoesNotExist take no values"
 // +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt']) || (has(self.values) && self.values.size() == 1 && self.values[0].matches('^-?[0-9]+$'))",message="operators Gt and Lt require exactly one integer value"
+// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt']) || !(self.key in ['node.kubernetes.io/instance-type', 'topology.kubernetes.io/zone', 'kubernetes.io/arch', 'kubernetes.io/os', 'karpenter.sh/capacity-type'])",message="operators Gt and Lt compare integers, and no well-known label takes integer values"
 // +kubebuilder:validation:XValidation:rule="self.key != 'karpenter.sh/capacity-type' || !has(self.values) || self.values.all(v, v in ['spot', 'on-demand'])",message="karpenter.sh/capacity-type values must be spot or on-demand"
 type NodeSelectorRequirement struct {
 	// Key is a well-known node label.
