@@ -108,7 +108,7 @@ func TestHorizontalAutoscaler(t *testing.T) {
 	})
 	s := &suite{env: env, metrics: metrics}
 
-	shared := []string{"deployment", "sng", "widget", "errors", "outage"}
+	shared := []string{"deployment", "sng", "widget", "errors", "disabled", "outage"}
 	for _, ns := range append(shared, "restart", "forbidden") {
 		s.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
@@ -120,6 +120,7 @@ func TestHorizontalAutoscaler(t *testing.T) {
 		t.Run("ScalableNodeGroupSpecReplicas", s.testScalableNodeGroup)
 		t.Run("CustomResourceWithScale", s.testWidget)
 		t.Run("TargetErrors", s.testTargetErrors)
+		t.Run("ZeroReplicasDisableScaling", s.testDisabledAtZero)
 		t.Run("RestartInsideScaleDownWindow", s.testRestart)
 		t.Run("ForbiddenTarget", s.testForbidden)
 	})
@@ -434,6 +435,35 @@ func (s *suite) testTargetErrors(t *testing.T) {
 		r := s.deploymentReplicas(t, ns, "missing")
 		return r == 3, fmt.Sprintf("replicas %d, want 3", r), nil
 	}, eventually.Timeout(20*time.Second))
+}
+
+// testDisabledAtZero: as with the HorizontalPodAutoscaler, a target someone scaled to zero stays
+// there while minReplicas is above zero, and scales from zero once minReplicas is 0.
+func (s *suite) testDisabledAtZero(t *testing.T) {
+	t.Parallel()
+	const ns, name = "disabled", "idle"
+	s.metrics.set(ns, 30)
+	s.create(t, deployment(ns, name, 0))
+	ha := horizontalAutoscaler(ns, name, deploymentRef(name), 1, 10, v1alpha1.ValueMetricType, "10", v1alpha1.Behavior{})
+	s.create(t, ha)
+	eventually.Holds(t, "Active reports ScalingDisabled", func() (bool, string, error) {
+		status, reason, message := condition(s.getHA(t, ns, name), "Active")
+		return status == "False" && reason == "ScalingDisabled", fmt.Sprintf("Active %s %s %q", status, reason, message), nil
+	}, eventually.Timeout(20*time.Second))
+	s.expectEvent(t, ns, name, corev1.EventTypeWarning, "ScalingDisabled", "replica count of the target is zero")
+	if r := s.deploymentReplicas(t, ns, name); r != 0 {
+		t.Fatalf("replicas %d, want 0 while scaling is disabled", r)
+	}
+	// minReplicas 0 opts into scaling from zero: ceil(30 / 10) = 3.
+	patch := client.MergeFrom(ha.DeepCopy())
+	ha.Spec.MinReplicas = ptr.To[int32](0)
+	if err := s.env.Client.Patch(context.Background(), ha, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Holds(t, "the deployment scales from zero to 3", func() (bool, string, error) {
+		r := s.deploymentReplicas(t, ns, name)
+		return r == 3, fmt.Sprintf("replicas %d, want 3", r), nil
+	}, eventually.Timeout(30*time.Second))
 }
 
 func (s *suite) testRestart(t *testing.T) {
