@@ -20,19 +20,19 @@ const sqsContentType = "application/x-amz-json-1.0"
 func (e *Emulator) serveSQS(w http.ResponseWriter, req *request) *apiError {
 	switch req.action {
 	case "CreateQueue":
-		return e.createQueue(w, req)
+		return handleSQS(e, w, req, e.createQueue)
 	case "GetQueueUrl":
-		return e.getQueueURL(w, req)
+		return handleSQS(e, w, req, e.getQueueURL)
 	case "GetQueueAttributes":
-		return e.getQueueAttributes(w, req)
+		return handleSQS(e, w, req, e.getQueueAttributes)
 	case "SendMessage":
-		return e.sqsSendMessage(w, req)
+		return handleSQS(e, w, req, e.sqsSendMessage)
 	case "ReceiveMessage":
-		return e.receiveMessage(w, req)
+		return handleSQS(e, w, req, e.receiveMessage)
 	case "DeleteMessage":
-		return e.deleteMessage(w, req)
+		return handleSQS(e, w, req, e.deleteMessage)
 	case "PurgeQueue":
-		return e.purgeQueue(w, req)
+		return handleSQS(e, w, req, e.purgeQueue)
 	default:
 		return &apiError{status: http.StatusBadRequest, code: "UnsupportedOperation", queryCode: "AWS.SimpleQueueService.UnsupportedOperation", message: fmt.Sprintf("%s is not an SQS operation this emulator serves", req.action)}
 	}
@@ -46,10 +46,20 @@ func errInvalidParameter(format string, args ...any) *apiError {
 	return &apiError{status: http.StatusBadRequest, code: "InvalidParameterValue", message: fmt.Sprintf(format, args...)}
 }
 
-func decodeSQS(req *request, v any) *apiError {
-	if err := json.Unmarshal(req.body, v); err != nil {
+// handleSQS decodes the request body into In and, holding e.mu, writes what handle returns
+// as the JSON response. The operations below are such handles: they run holding e.mu.
+func handleSQS[In any](e *Emulator, w http.ResponseWriter, req *request, handle func(in In) (any, *apiError)) *apiError {
+	var in In
+	if err := json.Unmarshal(req.body, &in); err != nil {
 		return errInvalidParameter("malformed request body: %v", err)
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out, aerr := handle(in)
+	if aerr != nil {
+		return aerr
+	}
+	writeJSON(w, sqsContentType, out)
 	return nil
 }
 
@@ -74,60 +84,46 @@ func (e *Emulator) queueByURL(raw string) (*queue, *apiError) {
 	return q, nil
 }
 
-func (e *Emulator) createQueue(w http.ResponseWriter, req *request) *apiError {
-	var in struct {
-		QueueName  string
-		Attributes map[string]string
-	}
-	if aerr := decodeSQS(req, &in); aerr != nil {
-		return aerr
-	}
+type createQueueInput struct {
+	QueueName  string
+	Attributes map[string]string
+}
+
+func (e *Emulator) createQueue(in createQueueInput) (any, *apiError) {
 	if in.QueueName == "" || strings.ContainsAny(in.QueueName, "/: ") {
-		return errInvalidParameter("Value %q for parameter QueueName is invalid.", in.QueueName)
+		return nil, errInvalidParameter("Value %q for parameter QueueName is invalid.", in.QueueName)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	now := e.advance()
 	q, ok := e.queues[in.QueueName]
 	if !ok {
 		q = e.newQueue(in.QueueName, in.Attributes, now)
 	}
-	writeJSON(w, sqsContentType, map[string]string{"QueueUrl": q.url})
-	return nil
+	return map[string]string{"QueueUrl": q.url}, nil
 }
 
-func (e *Emulator) getQueueURL(w http.ResponseWriter, req *request) *apiError {
-	var in struct {
-		QueueName              string
-		QueueOwnerAWSAccountId string
-	}
-	if aerr := decodeSQS(req, &in); aerr != nil {
-		return aerr
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+type getQueueURLInput struct {
+	QueueName              string
+	QueueOwnerAWSAccountId string
+}
+
+func (e *Emulator) getQueueURL(in getQueueURLInput) (any, *apiError) {
 	q, ok := e.queues[in.QueueName]
 	if !ok || (in.QueueOwnerAWSAccountId != "" && in.QueueOwnerAWSAccountId != e.opts.AccountID) {
-		return errQueueDoesNotExist()
+		return nil, errQueueDoesNotExist()
 	}
-	writeJSON(w, sqsContentType, map[string]string{"QueueUrl": q.url})
-	return nil
+	return map[string]string{"QueueUrl": q.url}, nil
 }
 
-func (e *Emulator) getQueueAttributes(w http.ResponseWriter, req *request) *apiError {
-	var in struct {
-		QueueUrl       string
-		AttributeNames []string
-	}
-	if aerr := decodeSQS(req, &in); aerr != nil {
-		return aerr
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+type getQueueAttributesInput struct {
+	QueueUrl       string
+	AttributeNames []string
+}
+
+func (e *Emulator) getQueueAttributes(in getQueueAttributesInput) (any, *apiError) {
 	now := e.advance()
 	q, aerr := e.queueByURL(in.QueueUrl)
 	if aerr != nil {
-		return aerr
+		return nil, aerr
 	}
 	c := q.counts(now)
 	all := map[string]string{
@@ -151,12 +147,11 @@ func (e *Emulator) getQueueAttributes(w http.ResponseWriter, req *request) *apiE
 		}
 		v, ok := all[name]
 		if !ok {
-			return &apiError{status: http.StatusBadRequest, code: "InvalidAttributeName", message: fmt.Sprintf("Unknown Attribute %s.", name)}
+			return nil, &apiError{status: http.StatusBadRequest, code: "InvalidAttributeName", message: fmt.Sprintf("Unknown Attribute %s.", name)}
 		}
 		out[name] = v
 	}
-	writeJSON(w, sqsContentType, map[string]any{"Attributes": out})
-	return nil
+	return map[string]any{"Attributes": out}, nil
 }
 
 func md5Hex(s string) string {
@@ -164,59 +159,50 @@ func md5Hex(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func (e *Emulator) sqsSendMessage(w http.ResponseWriter, req *request) *apiError {
-	var in struct {
-		QueueUrl     string
-		MessageBody  string
-		DelaySeconds *int
-	}
-	if aerr := decodeSQS(req, &in); aerr != nil {
-		return aerr
-	}
+type sendMessageInput struct {
+	QueueUrl     string
+	MessageBody  string
+	DelaySeconds *int
+}
+
+func (e *Emulator) sqsSendMessage(in sendMessageInput) (any, *apiError) {
 	if in.MessageBody == "" {
-		return &apiError{status: http.StatusBadRequest, code: "MissingParameter", message: "The request must contain the parameter MessageBody."}
+		return nil, &apiError{status: http.StatusBadRequest, code: "MissingParameter", message: "The request must contain the parameter MessageBody."}
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	now := e.advance()
 	q, aerr := e.queueByURL(in.QueueUrl)
 	if aerr != nil {
-		return aerr
+		return nil, aerr
 	}
 	delay := q.delay()
 	if in.DelaySeconds != nil {
 		if *in.DelaySeconds < 0 || *in.DelaySeconds > 900 {
-			return errInvalidParameter("Value %d for parameter DelaySeconds is invalid. Reason: must be between 0 and 900.", *in.DelaySeconds)
+			return nil, errInvalidParameter("Value %d for parameter DelaySeconds is invalid. Reason: must be between 0 and 900.", *in.DelaySeconds)
 		}
 		delay = time.Duration(*in.DelaySeconds) * time.Second
 	}
 	m := e.sendMessage(q, in.MessageBody, delay, now)
-	writeJSON(w, sqsContentType, map[string]string{"MessageId": m.id, "MD5OfMessageBody": md5Hex(m.body)})
-	return nil
+	return map[string]string{"MessageId": m.id, "MD5OfMessageBody": md5Hex(m.body)}, nil
 }
 
-func (e *Emulator) receiveMessage(w http.ResponseWriter, req *request) *apiError {
-	var in struct {
-		QueueUrl            string
-		MaxNumberOfMessages *int
-		VisibilityTimeout   *int
-	}
-	if aerr := decodeSQS(req, &in); aerr != nil {
-		return aerr
-	}
+type receiveMessageInput struct {
+	QueueUrl            string
+	MaxNumberOfMessages *int
+	VisibilityTimeout   *int
+}
+
+func (e *Emulator) receiveMessage(in receiveMessageInput) (any, *apiError) {
 	limit := 1
 	if in.MaxNumberOfMessages != nil {
 		if *in.MaxNumberOfMessages < 1 || *in.MaxNumberOfMessages > 10 {
-			return errInvalidParameter("Value %d for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.", *in.MaxNumberOfMessages)
+			return nil, errInvalidParameter("Value %d for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.", *in.MaxNumberOfMessages)
 		}
 		limit = *in.MaxNumberOfMessages
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	now := e.advance()
 	q, aerr := e.queueByURL(in.QueueUrl)
 	if aerr != nil {
-		return aerr
+		return nil, aerr
 	}
 	visibility := q.visibilityTimeout()
 	if in.VisibilityTimeout != nil {
@@ -248,48 +234,37 @@ func (e *Emulator) receiveMessage(w http.ResponseWriter, req *request) *apiError
 			},
 		})
 	}
-	writeJSON(w, sqsContentType, map[string]any{"Messages": out})
-	return nil
+	return map[string]any{"Messages": out}, nil
 }
 
-func (e *Emulator) deleteMessage(w http.ResponseWriter, req *request) *apiError {
-	var in struct {
-		QueueUrl      string
-		ReceiptHandle string
-	}
-	if aerr := decodeSQS(req, &in); aerr != nil {
-		return aerr
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+type deleteMessageInput struct {
+	QueueUrl      string
+	ReceiptHandle string
+}
+
+func (e *Emulator) deleteMessage(in deleteMessageInput) (any, *apiError) {
 	e.advance()
 	q, aerr := e.queueByURL(in.QueueUrl)
 	if aerr != nil {
-		return aerr
+		return nil, aerr
 	}
 	i := slices.IndexFunc(q.messages, func(m *message) bool { return m.receiptHandle != "" && m.receiptHandle == in.ReceiptHandle })
 	if i < 0 {
-		return &apiError{status: http.StatusBadRequest, code: "ReceiptHandleIsInvalid", message: fmt.Sprintf("The input receipt handle %q is not a valid receipt handle.", in.ReceiptHandle)}
+		return nil, &apiError{status: http.StatusBadRequest, code: "ReceiptHandleIsInvalid", message: fmt.Sprintf("The input receipt handle %q is not a valid receipt handle.", in.ReceiptHandle)}
 	}
 	q.messages = slices.Delete(q.messages, i, i+1)
-	writeJSON(w, sqsContentType, map[string]any{})
-	return nil
+	return map[string]any{}, nil
 }
 
-func (e *Emulator) purgeQueue(w http.ResponseWriter, req *request) *apiError {
-	var in struct{ QueueUrl string }
-	if aerr := decodeSQS(req, &in); aerr != nil {
-		return aerr
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+type purgeQueueInput struct{ QueueUrl string }
+
+func (e *Emulator) purgeQueue(in purgeQueueInput) (any, *apiError) {
 	q, aerr := e.queueByURL(in.QueueUrl)
 	if aerr != nil {
-		return aerr
+		return nil, aerr
 	}
 	q.messages = nil
-	writeJSON(w, sqsContentType, map[string]any{})
-	return nil
+	return map[string]any{}, nil
 }
 
 func writeSQSError(w http.ResponseWriter, _ *request, aerr *apiError) {
