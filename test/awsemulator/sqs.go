@@ -17,25 +17,23 @@ import (
 // query-compatible, names its legacy error code in X-Amzn-Query-Error.
 const sqsContentType = "application/x-amz-json-1.0"
 
+// sqsOperations are the SQS operations the emulator serves, by action.
+var sqsOperations = map[string]func(*Emulator, http.ResponseWriter, *request) *apiError{
+	"CreateQueue":        sqsOperation((*Emulator).createQueue),
+	"GetQueueUrl":        sqsOperation((*Emulator).getQueueURL),
+	"GetQueueAttributes": sqsOperation((*Emulator).getQueueAttributes),
+	"SendMessage":        sqsOperation((*Emulator).sqsSendMessage),
+	"ReceiveMessage":     sqsOperation((*Emulator).receiveMessage),
+	"DeleteMessage":      sqsOperation((*Emulator).deleteMessage),
+	"PurgeQueue":         sqsOperation((*Emulator).purgeQueue),
+}
+
 func (e *Emulator) serveSQS(w http.ResponseWriter, req *request) *apiError {
-	switch req.action {
-	case "CreateQueue":
-		return handleSQS(e, w, req, e.createQueue)
-	case "GetQueueUrl":
-		return handleSQS(e, w, req, e.getQueueURL)
-	case "GetQueueAttributes":
-		return handleSQS(e, w, req, e.getQueueAttributes)
-	case "SendMessage":
-		return handleSQS(e, w, req, e.sqsSendMessage)
-	case "ReceiveMessage":
-		return handleSQS(e, w, req, e.receiveMessage)
-	case "DeleteMessage":
-		return handleSQS(e, w, req, e.deleteMessage)
-	case "PurgeQueue":
-		return handleSQS(e, w, req, e.purgeQueue)
-	default:
+	op, ok := sqsOperations[req.action]
+	if !ok {
 		return &apiError{status: http.StatusBadRequest, code: "UnsupportedOperation", queryCode: "AWS.SimpleQueueService.UnsupportedOperation", message: fmt.Sprintf("%s is not an SQS operation this emulator serves", req.action)}
 	}
+	return op(e, w, req)
 }
 
 func errQueueDoesNotExist() *apiError {
@@ -46,21 +44,23 @@ func errInvalidParameter(format string, args ...any) *apiError {
 	return &apiError{status: http.StatusBadRequest, code: "InvalidParameterValue", message: fmt.Sprintf(format, args...)}
 }
 
-// handleSQS decodes the request body into In and, holding e.mu, writes what handle returns
-// as the JSON response. The operations below are such handles: they run holding e.mu.
-func handleSQS[In any](e *Emulator, w http.ResponseWriter, req *request, handle func(in In) (any, *apiError)) *apiError {
-	var in In
-	if err := json.Unmarshal(req.body, &in); err != nil {
-		return errInvalidParameter("malformed request body: %v", err)
+// sqsOperation serves op: it decodes the request body into In and, holding e.mu, writes
+// what op returns as the JSON response. The operations below run holding e.mu.
+func sqsOperation[In any](op func(*Emulator, In) (any, *apiError)) func(*Emulator, http.ResponseWriter, *request) *apiError {
+	return func(e *Emulator, w http.ResponseWriter, req *request) *apiError {
+		var in In
+		if err := json.Unmarshal(req.body, &in); err != nil {
+			return errInvalidParameter("malformed request body: %v", err)
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		out, aerr := op(e, in)
+		if aerr != nil {
+			return aerr
+		}
+		writeJSON(w, sqsContentType, out)
+		return nil
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out, aerr := handle(in)
-	if aerr != nil {
-		return aerr
-	}
-	writeJSON(w, sqsContentType, out)
-	return nil
 }
 
 // queueByURL resolves a queue URL of any host: SQS URLs end in /<account>/<name>.
