@@ -44,9 +44,9 @@ func errInvalidParameter(format string, args ...any) *apiError {
 	return &apiError{status: http.StatusBadRequest, code: "InvalidParameterValue", message: fmt.Sprintf(format, args...)}
 }
 
-// sqsOperation serves op: it decodes the request body into In and, holding e.mu, writes
-// what op returns as the JSON response. The operations below run holding e.mu.
-func sqsOperation[In any](op func(*Emulator, In) (any, *apiError)) func(*Emulator, http.ResponseWriter, *request) *apiError {
+// sqsOperation serves op: it decodes the request body into In and, holding e.mu, runs op as
+// of now and writes what it returns as the JSON response. The operations below run so.
+func sqsOperation[In any](op func(e *Emulator, in In, now time.Time) (any, *apiError)) func(*Emulator, http.ResponseWriter, *request) *apiError {
 	return func(e *Emulator, w http.ResponseWriter, req *request) *apiError {
 		var in In
 		if err := json.Unmarshal(req.body, &in); err != nil {
@@ -54,7 +54,7 @@ func sqsOperation[In any](op func(*Emulator, In) (any, *apiError)) func(*Emulato
 		}
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		out, aerr := op(e, in)
+		out, aerr := op(e, in, e.advance())
 		if aerr != nil {
 			return aerr
 		}
@@ -89,11 +89,10 @@ type createQueueInput struct {
 	Attributes map[string]string
 }
 
-func (e *Emulator) createQueue(in createQueueInput) (any, *apiError) {
+func (e *Emulator) createQueue(in createQueueInput, now time.Time) (any, *apiError) {
 	if in.QueueName == "" || strings.ContainsAny(in.QueueName, "/: ") {
 		return nil, errInvalidParameter("Value %q for parameter QueueName is invalid.", in.QueueName)
 	}
-	now := e.advance()
 	q, ok := e.queues[in.QueueName]
 	if !ok {
 		q = e.newQueue(in.QueueName, in.Attributes, now)
@@ -106,7 +105,7 @@ type getQueueURLInput struct {
 	QueueOwnerAWSAccountId string
 }
 
-func (e *Emulator) getQueueURL(in getQueueURLInput) (any, *apiError) {
+func (e *Emulator) getQueueURL(in getQueueURLInput, _ time.Time) (any, *apiError) {
 	q, ok := e.queues[in.QueueName]
 	if !ok || (in.QueueOwnerAWSAccountId != "" && in.QueueOwnerAWSAccountId != e.opts.AccountID) {
 		return nil, errQueueDoesNotExist()
@@ -119,8 +118,7 @@ type getQueueAttributesInput struct {
 	AttributeNames []string
 }
 
-func (e *Emulator) getQueueAttributes(in getQueueAttributesInput) (any, *apiError) {
-	now := e.advance()
+func (e *Emulator) getQueueAttributes(in getQueueAttributesInput, now time.Time) (any, *apiError) {
 	q, aerr := e.queueByURL(in.QueueUrl)
 	if aerr != nil {
 		return nil, aerr
@@ -165,11 +163,10 @@ type sendMessageInput struct {
 	DelaySeconds *int
 }
 
-func (e *Emulator) sqsSendMessage(in sendMessageInput) (any, *apiError) {
+func (e *Emulator) sqsSendMessage(in sendMessageInput, now time.Time) (any, *apiError) {
 	if in.MessageBody == "" {
 		return nil, &apiError{status: http.StatusBadRequest, code: "MissingParameter", message: "The request must contain the parameter MessageBody."}
 	}
-	now := e.advance()
 	q, aerr := e.queueByURL(in.QueueUrl)
 	if aerr != nil {
 		return nil, aerr
@@ -191,7 +188,7 @@ type receiveMessageInput struct {
 	VisibilityTimeout   *int
 }
 
-func (e *Emulator) receiveMessage(in receiveMessageInput) (any, *apiError) {
+func (e *Emulator) receiveMessage(in receiveMessageInput, now time.Time) (any, *apiError) {
 	limit := 1
 	if in.MaxNumberOfMessages != nil {
 		if *in.MaxNumberOfMessages < 1 || *in.MaxNumberOfMessages > 10 {
@@ -199,7 +196,6 @@ func (e *Emulator) receiveMessage(in receiveMessageInput) (any, *apiError) {
 		}
 		limit = *in.MaxNumberOfMessages
 	}
-	now := e.advance()
 	q, aerr := e.queueByURL(in.QueueUrl)
 	if aerr != nil {
 		return nil, aerr
@@ -242,8 +238,7 @@ type deleteMessageInput struct {
 	ReceiptHandle string
 }
 
-func (e *Emulator) deleteMessage(in deleteMessageInput) (any, *apiError) {
-	e.advance()
+func (e *Emulator) deleteMessage(in deleteMessageInput, _ time.Time) (any, *apiError) {
 	q, aerr := e.queueByURL(in.QueueUrl)
 	if aerr != nil {
 		return nil, aerr
@@ -258,7 +253,7 @@ func (e *Emulator) deleteMessage(in deleteMessageInput) (any, *apiError) {
 
 type purgeQueueInput struct{ QueueUrl string }
 
-func (e *Emulator) purgeQueue(in purgeQueueInput) (any, *apiError) {
+func (e *Emulator) purgeQueue(in purgeQueueInput, _ time.Time) (any, *apiError) {
 	q, aerr := e.queueByURL(in.QueueUrl)
 	if aerr != nil {
 		return nil, aerr
