@@ -195,51 +195,52 @@ func changeWithin(now time.Time, events []v1alpha1.ScaleEvent, period time.Durat
 }
 
 // scaleUpLimit is the most replicas the policies allow now, and the policy that decided it.
-// Each policy measures its allowance from the replicas at the start of its period.
 func scaleUpLimit(now time.Time, current int32, events []v1alpha1.ScaleEvent, rules Rules) (int32, v1alpha1.ScalingPolicy) {
-	var limit int32
-	var chosen v1alpha1.ScalingPolicy
-	for i, p := range rules.Policies {
-		start := int64(current) - int64(changeWithin(now, events, period(p)))
-		var proposed int64
+	limit, chosen := policyLimit(now, current, events, rules, func(start int64, p v1alpha1.ScalingPolicy) int64 {
 		switch p.Type {
 		case v1alpha1.CountScalingPolicy:
-			proposed = start + int64(p.Value)
+			return start + int64(p.Value)
 		case v1alpha1.PercentScalingPolicy:
-			proposed = int64(math.Ceil(float64(start) * (1 + float64(p.Value)/100)))
 			// A percentage of zero is zero; allow one replica so scaling from zero is possible.
-			proposed = max(proposed, start+1)
+			return max(int64(math.Ceil(float64(start)*(1+float64(p.Value)/100))), start+1)
 		}
-		p32 := clampInt32(proposed)
-		if i == 0 || (rules.SelectPolicy == v1alpha1.MinPolicySelect && p32 < limit) || (rules.SelectPolicy != v1alpha1.MinPolicySelect && p32 > limit) {
-			limit, chosen = p32, p
-		}
-	}
+		return 0
+	}, func(a, b int32) bool { return a < b })
 	// Policies never force a scale-down: a target already above the limit stays where it is.
 	return max(limit, current), chosen
 }
 
 // scaleDownLimit is the fewest replicas the policies allow now, and the policy that decided it.
 func scaleDownLimit(now time.Time, current int32, events []v1alpha1.ScaleEvent, rules Rules) (int32, v1alpha1.ScalingPolicy) {
-	var limit int32
-	var chosen v1alpha1.ScalingPolicy
-	for i, p := range rules.Policies {
-		start := int64(current) - int64(changeWithin(now, events, period(p)))
-		var proposed int64
+	limit, chosen := policyLimit(now, current, events, rules, func(start int64, p v1alpha1.ScalingPolicy) int64 {
 		switch p.Type {
 		case v1alpha1.CountScalingPolicy:
-			proposed = start - int64(p.Value)
+			return start - int64(p.Value)
 		case v1alpha1.PercentScalingPolicy:
-			proposed = int64(float64(start) * (1 - float64(p.Value)/100))
+			return int64(float64(start) * (1 - float64(p.Value)/100))
 		}
-		p32 := clampInt32(proposed)
-		// Max selects the policy allowing the biggest change, i.e. the lowest limit.
-		if i == 0 || (rules.SelectPolicy == v1alpha1.MinPolicySelect && p32 > limit) || (rules.SelectPolicy != v1alpha1.MinPolicySelect && p32 < limit) {
-			limit, chosen = p32, p
-		}
-	}
+		return 0
+	}, func(a, b int32) bool { return a > b })
 	// Policies never force a scale-up.
 	return min(limit, current), chosen
+}
+
+// policyLimit is the limit the rules select and the policy that decided it. Each policy
+// proposes its limit from the replicas at the start of its period; Min selects the tightest
+// proposal (the least change), Max, the default, the loosest.
+func policyLimit(now time.Time, current int32, events []v1alpha1.ScaleEvent, rules Rules,
+	propose func(start int64, p v1alpha1.ScalingPolicy) int64, tighter func(a, b int32) bool) (int32, v1alpha1.ScalingPolicy) {
+	var limit int32
+	var chosen v1alpha1.ScalingPolicy
+	selectMin := rules.SelectPolicy == v1alpha1.MinPolicySelect
+	for i, p := range rules.Policies {
+		start := int64(current) - int64(changeWithin(now, events, period(p)))
+		proposed := clampInt32(propose(start, p))
+		if i == 0 || (selectMin && tighter(proposed, limit)) || (!selectMin && tighter(limit, proposed)) {
+			limit, chosen = proposed, p
+		}
+	}
+	return limit, chosen
 }
 
 // nextRelease is when the deciding policy next allows more: the moment the oldest scale event

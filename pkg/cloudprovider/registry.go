@@ -49,32 +49,24 @@ func NewRegistry() *Registry {
 
 // RegisterNodeGroup makes typ resolvable by NodeGroupFor, replacing any earlier constructor.
 func (r *Registry) RegisterNodeGroup(typ string, c NodeGroupConstructor) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.nodeGroups[typ] = c
+	register(r, r.nodeGroups, typ, c)
 }
 
 // RegisterQueue makes typ resolvable by QueueFor, replacing any earlier constructor.
 func (r *Registry) RegisterQueue(typ string, c QueueConstructor) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.queues[typ] = c
+	register(r, r.queues, typ, c)
 }
 
 // RegisterNodeGroupID makes ValidateNodeGroupID check ids of typ with v,
 // replacing any earlier validator.
 func (r *Registry) RegisterNodeGroupID(typ string, v IDValidator) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.nodeGroupIDs[typ] = v
+	register(r, r.nodeGroupIDs, typ, v)
 }
 
 // RegisterQueueID makes ValidateQueueID check ids of typ with v, replacing any
 // earlier validator.
 func (r *Registry) RegisterQueueID(typ string, v IDValidator) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.queueIDs[typ] = v
+	register(r, r.queueIDs, typ, v)
 }
 
 // RegisterProvider makes DefaultProvider and ValidateProvider delegate to v,
@@ -86,23 +78,17 @@ func (r *Registry) RegisterProvider(v ProviderValidator) {
 }
 
 func (r *Registry) NodeGroupFor(typ, id string) (NodeGroup, error) {
-	r.mu.RLock()
-	c, ok := r.nodeGroups[typ]
-	supported := sortedTypes(r.nodeGroups)
-	r.mu.RUnlock()
-	if !ok {
-		return nil, &UnsupportedTypeError{Type: typ, Supported: supported}
+	c, err := registered(r, r.nodeGroups, typ)
+	if err != nil {
+		return nil, err
 	}
 	return c(id)
 }
 
 func (r *Registry) QueueFor(typ, id string) (Queue, error) {
-	r.mu.RLock()
-	c, ok := r.queues[typ]
-	supported := sortedTypes(r.queues)
-	r.mu.RUnlock()
-	if !ok {
-		return nil, &UnsupportedTypeError{Type: typ, Supported: supported}
+	c, err := registered(r, r.queues, typ)
+	if err != nil {
+		return nil, err
 	}
 	return c(id)
 }
@@ -110,24 +96,18 @@ func (r *Registry) QueueFor(typ, id string) (Queue, error) {
 // ValidateNodeGroupID returns the registered validator's error as is: it names
 // the type and the id already, and admission shows it to the user verbatim.
 func (r *Registry) ValidateNodeGroupID(typ, id string) error {
-	r.mu.RLock()
-	v, ok := r.nodeGroupIDs[typ]
-	supported := sortedTypes(r.nodeGroupIDs)
-	r.mu.RUnlock()
-	if !ok {
-		return &UnsupportedTypeError{Type: typ, Supported: supported}
+	v, err := registered(r, r.nodeGroupIDs, typ)
+	if err != nil {
+		return err
 	}
 	return v(id)
 }
 
 // ValidateQueueID is ValidateNodeGroupID for queues.
 func (r *Registry) ValidateQueueID(typ, id string) error {
-	r.mu.RLock()
-	v, ok := r.queueIDs[typ]
-	supported := sortedTypes(r.queueIDs)
-	r.mu.RUnlock()
-	if !ok {
-		return &UnsupportedTypeError{Type: typ, Supported: supported}
+	v, err := registered(r, r.queueIDs, typ)
+	if err != nil {
+		return err
 	}
 	return v(id)
 }
@@ -170,6 +150,25 @@ func (r *Registry) QueueTypes() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return union(sortedTypes(r.queues), sortedTypes(r.queueIDs))
+}
+
+func register[V any](r *Registry, registrations map[string]V, typ string, v V) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	registrations[typ] = v
+}
+
+// registered returns typ's registration, or an *UnsupportedTypeError naming
+// the types registrations has. The lock is released before the caller builds
+// or validates, so a constructor may use the Registry itself.
+func registered[V any](r *Registry, registrations map[string]V, typ string) (V, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	v, ok := registrations[typ]
+	if !ok {
+		return v, &UnsupportedTypeError{Type: typ, Supported: sortedTypes(registrations)}
+	}
+	return v, nil
 }
 
 func sortedTypes[V any](registrations map[string]V) []string {

@@ -4,29 +4,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
-
-func list(pairs ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i < len(pairs); i += 2 {
-		out[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
-	}
-	return out
-}
-
-func container(pairs ...string) corev1.Container {
-	return corev1.Container{Resources: corev1.ResourceRequirements{Requests: list(pairs...)}}
-}
-
-func sidecar(pairs ...string) corev1.Container {
-	c := container(pairs...)
-	always := corev1.ContainerRestartPolicyAlways
-	c.RestartPolicy = &always
-	return c
-}
 
 // unschedulablePod is a pod the scheduler gave up on; mutate changes it into each case.
 func unschedulablePod(mutate func(*corev1.Pod)) *corev1.Pod {

@@ -39,6 +39,7 @@ func TestCheckNodeAffinity(t *testing.T) {
 		{name: "affinity In", affinity: requiredAffinity(term(expr("zone", corev1.NodeSelectorOpIn, "b", "a")))},
 		{name: "terms are ORed", affinity: requiredAffinity(term(expr("zone", corev1.NodeSelectorOpIn, "b")), term(expr("group", corev1.NodeSelectorOpExists)))},
 		{name: "expressions are ANDed", affinity: requiredAffinity(term(expr("zone", corev1.NodeSelectorOpIn, "a"), expr("group", corev1.NodeSelectorOpDoesNotExist))), unfit: "affinity"},
+		{name: "NotIn on an absent label", affinity: requiredAffinity(term(expr("disk", corev1.NodeSelectorOpNotIn, "hdd")))},
 		{name: "Gt", affinity: requiredAffinity(term(expr("generation", corev1.NodeSelectorOpGt, "4")))},
 		{name: "Lt", affinity: requiredAffinity(term(expr("generation", corev1.NodeSelectorOpLt, "5"))), unfit: "affinity"},
 		{name: "Gt on a word", affinity: requiredAffinity(term(expr("zone", corev1.NodeSelectorOpGt, "1"))), unfit: "affinity"},
@@ -47,6 +48,9 @@ func TestCheckNodeAffinity(t *testing.T) {
 		{name: "matchFields matches nothing", affinity: requiredAffinity(corev1.NodeSelectorTerm{
 			MatchExpressions: []corev1.NodeSelectorRequirement{expr("zone", corev1.NodeSelectorOpIn, "a")},
 			MatchFields:      []corev1.NodeSelectorRequirement{expr("metadata.name", corev1.NodeSelectorOpIn, "n1")},
+		}), unfit: "affinity"},
+		{name: "a node name alone matches nothing", affinity: requiredAffinity(corev1.NodeSelectorTerm{
+			MatchFields: []corev1.NodeSelectorRequirement{expr("metadata.name", corev1.NodeSelectorOpIn, "node-1")},
 		}), unfit: "affinity"},
 		{name: "preferred affinity is not required", affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 1, Preference: term(expr("zone", corev1.NodeSelectorOpIn, "b"))}},

@@ -7,7 +7,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -47,7 +46,7 @@ func TestWebhookOnAPIServer(t *testing.T) {
 		Namespace:                      "karpenter",
 		ServiceName:                    "karpenter-webhook",
 		SecretName:                     "karpenter-webhook-cert",
-		Port:                           freePort(t),
+		Port:                           environment.FreePort(t),
 		MutatingWebhookConfiguration:   "defaulting.webhook.karpenter.sh",
 		ValidatingWebhookConfiguration: "validation.webhook.karpenter.sh",
 		LeaderElection:                 true,
@@ -311,14 +310,4 @@ func errString(err error) string {
 		return "the probe was admitted"
 	}
 	return err.Error()
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer listener.Close()
-	return listener.Addr().(*net.TCPAddr).Port
 }

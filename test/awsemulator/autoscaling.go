@@ -15,10 +15,14 @@ import (
 // Auto Scaling speaks awsquery: form-encoded requests, XML responses.
 const autoScalingXMLNS = "https://autoscaling.amazonaws.com/doc/2011-01-01/"
 
+// Every operation runs holding e.mu, on the groups as of now.
 func (e *Emulator) serveAutoScaling(w http.ResponseWriter, req *request) *apiError {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.advance()
 	switch req.action {
 	case "DescribeAutoScalingGroups":
-		return e.describeAutoScalingGroups(w, req)
+		return e.describeAutoScalingGroups(w, req, now)
 	case "SetDesiredCapacity":
 		return e.setDesiredCapacity(w, req)
 	case "UpdateAutoScalingGroup":
@@ -73,7 +77,7 @@ const (
 	maxMaxRecords     = 100
 )
 
-func (e *Emulator) describeAutoScalingGroups(w http.ResponseWriter, req *request) *apiError {
+func (e *Emulator) describeAutoScalingGroups(w http.ResponseWriter, req *request, now time.Time) *apiError {
 	maxRecords := defaultMaxRecords
 	if v := req.form.Get("MaxRecords"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -92,8 +96,6 @@ func (e *Emulator) describeAutoScalingGroups(w http.ResponseWriter, req *request
 	}
 	wanted := memberList(req.form, "AutoScalingGroupNames")
 
-	e.mu.Lock()
-	now := e.advance()
 	names := slices.Sorted(maps.Keys(e.groups))
 	if len(wanted) > 0 {
 		names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(wanted, n) })
@@ -108,7 +110,6 @@ func (e *Emulator) describeAutoScalingGroups(w http.ResponseWriter, req *request
 	for _, n := range names {
 		groups = append(groups, e.xmlGroup(e.groups[n], now))
 	}
-	e.mu.Unlock()
 
 	type result struct {
 		XMLName           xml.Name                       `xml:"DescribeAutoScalingGroupsResult"`
@@ -158,9 +159,6 @@ func (e *Emulator) setDesiredCapacity(w http.ResponseWriter, req *request) *apiE
 	if aerr != nil {
 		return aerr
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.advance()
 	g, aerr := e.lookupGroup(name)
 	if aerr != nil {
 		return aerr
@@ -187,9 +185,6 @@ func (e *Emulator) updateAutoScalingGroup(w http.ResponseWriter, req *request) *
 		}
 		params[i] = v
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.advance()
 	g, aerr := e.lookupGroup(name)
 	if aerr != nil {
 		return aerr

@@ -29,7 +29,11 @@ func eksOperation(method, path string) string {
 	return ""
 }
 
+// Every operation runs holding e.mu, on the node groups as of now.
 func (e *Emulator) serveEKS(w http.ResponseWriter, req *request) *apiError {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.advance()
 	p := strings.Split(strings.Trim(req.http.URL.Path, "/"), "/")
 	switch req.action {
 	case "ListNodegroups":
@@ -37,7 +41,7 @@ func (e *Emulator) serveEKS(w http.ResponseWriter, req *request) *apiError {
 	case "DescribeNodegroup":
 		return e.describeNodegroup(w, p[1], p[3])
 	case "UpdateNodegroupConfig":
-		return e.updateNodegroupConfig(w, req, p[1], p[3])
+		return e.updateNodegroupConfig(w, req, now, p[1], p[3])
 	case "DescribeUpdate":
 		return e.describeUpdate(w, req, p[1], p[3])
 	default:
@@ -132,15 +136,12 @@ func (e *Emulator) listNodegroups(w http.ResponseWriter, req *request, cluster s
 		maxResults = n
 	}
 	start := req.http.URL.Query().Get("nextToken")
-	e.mu.Lock()
-	e.advance()
 	var names []string
 	for _, key := range slices.Sorted(maps.Keys(e.nodeGroups)) {
 		if c, n, _ := strings.Cut(key, "/"); c == cluster && n >= start {
 			names = append(names, n)
 		}
 	}
-	e.mu.Unlock()
 	out := struct {
 		Nodegroups []string `json:"nodegroups"`
 		NextToken  string   `json:"nextToken,omitempty"`
@@ -153,9 +154,6 @@ func (e *Emulator) listNodegroups(w http.ResponseWriter, req *request, cluster s
 }
 
 func (e *Emulator) describeNodegroup(w http.ResponseWriter, cluster, name string) *apiError {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.advance()
 	ng, aerr := e.lookupNodegroup(cluster, name)
 	if aerr != nil {
 		return aerr
@@ -181,7 +179,7 @@ func (e *Emulator) describeNodegroup(w http.ResponseWriter, cluster, name string
 	return nil
 }
 
-func (e *Emulator) updateNodegroupConfig(w http.ResponseWriter, req *request, cluster, name string) *apiError {
+func (e *Emulator) updateNodegroupConfig(w http.ResponseWriter, req *request, now time.Time, cluster, name string) *apiError {
 	var in struct {
 		ScalingConfig      *jsonScalingConfig `json:"scalingConfig"`
 		ClientRequestToken string             `json:"clientRequestToken"`
@@ -189,9 +187,6 @@ func (e *Emulator) updateNodegroupConfig(w http.ResponseWriter, req *request, cl
 	if err := json.Unmarshal(req.body, &in); err != nil {
 		return &apiError{status: http.StatusBadRequest, code: "InvalidParameterException", message: fmt.Sprintf("malformed request body: %v", err)}
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	now := e.advance()
 	ng, aerr := e.lookupNodegroup(cluster, name)
 	if aerr != nil {
 		return aerr
@@ -240,9 +235,6 @@ func jsonNodegroupUpdate(u *eksUpdate) jsonUpdate {
 
 func (e *Emulator) describeUpdate(w http.ResponseWriter, req *request, cluster, id string) *apiError {
 	nodegroup := req.http.URL.Query().Get("nodegroupName")
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.advance()
 	ng, aerr := e.lookupNodegroup(cluster, nodegroup)
 	if aerr != nil {
 		return aerr

@@ -23,6 +23,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	awsprovider "karpenter.sh/karpenter/pkg/cloudprovider/aws"
+	"karpenter.sh/karpenter/pkg/test/awstest"
 	"karpenter.sh/karpenter/test/awsemulator"
 )
 
@@ -31,18 +32,7 @@ import (
 
 func start(t *testing.T, opts awsemulator.Options, seed string) (*awsemulator.Emulator, sdkaws.Config) {
 	t.Helper()
-	e := awsemulator.New(opts)
-	if seed != "" {
-		s, err := awsemulator.ParseSeed([]byte(seed))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Seed(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
+	e, srv := awstest.Serve(t, opts, seed)
 	cfg := sdkaws.Config{
 		Region:       "us-west-2",
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),

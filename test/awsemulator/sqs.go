@@ -17,25 +17,23 @@ import (
 // query-compatible, names its legacy error code in X-Amzn-Query-Error.
 const sqsContentType = "application/x-amz-json-1.0"
 
+// sqsOperations are the SQS operations the emulator serves, by action.
+var sqsOperations = map[string]func(*Emulator, http.ResponseWriter, *request) *apiError{
+	"CreateQueue":        sqsOperation((*Emulator).createQueue),
+	"GetQueueUrl":        sqsOperation((*Emulator).getQueueURL),
+	"GetQueueAttributes": sqsOperation((*Emulator).getQueueAttributes),
+	"SendMessage":        sqsOperation((*Emulator).sqsSendMessage),
+	"ReceiveMessage":     sqsOperation((*Emulator).receiveMessage),
+	"DeleteMessage":      sqsOperation((*Emulator).deleteMessage),
+	"PurgeQueue":         sqsOperation((*Emulator).purgeQueue),
+}
+
 func (e *Emulator) serveSQS(w http.ResponseWriter, req *request) *apiError {
-	switch req.action {
-	case "CreateQueue":
-		return e.createQueue(w, req)
-	case "GetQueueUrl":
-		return e.getQueueURL(w, req)
-	case "GetQueueAttributes":
-		return e.getQueueAttributes(w, req)
-	case "SendMessage":
-		return e.sqsSendMessage(w, req)
-	case "ReceiveMessage":
-		return e.receiveMessage(w, req)
-	case "DeleteMessage":
-		return e.deleteMessage(w, req)
-	case "PurgeQueue":
-		return e.purgeQueue(w, req)
-	default:
+	op, ok := sqsOperations[req.action]
+	if !ok {
 		return &apiError{status: http.StatusBadRequest, code: "UnsupportedOperation", queryCode: "AWS.SimpleQueueService.UnsupportedOperation", message: fmt.Sprintf("%s is not an SQS operation this emulator serves", req.action)}
 	}
+	return op(e, w, req)
 }
 
 func errQueueDoesNotExist() *apiError {
@@ -46,11 +44,23 @@ func errInvalidParameter(format string, args ...any) *apiError {
 	return &apiError{status: http.StatusBadRequest, code: "InvalidParameterValue", message: fmt.Sprintf(format, args...)}
 }
 
-func decodeSQS(req *request, v any) *apiError {
-	if err := json.Unmarshal(req.body, v); err != nil {
-		return errInvalidParameter("malformed request body: %v", err)
+// sqsOperation serves op: it decodes the request body into In and, holding e.mu, runs op as
+// of now and writes what it returns as the JSON response. The operations below run so.
+func sqsOperation[In any](op func(e *Emulator, in In, now time.Time) (any, *apiError)) func(*Emulator, http.ResponseWriter, *request) *apiError {
+	return func(e *Emulator, w http.ResponseWriter, req *request) *apiError {
+		var in In
+		if err := json.Unmarshal(req.body, &in); err != nil {
+			return errInvalidParameter("malformed request body: %v", err)
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		out, aerr := op(e, in, e.advance())
+		if aerr != nil {
+			return aerr
+		}
+		writeJSON(w, sqsContentType, out)
+		return nil
 	}
-	return nil
 }
 
 // queueByURL resolves a queue URL of any host: SQS URLs end in /<account>/<name>.
@@ -74,60 +84,44 @@ func (e *Emulator) queueByURL(raw string) (*queue, *apiError) {
 	return q, nil
 }
 
-func (e *Emulator) createQueue(w http.ResponseWriter, req *request) *apiError {
-	var in struct {
-		QueueName  string
-		Attributes map[string]string
-	}
-	if aerr := decodeSQS(req, &in); aerr != nil {
-		return aerr
-	}
+type createQueueInput struct {
+	QueueName  string
+	Attributes map[string]string
+}
+
+func (e *Emulator) createQueue(in createQueueInput, now time.Time) (any, *apiError) {
 	if in.QueueName == "" || strings.ContainsAny(in.QueueName, "/: ") {
-		return errInvalidParameter("Value %q for parameter QueueName is invalid.", in.QueueName)
+		return nil, errInvalidParameter("Value %q for parameter QueueName is invalid.", in.QueueName)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	now := e.advance()
 	q, ok := e.queues[in.QueueName]
 	if !ok {
 		q = e.newQueue(in.QueueName, in.Attributes, now)
 	}
-	writeJSON(w, sqsContentType, map[string]string{"QueueUrl": q.url})
-	return nil
+	return map[string]string{"QueueUrl": q.url}, nil
 }
 
-func (e *Emulator) getQueueURL(w http.ResponseWriter, req *request) *apiError {
-	var in struct {
-		QueueName              string
-		QueueOwnerAWSAccountId string
-	}
-	if aerr := decodeSQS(req, &in); aerr != nil {
-		return aerr
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+type getQueueURLInput struct {
+	QueueName              string
+	QueueOwnerAWSAccountId string
+}
+
+func (e *Emulator) getQueueURL(in getQueueURLInput, _ time.Time) (any, *apiError) {
 	q, ok := e.queues[in.QueueName]
 	if !ok || (in.QueueOwnerAWSAccountId != "" && in.QueueOwnerAWSAccountId != e.opts.AccountID) {
-		return errQueueDoesNotExist()
+		return nil, errQueueDoesNotExist()
 	}
-	writeJSON(w, sqsContentType, map[string]string{"QueueUrl": q.url})
-	return nil
+	return map[string]string{"QueueUrl": q.url}, nil
 }
 
-func (e *Emulator) getQueueAttributes(w http.ResponseWriter, req *request) *apiError {
-	var in struct {
-		QueueUrl       string
-		AttributeNames []string
-	}
-	if aerr := decodeSQS(req, &in); aerr != nil {
-		return aerr
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	now := e.advance()
+type getQueueAttributesInput struct {
+	QueueUrl       string
+	AttributeNames []string
+}
+
+func (e *Emulator) getQueueAttributes(in getQueueAttributesInput, now time.Time) (any, *apiError) {
 	q, aerr := e.queueByURL(in.QueueUrl)
 	if aerr != nil {
-		return aerr
+		return nil, aerr
 	}
 	c := q.counts(now)
 	all := map[string]string{
@@ -151,12 +145,11 @@ func (e *Emulator) getQueueAttributes(w http.ResponseWriter, req *request) *apiE
 		}
 		v, ok := all[name]
 		if !ok {
-			return &apiError{status: http.StatusBadRequest, code: "InvalidAttributeName", message: fmt.Sprintf("Unknown Attribute %s.", name)}
+			return nil, &apiError{status: http.StatusBadRequest, code: "InvalidAttributeName", message: fmt.Sprintf("Unknown Attribute %s.", name)}
 		}
 		out[name] = v
 	}
-	writeJSON(w, sqsContentType, map[string]any{"Attributes": out})
-	return nil
+	return map[string]any{"Attributes": out}, nil
 }
 
 func md5Hex(s string) string {
@@ -164,59 +157,48 @@ func md5Hex(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func (e *Emulator) sqsSendMessage(w http.ResponseWriter, req *request) *apiError {
-	var in struct {
-		QueueUrl     string
-		MessageBody  string
-		DelaySeconds *int
-	}
-	if aerr := decodeSQS(req, &in); aerr != nil {
-		return aerr
-	}
+type sendMessageInput struct {
+	QueueUrl     string
+	MessageBody  string
+	DelaySeconds *int
+}
+
+func (e *Emulator) sqsSendMessage(in sendMessageInput, now time.Time) (any, *apiError) {
 	if in.MessageBody == "" {
-		return &apiError{status: http.StatusBadRequest, code: "MissingParameter", message: "The request must contain the parameter MessageBody."}
+		return nil, &apiError{status: http.StatusBadRequest, code: "MissingParameter", message: "The request must contain the parameter MessageBody."}
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	now := e.advance()
 	q, aerr := e.queueByURL(in.QueueUrl)
 	if aerr != nil {
-		return aerr
+		return nil, aerr
 	}
 	delay := q.delay()
 	if in.DelaySeconds != nil {
 		if *in.DelaySeconds < 0 || *in.DelaySeconds > 900 {
-			return errInvalidParameter("Value %d for parameter DelaySeconds is invalid. Reason: must be between 0 and 900.", *in.DelaySeconds)
+			return nil, errInvalidParameter("Value %d for parameter DelaySeconds is invalid. Reason: must be between 0 and 900.", *in.DelaySeconds)
 		}
 		delay = time.Duration(*in.DelaySeconds) * time.Second
 	}
 	m := e.sendMessage(q, in.MessageBody, delay, now)
-	writeJSON(w, sqsContentType, map[string]string{"MessageId": m.id, "MD5OfMessageBody": md5Hex(m.body)})
-	return nil
+	return map[string]string{"MessageId": m.id, "MD5OfMessageBody": md5Hex(m.body)}, nil
 }
 
-func (e *Emulator) receiveMessage(w http.ResponseWriter, req *request) *apiError {
-	var in struct {
-		QueueUrl            string
-		MaxNumberOfMessages *int
-		VisibilityTimeout   *int
-	}
-	if aerr := decodeSQS(req, &in); aerr != nil {
-		return aerr
-	}
+type receiveMessageInput struct {
+	QueueUrl            string
+	MaxNumberOfMessages *int
+	VisibilityTimeout   *int
+}
+
+func (e *Emulator) receiveMessage(in receiveMessageInput, now time.Time) (any, *apiError) {
 	limit := 1
 	if in.MaxNumberOfMessages != nil {
 		if *in.MaxNumberOfMessages < 1 || *in.MaxNumberOfMessages > 10 {
-			return errInvalidParameter("Value %d for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.", *in.MaxNumberOfMessages)
+			return nil, errInvalidParameter("Value %d for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.", *in.MaxNumberOfMessages)
 		}
 		limit = *in.MaxNumberOfMessages
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	now := e.advance()
 	q, aerr := e.queueByURL(in.QueueUrl)
 	if aerr != nil {
-		return aerr
+		return nil, aerr
 	}
 	visibility := q.visibilityTimeout()
 	if in.VisibilityTimeout != nil {
@@ -248,48 +230,36 @@ func (e *Emulator) receiveMessage(w http.ResponseWriter, req *request) *apiError
 			},
 		})
 	}
-	writeJSON(w, sqsContentType, map[string]any{"Messages": out})
-	return nil
+	return map[string]any{"Messages": out}, nil
 }
 
-func (e *Emulator) deleteMessage(w http.ResponseWriter, req *request) *apiError {
-	var in struct {
-		QueueUrl      string
-		ReceiptHandle string
-	}
-	if aerr := decodeSQS(req, &in); aerr != nil {
-		return aerr
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.advance()
+type deleteMessageInput struct {
+	QueueUrl      string
+	ReceiptHandle string
+}
+
+func (e *Emulator) deleteMessage(in deleteMessageInput, _ time.Time) (any, *apiError) {
 	q, aerr := e.queueByURL(in.QueueUrl)
 	if aerr != nil {
-		return aerr
+		return nil, aerr
 	}
 	i := slices.IndexFunc(q.messages, func(m *message) bool { return m.receiptHandle != "" && m.receiptHandle == in.ReceiptHandle })
 	if i < 0 {
-		return &apiError{status: http.StatusBadRequest, code: "ReceiptHandleIsInvalid", message: fmt.Sprintf("The input receipt handle %q is not a valid receipt handle.", in.ReceiptHandle)}
+		return nil, &apiError{status: http.StatusBadRequest, code: "ReceiptHandleIsInvalid", message: fmt.Sprintf("The input receipt handle %q is not a valid receipt handle.", in.ReceiptHandle)}
 	}
 	q.messages = slices.Delete(q.messages, i, i+1)
-	writeJSON(w, sqsContentType, map[string]any{})
-	return nil
+	return map[string]any{}, nil
 }
 
-func (e *Emulator) purgeQueue(w http.ResponseWriter, req *request) *apiError {
-	var in struct{ QueueUrl string }
-	if aerr := decodeSQS(req, &in); aerr != nil {
-		return aerr
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+type purgeQueueInput struct{ QueueUrl string }
+
+func (e *Emulator) purgeQueue(in purgeQueueInput, _ time.Time) (any, *apiError) {
 	q, aerr := e.queueByURL(in.QueueUrl)
 	if aerr != nil {
-		return aerr
+		return nil, aerr
 	}
 	q.messages = nil
-	writeJSON(w, sqsContentType, map[string]any{})
-	return nil
+	return map[string]any{}, nil
 }
 
 func writeSQSError(w http.ResponseWriter, _ *request, aerr *apiError) {

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -56,7 +55,7 @@ func TestWebhookRunsWithTheReleaseRBAC(t *testing.T) {
 	}
 	options := webhookOptions(t, deployment.Spec.Template.Spec.Containers[0].Args)
 	options.Namespace = namespace
-	options.Port = freePort(t)
+	options.Port = environment.FreePort(t)
 	// As cmd/webhook builds it.
 	ids := cloudprovider.NewRegistry()
 	aws.RegisterIDs(ids)
@@ -166,14 +165,4 @@ func webhookOptions(t *testing.T, args []string) webhook.Options {
 		}
 	}
 	return options
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer listener.Close()
-	return listener.Addr().(*net.TCPAddr).Port
 }

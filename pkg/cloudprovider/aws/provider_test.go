@@ -16,6 +16,7 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
+	"karpenter.sh/karpenter/pkg/test/awstest"
 	"karpenter.sh/karpenter/test/awsemulator"
 )
 
@@ -70,16 +71,7 @@ func isolateFromHost(t *testing.T) {
 func startEmulator(t *testing.T) (*awsemulator.Emulator, *httptest.Server, *clocktesting.FakeClock) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	e := awsemulator.New(awsemulator.Options{Clock: clk, PendingDelay: pendingDelay, TerminatingDelay: terminatingDelay, EKSUpdateDelay: eksUpdateDelay})
-	seed, err := awsemulator.ParseSeed([]byte(seedYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Seed(seed); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
+	e, srv := awstest.Serve(t, awsemulator.Options{Clock: clk, PendingDelay: pendingDelay, TerminatingDelay: terminatingDelay, EKSUpdateDelay: eksUpdateDelay}, seedYAML)
 	return e, srv, clk
 }
 

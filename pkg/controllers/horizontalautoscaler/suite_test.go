@@ -31,6 +31,7 @@ import (
 	"karpenter.sh/karpenter/pkg/autoscaler"
 	"karpenter.sh/karpenter/pkg/controllers"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
+	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/gauges"
@@ -176,18 +177,7 @@ func condition(ha *v1alpha1.HorizontalAutoscaler, t string) (status, reason, mes
 }
 
 func deployment(namespace, name string, replicas int32) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
-			},
-		},
-	}
+	return builders.Deployment(builders.DeploymentOptions{Name: name, Namespace: namespace, Replicas: replicas})
 }
 
 func horizontalAutoscaler(namespace, name string, target v1alpha1.CrossVersionObjectReference, minReplicas, maxReplicas int32,

@@ -31,6 +31,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/controllers/metricsproducer"
 	"karpenter.sh/karpenter/pkg/metrics/producers"
+	"karpenter.sh/karpenter/pkg/test/awstest"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/pkg/test/eventually"
@@ -266,18 +267,8 @@ func serveRegistry(t *testing.T) string {
 // startEmulator serves the project's AWS emulator, seeded with a queue of four messages.
 func startEmulator(t *testing.T) *awsemulator.Emulator {
 	t.Helper()
-	emulator := awsemulator.New(awsemulator.Options{})
-	if err := emulator.Seed(awsemulator.Seed{SQSQueues: []awsemulator.SeedQueue{{Name: "jobs", Messages: 4}}}); err != nil {
-		t.Fatal(err)
-	}
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := &http.Server{Handler: emulator, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = server.Serve(listener) }()
-	t.Cleanup(func() { _ = server.Close() })
-	t.Setenv("AWS_ENDPOINT_URL", "http://"+listener.Addr().String())
+	emulator, server := awstest.Serve(t, awsemulator.Options{}, `{"sqsQueues": [{"name": "jobs", "messages": 4}]}`)
+	t.Setenv("AWS_ENDPOINT_URL", server.URL)
 	for _, name := range []string{"AWS_PROFILE", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_CLOUDWATCH"} {
 		t.Setenv(name, "")
 	}

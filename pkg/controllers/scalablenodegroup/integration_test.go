@@ -3,7 +3,6 @@ package scalablenodegroup_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os/exec"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/controllers"
 	"karpenter.sh/karpenter/pkg/controllers/scalablenodegroup"
+	"karpenter.sh/karpenter/pkg/test/awstest"
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/operatortest"
@@ -41,16 +41,7 @@ eksNodeGroups:
 // real apiserver, the controller, the real AWS SDK and the project's AWS emulator.
 func TestScalableNodeGroupsOnEmulatedAWS(t *testing.T) {
 	env := environment.New(t, environment.Options{AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}})
-	emulator := awsemulator.New(awsemulator.Options{PendingDelay: 2 * time.Second, TerminatingDelay: time.Second, EKSUpdateDelay: time.Second})
-	parsed, err := awsemulator.ParseSeed([]byte(seed))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := emulator.Seed(parsed); err != nil {
-		t.Fatal(err)
-	}
-	server := httptest.NewServer(emulator)
-	t.Cleanup(server.Close)
+	emulator, server := awstest.Serve(t, awsemulator.Options{PendingDelay: 2 * time.Second, TerminatingDelay: time.Second, EKSUpdateDelay: time.Second}, seed)
 	// The controller reaches AWS only through the SDK's own configuration chain.
 	t.Setenv("AWS_ENDPOINT_URL", server.URL)
 	t.Setenv("AWS_REGION", "us-west-2")

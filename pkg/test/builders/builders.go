@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // PauseImage is the image of the containers builders make: it runs anywhere and does nothing.
@@ -50,4 +51,31 @@ func Resources(pairs ...string) corev1.ResourceList {
 // In requires the node label key to have one of values.
 func In(key string, values ...string) corev1.NodeSelectorRequirement {
 	return corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}
+}
+
+// Requesting is a container that requests Resources(pairs...), for the pure-logic tests of
+// how requests add up; it has no name or image, so give a cluster Pod's Requests instead.
+func Requesting(pairs ...string) corev1.Container {
+	return corev1.Container{Resources: corev1.ResourceRequirements{Requests: Resources(pairs...)}}
+}
+
+// Sidecar is Requesting as a restartable init container, which runs alongside the app
+// containers and the init containers after it.
+func Sidecar(pairs ...string) corev1.Container {
+	c := Requesting(pairs...)
+	c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+	return c
+}
+
+// EqualResources compares resource lists by value, treating absent and zero alike.
+func EqualResources(a, b corev1.ResourceList) bool {
+	for _, pair := range [][2]corev1.ResourceList{{a, b}, {b, a}} {
+		for name, quantity := range pair[0] {
+			other := pair[1][name]
+			if quantity.Cmp(other) != 0 {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -275,11 +275,7 @@ func (s *scheduler) addTerms(p *podInfo) error {
 		if err != nil {
 			return err
 		}
-		if t.group.zoneKeyed {
-			p.zoneSpreads = append(p.zoneSpreads, t)
-		} else {
-			p.hostSpreads = append(p.hostSpreads, t)
-		}
+		appendByKey(t, &p.zoneSpreads, &p.hostSpreads)
 	}
 	if a := pod.Spec.Affinity; a != nil {
 		if a.PodAffinity != nil {
@@ -288,11 +284,7 @@ func (s *scheduler) addTerms(p *podInfo) error {
 				if err != nil {
 					return err
 				}
-				if t.group.zoneKeyed {
-					p.zoneAffinities = append(p.zoneAffinities, t)
-				} else {
-					p.hostAffinities = append(p.hostAffinities, t)
-				}
+				appendByKey(t, &p.zoneAffinities, &p.hostAffinities)
 			}
 		}
 		if a.PodAntiAffinity != nil {
@@ -302,11 +294,7 @@ func (s *scheduler) addTerms(p *podInfo) error {
 					return err
 				}
 				p.owned = append(p.owned, t.group)
-				if t.group.zoneKeyed {
-					p.zoneAntiAffinities = append(p.zoneAntiAffinities, t)
-				} else {
-					p.hostAntiAffinities = append(p.hostAntiAffinities, t)
-				}
+				appendByKey(t, &p.zoneAntiAffinities, &p.hostAntiAffinities)
 			}
 		}
 	}
@@ -410,4 +398,13 @@ func buildAttempts(pod *corev1.Pod) ([]attempt, error) {
 		return nil, fmt.Errorf("node affinity, %w", lastErr)
 	}
 	return attempts, nil
+}
+
+// appendByKey appends t to zone or to host, as its topology key is the zone or the hostname.
+func appendByKey(t ownedTerm, zone, host *[]ownedTerm) {
+	if t.group.zoneKeyed {
+		*zone = append(*zone, t)
+	} else {
+		*host = append(*host, t)
+	}
 }

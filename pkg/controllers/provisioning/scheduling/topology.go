@@ -147,22 +147,12 @@ func (t *topologyGroups) addAffinityTerm(pod *corev1.Pod, term *corev1.PodAffini
 	if err != nil {
 		return ownedTerm{}, fmt.Errorf("pod affinity label selector, %w", err)
 	}
-	for _, key := range term.MatchLabelKeys {
-		if value, ok := pod.Labels[key]; ok && term.LabelSelector != nil {
-			r, err := labels.NewRequirement(key, selection.Equals, []string{value})
-			if err != nil {
-				return ownedTerm{}, fmt.Errorf("pod affinity matchLabelKeys, %w", err)
-			}
-			selector = selector.Add(*r)
+	if term.LabelSelector != nil {
+		if selector, err = withLabelKeys(selector, pod, term.MatchLabelKeys, selection.Equals); err != nil {
+			return ownedTerm{}, fmt.Errorf("pod affinity matchLabelKeys, %w", err)
 		}
-	}
-	for _, key := range term.MismatchLabelKeys {
-		if value, ok := pod.Labels[key]; ok && term.LabelSelector != nil {
-			r, err := labels.NewRequirement(key, selection.NotEquals, []string{value})
-			if err != nil {
-				return ownedTerm{}, fmt.Errorf("pod affinity mismatchLabelKeys, %w", err)
-			}
-			selector = selector.Add(*r)
+		if selector, err = withLabelKeys(selector, pod, term.MismatchLabelKeys, selection.NotEquals); err != nil {
+			return ownedTerm{}, fmt.Errorf("pod affinity mismatchLabelKeys, %w", err)
 		}
 	}
 	var namespaces sets.Set[string]
@@ -185,4 +175,18 @@ func (t *topologyGroups) addAffinityTerm(pod *corev1.Pod, term *corev1.PodAffini
 	g := &topologyGroup{kind: kind, zoneKeyed: zoneKeyed, namespaces: namespaces, selector: selector}
 	g = t.intern(g, fmt.Sprintf("affinity/%d/%s/%s/%s", kind, term.TopologyKey, names, selector))
 	return ownedTerm{group: g, self: g.matches(pod)}, nil
+}
+
+// withLabelKeys narrows selector by each of keys the pod has a label of: key op the pod's value.
+func withLabelKeys(selector labels.Selector, pod *corev1.Pod, keys []string, op selection.Operator) (labels.Selector, error) {
+	for _, key := range keys {
+		if value, ok := pod.Labels[key]; ok {
+			r, err := labels.NewRequirement(key, op, []string{value})
+			if err != nil {
+				return nil, err
+			}
+			selector = selector.Add(*r)
+		}
+	}
+	return selector, nil
 }

@@ -5,16 +5,18 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
 // BenchmarkPack packs n pending pods of mixed sizes onto a 16-core, 64 GiB, 110-pod shape.
 func BenchmarkPack(b *testing.B) {
-	shape := NodeShape{Allocatable: list("cpu", "16", "memory", "64Gi", "pods", "110")}
+	shape := NodeShape{Allocatable: builders.Resources("cpu", "16", "memory", "64Gi", "pods", "110")}
 	sizes := []corev1.Container{
-		container("cpu", "250m", "memory", "512Mi"),
-		container("cpu", "1", "memory", "2Gi"),
-		container("cpu", "2", "memory", "8Gi"),
-		container("cpu", "500m", "memory", "4Gi"),
+		builders.Requesting("cpu", "250m", "memory", "512Mi"),
+		builders.Requesting("cpu", "1", "memory", "2Gi"),
+		builders.Requesting("cpu", "2", "memory", "8Gi"),
+		builders.Requesting("cpu", "500m", "memory", "4Gi"),
 	}
 	for _, n := range []int{100, 1000, 5000} {
 		pods := make([]*corev1.Pod, n)

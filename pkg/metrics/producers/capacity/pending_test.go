@@ -29,28 +29,20 @@ func pendingPods(n int, prefix string, containers ...corev1.Container) []*corev1
 var shape = NodeShape{
 	Labels:      map[string]string{"group": "gpu", "zone": "a", "generation": "5"},
 	Taints:      []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}, {Key: "soft", Effect: corev1.TaintEffectPreferNoSchedule}},
-	Allocatable: list("cpu", "4", "memory", "16Gi", "pods", "10", "nvidia.com/gpu", "1"),
+	Allocatable: builders.Resources("cpu", "4", "memory", "16Gi", "pods", "10", "nvidia.com/gpu", "1"),
 }
 
 var tolerateGPU = func(spec *corev1.PodSpec) {
 	spec.Tolerations = append(spec.Tolerations, corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule})
 }
 
-func affinity(terms ...corev1.NodeSelectorTerm) func(*corev1.PodSpec) {
+// requireNode is tolerateGPU and a required node affinity of one term, so the affinity alone
+// decides; pkg/scheduling tests the matching itself.
+func requireNode(requirements ...corev1.NodeSelectorRequirement) func(*corev1.PodSpec) {
 	return func(spec *corev1.PodSpec) {
 		tolerateGPU(spec)
-		spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms},
-		}}
+		spec.Affinity = builders.Pod(builders.PodOptions{NodeRequirements: requirements}).Spec.Affinity
 	}
-}
-
-func term(requirements ...corev1.NodeSelectorRequirement) corev1.NodeSelectorTerm {
-	return corev1.NodeSelectorTerm{MatchExpressions: requirements}
-}
-
-func requirement(key string, op corev1.NodeSelectorOperator, values ...string) corev1.NodeSelectorRequirement {
-	return corev1.NodeSelectorRequirement{Key: key, Operator: op, Values: values}
 }
 
 func TestFits(t *testing.T) {
@@ -60,28 +52,18 @@ func TestFits(t *testing.T) {
 		request corev1.Container
 		unfit   string // substring of the reason; empty when the pod fits
 	}{
-		{name: "tolerating pod with small requests", mutate: tolerateGPU, request: container("cpu", "1")},
-		{name: "untolerated NoSchedule taint", request: container("cpu", "1"), unfit: "dedicated=gpu:NoSchedule"},
+		{name: "tolerating pod with small requests", mutate: tolerateGPU, request: builders.Requesting("cpu", "1")},
+		{name: "untolerated NoSchedule taint", request: builders.Requesting("cpu", "1"), unfit: "dedicated=gpu:NoSchedule"},
 		{name: "wildcard toleration", mutate: func(s *corev1.PodSpec) {
 			s.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
-		}, request: container("cpu", "1")},
-		{name: "matching nodeSelector", mutate: func(s *corev1.PodSpec) { tolerateGPU(s); s.NodeSelector = map[string]string{"zone": "a"} }, request: container()},
-		{name: "mismatched nodeSelector", mutate: func(s *corev1.PodSpec) { tolerateGPU(s); s.NodeSelector = map[string]string{"zone": "b"} }, request: container(), unfit: "nodeSelector zone=b"},
-		{name: "nodeSelector on a label the shape lacks", mutate: func(s *corev1.PodSpec) { tolerateGPU(s); s.NodeSelector = map[string]string{"disk": "ssd"} }, request: container(), unfit: "nodeSelector"},
-		{name: "too much cpu", mutate: tolerateGPU, request: container("cpu", "4500m"), unfit: "requests 4500m cpu, the node offers 4"},
-		{name: "exactly the allocatable", mutate: tolerateGPU, request: container("cpu", "4", "memory", "16Gi", "nvidia.com/gpu", "1")},
-		{name: "a resource the shape lacks", mutate: tolerateGPU, request: container("example.com/fpga", "1"), unfit: "example.com/fpga"},
-		{name: "affinity In", mutate: affinity(term(requirement("zone", corev1.NodeSelectorOpIn, "b", "a"))), request: container()},
-		{name: "affinity In mismatch", mutate: affinity(term(requirement("zone", corev1.NodeSelectorOpIn, "b"))), request: container(), unfit: "affinity"},
-		{name: "affinity terms are ORed", mutate: affinity(term(requirement("zone", corev1.NodeSelectorOpIn, "b")), term(requirement("group", corev1.NodeSelectorOpExists))), request: container()},
-		{name: "affinity expressions are ANDed", mutate: affinity(term(requirement("zone", corev1.NodeSelectorOpIn, "a"), requirement("group", corev1.NodeSelectorOpDoesNotExist))), request: container(), unfit: "affinity"},
-		{name: "affinity NotIn on an absent label", mutate: affinity(term(requirement("disk", corev1.NodeSelectorOpNotIn, "hdd"))), request: container()},
-		{name: "affinity Gt", mutate: affinity(term(requirement("generation", corev1.NodeSelectorOpGt, "4"))), request: container()},
-		{name: "affinity Lt", mutate: affinity(term(requirement("generation", corev1.NodeSelectorOpLt, "5"))), request: container(), unfit: "affinity"},
-		{name: "affinity on a node name cannot be met by a new node", mutate: affinity(corev1.NodeSelectorTerm{
-			MatchFields: []corev1.NodeSelectorRequirement{requirement("metadata.name", corev1.NodeSelectorOpIn, "node-1")},
-		}), request: container(), unfit: "affinity"},
-		{name: "an empty term matches nothing", mutate: affinity(term()), request: container(), unfit: "affinity"},
+		}, request: builders.Requesting("cpu", "1")},
+		{name: "matching nodeSelector", mutate: func(s *corev1.PodSpec) { tolerateGPU(s); s.NodeSelector = map[string]string{"zone": "a"} }, request: builders.Requesting()},
+		{name: "mismatched nodeSelector", mutate: func(s *corev1.PodSpec) { tolerateGPU(s); s.NodeSelector = map[string]string{"zone": "b"} }, request: builders.Requesting(), unfit: "nodeSelector zone=b"},
+		{name: "too much cpu", mutate: tolerateGPU, request: builders.Requesting("cpu", "4500m"), unfit: "requests 4500m cpu, the node offers 4"},
+		{name: "exactly the allocatable", mutate: tolerateGPU, request: builders.Requesting("cpu", "4", "memory", "16Gi", "nvidia.com/gpu", "1")},
+		{name: "a resource the shape lacks", mutate: tolerateGPU, request: builders.Requesting("example.com/fpga", "1"), unfit: "example.com/fpga"},
+		{name: "affinity In", mutate: requireNode(builders.In("zone", "b", "a")), request: builders.Requesting()},
+		{name: "affinity In mismatch", mutate: requireNode(builders.In("zone", "b")), request: builders.Requesting(), unfit: "affinity"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := shape.Fits(pendingPod("p", tc.mutate, tc.request))
@@ -96,7 +78,7 @@ func TestFits(t *testing.T) {
 }
 
 func TestPack(t *testing.T) {
-	plain := NodeShape{Labels: map[string]string{"group": "a"}, Allocatable: list("cpu", "4", "memory", "8Gi", "pods", "5")}
+	plain := NodeShape{Labels: map[string]string{"group": "a"}, Allocatable: builders.Resources("cpu", "4", "memory", "8Gi", "pods", "5")}
 	for _, tc := range []struct {
 		name              string
 		shape             NodeShape
@@ -105,41 +87,41 @@ func TestPack(t *testing.T) {
 		wantUnfit         int
 	}{
 		{name: "nothing pending", shape: plain},
-		{name: "one small pod opens one node", shape: plain, pods: pendingPods(1, "p", container("cpu", "100m")), wantPods: 1, wantNds: 1},
-		{name: "cpu bound: 10 pods of 1 cpu need 3 nodes of 4", shape: plain, pods: pendingPods(10, "p", container("cpu", "1")), wantPods: 10, wantNds: 3},
-		{name: "memory bound", shape: plain, pods: pendingPods(5, "p", container("cpu", "100m", "memory", "3Gi")), wantPods: 5, wantNds: 3},
-		{name: "pod count bound: 12 tiny pods, 5 per node", shape: plain, pods: pendingPods(12, "p", container("cpu", "10m")), wantPods: 12, wantNds: 3},
-		{name: "requests nothing still takes a pod slot", shape: plain, pods: pendingPods(6, "p", container()), wantPods: 6, wantNds: 2},
+		{name: "one small pod opens one node", shape: plain, pods: pendingPods(1, "p", builders.Requesting("cpu", "100m")), wantPods: 1, wantNds: 1},
+		{name: "cpu bound: 10 pods of 1 cpu need 3 nodes of 4", shape: plain, pods: pendingPods(10, "p", builders.Requesting("cpu", "1")), wantPods: 10, wantNds: 3},
+		{name: "memory bound", shape: plain, pods: pendingPods(5, "p", builders.Requesting("cpu", "100m", "memory", "3Gi")), wantPods: 5, wantNds: 3},
+		{name: "pod count bound: 12 tiny pods, 5 per node", shape: plain, pods: pendingPods(12, "p", builders.Requesting("cpu", "10m")), wantPods: 12, wantNds: 3},
+		{name: "requests nothing still takes a pod slot", shape: plain, pods: pendingPods(6, "p", builders.Requesting()), wantPods: 6, wantNds: 2},
 		{
 			name:  "decreasing order packs large pods first",
 			shape: plain,
 			// In the listed order first-fit would open 3 nodes: [1,1] [3] [3]; FFD opens [3,1] [3,1].
-			pods:     append(pendingPods(2, "small", container("cpu", "1")), pendingPods(2, "large", container("cpu", "3"))...),
+			pods:     append(pendingPods(2, "small", builders.Requesting("cpu", "1")), pendingPods(2, "large", builders.Requesting("cpu", "3"))...),
 			wantPods: 4, wantNds: 2,
 		},
 		{
 			name:  "FFD fills gaps: 3+1, 2+2, 2+1+1",
 			shape: plain,
-			pods: append(append(pendingPods(1, "three", container("cpu", "3")), pendingPods(3, "two", container("cpu", "2"))...),
-				pendingPods(3, "one", container("cpu", "1"))...),
+			pods: append(append(pendingPods(1, "three", builders.Requesting("cpu", "3")), pendingPods(3, "two", builders.Requesting("cpu", "2"))...),
+				pendingPods(3, "one", builders.Requesting("cpu", "1"))...),
 			wantPods: 7, wantNds: 3,
 		},
 		{
 			name:     "pods that cannot fit the shape are left out",
 			shape:    plain,
-			pods:     append(pendingPods(2, "ok", container("cpu", "2")), pendingPods(1, "huge", container("cpu", "16"))...),
+			pods:     append(pendingPods(2, "ok", builders.Requesting("cpu", "2")), pendingPods(1, "huge", builders.Requesting("cpu", "16"))...),
 			wantPods: 2, wantNds: 1, wantUnfit: 1,
 		},
 		{
 			name:     "tainted shape counts only tolerating pods",
 			shape:    shape,
-			pods:     append(pendingPods(2, "plain", container("cpu", "1")), pendingPod("tolerating", tolerateGPU, container("cpu", "1"))),
+			pods:     append(pendingPods(2, "plain", builders.Requesting("cpu", "1")), pendingPod("tolerating", tolerateGPU, builders.Requesting("cpu", "1"))),
 			wantPods: 1, wantNds: 1, wantUnfit: 2,
 		},
 		{
 			name:     "one gpu per node",
 			shape:    shape,
-			pods:     []*corev1.Pod{pendingPod("g1", tolerateGPU, container("nvidia.com/gpu", "1")), pendingPod("g2", tolerateGPU, container("nvidia.com/gpu", "1"))},
+			pods:     []*corev1.Pod{pendingPod("g1", tolerateGPU, builders.Requesting("nvidia.com/gpu", "1")), pendingPod("g2", tolerateGPU, builders.Requesting("nvidia.com/gpu", "1"))},
 			wantPods: 2, wantNds: 2,
 		},
 	} {
@@ -154,17 +136,17 @@ func TestPack(t *testing.T) {
 }
 
 func TestShapeOf(t *testing.T) {
-	n := node("n1", true, list("cpu", "4", "memory", "8Gi", "pods", "10"))
+	n := node("n1", true, builders.Resources("cpu", "4", "memory", "8Gi", "pods", "10"))
 	n.Labels = map[string]string{"group": "a", corev1.LabelHostname: "n1"}
 	n.Spec.Taints = []corev1.Taint{
 		{Key: "k", Effect: corev1.TaintEffectNoSchedule},
 		{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule},
 		{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule},
 	}
-	daemon := boundPod("agent", "n1", corev1.PodRunning, container("cpu", "500m", "memory", "1Gi"))
+	daemon := boundPod("agent", "n1", corev1.PodRunning, builders.Requesting("cpu", "500m", "memory", "1Gi"))
 	daemon.OwnerReferences = []metav1.OwnerReference{builders.DaemonSetOwner("agent")}
-	workload := boundPod("web", "n1", corev1.PodRunning, container("cpu", "2"))
-	otherDaemon := boundPod("agent-2", "n2", corev1.PodRunning, container("cpu", "1"))
+	workload := boundPod("web", "n1", corev1.PodRunning, builders.Requesting("cpu", "2"))
+	otherDaemon := boundPod("agent-2", "n2", corev1.PodRunning, builders.Requesting("cpu", "1"))
 	otherDaemon.OwnerReferences = daemon.OwnerReferences
 
 	got := ShapeOf(&n, []corev1.Pod{daemon, workload, otherDaemon})
@@ -174,7 +156,7 @@ func TestShapeOf(t *testing.T) {
 	if len(got.Taints) != 1 || got.Taints[0].Key != "k" {
 		t.Errorf("taints = %v, want the group's taint without the condition taints", got.Taints)
 	}
-	if want := list("cpu", "3500m", "memory", "7Gi", "pods", "9"); !equalLists(got.Allocatable, want) {
+	if want := builders.Resources("cpu", "3500m", "memory", "7Gi", "pods", "9"); !builders.EqualResources(got.Allocatable, want) {
 		t.Errorf("allocatable = %v, want %v (less the DaemonSet pod on the node only)", got.Allocatable, want)
 	}
 	if n.Labels[corev1.LabelHostname] != "n1" {

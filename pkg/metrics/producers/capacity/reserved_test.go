@@ -21,23 +21,23 @@ func boundPod(name, nodeName string, phase corev1.PodPhase, containers ...corev1
 }
 
 func TestReserve(t *testing.T) {
-	cordoned := node("cordoned", true, list("cpu", "8", "memory", "8Gi", "pods", "10"))
+	cordoned := node("cordoned", true, builders.Resources("cpu", "8", "memory", "8Gi", "pods", "10"))
 	cordoned.Spec.Unschedulable = true
 	nodes := []corev1.Node{
-		node("a", true, list("cpu", "8", "memory", "16Gi", "pods", "10")),
-		node("b", true, list("cpu", "8", "memory", "16Gi", "pods", "10")),
-		node("not-ready", false, list("cpu", "8", "memory", "8Gi", "pods", "10")),
+		node("a", true, builders.Resources("cpu", "8", "memory", "16Gi", "pods", "10")),
+		node("b", true, builders.Resources("cpu", "8", "memory", "16Gi", "pods", "10")),
+		node("not-ready", false, builders.Resources("cpu", "8", "memory", "8Gi", "pods", "10")),
 		cordoned,
 	}
 	pods := []corev1.Pod{
-		boundPod("web-1", "a", corev1.PodRunning, container("cpu", "4", "memory", "4Gi")),
-		boundPod("web-2", "b", corev1.PodRunning, container("cpu", "4", "memory", "4Gi")),
-		boundPod("starting", "b", corev1.PodPending, container("cpu", "2")),
-		boundPod("done", "a", corev1.PodSucceeded, container("cpu", "8")),
-		boundPod("failed", "a", corev1.PodFailed, container("cpu", "8")),
-		boundPod("on-not-ready", "not-ready", corev1.PodRunning, container("cpu", "8")),
-		boundPod("on-cordoned", "cordoned", corev1.PodRunning, container("cpu", "8")),
-		boundPod("elsewhere", "other-group", corev1.PodRunning, container("cpu", "8")),
+		boundPod("web-1", "a", corev1.PodRunning, builders.Requesting("cpu", "4", "memory", "4Gi")),
+		boundPod("web-2", "b", corev1.PodRunning, builders.Requesting("cpu", "4", "memory", "4Gi")),
+		boundPod("starting", "b", corev1.PodPending, builders.Requesting("cpu", "2")),
+		boundPod("done", "a", corev1.PodSucceeded, builders.Requesting("cpu", "8")),
+		boundPod("failed", "a", corev1.PodFailed, builders.Requesting("cpu", "8")),
+		boundPod("on-not-ready", "not-ready", corev1.PodRunning, builders.Requesting("cpu", "8")),
+		boundPod("on-cordoned", "cordoned", corev1.PodRunning, builders.Requesting("cpu", "8")),
+		boundPod("elsewhere", "other-group", corev1.PodRunning, builders.Requesting("cpu", "8")),
 	}
 	got := Reserve(nodes, pods)
 	for _, tc := range []struct {
@@ -59,7 +59,7 @@ func TestReserve(t *testing.T) {
 }
 
 func TestReserveWithoutCapacity(t *testing.T) {
-	got := Reserve([]corev1.Node{node("not-ready", false, list("cpu", "8"))}, nil)
+	got := Reserve([]corev1.Node{node("not-ready", false, builders.Resources("cpu", "8"))}, nil)
 	for _, name := range ReservedResources {
 		if _, ok := got[name].Utilization(); ok {
 			t.Errorf("%s utilization is defined without capacity", name)
