@@ -227,8 +227,8 @@ func (c *Controller) reconcile(ctx context.Context, ha *v1alpha1.HorizontalAutos
 	}
 	ha.Status.ScaleEvents = autoscaler.RecordScale(now, ha.Status.ScaleEvents, decision.DesiredReplicas-from, ha.Spec.Behavior)
 	ha.Status.Recommendations = decision.Recommendations
-	ha.Status.CurrentReplicas = target.Status.Replicas
-	ha.Status.DesiredReplicas = decision.DesiredReplicas
+	ha.Status.CurrentReplicas = ptr.To(target.Status.Replicas)
+	ha.Status.DesiredReplicas = ptr.To(decision.DesiredReplicas)
 	ha.Status.CurrentMetrics = currentMetrics(ha.Spec.Metrics, observations)
 	currentReplicasGauge.WithLabelValues(ha.Name, ha.Namespace).Set(float64(target.Status.Replicas))
 	desiredReplicasGauge.WithLabelValues(ha.Name, ha.Namespace).Set(float64(decision.DesiredReplicas))
@@ -375,7 +375,7 @@ func (c *Controller) markDecision(ha *v1alpha1.HorizontalAutoscaler, d autoscale
 		}
 		conditions.MarkTrueWithReason(v1alpha1.AbleToScale, d.Holds[len(d.Holds)-1].Reason, "%s", strings.Join(messages, "; "))
 	case d.DesiredReplicas != from:
-		conditions.MarkTrueWithReason(v1alpha1.AbleToScale, "SucceededRescale", "scaled from %d to %d replicas", from, d.DesiredReplicas)
+		conditions.MarkTrueWithReason(v1alpha1.AbleToScale, "SucceededRescale", "scaled from %d to %s", from, autoscaler.Replicas(d.DesiredReplicas))
 	default:
 		conditions.MarkTrueWithReason(v1alpha1.AbleToScale, "ReadyForNewScale", "the target is reachable and nothing holds it back")
 	}
@@ -383,8 +383,8 @@ func (c *Controller) markDecision(ha *v1alpha1.HorizontalAutoscaler, d autoscale
 	if d.Clamp != nil {
 		conditions.MarkFalse(v1alpha1.ScalingUnbounded, d.Clamp.Reason, "%s", d.Clamp.Message)
 	} else {
-		conditions.MarkTrueWithReason(v1alpha1.ScalingUnbounded, "WithinBounds", "the recommendation of %d replicas is within [%d, %d]",
-			d.Recommendation, autoscaler.MinReplicas(ha.Spec), ha.Spec.MaxReplicas)
+		conditions.MarkTrueWithReason(v1alpha1.ScalingUnbounded, "WithinBounds", "the recommendation of %s is within [%d, %d]",
+			autoscaler.Replicas(d.Recommendation), autoscaler.MinReplicas(ha.Spec), ha.Spec.MaxReplicas)
 		if len(ha.Spec.Metrics) > 0 && len(unavailable) == len(ha.Spec.Metrics) {
 			conditions.MarkUnknown(v1alpha1.ScalingUnbounded, "MetricsUnavailable", "no recommendation while no metric can be read")
 		}
