@@ -40,6 +40,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/autoscaler"
+	"karpenter.sh/karpenter/pkg/conditions"
 	"karpenter.sh/karpenter/pkg/events"
 )
 
@@ -171,6 +172,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Only this controller (the elected leader) writes the status, so a plain merge patch
 	// cannot lose another writer's history; an optimistic lock would instead drop the scale
 	// event just made whenever the spec or metadata changed meanwhile.
+	conditions.KeepTransitionTimes(original.Status.Conditions, ha.Status.Conditions)
 	if patchErr := c.client.Status().Patch(ctx, ha, client.MergeFrom(original)); patchErr != nil {
 		return reconcile.Result{}, errors.Join(err, fmt.Errorf("writing the status, %w", patchErr))
 	}
@@ -330,6 +332,8 @@ func (c *Controller) markTargetError(ha *v1alpha1.HorizontalAutoscaler, err erro
 	currentReplicasGauge.DeleteLabelValues(ha.Name, ha.Namespace)
 	desiredReplicasGauge.DeleteLabelValues(ha.Name, ha.Namespace)
 	ha.StatusConditions().MarkFalse(v1alpha1.AbleToScale, reason, "%s", err.Error())
+	// The metrics are read only once the target is, so whether they are available is unknown.
+	ha.StatusConditions().MarkUnknown(v1alpha1.Active, "TargetUnavailable", "the metrics are not read while the target cannot be reached; see AbleToScale")
 	return err
 }
 

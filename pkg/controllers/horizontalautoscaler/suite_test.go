@@ -425,8 +425,9 @@ func (s *suite) testTargetErrors(t *testing.T) {
 			ha := s.getHA(t, ns, tc.name)
 			status, reason, message := condition(ha, "AbleToScale")
 			ready, _, _ := condition(ha, "Ready")
-			return status == "False" && reason == tc.reason && ready == "False",
-				fmt.Sprintf("%s: AbleToScale %s %s %q, Ready %s; want False %s", tc.name, status, reason, message, ready, tc.reason), nil
+			active, activeReason, _ := condition(ha, "Active")
+			return status == "False" && reason == tc.reason && ready == "False" && active == "Unknown" && activeReason == "TargetUnavailable",
+				fmt.Sprintf("%s: AbleToScale %s %s %q, Ready %s, Active %s %s; want False %s, False, Unknown TargetUnavailable", tc.name, status, reason, message, ready, active, activeReason, tc.reason), nil
 		}, eventually.Timeout(20*time.Second))
 		s.expectEvent(t, ns, tc.name, corev1.EventTypeWarning, tc.reason, "")
 	}
