@@ -292,7 +292,7 @@ func (c *Controller) observe(ctx context.Context, ha *v1alpha1.HorizontalAutosca
 		value, err := c.options.Metrics.Query(ctx, m.Prometheus.Query)
 		queryDuration.WithLabelValues(ha.Name, ha.Namespace).Observe(time.Since(start).Seconds())
 		if err != nil {
-			errorsTotal.WithLabelValues(ha.Name, ha.Namespace, "MetricUnavailable").Inc()
+			errorsTotal.WithLabelValues(ha.Name, ha.Namespace, "MetricsUnavailable").Inc()
 			observations[i] = autoscaler.Unavailable(err.Error())
 			continue
 		}
@@ -337,6 +337,19 @@ func (c *Controller) markTargetError(ha *v1alpha1.HorizontalAutoscaler, err erro
 	return err
 }
 
+// metricsGracePeriod is how long a new HorizontalAutoscaler whose metrics were never read waits
+// before reporting them unavailable: a series exported by a new object (a MetricsProducer's
+// gauge, say) appears only after Prometheus's next scrape.
+const metricsGracePeriod = time.Minute
+
+// awaitingFirstMetrics is true for an autoscaler younger than metricsGracePeriod that has not
+// yet seen all its metrics; the rules that hold scale-down while a metric is missing apply all
+// the same, only the warning waits.
+func (c *Controller) awaitingFirstMetrics(ha *v1alpha1.HorizontalAutoscaler) bool {
+	return c.options.Clock.Since(ha.CreationTimestamp.Time) < metricsGracePeriod &&
+		!ha.StatusConditions().GetCondition(v1alpha1.Active).IsTrue()
+}
+
 // markDecision sets the conditions that explain a decision.
 func (c *Controller) markDecision(ha *v1alpha1.HorizontalAutoscaler, d autoscaler.Decision, from int32) {
 	conditions := ha.StatusConditions()
@@ -362,6 +375,9 @@ func (c *Controller) markDecision(ha *v1alpha1.HorizontalAutoscaler, d autoscale
 		conditions.MarkTrueWithReason(v1alpha1.Active, "NoMetrics", "no metrics: replicas are only held within [minReplicas, maxReplicas]")
 	case len(unavailable) == 0:
 		conditions.MarkTrueWithReason(v1alpha1.Active, "MetricsAvailable", "every metric was read")
+	case c.awaitingFirstMetrics(ha):
+		conditions.MarkUnknown(v1alpha1.Active, "AwaitingMetrics", "%d of %d metrics could not be read yet; a new autoscaler waits up to %s for Prometheus to scrape them before reporting MetricsUnavailable: %s",
+			len(unavailable), len(ha.Spec.Metrics), metricsGracePeriod, strings.Join(unavailable, "; "))
 	case len(unavailable) == len(ha.Spec.Metrics):
 		conditions.MarkFalse(v1alpha1.Active, "MetricsUnavailable", "no metric could be read, replicas stay at %d: %s", from, strings.Join(unavailable, "; "))
 	default:
