@@ -7,7 +7,7 @@ import (
 )
 
 // HorizontalAutoscalerSpec is the desired behaviour of a HorizontalAutoscaler.
-// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",message="maxReplicas must be greater than or equal to minReplicas",fieldPath=".maxReplicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",message="maxReplicas must be greater than or equal to minReplicas, which is 1 when not set",fieldPath=".maxReplicas"
 type HorizontalAutoscalerSpec struct {
 	// ScaleTargetRef points to the resource to scale: any kind in the same namespace that
 	// serves the scale subresource.
