@@ -93,11 +93,9 @@ func run(ctx context.Context, dir, controller string, story, exitAfterStory bool
 	if err := copyFile(stack.Env.KubeconfigPath, kubeconfig); err != nil {
 		return err
 	}
-	relative := kubeconfig
-	if wd, err := os.Getwd(); err == nil {
-		if rel, err := filepath.Rel(wd, kubeconfig); err == nil && !strings.HasPrefix(rel, "..") {
-			relative = rel
-		}
+	// Absolute, so that the line works pasted into a shell in any directory.
+	if absolute, err := filepath.Abs(kubeconfig); err == nil {
+		kubeconfig = absolute
 	}
 	fmt.Printf(`
 Karpenter sandbox is up (%s):
@@ -106,7 +104,7 @@ Karpenter sandbox is up (%s):
   AWS emulator:      %s   (GET %s/_emulator/instances)
   controller log:    %s
 
-`, clockSince(begin), relative, stack.Env.Prometheus.URL, stack.Env.Prometheus.URL,
+`, clockSince(begin), kubeconfig, stack.Env.Prometheus.URL, stack.Env.Prometheus.URL,
 		stack.EmulatorURL, stack.EmulatorURL, stack.ControllerLog())
 
 	if err := applyExamples(ctx, stack, logf); err != nil {

@@ -170,7 +170,7 @@ func (t *timeline) observe(ctx context.Context, group string) (groupState, error
 	if err := t.client.Get(ctx, client.ObjectKey{Namespace: sandbox.Namespace, Name: group}, ha); err != nil {
 		return state, err
 	}
-	state.desired = ha.Status.DesiredReplicas
+	state.desired = ptr.Deref(ha.Status.DesiredReplicas, 0)
 	state.metric = "metric n/a"
 	if len(ha.Status.CurrentMetrics) > 0 && ha.Status.CurrentMetrics[0].Prometheus != nil &&
 		ha.Status.CurrentMetrics[0].Prometheus.Current.Value != nil {

@@ -132,7 +132,7 @@ func Decide(in Input) Decision {
 		d.DesiredReplicas = current
 		d.Recommendation = current
 		d.Holds = append(d.Holds, Hold{Reason: ScalingSuspended, Message: fmt.Sprintf(
-			"no metric is available, %d replicas stay", current)})
+			"no metric is available, %s stay", Replicas(current))})
 		d.Recommendations = prune(now, in.Recommendations, up, down)
 		return d
 	}
@@ -157,7 +157,7 @@ func Decide(in Input) Decision {
 	d.addHold(hold)
 	if unavailable > 0 && desired < current {
 		d.addHold(&Hold{Reason: ScaleDownSuspended, Message: fmt.Sprintf(
-			"%d of %d metrics are unavailable, so %d replicas stay instead of %d", unavailable, len(in.Spec.Metrics), current, desired)})
+			"%d of %d metrics are unavailable, so %s stay instead of %d", unavailable, len(in.Spec.Metrics), Replicas(current), desired)})
 		desired = current
 	}
 	desired, hold = limitRate(now, desired, current, in.ScaleEvents, up, down)
@@ -174,9 +174,9 @@ func Decide(in Input) Decision {
 	// Not clamped yet, because a window or policy holds it, but the metrics already ask for
 	// more than the bounds allow: say so now rather than when the limit is reached.
 	case recommendation > maxReplicas:
-		d.Clamp = &Clamp{Reason: TooManyReplicas, Message: fmt.Sprintf("the recommendation of %d replicas is above maxReplicas %d", recommendation, maxReplicas)}
+		d.Clamp = &Clamp{Reason: TooManyReplicas, Message: fmt.Sprintf("the recommendation of %s is above maxReplicas %d", Replicas(recommendation), maxReplicas)}
 	case recommendation < minReplicas:
-		d.Clamp = &Clamp{Reason: TooFewReplicas, Message: fmt.Sprintf("the recommendation of %d replicas is below minReplicas %d", recommendation, minReplicas)}
+		d.Clamp = &Clamp{Reason: TooFewReplicas, Message: fmt.Sprintf("the recommendation of %s is below minReplicas %d", Replicas(recommendation), minReplicas)}
 	}
 	d.DesiredReplicas = desired
 	return d
@@ -198,9 +198,17 @@ func MinReplicas(spec v1alpha1.HorizontalAutoscalerSpec) int32 {
 
 func clampMessage(recommendation, desired int32, bound string, value int32) string {
 	if recommendation == desired {
-		return fmt.Sprintf("the recommendation of %d replicas is clamped to %s %d", recommendation, bound, value)
+		return fmt.Sprintf("the recommendation of %s is clamped to %s %d", Replicas(recommendation), bound, value)
 	}
-	return fmt.Sprintf("the recommendation of %d replicas (%d after behaviour rules) is clamped to %s %d", recommendation, desired, bound, value)
+	return fmt.Sprintf("the recommendation of %s (%d after behaviour rules) is clamped to %s %d", Replicas(recommendation), desired, bound, value)
+}
+
+// Replicas renders a replica count for messages: "1 replica", "3 replicas".
+func Replicas(n int32) string {
+	if n == 1 {
+		return "1 replica"
+	}
+	return fmt.Sprintf("%d replicas", n)
 }
 
 // Summary is a one-line account of the decision for Events and logs.

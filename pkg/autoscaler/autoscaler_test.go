@@ -635,3 +635,11 @@ func TestWorkedExample(t *testing.T) {
 		replicas = d.DesiredReplicas
 	}
 }
+
+func TestReplicasIsSingularForOne(t *testing.T) {
+	for n, want := range map[int32]string{0: "0 replicas", 1: "1 replica", 2: "2 replicas"} {
+		if got := Replicas(n); got != want {
+			t.Errorf("Replicas(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -124,14 +124,14 @@ func stabilize(now time.Time, recommendation, current int32, history []v1alpha1.
 		held := max(current, lowest)
 		until := releaseTime(history, up.StabilizationWindow, upCutoff, func(r int32) bool { return r < recommendation })
 		return held, &Hold{Reason: ScaleUpStabilized, Until: until, Message: fmt.Sprintf(
-			"the %s scale-up stabilization window holds %d replicas (the lowest recent recommendation) instead of %d until %s",
-			up.StabilizationWindow, held, recommendation, formatTime(until))}
+			"the %s scale-up stabilization window holds %s (the lowest recent recommendation) instead of %d until %s",
+			up.StabilizationWindow, Replicas(held), recommendation, formatTime(until))}
 	case recommendation < current && highest > recommendation:
 		held := min(current, highest)
 		until := releaseTime(history, down.StabilizationWindow, downCutoff, func(r int32) bool { return r > recommendation })
 		return held, &Hold{Reason: ScaleDownStabilized, Until: until, Message: fmt.Sprintf(
-			"the %s scale-down stabilization window holds %d replicas (the highest recent recommendation) instead of %d until %s",
-			down.StabilizationWindow, held, recommendation, formatTime(until))}
+			"the %s scale-down stabilization window holds %s (the highest recent recommendation) instead of %d until %s",
+			down.StabilizationWindow, Replicas(held), recommendation, formatTime(until))}
 	}
 	return recommendation, nil
 }
@@ -155,7 +155,7 @@ func limitRate(now time.Time, desired, current int32, events []v1alpha1.ScaleEve
 	case desired > current:
 		if up.SelectPolicy == v1alpha1.DisabledPolicySelect {
 			return current, &Hold{Reason: ScaleUpDisabled, Message: fmt.Sprintf(
-				"scale-up is disabled (selectPolicy Disabled): %d replicas stay instead of %d", current, desired)}
+				"scale-up is disabled (selectPolicy Disabled): %s stay instead of %d", Replicas(current), desired)}
 		}
 		limit, policy := scaleUpLimit(now, current, events, up)
 		if desired <= limit {
@@ -163,12 +163,12 @@ func limitRate(now time.Time, desired, current int32, events []v1alpha1.ScaleEve
 		}
 		until := nextRelease(now, events, policy, limit != current)
 		return limit, &Hold{Reason: ScaleUpLimited, Until: until, Message: fmt.Sprintf(
-			"scale-up policy %s (selectPolicy %s) allows %d replicas instead of %d; the next step is possible from %s",
-			describePolicy(policy), up.SelectPolicy, limit, desired, formatTime(until))}
+			"scale-up policy %s (selectPolicy %s) allows %s instead of %d; the next step is possible from %s",
+			describePolicy(policy), up.SelectPolicy, Replicas(limit), desired, formatTime(until))}
 	case desired < current:
 		if down.SelectPolicy == v1alpha1.DisabledPolicySelect {
 			return current, &Hold{Reason: ScaleDownDisabled, Message: fmt.Sprintf(
-				"scale-down is disabled (selectPolicy Disabled): %d replicas stay instead of %d", current, desired)}
+				"scale-down is disabled (selectPolicy Disabled): %s stay instead of %d", Replicas(current), desired)}
 		}
 		limit, policy := scaleDownLimit(now, current, events, down)
 		if desired >= limit {
@@ -176,8 +176,8 @@ func limitRate(now time.Time, desired, current int32, events []v1alpha1.ScaleEve
 		}
 		until := nextRelease(now, events, policy, limit != current)
 		return limit, &Hold{Reason: ScaleDownLimited, Until: until, Message: fmt.Sprintf(
-			"scale-down policy %s (selectPolicy %s) allows %d replicas instead of %d; the next step is possible from %s",
-			describePolicy(policy), down.SelectPolicy, limit, desired, formatTime(until))}
+			"scale-down policy %s (selectPolicy %s) allows %s instead of %d; the next step is possible from %s",
+			describePolicy(policy), down.SelectPolicy, Replicas(limit), desired, formatTime(until))}
 	}
 	return desired, nil
 }

@@ -70,7 +70,7 @@ func recommend(target v1alpha1.MetricTarget, o Observation, observed, unchanged 
 	default:
 		return MetricRecommendation{Reason: fmt.Sprintf("unknown target type %q", target.Type)}
 	}
-	describe := fmt.Sprintf("%s %s against %s target %s with %d replicas", formatValue(value), unitOf(target.Type), target.Type, target.Value.String(), observed)
+	describe := fmt.Sprintf("%s %s against %s target %s with %s", formatValue(value), unitOf(target.Type), target.Type, target.Value.String(), Replicas(observed))
 	tolerance := bands.down
 	if ratio > 1 {
 		tolerance = bands.up

@@ -86,7 +86,7 @@ func observe(t *testing.T, name string) (group, error) {
 	if err := stack.Env.Client.Get(ctx, client.ObjectKey{Namespace: sandbox.Namespace, Name: name}, ha); err != nil {
 		return g, err
 	}
-	g.desired = ha.Status.DesiredReplicas
+	g.desired = ptr.Deref(ha.Status.DesiredReplicas, 0)
 	if condition := ha.StatusConditions().GetCondition(v1alpha1.Active); condition != nil {
 		g.active = condition.Status == corev1.ConditionTrue
 	}

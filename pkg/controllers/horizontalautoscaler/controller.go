@@ -40,6 +40,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/autoscaler"
+	"karpenter.sh/karpenter/pkg/conditions"
 	"karpenter.sh/karpenter/pkg/events"
 )
 
@@ -171,6 +172,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Only this controller (the elected leader) writes the status, so a plain merge patch
 	// cannot lose another writer's history; an optimistic lock would instead drop the scale
 	// event just made whenever the spec or metadata changed meanwhile.
+	conditions.KeepTransitionTimes(original.Status.Conditions, ha.Status.Conditions)
 	if patchErr := c.client.Status().Patch(ctx, ha, client.MergeFrom(original)); patchErr != nil {
 		return reconcile.Result{}, errors.Join(err, fmt.Errorf("writing the status, %w", patchErr))
 	}
@@ -227,8 +229,8 @@ func (c *Controller) reconcile(ctx context.Context, ha *v1alpha1.HorizontalAutos
 	}
 	ha.Status.ScaleEvents = autoscaler.RecordScale(now, ha.Status.ScaleEvents, decision.DesiredReplicas-from, ha.Spec.Behavior)
 	ha.Status.Recommendations = decision.Recommendations
-	ha.Status.CurrentReplicas = target.Status.Replicas
-	ha.Status.DesiredReplicas = decision.DesiredReplicas
+	ha.Status.CurrentReplicas = ptr.To(target.Status.Replicas)
+	ha.Status.DesiredReplicas = ptr.To(decision.DesiredReplicas)
 	ha.Status.CurrentMetrics = currentMetrics(ha.Spec.Metrics, observations)
 	currentReplicasGauge.WithLabelValues(ha.Name, ha.Namespace).Set(float64(target.Status.Replicas))
 	desiredReplicasGauge.WithLabelValues(ha.Name, ha.Namespace).Set(float64(decision.DesiredReplicas))
@@ -290,7 +292,7 @@ func (c *Controller) observe(ctx context.Context, ha *v1alpha1.HorizontalAutosca
 		value, err := c.options.Metrics.Query(ctx, m.Prometheus.Query)
 		queryDuration.WithLabelValues(ha.Name, ha.Namespace).Observe(time.Since(start).Seconds())
 		if err != nil {
-			errorsTotal.WithLabelValues(ha.Name, ha.Namespace, "MetricUnavailable").Inc()
+			errorsTotal.WithLabelValues(ha.Name, ha.Namespace, "MetricsUnavailable").Inc()
 			observations[i] = autoscaler.Unavailable(err.Error())
 			continue
 		}
@@ -330,7 +332,22 @@ func (c *Controller) markTargetError(ha *v1alpha1.HorizontalAutoscaler, err erro
 	currentReplicasGauge.DeleteLabelValues(ha.Name, ha.Namespace)
 	desiredReplicasGauge.DeleteLabelValues(ha.Name, ha.Namespace)
 	ha.StatusConditions().MarkFalse(v1alpha1.AbleToScale, reason, "%s", err.Error())
+	// The metrics are read only once the target is, so whether they are available is unknown.
+	ha.StatusConditions().MarkUnknown(v1alpha1.Active, "TargetUnavailable", "the metrics are not read while the target cannot be reached; see AbleToScale")
 	return err
+}
+
+// metricsGracePeriod is how long a new HorizontalAutoscaler whose metrics were never read waits
+// before reporting them unavailable: a series exported by a new object (a MetricsProducer's
+// gauge, say) appears only after Prometheus's next scrape.
+const metricsGracePeriod = time.Minute
+
+// awaitingFirstMetrics is true for an autoscaler younger than metricsGracePeriod that has not
+// yet seen all its metrics; the rules that hold scale-down while a metric is missing apply all
+// the same, only the warning waits.
+func (c *Controller) awaitingFirstMetrics(ha *v1alpha1.HorizontalAutoscaler) bool {
+	return c.options.Clock.Since(ha.CreationTimestamp.Time) < metricsGracePeriod &&
+		!ha.StatusConditions().GetCondition(v1alpha1.Active).IsTrue()
 }
 
 // markDecision sets the conditions that explain a decision.
@@ -358,6 +375,9 @@ func (c *Controller) markDecision(ha *v1alpha1.HorizontalAutoscaler, d autoscale
 		conditions.MarkTrueWithReason(v1alpha1.Active, "NoMetrics", "no metrics: replicas are only held within [minReplicas, maxReplicas]")
 	case len(unavailable) == 0:
 		conditions.MarkTrueWithReason(v1alpha1.Active, "MetricsAvailable", "every metric was read")
+	case c.awaitingFirstMetrics(ha):
+		conditions.MarkUnknown(v1alpha1.Active, "AwaitingMetrics", "%d of %d metrics could not be read yet; a new autoscaler waits up to %s for Prometheus to scrape them before reporting MetricsUnavailable: %s",
+			len(unavailable), len(ha.Spec.Metrics), metricsGracePeriod, strings.Join(unavailable, "; "))
 	case len(unavailable) == len(ha.Spec.Metrics):
 		conditions.MarkFalse(v1alpha1.Active, "MetricsUnavailable", "no metric could be read, replicas stay at %d: %s", from, strings.Join(unavailable, "; "))
 	default:
@@ -375,7 +395,7 @@ func (c *Controller) markDecision(ha *v1alpha1.HorizontalAutoscaler, d autoscale
 		}
 		conditions.MarkTrueWithReason(v1alpha1.AbleToScale, d.Holds[len(d.Holds)-1].Reason, "%s", strings.Join(messages, "; "))
 	case d.DesiredReplicas != from:
-		conditions.MarkTrueWithReason(v1alpha1.AbleToScale, "SucceededRescale", "scaled from %d to %d replicas", from, d.DesiredReplicas)
+		conditions.MarkTrueWithReason(v1alpha1.AbleToScale, "SucceededRescale", "scaled from %d to %s", from, autoscaler.Replicas(d.DesiredReplicas))
 	default:
 		conditions.MarkTrueWithReason(v1alpha1.AbleToScale, "ReadyForNewScale", "the target is reachable and nothing holds it back")
 	}
@@ -383,8 +403,8 @@ func (c *Controller) markDecision(ha *v1alpha1.HorizontalAutoscaler, d autoscale
 	if d.Clamp != nil {
 		conditions.MarkFalse(v1alpha1.ScalingUnbounded, d.Clamp.Reason, "%s", d.Clamp.Message)
 	} else {
-		conditions.MarkTrueWithReason(v1alpha1.ScalingUnbounded, "WithinBounds", "the recommendation of %d replicas is within [%d, %d]",
-			d.Recommendation, autoscaler.MinReplicas(ha.Spec), ha.Spec.MaxReplicas)
+		conditions.MarkTrueWithReason(v1alpha1.ScalingUnbounded, "WithinBounds", "the recommendation of %s is within [%d, %d]",
+			autoscaler.Replicas(d.Recommendation), autoscaler.MinReplicas(ha.Spec), ha.Spec.MaxReplicas)
 		if len(ha.Spec.Metrics) > 0 && len(unavailable) == len(ha.Spec.Metrics) {
 			conditions.MarkUnknown(v1alpha1.ScalingUnbounded, "MetricsUnavailable", "no recommendation while no metric can be read")
 		}

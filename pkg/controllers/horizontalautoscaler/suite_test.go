@@ -298,9 +298,9 @@ func (s *suite) testDeployment(t *testing.T) {
 	eventually.Holds(t, "the status reports 6 desired replicas and a metric of 6", func() (bool, string, error) {
 		ha = s.getHA(t, ns, name)
 		metrics := ha.Status.CurrentMetrics
-		return ha.Status.DesiredReplicas == 6 && len(metrics) > 0 && metrics[0].Prometheus != nil &&
+		return ptr.Deref(ha.Status.DesiredReplicas, -1) == 6 && len(metrics) > 0 && metrics[0].Prometheus != nil &&
 				metrics[0].Prometheus.Current.Value != nil && metrics[0].Prometheus.Current.Value.Cmp(resource.MustParse("6")) == 0,
-			fmt.Sprintf("desired %d, currentMetrics %+v, want 6 and 6", ha.Status.DesiredReplicas, metrics), nil
+			fmt.Sprintf("desired %v, currentMetrics %+v, want 6 and 6", ptr.Deref(ha.Status.DesiredReplicas, -1), metrics), nil
 	}, eventually.Timeout(10*time.Second))
 
 	// Down: the window keeps 6 until 6s after the last recommendation of 6.
@@ -317,7 +317,7 @@ func (s *suite) testDeployment(t *testing.T) {
 		}
 		r := s.deploymentReplicas(t, ns, name)
 		// The status is written after the scale: wait for both.
-		return r == 2 && ha.Status.DesiredReplicas == 2, fmt.Sprintf("replicas %d, desired %d, want 2", r, ha.Status.DesiredReplicas), nil
+		return r == 2 && ptr.Deref(ha.Status.DesiredReplicas, -1) == 2, fmt.Sprintf("replicas %d, desired %d, want 2", r, ptr.Deref(ha.Status.DesiredReplicas, -1)), nil
 	}, eventually.Timeout(40*time.Second))
 	if got := down.finish(); fmt.Sprint(got) != fmt.Sprint([]int32{6, 2}) {
 		t.Errorf("scale-down went through %v, want [6 2]", got)
@@ -390,8 +390,9 @@ func (s *suite) testWidget(t *testing.T) {
 	// The status is written after the scale, so it may trail it briefly.
 	eventually.Holds(t, "the status reports the scale to 3", func() (bool, string, error) {
 		ha := s.getHA(t, ns, name)
-		return ha.Status.CurrentReplicas == 1 && ha.Status.DesiredReplicas == 3 && ha.Status.LastScaleTime != nil,
-			fmt.Sprintf("status = current %d desired %d lastScaleTime %v, want 1, 3 and a time", ha.Status.CurrentReplicas, ha.Status.DesiredReplicas, ha.Status.LastScaleTime), nil
+		current, desired := ptr.Deref(ha.Status.CurrentReplicas, -1), ptr.Deref(ha.Status.DesiredReplicas, -1)
+		return current == 1 && desired == 3 && ha.Status.LastScaleTime != nil,
+			fmt.Sprintf("status = current %d desired %d lastScaleTime %v, want 1, 3 and a time", current, desired, ha.Status.LastScaleTime), nil
 	}, eventually.Timeout(10*time.Second))
 	s.expectEvent(t, ns, name, corev1.EventTypeNormal, "SuccessfulRescale", "from 1 to 3")
 }
@@ -414,8 +415,9 @@ func (s *suite) testTargetErrors(t *testing.T) {
 			ha := s.getHA(t, ns, tc.name)
 			status, reason, message := condition(ha, "AbleToScale")
 			ready, _, _ := condition(ha, "Ready")
-			return status == "False" && reason == tc.reason && ready == "False",
-				fmt.Sprintf("%s: AbleToScale %s %s %q, Ready %s; want False %s", tc.name, status, reason, message, ready, tc.reason), nil
+			active, activeReason, _ := condition(ha, "Active")
+			return status == "False" && reason == tc.reason && ready == "False" && active == "Unknown" && activeReason == "TargetUnavailable",
+				fmt.Sprintf("%s: AbleToScale %s %s %q, Ready %s, Active %s %s; want False %s, False, Unknown TargetUnavailable", tc.name, status, reason, message, ready, active, activeReason, tc.reason), nil
 		}, eventually.Timeout(20*time.Second))
 		s.expectEvent(t, ns, tc.name, corev1.EventTypeWarning, tc.reason, "")
 	}
@@ -443,6 +445,17 @@ func (s *suite) testDisabledAtZero(t *testing.T) {
 	s.expectEvent(t, ns, name, corev1.EventTypeWarning, "ScalingDisabled", "replica count of the target is zero")
 	if r := s.deploymentReplicas(t, ns, name); r != 0 {
 		t.Fatalf("replicas %d, want 0 while scaling is disabled", r)
+	}
+	// Zero is a known size, so the status (and kubectl get's columns) say 0, not nothing.
+	raw := &unstructured.Unstructured{}
+	raw.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind("HorizontalAutoscaler"))
+	if err := s.env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{"currentReplicas", "desiredReplicas"} {
+		if value, found, err := unstructured.NestedInt64(raw.Object, "status", field); err != nil || !found || value != 0 {
+			t.Errorf("status.%s = %d (found %t, %v), want 0", field, value, found, err)
+		}
 	}
 	// minReplicas 0 opts into scaling from zero: ceil(30 / 10) = 3.
 	patch := client.MergeFrom(ha.DeepCopy())
@@ -483,7 +496,7 @@ func (s *suite) testRestart(t *testing.T) {
 	defer restart()
 	eventually.Holds(t, "the deployment scales down to 1", func() (bool, string, error) {
 		r := s.deploymentReplicas(t, ns, name)
-		desired := s.getHA(t, ns, name).Status.DesiredReplicas
+		desired := ptr.Deref(s.getHA(t, ns, name).Status.DesiredReplicas, -1)
 		return r == 1 && desired == 1, fmt.Sprintf("replicas %d, desired %d, want 1", r, desired), nil
 	}, eventually.Timeout(40*time.Second))
 	ha := s.getHA(t, ns, name)

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/conditions"
 	"karpenter.sh/karpenter/pkg/events"
 	"karpenter.sh/karpenter/pkg/metrics/producers"
 	"karpenter.sh/karpenter/pkg/nodes"
@@ -119,6 +120,7 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 	}
 	stored := mp.DeepCopy()
 	result := c.produce(ctx, mp)
+	conditions.KeepTransitionTimes(stored.Status.Conditions, mp.Status.Conditions)
 	if !equality.Semantic.DeepEqual(stored.Status, mp.Status) {
 		if err := c.client.Status().Patch(ctx, mp, client.MergeFrom(stored)); err != nil {
 			if apierrors.IsNotFound(err) {

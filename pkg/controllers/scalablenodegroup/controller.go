@@ -25,6 +25,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/conditions"
 	"karpenter.sh/karpenter/pkg/events"
 )
 
@@ -103,6 +104,7 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 	err := c.reconcile(ctx, group)
 	events.OnConditionTransition(c.recorder, group, stored.StatusConditions().GetCondition(v1alpha1.AbleToScale),
 		group.StatusConditions().GetCondition(v1alpha1.AbleToScale), nil)
+	conditions.KeepTransitionTimes(stored.Status.Conditions, group.Status.Conditions)
 	if patchErr := c.client.Status().Patch(ctx, group, client.MergeFrom(stored)); patchErr != nil && !apierrors.IsNotFound(patchErr) {
 		return reconcile.Result{}, errors.Join(err, fmt.Errorf("patching status, %w", patchErr))
 	}

@@ -74,7 +74,7 @@ func testInvalidObjectsRejected(t *testing.T) {
 		name, manifest, message string
 	}{
 		{"min above max", ha(`minReplicas: 5
-  maxReplicas: 2`), "spec.maxReplicas: Invalid value: \"object\": maxReplicas must be greater than or equal to minReplicas"},
+  maxReplicas: 2`), "spec.maxReplicas: Invalid value: \"object\": maxReplicas must be greater than or equal to minReplicas, which is 1 when not set"},
 		{"negative min", ha(`minReplicas: -1
   maxReplicas: 2`), "spec.minReplicas: Invalid value: -1: spec.minReplicas in body should be greater than or equal to 0"},
 		{"missing max", ha(`minReplicas: 1`), "spec.maxReplicas: Required value"},
@@ -116,7 +116,7 @@ spec:
 		{"behavior without start", mp(`scheduleSpec: {defaultReplicas: 1, behaviors: [{replicas: 2, end: {hours: "9"}}]}`), "spec.scheduleSpec.behaviors[0].start: Required value"},
 		{"negative node group replicas", sng(`replicas: -3
   type: AWSEC2AutoScalingGroup
-  id: asg`), "spec.replicas: Invalid value: -3: spec.replicas in body should be greater than or equal to 0"},
+  id: asg`), "spec.replicas: Invalid value: -3: should be a non-negative integer"},
 		{"unknown node group type", sng(`type: GCPManagedInstanceGroup
   id: mig`), "spec.type: Unsupported value: \"GCPManagedInstanceGroup\""},
 		{"node group without id", sng(`type: AWSEKSNodeGroup`), "spec.id: Required value"},
@@ -130,6 +130,10 @@ spec:
 			}
 			if !strings.Contains(err.Error(), tc.message) {
 				t.Errorf("rejected with\n  %v\nwant a message containing\n  %s", err, tc.message)
+			}
+			// Each problem is reported once.
+			if field, _, named := strings.Cut(tc.message, ": "); named && strings.HasPrefix(field, "spec.") && strings.Count(err.Error(), field+": ") != 1 {
+				t.Errorf("rejected with\n  %v\nwant %s reported once", err, field)
 			}
 		})
 	}

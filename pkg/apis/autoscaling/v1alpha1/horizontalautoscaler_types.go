@@ -7,7 +7,7 @@ import (
 )
 
 // HorizontalAutoscalerSpec is the desired behaviour of a HorizontalAutoscaler.
-// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",message="maxReplicas must be greater than or equal to minReplicas",fieldPath=".maxReplicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",message="maxReplicas must be greater than or equal to minReplicas, which is 1 when not set",fieldPath=".maxReplicas"
 type HorizontalAutoscalerSpec struct {
 	// ScaleTargetRef points to the resource to scale: any kind in the same namespace that
 	// serves the scale subresource.
@@ -151,12 +151,13 @@ type ScalingPolicy struct {
 
 // HorizontalAutoscalerStatus is the observed state of a HorizontalAutoscaler.
 type HorizontalAutoscalerStatus struct {
-	// CurrentReplicas is the target's replica count as last observed.
+	// CurrentReplicas is the target's replica count as last observed; unset until the target
+	// has been read, so that 0 always means zero replicas.
 	// +optional
-	CurrentReplicas int32 `json:"currentReplicas,omitempty"`
-	// DesiredReplicas is the replica count last computed.
+	CurrentReplicas *int32 `json:"currentReplicas,omitempty"`
+	// DesiredReplicas is the replica count last computed; unset until the first decision.
 	// +optional
-	DesiredReplicas int32 `json:"desiredReplicas,omitempty"`
+	DesiredReplicas *int32 `json:"desiredReplicas,omitempty"`
 	// LastScaleTime is when the target was last scaled.
 	// +optional
 	LastScaleTime *apis.VolatileTime `json:"lastScaleTime,omitempty"`

@@ -18,8 +18,9 @@ const (
 
 // ScalableNodeGroupSpec is the desired size of a cloud node group.
 type ScalableNodeGroupSpec struct {
-	// Replicas is the desired number of nodes; unset leaves the group as it is.
-	// +kubebuilder:validation:Minimum=0
+	// Replicas is the desired number of nodes; unset leaves the group as it is. The apiserver
+	// refuses a negative value as it does for any scale subresource (a schema minimum would
+	// report it a second time).
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Type is the node group implementation.
