@@ -10,9 +10,10 @@ import "knative.dev/pkg/apis"
 // would look like a new one every period.
 func KeepTransitionTimes(before, after apis.Conditions) {
 	for i := range after {
+		now := &after[i]
 		for _, was := range before {
-			if was.Type == after[i].Type && was.Status == after[i].Status {
-				after[i].LastTransitionTime = was.LastTransitionTime
+			if was.Type == now.Type && was.Status == now.Status {
+				now.LastTransitionTime = was.LastTransitionTime
 			}
 		}
 	}
