@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -117,13 +116,17 @@ func patternFields(p *v1alpha1.Pattern) scheduledcapacity.Fields {
 	return scheduledcapacity.Fields{Minutes: p.Minutes, Hours: p.Hours, Days: p.Days, Months: p.Months, Weekdays: p.Weekdays}
 }
 
-// scheduleError turns the schedule parser's error into a FieldError at prefix + its path.
+// scheduleError turns the schedule parser's errors into FieldErrors at prefix + their paths.
 func scheduleError(err error, prefix string) *apis.FieldError {
-	var fieldErr *scheduledcapacity.FieldError
-	if errors.As(err, &fieldErr) {
-		return &apis.FieldError{Message: fieldErr.Reason, Paths: []string{prefix + fieldErr.Path}}
+	fieldErrs := scheduledcapacity.AllFieldErrors(err)
+	if fieldErrs == nil {
+		return &apis.FieldError{Message: err.Error(), Paths: []string{prefix + "."}}
 	}
-	return &apis.FieldError{Message: err.Error(), Paths: []string{prefix + "."}}
+	var errs *apis.FieldError
+	for _, fieldErr := range fieldErrs {
+		errs = errs.Also(&apis.FieldError{Message: fieldErr.Reason, Paths: []string{prefix + fieldErr.Path}})
+	}
+	return errs
 }
 
 func validateResources(resources corev1.ResourceList, field string) *apis.FieldError {

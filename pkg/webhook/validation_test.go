@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/ptr"
 	"knative.dev/pkg/apis"
 	"knative.dev/pkg/webhook/resourcesemantics"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,6 +90,26 @@ func TestValidationAsksTheCloudsRegistry(t *testing.T) {
 		}
 		if err := crd.Validate(ctx); err == nil || !strings.Contains(err.Error(), "invalid id") {
 			t.Errorf("%s with an invalid id: %v", kind, err)
+		}
+	}
+}
+
+// TestValidationReportsEveryInvalidScheduleField: one look at the error shows all to fix.
+func TestValidationReportsEveryInvalidScheduleField(t *testing.T) {
+	mp := scheduleProducer("mp-two", func(s *v1alpha1.ScheduleSpec) {
+		s.Behaviors[0].Start.Weekdays = ptr.To("Mun")
+		s.Behaviors[0].Start.Hours = ptr.To("25")
+	})
+	err := admit(mp)
+	if err == nil {
+		t.Fatal("admitted a schedule with two invalid fields")
+	}
+	for _, want := range []string{
+		`"Mun" is not a weekday: spec.scheduleSpec.behaviors[0].start.weekdays`,
+		`"25" is not an hour (0-23): spec.scheduleSpec.behaviors[0].start.hours`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error\n%v\ndoes not report %s", err, want)
 		}
 	}
 }

@@ -2,7 +2,7 @@ package producers
 
 import (
 	"context"
-	"errors"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -24,9 +24,12 @@ type ScheduleProducer struct {
 func (p *ScheduleProducer) Produce(_ context.Context, mp *v1alpha1.MetricsProducer) (Output[*v1alpha1.ScheduledCapacityStatus], error) {
 	schedule, err := scheduledcapacity.NewSchedule(scheduleSpecOf(mp.Spec.ScheduleSpec))
 	if err != nil {
-		var fieldErr *scheduledcapacity.FieldError
-		if errors.As(err, &fieldErr) {
-			return Output[*v1alpha1.ScheduledCapacityStatus]{}, failure(ReasonInvalidSchedule, "spec.scheduleSpec.%s", fieldErr.Error())
+		if fieldErrs := scheduledcapacity.AllFieldErrors(err); fieldErrs != nil {
+			messages := make([]string, len(fieldErrs))
+			for i, fieldErr := range fieldErrs {
+				messages[i] = "spec.scheduleSpec." + fieldErr.Error()
+			}
+			return Output[*v1alpha1.ScheduledCapacityStatus]{}, failure(ReasonInvalidSchedule, "%s", strings.Join(messages, "; "))
 		}
 		return Output[*v1alpha1.ScheduledCapacityStatus]{}, failure(ReasonInvalidSchedule, "spec.scheduleSpec: %w", err)
 	}

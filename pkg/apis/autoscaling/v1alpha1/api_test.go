@@ -112,6 +112,9 @@ spec:
 		{"unknown queue type", mp(`queue: {type: RabbitMQ, id: q}`), "spec.queue.type: Unsupported value: \"RabbitMQ\""},
 		{"reserved capacity over two labels", mp(`reservedCapacity: {nodeSelector: {a: b, c: d}}`), "spec.reservedCapacity.nodeSelector: Too many: 2: must have at most 1 item"},
 		{"pending capacity without a selector", mp(`pendingCapacity: {nodeSelector: {}}`), "spec.pendingCapacity.nodeSelector: Invalid value: 0: spec.pendingCapacity.nodeSelector in body should have at least 1 properties"},
+		{"utilization with a percent sign", ha(`maxReplicas: 2
+  metrics:
+  - prometheus: {query: "up", target: {type: Utilization, value: "70%"}}`), "write 70, a percentage without the % sign"},
 		{"negative default replicas", mp(`scheduleSpec: {defaultReplicas: -1}`), "spec.scheduleSpec.defaultReplicas: Invalid value: -1"},
 		{"behavior without start", mp(`scheduleSpec: {defaultReplicas: 1, behaviors: [{replicas: 2, end: {hours: "9"}}]}`), "spec.scheduleSpec.behaviors[0].start: Required value"},
 		{"negative node group replicas", sng(`replicas: -3

@@ -74,6 +74,7 @@ const (
 )
 
 // MetricTarget is the value a metric should be held at.
+// +kubebuilder:validation:XValidation:rule="type(self.value) != string || !self.value.endsWith('%')",message="value is a number: for a Utilization of 70% write 70, a percentage without the % sign"
 type MetricTarget struct {
 	// Type is Value, AverageValue or Utilization.
 	Type MetricTargetType `json:"type"`

@@ -1,6 +1,7 @@
 package scheduledcapacity
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"strconv"
@@ -71,9 +72,10 @@ func namesFrom(first int, full ...string) map[string]int {
 }
 
 // Parse validates fields and returns the pattern they describe. Errors are
-// *FieldError naming the field and the offending element.
+// FieldErrors naming each invalid field and its offending element.
 func Parse(f Fields) (*Pattern, error) {
 	p := &Pattern{minutes: 1, hours: 1, days: starSet(daysField), months: starSet(monthsField), weekdays: starSet(weekdaysField)}
+	var invalid FieldErrors
 	for _, target := range []struct {
 		field *field
 		value *string
@@ -90,15 +92,54 @@ func Parse(f Fields) (*Pattern, error) {
 		}
 		set, err := target.field.parse(*target.value)
 		if err != nil {
-			return nil, err
+			invalid = append(invalid, AllFieldErrors(err)...)
+			continue
 		}
 		*target.set = set
 	}
+	if len(invalid) > 0 {
+		return nil, invalid
+	}
 	if !p.datesExist() {
-		return nil, &FieldError{Path: daysField.path, Value: deref(f.Days), Reason: fmt.Sprintf(
-			"%q never occurs in months %q", deref(f.Days), deref(f.Months))}
+		return nil, FieldErrors{{Path: daysField.path, Value: deref(f.Days), Reason: fmt.Sprintf(
+			"%q never occurs in months %q", deref(f.Days), deref(f.Months))}}
 	}
 	return p, nil
+}
+
+// FieldErrors are every invalid field of a pattern or schedule, in field order, so that one
+// look at an error shows all there is to fix.
+type FieldErrors []*FieldError
+
+func (e FieldErrors) Error() string {
+	messages := make([]string, len(e))
+	for i, fieldErr := range e {
+		messages[i] = fieldErr.Error()
+	}
+	return strings.Join(messages, "; ")
+}
+
+// Unwrap lets errors.As find each *FieldError.
+func (e FieldErrors) Unwrap() []error {
+	errs := make([]error, len(e))
+	for i, fieldErr := range e {
+		errs[i] = fieldErr
+	}
+	return errs
+}
+
+// AllFieldErrors lists the *FieldError that err carries: each of a FieldErrors, or err itself;
+// none for an error of another kind.
+func AllFieldErrors(err error) []*FieldError {
+	var all FieldErrors
+	if errors.As(err, &all) {
+		return all
+	}
+	var one *FieldError
+	if errors.As(err, &one) {
+		return []*FieldError{one}
+	}
+	return nil
 }
 
 func deref(s *string) string {

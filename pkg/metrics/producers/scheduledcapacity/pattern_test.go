@@ -54,6 +54,17 @@ func TestParse(t *testing.T) {
 	}
 }
 
+func TestParseReportsEveryInvalidField(t *testing.T) {
+	_, err := Parse(Fields{Hours: str("25"), Weekdays: str("Mun")})
+	want := `hours: "25" is not an hour (0-23); weekdays: "Mun" is not a weekday`
+	if err == nil || err.Error() != want {
+		t.Fatalf("Parse() error = %v, want %s", err, want)
+	}
+	if n := len(AllFieldErrors(err)); n != 2 {
+		t.Errorf("%d field errors, want 2", n)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

@@ -1,7 +1,6 @@
 package scheduledcapacity
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -58,8 +57,8 @@ type Change struct {
 	Value int32
 }
 
-// NewSchedule compiles a Spec. Errors are *FieldError whose Path is relative
-// to the spec ("timezone", "behaviors[0].start.weekdays").
+// NewSchedule compiles a Spec. Errors are *FieldError or FieldErrors whose Paths are
+// relative to the spec ("timezone", "behaviors[0].start.weekdays").
 func NewSchedule(spec Spec) (*Schedule, error) {
 	location, err := ParseTimezone(spec.Timezone)
 	if err != nil {
@@ -83,11 +82,15 @@ func NewSchedule(spec Spec) (*Schedule, error) {
 }
 
 func withPathPrefix(err error, prefix string) error {
-	var fieldErr *FieldError
-	if errors.As(err, &fieldErr) {
-		return &FieldError{Path: prefix + fieldErr.Path, Value: fieldErr.Value, Reason: fieldErr.Reason}
+	fieldErrs := AllFieldErrors(err)
+	if fieldErrs == nil {
+		return fmt.Errorf("%s%w", prefix, err)
 	}
-	return fmt.Errorf("%s%w", prefix, err)
+	prefixed := make(FieldErrors, len(fieldErrs))
+	for i, fieldErr := range fieldErrs {
+		prefixed[i] = &FieldError{Path: prefix + fieldErr.Path, Value: fieldErr.Value, Reason: fieldErr.Reason}
+	}
+	return prefixed
 }
 
 // ParseTimezone loads an IANA time zone; empty means UTC. "Local" is refused:
