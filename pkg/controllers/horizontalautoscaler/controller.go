@@ -50,6 +50,9 @@ const (
 	DefaultPeriod = 10 * time.Second
 )
 
+// ReasonTargetReplicasUnset is AbleToScale's reason while the target's spec replicas are unset.
+const ReasonTargetReplicasUnset = "TargetReplicasUnset"
+
 // MetricsClient evaluates a metric query to one value, or says why it cannot.
 type MetricsClient interface {
 	Query(ctx context.Context, query string) (float64, error)
@@ -296,10 +299,21 @@ func (c *Controller) getScale(ctx context.Context, ha *v1alpha1.HorizontalAutosc
 	}
 	resource := mapping.Resource.GroupResource()
 	target, err := c.scales.Scales(ha.Namespace).Get(ctx, resource, ref.Name, metav1.GetOptions{})
+	if isReplicasUnset(err) {
+		return resource, nil, &targetError{reason: ReasonTargetReplicasUnset, err: fmt.Errorf(
+			"%s has no spec replicas, so its size is unknown and it is not scaled until it has one (a ScalableNodeGroup adopts its node group's size), %w", describeTarget(ha), err)}
+	}
 	if err != nil {
 		return resource, nil, classify("FailedGetScale", fmt.Errorf("getting the scale of %s, %w", describeTarget(ha), err))
 	}
 	return resource, target, nil
+}
+
+// isReplicasUnset tells the API server's refusal to read the scale of a custom resource whose
+// specReplicasPath is unset (apiextensions-apiserver answers an internal error naming the
+// field). Such a size is unknown, not zero, and is reported as such rather than as a failure.
+func isReplicasUnset(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "spec replicas field") && strings.Contains(err.Error(), "does not exist")
 }
 
 // classify names an API error's reason for AbleToScale.

@@ -29,8 +29,10 @@ import (
 	"karpenter.sh/karpenter/pkg/apis"
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/autoscaler"
+	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
+	"karpenter.sh/karpenter/pkg/controllers/scalablenodegroup"
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/gauges"
@@ -108,7 +110,7 @@ func TestHorizontalAutoscaler(t *testing.T) {
 	})
 	s := &suite{env: env, metrics: metrics}
 
-	shared := []string{"deployment", "sng", "widget", "errors", "disabled", "outage"}
+	shared := []string{"deployment", "sng", "unset", "widget", "errors", "disabled", "outage"}
 	for _, ns := range append(shared, "restart", "forbidden") {
 		s.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
@@ -118,6 +120,7 @@ func TestHorizontalAutoscaler(t *testing.T) {
 	t.Run("group", func(t *testing.T) {
 		t.Run("DeploymentFollowsTheMetricWithinWindowsAndPolicies", s.testDeployment)
 		t.Run("ScalableNodeGroupSpecReplicas", s.testScalableNodeGroup)
+		t.Run("UnsetSpecReplicasAreUnknownNotZero", s.testUnsetReplicas)
 		t.Run("CustomResourceWithScale", s.testWidget)
 		t.Run("TargetErrors", s.testTargetErrors)
 		t.Run("ZeroReplicasDisableScaling", s.testDisabledAtZero)
@@ -373,6 +376,55 @@ func (s *suite) testScalableNodeGroup(t *testing.T) {
 	}, eventually.Timeout(30*time.Second))
 }
 
+// testUnsetReplicas: a ScalableNodeGroup created without spec.replicas over a group of 20
+// nodes. Until its controller adopts the 20, the autoscaler refuses it instead of reading a
+// size of zero; once adopted, it scales from 20 to what the metric asks, never below.
+func (s *suite) testUnsetReplicas(t *testing.T) {
+	t.Parallel()
+	const ns, name = "unset", "running"
+	s.create(t, &v1alpha1.ScalableNodeGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.ScalableNodeGroupSpec{Type: v1alpha1.AWSEC2AutoScalingGroup, ID: name},
+	})
+	s.metrics.set(ns, 24)
+	ref := v1alpha1.CrossVersionObjectReference{APIVersion: "autoscaling.karpenter.sh/v1alpha1", Kind: "ScalableNodeGroup", Name: name}
+	// minReplicas 0: read as zero, the group would "scale from zero" to a handful of nodes.
+	s.create(t, horizontalAutoscaler(ns, name, ref, 0, 30, v1alpha1.AverageValueMetricType, "1", v1alpha1.Behavior{}))
+	eventually.Holds(t, "AbleToScale reports "+horizontalautoscaler.ReasonTargetReplicasUnset, func() (bool, string, error) {
+		status, reason, message := condition(s.getHA(t, ns, name), "AbleToScale")
+		return status == "False" && reason == horizontalautoscaler.ReasonTargetReplicasUnset && strings.Contains(message, "size is unknown"),
+			fmt.Sprintf("AbleToScale %s %s %q", status, reason, message), nil
+	}, eventually.Timeout(20*time.Second))
+	s.expectEvent(t, ns, name, corev1.EventTypeWarning, horizontalautoscaler.ReasonTargetReplicasUnset, "has no spec replicas")
+	sng := &v1alpha1.ScalableNodeGroup{}
+	if err := s.env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, sng); err != nil {
+		t.Fatal(err)
+	}
+	if sng.Spec.Replicas != nil {
+		t.Fatalf("spec.replicas %d written while the size was unknown", *sng.Spec.Replicas)
+	}
+
+	// The node group controller adopts the cloud's 20.
+	group := fake.NewNodeGroup(20, 0, 30)
+	cloud := fake.NewFactory()
+	cloud.AddNodeGroup(string(v1alpha1.AWSEC2AutoScalingGroup), name, group)
+	stop := operatortest.Start(t, s.env, operatortest.Options{Namespaces: []string{ns}, Controllers: controllers.Options{
+		Enabled: []string{scalablenodegroup.Name}, CloudProvider: cloud, ResyncPeriod: time.Second,
+	}})
+	defer stop()
+	s.expectEventFor(t, ns, "ScalableNodeGroup", name, corev1.EventTypeNormal, scalablenodegroup.ReasonAdopted, "Adopted spec.replicas 20")
+	eventually.Holds(t, "the autoscaler scales the adopted group from 20 to 24", func() (bool, string, error) {
+		calls := group.SetCalls()
+		return fmt.Sprint(calls) == "[24]", fmt.Sprintf("node group resized to %v, want [24]", calls), nil
+	}, eventually.Timeout(30*time.Second))
+	if err := s.env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, sng); err != nil {
+		t.Fatal(err)
+	}
+	if got := ptr.Deref(sng.Spec.Replicas, -1); got != 24 {
+		t.Errorf("spec.replicas %d, want 24", got)
+	}
+}
+
 func (s *suite) testWidget(t *testing.T) {
 	t.Parallel()
 	const ns, name = "widget", "gadget"
@@ -535,6 +587,11 @@ func (s *suite) testOutage(t *testing.T) {
 
 func (s *suite) expectEvent(t *testing.T, namespace, name, eventType, reason, messageContains string) {
 	t.Helper()
+	s.expectEventFor(t, namespace, "HorizontalAutoscaler", name, eventType, reason, messageContains)
+}
+
+func (s *suite) expectEventFor(t *testing.T, namespace, kind, name, eventType, reason, messageContains string) {
+	t.Helper()
 	// Events are recorded asynchronously.
 	eventually.Holds(t, fmt.Sprintf("a %s %s event", eventType, reason), func() (bool, string, error) {
 		events := &corev1.EventList{}
@@ -543,7 +600,7 @@ func (s *suite) expectEvent(t *testing.T, namespace, name, eventType, reason, me
 		}
 		var seen []string
 		for _, e := range events.Items {
-			if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == "HorizontalAutoscaler" {
+			if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == kind {
 				if e.Type == eventType && e.Reason == reason && strings.Contains(e.Message, messageContains) {
 					return true, "", nil
 				}
