@@ -13,9 +13,11 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -402,6 +404,12 @@ func (s *suite) testUnsetReplicas(t *testing.T) {
 	}
 	if sng.Spec.Replicas != nil {
 		t.Fatalf("spec.replicas %d written while the size was unknown", *sng.Spec.Replicas)
+	}
+	// What the autoscaler relies on: the API server refuses to read this /scale rather than
+	// answer zero replicas.
+	scale := &autoscalingv1.Scale{}
+	if err := s.env.Client.SubResource("scale").Get(context.Background(), sng, scale); !apierrors.IsInternalError(err) {
+		t.Fatalf("reading the scale of a group without spec.replicas: %+v, %v; want the API server's refusal", scale.Spec, err)
 	}
 
 	// The node group controller adopts the cloud's 20.

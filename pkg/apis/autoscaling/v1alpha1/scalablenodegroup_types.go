@@ -18,7 +18,9 @@ const (
 
 // ScalableNodeGroupSpec is the desired size of a cloud node group.
 type ScalableNodeGroupSpec struct {
-	// Replicas is the desired number of nodes; unset leaves the group as it is.
+	// Replicas is the desired number of nodes. When unset, the controller sets it to the node
+	// group's desired size (and says so in an Adopted event), so that the scale subresource never
+	// reports an unknown size.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
