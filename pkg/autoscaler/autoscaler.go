@@ -237,6 +237,24 @@ func RecordScale(now time.Time, events []v1alpha1.ScaleEvent, change int32, beha
 	return slices.DeleteFunc(slices.Clone(events), func(e v1alpha1.ScaleEvent) bool { return !e.Time.After(cutoff) })
 }
 
+// PendingScale records a change of the target's spec replicas about to be written at now.
+func PendingScale(now time.Time, from, to int32) *v1alpha1.PendingScale {
+	return &v1alpha1.PendingScale{Time: metav1.NewTime(stamp(now)), From: from, To: to}
+}
+
+// SettlePending resolves a scale write recorded by an earlier evaluation against the target's
+// spec replicas now. Still at From: the write never happened (or was undone), so it is
+// dropped and does not hold back what the policies allow. Anywhere else: the write happened,
+// or something moved the target meanwhile, and counting it errs on the side of the rate
+// policies; it joins the scale events at the time it was decided.
+func SettlePending(now time.Time, pending v1alpha1.PendingScale, specReplicas int32, events []v1alpha1.ScaleEvent, behavior v1alpha1.Behavior) (settled []v1alpha1.ScaleEvent, applied bool) {
+	if specReplicas == pending.From {
+		return events, false
+	}
+	events = append(slices.Clone(events), v1alpha1.ScaleEvent{Time: pending.Time, ReplicaChange: pending.To - pending.From})
+	return RecordScale(now, events, 0, behavior), true
+}
+
 // prune drops recommendations that no window will look at again: those older than the longest
 // window, and those a later one makes redundant (a later recommendation at least as high
 // serves every scale-down window, one at most as low every scale-up window).

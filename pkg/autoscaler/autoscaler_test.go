@@ -643,3 +643,45 @@ func TestReplicasIsSingularForOne(t *testing.T) {
 		}
 	}
 }
+
+// TestSettlePending: a scale write recorded before it was made counts against the rate
+// policies exactly when the target shows it, so a failure between the scale write and the
+// status write can neither double a step nor hold back one the policies allow.
+func TestSettlePending(t *testing.T) {
+	// The HorizontalPodAutoscaler's default scale-up: 100% or 4 pods per 15s.
+	spec := v1alpha1.HorizontalAutoscalerSpec{MinReplicas: ptr.To[int32](1), MaxReplicas: 100, Metrics: []v1alpha1.Metric{averageMetric("1")}}
+	pending := *PendingScale(at(0), 10, 20)
+	for _, tc := range []struct {
+		name         string
+		specReplicas int32
+		wantApplied  bool
+		// wantNext is what the next evaluation, a second later, sets when the metric asks for 100.
+		wantNext int32
+	}{
+		{name: "the write was made: the step counts and the period is spent", specReplicas: 20, wantApplied: true, wantNext: 20},
+		{name: "the write never happened: nothing is held back", specReplicas: 10, wantApplied: false, wantNext: 20},
+		// Counted from 15, the period started at 5: the policies allow 10, so 15 stays.
+		{name: "someone else moved the target: the step counts", specReplicas: 15, wantApplied: true, wantNext: 15},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			events, applied := SettlePending(at(1), pending, tc.specReplicas, nil, spec.Behavior)
+			if applied != tc.wantApplied {
+				t.Fatalf("applied = %t, want %t", applied, tc.wantApplied)
+			}
+			if applied && (len(events) != 1 || events[0].ReplicaChange != 10 || !events[0].Time.Equal(&pending.Time)) {
+				t.Errorf("events %+v, want the +10 at the pending time", events)
+			}
+			if !applied && len(events) != 0 {
+				t.Errorf("events %+v, want none for a write that never happened", events)
+			}
+			d := Decide(Input{Now: at(1), Spec: spec, SpecReplicas: tc.specReplicas, StatusReplicas: tc.specReplicas,
+				Observations: []Observation{Available(100)}, ScaleEvents: events, Tolerance: DefaultTolerance})
+			if d.DesiredReplicas != tc.wantNext {
+				t.Errorf("next evaluation sets %d, want %d", d.DesiredReplicas, tc.wantNext)
+			}
+		})
+	}
+	if p := PendingScale(epoch.Add(100*time.Millisecond), 1, 2); !p.Time.Equal(ptr.To(metav1.NewTime(at(1)))) {
+		t.Errorf("pending time %s, want it rounded up to the second as every recorded time", p.Time)
+	}
+}

@@ -51,6 +51,9 @@ const (
 	DefaultPeriod = 10 * time.Second
 )
 
+// ReasonTargetReplicasUnset is AbleToScale's reason while the target's spec replicas are unset.
+const ReasonTargetReplicasUnset = "TargetReplicasUnset"
+
 // MetricsClient evaluates a metric query to one value, or says why it cannot.
 type MetricsClient interface {
 	Query(ctx context.Context, query string) (float64, error)
@@ -161,7 +164,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	original := ha.DeepCopy()
 	ha.StatusConditions().InitializeConditions()
 
-	err := c.reconcile(ctx, ha)
+	status := &statusWriter{client: c.client, written: original}
+	err := c.reconcile(ctx, ha, status)
 	if errors.Is(err, errScaleConflict) {
 		// The target changed between reading and writing its scale, as it does during a
 		// rollout: nothing was decided, so evaluate again from fresh state.
@@ -172,14 +176,30 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Only this controller (the elected leader) writes the status, so a plain merge patch
 	// cannot lose another writer's history; an optimistic lock would instead drop the scale
 	// event just made whenever the spec or metadata changed meanwhile.
-	conditions.KeepTransitionTimes(original.Status.Conditions, ha.Status.Conditions)
-	if patchErr := c.client.Status().Patch(ctx, ha, client.MergeFrom(original)); patchErr != nil {
+	if patchErr := status.write(ctx, ha); patchErr != nil {
 		return reconcile.Result{}, errors.Join(err, fmt.Errorf("writing the status, %w", patchErr))
 	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: c.options.Period}, nil
+}
+
+// statusWriter merge-patches the status with what changed since its last successful write.
+// An evaluation writes twice when it scales (the pending scale, then the outcome), and the
+// second patch must carry the clearing of what the first one set.
+type statusWriter struct {
+	client  client.Client
+	written *v1alpha1.HorizontalAutoscaler
+}
+
+func (w *statusWriter) write(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler) error {
+	conditions.KeepTransitionTimes(w.written.Status.Conditions, ha.Status.Conditions)
+	if err := w.client.Status().Patch(ctx, ha, client.MergeFrom(w.written)); err != nil {
+		return err
+	}
+	w.written = ha.DeepCopy()
+	return nil
 }
 
 // errScaleConflict marks a scale update refused because the target changed since it was read.
@@ -194,13 +214,22 @@ type targetError struct {
 func (e *targetError) Error() string { return e.err.Error() }
 func (e *targetError) Unwrap() error { return e.err }
 
-func (c *Controller) reconcile(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler) error {
+func (c *Controller) reconcile(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler, status *statusWriter) error {
 	logger := log.FromContext(ctx)
 	resource, target, err := c.getScale(ctx, ha)
 	if err != nil {
+		// A pending scale stays until the target can be read to settle it.
 		return c.markTargetError(ha, err)
 	}
 	now := c.options.Clock.Now()
+	if pending := ha.Status.PendingScale; pending != nil {
+		var applied bool
+		ha.Status.ScaleEvents, applied = autoscaler.SettlePending(now, *pending, target.Spec.Replicas, ha.Status.ScaleEvents, ha.Spec.Behavior)
+		if applied {
+			ha.Status.LastScaleTime = &apis.VolatileTime{Inner: pending.Time}
+		}
+		ha.Status.PendingScale = nil
+	}
 	observations := c.observe(ctx, ha)
 	decision := autoscaler.Decide(autoscaler.Input{
 		Now:             now,
@@ -215,8 +244,16 @@ func (c *Controller) reconcile(ctx context.Context, ha *v1alpha1.HorizontalAutos
 
 	from := target.Spec.Replicas
 	if decision.DesiredReplicas != from {
+		// Recorded first: whatever happens between the scale write and the status write that
+		// follows it, the next evaluation finds the change and counts it if it was made.
+		ha.Status.PendingScale = autoscaler.PendingScale(now, from, decision.DesiredReplicas)
+		if err := status.write(ctx, ha); err != nil {
+			return fmt.Errorf("recording the scale of %s from %d to %d before making it, %w", describeTarget(ha), from, decision.DesiredReplicas, err)
+		}
 		target.Spec.Replicas = decision.DesiredReplicas
 		if _, err := c.scales.Scales(ha.Namespace).Update(ctx, resource, target, metav1.UpdateOptions{}); err != nil {
+			// The write may have been made even so (a timeout); the pending scale stays for
+			// the next evaluation to settle against the target.
 			if apierrors.IsConflict(err) {
 				return fmt.Errorf("updating the scale of %s, %w: %w", describeTarget(ha), errScaleConflict, err)
 			}
@@ -226,6 +263,7 @@ func (c *Controller) reconcile(ctx context.Context, ha *v1alpha1.HorizontalAutos
 		c.recorder.Eventf(ha, corev1.EventTypeNormal, "SuccessfulRescale", "Scaled %s from %d to %d: %s",
 			describeTarget(ha), from, decision.DesiredReplicas, decision.Summary())
 		ha.Status.LastScaleTime = &apis.VolatileTime{Inner: metav1.NewTime(now)}
+		ha.Status.PendingScale = nil
 	}
 	ha.Status.ScaleEvents = autoscaler.RecordScale(now, ha.Status.ScaleEvents, decision.DesiredReplicas-from, ha.Spec.Behavior)
 	ha.Status.Recommendations = decision.Recommendations
@@ -263,10 +301,21 @@ func (c *Controller) getScale(ctx context.Context, ha *v1alpha1.HorizontalAutosc
 	}
 	resource := mapping.Resource.GroupResource()
 	target, err := c.scales.Scales(ha.Namespace).Get(ctx, resource, ref.Name, metav1.GetOptions{})
+	if isReplicasUnset(err) {
+		return resource, nil, &targetError{reason: ReasonTargetReplicasUnset, err: fmt.Errorf(
+			"%s has no spec replicas, so its size is unknown and it is not scaled until it has one (a ScalableNodeGroup adopts its node group's size), %w", describeTarget(ha), err)}
+	}
 	if err != nil {
 		return resource, nil, classify("FailedGetScale", fmt.Errorf("getting the scale of %s, %w", describeTarget(ha), err))
 	}
 	return resource, target, nil
+}
+
+// isReplicasUnset tells the API server's refusal to read the scale of a custom resource whose
+// specReplicasPath is unset (apiextensions-apiserver answers an internal error naming the
+// field). Such a size is unknown, not zero, and is reported as such rather than as a failure.
+func isReplicasUnset(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "spec replicas field") && strings.Contains(err.Error(), "does not exist")
 }
 
 // classify names an API error's reason for AbleToScale.

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,8 +31,10 @@ import (
 	"karpenter.sh/karpenter/pkg/apis"
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/autoscaler"
+	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
+	"karpenter.sh/karpenter/pkg/controllers/scalablenodegroup"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/pkg/test/eventually"
@@ -109,7 +113,7 @@ func TestHorizontalAutoscaler(t *testing.T) {
 	})
 	s := &suite{env: env, metrics: metrics}
 
-	shared := []string{"deployment", "sng", "widget", "errors", "disabled", "outage"}
+	shared := []string{"deployment", "sng", "unset", "widget", "errors", "disabled", "outage"}
 	for _, ns := range append(shared, "restart", "forbidden") {
 		s.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
@@ -119,6 +123,7 @@ func TestHorizontalAutoscaler(t *testing.T) {
 	t.Run("group", func(t *testing.T) {
 		t.Run("DeploymentFollowsTheMetricWithinWindowsAndPolicies", s.testDeployment)
 		t.Run("ScalableNodeGroupSpecReplicas", s.testScalableNodeGroup)
+		t.Run("UnsetSpecReplicasAreUnknownNotZero", s.testUnsetReplicas)
 		t.Run("CustomResourceWithScale", s.testWidget)
 		t.Run("TargetErrors", s.testTargetErrors)
 		t.Run("ZeroReplicasDisableScaling", s.testDisabledAtZero)
@@ -363,6 +368,61 @@ func (s *suite) testScalableNodeGroup(t *testing.T) {
 	}, eventually.Timeout(30*time.Second))
 }
 
+// testUnsetReplicas: a ScalableNodeGroup created without spec.replicas over a group of 20
+// nodes. Until its controller adopts the 20, the autoscaler refuses it instead of reading a
+// size of zero; once adopted, it scales from 20 to what the metric asks, never below.
+func (s *suite) testUnsetReplicas(t *testing.T) {
+	t.Parallel()
+	const ns, name = "unset", "running"
+	s.create(t, &v1alpha1.ScalableNodeGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.ScalableNodeGroupSpec{Type: v1alpha1.AWSEC2AutoScalingGroup, ID: name},
+	})
+	s.metrics.set(ns, 24)
+	ref := v1alpha1.CrossVersionObjectReference{APIVersion: "autoscaling.karpenter.sh/v1alpha1", Kind: "ScalableNodeGroup", Name: name}
+	// minReplicas 0: read as zero, the group would "scale from zero" to a handful of nodes.
+	s.create(t, horizontalAutoscaler(ns, name, ref, 0, 30, v1alpha1.AverageValueMetricType, "1", v1alpha1.Behavior{}))
+	eventually.Holds(t, "AbleToScale reports "+horizontalautoscaler.ReasonTargetReplicasUnset, func() (bool, string, error) {
+		status, reason, message := condition(s.getHA(t, ns, name), "AbleToScale")
+		return status == "False" && reason == horizontalautoscaler.ReasonTargetReplicasUnset && strings.Contains(message, "size is unknown"),
+			fmt.Sprintf("AbleToScale %s %s %q", status, reason, message), nil
+	}, eventually.Timeout(20*time.Second))
+	s.expectEvent(t, ns, name, corev1.EventTypeWarning, horizontalautoscaler.ReasonTargetReplicasUnset, "has no spec replicas")
+	sng := &v1alpha1.ScalableNodeGroup{}
+	if err := s.env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, sng); err != nil {
+		t.Fatal(err)
+	}
+	if sng.Spec.Replicas != nil {
+		t.Fatalf("spec.replicas %d written while the size was unknown", *sng.Spec.Replicas)
+	}
+	// What the autoscaler relies on: the API server refuses to read this /scale rather than
+	// answer zero replicas.
+	scale := &autoscalingv1.Scale{}
+	if err := s.env.Client.SubResource("scale").Get(context.Background(), sng, scale); !apierrors.IsInternalError(err) {
+		t.Fatalf("reading the scale of a group without spec.replicas: %+v, %v; want the API server's refusal", scale.Spec, err)
+	}
+
+	// The node group controller adopts the cloud's 20.
+	group := fake.NewNodeGroup(20, 0, 30)
+	cloud := fake.NewFactory()
+	cloud.AddNodeGroup(string(v1alpha1.AWSEC2AutoScalingGroup), name, group)
+	stop := operatortest.Start(t, s.env, operatortest.Options{Namespaces: []string{ns}, Controllers: controllers.Options{
+		Enabled: []string{scalablenodegroup.Name}, CloudProvider: cloud, ResyncPeriod: time.Second,
+	}})
+	defer stop()
+	s.expectEventFor(t, ns, "ScalableNodeGroup", name, corev1.EventTypeNormal, scalablenodegroup.ReasonAdopted, "Adopted spec.replicas 20")
+	eventually.Holds(t, "the autoscaler scales the adopted group from 20 to 24", func() (bool, string, error) {
+		calls := group.SetCalls()
+		return fmt.Sprint(calls) == "[24]", fmt.Sprintf("node group resized to %v, want [24]", calls), nil
+	}, eventually.Timeout(30*time.Second))
+	if err := s.env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, sng); err != nil {
+		t.Fatal(err)
+	}
+	if got := ptr.Deref(sng.Spec.Replicas, -1); got != 24 {
+		t.Errorf("spec.replicas %d, want 24", got)
+	}
+}
+
 func (s *suite) testWidget(t *testing.T) {
 	t.Parallel()
 	const ns, name = "widget", "gadget"
@@ -538,6 +598,11 @@ func (s *suite) testOutage(t *testing.T) {
 
 func (s *suite) expectEvent(t *testing.T, namespace, name, eventType, reason, messageContains string) {
 	t.Helper()
+	s.expectEventFor(t, namespace, "HorizontalAutoscaler", name, eventType, reason, messageContains)
+}
+
+func (s *suite) expectEventFor(t *testing.T, namespace, kind, name, eventType, reason, messageContains string) {
+	t.Helper()
 	// Events are recorded asynchronously.
 	eventually.Holds(t, fmt.Sprintf("a %s %s event", eventType, reason), func() (bool, string, error) {
 		events := &corev1.EventList{}
@@ -546,7 +611,7 @@ func (s *suite) expectEvent(t *testing.T, namespace, name, eventType, reason, me
 		}
 		var seen []string
 		for _, e := range events.Items {
-			if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == "HorizontalAutoscaler" {
+			if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == kind {
 				if e.Type == eventType && e.Reason == reason && strings.Contains(e.Message, messageContains) {
 					return true, "", nil
 				}

@@ -38,6 +38,8 @@ const (
 	ReasonCloudError       = "CloudProviderError"
 	ReasonInFlight         = "ChangeInFlight"
 	ReasonScaled           = "Scaled"
+	// ReasonAdopted is the Event of a group whose unset spec.replicas took the cloud's size.
+	ReasonAdopted = "Adopted"
 )
 
 // Name identifies the controller.
@@ -79,7 +81,7 @@ func New(options Options) (*Controller, error) {
 // Name identifies the controller.
 func (c *Controller) Name() string { return Name }
 
-// +kubebuilder:rbac:groups=autoscaling.karpenter.sh,resources=scalablenodegroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=autoscaling.karpenter.sh,resources=scalablenodegroups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=autoscaling.karpenter.sh,resources=scalablenodegroups/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
@@ -130,6 +132,12 @@ func (c *Controller) reconcile(ctx context.Context, group *v1alpha1.ScalableNode
 	}
 	group.Status.Replicas = ptr.To(observed.Replicas)
 	group.Status.Selector = labels.SelectorFromSet(observed.NodeLabels).String()
+	if group.Spec.Replicas == nil {
+		if err := c.adopt(ctx, group, observed.DesiredReplicas); err != nil {
+			markUnable(group, ReasonCloudError, err)
+			return err
+		}
+	}
 	if desired := group.Spec.Replicas; desired != nil && *desired != observed.DesiredReplicas {
 		if err := nodeGroup.SetDesiredReplicas(ctx, *desired); err != nil {
 			return handleResizeError(group, *desired, err)
@@ -145,6 +153,24 @@ func (c *Controller) reconcile(ctx context.Context, group *v1alpha1.ScalableNode
 	} else {
 		conditions.MarkFalse(v1alpha1.Stabilized, ReasonInFlight, "%s", observed.Message)
 	}
+	return nil
+}
+
+// adopt writes the cloud's desired size into an unset spec.replicas. Until then the group's
+// scale subresource has no size to report, and a size read as zero would let an autoscaler
+// shrink a running group; once adopted, /scale reports the size the group really has.
+func (c *Controller) adopt(ctx context.Context, group *v1alpha1.ScalableNodeGroup, desired int32) error {
+	adopted := group.DeepCopy()
+	adopted.Spec.Replicas = ptr.To(desired)
+	// The lock refuses the write if someone set spec.replicas meanwhile: theirs wins.
+	if err := c.client.Patch(ctx, adopted, client.MergeFromWithOptions(group, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("adopting the desired replicas of %s %s into spec.replicas, %w", group.Spec.Type, group.Spec.ID, err)
+	}
+	// Only spec.replicas is taken over: the status patch that follows diffs against the object
+	// as it was read, and must not carry the new resourceVersion as a precondition.
+	group.Spec.Replicas = adopted.Spec.Replicas
+	log.FromContext(ctx).Info("adopted node group size", "type", group.Spec.Type, "id", group.Spec.ID, "replicas", desired)
+	c.recorder.Eventf(group, corev1.EventTypeNormal, ReasonAdopted, "Adopted spec.replicas %d from the desired capacity of %s %s", desired, group.Spec.Type, group.Spec.ID)
 	return nil
 }
 

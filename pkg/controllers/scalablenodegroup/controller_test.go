@@ -3,10 +3,12 @@ package scalablenodegroup_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -39,10 +41,8 @@ func newFixture(t *testing.T, replicas *int32, cloud *fake.NodeGroup) *fixture {
 	}
 	kube := clientfake.NewClientBuilder().WithScheme(apis.NewScheme()).
 		WithObjects(sng).WithStatusSubresource(sng).Build()
-	factory := fake.NewFactory()
-	factory.AddNodeGroup(string(v1alpha1.AWSEC2AutoScalingGroup), groupID, cloud)
 	recorder := record.NewFakeRecorder(32)
-	controller, err := scalablenodegroup.New(scalablenodegroup.Options{Client: kube, CloudProvider: factory, Recorder: recorder, Period: 10 * time.Second})
+	controller, err := scalablenodegroup.New(scalablenodegroup.Options{Client: kube, CloudProvider: factoryWith(cloud), Recorder: recorder, Period: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,18 +110,85 @@ func TestResizesToSpecAndReportsObservedReplicas(t *testing.T) {
 	}
 }
 
-func TestUnsetReplicasLeavesTheGroupAlone(t *testing.T) {
-	f := newFixture(t, nil, fake.NewNodeGroup(3, 0, 10))
+// TestUnsetReplicasAdoptsTheCloudSize: a group whose size nobody stated takes the cloud's,
+// so that its scale subresource never reports an unknown size as zero.
+func TestUnsetReplicasAdoptsTheCloudSize(t *testing.T) {
+	f := newFixture(t, nil, fake.NewNodeGroup(20, 0, 30))
 	_, err, sng := f.reconcile(t)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got := ptr.Deref(sng.Spec.Replicas, -1); got != 20 {
+		t.Errorf("spec.replicas = %d after adoption, want the cloud's 20", got)
+	}
+	if got := ptr.Deref(sng.Status.Replicas, -1); got != 20 {
+		t.Errorf("status.replicas = %d, want 20", got)
+	}
 	if calls := f.group.SetCalls(); len(calls) != 0 {
-		t.Errorf("resized a group whose spec.replicas is unset: %v", calls)
+		t.Errorf("resized a group while adopting its size: %v", calls)
 	}
-	if got := ptr.Deref(sng.Status.Replicas, -1); got != 3 {
-		t.Errorf("status.replicas = %d, want 3", got)
+	if len(f.recorder.Events) != 1 {
+		t.Fatalf("%d events, want one Adopted", len(f.recorder.Events))
 	}
+	if event := <-f.recorder.Events; !strings.Contains(event, "Normal Adopted Adopted spec.replicas 20 from the desired capacity of") {
+		t.Errorf("event %q, want Adopted naming 20 and the group", event)
+	}
+	// Adopted once: the next reconcile changes nothing and says nothing.
+	if _, err, sng = f.reconcile(t); err != nil {
+		t.Fatal(err)
+	}
+	if calls := f.group.SetCalls(); len(calls) != 0 || ptr.Deref(sng.Spec.Replicas, -1) != 20 || len(f.recorder.Events) != 0 {
+		t.Errorf("after adoption: SetDesiredReplicas calls %v, spec.replicas %v, %d events; want none, 20, none", calls, sng.Spec.Replicas, len(f.recorder.Events))
+	}
+}
+
+// TestAdoptionYieldsToAConcurrentWrite: spec.replicas set by someone else between the read and
+// the adoption wins; the adoption fails and is retried from fresh state.
+func TestAdoptionYieldsToAConcurrentWrite(t *testing.T) {
+	f := newFixture(t, nil, fake.NewNodeGroup(20, 0, 30))
+	stale := &v1alpha1.ScalableNodeGroup{}
+	key := types.NamespacedName{Namespace: "default", Name: "workers"}
+	if err := f.client.Get(context.Background(), key, stale); err != nil {
+		t.Fatal(err)
+	}
+	scaled := stale.DeepCopy()
+	scaled.Spec.Replicas = ptr.To[int32](25)
+	if err := f.client.Update(context.Background(), scaled); err != nil {
+		t.Fatal(err)
+	}
+	adopting, err := scalablenodegroup.New(scalablenodegroup.Options{
+		Client: staleReads{Client: f.client, stale: stale}, CloudProvider: factoryWith(f.group), Recorder: f.recorder,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adopting.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); !apierrors.IsConflict(err) {
+		t.Fatalf("adopting over a concurrent write returned %v, want a conflict", err)
+	}
+	sng := &v1alpha1.ScalableNodeGroup{}
+	if err := f.client.Get(context.Background(), key, sng); err != nil {
+		t.Fatal(err)
+	}
+	if got := ptr.Deref(sng.Spec.Replicas, -1); got != 25 {
+		t.Errorf("spec.replicas = %d, want the concurrent 25", got)
+	}
+}
+
+// staleReads serves one stale copy of the group, as a cache that has not seen a write yet.
+type staleReads struct {
+	client.Client
+	stale *v1alpha1.ScalableNodeGroup
+}
+
+func (s staleReads) Get(_ context.Context, _ client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	s.stale.DeepCopyInto(obj.(*v1alpha1.ScalableNodeGroup))
+	return nil
+}
+
+func factoryWith(group *fake.NodeGroup) *fake.Factory {
+	factory := fake.NewFactory()
+	factory.AddNodeGroup(string(v1alpha1.AWSEC2AutoScalingGroup), groupID, group)
+	return factory
 }
 
 func TestOutsideChangeIsReflectedAndReconciledBack(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -33,6 +35,7 @@ autoScalingGroups:
 - {name: workers, minSize: 0, maxSize: 10, desiredCapacity: 1, instanceType: m5.large,
    availabilityZones: [us-west-2a, us-west-2b], labels: {karpenter.sh/group: workers}}
 - {name: shared, minSize: 0, maxSize: 10, desiredCapacity: 2, instanceType: m5.large, availabilityZones: [us-west-2a]}
+- {name: running, minSize: 0, maxSize: 30, desiredCapacity: 20, instanceType: m5.large, availabilityZones: [us-west-2a]}
 eksNodeGroups:
 - {clusterName: sandbox, nodegroupName: general, minSize: 1, maxSize: 5, desiredSize: 2, instanceType: c5.xlarge}
 `
@@ -66,6 +69,17 @@ func TestScalableNodeGroupsOnEmulatedAWS(t *testing.T) {
 		waitForStatus(t, env, group, 0, "karpenter.sh/group=workers")
 	})
 
+	t.Run("a group created without spec.replicas adopts the Auto Scaling group's size", func(t *testing.T) {
+		group := createGroup(t, env, "running", v1alpha1.AWSEC2AutoScalingGroup, "running")
+		waitForStatus(t, env, group, 20, "")
+		if got := ptr.Deref(group.Spec.Replicas, -1); got != 20 {
+			t.Errorf("spec.replicas = %d, want the adopted 20", got)
+		}
+		if n := inService(emulator.Instances("running")); n != 20 {
+			t.Errorf("%d instances in service, want the 20 the group had", n)
+		}
+	})
+
 	t.Run("kubectl scale resizes an EKS node group", func(t *testing.T) {
 		group := createGroup(t, env, "general", v1alpha1.AWSEKSNodeGroup, "sandbox/general")
 		waitForStatus(t, env, group, 2, "eks.amazonaws.com/nodegroup=general")
@@ -73,7 +87,7 @@ func TestScalableNodeGroupsOnEmulatedAWS(t *testing.T) {
 		waitForStatus(t, env, group, 4, "eks.amazonaws.com/nodegroup=general")
 	})
 
-	t.Run("a change made outside Karpenter shows in status", func(t *testing.T) {
+	t.Run("a change made outside Karpenter is set back to the adopted size", func(t *testing.T) {
 		group := createGroup(t, env, "shared", v1alpha1.AWSEC2AutoScalingGroup, "shared")
 		waitForStatus(t, env, group, 2, "")
 		cfg, err := config.LoadDefaultConfig(ctx)
@@ -86,7 +100,24 @@ func TestScalableNodeGroupsOnEmulatedAWS(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		waitForStatus(t, env, group, 5, "")
+		// spec.replicas, adopted at creation, is the desired state from then on.
+		eventually.Holds(t, "a Scaled event from 5 back to 2", func() (bool, string, error) {
+			events := &corev1.EventList{}
+			if err := env.Client.List(ctx, events, client.InNamespace("default")); err != nil {
+				return false, "", err
+			}
+			var seen []string
+			for _, e := range events.Items {
+				if e.InvolvedObject.Name == "shared" {
+					if e.Reason == scalablenodegroup.ReasonScaled && strings.Contains(e.Message, "from 5 to 2") {
+						return true, "", nil
+					}
+					seen = append(seen, e.Reason+": "+e.Message)
+				}
+			}
+			return false, fmt.Sprintf("events %q", seen), nil
+		}, eventually.Timeout(45*time.Second))
+		waitForStatus(t, env, group, 2, "")
 	})
 }
 

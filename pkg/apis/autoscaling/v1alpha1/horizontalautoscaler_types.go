@@ -173,6 +173,12 @@ type HorizontalAutoscalerStatus struct {
 	// a controller restart. Bounded by the longest policy period.
 	// +optional
 	ScaleEvents []ScaleEvent `json:"scaleEvents,omitempty"`
+	// PendingScale is a write of the target's scale recorded before it is made, so that a
+	// failure or a crash between that write and this status cannot forget the change. The
+	// next evaluation settles it: counted among the scale events unless the target's spec
+	// replicas are still From, dropped if they are.
+	// +optional
+	PendingScale *PendingScale `json:"pendingScale,omitempty"`
 	// Conditions: Ready, Active, AbleToScale, ScalingUnbounded.
 	// +optional
 	Conditions apis.Conditions `json:"conditions,omitempty"`
@@ -210,6 +216,14 @@ type Recommendation struct {
 type ScaleEvent struct {
 	Time          metav1.Time `json:"time"`
 	ReplicaChange int32       `json:"replicaChange"`
+}
+
+// PendingScale is a change of the target's spec replicas from From to To decided at Time,
+// whose write to the target has not been confirmed yet.
+type PendingScale struct {
+	Time metav1.Time `json:"time"`
+	From int32       `json:"from"`
+	To   int32       `json:"to"`
 }
 
 // HorizontalAutoscaler scales any resource with a scale subresource from PromQL queries.

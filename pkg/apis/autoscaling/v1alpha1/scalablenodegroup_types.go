@@ -18,9 +18,10 @@ const (
 
 // ScalableNodeGroupSpec is the desired size of a cloud node group.
 type ScalableNodeGroupSpec struct {
-	// Replicas is the desired number of nodes; unset leaves the group as it is. The apiserver
-	// refuses a negative value as it does for any scale subresource (a schema minimum would
-	// report it a second time).
+	// Replicas is the desired number of nodes. When unset, the controller sets it to the node
+	// group's desired size (and says so in an Adopted event), so that the scale subresource never
+	// reports an unknown size. The apiserver refuses a negative value as it does for any scale
+	// subresource (a schema minimum would report it a second time).
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Type is the node group implementation.
