@@ -40,7 +40,7 @@ func newFixture(t *testing.T, replicas *int32, cloud *fake.NodeGroup) *fixture {
 	kube := clientfake.NewClientBuilder().WithScheme(apis.NewScheme()).
 		WithObjects(sng).WithStatusSubresource(sng).Build()
 	factory := fake.NewFactory()
-	factory.AddNodeGroup(string(v1alpha1.AWSEC2AutoScalingGroup), groupID, cloud)
+	factory.AddNodeGroup(string(v1alpha1.AWSEC2AutoScalingGroup), groupID, cloud.GrantTo("default"))
 	recorder := record.NewFakeRecorder(32)
 	controller, err := scalablenodegroup.New(scalablenodegroup.Options{Client: kube, CloudProvider: factory, Recorder: recorder, Period: 10 * time.Second})
 	if err != nil {
