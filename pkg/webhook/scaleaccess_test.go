@@ -44,7 +44,7 @@ func TestHorizontalAutoscalerNeedsScaleAccess(t *testing.T) {
 		}
 		return crd
 	}
-	as := func(user string, ctx context.Context) context.Context {
+	as := func(ctx context.Context, user string) context.Context {
 		return apis.WithUserInfo(ctx, &authenticationv1.UserInfo{Username: user})
 	}
 	stored := horizontalAutoscaler("ha", nil)
@@ -55,22 +55,22 @@ func TestHorizontalAutoscalerNeedsScaleAccess(t *testing.T) {
 	widened.Spec.MaxReplicas = 1000
 
 	ctx := context.Background()
-	if err := decode(stored).Validate(as("owner", apis.WithinCreate(ctx))); err != nil {
+	if err := decode(stored).Validate(as(apis.WithinCreate(ctx), "owner")); err != nil {
 		t.Errorf("create by a user who may scale the target: %v", err)
 	}
 	for name, err := range map[string]*apis.FieldError{
-		"create":         decode(stored).Validate(as("intruder", apis.WithinCreate(ctx))),
-		"spec change":    decode(widened).Validate(as("intruder", apis.WithinUpdate(ctx, decode(stored)))),
+		"create":         decode(stored).Validate(as(apis.WithinCreate(ctx), "intruder")),
+		"spec change":    decode(widened).Validate(as(apis.WithinUpdate(ctx, decode(stored)), "intruder")),
 		"no user at all": decode(stored).Validate(apis.WithinCreate(ctx)),
 	} {
 		if err == nil || !strings.HasSuffix(firstLine(err.Error()), ": spec.scaleTargetRef") {
 			t.Errorf("%s by a user who may not scale the target: %v, want a refusal at spec.scaleTargetRef", name, err)
 		}
 	}
-	if err := decode(relabelled).Validate(as("intruder", apis.WithinUpdate(ctx, decode(stored)))); err != nil {
+	if err := decode(relabelled).Validate(as(apis.WithinUpdate(ctx, decode(stored)), "intruder")); err != nil {
 		t.Errorf("relabelling: %v", err)
 	}
-	if err := decode(widened).Validate(as("intruder", apis.WithinSubResourceUpdate(ctx, decode(stored), "status"))); err != nil {
+	if err := decode(widened).Validate(as(apis.WithinSubResourceUpdate(ctx, decode(stored), "status"), "intruder")); err != nil {
 		t.Errorf("status update: %v", err)
 	}
 }
