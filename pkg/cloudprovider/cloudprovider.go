@@ -13,8 +13,17 @@ import (
 	"time"
 )
 
+// NamespaceTag is the cloud tag that grants a node group to one Kubernetes namespace:
+// only ScalableNodeGroups in the namespace it names may drive the group. The grant lives on
+// the cloud side because whoever can tag the group already controls it; being able to
+// create an object in some namespace proves nothing about the group.
+const NamespaceTag = "karpenter.sh/namespace"
+
 // NodeGroup is a set of interchangeable nodes whose size the cloud manages.
 type NodeGroup interface {
+	// ID identifies the group, normalized without I/O: two ids that name the same group
+	// (a name and its ARN, a name resolved in the default region) have the same ID.
+	ID() string
 	// Status reads the group's size as the cloud sees it now.
 	Status(ctx context.Context) (NodeGroupStatus, error)
 	// SetDesiredReplicas asks the cloud to resize the group. It never forces a
@@ -41,6 +50,9 @@ type NodeGroupStatus struct {
 	// NodeLabels are labels every node of the group carries, as far as the
 	// cloud declares them; they select the group's nodes.
 	NodeLabels map[string]string
+	// GrantedNamespace is the namespace the group's NamespaceTag names, "" when the
+	// group is not tagged: then no namespace may drive it.
+	GrantedNamespace string
 }
 
 // Queue is a message queue whose backlog can drive scaling.

@@ -78,7 +78,7 @@ func TestValidationAdmitsGoodObjects(t *testing.T) {
 func TestValidateOnlyChangedSpecs(t *testing.T) {
 	gvk := v1alpha1.SchemeGroupVersion.WithKind("HorizontalAutoscaler")
 	decode := func(h *v1alpha1.HorizontalAutoscaler) resourcesemantics.GenericCRD {
-		crd := webhook.ValidationTypes(awsIDs())[gvk].DeepCopyObject().(resourcesemantics.GenericCRD)
+		crd := webhook.ValidationTypes(awsIDs(), scaleAccess{})[gvk].DeepCopyObject().(resourcesemantics.GenericCRD)
 		raw, err := json.Marshal(h)
 		if err != nil {
 			t.Fatal(err)

@@ -13,7 +13,11 @@ import (
 // goodObjects are admitted: every form of id, query and pattern the webhook accepts.
 func goodObjects() []client.Object {
 	return []client.Object{
-		horizontalAutoscaler("good-ha-core", withAPIVersion("v1")),
+		// The core group's one kind with a scale subresource: the webhook asks whether the
+		// requester may scale the target, so the kind must be one the API server serves.
+		horizontalAutoscaler("good-ha-core", func(s *v1alpha1.HorizontalAutoscalerSpec) {
+			s.ScaleTargetRef = v1alpha1.CrossVersionObjectReference{APIVersion: "v1", Kind: "ReplicationController", Name: "web"}
+		}),
 		horizontalAutoscaler("good-ha-apps", func(s *v1alpha1.HorizontalAutoscalerSpec) {
 			s.ScaleTargetRef = v1alpha1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
 			s.Metrics[0].Prometheus.Query = `sum(rate(http_requests_total{job="web"}[2m]))`

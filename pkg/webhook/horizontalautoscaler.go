@@ -20,10 +20,12 @@ import (
 // horizontalAutoscaler gives v1alpha1.HorizontalAutoscaler its admission semantics.
 type horizontalAutoscaler struct {
 	v1alpha1.HorizontalAutoscaler
+	// access checks the requester may scale the target; validation only.
+	access ScaleAccess
 }
 
 func (h *horizontalAutoscaler) DeepCopyObject() runtime.Object {
-	return &horizontalAutoscaler{HorizontalAutoscaler: *h.HorizontalAutoscaler.DeepCopy()}
+	return &horizontalAutoscaler{HorizontalAutoscaler: *h.HorizontalAutoscaler.DeepCopy(), access: h.access}
 }
 
 func (h *horizontalAutoscaler) SupportedSubResources() []string { return mainResourceOnly }
@@ -44,7 +46,11 @@ func (h *horizontalAutoscaler) Validate(ctx context.Context) *apis.FieldError {
 	}) {
 		return nil
 	}
-	return ValidateHorizontalAutoscaler(&h.HorizontalAutoscaler)
+	if errs := ValidateHorizontalAutoscaler(&h.HorizontalAutoscaler); errs != nil {
+		return errs
+	}
+	// Every create and every spec change: whoever sets the metrics and bounds drives the target.
+	return validateScaleAccess(ctx, h.access, &h.HorizontalAutoscaler)
 }
 
 // DefaultHorizontalAutoscaler writes out the scale-up and scale-down rules the autoscaler

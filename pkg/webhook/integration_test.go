@@ -16,8 +16,10 @@ import (
 	"go.uber.org/zap/zaptest"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"knative.dev/pkg/logging"
 	"knative.dev/pkg/system"
@@ -190,8 +192,8 @@ func TestWebhookOnAPIServer(t *testing.T) {
 		}
 		group.Spec.ID = "still-not-a-node-group"
 		err := env.Client.Update(ctx, group)
-		if want := `invalid id "still-not-a-node-group" for type AWSEKSNodeGroup`; err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("changing the id to another invalid one: %v, want %q", err, want)
+		if want := "id is immutable"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("changing the id: %v, want %q", err, want)
 		}
 		for _, legacy := range []client.Object{legacyGroup.DeepCopy(), legacyAutoscaler.DeepCopy(), legacyProducer.DeepCopy()} {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(legacy), legacy); err != nil {
@@ -201,6 +203,64 @@ func TestWebhookOnAPIServer(t *testing.T) {
 			if err := env.Client.Update(ctx, legacy); err != nil {
 				t.Errorf("removing the finalizer of %s: %v", legacy.GetName(), err)
 			}
+		}
+	})
+
+	t.Run("a HorizontalAutoscaler needs its author to be allowed to scale the target", func(t *testing.T) {
+		ctx := context.Background()
+		// Both users may write HorizontalAutoscalers; only the operator may scale Deployments.
+		grant := func(name string, rule rbacv1.PolicyRule, users ...string) {
+			role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace}, Rules: []rbacv1.PolicyRule{rule}}
+			binding := &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+			}
+			for _, user := range users {
+				binding.Subjects = append(binding.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user})
+			}
+			for _, object := range []client.Object{role, binding} {
+				if err := env.Client.Create(ctx, object); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		grant("ha-authors", rbacv1.PolicyRule{APIGroups: []string{v1alpha1.SchemeGroupVersion.Group}, Resources: []string{"horizontalautoscalers"}, Verbs: []string{"get", "create", "update"}}, "developer", "operator")
+		grant("deployment-scalers", rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments/scale"}, Verbs: []string{"update"}}, "operator")
+		as := func(user string) client.Client {
+			cfg := rest.CopyConfig(env.Config)
+			cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+			c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		onDeployment := func(s *v1alpha1.HorizontalAutoscalerSpec) {
+			s.ScaleTargetRef = v1alpha1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+		}
+		refused := `may not update deployments.apps/scale "web" in namespace default`
+
+		err := as("developer").Create(ctx, horizontalAutoscaler("ha-developer", onDeployment))
+		if err == nil || !strings.Contains(err.Error(), refused) || !strings.Contains(err.Error(), "spec.scaleTargetRef") {
+			t.Errorf("created by a user who may not scale the target: %v, want a refusal containing %q", err, refused)
+		}
+		owned := horizontalAutoscaler("ha-operator", onDeployment)
+		if err := as("operator").Create(ctx, owned); err != nil {
+			t.Fatalf("created by a user who may scale the target: %v", err)
+		}
+		// Raising the bounds of someone else's autoscaler drives the target as much as creating one.
+		widened := &v1alpha1.HorizontalAutoscaler{}
+		if err := as("developer").Get(ctx, client.ObjectKeyFromObject(owned), widened); err != nil {
+			t.Fatal(err)
+		}
+		widened.Spec.MaxReplicas = 1000
+		if err := as("developer").Update(ctx, widened); err == nil || !strings.Contains(err.Error(), refused) {
+			t.Errorf("a spec change by a user who may not scale the target: %v, want a refusal containing %q", err, refused)
+		}
+		widened.Labels = map[string]string{"team": "a"}
+		widened.Spec.MaxReplicas = owned.Spec.MaxReplicas
+		if err := as("developer").Update(ctx, widened); err != nil {
+			t.Errorf("relabelling leaves the target as it was and needs no scale access: %v", err)
 		}
 	})
 }

@@ -80,7 +80,7 @@ func TestValidationAsksTheCloudsRegistry(t *testing.T) {
 
 	ctx := apis.WithinCreate(context.Background())
 	for kind, object := range map[string]any{"ScalableNodeGroup": nodeGroup("sng", v1alpha1.AWSEKSNodeGroup, "general"), "MetricsProducer": queueProducer("mp", "jobs")} {
-		crd := webhook.ValidationTypes(awsIDs())[v1alpha1.SchemeGroupVersion.WithKind(kind)].DeepCopyObject().(resourcesemantics.GenericCRD)
+		crd := webhook.ValidationTypes(awsIDs(), scaleAccess{})[v1alpha1.SchemeGroupVersion.WithKind(kind)].DeepCopyObject().(resourcesemantics.GenericCRD)
 		raw, err := json.Marshal(object)
 		if err != nil {
 			t.Fatal(err)

@@ -70,10 +70,10 @@ func DefaultingTypes() map[schema.GroupVersionKind]resourcesemantics.GenericCRD 
 }
 
 // ValidationTypes are the kinds the validation webhook checks; cloud validates the ids
-// they name.
-func ValidationTypes(cloud cloudprovider.Validator) map[schema.GroupVersionKind]resourcesemantics.GenericCRD {
+// they name, access whether the requester may scale a HorizontalAutoscaler's target.
+func ValidationTypes(cloud cloudprovider.Validator, access ScaleAccess) map[schema.GroupVersionKind]resourcesemantics.GenericCRD {
 	return map[schema.GroupVersionKind]resourcesemantics.GenericCRD{
-		v1alpha1.SchemeGroupVersion.WithKind("HorizontalAutoscaler"): &horizontalAutoscaler{},
+		v1alpha1.SchemeGroupVersion.WithKind("HorizontalAutoscaler"): &horizontalAutoscaler{access: access},
 		v1alpha1.SchemeGroupVersion.WithKind("MetricsProducer"):      &metricsProducer{cloud: cloud},
 		v1alpha1.SchemeGroupVersion.WithKind("ScalableNodeGroup"):    &scalableNodeGroup{cloud: cloud},
 		v1alpha5.SchemeGroupVersion.WithKind("Provisioner"):          &provisioner{},
@@ -114,7 +114,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	// The certificates controller ignores its ConfigMap watcher.
 	certs := certificates.NewController(ctx, configmap.NewStaticWatcher())
 	defaulter := defaulting.NewAdmissionController(ctx, opts.MutatingWebhookConfiguration, DefaultingPath, DefaultingTypes(), nil, false)
-	validator := validation.NewAdmissionController(ctx, opts.ValidatingWebhookConfiguration, ValidationPath, ValidationTypes(opts.Cloud), nil, false)
+	validator := validation.NewAdmissionController(ctx, opts.ValidatingWebhookConfiguration, ValidationPath,
+		ValidationTypes(opts.Cloud, NewScaleAccess(kubeclient.Get(ctx))), nil, false)
 	server, err := knativewebhook.New(ctx, []any{defaulter.Reconciler, validator.Reconciler})
 	if err != nil {
 		return fmt.Errorf("creating webhook server, %w", err)

@@ -91,6 +91,32 @@ func (e *Emulator) PurgeQueue(queueName string) error {
 	return nil
 }
 
+// SetAutoScalingGroupTags replaces the tags of an Auto Scaling group, as
+// CreateOrUpdateTags and DeleteTags would.
+func (e *Emulator) SetAutoScalingGroupTags(name string, tags map[string]string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	g, ok := e.groups[name]
+	if !ok {
+		return fmt.Errorf("auto scaling group %q does not exist", name)
+	}
+	g.tags = maps.Clone(tags)
+	return nil
+}
+
+// SetEKSNodeGroupTags replaces the tags of an EKS node group ("<cluster>/<nodegroup>"), as
+// TagResource and UntagResource would.
+func (e *Emulator) SetEKSNodeGroupTags(clusterAndName string, tags map[string]string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ng, ok := e.nodeGroups[clusterAndName]
+	if !ok {
+		return fmt.Errorf("eks node group %q does not exist", clusterAndName)
+	}
+	ng.tags = maps.Clone(tags)
+	return nil
+}
+
 func (e *Emulator) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /_emulator/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -141,6 +167,24 @@ func (e *Emulator) adminHandler() http.Handler {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+	setTags := func(set func(string, map[string]string) error, id func(*http.Request) string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			var tags map[string]string
+			if err := json.NewDecoder(io.LimitReader(r.Body, maxBodyBytes)).Decode(&tags); err != nil {
+				http.Error(w, fmt.Sprintf("decoding request, %v", err), http.StatusBadRequest)
+				return
+			}
+			if err := set(id(r), tags); err != nil {
+				http.Error(w, err.Error(), http.StatusNotFound)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}
+	mux.HandleFunc("PUT /_emulator/autoscalinggroups/{name}/tags", setTags(e.SetAutoScalingGroupTags,
+		func(r *http.Request) string { return r.PathValue("name") }))
+	mux.HandleFunc("PUT /_emulator/eksnodegroups/{cluster}/{name}/tags", setTags(e.SetEKSNodeGroupTags,
+		func(r *http.Request) string { return r.PathValue("cluster") + "/" + r.PathValue("name") }))
 	mux.HandleFunc("GET /_emulator/faults", func(w http.ResponseWriter, _ *http.Request) {
 		type faultHits struct {
 			Fault

@@ -140,6 +140,9 @@ func (e *Emulator) xmlGroup(g *autoScalingGroup, now time.Time) xmlAutoScalingGr
 	tag := func(k, v string, propagate bool) {
 		x.Tags.Members = append(x.Tags.Members, xmlTag{ResourceID: g.name, ResourceType: "auto-scaling-group", Key: k, Value: v, PropagateAtLaunch: propagate})
 	}
+	for _, k := range slices.Sorted(maps.Keys(g.tags)) {
+		tag(k, g.tags[k], false)
+	}
 	for _, k := range slices.Sorted(maps.Keys(g.labels)) {
 		tag("k8s.io/cluster-autoscaler/node-template/label/"+k, g.labels[k], false)
 	}

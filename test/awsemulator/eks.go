@@ -66,6 +66,7 @@ type jsonNodegroup struct {
 	NodeRole       string            `json:"nodeRole"`
 	Labels         map[string]string `json:"labels,omitempty"`
 	Taints         []jsonTaint       `json:"taints,omitempty"`
+	Tags           map[string]string `json:"tags,omitempty"`
 	Resources      struct {
 		AutoScalingGroups []struct {
 			Name string `json:"name"`
@@ -166,7 +167,7 @@ func (e *Emulator) describeNodegroup(w http.ResponseWriter, cluster, name string
 		ScalingConfig: jsonScalingConfig{MinSize: &ng.min, MaxSize: &ng.max, DesiredSize: &ng.desired},
 		InstanceTypes: ng.instanceTypes, Subnets: []string{}, AmiType: "AL2023_x86_64_STANDARD",
 		NodeRole: fmt.Sprintf("arn:aws:iam::%s:role/%s-node", e.opts.AccountID, ng.cluster),
-		Labels:   ng.labels,
+		Labels:   ng.labels, Tags: ng.tags,
 	}
 	for _, t := range ng.taints {
 		out.Taints = append(out.Taints, jsonTaint{Key: t.Key, Value: t.Value, Effect: eksTaintEffect(t.Effect)})

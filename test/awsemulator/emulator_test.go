@@ -363,6 +363,9 @@ func TestAdminAPI(t *testing.T) {
 		{"GET", "/_emulator/faults", "", 200, `"latency":"1ms"`},
 		{"DELETE", "/_emulator/faults", "", 204, ""},
 		{"DELETE", "/_emulator/queues/q/messages", "", 204, ""},
+		{"PUT", "/_emulator/autoscalinggroups/g/tags", `{"karpenter.sh/namespace": "team-a"}`, 204, ""},
+		{"PUT", "/_emulator/autoscalinggroups/nope/tags", `{}`, 404, "does not exist"},
+		{"PUT", "/_emulator/eksnodegroups/c/nope/tags", `{}`, 404, "does not exist"},
 	}
 	for _, tt := range tests {
 		status, body := do(tt.method, tt.path, tt.body)

@@ -24,6 +24,8 @@ type SeedAutoScalingGroup struct {
 	MinSize         int32  `json:"minSize"`
 	MaxSize         int32  `json:"maxSize"`
 	DesiredCapacity int32  `json:"desiredCapacity"`
+	// Tags are the group's own tags, e.g. karpenter.sh/namespace granting it to a namespace.
+	Tags map[string]string `json:"tags,omitempty"`
 	NodeShape
 }
 
@@ -35,6 +37,8 @@ type SeedEKSNodeGroup struct {
 	MinSize       int32  `json:"minSize"`
 	MaxSize       int32  `json:"maxSize"`
 	DesiredSize   int32  `json:"desiredSize"`
+	// Tags are the node group's tags (not its Auto Scaling group's).
+	Tags map[string]string `json:"tags,omitempty"`
 	NodeShape
 }
 
@@ -96,6 +100,7 @@ func (e *Emulator) Seed(s Seed) error {
 	launched := now.Add(-e.opts.PendingDelay)
 	for _, sg := range s.AutoScalingGroups {
 		g := e.newGroup(sg.Name, sg.MinSize, sg.MaxSize, sg.DesiredCapacity, sg.NodeShape, now)
+		g.tags = maps.Clone(sg.Tags)
 		e.converge(g, launched)
 	}
 	for _, sn := range s.EKSNodeGroups {
@@ -113,7 +118,7 @@ func (e *Emulator) Seed(s Seed) error {
 			arn:    fmt.Sprintf("arn:aws:eks:%s:%s:nodegroup/%s/%s/%s", e.opts.Region, e.opts.AccountID, sn.ClusterName, sn.NodegroupName, id),
 			status: eksStatusActive, min: sn.MinSize, max: sn.MaxSize, desired: sn.DesiredSize,
 			instanceTypes: []string{sn.InstanceType}, labels: maps.Clone(sn.Labels), taints: sn.Taints,
-			created: now, modified: now, group: g,
+			tags: maps.Clone(sn.Tags), created: now, modified: now, group: g,
 		}
 		e.converge(g, launched)
 	}

@@ -22,6 +22,7 @@ type autoScalingGroup struct {
 	labels            map[string]string
 	taints            []Taint
 	capacity          map[string]string
+	tags              map[string]string
 	created           time.Time
 	// eksNodeGroup is "cluster/name" when this group backs an EKS managed node group.
 	eksNodeGroup string
@@ -52,6 +53,7 @@ type eksNodeGroup struct {
 	instanceTypes          []string
 	labels                 map[string]string
 	taints                 []Taint
+	tags                   map[string]string
 	created, modified      time.Time
 	group                  *autoScalingGroup
 	updates                []*eksUpdate

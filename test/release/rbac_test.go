@@ -108,6 +108,8 @@ func TestReleaseRBAC(t *testing.T) {
 		{verb: "get", resource: "namespaces", name: namespace},
 		// blockOwnerDeletion on the configurations' owner reference, under OwnerReferencesPermissionEnforcement
 		{verb: "update", resource: "namespaces", subresource: "finalizers", name: namespace},
+		// whether a HorizontalAutoscaler's author may scale its target
+		{verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews"},
 	}
 	webhookMustNot := []access{
 		{verb: "get", resource: "secrets", namespace: "default"},
@@ -123,6 +125,8 @@ func TestReleaseRBAC(t *testing.T) {
 		{verb: "list", group: "autoscaling.karpenter.sh", resource: "horizontalautoscalers"},
 		{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: "kube-system"},
 		{verb: "list", resource: "configmaps", namespace: namespace},
+		{verb: "update", group: "apps", resource: "deployments", subresource: "scale", namespace: "team-a"},
+		{verb: "create", group: "authentication.k8s.io", resource: "tokenreviews"},
 	}
 
 	for _, account := range []struct {

@@ -22,13 +22,17 @@ func (p *Provider) AutoScalingGroup(id string) (cloudprovider.NodeGroup, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &autoScalingGroup{client: c.autoScaling, name: parsed.Name}, nil
+	return &autoScalingGroup{client: c.autoScaling, region: p.regionOf(parsed.Region), name: parsed.Name}, nil
 }
 
 type autoScalingGroup struct {
-	client *autoscaling.Client
-	name   string
+	client       *autoscaling.Client
+	region, name string
 }
+
+// ID is region and name: calls address a group by name in the controller's own account,
+// so an ARN's account and uuid do not change which group is driven.
+func (g *autoScalingGroup) ID() string { return g.region + "/" + g.name }
 
 func (g *autoScalingGroup) resource() string { return "auto scaling group " + g.name }
 
@@ -53,13 +57,14 @@ func (g *autoScalingGroup) Status(ctx context.Context) (cloudprovider.NodeGroupS
 	desired := sdkaws.ToInt32(group.DesiredCapacity)
 	counts := countInstances(group.Instances)
 	return cloudprovider.NodeGroupStatus{
-		DesiredReplicas: desired,
-		Replicas:        counts.inService,
-		MinReplicas:     sdkaws.ToInt32(group.MinSize),
-		MaxReplicas:     sdkaws.ToInt32(group.MaxSize),
-		Stable:          counts.settled(desired),
-		Message:         counts.describe(desired),
-		NodeLabels:      nodeTemplateLabels(group.Tags),
+		DesiredReplicas:  desired,
+		Replicas:         counts.inService,
+		MinReplicas:      sdkaws.ToInt32(group.MinSize),
+		MaxReplicas:      sdkaws.ToInt32(group.MaxSize),
+		Stable:           counts.settled(desired),
+		Message:          counts.describe(desired),
+		NodeLabels:       nodeTemplateLabels(group.Tags),
+		GrantedNamespace: grantedNamespace(group.Tags),
 	}, nil
 }
 
@@ -148,4 +153,13 @@ func nodeTemplateLabels(tags []types.TagDescription) map[string]string {
 		}
 	}
 	return labels
+}
+
+func grantedNamespace(tags []types.TagDescription) string {
+	for _, tag := range tags {
+		if sdkaws.ToString(tag.Key) == cloudprovider.NamespaceTag {
+			return sdkaws.ToString(tag.Value)
+		}
+	}
+	return ""
 }

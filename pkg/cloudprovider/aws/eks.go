@@ -23,16 +23,18 @@ func (p *Provider) EKSNodeGroup(id string) (cloudprovider.NodeGroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &eksNodeGroup{eks: c.eks, autoScaling: c.autoScaling, cluster: parsed.Cluster, name: parsed.NodeGroup}, nil
+	return &eksNodeGroup{eks: c.eks, autoScaling: c.autoScaling, region: p.regionOf(parsed.Region), cluster: parsed.Cluster, name: parsed.NodeGroup}, nil
 }
 
 // eksNodeGroup sizes through EKS and counts serving instances in the Auto
 // Scaling groups EKS manages for it, since EKS itself does not report them.
 type eksNodeGroup struct {
-	eks           *eks.Client
-	autoScaling   *autoscaling.Client
-	cluster, name string
+	eks                   *eks.Client
+	autoScaling           *autoscaling.Client
+	region, cluster, name string
 }
+
+func (g *eksNodeGroup) ID() string { return g.region + "/" + g.cluster + "/" + g.name }
 
 func (g *eksNodeGroup) resource() string {
 	return fmt.Sprintf("eks node group %s/%s", g.cluster, g.name)
@@ -60,6 +62,8 @@ func (g *eksNodeGroup) Status(ctx context.Context) (cloudprovider.NodeGroupStatu
 		MinReplicas:     sdkaws.ToInt32(sc.MinSize),
 		MaxReplicas:     sdkaws.ToInt32(sc.MaxSize),
 		NodeLabels:      map[string]string{eksNodeGroupLabel: sdkaws.ToString(ng.NodegroupName)},
+		// A managed node group's own tags, not its Auto Scaling group's: EKS owns those.
+		GrantedNamespace: ng.Tags[cloudprovider.NamespaceTag],
 	}
 	for key, value := range ng.Labels {
 		st.NodeLabels[key] = value

@@ -131,11 +131,17 @@ func (p *Provider) Register(r *cloudprovider.Registry) {
 // Region is the default region, empty if none is configured.
 func (p *Provider) Region() string { return p.cfg.Region }
 
+// regionOf resolves an id's region, "" meaning the default region.
+func (p *Provider) regionOf(region string) string {
+	if region == "" {
+		return p.cfg.Region
+	}
+	return region
+}
+
 // clientsFor returns the clients of a region ("" = the default region).
 func (p *Provider) clientsFor(region string) (*clients, error) {
-	if region == "" {
-		region = p.cfg.Region
-	}
+	region = p.regionOf(region)
 	if region == "" {
 		return nil, fmt.Errorf("no AWS region: set the controller's region flag or AWS_REGION, or use an ARN")
 	}

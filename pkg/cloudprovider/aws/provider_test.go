@@ -566,3 +566,54 @@ func TestRetryAttemptsFromTheSDKSettings(t *testing.T) {
 		})
 	}
 }
+
+// TestGrantedNamespaceIsReadFromTheGroupsTags checks the grant the controller relies on: the
+// namespace tag of an Auto Scaling group, and of an EKS managed node group itself (not its
+// Auto Scaling group's), as DescribeAutoScalingGroups and DescribeNodegroup return them.
+func TestGrantedNamespaceIsReadFromTheGroupsTags(t *testing.T) {
+	e := newEnv(t)
+	asg := e.nodeGroup(t, string(v1alpha1.AWSEC2AutoScalingGroup), "workers")
+	ng := e.nodeGroup(t, string(v1alpha1.AWSEKSNodeGroup), "sandbox/general")
+	if got := mustStatus(t, asg).GrantedNamespace; got != "" {
+		t.Errorf("untagged Auto Scaling group: GrantedNamespace = %q, want none", got)
+	}
+	if got := mustStatus(t, ng).GrantedNamespace; got != "" {
+		t.Errorf("untagged EKS node group: GrantedNamespace = %q, want none", got)
+	}
+	if err := e.emulator.SetAutoScalingGroupTags("workers", map[string]string{cloudprovider.NamespaceTag: "team-a", "team": "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.emulator.SetEKSNodeGroupTags("sandbox/general", map[string]string{cloudprovider.NamespaceTag: "team-b"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustStatus(t, asg).GrantedNamespace; got != "team-a" {
+		t.Errorf("Auto Scaling group: GrantedNamespace = %q, want team-a", got)
+	}
+	if got := mustStatus(t, ng).GrantedNamespace; got != "team-b" {
+		t.Errorf("EKS node group: GrantedNamespace = %q, want team-b", got)
+	}
+}
+
+// TestIDsNamingTheSameGroupAreEqual is what the duplicate check compares: a name resolves in
+// the default region, an ARN in its own.
+func TestIDsNamingTheSameGroupAreEqual(t *testing.T) {
+	e := newEnv(t)
+	asgARN := "arn:aws:autoscaling:us-west-2:123456789012:autoScalingGroup:0f4c:autoScalingGroupName/workers"
+	tests := []struct {
+		typ       v1alpha1.NodeGroupType
+		a, b      string
+		wantEqual bool
+	}{
+		{v1alpha1.AWSEC2AutoScalingGroup, "workers", asgARN, true},
+		{v1alpha1.AWSEC2AutoScalingGroup, "workers", "arn:aws:autoscaling:eu-west-1:123456789012:autoScalingGroup:0f4c:autoScalingGroupName/workers", false},
+		{v1alpha1.AWSEC2AutoScalingGroup, "workers", "other", false},
+		{v1alpha1.AWSEKSNodeGroup, "sandbox/general", "arn:aws:eks:us-west-2:123456789012:nodegroup/sandbox/general/6ab2", true},
+		{v1alpha1.AWSEKSNodeGroup, "sandbox/general", "other/general", false},
+	}
+	for _, tt := range tests {
+		a, b := e.nodeGroup(t, string(tt.typ), tt.a).ID(), e.nodeGroup(t, string(tt.typ), tt.b).ID()
+		if (a == b) != tt.wantEqual {
+			t.Errorf("%s: ID(%s) = %q, ID(%s) = %q, want equal %t", tt.typ, tt.a, a, tt.b, b, tt.wantEqual)
+		}
+	}
+}

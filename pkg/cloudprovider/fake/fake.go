@@ -29,11 +29,18 @@ func NewFactory() *Factory {
 	return &Factory{nodeGroups: map[key]*NodeGroup{}, queues: map[key]*Queue{}}
 }
 
-// AddNodeGroup registers a group under typ/id and returns it for the test to drive.
+// AddNodeGroup registers a group under typ/id and returns it for the test to drive. The
+// first registration names the group (its ID); adding it again under another id makes an
+// alias, as a name and an ARN are for a cloud group.
 func (f *Factory) AddNodeGroup(typ, id string, g *NodeGroup) *NodeGroup {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nodeGroups[key{typ, id}] = g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.id == "" {
+		g.id = typ + "/" + id
+	}
 	return g
 }
 
@@ -68,6 +75,8 @@ func (f *Factory) QueueFor(typ, id string) (cloudprovider.Queue, error) {
 // which keeps controller tests deterministic.
 type NodeGroup struct {
 	mu       sync.Mutex
+	id       string
+	granted  string
 	desired  int32
 	replicas int32
 	min, max int32
@@ -85,6 +94,21 @@ func NewNodeGroup(replicas, min, max int32) *NodeGroup {
 	return &NodeGroup{desired: replicas, replicas: replicas, min: min, max: max}
 }
 
+func (g *NodeGroup) ID() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.id
+}
+
+// GrantTo tags the group with the namespace that may drive it ("" removes the tag) and
+// returns the group.
+func (g *NodeGroup) GrantTo(namespace string) *NodeGroup {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.granted = namespace
+	return g
+}
+
 func (g *NodeGroup) Status(_ context.Context) (cloudprovider.NodeGroupStatus, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -93,7 +117,7 @@ func (g *NodeGroup) Status(_ context.Context) (cloudprovider.NodeGroupStatus, er
 	}
 	st := cloudprovider.NodeGroupStatus{
 		DesiredReplicas: g.desired, Replicas: g.replicas, MinReplicas: g.min, MaxReplicas: g.max,
-		Stable: g.busy == "" && g.desired == g.replicas,
+		Stable: g.busy == "" && g.desired == g.replicas, GrantedNamespace: g.granted,
 	}
 	switch {
 	case g.busy != "":

@@ -403,7 +403,7 @@ func (s *suite) testUnsetReplicas(t *testing.T) {
 	}
 
 	// The node group controller adopts the cloud's 20.
-	group := fake.NewNodeGroup(20, 0, 30)
+	group := fake.NewNodeGroup(20, 0, 30).GrantTo(ns)
 	cloud := fake.NewFactory()
 	cloud.AddNodeGroup(string(v1alpha1.AWSEC2AutoScalingGroup), name, group)
 	stop := operatortest.Start(t, s.env, operatortest.Options{Namespaces: []string{ns}, Controllers: controllers.Options{

@@ -130,6 +130,13 @@ func (c *Controller) reconcile(ctx context.Context, group *v1alpha1.ScalableNode
 		markUnable(group, reasonFor(err), err)
 		return fmt.Errorf("reading node group %s %s, %w", group.Spec.Type, group.Spec.ID, err)
 	}
+	if reason, message, err := c.refusal(ctx, group, nodeGroup, observed); err != nil || reason != "" {
+		if reason != "" {
+			// Nothing of the group is published or written; the periodic reconcile sees a new tag.
+			markUnable(group, reason, errors.New(message))
+		}
+		return err
+	}
 	group.Status.Replicas = ptr.To(observed.Replicas)
 	group.Status.Selector = labels.SelectorFromSet(observed.NodeLabels).String()
 	if group.Spec.Replicas == nil {

@@ -187,7 +187,8 @@ func (s staleReads) Get(_ context.Context, _ client.ObjectKey, obj client.Object
 
 func factoryWith(group *fake.NodeGroup) *fake.Factory {
 	factory := fake.NewFactory()
-	factory.AddNodeGroup(string(v1alpha1.AWSEC2AutoScalingGroup), groupID, group)
+	// The fixture's object lives in default, to which the group is granted.
+	factory.AddNodeGroup(string(v1alpha1.AWSEC2AutoScalingGroup), groupID, group.GrantTo("default"))
 	return factory
 }
 

@@ -33,11 +33,17 @@ import (
 const seed = `
 autoScalingGroups:
 - {name: workers, minSize: 0, maxSize: 10, desiredCapacity: 1, instanceType: m5.large,
-   availabilityZones: [us-west-2a, us-west-2b], labels: {karpenter.sh/group: workers}}
-- {name: shared, minSize: 0, maxSize: 10, desiredCapacity: 2, instanceType: m5.large, availabilityZones: [us-west-2a]}
-- {name: running, minSize: 0, maxSize: 30, desiredCapacity: 20, instanceType: m5.large, availabilityZones: [us-west-2a]}
+   availabilityZones: [us-west-2a, us-west-2b], labels: {karpenter.sh/group: workers}, tags: {karpenter.sh/namespace: default}}
+- {name: shared, minSize: 0, maxSize: 10, desiredCapacity: 2, instanceType: m5.large, availabilityZones: [us-west-2a],
+   tags: {karpenter.sh/namespace: default}}
+- {name: elsewhere, minSize: 0, maxSize: 10, desiredCapacity: 2, instanceType: m5.large, tags: {karpenter.sh/namespace: team-b}}
+- {name: untagged, minSize: 0, maxSize: 10, desiredCapacity: 2, instanceType: m5.large}
+- {name: running, minSize: 0, maxSize: 30, desiredCapacity: 20, instanceType: m5.large, availabilityZones: [us-west-2a],
+   tags: {karpenter.sh/namespace: default}}
 eksNodeGroups:
-- {clusterName: sandbox, nodegroupName: general, minSize: 1, maxSize: 5, desiredSize: 2, instanceType: c5.xlarge}
+- {clusterName: sandbox, nodegroupName: general, minSize: 1, maxSize: 5, desiredSize: 2, instanceType: c5.xlarge,
+   tags: {karpenter.sh/namespace: default}}
+- {clusterName: sandbox, nodegroupName: untagged, minSize: 1, maxSize: 5, desiredSize: 2, instanceType: c5.xlarge}
 `
 
 // TestScalableNodeGroupsOnEmulatedAWS drives node groups through the scale subresource of a
@@ -119,6 +125,60 @@ func TestScalableNodeGroupsOnEmulatedAWS(t *testing.T) {
 		}, eventually.Timeout(45*time.Second))
 		waitForStatus(t, env, group, 2, "")
 	})
+
+	t.Run("a group not granted to the namespace is never resized", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			typ  v1alpha1.NodeGroupType
+			id   string
+		}{
+			{"untagged", v1alpha1.AWSEC2AutoScalingGroup, "untagged"},
+			{"elsewhere", v1alpha1.AWSEC2AutoScalingGroup, "elsewhere"},
+			{"untagged-eks", v1alpha1.AWSEKSNodeGroup, "sandbox/untagged"},
+		} {
+			group := createGroup(t, env, tc.name, tc.typ, tc.id)
+			kubectl(t, env, "scale", "scalablenodegroup/"+tc.name, "--replicas=4")
+			waitForCondition(t, env, group, scalablenodegroup.ReasonNotGranted)
+		}
+		if n := len(emulator.Instances("untagged")) + len(emulator.Instances("elsewhere")); n != 4 {
+			t.Errorf("%d instances in the ungranted groups, want the seeded 4", n)
+		}
+		for _, i := range emulator.Instances("") {
+			if i.EKSNodeGroup == "sandbox/untagged" && i.LifecycleState != "InService" {
+				t.Errorf("the ungranted EKS node group changed: instance %s is %s", i.InstanceID, i.LifecycleState)
+			}
+		}
+	})
+
+	t.Run("a second object on the same group is refused", func(t *testing.T) {
+		group := createGroup(t, env, "workers-by-arn", v1alpha1.AWSEC2AutoScalingGroup,
+			"arn:aws:autoscaling:us-west-2:123456789012:autoScalingGroup:0f4c:autoScalingGroupName/workers")
+		waitForCondition(t, env, group, scalablenodegroup.ReasonDuplicate)
+	})
+}
+
+// waitForCondition waits until AbleToScale is False with reason and a Warning event says so.
+func waitForCondition(t *testing.T, env *environment.Environment, group *v1alpha1.ScalableNodeGroup, reason string) {
+	t.Helper()
+	eventually.Holds(t, fmt.Sprintf("%s is refused with %s", group.Name, reason), func() (bool, string, error) {
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(group), group); err != nil {
+			return false, "", err
+		}
+		able := group.StatusConditions().GetCondition(v1alpha1.AbleToScale)
+		if able == nil || able.IsTrue() || able.Reason != reason {
+			return false, fmt.Sprintf("conditions=%+v", group.Status.Conditions), nil
+		}
+		events := &corev1.EventList{}
+		if err := env.Client.List(t.Context(), events, client.InNamespace(group.Namespace), client.MatchingFields{"involvedObject.name": group.Name}); err != nil {
+			return false, "", err
+		}
+		for _, e := range events.Items {
+			if e.Type == corev1.EventTypeWarning && e.Reason == reason {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("no Warning event %s among %d events", reason, len(events.Items)), nil
+	}, eventually.Timeout(45*time.Second))
 }
 
 // startController runs the controller in the operator until the test ends; its cloud

@@ -30,6 +30,7 @@ func TestAPI(t *testing.T) {
 	t.Run("examples apply and round-trip", testExamplesRoundTrip)
 	t.Run("invalid objects are rejected naming the field", testInvalidObjectsRejected)
 	t.Run("kubectl scale sets spec.replicas", testKubectlScale)
+	t.Run("a node group's type and id are immutable", testNodeGroupIdentityImmutable)
 	t.Run("defaults", testDefaults)
 }
 
@@ -228,4 +229,39 @@ kind: ScalableNodeGroup
 metadata: {name: bad}
 spec:
   ` + spec
+}
+
+// testNodeGroupIdentityImmutable: an object granted one node group must not be repointed at
+// another, so type and id are fixed at creation; replicas stay writable.
+func testNodeGroupIdentityImmutable(t *testing.T) {
+	ctx := context.Background()
+	group := &v1alpha1.ScalableNodeGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "immutable", Namespace: "default"},
+		Spec:       v1alpha1.ScalableNodeGroupSpec{Type: v1alpha1.AWSEC2AutoScalingGroup, ID: "workers"},
+	}
+	if err := env.Client.Create(ctx, group); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		change  func(*v1alpha1.ScalableNodeGroupSpec)
+		message string
+	}{
+		{"id", func(s *v1alpha1.ScalableNodeGroupSpec) { s.ID = "other" }, "spec.id: Invalid value: \"string\": id is immutable"},
+		{"type", func(s *v1alpha1.ScalableNodeGroupSpec) { s.Type = v1alpha1.AWSEKSNodeGroup; s.ID = "cluster/workers" }, "spec.type: Invalid value: \"string\": type is immutable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			changed := group.DeepCopy()
+			tc.change(&changed.Spec)
+			err := env.Client.Update(ctx, changed)
+			if err == nil || !strings.Contains(err.Error(), tc.message) {
+				t.Errorf("changing %s: %v, want a rejection containing %q", tc.name, err, tc.message)
+			}
+		})
+	}
+	changed := group.DeepCopy()
+	changed.Spec.Replicas = ptr.To[int32](2)
+	if err := env.Client.Update(ctx, changed); err != nil {
+		t.Errorf("changing replicas: %v", err)
+	}
 }

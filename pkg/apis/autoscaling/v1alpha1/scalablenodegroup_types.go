@@ -24,10 +24,13 @@ type ScalableNodeGroupSpec struct {
 	// subresource (a schema minimum would report it a second time).
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
-	// Type is the node group implementation.
+	// Type is the node group implementation; immutable.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable; create another ScalableNodeGroup to drive another node group"
 	Type NodeGroupType `json:"type"`
-	// ID identifies the node group within its type.
+	// ID identifies the node group within its type; immutable, so that an object granted one
+	// group cannot be repointed at another.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="id is immutable; create another ScalableNodeGroup to drive another node group"
 	ID string `json:"id"`
 }
 
