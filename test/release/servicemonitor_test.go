@@ -83,7 +83,7 @@ func TestServiceMonitorScrapePath(t *testing.T) {
 			}
 			for _, label := range []string{`service="karpenter-metrics"`, `endpoint="metrics"`, `job="karpenter-metrics"`, `pod="karpenter-`, `container="controller"`} {
 				if !strings.Contains(err.Error(), label) {
-					return false, "", fmt.Errorf("the series (%v) lack the target label %s", err, label)
+					return false, "", fmt.Errorf("the series lack the target label %s, %w", label, err)
 				}
 			}
 			return true, "", nil
