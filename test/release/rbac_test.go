@@ -92,6 +92,8 @@ func TestReleaseRBAC(t *testing.T) {
 		{verb: "delete", group: "autoscaling.karpenter.sh", resource: "scalablenodegroups", namespace: "team-a"},
 		{verb: "update", group: "autoscaling.karpenter.sh", resource: "horizontalautoscalers", namespace: "team-a"},
 		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "kube-system", name: "kube-scheduler"},
+		{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: namespace, name: "karpenter-webhook.webhookcertificates.00-of-01"},
+		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: namespace, name: "karpenter-webhook.webhookcertificates.00-of-01"},
 		{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings"},
 		{verb: "update", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", name: "validation.webhook.karpenter.sh"},
 	}
@@ -111,7 +113,17 @@ func TestReleaseRBAC(t *testing.T) {
 		// whether a HorizontalAutoscaler's author may scale its target
 		{verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews"},
 	}
+	// knative's leases, one per leader-aware reconciler: <component>.<queue>.00-of-01.
+	for _, lease := range []string{"karpenter-webhook.webhookcertificates.00-of-01", "karpenter-webhook.defaultingwebhook.00-of-01", "karpenter-webhook.validationwebhook.00-of-01"} {
+		for _, verb := range []string{"get", "update"} {
+			webhookNeeds = append(webhookNeeds, access{verb: verb, group: "coordination.k8s.io", resource: "leases", namespace: namespace, name: lease})
+		}
+	}
 	webhookMustNot := []access{
+		{verb: "get", resource: "secrets", namespace: namespace, name: "another-secret"},
+		{verb: "update", resource: "secrets", namespace: namespace, name: "another-secret"},
+		{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: namespace, name: "karpenter-leader-election"},
+		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: namespace, name: "karpenter-leader-election"},
 		{verb: "get", resource: "secrets", namespace: "default"},
 		{verb: "list", resource: "secrets"},
 		{verb: "create", resource: "secrets", namespace: namespace},

@@ -45,13 +45,26 @@ type Options struct {
 	Clock clock.PassiveClock
 }
 
+// maxRegions bounds the regions whose clients are kept. Ids name their own region, so without
+// a bound every region any user's id names (and the adaptive retryer's state with it) would be
+// kept for the life of the process; a cluster drives far fewer, and an evicted region's clients
+// are rebuilt on its next use.
+const maxRegions = 16
+
 // Provider holds the SDK configuration and builds per-region clients on demand.
 type Provider struct {
 	cfg   sdkaws.Config
 	clock clock.PassiveClock
 
 	mu      sync.Mutex
-	regions map[string]*clients
+	regions map[string]*regionClients
+	// uses counts clientsFor calls, to find the least recently used region.
+	uses uint64
+}
+
+type regionClients struct {
+	*clients
+	lastUsed uint64
 }
 
 type clients struct {
@@ -85,7 +98,7 @@ func New(ctx context.Context, opts Options, loadOptions ...func(*config.LoadOpti
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Provider{cfg: cfg, clock: clk, regions: map[string]*clients{}}, nil
+	return &Provider{cfg: cfg, clock: clk, regions: map[string]*regionClients{}}, nil
 }
 
 // configureRetries sets cfg's retryer: adaptive (client-side rate limiting after
@@ -139,7 +152,8 @@ func (p *Provider) regionOf(region string) string {
 	return region
 }
 
-// clientsFor returns the clients of a region ("" = the default region).
+// clientsFor returns the clients of a region ("" = the default region), keeping those of the
+// maxRegions most recently used regions.
 func (p *Provider) clientsFor(region string) (*clients, error) {
 	region = p.regionOf(region)
 	if region == "" {
@@ -147,8 +161,13 @@ func (p *Provider) clientsFor(region string) (*clients, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.uses++
 	if c, ok := p.regions[region]; ok {
-		return c, nil
+		c.lastUsed = p.uses
+		return c.clients, nil
+	}
+	if len(p.regions) >= maxRegions {
+		p.evictLeastRecentlyUsed()
 	}
 	// Service clients resolve endpoint overrides (AWS_ENDPOINT_URL_<SERVICE>)
 	// from the loaded config themselves; only the region is ours to set.
@@ -158,6 +177,17 @@ func (p *Provider) clientsFor(region string) (*clients, error) {
 		sqs:         sqs.NewFromConfig(p.cfg, func(o *sqs.Options) { o.Region = region }),
 		cloudWatch:  cloudwatch.NewFromConfig(p.cfg, func(o *cloudwatch.Options) { o.Region = region }),
 	}
-	p.regions[region] = c
+	p.regions[region] = &regionClients{clients: c, lastUsed: p.uses}
 	return c, nil
+}
+
+// evictLeastRecentlyUsed drops one region's clients; p.mu is held.
+func (p *Provider) evictLeastRecentlyUsed() {
+	var oldest string
+	for region, c := range p.regions {
+		if oldest == "" || c.lastUsed < p.regions[oldest].lastUsed {
+			oldest = region
+		}
+	}
+	delete(p.regions, oldest)
 }

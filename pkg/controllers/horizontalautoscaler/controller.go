@@ -90,6 +90,9 @@ type Controller struct {
 	scaleKey scale.ScaleKindResolver
 	cache    discovery.CachedDiscoveryInterface
 	recorder record.EventRecorder
+
+	// discovery refreshes cache when a kind seems to serve no /scale, at most once per interval.
+	discovery *discoveryRefresher
 }
 
 // New builds the controller and its scale client over options.Mapper.
@@ -119,6 +122,7 @@ func New(options Options) (*Controller, error) {
 		cache:    memory.NewMemCacheClient(discoveryClient),
 		recorder: options.Recorder,
 	}
+	c.discovery = &discoveryRefresher{cache: c.cache, clock: options.Clock, interval: discoveryRefreshInterval}
 	c.scaleKey = scale.NewDiscoveryScaleKindResolver(c.cache)
 	c.scales, err = scale.NewForConfig(options.Config, options.Mapper, dynamic.LegacyAPIPathResolverFunc, c.scaleKey)
 	if err != nil {
@@ -292,10 +296,13 @@ func (c *Controller) getScale(ctx context.Context, ha *v1alpha1.HorizontalAutosc
 		return schema.GroupResource{}, nil, &targetError{reason: reason, err: fmt.Errorf("resolving %s, %w", describeTarget(ha), err)}
 	}
 	// The scale client asks discovery whether the resource serves /scale; a stale cache would
-	// hide a scale subresource added since, so look again once before giving up.
+	// hide a scale subresource added since, so look again after a refresh, which the whole
+	// controller may do only once per discoveryRefreshInterval.
 	if _, err := c.scaleKey.ScaleForResource(mapping.Resource); err != nil {
-		c.cache.Invalidate()
-		if _, err := c.scaleKey.ScaleForResource(mapping.Resource); err != nil {
+		if c.discovery.refresh() {
+			_, err = c.scaleKey.ScaleForResource(mapping.Resource)
+		}
+		if err != nil {
 			return schema.GroupResource{}, nil, &targetError{reason: "NoScaleSubresource", err: fmt.Errorf("%s has no scale subresource, %w", describeTarget(ha), err)}
 		}
 	}

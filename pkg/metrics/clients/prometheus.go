@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -88,7 +89,12 @@ func NewPrometheus(ctx context.Context, options PrometheusOptions) (*Prometheus,
 	if options.BearerTokenFile != "" {
 		roundTripper = &bearerTokenRoundTripper{file: options.BearerTokenFile, next: roundTripper}
 	}
-	client, err := api.NewClient(api.Config{Address: options.URI, RoundTripper: roundTripper})
+	origin, err := url.Parse(options.URI)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the Prometheus URI %s, %w", options.URI, err)
+	}
+	httpClient := &http.Client{Transport: roundTripper, CheckRedirect: sameOriginRedirects(origin)}
+	client, err := api.NewClient(api.Config{Address: options.URI, Client: httpClient})
 	if err != nil {
 		return nil, fmt.Errorf("creating the Prometheus client for %s, %w", options.URI, err)
 	}
@@ -148,6 +154,25 @@ func seriesNames(v model.Vector) string {
 		names = append(names, s.Metric.String())
 	}
 	return strings.Join(names, ", ")
+}
+
+// maxRedirects is net/http's default limit, which a custom CheckRedirect must enforce itself.
+const maxRedirects = 10
+
+// sameOriginRedirects follows redirects only within the configured scheme and host. The bearer
+// token and the SigV4 signature are added by round trippers to every request, redirected ones
+// included, so a redirect elsewhere would hand them to another server.
+func sameOriginRedirects(origin *url.URL) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		if req.URL.Scheme != origin.Scheme || req.URL.Host != origin.Host {
+			return fmt.Errorf("refusing a redirect from %s://%s to %s://%s: credentials go only to the configured Prometheus; configure the address redirected to",
+				origin.Scheme, origin.Host, req.URL.Scheme, req.URL.Host)
+		}
+		return nil
+	}
 }
 
 // bearerTokenRoundTripper adds the token in a file to each request.

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/credentials"
 )
 
 // answer serves a fixed Prometheus API response to every query.
@@ -202,6 +204,63 @@ func TestOptionErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := NewPrometheus(context.Background(), tc.options); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRedirectsStayWithTheConfiguredServer(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sigV4 := &SigV4Options{Region: testRegion, Credentials: credentials.NewStaticCredentialsProvider(testAccessKey, testSecretKey, testToken)}
+	for _, tc := range []struct {
+		name    string
+		options PrometheusOptions
+	}{
+		{name: "bearer token", options: PrometheusOptions{BearerTokenFile: file}},
+		{name: "SigV4", options: PrometheusOptions{SigV4: sigV4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var elsewhere []string
+			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				elsewhere = append(elsewhere, r.Header.Get("Authorization"))
+				mu.Unlock()
+				answer(200, success("scalar", `[1,"1"]`))(w, r)
+			}))
+			defer other.Close()
+			var authorized []string
+			configured := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				authorized = append(authorized, r.Header.Get("Authorization"))
+				mu.Unlock()
+				switch r.URL.Path {
+				case "/api/v1/query": // moved within the server: followed, with credentials
+					http.Redirect(w, r, "/moved/api/v1/query", http.StatusTemporaryRedirect)
+				case "/moved/api/v1/query": // moved to another host: refused
+					http.Redirect(w, r, other.URL+"/api/v1/query", http.StatusTemporaryRedirect)
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			defer configured.Close()
+
+			options := tc.options
+			options.URI = configured.URL
+			_, err := newClient(t, options).Query(context.Background(), "up")
+			if err == nil || !strings.Contains(err.Error(), "refusing a redirect") || !strings.Contains(err.Error(), other.Listener.Addr().String()) {
+				t.Errorf("Query error = %v, want a refused redirect naming %s", err, other.Listener.Addr())
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(elsewhere) != 0 {
+				t.Errorf("the other host received %d requests (Authorization %q), want none", len(elsewhere), elsewhere)
+			}
+			if len(authorized) != 2 || authorized[0] == "" || authorized[1] == "" {
+				t.Errorf("the configured server saw Authorization %q, want it on the request and its same-host redirect", authorized)
 			}
 		})
 	}

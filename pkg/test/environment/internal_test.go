@@ -38,6 +38,14 @@ func TestPrometheusConfig(t *testing.T) {
 		ScrapeConfigs: []ScrapeConfig{
 			{JobName: "controller", Targets: []string{"127.0.0.1:8080"}},
 			{JobName: "custom", Targets: []string{"127.0.0.1:9000", "127.0.0.1:9001"}, MetricsPath: "/custom"},
+			{
+				JobName: "relabelled", Targets: []string{"127.0.0.1:9002"}, HonorLabels: true,
+				Labels: map[string]string{"__meta_kubernetes_namespace": "karpenter"},
+				RelabelConfigs: []RelabelConfig{
+					{SourceLabels: []string{"__meta_kubernetes_namespace"}, TargetLabel: "namespace"},
+					{TargetLabel: "endpoint", Replacement: "metrics"},
+				},
+			},
 		},
 	})
 	if err != nil {
@@ -57,6 +65,19 @@ scrape_configs:
   - targets:
     - 127.0.0.1:9000
     - 127.0.0.1:9001
+- honor_labels: true
+  job_name: relabelled
+  relabel_configs:
+  - source_labels:
+    - __meta_kubernetes_namespace
+    target_label: namespace
+  - replacement: metrics
+    target_label: endpoint
+  static_configs:
+  - labels:
+      __meta_kubernetes_namespace: karpenter
+    targets:
+    - 127.0.0.1:9002
 `
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("configuration (-want +got):\n%s", diff)

@@ -27,8 +27,28 @@ type ScrapeConfig struct {
 	JobName string
 	// Targets are host:port addresses, e.g. a test's httptest.Server listener address.
 	Targets []string
+	// Labels are attached to every target before relabelling, e.g. the
+	// __meta_kubernetes_* labels service discovery would have set, so that a test can run
+	// the relabelling a Prometheus Operator ServiceMonitor produces over static targets.
+	Labels map[string]string
 	// MetricsPath defaults to /metrics.
 	MetricsPath string
+	// HonorLabels keeps a scraped sample's labels when they clash with the target's instead of
+	// renaming them to exported_<name>, as a ServiceMonitor's honorLabels does.
+	HonorLabels bool
+	// RelabelConfigs rewrite the target's labels before the scrape, in order.
+	RelabelConfigs []RelabelConfig
+}
+
+// RelabelConfig is one Prometheus relabel_config; empty fields take Prometheus' defaults
+// (action replace, regex (.*), replacement $1, separator ;).
+type RelabelConfig struct {
+	SourceLabels []string `json:"source_labels,omitempty"`
+	Separator    string   `json:"separator,omitempty"`
+	Regex        string   `json:"regex,omitempty"`
+	TargetLabel  string   `json:"target_label,omitempty"`
+	Replacement  string   `json:"replacement,omitempty"`
+	Action       string   `json:"action,omitempty"`
 }
 
 // Prometheus is a running Prometheus server.
@@ -139,12 +159,15 @@ func startPrometheus(ctx context.Context, l *lifecycle, path string, options Pro
 // prometheusConfig renders the configuration file for the options.
 func prometheusConfig(options PrometheusOptions) ([]byte, error) {
 	type staticConfig struct {
-		Targets []string `json:"targets"`
+		Targets []string          `json:"targets"`
+		Labels  map[string]string `json:"labels,omitempty"`
 	}
 	type scrapeConfig struct {
-		JobName       string         `json:"job_name"`
-		MetricsPath   string         `json:"metrics_path,omitempty"`
-		StaticConfigs []staticConfig `json:"static_configs"`
+		JobName        string          `json:"job_name"`
+		MetricsPath    string          `json:"metrics_path,omitempty"`
+		HonorLabels    bool            `json:"honor_labels,omitempty"`
+		StaticConfigs  []staticConfig  `json:"static_configs"`
+		RelabelConfigs []RelabelConfig `json:"relabel_configs,omitempty"`
 	}
 	type globalConfig struct {
 		ScrapeInterval     string `json:"scrape_interval"`
@@ -167,9 +190,11 @@ func prometheusConfig(options PrometheusOptions) ([]byte, error) {
 			return nil, fmt.Errorf("a Prometheus scrape config needs a job name")
 		}
 		config.ScrapeConfigs = append(config.ScrapeConfigs, scrapeConfig{
-			JobName:       sc.JobName,
-			MetricsPath:   sc.MetricsPath,
-			StaticConfigs: []staticConfig{{Targets: sc.Targets}},
+			JobName:        sc.JobName,
+			MetricsPath:    sc.MetricsPath,
+			HonorLabels:    sc.HonorLabels,
+			StaticConfigs:  []staticConfig{{Targets: sc.Targets, Labels: sc.Labels}},
+			RelabelConfigs: sc.RelabelConfigs,
 		})
 	}
 	data, err := yaml.Marshal(config)
