@@ -11,7 +11,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
+	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/flagenv"
+	"karpenter.sh/karpenter/pkg/metrics/clients"
 	"karpenter.sh/karpenter/pkg/operator"
 )
 
@@ -33,11 +36,15 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.StringVar(&f.logFormat, "log-format", "json", "Log encoding: json or console.")
 	fs.StringVar(&f.operator.Controllers.PrometheusURI, "prometheus-uri", "http://prometheus-operated.monitoring:9090", "Base URL of the Prometheus HTTP API.")
 	fs.StringVar(&f.operator.AWSRegion, "aws-region", "", "AWS region for node groups and queues whose ID names none; defaults to the SDK's (AWS_REGION, profile).")
+	fs.DurationVar(&f.operator.AWSCallTimeout, "aws-call-timeout", aws.DefaultCallTimeout, "Time limit of each AWS call, its retries included.")
 	fs.StringVar(&f.operator.Controllers.PrometheusBearerTokenFile, "prometheus-bearer-token-file", "", "File holding a bearer token for Prometheus, re-read on every query.")
 	fs.StringVar(&f.operator.Controllers.PrometheusCAFile, "prometheus-ca-file", "", "PEM bundle that verifies Prometheus's certificate instead of the system roots.")
 	fs.BoolVar(&f.operator.Controllers.PrometheusInsecureSkipVerify, "prometheus-insecure-skip-verify", false, "Do not verify Prometheus's certificate.")
 	fs.BoolVar(&f.operator.Controllers.PrometheusSigV4, "prometheus-sigv4", false, "Sign Prometheus queries with SigV4, for Amazon Managed Service for Prometheus.")
 	fs.StringVar(&f.operator.Controllers.PrometheusSigV4Region, "prometheus-sigv4-region", "", "Region of the SigV4 signature; defaults to the AWS SDK's region.")
+	fs.DurationVar(&f.operator.Controllers.PrometheusTimeout, "prometheus-timeout", clients.DefaultQueryTimeout, "Time limit of each Prometheus query.")
+	fs.Int64Var(&f.operator.Controllers.PrometheusMaxResponseBytes, "prometheus-max-response-bytes", clients.DefaultMaxResponseBytes, "Largest Prometheus response read; a larger one fails the query.")
+	fs.IntVar(&f.operator.Controllers.HorizontalAutoscalerWorkers, "horizontalautoscaler-workers", horizontalautoscaler.DefaultWorkers, "How many HorizontalAutoscalers are evaluated at once.")
 	fs.DurationVar(&f.operator.Controllers.HorizontalAutoscalerPeriod, "horizontalautoscaler-period", 10*time.Second, "How often each HorizontalAutoscaler is evaluated.")
 	fs.Float64Var(&f.operator.Controllers.HorizontalAutoscalerTolerance, "horizontalautoscaler-tolerance", 0.1, "Fraction around a metric's target within which replicas do not change.")
 	fs.DurationVar(&f.operator.Controllers.MetricsProducerPeriod, "metricsproducer-period", 10*time.Second, "How often each MetricsProducer is recomputed.")
@@ -47,6 +54,18 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	}
 	if t := f.operator.Controllers.HorizontalAutoscalerTolerance; t < 0 || t >= 1 {
 		return f, fmt.Errorf("--horizontalautoscaler-tolerance must be within [0, 1), not %g", t)
+	}
+	if f.operator.AWSCallTimeout <= 0 {
+		return f, fmt.Errorf("--aws-call-timeout must be positive, not %s", f.operator.AWSCallTimeout)
+	}
+	if f.operator.Controllers.PrometheusTimeout <= 0 {
+		return f, fmt.Errorf("--prometheus-timeout must be positive, not %s", f.operator.Controllers.PrometheusTimeout)
+	}
+	if f.operator.Controllers.PrometheusMaxResponseBytes <= 0 {
+		return f, fmt.Errorf("--prometheus-max-response-bytes must be positive, not %d", f.operator.Controllers.PrometheusMaxResponseBytes)
+	}
+	if f.operator.Controllers.HorizontalAutoscalerWorkers < 1 {
+		return f, fmt.Errorf("--horizontalautoscaler-workers must be at least 1, not %d", f.operator.Controllers.HorizontalAutoscalerWorkers)
 	}
 	if f.logFormat != "json" && f.logFormat != "console" {
 		return f, fmt.Errorf("--log-format must be json or console, not %q", f.logFormat)

@@ -6,6 +6,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -41,6 +42,9 @@ type Options struct {
 	// AWSRegion is the region of AWS ids that name none; the SDK's when empty. Unused when
 	// Controllers.CloudProvider is set.
 	AWSRegion string
+	// AWSCallTimeout bounds each AWS call, its retries included; aws.DefaultCallTimeout when
+	// zero. Unused when Controllers.CloudProvider is set.
+	AWSCallTimeout time.Duration
 	// Namespaces, when set, limits the cache to these namespaces.
 	Namespaces []string
 	// SkipNameValidation lets one process build controllers of the same name more than once,
@@ -82,7 +86,7 @@ func New(ctx context.Context, restConfig *rest.Config, options Options) (manager
 	if options.Controllers.CloudProvider == nil {
 		// The SDK's own configuration chain applies: credentials (IRSA, environment, profile)
 		// and endpoint overrides such as AWS_ENDPOINT_URL.
-		provider, err := aws.New(ctx, aws.Options{Region: options.AWSRegion, Clock: options.Controllers.Clock})
+		provider, err := aws.New(ctx, aws.Options{Region: options.AWSRegion, Clock: options.Controllers.Clock, CallTimeout: options.AWSCallTimeout})
 		if err != nil {
 			return nil, err
 		}

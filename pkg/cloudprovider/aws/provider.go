@@ -43,6 +43,8 @@ type Options struct {
 	MaxBackoff time.Duration
 	// Clock places the CloudWatch query window; defaults to the real clock.
 	Clock clock.PassiveClock
+	// CallTimeout bounds each call, its retries included; DefaultCallTimeout when zero.
+	CallTimeout time.Duration
 }
 
 // Provider holds the SDK configuration and builds per-region clients on demand.
@@ -77,6 +79,14 @@ func New(ctx context.Context, opts Options, loadOptions ...func(*config.LoadOpti
 	if cfg.Retryer == nil {
 		configureRetries(&cfg, opts)
 	}
+	callTimeout := opts.CallTimeout
+	if callTimeout == 0 {
+		callTimeout = DefaultCallTimeout
+	}
+	if callTimeout < 0 {
+		return nil, fmt.Errorf("the AWS call timeout must be positive, not %s", callTimeout)
+	}
+	cfg.APIOptions = append(cfg.APIOptions, withCallTimeout(callTimeout))
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = awshttp.NewBuildableClient()
 	}

@@ -48,6 +48,9 @@ const (
 	Name = "horizontalautoscaler"
 	// DefaultPeriod is how often each HorizontalAutoscaler is evaluated.
 	DefaultPeriod = 10 * time.Second
+	// DefaultWorkers is how many HorizontalAutoscalers are evaluated at once: one waiting on a
+	// slow query holds one worker, not the others.
+	DefaultWorkers = 10
 )
 
 // MetricsClient evaluates a metric query to one value, or says why it cannot.
@@ -74,6 +77,9 @@ type Options struct {
 	Tolerance *float64
 	// MaxRetryDelay caps the backoff after an error, e.g. a missing target; one minute when zero.
 	MaxRetryDelay time.Duration
+	// Workers is how many HorizontalAutoscalers are evaluated concurrently; DefaultWorkers
+	// when zero. Evaluations of one HorizontalAutoscaler never overlap.
+	Workers int
 }
 
 // Controller reconciles HorizontalAutoscalers.
@@ -102,6 +108,12 @@ func New(options Options) (*Controller, error) {
 	}
 	if options.MaxRetryDelay == 0 {
 		options.MaxRetryDelay = time.Minute
+	}
+	if options.Workers == 0 {
+		options.Workers = DefaultWorkers
+	}
+	if options.Workers < 0 {
+		return nil, fmt.Errorf("the %s controller needs at least one worker, not %d", Name, options.Workers)
 	}
 	discoveryClient, err := discovery.NewDiscoveryClientForConfig(options.Config)
 	if err != nil {
@@ -140,6 +152,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		// trigger it; the period does.
 		For(&v1alpha1.HorizontalAutoscaler{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{
+			MaxConcurrentReconciles: c.options.Workers,
 			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, c.options.MaxRetryDelay),
 		}).
 		Complete(c)
