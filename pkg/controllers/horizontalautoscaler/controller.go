@@ -153,7 +153,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		For(&v1alpha1.HorizontalAutoscaler{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: c.options.Workers,
-			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, c.options.MaxRetryDelay),
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, c.options.MaxRetryDelay),
 		}).
 		Complete(c)
 }

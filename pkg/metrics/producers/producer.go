@@ -56,7 +56,7 @@ const (
 	// ReasonOldestMessageAgeUnavailable is a queue whose length was read but whose oldest
 	// message age was not.
 	ReasonOldestMessageAgeUnavailable = "OldestMessageAgeUnavailable"
-	ReasonInvalidSchedule = "InvalidSchedule"
+	ReasonInvalidSchedule             = "InvalidSchedule"
 )
 
 // ReasonOf is the condition reason of an error returned by Produce.
