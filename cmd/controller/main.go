@@ -30,6 +30,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	var f flags
 	fs.StringVar(&f.operator.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint.")
 	fs.StringVar(&f.operator.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes.")
+	fs.DurationVar(&f.operator.WedgedReconcileTimeout, "wedged-reconcile-timeout", operator.DefaultWedgedReconcileTimeout, "How long one reconcile may run before /healthz fails and the pod is restarted.")
 	fs.BoolVar(&f.operator.LeaderElection, "leader-elect", true, "Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&f.operator.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to the pod's namespace.")
 	fs.StringVar(&f.logLevel, "log-level", "info", "Minimum log level: debug, info, warn or error.")
@@ -54,6 +55,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	}
 	if t := f.operator.Controllers.HorizontalAutoscalerTolerance; t < 0 || t >= 1 {
 		return f, fmt.Errorf("--horizontalautoscaler-tolerance must be within [0, 1), not %g", t)
+	}
+	if f.operator.WedgedReconcileTimeout <= 0 {
+		return f, fmt.Errorf("--wedged-reconcile-timeout must be positive, not %s", f.operator.WedgedReconcileTimeout)
 	}
 	if f.operator.AWSCallTimeout <= 0 {
 		return f, fmt.Errorf("--aws-call-timeout must be positive, not %s", f.operator.AWSCallTimeout)

@@ -4,6 +4,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"karpenter.sh/karpenter/pkg/apis"
@@ -47,6 +49,9 @@ type Options struct {
 	AWSCallTimeout time.Duration
 	// Namespaces, when set, limits the cache to these namespaces.
 	Namespaces []string
+	// WedgedReconcileTimeout is how long one reconcile may run before /healthz fails;
+	// DefaultWedgedReconcileTimeout when zero.
+	WedgedReconcileTimeout time.Duration
 	// SkipNameValidation lets one process build controllers of the same name more than once,
 	// as tests that start a manager per test do.
 	SkipNameValidation bool
@@ -108,6 +113,9 @@ func New(ctx context.Context, restConfig *rest.Config, options Options) (manager
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding health check, %w", err)
+	}
+	if err := mgr.AddHealthzCheck("reconcilers", wedgedReconcilers(crmetrics.Registry, cmp.Or(options.WedgedReconcileTimeout, DefaultWedgedReconcileTimeout))); err != nil {
+		return nil, fmt.Errorf("adding the wedged reconciler check, %w", err)
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding ready check, %w", err)
