@@ -51,10 +51,16 @@ type Metric struct {
 	Prometheus *PrometheusMetricSource `json:"prometheus,omitempty"`
 }
 
+// MaxQueryLength bounds a metric's PromQL query, in bytes; the CRD's MaxLength marker on
+// PrometheusMetricSource.Query repeats it. A query that selects one series fits in far less.
+const MaxQueryLength = 4096
+
 // PrometheusMetricSource is an instant PromQL query that must evaluate to one sample.
 type PrometheusMetricSource struct {
-	// Query is a PromQL expression that evaluates to a scalar or a single-sample vector.
+	// Query is a PromQL expression that evaluates to a scalar or a single-sample vector,
+	// at most 4096 bytes long.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
 	Query string `json:"query"`
 	// Target is the value the query should be held at.
 	Target MetricTarget `json:"target"`
