@@ -273,6 +273,18 @@ func TestQueueAgeFailureKeepsTheLengthAndWithdrawsTheAge(t *testing.T) {
 	if status, reason := condition(got, "Calculable"); status != corev1.ConditionTrue || reason == producers.ReasonOldestMessageAgeUnavailable {
 		t.Errorf("Calculable = %q %q after recovery, want True without the unavailable reason", status, reason)
 	}
+
+	// The length cannot be read either: nothing is exported, not even the last good length.
+	queue.SetError(errors.New("calling sqs:GetQueueAttributes on sqs queue q, injected"))
+	_, got = f.reconcile(t, key)
+	for _, metric := range []string{"karpenter_queue_length", "karpenter_queue_oldest_message_age_seconds"} {
+		if value, ok := gauges.Value(t, metric, key); ok {
+			t.Errorf("%s = %v after a failed computation, want it withdrawn", metric, value)
+		}
+	}
+	if status, reason := condition(got, "Calculable"); status != corev1.ConditionFalse || reason != producers.ReasonQueueUnreadable {
+		t.Errorf("Calculable = %q %q, want False %s", status, reason, producers.ReasonQueueUnreadable)
+	}
 }
 
 func TestNodeAndPodChangesEnqueueTheCapacityProducers(t *testing.T) {
