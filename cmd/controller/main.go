@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/flagenv"
@@ -67,6 +68,12 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	}
 	if f.operator.Controllers.PrometheusMaxResponseBytes <= 0 {
 		return f, fmt.Errorf("--prometheus-max-response-bytes must be positive, not %d", f.operator.Controllers.PrometheusMaxResponseBytes)
+	}
+	// One evaluation runs up to MaxMetrics queries in turn; the liveness check must not take
+	// an evaluation that is merely waiting out its timeouts for a wedged one.
+	if slowest := v1alpha1.MaxMetrics * f.operator.Controllers.PrometheusTimeout; f.operator.WedgedReconcileTimeout <= slowest {
+		return f, fmt.Errorf("--wedged-reconcile-timeout (%s) must exceed %d × --prometheus-timeout (%s), the longest an evaluation may legitimately take",
+			f.operator.WedgedReconcileTimeout, v1alpha1.MaxMetrics, slowest)
 	}
 	if f.operator.Controllers.HorizontalAutoscalerWorkers < 1 {
 		return f, fmt.Errorf("--horizontalautoscaler-workers must be at least 1, not %d", f.operator.Controllers.HorizontalAutoscalerWorkers)

@@ -45,6 +45,8 @@ func TestParseFlags(t *testing.T) {
 		"--horizontalautoscaler-workers=0",
 		"--aws-call-timeout=-1s",
 		"--wedged-reconcile-timeout=0s",
+		"--prometheus-timeout=10s", // 32 queries of 10 s outlast the 5 min wedged timeout
+		"--wedged-reconcile-timeout=160s",
 	} {
 		if _, err := parseFlags(flag.NewFlagSet("controller", flag.ContinueOnError), []string{bad}); err == nil {
 			t.Errorf("%s was accepted", bad)

@@ -21,7 +21,8 @@ type HorizontalAutoscalerSpec struct {
 	// MaxReplicas is the upper limit for the number of replicas.
 	// +kubebuilder:validation:Minimum=0
 	MaxReplicas int32 `json:"maxReplicas"`
-	// Metrics are evaluated independently; the largest recommendation wins.
+	// Metrics are evaluated independently; the largest recommendation wins. At most 32
+	// (MaxMetrics).
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	Metrics []Metric `json:"metrics,omitempty"`
@@ -50,6 +51,10 @@ type Metric struct {
 	// +optional
 	Prometheus *PrometheusMetricSource `json:"prometheus,omitempty"`
 }
+
+// MaxMetrics bounds a HorizontalAutoscaler's metrics, whose queries one evaluation runs in
+// turn; the CRD's MaxItems marker on HorizontalAutoscalerSpec.Metrics repeats it.
+const MaxMetrics = 32
 
 // MaxQueryLength bounds a metric's PromQL query, in bytes; the CRD's MaxLength marker on
 // PrometheusMetricSource.Query repeats it. A query that selects one series fits in far less.
