@@ -157,15 +157,24 @@ func (p *Prometheus) Query(ctx context.Context, query string) (float64, error) {
 	return v, nil
 }
 
-// shownSeries is how many series an error quotes: enough to help narrow the query, few
-// enough that a query matching thousands keeps the condition message short.
-const shownSeries = 3
+// shownSeries is how many series an error quotes, and shownSeriesBytes how much of each:
+// enough to help narrow the query, little enough that a query matching thousands of series,
+// or series with long labels, keeps the condition message short.
+const (
+	shownSeries      = 3
+	shownSeriesBytes = 200
+)
 
 // seriesNames lists a few series of a vector to help the user narrow the query.
 func seriesNames(v model.Vector) string {
 	var names []string
 	for _, s := range v[:min(len(v), shownSeries)] {
-		names = append(names, s.Metric.String())
+		name := s.Metric.String()
+		if len(name) > shownSeriesBytes {
+			// A cut inside a multi-byte character would leave invalid UTF-8 in the status.
+			name = strings.ToValidUTF8(name[:shownSeriesBytes], "") + "…"
+		}
+		names = append(names, name)
 	}
 	if more := len(v) - shownSeries; more > 0 {
 		names = append(names, fmt.Sprintf("and %d more", more))

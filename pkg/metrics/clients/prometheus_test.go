@@ -62,6 +62,9 @@ func TestQueryResultShapes(t *testing.T) {
 			`[{"metric":{"job":"a"},"value":[1,"1"]},{"metric":{"job":"b"},"value":[1,"2"]},{"metric":{"job":"c"},"value":[1,"3"]},`+
 				`{"metric":{"job":"d"},"value":[1,"4"]},{"metric":{"job":"e"},"value":[1,"5"]}]`)),
 			wantError: `5 series ({job="a"}, {job="b"}, {job="c"}, and 2 more), want exactly one`},
+		{name: "series with long labels", handler: answer(200, success("vector",
+			`[{"metric":{"l":"`+strings.Repeat("é", 300)+`"},"value":[1,"1"]},{"metric":{"job":"b"},"value":[1,"2"]}]`)),
+			wantError: `2 series ({l="` + strings.Repeat("é", 98) + `…, {job="b"}), want exactly one`},
 		{name: "NaN sample", handler: answer(200, success("vector", `[{"metric":{},"value":[1700000000,"NaN"]}]`)), wantError: "NaN"},
 		{name: "NaN scalar", handler: answer(200, success("scalar", `[1700000000,"NaN"]`)), wantError: "NaN"},
 		{name: "+Inf", handler: answer(200, success("vector", `[{"metric":{},"value":[1700000000,"+Inf"]}]`)), wantError: "+Inf"},
