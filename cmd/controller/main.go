@@ -11,7 +11,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
+	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/flagenv"
+	"karpenter.sh/karpenter/pkg/metrics/clients"
 	"karpenter.sh/karpenter/pkg/operator"
 )
 
@@ -27,17 +31,22 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	var f flags
 	fs.StringVar(&f.operator.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint.")
 	fs.StringVar(&f.operator.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes.")
+	fs.DurationVar(&f.operator.WedgedReconcileTimeout, "wedged-reconcile-timeout", operator.DefaultWedgedReconcileTimeout, "How long one reconcile may run before /healthz fails and the pod is restarted.")
 	fs.BoolVar(&f.operator.LeaderElection, "leader-elect", true, "Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&f.operator.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to the pod's namespace.")
 	fs.StringVar(&f.logLevel, "log-level", "info", "Minimum log level: debug, info, warn or error.")
 	fs.StringVar(&f.logFormat, "log-format", "json", "Log encoding: json or console.")
 	fs.StringVar(&f.operator.Controllers.PrometheusURI, "prometheus-uri", "http://prometheus-operated.monitoring:9090", "Base URL of the Prometheus HTTP API.")
 	fs.StringVar(&f.operator.AWSRegion, "aws-region", "", "AWS region for node groups and queues whose ID names none; defaults to the SDK's (AWS_REGION, profile).")
+	fs.DurationVar(&f.operator.AWSCallTimeout, "aws-call-timeout", aws.DefaultCallTimeout, "Time limit of each AWS call, its retries included.")
 	fs.StringVar(&f.operator.Controllers.PrometheusBearerTokenFile, "prometheus-bearer-token-file", "", "File holding a bearer token for Prometheus, re-read on every query.")
 	fs.StringVar(&f.operator.Controllers.PrometheusCAFile, "prometheus-ca-file", "", "PEM bundle that verifies Prometheus's certificate instead of the system roots.")
 	fs.BoolVar(&f.operator.Controllers.PrometheusInsecureSkipVerify, "prometheus-insecure-skip-verify", false, "Do not verify Prometheus's certificate.")
 	fs.BoolVar(&f.operator.Controllers.PrometheusSigV4, "prometheus-sigv4", false, "Sign Prometheus queries with SigV4, for Amazon Managed Service for Prometheus.")
 	fs.StringVar(&f.operator.Controllers.PrometheusSigV4Region, "prometheus-sigv4-region", "", "Region of the SigV4 signature; defaults to the AWS SDK's region.")
+	fs.DurationVar(&f.operator.Controllers.PrometheusTimeout, "prometheus-timeout", clients.DefaultQueryTimeout, "Time limit of each Prometheus query.")
+	fs.Int64Var(&f.operator.Controllers.PrometheusMaxResponseBytes, "prometheus-max-response-bytes", clients.DefaultMaxResponseBytes, "Largest Prometheus response read; a larger one fails the query.")
+	fs.IntVar(&f.operator.Controllers.HorizontalAutoscalerWorkers, "horizontalautoscaler-workers", horizontalautoscaler.DefaultWorkers, "How many HorizontalAutoscalers are evaluated at once.")
 	fs.DurationVar(&f.operator.Controllers.HorizontalAutoscalerPeriod, "horizontalautoscaler-period", 10*time.Second, "How often each HorizontalAutoscaler is evaluated.")
 	fs.Float64Var(&f.operator.Controllers.HorizontalAutoscalerTolerance, "horizontalautoscaler-tolerance", 0.1, "Fraction around a metric's target within which replicas do not change.")
 	fs.DurationVar(&f.operator.Controllers.MetricsProducerPeriod, "metricsproducer-period", 10*time.Second, "How often each MetricsProducer is recomputed.")
@@ -47,6 +56,27 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	}
 	if t := f.operator.Controllers.HorizontalAutoscalerTolerance; t < 0 || t >= 1 {
 		return f, fmt.Errorf("--horizontalautoscaler-tolerance must be within [0, 1), not %g", t)
+	}
+	if f.operator.WedgedReconcileTimeout <= 0 {
+		return f, fmt.Errorf("--wedged-reconcile-timeout must be positive, not %s", f.operator.WedgedReconcileTimeout)
+	}
+	if f.operator.AWSCallTimeout <= 0 {
+		return f, fmt.Errorf("--aws-call-timeout must be positive, not %s", f.operator.AWSCallTimeout)
+	}
+	if f.operator.Controllers.PrometheusTimeout <= 0 {
+		return f, fmt.Errorf("--prometheus-timeout must be positive, not %s", f.operator.Controllers.PrometheusTimeout)
+	}
+	if f.operator.Controllers.PrometheusMaxResponseBytes <= 0 {
+		return f, fmt.Errorf("--prometheus-max-response-bytes must be positive, not %d", f.operator.Controllers.PrometheusMaxResponseBytes)
+	}
+	// One evaluation runs up to MaxMetrics queries in turn; the liveness check must not take
+	// an evaluation that is merely waiting out its timeouts for a wedged one.
+	if slowest := v1alpha1.MaxMetrics * f.operator.Controllers.PrometheusTimeout; f.operator.WedgedReconcileTimeout <= slowest {
+		return f, fmt.Errorf("--wedged-reconcile-timeout (%s) must exceed %d × --prometheus-timeout (%s), the longest an evaluation may legitimately take",
+			f.operator.WedgedReconcileTimeout, v1alpha1.MaxMetrics, slowest)
+	}
+	if f.operator.Controllers.HorizontalAutoscalerWorkers < 1 {
+		return f, fmt.Errorf("--horizontalautoscaler-workers must be at least 1, not %d", f.operator.Controllers.HorizontalAutoscalerWorkers)
 	}
 	if f.logFormat != "json" && f.logFormat != "console" {
 		return f, fmt.Errorf("--log-format must be json or console, not %q", f.logFormat)

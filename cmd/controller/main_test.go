@@ -28,12 +28,28 @@ func TestParseFlags(t *testing.T) {
 		{"tolerance default", o.Controllers.HorizontalAutoscalerTolerance, 0.1},
 		{"metricsproducer period default", o.Controllers.MetricsProducerPeriod, 10 * time.Second},
 		{"log format default", f.logFormat, "json"},
+		{"prometheus timeout default", o.Controllers.PrometheusTimeout, 5 * time.Second},
+		{"prometheus response cap default", o.Controllers.PrometheusMaxResponseBytes, int64(1 << 20)},
+		{"horizontalautoscaler workers default", o.Controllers.HorizontalAutoscalerWorkers, 10},
+		{"aws call timeout default", o.AWSCallTimeout, 30 * time.Second},
+		{"wedged reconcile timeout default", o.WedgedReconcileTimeout, 5 * time.Minute},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	if _, err := parseFlags(flag.NewFlagSet("controller", flag.ContinueOnError), []string{"--horizontalautoscaler-tolerance=1"}); err == nil {
-		t.Error("a tolerance of 1 was accepted")
+	for _, bad := range []string{
+		"--horizontalautoscaler-tolerance=1",
+		"--prometheus-timeout=0s",
+		"--prometheus-max-response-bytes=0",
+		"--horizontalautoscaler-workers=0",
+		"--aws-call-timeout=-1s",
+		"--wedged-reconcile-timeout=0s",
+		"--prometheus-timeout=10s", // 32 queries of 10 s outlast the 5 min wedged timeout
+		"--wedged-reconcile-timeout=160s",
+	} {
+		if _, err := parseFlags(flag.NewFlagSet("controller", flag.ContinueOnError), []string{bad}); err == nil {
+			t.Errorf("%s was accepted", bad)
+		}
 	}
 }

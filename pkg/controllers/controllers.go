@@ -36,12 +36,18 @@ type Options struct {
 	PrometheusSigV4Region string
 	// PrometheusTimeout bounds each query; clients.DefaultQueryTimeout when zero.
 	PrometheusTimeout time.Duration
+	// PrometheusMaxResponseBytes caps each query's response; clients.DefaultMaxResponseBytes
+	// when zero.
+	PrometheusMaxResponseBytes int64
 	// HorizontalAutoscalerPeriod is how often each HorizontalAutoscaler is evaluated;
 	// ResyncPeriod when zero.
 	HorizontalAutoscalerPeriod time.Duration
 	// HorizontalAutoscalerTolerance is the fraction around a metric's target within which
 	// replicas do not change, within [0, 1); the flag defaults to 0.1.
 	HorizontalAutoscalerTolerance float64
+	// HorizontalAutoscalerWorkers is how many HorizontalAutoscalers are evaluated at once;
+	// horizontalautoscaler.DefaultWorkers when zero.
+	HorizontalAutoscalerWorkers int
 	// HorizontalAutoscalerMaxRetryDelay caps the backoff after an error; one minute when zero.
 	HorizontalAutoscalerMaxRetryDelay time.Duration
 	// MetricsProducerPeriod is how often each MetricsProducer is recomputed without a watch
@@ -113,6 +119,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options) 
 			Period:        cmp.Or(opts.HorizontalAutoscalerPeriod, opts.ResyncPeriod),
 			Tolerance:     &opts.HorizontalAutoscalerTolerance,
 			MaxRetryDelay: opts.HorizontalAutoscalerMaxRetryDelay,
+			Workers:       opts.HorizontalAutoscalerWorkers,
 		})
 	case scalablenodegroup.Name:
 		return scalablenodegroup.New(scalablenodegroup.Options{
@@ -145,6 +152,7 @@ func prometheusOptions(opts Options) clients.PrometheusOptions {
 		CAFile:             opts.PrometheusCAFile,
 		InsecureSkipVerify: opts.PrometheusInsecureSkipVerify,
 		Timeout:            opts.PrometheusTimeout,
+		MaxResponseBytes:   opts.PrometheusMaxResponseBytes,
 	}
 	if opts.PrometheusSigV4 {
 		p.SigV4 = &clients.SigV4Options{Region: opts.PrometheusSigV4Region}

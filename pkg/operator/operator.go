@@ -4,8 +4,10 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"karpenter.sh/karpenter/pkg/apis"
@@ -41,8 +44,14 @@ type Options struct {
 	// AWSRegion is the region of AWS ids that name none; the SDK's when empty. Unused when
 	// Controllers.CloudProvider is set.
 	AWSRegion string
+	// AWSCallTimeout bounds each AWS call, its retries included; aws.DefaultCallTimeout when
+	// zero. Unused when Controllers.CloudProvider is set.
+	AWSCallTimeout time.Duration
 	// Namespaces, when set, limits the cache to these namespaces.
 	Namespaces []string
+	// WedgedReconcileTimeout is how long one reconcile may run before /healthz fails;
+	// DefaultWedgedReconcileTimeout when zero.
+	WedgedReconcileTimeout time.Duration
 	// SkipNameValidation lets one process build controllers of the same name more than once,
 	// as tests that start a manager per test do.
 	SkipNameValidation bool
@@ -82,7 +91,7 @@ func New(ctx context.Context, restConfig *rest.Config, options Options) (manager
 	if options.Controllers.CloudProvider == nil {
 		// The SDK's own configuration chain applies: credentials (IRSA, environment, profile)
 		// and endpoint overrides such as AWS_ENDPOINT_URL.
-		provider, err := aws.New(ctx, aws.Options{Region: options.AWSRegion, Clock: options.Controllers.Clock})
+		provider, err := aws.New(ctx, aws.Options{Region: options.AWSRegion, Clock: options.Controllers.Clock, CallTimeout: options.AWSCallTimeout})
 		if err != nil {
 			return nil, err
 		}
@@ -104,6 +113,9 @@ func New(ctx context.Context, restConfig *rest.Config, options Options) (manager
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding health check, %w", err)
+	}
+	if err := mgr.AddHealthzCheck("reconcilers", wedgedReconcilers(crmetrics.Registry, cmp.Or(options.WedgedReconcileTimeout, DefaultWedgedReconcileTimeout))); err != nil {
+		return nil, fmt.Errorf("adding the wedged reconciler check, %w", err)
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding ready check, %w", err)

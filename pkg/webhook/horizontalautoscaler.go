@@ -124,6 +124,13 @@ func validateAPIVersion(apiVersion string) *apis.FieldError {
 
 func validatePrometheusMetric(m *v1alpha1.PrometheusMetricSource) *apis.FieldError {
 	var errs *apis.FieldError
+	if len(m.Query) > v1alpha1.MaxQueryLength {
+		// Refused before parsing: the CRD refuses it too, and the parser's work grows with it.
+		return errs.Also(&apis.FieldError{
+			Message: fmt.Sprintf("the query is %d bytes long; it may be at most %d", len(m.Query), v1alpha1.MaxQueryLength),
+			Paths:   []string{"query"},
+		})
+	}
 	if expr, err := parser.ParseExpr(m.Query); err != nil {
 		errs = errs.Also(&apis.FieldError{Message: fmt.Sprintf("invalid PromQL: %v", err), Paths: []string{"query"}})
 	} else if t := expr.Type(); t != parser.ValueTypeScalar && t != parser.ValueTypeVector {

@@ -113,3 +113,19 @@ func TestValidationReportsEveryInvalidScheduleField(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryLongerThanTheMaximumIsRefusedUnparsed: the CRD refuses such a query before the
+// webhook sees it; the webhook says the same on its own, before parsing it.
+func TestQueryLongerThanTheMaximumIsRefusedUnparsed(t *testing.T) {
+	longest := `vector(1)` + strings.Repeat(" ", v1alpha1.MaxQueryLength-len(`vector(1)`))
+	if err := admit(horizontalAutoscaler("longest", withQuery(longest))); err != nil {
+		t.Errorf("a query of exactly %d bytes was refused: %v", v1alpha1.MaxQueryLength, err)
+	}
+	// Unclosed on purpose: the length is reported, not a parse error.
+	tooLong := `sum(` + strings.Repeat("x", v1alpha1.MaxQueryLength)
+	err := admit(horizontalAutoscaler("too-long", withQuery(tooLong)))
+	want := fmt.Sprintf("the query is %d bytes long; it may be at most 4096: spec.metrics[0].prometheus.query", len(tooLong))
+	if err == nil || firstLine(err.Error()) != want {
+		t.Errorf("error = %v, want %q", err, want)
+	}
+}

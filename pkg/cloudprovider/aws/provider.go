@@ -43,6 +43,8 @@ type Options struct {
 	MaxBackoff time.Duration
 	// Clock places the CloudWatch query window; defaults to the real clock.
 	Clock clock.PassiveClock
+	// CallTimeout bounds each call, its retries included; DefaultCallTimeout when zero.
+	CallTimeout time.Duration
 }
 
 // maxRegions bounds the regions whose clients are kept. Ids name their own region, so without
@@ -90,6 +92,14 @@ func New(ctx context.Context, opts Options, loadOptions ...func(*config.LoadOpti
 	if cfg.Retryer == nil {
 		configureRetries(&cfg, opts)
 	}
+	callTimeout := opts.CallTimeout
+	if callTimeout == 0 {
+		callTimeout = DefaultCallTimeout
+	}
+	if callTimeout < 0 {
+		return nil, fmt.Errorf("the AWS call timeout must be positive, not %s", callTimeout)
+	}
+	cfg.APIOptions = append(cfg.APIOptions, withCallTimeout(callTimeout))
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = awshttp.NewBuildableClient()
 	}

@@ -617,3 +617,77 @@ func TestIDsNamingTheSameGroupAreEqual(t *testing.T) {
 		}
 	}
 }
+
+func TestHungEndpointIsBoundedByTheCallTimeout(t *testing.T) {
+	isolateFromHost(t)
+	e, srv, clk := startEmulator(t)
+	const callTimeout = 200 * time.Millisecond
+	p, err := aws.New(context.Background(),
+		aws.Options{Region: "us-west-2", MaxAttempts: maxAttempts, MaxBackoff: 5 * time.Millisecond, Clock: clk, CallTimeout: callTimeout},
+		config.WithBaseEndpoint(srv.URL),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cloudprovider.NewRegistry()
+	p.Register(r)
+	env := &env{emulator: e, server: srv, clock: clk, provider: p, factory: r}
+	// The endpoint accepts every request and answers none within the test's lifetime.
+	if err := e.InjectFault(awsemulator.Fault{Kind: awsemulator.FaultLatency, Latency: awsemulator.Duration(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"autoscaling:DescribeAutoScalingGroups", func() error {
+			_, err := env.nodeGroup(t, string(v1alpha1.AWSEC2AutoScalingGroup), "workers").Status(context.Background())
+			return err
+		}},
+		{"autoscaling:SetDesiredCapacity", func() error {
+			return env.nodeGroup(t, string(v1alpha1.AWSEC2AutoScalingGroup), "workers").SetDesiredReplicas(context.Background(), 2)
+		}},
+		{"eks:DescribeNodegroup", func() error {
+			_, err := env.nodeGroup(t, string(v1alpha1.AWSEKSNodeGroup), "sandbox/general").Status(context.Background())
+			return err
+		}},
+		{"sqs:GetQueueAttributes", func() error {
+			_, err := env.queue(t, "https://sqs.us-west-2.amazonaws.com/123456789012/jobs").Length(context.Background())
+			return err
+		}},
+		{"cloudwatch:GetMetricData", func() error {
+			_, err := env.queue(t, "https://sqs.us-west-2.amazonaws.com/123456789012/jobs").OldestMessageAge(context.Background())
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			if err == nil || !strings.Contains(err.Error(), "no answer within the AWS call timeout of 200ms") ||
+				!errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("error = %v, want the call cut at the call timeout", err)
+			}
+		})
+	}
+}
+
+func TestCallerDeadlineIsNotReportedAsTheCallTimeout(t *testing.T) {
+	e := newEnv(t)
+	if err := e.emulator.InjectFault(awsemulator.Fault{Kind: awsemulator.FaultLatency, Latency: awsemulator.Duration(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := e.nodeGroup(t, string(v1alpha1.AWSEC2AutoScalingGroup), "workers").Status(ctx)
+	if err == nil || strings.Contains(err.Error(), "AWS call timeout") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error = %v, want the caller's deadline, not the call timeout", err)
+	}
+}
+
+func TestNegativeCallTimeoutIsRefused(t *testing.T) {
+	isolateFromHost(t)
+	if _, err := aws.New(context.Background(), aws.Options{Region: "us-west-2", CallTimeout: -time.Second}); err == nil ||
+		!strings.Contains(err.Error(), "must be positive") {
+		t.Fatalf("error = %v, want a negative call timeout refused", err)
+	}
+}

@@ -195,6 +195,7 @@ type Queue struct {
 	age    time.Duration
 	noData bool
 	err    error
+	ageErr error
 }
 
 var _ cloudprovider.Queue = (*Queue)(nil)
@@ -217,6 +218,9 @@ func (q *Queue) OldestMessageAge(_ context.Context) (time.Duration, error) {
 	defer q.mu.Unlock()
 	if q.err != nil {
 		return 0, q.err
+	}
+	if q.ageErr != nil {
+		return 0, q.ageErr
 	}
 	if q.noData {
 		return 0, fmt.Errorf("fake queue, %w", cloudprovider.ErrNoData)
@@ -243,4 +247,12 @@ func (q *Queue) SetError(err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.err = err
+}
+
+// SetOldestMessageAgeError makes OldestMessageAge alone fail with err, as an SQS queue's does
+// when CloudWatch fails; nil clears it.
+func (q *Queue) SetOldestMessageAgeError(err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.ageErr = err
 }

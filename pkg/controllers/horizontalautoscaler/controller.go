@@ -49,6 +49,9 @@ const (
 	Name = "horizontalautoscaler"
 	// DefaultPeriod is how often each HorizontalAutoscaler is evaluated.
 	DefaultPeriod = 10 * time.Second
+	// DefaultWorkers is how many HorizontalAutoscalers are evaluated at once: one waiting on a
+	// slow query holds one worker, not the others.
+	DefaultWorkers = 10
 )
 
 // ReasonTargetReplicasUnset is AbleToScale's reason while the target's spec replicas are unset.
@@ -78,6 +81,9 @@ type Options struct {
 	Tolerance *float64
 	// MaxRetryDelay caps the backoff after an error, e.g. a missing target; one minute when zero.
 	MaxRetryDelay time.Duration
+	// Workers is how many HorizontalAutoscalers are evaluated concurrently; DefaultWorkers
+	// when zero. Evaluations of one HorizontalAutoscaler never overlap.
+	Workers int
 }
 
 // Controller reconciles HorizontalAutoscalers.
@@ -109,6 +115,12 @@ func New(options Options) (*Controller, error) {
 	}
 	if options.MaxRetryDelay == 0 {
 		options.MaxRetryDelay = time.Minute
+	}
+	if options.Workers == 0 {
+		options.Workers = DefaultWorkers
+	}
+	if options.Workers < 0 {
+		return nil, fmt.Errorf("the %s controller needs at least one worker, not %d", Name, options.Workers)
 	}
 	discoveryClient, err := discovery.NewDiscoveryClientForConfig(options.Config)
 	if err != nil {
@@ -148,7 +160,8 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		// trigger it; the period does.
 		For(&v1alpha1.HorizontalAutoscaler{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{
-			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, c.options.MaxRetryDelay),
+			MaxConcurrentReconciles: c.options.Workers,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, c.options.MaxRetryDelay),
 		}).
 		Complete(c)
 }

@@ -150,7 +150,13 @@ func (c *Controller) produce(ctx context.Context, mp *v1alpha1.MetricsProducer) 
 	}
 	producers.Export(key, result.Samples)
 	result.WriteStatus(&mp.Status)
-	conditions.MarkTrue(v1alpha1.Calculable)
+	if result.Partial != nil {
+		// What was computed is exported, so Calculable stays True; its reason names the part
+		// that is missing.
+		conditions.MarkTrueWithReason(v1alpha1.Calculable, result.Partial.Reason, "%s", result.Partial.Error())
+	} else {
+		conditions.MarkTrue(v1alpha1.Calculable)
+	}
 	events.OnConditionTransition(c.recorder, mp, before, conditions.GetCondition(v1alpha1.Calculable), recovered)
 	return result
 }

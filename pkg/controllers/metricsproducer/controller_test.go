@@ -2,6 +2,7 @@ package metricsproducer
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis"
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	cloudfake "karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/metrics/producers"
 	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/test/builders"
@@ -225,6 +227,63 @@ func TestQueueWithoutCloudProviderIsNotReady(t *testing.T) {
 	_, got := f.reconcile(t, client.ObjectKeyFromObject(mp))
 	if status, reason := condition(got, "Ready"); status != corev1.ConditionFalse || reason != producers.ReasonQueueUnreadable {
 		t.Errorf("Ready = %q %q, want False %s", status, reason, producers.ReasonQueueUnreadable)
+	}
+}
+
+func TestQueueAgeFailureKeepsTheLengthAndWithdrawsTheAge(t *testing.T) {
+	mp := &v1alpha1.MetricsProducer{
+		ObjectMeta: metav1.ObjectMeta{Name: "queue", Namespace: "unit-queue-age"},
+		Spec:       v1alpha1.MetricsProducerSpec{Queue: &v1alpha1.QueueSpec{Type: v1alpha1.AWSSQSQueueType, ID: "q"}},
+	}
+	f := newFixture(t, mp)
+	clouds := cloudfake.NewFactory()
+	queue := clouds.AddQueue(string(v1alpha1.AWSSQSQueueType), "q", cloudfake.NewQueue(5, time.Minute))
+	f.controller.kinds = producers.NewKinds(f.client, clouds, f.clock)
+	key := client.ObjectKeyFromObject(mp)
+
+	f.reconcile(t, key)
+	if value, ok := gauges.Value(t, "karpenter_queue_oldest_message_age_seconds", key); !ok || value != 60 {
+		t.Fatalf("age gauge = %v, %v; want 60", value, ok)
+	}
+
+	queue.Set(9, 2*time.Minute)
+	queue.SetOldestMessageAgeError(errors.New("calling cloudwatch:GetMetricData on sqs queue q, injected"))
+	_, got := f.reconcile(t, key)
+	if value, ok := gauges.Value(t, "karpenter_queue_length", key); !ok || value != 9 {
+		t.Errorf("length gauge = %v, %v; want the fresh length 9", value, ok)
+	}
+	if value, ok := gauges.Value(t, "karpenter_queue_oldest_message_age_seconds", key); ok {
+		t.Errorf("age gauge = %v, want it withdrawn, not left at the last good age", value)
+	}
+	if s := got.Status.Queue; s == nil || s.Length != 9 || s.OldestMessageAgeSeconds != nil {
+		t.Errorf("queue status = %+v, want the length 9 and no age", s)
+	}
+	if status, reason := condition(got, "Calculable"); status != corev1.ConditionTrue || reason != producers.ReasonOldestMessageAgeUnavailable {
+		t.Errorf("Calculable = %q %q, want True %s", status, reason, producers.ReasonOldestMessageAgeUnavailable)
+	}
+	if status, _ := condition(got, "Ready"); status != corev1.ConditionTrue {
+		t.Errorf("Ready = %q, want True: the length is exported", status)
+	}
+
+	queue.SetOldestMessageAgeError(nil)
+	_, got = f.reconcile(t, key)
+	if value, ok := gauges.Value(t, "karpenter_queue_oldest_message_age_seconds", key); !ok || value != 120 {
+		t.Errorf("age gauge after recovery = %v, %v; want 120", value, ok)
+	}
+	if status, reason := condition(got, "Calculable"); status != corev1.ConditionTrue || reason == producers.ReasonOldestMessageAgeUnavailable {
+		t.Errorf("Calculable = %q %q after recovery, want True without the unavailable reason", status, reason)
+	}
+
+	// The length cannot be read either: nothing is exported, not even the last good length.
+	queue.SetError(errors.New("calling sqs:GetQueueAttributes on sqs queue q, injected"))
+	_, got = f.reconcile(t, key)
+	for _, metric := range []string{"karpenter_queue_length", "karpenter_queue_oldest_message_age_seconds"} {
+		if value, ok := gauges.Value(t, metric, key); ok {
+			t.Errorf("%s = %v after a failed computation, want it withdrawn", metric, value)
+		}
+	}
+	if status, reason := condition(got, "Calculable"); status != corev1.ConditionFalse || reason != producers.ReasonQueueUnreadable {
+		t.Errorf("Calculable = %q %q, want False %s", status, reason, producers.ReasonQueueUnreadable)
 	}
 }
 

@@ -238,6 +238,24 @@ func TestProducersThroughPrometheus(t *testing.T) {
 			return ready(mp) && s != nil && s.Length == 7 && s.OldestMessageAgeSeconds != nil
 		})
 
+		// CloudWatch fails: the length stays exported and fresh, the age is withdrawn.
+		if err := emulator.InjectFault(awsemulator.Fault{Service: "monitoring", Kind: awsemulator.FaultAccessDenied}); err != nil {
+			t.Fatal(err)
+		}
+		if err := emulator.SendMessages("jobs", 1, "job"); err != nil {
+			t.Fatal(err)
+		}
+		eventuallyQuery(t, prometheus, `karpenter_queue_length{namespace="producers",name="queue"}`, 8)
+		eventuallyAbsent(t, prometheus, `karpenter_queue_oldest_message_age_seconds{namespace="producers",name="queue"}`)
+		eventuallyStatus(t, env, mp, func(mp *v1alpha1.MetricsProducer) bool {
+			calculable := mp.StatusConditions().GetCondition(v1alpha1.Calculable)
+			s := mp.Status.Queue
+			return ready(mp) && calculable != nil && calculable.Reason == producers.ReasonOldestMessageAgeUnavailable &&
+				s != nil && s.Length == 8 && s.OldestMessageAgeSeconds == nil
+		})
+		emulator.ClearFaults()
+		eventuallyQuery(t, prometheus, `count(karpenter_queue_oldest_message_age_seconds{namespace="producers",name="queue"} >= 0)`, 1)
+
 		// A queue that does not exist: not Ready, and no value is exported.
 		missing := create(t, env, producer("missing-queue", v1alpha1.MetricsProducerSpec{Queue: &v1alpha1.QueueSpec{
 			Type: v1alpha1.AWSSQSQueueType, ID: "arn:aws:sqs:us-west-2:123456789012:missing",

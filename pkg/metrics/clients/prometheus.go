@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -22,6 +23,11 @@ import (
 
 // DefaultQueryTimeout bounds one instant query when PrometheusOptions.Timeout is zero.
 const DefaultQueryTimeout = 5 * time.Second
+
+// DefaultMaxResponseBytes caps one query's response body when PrometheusOptions.MaxResponseBytes
+// is zero: far above the few hundred bytes of the one-sample answer a HorizontalAutoscaler
+// needs, far below what a query selecting every series of a large Prometheus returns.
+const DefaultMaxResponseBytes = 1 << 20
 
 // PrometheusOptions say how to reach and authenticate to a Prometheus HTTP API.
 type PrometheusOptions struct {
@@ -39,6 +45,9 @@ type PrometheusOptions struct {
 	SigV4 *SigV4Options
 	// Timeout bounds each query; DefaultQueryTimeout when zero.
 	Timeout time.Duration
+	// MaxResponseBytes caps the body of each response; DefaultMaxResponseBytes when zero. A
+	// larger response fails the query after that many bytes, without reading the rest.
+	MaxResponseBytes int64
 }
 
 // SigV4Options configure AWS Signature Version 4 signing with the "aps" service name.
@@ -89,6 +98,14 @@ func NewPrometheus(ctx context.Context, options PrometheusOptions) (*Prometheus,
 	if options.BearerTokenFile != "" {
 		roundTripper = &bearerTokenRoundTripper{file: options.BearerTokenFile, next: roundTripper}
 	}
+	maxResponseBytes := options.MaxResponseBytes
+	if maxResponseBytes == 0 {
+		maxResponseBytes = DefaultMaxResponseBytes
+	}
+	if maxResponseBytes < 0 {
+		return nil, fmt.Errorf("the maximum Prometheus response size must be positive, not %d", maxResponseBytes)
+	}
+	roundTripper = &limitedBodyRoundTripper{limit: maxResponseBytes, next: roundTripper}
 	origin, err := url.Parse(options.URI)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the Prometheus URI %s, %w", options.URI, err)
@@ -117,6 +134,10 @@ func (p *Prometheus) Query(ctx context.Context, query string) (float64, error) {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return 0, fmt.Errorf("query timed out after %s", p.timeout)
 		}
+		var tooLarge *responseTooLargeError
+		if errors.As(err, &tooLarge) {
+			return 0, tooLarge
+		}
 		return 0, fmt.Errorf("query failed, %w", err)
 	}
 	var value model.SampleValue
@@ -142,16 +163,27 @@ func (p *Prometheus) Query(ctx context.Context, query string) (float64, error) {
 	return v, nil
 }
 
+// shownSeries is how many series an error quotes, and shownSeriesBytes how much of each:
+// enough to help narrow the query, little enough that a query matching thousands of series,
+// or series with long labels, keeps the condition message short.
+const (
+	shownSeries      = 3
+	shownSeriesBytes = 200
+)
+
 // seriesNames lists a few series of a vector to help the user narrow the query.
 func seriesNames(v model.Vector) string {
-	const shown = 3
 	var names []string
-	for i, s := range v {
-		if i == shown {
-			names = append(names, "…")
-			break
+	for _, s := range v[:min(len(v), shownSeries)] {
+		name := s.Metric.String()
+		if len(name) > shownSeriesBytes {
+			// A cut inside a multi-byte character would leave invalid UTF-8 in the status.
+			name = strings.ToValidUTF8(name[:shownSeriesBytes], "") + "…"
 		}
-		names = append(names, s.Metric.String())
+		names = append(names, name)
+	}
+	if more := len(v) - shownSeries; more > 0 {
+		names = append(names, fmt.Sprintf("and %d more", more))
 	}
 	return strings.Join(names, ", ")
 }
@@ -173,6 +205,59 @@ func sameOriginRedirects(origin *url.URL) func(*http.Request, []*http.Request) e
 		}
 		return nil
 	}
+}
+
+// responseTooLargeError is a response body longer than the configured cap.
+type responseTooLargeError struct{ limit int64 }
+
+func (e *responseTooLargeError) Error() string {
+	return fmt.Sprintf("the response is larger than %d bytes; narrow the query to one series", e.limit)
+}
+
+// limitedBodyRoundTripper fails reading a response body past limit bytes, so a query that
+// selects too much costs at most limit bytes of memory and transfer, not the whole answer.
+type limitedBodyRoundTripper struct {
+	limit int64
+	next  http.RoundTripper
+}
+
+func (l *limitedBodyRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.ContentLength > l.limit {
+		_ = resp.Body.Close()
+		return nil, &responseTooLargeError{limit: l.limit}
+	}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, remaining: l.limit, limit: l.limit}
+	return resp, nil
+}
+
+// limitedBody reads at most limit bytes of its body and then fails instead of truncating,
+// since a truncated JSON answer could still parse.
+type limitedBody struct {
+	io.ReadCloser
+	remaining int64
+	limit     int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.remaining <= 0 {
+		// One byte more tells a body of exactly limit bytes from a longer one.
+		var probe [1]byte
+		n, err := b.ReadCloser.Read(probe[:])
+		if n > 0 {
+			return 0, &responseTooLargeError{limit: b.limit}
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.remaining {
+		p = p[:b.remaining]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.remaining -= int64(n)
+	return n, err
 }
 
 // bearerTokenRoundTripper adds the token in a file to each request.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,6 +60,13 @@ func TestQueryResultShapes(t *testing.T) {
 		{name: "several series", handler: answer(200, success("vector",
 			`[{"metric":{"job":"a"},"value":[1700000000,"1"]},{"metric":{"job":"b"},"value":[1700000000,"2"]}]`)),
 			wantError: `2 series ({job="a"}, {job="b"}), want exactly one`},
+		{name: "many series", handler: answer(200, success("vector",
+			`[{"metric":{"job":"a"},"value":[1,"1"]},{"metric":{"job":"b"},"value":[1,"2"]},{"metric":{"job":"c"},"value":[1,"3"]},`+
+				`{"metric":{"job":"d"},"value":[1,"4"]},{"metric":{"job":"e"},"value":[1,"5"]}]`)),
+			wantError: `5 series ({job="a"}, {job="b"}, {job="c"}, and 2 more), want exactly one`},
+		{name: "series with long labels", handler: answer(200, success("vector",
+			`[{"metric":{"l":"`+strings.Repeat("é", 300)+`"},"value":[1,"1"]},{"metric":{"job":"b"},"value":[1,"2"]}]`)),
+			wantError: `2 series ({l="` + strings.Repeat("é", 98) + `…, {job="b"}), want exactly one`},
 		{name: "NaN sample", handler: answer(200, success("vector", `[{"metric":{},"value":[1700000000,"NaN"]}]`)), wantError: "NaN"},
 		{name: "NaN scalar", handler: answer(200, success("scalar", `[1700000000,"NaN"]`)), wantError: "NaN"},
 		{name: "+Inf", handler: answer(200, success("vector", `[{"metric":{},"value":[1700000000,"+Inf"]}]`)), wantError: "+Inf"},
@@ -199,6 +207,7 @@ func TestOptionErrors(t *testing.T) {
 		{name: "no URI", options: PrometheusOptions{}, want: "URI is empty"},
 		{name: "missing CA file", options: PrometheusOptions{URI: "http://x", CAFile: filepath.Join(dir, "missing")}, want: "reading the Prometheus CA file"},
 		{name: "CA file without PEM", options: PrometheusOptions{URI: "http://x", CAFile: notPEM}, want: "no PEM certificate"},
+		{name: "negative response cap", options: PrometheusOptions{URI: "http://x", MaxResponseBytes: -1}, want: "must be positive"},
 		{name: "token and SigV4", options: PrometheusOptions{URI: "http://x", BearerTokenFile: "t", SigV4: &SigV4Options{Region: "us-west-2"}}, want: "choose one"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -263,5 +272,74 @@ func TestRedirectsStayWithTheConfiguredServer(t *testing.T) {
 				t.Errorf("the configured server saw Authorization %q, want it on the request and its same-host redirect", authorized)
 			}
 		})
+	}
+}
+
+// endlessBody streams a valid-looking vector answer of total bytes and counts what it wrote.
+type endlessBody struct {
+	total   int64
+	written atomic.Int64
+}
+
+func (e *endlessBody) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	prefix := `{"status":"success","data":{"resultType":"vector","result":[`
+	series := []byte(`{"metric":{"job":"a-rather-long-job-name-to-fill-the-body"},"value":[1,"1"]},`)
+	n, _ := fmt.Fprint(w, prefix)
+	e.written.Add(int64(n))
+	for e.written.Load() < e.total {
+		n, err := w.Write(series)
+		e.written.Add(int64(n))
+		if err != nil {
+			return // the client hung up
+		}
+	}
+}
+
+func TestResponseLargerThanTheCapIsRefusedWithoutReadingIt(t *testing.T) {
+	const hundredMB = 100 << 20
+	for _, tc := range []struct {
+		name          string
+		contentLength bool
+	}{
+		{name: "streamed without a length"},
+		{name: "announced by Content-Length", contentLength: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := &endlessBody{total: hundredMB}
+			handler := http.Handler(body)
+			if tc.contentLength {
+				handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Length", fmt.Sprint(hundredMB))
+					body.ServeHTTP(w, r)
+				})
+			}
+			server := httptest.NewServer(handler)
+			defer server.Close()
+			_, err := newClient(t, PrometheusOptions{URI: server.URL, Timeout: time.Minute}).Query(context.Background(), "up")
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("larger than %d bytes", DefaultMaxResponseBytes)) {
+				t.Fatalf("error = %v, want the response refused as larger than the cap", err)
+			}
+			server.CloseClientConnections()
+			// The server stops at its first failed write once the client has hung up; what it
+			// managed to write is the cap plus what the socket buffers held, far from 100 MB.
+			if written := body.written.Load(); written >= hundredMB {
+				t.Errorf("the server wrote its whole %d-byte body: the client read it all", written)
+			}
+		})
+	}
+}
+
+func TestResponseOfExactlyTheCapIsRead(t *testing.T) {
+	answerBody := success("scalar", `[1,"4"]`)
+	server := httptest.NewServer(answer(200, answerBody))
+	defer server.Close()
+	p := newClient(t, PrometheusOptions{URI: server.URL, MaxResponseBytes: int64(len(answerBody))})
+	if v, err := p.Query(context.Background(), "up"); err != nil || v != 4 {
+		t.Fatalf("Query = %v, %v; want 4", v, err)
+	}
+	p = newClient(t, PrometheusOptions{URI: server.URL, MaxResponseBytes: int64(len(answerBody)) - 1})
+	if _, err := p.Query(context.Background(), "up"); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("error = %v, want the response one byte over the cap refused", err)
 	}
 }

@@ -126,6 +126,7 @@ func (b built[S]) produce(ctx context.Context, mp *v1alpha1.MetricsProducer) (Re
 	return Result{
 		Samples:     out.Samples,
 		NextChange:  out.NextChange,
+		Partial:     out.Partial,
 		writeStatus: func(status *v1alpha1.MetricsProducerStatus) { *b.status(status) = out.Status },
 	}, nil
 }
@@ -143,6 +144,8 @@ type Result struct {
 	// NextChange, when not zero, is when the value is known to change next without any
 	// other event, so the caller can recompute right then.
 	NextChange time.Time
+	// Partial, when set, is the part of the signal that could not be computed.
+	Partial *Error
 	// writeStatus sets the computed kind's field of a status.
 	writeStatus func(*v1alpha1.MetricsProducerStatus)
 }

@@ -24,6 +24,10 @@ type Output[S any] struct {
 	// NextChange, when not zero, is when the value is known to change next without any
 	// other event (a schedule's next transition), so the caller can recompute right then.
 	NextChange time.Time
+	// Partial, when set, says which part of the signal could not be computed: its gauges
+	// are absent from Samples (withdrawn, never left at an old value) while the rest is
+	// exported.
+	Partial *Error
 }
 
 // Error is a failed computation: Reason is a CamelCase condition reason and Err says what
@@ -49,7 +53,10 @@ const (
 	ReasonNoCapacity      = "NoCapacity"
 	ReasonNoNodeShape     = "NoNodeShape"
 	ReasonQueueUnreadable = "QueueUnreadable"
-	ReasonInvalidSchedule = "InvalidSchedule"
+	// ReasonOldestMessageAgeUnavailable is a queue whose length was read but whose oldest
+	// message age was not.
+	ReasonOldestMessageAgeUnavailable = "OldestMessageAgeUnavailable"
+	ReasonInvalidSchedule             = "InvalidSchedule"
 )
 
 // ReasonOf is the condition reason of an error returned by Produce.

@@ -217,6 +217,28 @@ func TestQueueProducer(t *testing.T) {
 	}
 }
 
+func TestQueueProducerKeepsTheLengthWhenTheAgeFails(t *testing.T) {
+	clouds := cloudfake.NewFactory()
+	queue := clouds.AddQueue(string(v1alpha1.AWSSQSQueueType), "q", cloudfake.NewQueue(12, time.Minute))
+	queue.SetOldestMessageAgeError(&cloudprovider.AccessDeniedError{Action: "cloudwatch:GetMetricData", Resource: "q", Err: errors.New("denied")})
+	mp := producer("queue", v1alpha1.MetricsProducerSpec{Queue: &v1alpha1.QueueSpec{Type: v1alpha1.AWSSQSQueueType, ID: "q"}})
+	p := NewQueueProducer(clouds)
+	result, err := p.Produce(context.Background(), mp)
+	if err != nil {
+		t.Fatalf("error = %v, want the length produced", err)
+	}
+	if len(result.Samples) != 1 || sampleValue(t, result.Samples, QueueLength) != 12 {
+		t.Errorf("samples = %+v, want the length alone", result.Samples)
+	}
+	if result.Status.Length != 12 || result.Status.OldestMessageAgeSeconds != nil {
+		t.Errorf("status = %+v, want the length and no age", result.Status)
+	}
+	if result.Partial == nil || result.Partial.Reason != ReasonOldestMessageAgeUnavailable ||
+		!strings.Contains(result.Partial.Error(), "cloudwatch:GetMetricData") {
+		t.Errorf("partial = %v, want %s naming the refused action", result.Partial, ReasonOldestMessageAgeUnavailable)
+	}
+}
+
 func TestScheduleProducer(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, time.March, 6, 16, 30, 0, 0, time.UTC)) // a Friday
 	spec := &v1alpha1.ScheduleSpec{

@@ -67,7 +67,11 @@ func (p *QueueProducer) Produce(ctx context.Context, mp *v1alpha1.MetricsProduce
 		// unknown, so it is not exported rather than exported as zero.
 		return result, nil
 	case err != nil:
-		return Output[*v1alpha1.QueueStatus]{}, failure(ReasonQueueUnreadable, "reading the oldest message age of %s, %w", spec.ID, err)
+		// The length is good and is what most policies scale on: export it, and leave the
+		// age out of the gauges and the status rather than drop both or keep an old age.
+		result.Partial = failure(ReasonOldestMessageAgeUnavailable,
+			"the length of %s was read; its oldest message age is unavailable, %s", spec.ID, err)
+		return result, nil
 	}
 	seconds := int64(math.Round(age.Seconds()))
 	result.Status.OldestMessageAgeSeconds = &seconds

@@ -88,6 +88,14 @@ spec:
   scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
   maxReplicas: 3
   metrics: [{prometheus: {query: "", target: {type: Value, value: 1}}}]`, "spec.metrics[0].prometheus.query: Invalid value: \"\""},
+		{"query longer than the maximum", `apiVersion: autoscaling.karpenter.sh/v1alpha1
+kind: HorizontalAutoscaler
+metadata: {name: bad}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 3
+  metrics: [{prometheus: {query: "` + strings.Repeat("x", v1alpha1.MaxQueryLength+1) + `", target: {type: Value, value: 1}}}]`,
+			"spec.metrics[0].prometheus.query: Too long: may not be more than 4096 bytes"},
 		{"metric without a source", `apiVersion: autoscaling.karpenter.sh/v1alpha1
 kind: HorizontalAutoscaler
 metadata: {name: bad}

@@ -21,7 +21,8 @@ type HorizontalAutoscalerSpec struct {
 	// MaxReplicas is the upper limit for the number of replicas.
 	// +kubebuilder:validation:Minimum=0
 	MaxReplicas int32 `json:"maxReplicas"`
-	// Metrics are evaluated independently; the largest recommendation wins.
+	// Metrics are evaluated independently; the largest recommendation wins. At most 32
+	// (MaxMetrics).
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	Metrics []Metric `json:"metrics,omitempty"`
@@ -51,10 +52,20 @@ type Metric struct {
 	Prometheus *PrometheusMetricSource `json:"prometheus,omitempty"`
 }
 
+// MaxMetrics bounds a HorizontalAutoscaler's metrics, whose queries one evaluation runs in
+// turn; the CRD's MaxItems marker on HorizontalAutoscalerSpec.Metrics repeats it.
+const MaxMetrics = 32
+
+// MaxQueryLength bounds a metric's PromQL query, in bytes; the CRD's MaxLength marker on
+// PrometheusMetricSource.Query repeats it. A query that selects one series fits in far less.
+const MaxQueryLength = 4096
+
 // PrometheusMetricSource is an instant PromQL query that must evaluate to one sample.
 type PrometheusMetricSource struct {
-	// Query is a PromQL expression that evaluates to a scalar or a single-sample vector.
+	// Query is a PromQL expression that evaluates to a scalar or a single-sample vector,
+	// at most 4096 bytes long.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
 	Query string `json:"query"`
 	// Target is the value the query should be held at.
 	Target MetricTarget `json:"target"`
