@@ -107,9 +107,10 @@ Karpenter sandbox is up (%s):
   Prometheus:        %s   (e.g. %s/graph?g0.expr=karpenter_queue_length)
   AWS emulator:      %s   (GET %s/_emulator/instances)
   controller log:    %s
+  webhook log:       %s
 
 `, clockSince(begin), kubeconfig, stack.Env.Prometheus.URL, stack.Env.Prometheus.URL,
-		stack.EmulatorURL, stack.EmulatorURL, stack.ControllerLog())
+		stack.EmulatorURL, stack.EmulatorURL, stack.ControllerLog(), stack.WebhookLog())
 
 	if err := applyExamples(ctx, stack, logf); err != nil {
 		return err

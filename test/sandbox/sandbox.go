@@ -222,6 +222,11 @@ func (s *Stack) ControllerLog() string {
 	return filepath.Join(s.Env.Dir, "logs", "controller.log")
 }
 
+// WebhookLog is the admission webhook's log file.
+func (s *Stack) WebhookLog() string {
+	return filepath.Join(s.Env.Dir, "logs", "webhook.log")
+}
+
 // Stop stops the node joiner, every process and the emulator.
 func (s *Stack) Stop() error {
 	var errs []error

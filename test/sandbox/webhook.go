@@ -60,7 +60,11 @@ func (s *Stack) startWebhook(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the port of %s, %w", address, err)
 	}
-	install, err := renderWebhookInstall(ctx, int32(port))
+	release, err := renderedRelease(ctx)
+	if err != nil {
+		return err
+	}
+	install, err := webhookInstallOf(release, int32(port))
 	if err != nil {
 		return err
 	}
@@ -89,9 +93,8 @@ func (s *Stack) startWebhook(ctx context.Context) error {
 	return nil
 }
 
-// renderWebhookInstall renders the release with hack/release.sh and takes the webhook's part
-// of it, pointed at port on loopback.
-func renderWebhookInstall(ctx context.Context, port int32) (*webhookInstall, error) {
+// renderedRelease is the release of config/ as `make release` renders it (hack/release.sh).
+func renderedRelease(ctx context.Context) ([]*unstructured.Unstructured, error) {
 	root, err := environment.RepositoryRoot()
 	if err != nil {
 		return nil, err
@@ -107,10 +110,11 @@ func renderWebhookInstall(ctx context.Context, port int32) (*webhookInstall, err
 	if err != nil {
 		return nil, fmt.Errorf("decoding the rendered release, %w", err)
 	}
-	return webhookInstallOf(objects, port)
+	return objects, nil
 }
 
-// webhookInstallOf finds the webhook's Deployment in a release and the objects its flags name.
+// webhookInstallOf finds the webhook's Deployment in a release and the objects its flags name,
+// pointed at port on loopback.
 func webhookInstallOf(release []*unstructured.Unstructured, port int32) (*webhookInstall, error) {
 	find := func(kind, namespace, name string) (*unstructured.Unstructured, error) {
 		for _, object := range release {
