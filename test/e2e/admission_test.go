@@ -127,6 +127,7 @@ spec:
   metrics:
   - prometheus: {query: "sum(up)", target: {type: Value, value: "1"}}
 `)
+	object.SetNamespace(sandbox.Namespace) // for the Delete below; Apply would default it
 	ctx := context.Background()
 	if err := sandbox.Apply(ctx, stack.Env.Client, []*unstructured.Unstructured{object}); err != nil {
 		t.Fatal(err)
@@ -137,7 +138,7 @@ spec:
 		}
 	})
 	got := &v1alpha1.HorizontalAutoscaler{}
-	if err := stack.Env.Client.Get(ctx, client.ObjectKey{Namespace: sandbox.Namespace, Name: object.GetName()}, got); err != nil {
+	if err := stack.Env.Client.Get(ctx, client.ObjectKeyFromObject(object), got); err != nil {
 		t.Fatal(err)
 	}
 	// What the autoscaler assumes for a behavior left out is what is stored.

@@ -54,17 +54,17 @@ func (s *Stack) startWebhook(ctx context.Context) error {
 	}
 	_, portText, err := net.SplitHostPort(address)
 	if err != nil {
-		return err
+		return fmt.Errorf("the webhook's address %s, %w", address, err)
 	}
-	port, err := strconv.ParseInt(portText, 10, 32)
+	port, err := strconv.Atoi(portText)
 	if err != nil {
-		return fmt.Errorf("the port of %s, %w", address, err)
+		return fmt.Errorf("the webhook's port in %s, %w", address, err)
 	}
 	release, err := renderedRelease(ctx)
 	if err != nil {
 		return err
 	}
-	install, err := webhookInstallOf(release, int32(port))
+	install, err := webhookInstallOf(release, port)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func renderedRelease(ctx context.Context) ([]*unstructured.Unstructured, error) 
 
 // webhookInstallOf finds the webhook's Deployment in a release and the objects its flags name,
 // pointed at port on loopback.
-func webhookInstallOf(release []*unstructured.Unstructured, port int32) (*webhookInstall, error) {
+func webhookInstallOf(release []*unstructured.Unstructured, port int) (*webhookInstall, error) {
 	find := func(kind, namespace, name string) (*unstructured.Unstructured, error) {
 		for _, object := range release {
 			if object.GetKind() == kind && object.GetNamespace() == namespace && object.GetName() == name {
@@ -189,7 +189,7 @@ func webhookInstallOf(release []*unstructured.Unstructured, port int32) (*webhoo
 }
 
 // setServicePort points every webhook of a configuration at port of its Service.
-func setServicePort(configuration *unstructured.Unstructured, port int32) error {
+func setServicePort(configuration *unstructured.Unstructured, port int) error {
 	webhooks, _, err := unstructured.NestedSlice(configuration.Object, "webhooks")
 	if err != nil || len(webhooks) == 0 {
 		return fmt.Errorf("%s %s has no webhooks, %v", configuration.GetKind(), configuration.GetName(), err)
