@@ -191,8 +191,11 @@ func webhookInstallOf(release []*unstructured.Unstructured, port int) (*webhookI
 // setServicePort points every webhook of a configuration at port of its Service.
 func setServicePort(configuration *unstructured.Unstructured, port int) error {
 	webhooks, _, err := unstructured.NestedSlice(configuration.Object, "webhooks")
-	if err != nil || len(webhooks) == 0 {
-		return fmt.Errorf("%s %s has no webhooks, %v", configuration.GetKind(), configuration.GetName(), err)
+	if err != nil {
+		return fmt.Errorf("reading the webhooks of %s %s, %w", configuration.GetKind(), configuration.GetName(), err)
+	}
+	if len(webhooks) == 0 {
+		return fmt.Errorf("%s %s has no webhooks", configuration.GetKind(), configuration.GetName())
 	}
 	for i := range webhooks {
 		webhook, ok := webhooks[i].(map[string]any)
@@ -240,8 +243,11 @@ func admits(ctx context.Context, c client.Client, validatingWebhook string) erro
 		return errors.New("the defaulting webhook is not called yet")
 	}
 	err := c.Create(ctx, admissionProbe("sum(up"), client.DryRunAll)
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("admission webhook %q denied the request", validatingWebhook)) {
-		return fmt.Errorf("the validation webhook is not called yet (a bad query: %v)", err)
+	switch {
+	case err == nil:
+		return errors.New("the validation webhook is not called yet: a bad query is admitted")
+	case !strings.Contains(err.Error(), fmt.Sprintf("admission webhook %q denied the request", validatingWebhook)):
+		return fmt.Errorf("the validation webhook is not called yet, %w", err)
 	}
 	return nil
 }
