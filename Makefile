@@ -68,7 +68,7 @@ bench:
 STORY ?= 1
 .PHONY: sandbox
 sandbox: test-assets
-	go build -o bin/ ./cmd/controller ./cmd/sandbox
+	go build -o bin/ ./cmd/controller ./cmd/webhook ./cmd/sandbox
 	STORY=$(STORY) bin/sandbox
 
 ## The end-to-end suite alone, on the sandbox's stack; `make test` runs it with every package.

@@ -1,8 +1,9 @@
 // Command sandbox runs Karpenter's main job on one machine — a real local control plane with
-// kwok nodes, Prometheus and the AWS emulator, the controller pointed at them — applies
-// docs/examples, and plays a short story printing a live timeline. See docs/sandbox.md.
+// kwok nodes, Prometheus and the AWS emulator, the controller pointed at them and the admission
+// webhook — applies docs/examples, and plays a short story printing a live timeline. See
+// docs/sandbox.md.
 //
-//	sandbox [--dir .sandbox] [--controller bin/controller] [--story=true] [--exit-after-story]
+//	sandbox [--dir .sandbox] [--controller bin/controller] [--webhook bin/webhook] [--story=true] [--exit-after-story]
 //
 // STORY=0 and SANDBOX_EXIT_AFTER_STORY=1 set the last two from the environment.
 package main
@@ -27,6 +28,7 @@ import (
 func main() {
 	dir := flag.String("dir", ".sandbox", "directory for the kubeconfig, logs and state")
 	controller := flag.String("controller", "bin/controller", "the controller binary (make build)")
+	webhook := flag.String("webhook", "bin/webhook", "the admission webhook binary (make build)")
 	story := flag.Bool("story", envBool("STORY", true), "play the scripted story after applying docs/examples (env STORY)")
 	exitAfterStory := flag.Bool("exit-after-story", envBool("SANDBOX_EXIT_AFTER_STORY", false),
 		"exit 0 once the story ends instead of running until Ctrl-C (env SANDBOX_EXIT_AFTER_STORY)")
@@ -34,7 +36,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *dir, *controller, *story, *exitAfterStory); err != nil && !errors.Is(err, context.Canceled) {
+	if err := run(ctx, *dir, sandbox.Options{ControllerBinary: *controller, WebhookBinary: *webhook}, *story, *exitAfterStory); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
 		stop()
 		os.Exit(1)
@@ -54,7 +56,8 @@ func envBool(name string, fallback bool) bool {
 	return b
 }
 
-func run(ctx context.Context, dir, controller string, story, exitAfterStory bool) error {
+// run starts the stack of options (binaries only; Dir and Logf are set here).
+func run(ctx context.Context, dir string, options sandbox.Options, story, exitAfterStory bool) error {
 	begin := time.Now()
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -76,9 +79,10 @@ func run(ctx context.Context, dir, controller string, story, exitAfterStory bool
 	logf := func(format string, args ...any) {
 		fmt.Printf("%s  %s\n", clockSince(begin), fmt.Sprintf(format, args...))
 	}
-	logf("starting etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok, Prometheus, the AWS emulator and the controller (logs: %s)",
+	logf("starting etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok, Prometheus, the AWS emulator, the webhook and the controller (logs: %s)",
 		filepath.Join(stateDir, "logs"))
-	stack, err := sandbox.Start(ctx, sandbox.Options{Dir: stateDir, ControllerBinary: controller, Logf: logf})
+	options.Dir, options.Logf = stateDir, logf
+	stack, err := sandbox.Start(ctx, options)
 	if err != nil {
 		return err
 	}
@@ -103,9 +107,10 @@ Karpenter sandbox is up (%s):
   Prometheus:        %s   (e.g. %s/graph?g0.expr=karpenter_queue_length)
   AWS emulator:      %s   (GET %s/_emulator/instances)
   controller log:    %s
+  webhook log:       %s
 
 `, clockSince(begin), kubeconfig, stack.Env.Prometheus.URL, stack.Env.Prometheus.URL,
-		stack.EmulatorURL, stack.EmulatorURL, stack.ControllerLog())
+		stack.EmulatorURL, stack.EmulatorURL, stack.ControllerLog(), stack.WebhookLog())
 
 	if err := applyExamples(ctx, stack, logf); err != nil {
 		return err

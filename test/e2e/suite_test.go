@@ -34,7 +34,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	controller, err := buildController(dir)
+	binaries, err := buildBinaries(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -44,7 +44,8 @@ func run(m *testing.M) int {
 	defer cancel()
 	stack, err = sandbox.Start(ctx, sandbox.Options{
 		Dir:              filepath.Join(dir, "stack"),
-		ControllerBinary: controller,
+		ControllerBinary: filepath.Join(binaries, "controller"),
+		WebhookBinary:    filepath.Join(binaries, "webhook"),
 		Logf: func(format string, args ...any) {
 			if testing.Verbose() {
 				fmt.Printf(format+"\n", args...)
@@ -71,18 +72,19 @@ func run(m *testing.M) int {
 	return code
 }
 
-// buildController builds cmd/controller, which the stack runs as a real process so that
-// killing and restarting it is real.
-func buildController(dir string) (string, error) {
+// buildBinaries builds cmd/controller and cmd/webhook into dir/bin and returns it: the stack
+// runs both as real processes, so that killing and restarting the controller is real and
+// admission goes through the webhook as a release's does.
+func buildBinaries(dir string) (string, error) {
 	root, err := environment.RepositoryRoot()
 	if err != nil {
 		return "", err
 	}
-	binary := filepath.Join(dir, "controller")
-	cmd := exec.Command("go", "build", "-o", binary, "./cmd/controller")
+	binaries := filepath.Join(dir, "bin")
+	cmd := exec.Command("go", "build", "-o", binaries+string(filepath.Separator), "./cmd/controller", "./cmd/webhook")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the controller, %w\n%s", err, out)
+		return "", fmt.Errorf("building the controller and the webhook, %w\n%s", err, out)
 	}
-	return binary, nil
+	return binaries, nil
 }

@@ -2,8 +2,8 @@
 // kube-apiserver, kube-scheduler, kube-controller-manager, kwok), Prometheus scraping the
 // controller, the AWS emulator seeded with the Auto Scaling groups and queue behind
 // docs/examples, a node joiner registering a kwok Node per in-service instance, and the
-// controller binary pointed at all of them through the AWS SDK's endpoint variables. Every
-// listener is on loopback. `make sandbox` (cmd/sandbox) and the end-to-end suite (test/e2e)
+// controller binary pointed at all of them through the AWS SDK's endpoint variables, and the
+// admission webhook binary installed as the release installs it. Every listener is on loopback. `make sandbox` (cmd/sandbox) and the end-to-end suite (test/e2e)
 // both run on it.
 package sandbox
 
@@ -51,6 +51,8 @@ type Options struct {
 	Dir string
 	// ControllerBinary is the built cmd/controller.
 	ControllerBinary string
+	// WebhookBinary is the built cmd/webhook.
+	WebhookBinary string
 	// Period is the controller's resync, HorizontalAutoscaler and MetricsProducer period;
 	// 2 s when zero.
 	Period time.Duration
@@ -79,7 +81,8 @@ type Stack struct {
 	controller *environment.Process
 }
 
-// Start starts every component and returns once all are ready, the controller included.
+// Start starts every component and returns once all are ready, the controller included, and
+// the apiserver calls the admission webhook: nothing is applied before it would be checked.
 func Start(ctx context.Context, options Options) (_ *Stack, err error) {
 	if options.Period == 0 {
 		options.Period = 2 * time.Second
@@ -90,8 +93,10 @@ func Start(ctx context.Context, options Options) (_ *Stack, err error) {
 	if options.Logf == nil {
 		options.Logf = func(string, ...any) {}
 	}
-	if _, err := os.Stat(options.ControllerBinary); err != nil {
-		return nil, fmt.Errorf("the controller binary, %w (build it with `make build`)", err)
+	for name, path := range map[string]string{"controller": options.ControllerBinary, "webhook": options.WebhookBinary} {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("the %s binary, %w (build it with `make build`)", name, err)
+		}
 	}
 	s := &Stack{options: options}
 	defer func() {
@@ -133,6 +138,9 @@ func Start(ctx context.Context, options Options) (_ *Stack, err error) {
 		joiner.Run(joinerCtx)
 	}()
 
+	if err := s.startWebhook(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.StartController(ctx); err != nil {
 		return nil, err
 	}
@@ -212,6 +220,11 @@ func (s *Stack) KillController() {
 // ControllerLog is the controller's log file.
 func (s *Stack) ControllerLog() string {
 	return filepath.Join(s.Env.Dir, "logs", "controller.log")
+}
+
+// WebhookLog is the admission webhook's log file.
+func (s *Stack) WebhookLog() string {
+	return filepath.Join(s.Env.Dir, "logs", "webhook.log")
 }
 
 // Stop stops the node joiner, every process and the emulator.
