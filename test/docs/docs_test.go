@@ -2,8 +2,9 @@
 // every Karpenter manifest in README.md and docs/*.md (```yaml blocks and heredocs fed to
 // kubectl), every file of docs/examples, and every PromQL query among them or in ```promql
 // blocks. Manifests are created with a server-side dry run against a real kube-apiserver with
-// the CRDs installed, so the schema and its CEL rules judge them; queries go through the
-// Prometheus parser the webhook uses.
+// the CRDs installed, so the schema and its CEL rules judge them, and then go through the
+// webhook's defaulting and validation; queries go through the Prometheus parser the webhook
+// uses.
 //
 // A block shown because it is refused is marked in the doc by the line
 // `<!-- docs-test: invalid -->` before it; such a block must be refused by the API server or
@@ -21,9 +22,17 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/promql/parser"
+	"k8s.io/apimachinery/pkg/runtime"
+	knativeapis "knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"karpenter.sh/karpenter/pkg/apis"
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/webhook"
 )
 
 // corpus is everything the docs give a reader to apply or query.
@@ -165,11 +174,13 @@ func TestDocs(t *testing.T) {
 		}
 	})
 
-	t.Run("manifests pass the API server's validation", func(t *testing.T) {
-		env := environment.New(t, environment.Options{})
+	t.Run("manifests pass the API server's validation and the webhook's rules", func(t *testing.T) {
+		env := environment.New(t, environment.Options{AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}})
+		cloud := cloudprovider.NewRegistry()
+		aws.RegisterIDs(cloud)
 		ctx := context.Background()
 		for _, d := range manifests {
-			err := dryRunCreate(ctx, env.Client, d)
+			err := admit(ctx, env, cloud, d)
 			switch {
 			case d.source.invalid && err != nil:
 				refused[fmt.Sprintf("%s:%d", d.source.file, d.source.line)] = true
@@ -188,19 +199,48 @@ func TestDocs(t *testing.T) {
 	})
 }
 
-// dryRunCreate creates a manifest with a server-side dry run, in namespace default when it is
-// namespaced and names none, as `kubectl apply` would.
-func dryRunCreate(ctx context.Context, c client.Client, d document) error {
+// admit judges a manifest as an install would: it is created with a server-side dry run (the
+// CRD schema, its defaults and CEL rules), in namespace default when it is namespaced and names
+// none, as `kubectl apply` would; then what the API server returned goes through the webhook's
+// defaulting and validation, called in process (the webhook's scale access check, which needs
+// a requesting user, is left to pkg/webhook's tests).
+func admit(ctx context.Context, env *environment.Environment, cloud cloudprovider.Validator, d document) error {
 	object := d.object.DeepCopy()
-	namespaced, err := c.IsObjectNamespaced(object)
+	namespaced, err := env.Client.IsObjectNamespaced(object)
 	if err != nil {
 		return fmt.Errorf("looking up the kind %s, %w", object.GroupVersionKind(), err)
 	}
 	if namespaced && object.GetNamespace() == "" {
 		object.SetNamespace("default")
 	}
-	if err := c.Create(ctx, object, client.DryRunAll); err != nil {
+	if err := env.Client.Create(ctx, object, client.DryRunAll); err != nil {
 		return fmt.Errorf("creating with a dry run, %w", err)
+	}
+	if !env.Scheme.Recognizes(object.GroupVersionKind()) {
+		return nil
+	}
+	typed, err := env.Scheme.New(object.GroupVersionKind())
+	if err != nil {
+		return fmt.Errorf("building a %s, %w", object.GroupVersionKind(), err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(object.Object, typed, true); err != nil {
+		return fmt.Errorf("decoding what the API server returned, %w", err)
+	}
+	var refusal *knativeapis.FieldError
+	switch o := typed.(type) {
+	case *v1alpha1.HorizontalAutoscaler:
+		webhook.DefaultHorizontalAutoscaler(o)
+		refusal = webhook.ValidateHorizontalAutoscaler(o)
+	case *v1alpha1.MetricsProducer:
+		webhook.DefaultMetricsProducer(o)
+		refusal = webhook.ValidateMetricsProducer(o, cloud)
+	case *v1alpha1.ScalableNodeGroup:
+		refusal = webhook.ValidateScalableNodeGroup(o, cloud)
+	case *v1alpha5.Provisioner:
+		refusal = webhook.ValidateProvisioner(o)
+	}
+	if refusal != nil {
+		return fmt.Errorf("refused by the webhook's rules, %w", refusal)
 	}
 	return nil
 }
