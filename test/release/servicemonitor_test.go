@@ -103,7 +103,7 @@ func TestServiceMonitorScrapePath(t *testing.T) {
 			}
 			// The HorizontalAutoscaler's client refuses it: the documented queries aggregate.
 			if _, err := client.Query(t.Context(), `karpenter_queue_length{namespace="default",name="jobs"}`); err == nil || !strings.Contains(err.Error(), "returned 2 series") {
-				return false, "", fmt.Errorf("the autoscaler's client answered %v, want 2 series refused", err)
+				return false, "", fmt.Errorf("the autoscaler's client answered %w, want 2 series refused", err)
 			}
 			return true, "", nil
 		}, eventually.Timeout(time.Minute))
