@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/promql/parser"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -72,7 +73,15 @@ func TestServiceMonitorScrapePath(t *testing.T) {
 		}
 		producers.Export(types.NamespacedName{Namespace: "default", Name: name}, samples)
 	}
-	replicas := []string{serveMetrics(t), serveMetrics(t)}
+	// And the HorizontalAutoscalers' own gauges, which queries that add the current replicas
+	// read; the controller registers them in its process, this test in a registry of its own.
+	autoscalers := prometheus.NewRegistry()
+	currentReplicas := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "karpenter_horizontalautoscaler_current_replicas"}, []string{"name", "namespace"})
+	autoscalers.MustRegister(currentReplicas)
+	for _, name := range queries.autoscalers {
+		currentReplicas.WithLabelValues(name, "default").Set(0.5)
+	}
+	replicas := []string{serveMetrics(t, autoscalers), serveMetrics(t, autoscalers)}
 
 	shipped := operatorScrapeConfig(monitor, service, replicas, endpoint.HonorLabels, endpoint.Port, endpoint.Path)
 	prometheus := environment.StartPrometheus(t, environment.PrometheusOptions{ScrapeConfigs: []environment.ScrapeConfig{shipped}})
@@ -110,12 +119,14 @@ func TestServiceMonitorScrapePath(t *testing.T) {
 	})
 	for _, query := range queries.queries {
 		t.Run("example query "+query, func(t *testing.T) {
-			eventually.Holds(t, "one sample of 0.5", func() (bool, string, error) {
+			// Every series is 0.5, and the examples add their selectors up.
+			want := 0.5 * float64(selectors(t, query))
+			eventually.Holds(t, fmt.Sprintf("one sample of %g", want), func() (bool, string, error) {
 				value, err := client.Query(t.Context(), query)
 				if err != nil {
 					return false, err.Error(), nil
 				}
-				return value == 0.5, fmt.Sprintf("value %v", value), nil
+				return value == want, fmt.Sprintf("value %v", value), nil
 			}, eventually.Timeout(time.Minute))
 		})
 	}
@@ -133,8 +144,11 @@ func TestServiceMonitorScrapePath(t *testing.T) {
 			}
 			return true, "", nil
 		}, eventually.Timeout(time.Minute))
-		if _, err := client.Query(t.Context(), queries.queries[0]); err == nil || !strings.Contains(err.Error(), "no samples") {
-			t.Errorf("query %s without honorLabels: %v, want no samples", queries.queries[0], err)
+		// A selector that matches nothing: no samples, or NaN where scalar() wraps it.
+		for _, query := range queries.queries {
+			if _, err := client.Query(t.Context(), query); err == nil || !(strings.Contains(err.Error(), "no samples") || strings.Contains(err.Error(), "NaN")) {
+				t.Errorf("query %s without honorLabels: %v, want nothing selected", query, err)
+			}
 		}
 	})
 }
@@ -170,7 +184,24 @@ func metricsService(t *testing.T) corev1.Service {
 // examples are the queries of the HorizontalAutoscalers in docs/examples and the names of the
 // MetricsProducers there, all in the default namespace.
 type examples struct {
-	queries, producers []string
+	queries, producers, autoscalers []string
+}
+
+// selectors counts the series selectors of a query.
+func selectors(t *testing.T, query string) int {
+	t.Helper()
+	expr, err := parser.ParseExpr(query)
+	if err != nil {
+		t.Fatalf("parsing %s, %v", query, err)
+	}
+	n := 0
+	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+		if _, ok := node.(*parser.VectorSelector); ok {
+			n++
+		}
+		return nil
+	})
+	return n
 }
 
 func exampleQueries(t *testing.T) examples {
@@ -190,6 +221,7 @@ func exampleQueries(t *testing.T) examples {
 			case "MetricsProducer":
 				found.producers = append(found.producers, object.GetName())
 			case "HorizontalAutoscaler":
+				found.autoscalers = append(found.autoscalers, object.GetName())
 				metrics, _, _ := unstructured.NestedSlice(object.Object, "spec", "metrics")
 				for _, m := range metrics {
 					query, _, _ := unstructured.NestedString(m.(map[string]any), "prometheus", "query")
@@ -204,15 +236,15 @@ func exampleQueries(t *testing.T) examples {
 	return found
 }
 
-// serveMetrics serves the process' controller-runtime registry, as one controller replica's
-// /metrics, and returns its address.
-func serveMetrics(t *testing.T) string {
+// serveMetrics serves the process' controller-runtime registry and extra, as one controller
+// replica's /metrics, and returns its address.
+func serveMetrics(t *testing.T, extra prometheus.Gatherer) string {
 	t.Helper()
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := &http.Server{Handler: promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+	server := &http.Server{Handler: promhttp.HandlerFor(prometheus.Gatherers{metrics.Registry, extra}, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = server.Serve(listener) }()
 	t.Cleanup(func() { _ = server.Close() })
 	return listener.Addr().String()
