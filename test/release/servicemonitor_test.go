@@ -3,8 +3,6 @@ package release
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,13 +14,11 @@ import (
 	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
 	"karpenter.sh/karpenter/pkg/metrics/clients"
@@ -72,7 +68,7 @@ func TestServiceMonitorScrapePath(t *testing.T) {
 		}
 		producers.Export(types.NamespacedName{Namespace: "default", Name: name}, samples)
 	}
-	replicas := []string{serveMetrics(t), serveMetrics(t)}
+	replicas := []string{environment.ServeMetricsRegistry(t), environment.ServeMetricsRegistry(t)}
 
 	shipped := operatorScrapeConfig(monitor, service, replicas, endpoint.HonorLabels, endpoint.Port, endpoint.Path)
 	prometheus := environment.StartPrometheus(t, environment.PrometheusOptions{ScrapeConfigs: []environment.ScrapeConfig{shipped}})
@@ -202,20 +198,6 @@ func exampleQueries(t *testing.T) examples {
 		t.Fatalf("docs/examples hold %d queries and %d MetricsProducers", len(found.queries), len(found.producers))
 	}
 	return found
-}
-
-// serveMetrics serves the process' controller-runtime registry, as one controller replica's
-// /metrics, and returns its address.
-func serveMetrics(t *testing.T) string {
-	t.Helper()
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := &http.Server{Handler: promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = server.Serve(listener) }()
-	t.Cleanup(func() { _ = server.Close() })
-	return listener.Addr().String()
 }
 
 // labelName is how Kubernetes service discovery spells a label in its meta label names.
