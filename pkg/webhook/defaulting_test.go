@@ -72,21 +72,27 @@ func TestValidationAdmitsGoodObjects(t *testing.T) {
 	}
 }
 
+// admissionType is h decoded into the type the validating admission controller uses for a
+// HorizontalAutoscaler, as it decodes a request's object.
+func admissionType(t *testing.T, access webhook.ScaleAccess, h *v1alpha1.HorizontalAutoscaler) resourcesemantics.GenericCRD {
+	t.Helper()
+	crd := webhook.ValidationTypes(awsIDs(), access)[v1alpha1.SchemeGroupVersion.WithKind("HorizontalAutoscaler")].DeepCopyObject().(resourcesemantics.GenericCRD)
+	raw, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, crd); err != nil {
+		t.Fatal(err)
+	}
+	return crd
+}
+
 // TestValidateOnlyChangedSpecs goes through the types the admission controllers use: an
 // update that leaves the spec as stored is admitted even when that spec is invalid, while
 // status updates are never validated.
 func TestValidateOnlyChangedSpecs(t *testing.T) {
-	gvk := v1alpha1.SchemeGroupVersion.WithKind("HorizontalAutoscaler")
 	decode := func(h *v1alpha1.HorizontalAutoscaler) resourcesemantics.GenericCRD {
-		crd := webhook.ValidationTypes(awsIDs(), scaleAccess{})[gvk].DeepCopyObject().(resourcesemantics.GenericCRD)
-		raw, err := json.Marshal(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(raw, crd); err != nil {
-			t.Fatal(err)
-		}
-		return crd
+		return admissionType(t, scaleAccess{}, h)
 	}
 	stored := horizontalAutoscaler("ha", withQuery("rate(x[5m]"))
 	relabelled := stored.DeepCopy()

@@ -2,7 +2,6 @@ package webhook_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -34,15 +33,7 @@ func (s scaleAccess) MayScale(_ context.Context, user *authenticationv1.UserInfo
 func TestHorizontalAutoscalerNeedsScaleAccess(t *testing.T) {
 	access := scaleAccess{allowed: []string{"owner"}}
 	decode := func(h *v1alpha1.HorizontalAutoscaler) resourcesemantics.GenericCRD {
-		crd := webhook.ValidationTypes(awsIDs(), access)[v1alpha1.SchemeGroupVersion.WithKind("HorizontalAutoscaler")].DeepCopyObject().(resourcesemantics.GenericCRD)
-		raw, err := json.Marshal(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(raw, crd); err != nil {
-			t.Fatal(err)
-		}
-		return crd
+		return admissionType(t, access, h)
 	}
 	as := func(ctx context.Context, user string) context.Context {
 		return apis.WithUserInfo(ctx, &authenticationv1.UserInfo{Username: user})

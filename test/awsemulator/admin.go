@@ -94,26 +94,25 @@ func (e *Emulator) PurgeQueue(queueName string) error {
 // SetAutoScalingGroupTags replaces the tags of an Auto Scaling group, as
 // CreateOrUpdateTags and DeleteTags would.
 func (e *Emulator) SetAutoScalingGroupTags(name string, tags map[string]string) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	g, ok := e.groups[name]
-	if !ok {
-		return fmt.Errorf("auto scaling group %q does not exist", name)
-	}
-	g.tags = maps.Clone(tags)
-	return nil
+	return replaceTags(e, e.groups, func(g *autoScalingGroup) *map[string]string { return &g.tags }, "auto scaling group", name, tags)
 }
 
 // SetEKSNodeGroupTags replaces the tags of an EKS node group ("<cluster>/<nodegroup>"), as
 // TagResource and UntagResource would.
 func (e *Emulator) SetEKSNodeGroupTags(clusterAndName string, tags map[string]string) error {
+	return replaceTags(e, e.nodeGroups, func(ng *eksNodeGroup) *map[string]string { return &ng.tags }, "eks node group", clusterAndName, tags)
+}
+
+// replaceTags replaces the tags, found by tagsOf, of the resource of the kind named name in
+// resources, one of the emulator's maps.
+func replaceTags[R any](e *Emulator, resources map[string]*R, tagsOf func(*R) *map[string]string, kind, name string, tags map[string]string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ng, ok := e.nodeGroups[clusterAndName]
+	r, ok := resources[name]
 	if !ok {
-		return fmt.Errorf("eks node group %q does not exist", clusterAndName)
+		return fmt.Errorf("%s %q does not exist", kind, name)
 	}
-	ng.tags = maps.Clone(tags)
+	*tagsOf(r) = maps.Clone(tags)
 	return nil
 }
 

@@ -87,9 +87,16 @@ func newEnv(t *testing.T) *env {
 // environment (so that it may run in parallel).
 func newEnvIsolated(t *testing.T) *env {
 	t.Helper()
+	return newEnvWithCallTimeout(t, 0)
+}
+
+// newEnvWithCallTimeout is newEnvIsolated with the provider's CallTimeout set; 0 keeps its
+// default.
+func newEnvWithCallTimeout(t *testing.T, callTimeout time.Duration) *env {
+	t.Helper()
 	e, srv, clk := startEmulator(t)
 	p, err := aws.New(context.Background(),
-		aws.Options{Region: "us-west-2", MaxAttempts: maxAttempts, MaxBackoff: 5 * time.Millisecond, Clock: clk},
+		aws.Options{Region: "us-west-2", MaxAttempts: maxAttempts, MaxBackoff: 5 * time.Millisecond, Clock: clk, CallTimeout: callTimeout},
 		config.WithBaseEndpoint(srv.URL),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
 	)
@@ -620,21 +627,10 @@ func TestIDsNamingTheSameGroupAreEqual(t *testing.T) {
 
 func TestHungEndpointIsBoundedByTheCallTimeout(t *testing.T) {
 	isolateFromHost(t)
-	e, srv, clk := startEmulator(t)
 	const callTimeout = 200 * time.Millisecond
-	p, err := aws.New(context.Background(),
-		aws.Options{Region: "us-west-2", MaxAttempts: maxAttempts, MaxBackoff: 5 * time.Millisecond, Clock: clk, CallTimeout: callTimeout},
-		config.WithBaseEndpoint(srv.URL),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := cloudprovider.NewRegistry()
-	p.Register(r)
-	env := &env{emulator: e, server: srv, clock: clk, provider: p, factory: r}
+	env := newEnvWithCallTimeout(t, callTimeout)
 	// The endpoint accepts every request and answers none within the test's lifetime.
-	if err := e.InjectFault(awsemulator.Fault{Kind: awsemulator.FaultLatency, Latency: awsemulator.Duration(time.Hour)}); err != nil {
+	if err := env.emulator.InjectFault(awsemulator.Fault{Kind: awsemulator.FaultLatency, Latency: awsemulator.Duration(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

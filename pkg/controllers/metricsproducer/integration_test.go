@@ -3,8 +3,6 @@ package metricsproducer_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -21,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/autoscaler"
@@ -53,7 +49,7 @@ const (
 //
 //nolint:gocyclo // One story on one shared environment: its steps read in order and share state.
 func TestProducersThroughPrometheus(t *testing.T) {
-	metricsAddress := serveRegistry(t)
+	metricsAddress := environment.ServeMetricsRegistry(t)
 	env := environment.New(t, environment.Options{
 		AddToScheme:       []func(*runtime.Scheme) error{v1alpha1.AddToScheme},
 		Scheduler:         true,
@@ -266,20 +262,6 @@ func TestProducersThroughPrometheus(t *testing.T) {
 		})
 		eventuallyAbsent(t, prometheus, `karpenter_queue_length{namespace="producers",name="missing-queue"}`)
 	})
-}
-
-// serveRegistry serves controller-runtime's metrics registry, as the controller's /metrics
-// does, on a loopback port, and returns its host:port for Prometheus to scrape.
-func serveRegistry(t *testing.T) string {
-	t.Helper()
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := &http.Server{Handler: promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = server.Serve(listener) }()
-	t.Cleanup(func() { _ = server.Close() })
-	return listener.Addr().String()
 }
 
 // startEmulator serves the project's AWS emulator, seeded with a queue of four messages.

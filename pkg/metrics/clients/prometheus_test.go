@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -138,14 +139,8 @@ func TestQuerySendsTheQuery(t *testing.T) {
 }
 
 func TestBearerTokenFileIsReadOnEveryRequest(t *testing.T) {
-	var mu sync.Mutex
-	var seen []string
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, r.Header.Get("Authorization"))
-		mu.Unlock()
-		answer(200, success("scalar", `[1,"1"]`))(w, r)
-	}))
+	auth := &authorizations{}
+	server := httptest.NewServer(auth.record(answer(200, success("scalar", `[1,"1"]`))))
 	defer server.Close()
 	file := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(file, []byte("first\n"), 0o600); err != nil {
@@ -161,7 +156,7 @@ func TestBearerTokenFileIsReadOnEveryRequest(t *testing.T) {
 	if _, err := p.Query(context.Background(), "up"); err != nil {
 		t.Fatal(err)
 	}
-	if len(seen) != 2 || seen[0] != "Bearer first" || seen[1] != "Bearer rotated" {
+	if seen := auth.headers(); len(seen) != 2 || seen[0] != "Bearer first" || seen[1] != "Bearer rotated" {
 		t.Errorf("Authorization headers = %q, want the first then the rotated token", seen)
 	}
 	if err := os.Remove(file); err != nil {
@@ -232,20 +227,11 @@ func TestRedirectsStayWithTheConfiguredServer(t *testing.T) {
 		{name: "SigV4", options: PrometheusOptions{SigV4: sigV4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var mu sync.Mutex
-			var elsewhere []string
-			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				elsewhere = append(elsewhere, r.Header.Get("Authorization"))
-				mu.Unlock()
-				answer(200, success("scalar", `[1,"1"]`))(w, r)
-			}))
+			elsewhereAuth := &authorizations{}
+			other := httptest.NewServer(elsewhereAuth.record(answer(200, success("scalar", `[1,"1"]`))))
 			defer other.Close()
-			var authorized []string
-			configured := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				authorized = append(authorized, r.Header.Get("Authorization"))
-				mu.Unlock()
+			configuredAuth := &authorizations{}
+			configured := httptest.NewServer(configuredAuth.record(func(w http.ResponseWriter, r *http.Request) {
 				switch r.URL.Path {
 				case "/api/v1/query": // moved within the server: followed, with credentials
 					http.Redirect(w, r, "/moved/api/v1/query", http.StatusTemporaryRedirect)
@@ -263,8 +249,7 @@ func TestRedirectsStayWithTheConfiguredServer(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "refusing a redirect") || !strings.Contains(err.Error(), other.Listener.Addr().String()) {
 				t.Errorf("Query error = %v, want a refused redirect naming %s", err, other.Listener.Addr())
 			}
-			mu.Lock()
-			defer mu.Unlock()
+			elsewhere, authorized := elsewhereAuth.headers(), configuredAuth.headers()
 			if len(elsewhere) != 0 {
 				t.Errorf("the other host received %d requests (Authorization %q), want none", len(elsewhere), elsewhere)
 			}
@@ -273,6 +258,29 @@ func TestRedirectsStayWithTheConfiguredServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// authorizations records the Authorization header of every request a test server receives.
+type authorizations struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+// record is next, recording each request's Authorization header first.
+func (a *authorizations) record(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		a.seen = append(a.seen, r.Header.Get("Authorization"))
+		a.mu.Unlock()
+		next(w, r)
+	}
+}
+
+// headers are the headers recorded so far, in the order the requests came.
+func (a *authorizations) headers() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.seen)
 }
 
 // endlessBody streams a valid-looking vector answer of total bytes and counts what it wrote.

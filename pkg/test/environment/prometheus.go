@@ -3,12 +3,17 @@ package environment
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 )
 
@@ -86,6 +91,22 @@ func (p *Prometheus) Restart(ctx context.Context) error {
 	p.process = proc
 	p.lifecycle.onStop(proc.Stop)
 	return proc.waitHealthy(ctx, p.URL+"/-/ready")
+}
+
+// ServeMetricsRegistry serves controller-runtime's metrics registry, as the controller's
+// /metrics does (with any extra registries), on a loopback port until the test ends, and returns its host:port for
+// Prometheus to scrape.
+func ServeMetricsRegistry(t testing.TB, extra ...prometheus.Gatherer) string {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gatherers := append(prometheus.Gatherers{metrics.Registry}, extra...)
+	server := &http.Server{Handler: promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = server.Serve(listener) }()
+	t.Cleanup(func() { _ = server.Close() })
+	return listener.Addr().String()
 }
 
 // StartPrometheus starts a Prometheus server on its own, without a control plane, and returns

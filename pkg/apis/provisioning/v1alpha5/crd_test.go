@@ -1,7 +1,6 @@
 package v1alpha5_test
 
 import (
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -9,10 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/scheduling"
+	"karpenter.sh/karpenter/pkg/test/crds"
 )
 
 // quoted finds the CEL string literals of a rule.
@@ -49,20 +48,7 @@ func sameSet(a, b []string) bool {
 // labels, the operators and the capacity types in enums and CEL, disagree with the Go
 // definitions the webhook and scheduler use.
 func TestCRDMatchesGo(t *testing.T) {
-	data, err := os.ReadFile("../../../../config/crd/provisioning.karpenter.sh_provisioners.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.Unmarshal(data, crd); err != nil {
-		t.Fatal(err)
-	}
-	var spec apiextensionsv1.JSONSchemaProps
-	for _, v := range crd.Spec.Versions {
-		if v.Name == v1alpha5.SchemeGroupVersion.Version {
-			spec = v.Schema.OpenAPIV3Schema.Properties["spec"]
-		}
-	}
+	spec := crds.SpecSchema(t, "../../../../config/crd/provisioning.karpenter.sh_provisioners.yaml", v1alpha5.SchemeGroupVersion.Version)
 	requirement := spec.Properties["requirements"].Items.Schema
 	if requirement == nil {
 		t.Fatal("the CRD has no spec.requirements items schema")
