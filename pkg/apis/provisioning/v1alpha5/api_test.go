@@ -17,7 +17,7 @@ import (
 	"karpenter.sh/karpenter/pkg/test/manifests"
 )
 
-const valid = `apiVersion: provisioning.karpenter.sh/v1alpha5
+const valid = `apiVersion: karpenter.sh/v1alpha5
 kind: Provisioner
 metadata: {name: default}
 spec:
@@ -61,7 +61,7 @@ func TestProvisionerAdmission(t *testing.T) {
 		{"bad taint effect", `taints: [{key: a, effect: Sometimes}]`, "taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			object := manifests.Decode(t, "apiVersion: provisioning.karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: bad}\nspec:\n  "+tc.spec)
+			object := manifests.Decode(t, "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: bad}\nspec:\n  "+tc.spec)
 			err := env.Client.Create(ctx, object)
 			if err == nil {
 				t.Fatalf("the apiserver admitted %s", tc.spec)
@@ -78,7 +78,7 @@ func TestProvisionerAdmission(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			object := manifests.Decode(t, "apiVersion: provisioning.karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: requirement}\nspec:\n  requirements: ["+string(requirement)+"]")
+			object := manifests.Decode(t, "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: requirement}\nspec:\n  requirements: ["+string(requirement)+"]")
 			err = env.Client.Create(ctx, object, client.DryRunAll)
 			switch {
 			case tc.CRD == "" && err != nil:

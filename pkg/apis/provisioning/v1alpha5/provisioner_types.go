@@ -87,6 +87,9 @@ type ProvisionerStatus struct {
 	// still exist; it is what counts against spec.limits.
 	// +optional
 	Resources corev1.ResourceList `json:"resources,omitempty"`
+	// LastScaleTime is when this Provisioner last launched a node.
+	// +optional
+	LastScaleTime *apis.VolatileTime `json:"lastScaleTime,omitempty"`
 	// Conditions: Ready.
 	// +optional
 	Conditions apis.Conditions `json:"conditions,omitempty"`

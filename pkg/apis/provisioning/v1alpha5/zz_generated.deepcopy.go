@@ -177,6 +177,11 @@ func (in *ProvisionerStatus) DeepCopyInto(out *ProvisionerStatus) {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
+	if in.LastScaleTime != nil {
+		in, out := &in.LastScaleTime, &out.LastScaleTime
+		*out = new(apis.VolatileTime)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make(apis.Conditions, len(*in))
