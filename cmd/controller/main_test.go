@@ -33,6 +33,9 @@ func TestParseFlags(t *testing.T) {
 		{"horizontalautoscaler workers default", o.Controllers.HorizontalAutoscalerWorkers, 10},
 		{"aws call timeout default", o.AWSCallTimeout, 30 * time.Second},
 		{"wedged reconcile timeout default", o.WedgedReconcileTimeout, 5 * time.Minute},
+		{"node ready timeout default", o.Controllers.NodeReadyTimeout, 15 * time.Minute},
+		{"garbage collection period default", o.Controllers.GarbageCollectionPeriod, time.Minute},
+		{"garbage collection grace default", o.Controllers.GarbageCollectionGrace, 2 * time.Minute},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
@@ -47,6 +50,9 @@ func TestParseFlags(t *testing.T) {
 		"--wedged-reconcile-timeout=0s",
 		"--prometheus-timeout=10s", // 32 queries of 10 s outlast the 5 min wedged timeout
 		"--wedged-reconcile-timeout=160s",
+		"--node-ready-timeout=0s",
+		"--garbage-collection-period=-1m",
+		"--garbage-collection-grace=0s",
 	} {
 		if _, err := parseFlags(flag.NewFlagSet("controller", flag.ContinueOnError), []string{bad}); err == nil {
 			t.Errorf("%s was accepted", bad)

@@ -19,6 +19,8 @@ func TestRegisterRefusesBadOptions(t *testing.T) {
 	}{
 		{name: "unknown controller", options: controllers.Options{Clock: clock.RealClock{}, Enabled: []string{"provisioning"}}, want: `no controller is named "provisioning"`},
 		{name: "no clock", options: controllers.Options{}, want: "without a clock"},
+		{name: "termination without instances", options: controllers.Options{Clock: clock.RealClock{}, Enabled: []string{"nodetermination"}},
+			want: "the nodetermination controller needs an instance provider"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := controllers.Register(context.Background(), nil, tc.options)
