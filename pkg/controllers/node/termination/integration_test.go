@@ -79,6 +79,8 @@ func TestTermination(t *testing.T) {
 		}
 	}
 	stop := s.start(t)
+	// Its timeout runs out while the other cases run.
+	neverReady, neverReadyInstance := s.node(t, "never-ready", provisionerName, nil)
 
 	t.Run("a node is opened to pods once Ready", func(t *testing.T) {
 		node, _ := s.node(t, "joining", provisionerName, nil)
@@ -106,8 +108,11 @@ func TestTermination(t *testing.T) {
 		s.expectTerminated(t, node, instance)
 		seen := recorder()
 		first := slices.IndexFunc(seen, func(e string) bool { return strings.HasPrefix(e, "dns ") })
+		if first < 0 {
+			t.Fatalf("pod events %v: the critical pod was never evicted", seen)
+		}
 		for _, gone := range []string{"app DELETED", "web DELETED"} {
-			if i := slices.Index(seen, gone); i < 0 || first >= 0 && i > first {
+			if i := slices.Index(seen, gone); i < 0 || i > first {
 				t.Errorf("pod events %v: want %q before any of the critical pod", seen, gone)
 			}
 		}
@@ -182,9 +187,8 @@ func TestTermination(t *testing.T) {
 	})
 
 	t.Run("a node that never becomes Ready is deleted and its instance terminated", func(t *testing.T) {
-		node, instance := s.node(t, "never-ready", provisionerName, nil)
-		s.expectTerminated(t, node, instance)
-		s.expectEvent(t, node.Name, readiness.ReasonNeverReady, "did not become Ready")
+		s.expectTerminated(t, neverReady, neverReadyInstance)
+		s.expectEvent(t, neverReady.Name, readiness.ReasonNeverReady, "did not become Ready")
 	})
 
 	// Last: it restarts the operator.
