@@ -72,7 +72,18 @@ func TestReleaseRBAC(t *testing.T) {
 			controllerNeeds = append(controllerNeeds, access{verb: verb, resource: resource})
 		}
 	}
+	// The node lifecycle: open a Ready node, drain and release a deleted one (evict, and delete
+	// past the drain deadline), delete one that never joined or whose instance is gone.
+	for _, verb := range []string{"patch", "delete"} {
+		controllerNeeds = append(controllerNeeds, access{verb: verb, resource: "nodes"})
+	}
+	for _, verb := range []string{"get", "list", "watch"} {
+		controllerNeeds = append(controllerNeeds, access{verb: verb, group: "karpenter.sh", resource: "provisioners"})
+	}
 	controllerNeeds = append(controllerNeeds,
+		access{verb: "create", resource: "pods", subresource: "eviction", namespace: "team-a"},
+		access{verb: "delete", resource: "pods", namespace: "team-a"},
+		access{verb: "patch", group: "karpenter.sh", resource: "provisioners", subresource: "status"},
 		access{verb: "create", resource: "events", namespace: "team-a"},
 		access{verb: "patch", resource: "events", namespace: "team-a"},
 		access{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: namespace, name: "karpenter-leader-election"},
@@ -84,9 +95,8 @@ func TestReleaseRBAC(t *testing.T) {
 		{verb: "list", resource: "secrets"},
 		{verb: "list", resource: "configmaps"},
 		{verb: "create", resource: "pods", namespace: "team-a"},
-		{verb: "delete", resource: "pods", namespace: "team-a"},
+		{verb: "update", resource: "pods", namespace: "team-a"},
 		{verb: "update", resource: "nodes"},
-		{verb: "delete", resource: "nodes"},
 		{verb: "update", group: "apps", resource: "deployments", namespace: "team-a"},
 		{verb: "create", group: "autoscaling.karpenter.sh", resource: "horizontalautoscalers", namespace: "team-a"},
 		{verb: "delete", group: "autoscaling.karpenter.sh", resource: "scalablenodegroups", namespace: "team-a"},
