@@ -149,6 +149,15 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 	if node.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(node, v1alpha5.TerminationFinalizer) {
 		return reconcile.Result{}, nil
 	}
+	gone, err := c.instanceGone(ctx, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if gone {
+		// Its pods stopped with the instance: evicting them would wait forever for a kubelet
+		// that is not there to confirm.
+		return reconcile.Result{}, c.release(ctx, node, fmt.Sprintf("Instance %s no longer exists; released the node without draining", node.Spec.ProviderID))
+	}
 	if err := c.cordon(ctx, node); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -302,13 +311,33 @@ func (c *Controller) terminate(ctx context.Context, node *corev1.Node) error {
 			return fmt.Errorf("terminating instance %s, %w", node.Spec.ProviderID, err)
 		}
 	}
+	return c.release(ctx, node, fmt.Sprintf("Drained; terminated instance %s", node.Spec.ProviderID))
+}
+
+// instanceGone is true when the cloud no longer has the node's instance.
+func (c *Controller) instanceGone(ctx context.Context, node *corev1.Node) (bool, error) {
+	if node.Spec.ProviderID == "" {
+		return false, nil
+	}
+	_, err := c.instances.Get(ctx, node.Spec.ProviderID)
+	if notFound := (*cloudprovider.NotFoundError)(nil); errors.As(err, &notFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading instance %s, %w", node.Spec.ProviderID, err)
+	}
+	return false, nil
+}
+
+// release removes the finalizer, letting the Node object go.
+func (c *Controller) release(ctx context.Context, node *corev1.Node, message string) error {
 	stored := node.DeepCopy()
 	controllerutil.RemoveFinalizer(node, v1alpha5.TerminationFinalizer)
 	// The finalizers are one list: the lock keeps another controller's.
 	if err := c.client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("removing the %s finalizer, %w", v1alpha5.TerminationFinalizer, err))
 	}
-	log.FromContext(ctx).Info("terminated the node's instance", "providerID", node.Spec.ProviderID)
-	c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonTerminated, "Drained; terminated instance %s", node.Spec.ProviderID)
+	log.FromContext(ctx).Info("released the node", "providerID", node.Spec.ProviderID, "message", message)
+	c.recorder.Event(node, corev1.EventTypeNormal, ReasonTerminated, message)
 	return nil
 }

@@ -186,6 +186,19 @@ func TestTermination(t *testing.T) {
 		s.expectTerminated(t, node, instance)
 	})
 
+	t.Run("a node whose instance is gone is released without waiting for its pods", func(t *testing.T) {
+		node, instance := s.node(t, "lost", provisionerName, nil)
+		pod := s.pod(t, builders.PodOptions{Name: "stranded", NodeName: node.Name, Labels: map[string]string{"app": "stranded"}})
+		s.pdb(t, "stranded", map[string]string{"app": "stranded"})
+		s.waitRunning(t, pod)
+		if err := s.cloud.Delete(ctx, instance.ProviderID); err != nil {
+			t.Fatal(err)
+		}
+		s.delete(t, node)
+		s.expectTerminated(t, node, instance)
+		s.expectEvent(t, node.Name, termination.ReasonTerminated, "released the node without draining")
+	})
+
 	t.Run("a node that never becomes Ready is deleted and its instance terminated", func(t *testing.T) {
 		s.expectTerminated(t, neverReady, neverReadyInstance)
 		s.expectEvent(t, neverReady.Name, readiness.ReasonNeverReady, "did not become Ready")
