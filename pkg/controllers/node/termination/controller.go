@@ -140,7 +140,8 @@ func (c *Controller) terminatingNodeOf(ctx context.Context, o client.Object) []r
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nodeName}}}
 }
 
-// Reconcile takes a deleted node one step further: cordon, drain, terminate, release.
+// Reconcile takes a deleted node one step further: cordon, drain, terminate, release; a node
+// whose instance is gone is released at once.
 func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (reconcile.Result, error) {
 	node := &corev1.Node{}
 	if err := c.client.Get(ctx, request.NamespacedName, node); err != nil {
