@@ -67,6 +67,12 @@ type Emulator struct {
 	catalogue      ec2Catalogue
 	subnets        map[string]*subnet
 	securityGroups map[string]*securityGroup
+	// instanceProfiles are the IAM instance profile names launches may use.
+	instanceProfiles map[string]bool
+	launchTemplates  map[string]*launchTemplate // by id
+	instances        map[string]*ec2Instance    // free-standing instances by id
+	fleets           map[string]*fleet          // by client token
+	fleetRequests    []FleetRequest
 }
 
 // New returns an empty emulator.
@@ -94,6 +100,11 @@ func New(opts Options) *Emulator {
 		catalogue:      ec2Catalogue{Catalogue: catalogue, zones: zonesOf(opts.Region), offerings: map[string][]string{}},
 		subnets:        map[string]*subnet{},
 		securityGroups: map[string]*securityGroup{},
+
+		instanceProfiles: map[string]bool{},
+		launchTemplates:  map[string]*launchTemplate{},
+		instances:        map[string]*ec2Instance{},
+		fleets:           map[string]*fleet{},
 	}
 	e.admin = e.adminHandler()
 	return e

@@ -88,6 +88,9 @@ func (e *Emulator) seedEC2(s Seed) {
 			availableIPs: available, tags: maps.Clone(sn.Tags),
 		}
 	}
+	for _, name := range s.InstanceProfiles {
+		e.instanceProfiles[name] = true
+	}
 	for _, g := range s.SecurityGroups {
 		e.securityGroups[g.ID] = &securityGroup{id: g.ID, name: g.Name, description: orDefault(g.Description, g.Name), vpcID: orDefault(g.VPCID, defaultVPC), tags: maps.Clone(g.Tags)}
 	}
