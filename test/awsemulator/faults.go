@@ -213,6 +213,8 @@ func throttleError(service string) *apiError {
 	switch service {
 	case serviceEKS:
 		return &apiError{status: http.StatusTooManyRequests, code: "ThrottlingException", message: msg}
+	case serviceSSM, servicePricing:
+		return &apiError{status: http.StatusBadRequest, code: "ThrottlingException", message: msg}
 	case serviceSQS:
 		return &apiError{status: http.StatusBadRequest, code: "ThrottlingException", queryCode: "RequestThrottled", message: msg}
 	case serviceEC2:
@@ -231,6 +233,8 @@ func accessDeniedError(req *request, account string) *apiError {
 	switch req.service {
 	case serviceEKS:
 		return &apiError{status: http.StatusForbidden, code: "AccessDeniedException", message: msg}
+	case serviceSSM, servicePricing:
+		return &apiError{status: http.StatusBadRequest, code: "AccessDeniedException", message: msg}
 	case serviceSQS:
 		return &apiError{status: http.StatusForbidden, code: "AccessDeniedException", queryCode: "AccessDenied", message: msg}
 	case serviceEC2:

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 )
 
 func (e *Emulator) validateSeedEC2(s Seed) error {
@@ -31,6 +32,11 @@ func (e *Emulator) validateSeedEC2(s Seed) error {
 			return fmt.Errorf("security group %q already exists", g.ID)
 		}
 		seen[g.ID] = true
+	}
+	for name := range s.SSMParameters {
+		if !strings.HasPrefix(name, "/") {
+			return fmt.Errorf("ssmParameters: %q is not a parameter path (it starts with /)", name)
+		}
 	}
 	if c := s.Catalogue; c != nil {
 		known := func(t string) bool {
@@ -88,6 +94,7 @@ func (e *Emulator) seedEC2(s Seed) {
 			availableIPs: available, tags: maps.Clone(sn.Tags),
 		}
 	}
+	maps.Copy(e.ssmParameters, s.SSMParameters)
 	for _, name := range s.InstanceProfiles {
 		e.instanceProfiles[name] = true
 	}
