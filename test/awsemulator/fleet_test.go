@@ -133,8 +133,7 @@ func launched(out *ec2.CreateFleetOutput) []string {
 }
 
 func TestCreateFleetLaunchesTheCheapestPoolOnce(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e, cfg := start(t, awsemulator.Options{Clock: clk, PendingDelay: time.Minute, TerminatingDelay: 30 * time.Second}, launchSeed)
+	e, cfg := start(t, awsemulator.Options{}, launchSeed)
 	client := ec2.NewFromConfig(cfg)
 	ctx := context.Background()
 	createTemplate(t, client, "nodes")
@@ -164,7 +163,27 @@ func TestCreateFleetLaunchesTheCheapestPoolOnce(t *testing.T) {
 		t.Errorf("recorded requests = %+v", requests)
 	}
 
-	// Pending instances have no address yet; running ones have EC2's private DNS name.
+	_, err = client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{"i-0000000000000dead"}})
+	if code := errorCode(err); code != "InvalidInstanceID.NotFound" {
+		t.Errorf("unknown instance: code %q (%v)", code, err)
+	}
+	_, err = client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{"i-0000000000000dead"}})
+	if code := errorCode(err); code != "InvalidInstanceID.NotFound" {
+		t.Errorf("describe unknown instance: code %q (%v)", code, err)
+	}
+}
+
+func TestEC2InstancesRunAndTerminate(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	_, cfg := start(t, awsemulator.Options{Clock: clk, PendingDelay: time.Minute, TerminatingDelay: 30 * time.Second}, launchSeed)
+	client := ec2.NewFromConfig(cfg)
+	ctx := context.Background()
+	createTemplate(t, client, "nodes")
+	fleet, err := client.CreateFleet(ctx, fleetInput("", "on-demand", 2, "m5.large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := launched(fleet)
 	describe := func(ids ...string) []ec2types.Instance {
 		t.Helper()
 		out, err := client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: ids})
@@ -177,7 +196,8 @@ func TestCreateFleetLaunchesTheCheapestPoolOnce(t *testing.T) {
 		}
 		return all
 	}
-	ids := launched(first)
+
+	// Pending instances have no address yet; running ones have EC2's private DNS name.
 	for _, i := range describe(ids...) {
 		if i.State.Name != ec2types.InstanceStateNamePending || sdkaws.ToString(i.PrivateDnsName) != "" {
 			t.Errorf("just launched: %s %s %q", sdkaws.ToString(i.InstanceId), i.State.Name, sdkaws.ToString(i.PrivateDnsName))
@@ -210,14 +230,6 @@ func TestCreateFleetLaunchesTheCheapestPoolOnce(t *testing.T) {
 	}})
 	if err != nil || len(running.Reservations) != 1 || len(running.Reservations[0].Instances) != 1 || sdkaws.ToString(running.Reservations[0].Instances[0].InstanceId) != ids[1] {
 		t.Errorf("running instances by tag = %+v, %v", running, err)
-	}
-	_, err = client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{"i-0000000000000dead"}})
-	if code := errorCode(err); code != "InvalidInstanceID.NotFound" {
-		t.Errorf("unknown instance: code %q (%v)", code, err)
-	}
-	_, err = client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{"i-0000000000000dead"}})
-	if code := errorCode(err); code != "InvalidInstanceID.NotFound" {
-		t.Errorf("describe unknown instance: code %q (%v)", code, err)
 	}
 	// Terminated instances stay visible for a while, then EC2 forgets them.
 	clk.Step(time.Hour)
