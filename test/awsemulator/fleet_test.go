@@ -371,3 +371,57 @@ func getJSON(t *testing.T, url string, v any) {
 		t.Fatal(err)
 	}
 }
+
+func TestDescribeInstancesPaginatesAndCreateTags(t *testing.T) {
+	_, cfg := start(t, awsemulator.Options{}, launchSeed)
+	client := ec2.NewFromConfig(cfg)
+	ctx := context.Background()
+	createTemplate(t, client, "nodes")
+	fleet, err := client.CreateFleet(ctx, fleetInput("", "spot", 12, "m5.large"))
+	if err != nil || len(launched(fleet)) != 12 {
+		t.Fatalf("CreateFleet = %+v, %v", fleet, err)
+	}
+
+	var ids []string
+	pages := 0
+	for p := ec2.NewDescribeInstancesPaginator(client, &ec2.DescribeInstancesInput{MaxResults: sdkaws.Int32(5)}); p.HasMorePages(); {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, r := range out.Reservations {
+			for _, i := range r.Instances {
+				ids = append(ids, sdkaws.ToString(i.InstanceId))
+			}
+		}
+	}
+	if pages != 3 || !slices.Equal(ids, launched(fleet)) {
+		t.Errorf("got %v over %d pages, want the 12 launched over 3", ids, pages)
+	}
+	_, err = client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: ids[:1], MaxResults: sdkaws.Int32(5)})
+	if code := errorCode(err); code != "InvalidParameterCombination" {
+		t.Errorf("ids with MaxResults: code %q (%v)", code, err)
+	}
+
+	if _, err := client.CreateTags(ctx, &ec2.CreateTagsInput{Resources: ids[:2], Tags: []ec2types.Tag{{Key: sdkaws.String("Name"), Value: sdkaws.String("node")}}}); err != nil {
+		t.Fatal(err)
+	}
+	named, err := client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{filter("tag:Name", "node"), filter("instance-lifecycle", "spot")}})
+	if err != nil || len(named.Reservations) != 1 || len(named.Reservations[0].Instances) != 2 {
+		t.Errorf("tagged instances = %+v, %v", named, err)
+	}
+	_, err = client.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{"i-0000000000000dead"}, Tags: []ec2types.Tag{{Key: sdkaws.String("k"), Value: sdkaws.String("v")}}})
+	if code := errorCode(err); code != "InvalidInstanceID.NotFound" {
+		t.Errorf("tagging an unknown instance: code %q (%v)", code, err)
+	}
+
+	// A deleted launch template is a per-override error, which tells a client to recreate it.
+	if _, err := client.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: sdkaws.String("nodes")}); err != nil {
+		t.Fatal(err)
+	}
+	gone, err := client.CreateFleet(ctx, fleetInput("", "on-demand", 1, "m5.large"))
+	if err != nil || len(gone.Instances) != 0 || len(gone.Errors) != 2 || sdkaws.ToString(gone.Errors[0].ErrorCode) != "InvalidLaunchTemplateName.NotFoundException" {
+		t.Errorf("fleet of a deleted template = %+v, %v", gone, err)
+	}
+}
