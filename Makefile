@@ -26,6 +26,13 @@ verify:
 	go vet ./...
 	$(MAKE) --no-print-directory lint
 
+## The AWS emulator's instance-type catalogue (test/awsemulator/catalogue) and the controller's
+## fallback prices (pkg/cloudprovider/aws/zz_generated.pricing.go), from the data package pinned
+## in hack/catalogue/go.mod. Not part of verify: the generator downloads a ~100 MB dataset.
+.PHONY: catalogue
+catalogue:
+	cd hack/catalogue && go run . -catalogue ../../test/awsemulator/catalogue -pricing ../../pkg/cloudprovider/aws/zz_generated.pricing.go
+
 ## golangci-lint at the version pinned in hack/tools/go.mod, built once into bin/.
 .PHONY: lint
 lint:

@@ -61,6 +61,12 @@ type Emulator struct {
 	nextInstanceID uint64
 	nextRequestID  uint64
 	nextID         uint64
+
+	// EC2, SSM and Pricing.
+	started        time.Time // when the emulator's spot prices were published
+	catalogue      ec2Catalogue
+	subnets        map[string]*subnet
+	securityGroups map[string]*securityGroup
 }
 
 // New returns an empty emulator.
@@ -74,11 +80,20 @@ func New(opts Options) *Emulator {
 	if opts.AccountID == "" {
 		opts.AccountID = "123456789012"
 	}
+	catalogue, err := DefaultCatalogue()
+	if err != nil {
+		// The catalogue is embedded at build time; TestCatalogue keeps it parseable.
+		panic(fmt.Sprintf("awsemulator: the embedded catalogue is corrupt, %v", err))
+	}
 	e := &Emulator{
-		opts:       opts,
-		groups:     map[string]*autoScalingGroup{},
-		nodeGroups: map[string]*eksNodeGroup{},
-		queues:     map[string]*queue{},
+		opts:           opts,
+		groups:         map[string]*autoScalingGroup{},
+		nodeGroups:     map[string]*eksNodeGroup{},
+		queues:         map[string]*queue{},
+		started:        opts.Clock.Now(),
+		catalogue:      ec2Catalogue{Catalogue: catalogue, zones: zonesOf(opts.Region), offerings: map[string][]string{}},
+		subnets:        map[string]*subnet{},
+		securityGroups: map[string]*securityGroup{},
 	}
 	e.admin = e.adminHandler()
 	return e
@@ -90,6 +105,7 @@ const (
 	serviceEKS         = "eks"
 	serviceSQS         = "sqs"
 	serviceCloudWatch  = "monitoring"
+	serviceEC2         = "ec2"
 )
 
 // request is an incoming AWS API call after routing.
@@ -98,7 +114,7 @@ type request struct {
 	action    string
 	http      *http.Request
 	body      []byte
-	form      url.Values // awsquery only
+	form      url.Values // awsquery and ec2query only
 	requestID string
 }
 
@@ -146,6 +162,8 @@ func (e *Emulator) handlerFor(req *request) (handlerFunc, errorWriteFunc) {
 		return e.serveEKS, writeRESTJSONError
 	case serviceSQS:
 		return e.serveSQS, writeSQSError
+	case serviceEC2:
+		return e.serveEC2, writeEC2Error
 	default:
 		return e.serveCloudWatch, writeCBORError
 	}
@@ -181,6 +199,8 @@ func route(req *request) error {
 		switch {
 		case scope == serviceAutoScaling || form.Get("Version") == "2011-01-01":
 			req.service = serviceAutoScaling
+		case scope == serviceEC2 || form.Get("Version") == ec2Version:
+			req.service = serviceEC2
 		default:
 			return fmt.Errorf("unsupported query service (scope %q, version %q)", scope, form.Get("Version"))
 		}

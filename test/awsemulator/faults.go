@@ -23,7 +23,7 @@ const (
 
 // Fault describes requests to disturb. Empty Service/Action match any.
 type Fault struct {
-	// Service is the SigV4 signing name: autoscaling, eks, sqs, monitoring.
+	// Service is the SigV4 signing name: autoscaling, eks, sqs, monitoring, ec2, ssm, pricing.
 	Service string    `json:"service,omitempty"`
 	Action  string    `json:"action,omitempty"`
 	Kind    FaultKind `json:"kind"`
@@ -151,6 +151,8 @@ func throttleError(service string) *apiError {
 		return &apiError{status: http.StatusTooManyRequests, code: "ThrottlingException", message: msg}
 	case serviceSQS:
 		return &apiError{status: http.StatusBadRequest, code: "ThrottlingException", queryCode: "RequestThrottled", message: msg}
+	case serviceEC2:
+		return &apiError{status: http.StatusServiceUnavailable, code: "RequestLimitExceeded", message: "Request limit exceeded (injected)."}
 	default:
 		return &apiError{status: http.StatusBadRequest, code: "Throttling", message: msg}
 	}
@@ -167,6 +169,8 @@ func accessDeniedError(req *request, account string) *apiError {
 		return &apiError{status: http.StatusForbidden, code: "AccessDeniedException", message: msg}
 	case serviceSQS:
 		return &apiError{status: http.StatusForbidden, code: "AccessDeniedException", queryCode: "AccessDenied", message: msg}
+	case serviceEC2:
+		return &apiError{status: http.StatusForbidden, code: "UnauthorizedOperation", message: "You are not authorized to perform this operation (injected)."}
 	default:
 		return &apiError{status: http.StatusForbidden, code: "AccessDenied", message: msg}
 	}
