@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"knative.dev/pkg/apis"
+
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 )
 
 // ProviderBlock is a Provisioner's spec.provider on AWS, with exactly the fields of
@@ -80,11 +82,11 @@ func (v ProviderBlockValidator) DefaultProvider(_ context.Context, provider *run
 		block.InstanceProfile, changed = v.Defaults.InstanceProfile, true
 	}
 	if v.Defaults.ClusterName != "" {
-		if block.SubnetSelector == nil {
+		if len(block.SubnetSelector) == 0 {
 			block.SubnetSelector, changed = clusterSelector(v.Defaults.ClusterName), true
 		}
 		// A launch template carries its own security groups.
-		if block.SecurityGroupSelector == nil && block.LaunchTemplate == "" {
+		if len(block.SecurityGroupSelector) == 0 && block.LaunchTemplate == "" {
 			block.SecurityGroupSelector, changed = clusterSelector(v.Defaults.ClusterName), true
 		}
 	}
@@ -159,12 +161,12 @@ func (v ProviderBlockValidator) validateBlock(block *ProviderBlock) *apis.FieldE
 	errs = errs.Also(validateSelector(block.SecurityGroupSelector, "securityGroupSelector"))
 	for _, key := range slices.Sorted(maps.Keys(block.Tags)) {
 		if key == "" {
-			errs = errs.Also(apis.ErrInvalidKeyName(key, "tags", "tag keys must not be empty"))
+			errs = errs.Also(keyError(key, "tags", "tag keys must not be empty"))
 			continue
 		}
 		for _, prefix := range reservedTagPrefixes {
 			if strings.HasPrefix(key, prefix) {
-				errs = errs.Also(apis.ErrInvalidKeyName(key, "tags", fmt.Sprintf("tag keys under %s are reserved for Karpenter", prefix)))
+				errs = errs.Also(keyError(key, "tags", fmt.Sprintf("tag keys under %s are reserved for Karpenter", prefix)))
 			}
 		}
 	}
@@ -183,7 +185,7 @@ func validateSelector(selector map[string]string, field string) *apis.FieldError
 	var errs *apis.FieldError
 	for _, key := range slices.Sorted(maps.Keys(selector)) {
 		if key == "" {
-			errs = errs.Also(apis.ErrInvalidKeyName(key, field, "tag keys must not be empty"))
+			errs = errs.Also(keyError(key, field, "tag keys must not be empty"))
 			continue
 		}
 		if selector[key] == "" {
@@ -191,4 +193,15 @@ func validateSelector(selector map[string]string, field string) *apis.FieldError
 		}
 	}
 	return errs
+}
+
+// keyError is an error about one key of a map field, with the key in its path (tags[key]).
+func keyError(key, field, message string) *apis.FieldError {
+	return &apis.FieldError{Message: fmt.Sprintf("invalid key %q: %s", key, message), Paths: []string{fmt.Sprintf("%s[%s]", field, key)}}
+}
+
+// RegisterProvider makes r default and validate Provisioners' provider blocks with the AWS rules.
+// It needs no credentials, so the webhook registers it as the controller does.
+func RegisterProvider(r *cloudprovider.Registry, defaults ProviderDefaults) {
+	r.RegisterProvider(ProviderBlockValidator{Defaults: defaults})
 }
