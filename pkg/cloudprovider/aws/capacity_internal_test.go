@@ -128,7 +128,7 @@ func TestClientToken(t *testing.T) {
 	configs := func(subnet string) []ec2types.FleetLaunchTemplateConfigRequest {
 		return []ec2types.FleetLaunchTemplateConfigRequest{{
 			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: sdkaws.String("t")},
-			Overrides: []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "m5.large", SubnetId: sdkaws.String(subnet)}},
+			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "m5.large", SubnetId: sdkaws.String(subnet)}},
 		}}
 	}
 	if clientToken("", "spot", configs("a")) != nil {
