@@ -55,6 +55,9 @@ type Options struct {
 	MetricsProducerPeriod time.Duration
 	// CloudProvider resolves node groups and queues from a spec's type and id.
 	CloudProvider cloudprovider.Factory
+	// InstanceProvider launches instances for Provisioners; nil when the operator was not
+	// given a cluster name.
+	InstanceProvider cloudprovider.InstanceProvider
 	// ResyncPeriod is how often every object is reconciled even without a watch event.
 	ResyncPeriod time.Duration
 	// Clock is the one clock of every controller.
