@@ -24,7 +24,7 @@ const (
 func (e *Emulator) serveEC2(w http.ResponseWriter, req *request) *apiError {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.advance()
+	now := e.advance()
 	q := ec2Query{form: req.form}
 	var (
 		body any
@@ -41,6 +41,20 @@ func (e *Emulator) serveEC2(w http.ResponseWriter, req *request) *apiError {
 		body, aerr = e.describeSubnets(q)
 	case "DescribeSecurityGroups":
 		body, aerr = e.describeSecurityGroups(q)
+	case "DescribeLaunchTemplates":
+		body, aerr = e.describeLaunchTemplates(q)
+	case "CreateLaunchTemplate":
+		body, aerr = e.createLaunchTemplate(q, now)
+	case "DeleteLaunchTemplate":
+		body, aerr = e.deleteLaunchTemplate(q)
+	case "CreateFleet":
+		body, aerr = e.createFleet(q, now)
+	case "DescribeInstances":
+		body, aerr = e.describeInstances(q, now)
+	case "TerminateInstances":
+		body, aerr = e.terminateInstances(q, now)
+	case "CreateTags":
+		body, aerr = e.createTags(q)
 	default:
 		aerr = &apiError{status: http.StatusBadRequest, code: "InvalidAction", message: fmt.Sprintf("The action %s is not valid for this web service.", req.action)}
 	}

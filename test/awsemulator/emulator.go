@@ -67,6 +67,13 @@ type Emulator struct {
 	catalogue      ec2Catalogue
 	subnets        map[string]*subnet
 	securityGroups map[string]*securityGroup
+	// instanceProfiles are the IAM instance profile names launches may use.
+	instanceProfiles map[string]bool
+	launchTemplates  map[string]*launchTemplate // by id
+	instances        map[string]*ec2Instance    // free-standing instances by id
+	fleets           map[string]*fleet          // by client token
+	fleetRequests    []FleetRequest
+	ssmParameters    map[string]string
 }
 
 // New returns an empty emulator.
@@ -94,6 +101,12 @@ func New(opts Options) *Emulator {
 		catalogue:      ec2Catalogue{Catalogue: catalogue, zones: zonesOf(opts.Region), offerings: map[string][]string{}},
 		subnets:        map[string]*subnet{},
 		securityGroups: map[string]*securityGroup{},
+
+		instanceProfiles: map[string]bool{},
+		launchTemplates:  map[string]*launchTemplate{},
+		instances:        map[string]*ec2Instance{},
+		fleets:           map[string]*fleet{},
+		ssmParameters:    defaultSSMParameters(opts.Region),
 	}
 	e.admin = e.adminHandler()
 	return e
@@ -106,6 +119,8 @@ const (
 	serviceSQS         = "sqs"
 	serviceCloudWatch  = "monitoring"
 	serviceEC2         = "ec2"
+	serviceSSM         = "ssm"
+	servicePricing     = "pricing"
 )
 
 // request is an incoming AWS API call after routing.
@@ -164,6 +179,10 @@ func (e *Emulator) handlerFor(req *request) (handlerFunc, errorWriteFunc) {
 		return e.serveSQS, writeSQSError
 	case serviceEC2:
 		return e.serveEC2, writeEC2Error
+	case serviceSSM:
+		return e.serveSSM, writeJSON11Error
+	case servicePricing:
+		return e.servePricing, writeJSON11Error
 	default:
 		return e.serveCloudWatch, writeCBORError
 	}
@@ -189,6 +208,10 @@ func route(req *request) error {
 		req.service, req.action = serviceCloudWatch, parts[3]
 	case strings.HasPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS."):
 		req.service, req.action = serviceSQS, strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS.")
+	case strings.HasPrefix(r.Header.Get("X-Amz-Target"), "AmazonSSM."):
+		req.service, req.action = serviceSSM, strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonSSM.")
+	case strings.HasPrefix(r.Header.Get("X-Amz-Target"), "AWSPriceListService."):
+		req.service, req.action = servicePricing, strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AWSPriceListService.")
 	case strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded"):
 		form, err := url.ParseQuery(string(req.body))
 		if err != nil {

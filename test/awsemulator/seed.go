@@ -20,6 +20,11 @@ type Seed struct {
 	// Subnets and SecurityGroups make up the VPC that EC2 calls see.
 	Subnets        []SeedSubnet        `json:"subnets,omitempty"`
 	SecurityGroups []SeedSecurityGroup `json:"securityGroups,omitempty"`
+	// InstanceProfiles are the IAM instance profile names that launch templates may name.
+	InstanceProfiles []string `json:"instanceProfiles,omitempty"`
+	// SSMParameters add or replace SSM parameters (name → value); the public EKS-optimized
+	// AMI parameters are there from the start.
+	SSMParameters map[string]string `json:"ssmParameters,omitempty"`
 	// Catalogue restricts or overrides the instance types, offerings and prices of the
 	// emulator's region; without it every catalogue type is offered in every zone.
 	Catalogue *SeedCatalogue `json:"catalogue,omitempty"`

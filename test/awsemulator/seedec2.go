@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 )
 
 func (e *Emulator) validateSeedEC2(s Seed) error {
@@ -31,6 +32,11 @@ func (e *Emulator) validateSeedEC2(s Seed) error {
 			return fmt.Errorf("security group %q already exists", g.ID)
 		}
 		seen[g.ID] = true
+	}
+	for name := range s.SSMParameters {
+		if !strings.HasPrefix(name, "/") {
+			return fmt.Errorf("ssmParameters: %q is not a parameter path (it starts with /)", name)
+		}
 	}
 	if c := s.Catalogue; c != nil {
 		known := func(t string) bool {
@@ -87,6 +93,10 @@ func (e *Emulator) seedEC2(s Seed) {
 			id: sn.ID, vpcID: orDefault(sn.VPCID, defaultVPC), zone: sn.AvailabilityZone, cidr: prefix.Masked().String(),
 			availableIPs: available, tags: maps.Clone(sn.Tags),
 		}
+	}
+	maps.Copy(e.ssmParameters, s.SSMParameters)
+	for _, name := range s.InstanceProfiles {
+		e.instanceProfiles[name] = true
 	}
 	for _, g := range s.SecurityGroups {
 		e.securityGroups[g.ID] = &securityGroup{id: g.ID, name: g.Name, description: orDefault(g.Description, g.Name), vpcID: orDefault(g.VPCID, defaultVPC), tags: maps.Clone(g.Tags)}
