@@ -58,8 +58,15 @@ func (i *Instances) Create(ctx context.Context, request cloudprovider.LaunchRequ
 	capacityErr := &cloudprovider.InsufficientCapacityError{Reasons: map[cloudprovider.OfferingKey]string{}}
 	var remaining []cloudprovider.Candidate
 	for _, c := range request.Candidates {
-		if _, ok := zoneSubnets[c.Offering.Zone]; !ok || i.isUnavailable(c.Key()) {
-			capacityErr.Offerings = append(capacityErr.Offerings, c.Key())
+		key := c.Key()
+		if reason, ok := i.unavailableReason(key); ok {
+			capacityErr.Offerings = append(capacityErr.Offerings, key)
+			capacityErr.Reasons[key] = reason
+			continue
+		}
+		// The Provisioner's subnets changed since the scheduler listed its offerings.
+		if _, ok := zoneSubnets[c.Offering.Zone]; !ok {
+			capacityErr.Offerings = append(capacityErr.Offerings, key)
 			continue
 		}
 		remaining = append(remaining, c)
@@ -78,20 +85,20 @@ func (i *Instances) Create(ctx context.Context, request cloudprovider.LaunchRequ
 		if err != nil {
 			return nil, err
 		}
-		if instance != nil {
-			return instance, nil
-		}
+		// EC2 names the offerings it had no capacity for even when another one launched.
 		for _, c := range batch {
 			key := c.Key()
 			reason, ok := failed[key]
 			if !ok {
-				// EC2 named other offerings: keep trying this one.
 				rest = append(rest, c)
 				continue
 			}
 			i.markUnavailable(key, reason)
 			capacityErr.Offerings = append(capacityErr.Offerings, key)
 			capacityErr.Reasons[key] = reason
+		}
+		if instance != nil {
+			return instance, nil
 		}
 		remaining = rest
 	}
@@ -133,28 +140,34 @@ func (i *Instances) launch(ctx context.Context, request cloudprovider.LaunchRequ
 	for zone, s := range zoneSubnets {
 		zoneOfSubnet[s.id] = zone
 	}
+	failed, other := capacityFailures(out.Errors, batch, zoneOfSubnet)
 	for _, launched := range out.Instances {
 		if len(launched.InstanceIds) == 0 {
 			continue
-		}
-		zone := ""
-		if launched.LaunchTemplateAndOverrides != nil && launched.LaunchTemplateAndOverrides.Overrides != nil {
-			overrides := launched.LaunchTemplateAndOverrides.Overrides
-			zone = cmp.Or(sdkaws.ToString(overrides.AvailabilityZone), zoneOfSubnet[sdkaws.ToString(overrides.SubnetId)])
 		}
 		instance, err := i.describeLaunched(ctx, launched.InstanceIds[0])
 		if err != nil {
 			return nil, nil, err
 		}
-		if instance.Zone == "" {
-			instance.Zone = zone
-		}
 		instance.Labels = launchedLabels(request, instance)
-		return instance, nil, nil
+		return instance, failed, nil
 	}
+	if len(failed) == 0 {
+		if len(other) == 0 {
+			other = append(other, "no instance and no error")
+		}
+		return nil, nil, fmt.Errorf("calling ec2:CreateFleet for provisioner %s, %s", request.ProvisionerName, strings.Join(other, "; "))
+	}
+	return nil, failed, nil
+}
+
+// capacityFailures maps CreateFleet's errors to the batch's offerings EC2 had no capacity for,
+// with the error code; an error that names no override applies to all. The other errors are
+// returned as text.
+func capacityFailures(errs []ec2types.CreateFleetError, batch []cloudprovider.Candidate, zoneOfSubnet map[string]string) (map[cloudprovider.OfferingKey]string, []string) {
 	failed := map[cloudprovider.OfferingKey]string{}
 	var other []string
-	for _, e := range out.Errors {
+	for _, e := range errs {
 		code := sdkaws.ToString(e.ErrorCode)
 		if !capacityErrorCodes[code] {
 			other = append(other, fmt.Sprintf("%s: %s", code, sdkaws.ToString(e.ErrorMessage)))
@@ -171,13 +184,7 @@ func (i *Instances) launch(ctx context.Context, request cloudprovider.LaunchRequ
 			}
 		}
 	}
-	if len(failed) == 0 {
-		if len(other) == 0 {
-			other = append(other, "no instance and no error")
-		}
-		return nil, nil, fmt.Errorf("calling ec2:CreateFleet for provisioner %s, %s", request.ProvisionerName, strings.Join(other, "; "))
-	}
-	return nil, failed, nil
+	return failed, other
 }
 
 // launchTemplateConfigs are the user's launch template, or Karpenter's for each architecture of

@@ -60,12 +60,31 @@ func isolateInstancesFromHost(t *testing.T) {
 // against it, with the catalogue and prices read once.
 func newInstancesEnv(t *testing.T, seed string, callTimeout time.Duration) *instancesEnv {
 	t.Helper()
+	return newInstancesEnvPending(t, seed, callTimeout, 0)
+}
+
+// newInstancesEnvPending is newInstancesEnv with instances pending for pending before they run
+// (and EC2 knows their private DNS name).
+func newInstancesEnvPending(t *testing.T, seed string, callTimeout, pending time.Duration) *instancesEnv {
+	t.Helper()
 	isolateInstancesFromHost(t)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	e, srv := awstest.Serve(t, awsemulator.Options{Clock: clk, PendingDelay: pendingDelay, TerminatingDelay: terminatingDelay}, seed)
+	e, srv := awstest.Serve(t, awsemulator.Options{Clock: clk, PendingDelay: pending, TerminatingDelay: terminatingDelay}, seed)
+	client := ec2.NewFromConfig(sdkaws.Config{
+		Region:       "us-west-2",
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		BaseEndpoint: sdkaws.String(srv.URL),
+		HTTPClient:   aws.GuardRequestBodies(awshttp.NewBuildableClient()),
+	})
+	return &instancesEnv{emulator: e, server: srv, clock: clk, instances: newInstances(t, srv.URL, clk, callTimeout), ec2: client}
+}
+
+// newInstances builds Instances for cluster demo against the emulator at url.
+func newInstances(t *testing.T, url string, clk *clocktesting.FakeClock, callTimeout time.Duration) *aws.Instances {
+	t.Helper()
 	p, err := aws.New(context.Background(),
 		aws.Options{Region: "us-west-2", MaxAttempts: maxAttempts, MaxBackoff: 5 * time.Millisecond, Clock: clk, CallTimeout: callTimeout},
-		config.WithBaseEndpoint(srv.URL),
+		config.WithBaseEndpoint(url),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
 	)
 	if err != nil {
@@ -75,20 +94,14 @@ func newInstancesEnv(t *testing.T, seed string, callTimeout time.Duration) *inst
 		ClusterName:            "demo",
 		ClusterEndpoint:        "https://demo.gr7.us-west-2.eks.amazonaws.com",
 		ClusterCABundle:        []byte("-----BEGIN CERTIFICATE-----\ndemo\n-----END CERTIFICATE-----\n"),
-		KubernetesVersion:      "1.29",
+		KubernetesVersion:      "1.31",
 		DefaultInstanceProfile: "KarpenterNodeInstanceProfile-demo",
 		Clock:                  clk,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := ec2.NewFromConfig(sdkaws.Config{
-		Region:       "us-west-2",
-		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
-		BaseEndpoint: sdkaws.String(srv.URL),
-		HTTPClient:   aws.GuardRequestBodies(awshttp.NewBuildableClient()),
-	})
-	return &instancesEnv{emulator: e, server: srv, clock: clk, instances: instances, ec2: client}
+	return instances
 }
 
 func (e *instancesEnv) refresh(t *testing.T) {

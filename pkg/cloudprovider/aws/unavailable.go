@@ -25,6 +25,15 @@ func (i *Instances) markUnavailable(key cloudprovider.OfferingKey, reason string
 
 // isUnavailable reports whether EC2 refused key for lack of capacity within the TTL.
 func (i *Instances) isUnavailable(key cloudprovider.OfferingKey) bool {
-	_, ok := i.unavailable.Get(key)
+	_, ok := i.unavailableReason(key)
 	return ok
+}
+
+// unavailableReason is EC2's reason for refusing key within the TTL.
+func (i *Instances) unavailableReason(key cloudprovider.OfferingKey) (string, bool) {
+	reason, ok := i.unavailable.Get(key)
+	if !ok {
+		return "", false
+	}
+	return reason.(string), true
 }
