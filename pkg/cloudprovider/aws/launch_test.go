@@ -363,11 +363,14 @@ func TestDeleteIsIdempotentAndListShowsTheClustersInstances(t *testing.T) {
 func TestThrottlingAndServerErrorsAreRetried(t *testing.T) {
 	e := newInstancesEnv(t, launchSeed, 0)
 	for _, f := range []awsemulator.Fault{
-		{Service: "ec2", Action: "DescribeInstanceTypes", Kind: awsemulator.FaultThrottle, Times: maxAttempts - 1},
+		// Throttling slows the adaptive retryer's client for a while: only single calls are
+		// throttled, so that the paginated reads stay quick.
+		{Service: "ec2", Action: "DescribeInstanceTypes", Kind: awsemulator.FaultServerError, Times: maxAttempts - 1},
 		{Service: "ec2", Action: "DescribeSpotPriceHistory", Kind: awsemulator.FaultServerError, Times: maxAttempts - 1},
-		{Service: "pricing", Action: "GetProducts", Kind: awsemulator.FaultThrottle, Times: maxAttempts - 1},
-		{Service: "ec2", Action: "CreateFleet", Kind: awsemulator.FaultServerError, Times: maxAttempts - 1},
+		{Service: "pricing", Action: "GetProducts", Kind: awsemulator.FaultServerError, Times: maxAttempts - 1},
+		{Service: "ec2", Action: "CreateFleet", Kind: awsemulator.FaultThrottle, Times: maxAttempts - 1},
 		{Service: "ssm", Action: "GetParameter", Kind: awsemulator.FaultThrottle, Times: maxAttempts - 1},
+		{Service: "ec2", Action: "CreateLaunchTemplate", Kind: awsemulator.FaultServerError, Times: maxAttempts - 1},
 	} {
 		if err := e.emulator.InjectFault(f); err != nil {
 			t.Fatal(err)
