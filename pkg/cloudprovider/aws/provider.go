@@ -155,7 +155,8 @@ func configureRetries(cfg *sdkaws.Config, opts Options) {
 }
 
 // Register makes the provider's types validated (RegisterIDs) and resolvable through r.
-// Instances are not launched on AWS yet, so no ProviderValidator is registered.
+// Provisioners' provider blocks are registered apart (RegisterProvider, or Instances, which
+// needs the cluster's name).
 func (p *Provider) Register(r *cloudprovider.Registry) {
 	RegisterIDs(r)
 	r.RegisterNodeGroup(autoScalingGroupType, p.AutoScalingGroup)
