@@ -112,6 +112,14 @@ func TestCreateSendsOneInstantFleet(t *testing.T) {
 		t.Errorf("instance tags (-want +got):\n%s", diff)
 	}
 
+	checkLaunchTemplate(t, e, fleet, instance)
+}
+
+// checkLaunchTemplate checks the one launch template fleet used: Karpenter's AMI, security
+// groups, instance profile and the user data that bootstraps the node, and that the instance
+// launched from it.
+func checkLaunchTemplate(t *testing.T, e *instancesEnv, fleet awsemulator.FleetRequest, instance *cloudprovider.Instance) {
+	t.Helper()
 	templates := e.emulator.LaunchTemplates()
 	if len(templates) != 1 || fleet.LaunchTemplateConfigs[0].LaunchTemplateName != templates[0].LaunchTemplateName || fleet.LaunchTemplateConfigs[0].Version != "$Latest" {
 		t.Fatalf("launch templates %+v for fleet configs %+v", templates, fleet.LaunchTemplateConfigs)
