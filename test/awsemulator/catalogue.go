@@ -73,24 +73,15 @@ func parseCatalogue(files embed.FS) (Catalogue, error) {
 		return Catalogue{}, err
 	}
 	for _, row := range types {
-		var (
-			t    = InstanceTypeInfo{InstanceType: row["instanceType"], Hypervisor: row["hypervisor"], GPUManufacturer: row["gpuManufacturer"]}
-			errs []error
-		)
-		t.VCPUs, errs = parseInt32(row["vcpus"], errs)
-		t.MaxNetworkInterfaces, errs = parseInt32(row["maxNetworkInterfaces"], errs)
-		t.IPv4AddressesPerInterface, errs = parseInt32(row["ipv4AddressesPerInterface"], errs)
-		t.GPUs, errs = parseInt32(row["gpus"], errs)
-		memory, err := strconv.ParseInt(row["memoryMiB"], 10, 64)
-		t.MemoryMiB = memory
-		t.BareMetal = row["bareMetal"] == "true"
-		t.Architectures = strings.Split(row["architectures"], ";")
-		t.VirtualizationTypes = strings.Split(row["virtualizationTypes"], ";")
-		if err != nil {
-			errs = append(errs, err)
+		var p fieldParser
+		t := InstanceTypeInfo{
+			InstanceType: row["instanceType"], VCPUs: p.int32(row["vcpus"]), MemoryMiB: p.int64(row["memoryMiB"]),
+			Architectures: strings.Split(row["architectures"], ";"), VirtualizationTypes: strings.Split(row["virtualizationTypes"], ";"),
+			MaxNetworkInterfaces: p.int32(row["maxNetworkInterfaces"]), IPv4AddressesPerInterface: p.int32(row["ipv4AddressesPerInterface"]),
+			GPUs: p.int32(row["gpus"]), GPUManufacturer: row["gpuManufacturer"], BareMetal: row["bareMetal"] == "true", Hypervisor: row["hypervisor"],
 		}
-		if len(errs) > 0 {
-			return Catalogue{}, fmt.Errorf("catalogue type %s, %v", t.InstanceType, errs[0])
+		if p.err != nil {
+			return Catalogue{}, fmt.Errorf("catalogue type %s, %w", t.InstanceType, p.err)
 		}
 		c.Types[t.InstanceType] = t
 	}
@@ -99,18 +90,15 @@ func parseCatalogue(files embed.FS) (Catalogue, error) {
 		return Catalogue{}, err
 	}
 	for _, row := range prices {
-		var p Price
-		var errs []error
-		p.OnDemand, errs = parseFloat(row["onDemand"], errs)
-		p.SpotMin, errs = parseFloat(row["spotMin"], errs)
-		p.SpotMax, errs = parseFloat(row["spotMax"], errs)
-		if len(errs) > 0 {
-			return Catalogue{}, fmt.Errorf("catalogue price of %s in %s, %v", row["instanceType"], row["region"], errs[0])
+		var p fieldParser
+		price := Price{OnDemand: p.float(row["onDemand"]), SpotMin: p.float(row["spotMin"]), SpotMax: p.float(row["spotMax"])}
+		if p.err != nil {
+			return Catalogue{}, fmt.Errorf("catalogue price of %s in %s, %w", row["instanceType"], row["region"], p.err)
 		}
 		if c.Prices[row["region"]] == nil {
 			c.Prices[row["region"]] = map[string]Price{}
 		}
-		c.Prices[row["region"]][row["instanceType"]] = p
+		c.Prices[row["region"]][row["instanceType"]] = price
 	}
 	return c, nil
 }
@@ -121,8 +109,11 @@ func readCSV(files embed.FS, name string) ([]map[string]string, error) {
 		return nil, fmt.Errorf("reading %s, %w", name, err)
 	}
 	records, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
-	if err != nil || len(records) == 0 {
-		return nil, fmt.Errorf("parsing %s, %v", name, err)
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s, %w", name, err)
+	}
+	if len(records) == 0 {
+		return nil, fmt.Errorf("parsing %s: no header", name)
 	}
 	var out []map[string]string
 	for _, rec := range records[1:] {
@@ -135,23 +126,35 @@ func readCSV(files embed.FS, name string) ([]map[string]string, error) {
 	return out, nil
 }
 
-func parseInt32(s string, errs []error) (int32, []error) {
-	n, err := strconv.ParseInt(s, 10, 32)
-	if err != nil {
-		return 0, append(errs, err)
+// fieldParser parses a row's numbers, keeping the first error.
+type fieldParser struct{ err error }
+
+func (p *fieldParser) int64(s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil && p.err == nil {
+		p.err = err
 	}
-	return int32(n), errs
+	return n
 }
 
-func parseFloat(s string, errs []error) (float64, []error) {
+func (p *fieldParser) int32(s string) int32 {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil && p.err == nil {
+		p.err = err
+	}
+	return int32(n)
+}
+
+// float parses a price; empty is no price.
+func (p *fieldParser) float(s string) float64 {
 	if s == "" {
-		return 0, errs
+		return 0
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, append(errs, err)
+	if err != nil && p.err == nil {
+		p.err = err
 	}
-	return f, errs
+	return f
 }
 
 // defaultZones are the zone names of the catalogue's regions; other regions get a, b and c.

@@ -167,8 +167,6 @@ func (q ec2Query) int(name string, def int) (int, *apiError) {
 	return n, nil
 }
 
-func (q ec2Query) bool(name string) bool { return q.str(name) == "true" }
-
 func (q ec2Query) time(name string) (time.Time, *apiError) {
 	v := q.str(name)
 	if v == "" {

@@ -9,14 +9,27 @@
 //   - SQS (awsJson1_0): CreateQueue, GetQueueUrl, GetQueueAttributes,
 //     SendMessage, ReceiveMessage, DeleteMessage, PurgeQueue.
 //   - CloudWatch (Smithy RPC v2 CBOR): GetMetricData for the AWS/SQS queue metrics.
+//   - EC2 (ec2query, XML): DescribeInstanceTypes, DescribeInstanceTypeOfferings,
+//     DescribeSpotPriceHistory, DescribeSubnets, DescribeSecurityGroups,
+//     DescribeLaunchTemplates, CreateLaunchTemplate, DeleteLaunchTemplate,
+//     CreateFleet (instant), DescribeInstances, TerminateInstances, CreateTags;
+//     paginated and filtered as EC2 documents.
+//   - SSM (awsJson1_1): GetParameter, with the public EKS-optimized AMI parameters.
+//   - Pricing (awsJson1_1): GetProducts, EC2 price lists.
+//
+// Instance types and prices come from a catalogue generated from the
+// ec2instances.info dataset (hack/catalogue, make catalogue): hundreds of real
+// types with their vCPUs, memory, architectures, ENI limits and regional
+// on-demand and spot prices.
 //
 // All services share one endpoint (AWS_ENDPOINT_URL); requests are routed by
 // protocol markers and by the SigV4 credential scope. Signatures are not
 // verified. Time is simulated with an injectable clock: instances launch
-// Pending and become InService after a delay, terminate through Terminating,
-// and EKS updates complete after a delay. Faults (throttling, 5xx, latency,
-// access denied) can be injected per service and action. State is seeded from
-// a file or through the admin API under /_emulator/.
+// Pending and become InService (EC2: pending, running) after a delay, terminate
+// through Terminating (EC2: shutting-down, terminated), and EKS updates complete
+// after a delay. Faults (throttling, 5xx, latency, hangs, access denied, and EC2
+// capacity errors per instance type, zone and capacity type) can be injected.
+// State is seeded from a file or through the admin API under /_emulator/.
 package awsemulator
 
 import (
@@ -89,7 +102,7 @@ func New(opts Options) *Emulator {
 	}
 	catalogue, err := DefaultCatalogue()
 	if err != nil {
-		// The catalogue is embedded at build time; TestCatalogue keeps it parseable.
+		// The catalogue is embedded at build time; the tests keep it parseable.
 		panic(fmt.Sprintf("awsemulator: the embedded catalogue is corrupt, %v", err))
 	}
 	e := &Emulator{

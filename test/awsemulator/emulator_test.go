@@ -316,6 +316,12 @@ func TestSeedFiles(t *testing.T) {
 		{"no instance type", `{"autoScalingGroups": [{"name": "g", "maxSize": 1}]}`, "instanceType is required"},
 		{"duplicate", `{"sqsQueues": [{"name": "jobs"}]}`, "already exists"},
 		{"no cluster", `{"eksNodeGroups": [{"nodegroupName": "ng", "maxSize": 1, "instanceType": "m5.large"}]}`, "clusterName is required"},
+		{"duplicate subnet", `{"subnets": [{"id": "subnet-0a1", "availabilityZone": "us-west-2a"}]}`, "already exists"},
+		{"bad cidr", `{"subnets": [{"id": "s", "availabilityZone": "us-west-2a", "cidrBlock": "10.0.0.0/30"}]}`, "/28 or larger"},
+		{"unnamed group", `{"securityGroups": [{"id": "sg-1"}]}`, "id and name are required"},
+		{"unknown type", `{"catalogue": {"instanceTypes": ["m5.huge"]}}`, "unknown instance type"},
+		{"offering outside region", `{"catalogue": {"offerings": {"m5.large": ["eu-west-1a"]}}}`, "not a zone of the region"},
+		{"ssm name", `{"ssmParameters": {"image": "ami-1"}}`, "not a parameter path"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := awsemulator.ParseSeed([]byte(tt.seed))

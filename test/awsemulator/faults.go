@@ -14,7 +14,7 @@ type FaultKind string
 const (
 	// FaultThrottle answers with the service's throttling error, which the SDK retries.
 	FaultThrottle FaultKind = "throttle"
-	// FaultServerError answers 500 InternalFailure, which the SDK retries.
+	// FaultServerError answers 500 with the service's internal error, which the SDK retries.
 	FaultServerError FaultKind = "server-error"
 	// FaultAccessDenied answers the service's access-denied error.
 	FaultAccessDenied FaultKind = "access-denied"
@@ -164,7 +164,7 @@ func (e *Emulator) takeFault(req *request, r *http.Request) *apiError {
 		case FaultThrottle:
 			result = throttleError(req.service)
 		case FaultServerError:
-			result = &apiError{status: http.StatusInternalServerError, code: "InternalFailure", message: "The request processing has failed because of an unknown error, exception or failure (injected).", server: true}
+			result = serverError(req.service)
 		case FaultAccessDenied:
 			result = accessDeniedError(req, e.opts.AccountID)
 		}
@@ -204,6 +204,20 @@ func (e *Emulator) takeCapacityFault(instanceType, zone, capacityType string) *a
 		return errEC2(code, "%s", message)
 	}
 	return nil
+}
+
+// serverError is each service's own internal error; the SDK retries any 500.
+func serverError(service string) *apiError {
+	code := "InternalFailure"
+	switch service {
+	case serviceEC2:
+		code = "InternalError"
+	case serviceSSM:
+		code = "InternalServerError"
+	case servicePricing:
+		code = "InternalErrorException"
+	}
+	return &apiError{status: http.StatusInternalServerError, code: code, message: "The request processing has failed because of an unknown error, exception or failure (injected).", server: true}
 }
 
 // throttleError is each service's own throttling error; every code here is in

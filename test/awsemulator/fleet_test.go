@@ -133,8 +133,7 @@ func launched(out *ec2.CreateFleetOutput) []string {
 }
 
 func TestCreateFleetLaunchesTheCheapestPoolOnce(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e, cfg := start(t, awsemulator.Options{Clock: clk, PendingDelay: time.Minute, TerminatingDelay: 30 * time.Second}, launchSeed)
+	e, cfg := start(t, awsemulator.Options{}, launchSeed)
 	client := ec2.NewFromConfig(cfg)
 	ctx := context.Background()
 	createTemplate(t, client, "nodes")
@@ -164,7 +163,27 @@ func TestCreateFleetLaunchesTheCheapestPoolOnce(t *testing.T) {
 		t.Errorf("recorded requests = %+v", requests)
 	}
 
-	// Pending instances have no address yet; running ones have EC2's private DNS name.
+	_, err = client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{"i-0000000000000dead"}})
+	if code := errorCode(err); code != "InvalidInstanceID.NotFound" {
+		t.Errorf("unknown instance: code %q (%v)", code, err)
+	}
+	_, err = client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{"i-0000000000000dead"}})
+	if code := errorCode(err); code != "InvalidInstanceID.NotFound" {
+		t.Errorf("describe unknown instance: code %q (%v)", code, err)
+	}
+}
+
+func TestEC2InstancesRunAndTerminate(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	_, cfg := start(t, awsemulator.Options{Clock: clk, PendingDelay: time.Minute, TerminatingDelay: 30 * time.Second}, launchSeed)
+	client := ec2.NewFromConfig(cfg)
+	ctx := context.Background()
+	createTemplate(t, client, "nodes")
+	fleet, err := client.CreateFleet(ctx, fleetInput("", "on-demand", 2, "m5.large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := launched(fleet)
 	describe := func(ids ...string) []ec2types.Instance {
 		t.Helper()
 		out, err := client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: ids})
@@ -177,7 +196,8 @@ func TestCreateFleetLaunchesTheCheapestPoolOnce(t *testing.T) {
 		}
 		return all
 	}
-	ids := launched(first)
+
+	// Pending instances have no address yet; running ones have EC2's private DNS name.
 	for _, i := range describe(ids...) {
 		if i.State.Name != ec2types.InstanceStateNamePending || sdkaws.ToString(i.PrivateDnsName) != "" {
 			t.Errorf("just launched: %s %s %q", sdkaws.ToString(i.InstanceId), i.State.Name, sdkaws.ToString(i.PrivateDnsName))
@@ -210,14 +230,6 @@ func TestCreateFleetLaunchesTheCheapestPoolOnce(t *testing.T) {
 	}})
 	if err != nil || len(running.Reservations) != 1 || len(running.Reservations[0].Instances) != 1 || sdkaws.ToString(running.Reservations[0].Instances[0].InstanceId) != ids[1] {
 		t.Errorf("running instances by tag = %+v, %v", running, err)
-	}
-	_, err = client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{"i-0000000000000dead"}})
-	if code := errorCode(err); code != "InvalidInstanceID.NotFound" {
-		t.Errorf("unknown instance: code %q (%v)", code, err)
-	}
-	_, err = client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{"i-0000000000000dead"}})
-	if code := errorCode(err); code != "InvalidInstanceID.NotFound" {
-		t.Errorf("describe unknown instance: code %q (%v)", code, err)
 	}
 	// Terminated instances stay visible for a while, then EC2 forgets them.
 	clk.Step(time.Hour)
@@ -357,5 +369,59 @@ func getJSON(t *testing.T, url string, v any) {
 	defer func() { _ = resp.Body.Close() }()
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestDescribeInstancesPaginatesAndCreateTags(t *testing.T) {
+	_, cfg := start(t, awsemulator.Options{}, launchSeed)
+	client := ec2.NewFromConfig(cfg)
+	ctx := context.Background()
+	createTemplate(t, client, "nodes")
+	fleet, err := client.CreateFleet(ctx, fleetInput("", "spot", 12, "m5.large"))
+	if err != nil || len(launched(fleet)) != 12 {
+		t.Fatalf("CreateFleet = %+v, %v", fleet, err)
+	}
+
+	var ids []string
+	pages := 0
+	for p := ec2.NewDescribeInstancesPaginator(client, &ec2.DescribeInstancesInput{MaxResults: sdkaws.Int32(5)}); p.HasMorePages(); {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, r := range out.Reservations {
+			for _, i := range r.Instances {
+				ids = append(ids, sdkaws.ToString(i.InstanceId))
+			}
+		}
+	}
+	if pages != 3 || !slices.Equal(ids, launched(fleet)) {
+		t.Errorf("got %v over %d pages, want the 12 launched over 3", ids, pages)
+	}
+	_, err = client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: ids[:1], MaxResults: sdkaws.Int32(5)})
+	if code := errorCode(err); code != "InvalidParameterCombination" {
+		t.Errorf("ids with MaxResults: code %q (%v)", code, err)
+	}
+
+	if _, err := client.CreateTags(ctx, &ec2.CreateTagsInput{Resources: ids[:2], Tags: []ec2types.Tag{{Key: sdkaws.String("Name"), Value: sdkaws.String("node")}}}); err != nil {
+		t.Fatal(err)
+	}
+	named, err := client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{filter("tag:Name", "node"), filter("instance-lifecycle", "spot")}})
+	if err != nil || len(named.Reservations) != 1 || len(named.Reservations[0].Instances) != 2 {
+		t.Errorf("tagged instances = %+v, %v", named, err)
+	}
+	_, err = client.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{"i-0000000000000dead"}, Tags: []ec2types.Tag{{Key: sdkaws.String("k"), Value: sdkaws.String("v")}}})
+	if code := errorCode(err); code != "InvalidInstanceID.NotFound" {
+		t.Errorf("tagging an unknown instance: code %q (%v)", code, err)
+	}
+
+	// A deleted launch template is a per-override error, which tells a client to recreate it.
+	if _, err := client.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: sdkaws.String("nodes")}); err != nil {
+		t.Fatal(err)
+	}
+	gone, err := client.CreateFleet(ctx, fleetInput("", "on-demand", 1, "m5.large"))
+	if err != nil || len(gone.Instances) != 0 || len(gone.Errors) != 2 || sdkaws.ToString(gone.Errors[0].ErrorCode) != "InvalidLaunchTemplateName.NotFoundException" {
+		t.Errorf("fleet of a deleted template = %+v, %v", gone, err)
 	}
 }

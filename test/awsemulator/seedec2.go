@@ -9,6 +9,21 @@ import (
 )
 
 func (e *Emulator) validateSeedEC2(s Seed) error {
+	if err := e.validateSeedVPC(s); err != nil {
+		return err
+	}
+	for name := range s.SSMParameters {
+		if !strings.HasPrefix(name, "/") {
+			return fmt.Errorf("ssmParameters: %q is not a parameter path (it starts with /)", name)
+		}
+	}
+	if s.Catalogue != nil {
+		return e.validateSeedCatalogue(*s.Catalogue)
+	}
+	return nil
+}
+
+func (e *Emulator) validateSeedVPC(s Seed) error {
 	seen := map[string]bool{}
 	for _, sn := range s.Subnets {
 		switch {
@@ -33,43 +48,40 @@ func (e *Emulator) validateSeedEC2(s Seed) error {
 		}
 		seen[g.ID] = true
 	}
-	for name := range s.SSMParameters {
-		if !strings.HasPrefix(name, "/") {
-			return fmt.Errorf("ssmParameters: %q is not a parameter path (it starts with /)", name)
+	return nil
+}
+
+func (e *Emulator) validateSeedCatalogue(c SeedCatalogue) error {
+	known := func(t string) bool {
+		_, ok := e.catalogue.Types[t]
+		return ok || slices.ContainsFunc(c.Types, func(i InstanceTypeInfo) bool { return i.InstanceType == t })
+	}
+	for _, t := range c.InstanceTypes {
+		if !known(t) {
+			return fmt.Errorf("catalogue.instanceTypes: unknown instance type %q", t)
 		}
 	}
-	if c := s.Catalogue; c != nil {
-		known := func(t string) bool {
-			_, ok := e.catalogue.Types[t]
-			return ok || slices.ContainsFunc(c.Types, func(i InstanceTypeInfo) bool { return i.InstanceType == t })
+	for t, p := range c.Prices {
+		if !known(t) || p.OnDemand <= 0 || p.SpotMax < p.SpotMin {
+			return fmt.Errorf("catalogue.prices: %q needs a known type, onDemand > 0 and spotMin <= spotMax", t)
 		}
-		for _, t := range c.InstanceTypes {
-			if !known(t) {
-				return fmt.Errorf("catalogue.instanceTypes: unknown instance type %q", t)
-			}
+	}
+	for _, t := range c.Types {
+		if t.InstanceType == "" || t.VCPUs <= 0 || t.MemoryMiB <= 0 || len(t.Architectures) == 0 {
+			return fmt.Errorf("catalogue.types: %q needs instanceType, vcpus, memoryMiB and architectures", t.InstanceType)
 		}
-		for t, p := range c.Prices {
-			if !known(t) || p.OnDemand <= 0 || p.SpotMax < p.SpotMin {
-				return fmt.Errorf("catalogue.prices: %q needs a known type, onDemand > 0 and spotMin <= spotMax", t)
-			}
+	}
+	zones := c.Zones
+	if len(zones) == 0 {
+		zones = e.catalogue.zones
+	}
+	for t, zs := range c.Offerings {
+		if !known(t) {
+			return fmt.Errorf("catalogue.offerings: unknown instance type %q", t)
 		}
-		for _, t := range c.Types {
-			if t.InstanceType == "" || t.VCPUs <= 0 || t.MemoryMiB <= 0 || len(t.Architectures) == 0 {
-				return fmt.Errorf("catalogue.types: %q needs instanceType, vcpus, memoryMiB and architectures", t.InstanceType)
-			}
-		}
-		zones := c.Zones
-		if len(zones) == 0 {
-			zones = e.catalogue.zones
-		}
-		for t, zs := range c.Offerings {
-			if !known(t) {
-				return fmt.Errorf("catalogue.offerings: unknown instance type %q", t)
-			}
-			for _, z := range zs {
-				if !slices.Contains(zones, z) {
-					return fmt.Errorf("catalogue.offerings: %s is offered in %q, which is not a zone of the region %v", t, z, zones)
-				}
+		for _, z := range zs {
+			if !slices.Contains(zones, z) {
+				return fmt.Errorf("catalogue.offerings: %s is offered in %q, which is not a zone of the region %v", t, z, zones)
 			}
 		}
 	}
