@@ -32,6 +32,10 @@ var capacityErrorCodes = map[string]bool{
 	"Unsupported":                  true,
 }
 
+// maxOverrides bounds the overrides of one CreateFleet request, which EC2 limits: the cheapest
+// candidates go first, the others only if none of those has capacity.
+const maxOverrides = 60
+
 // fleetCapacityTypes maps capacity types to CreateFleet's default target capacity types.
 var fleetCapacityTypes = map[string]ec2types.DefaultTargetCapacityType{
 	v1alpha5.CapacityTypeOnDemand: ec2types.DefaultTargetCapacityTypeOnDemand,
@@ -39,7 +43,8 @@ var fleetCapacityTypes = map[string]ec2types.DefaultTargetCapacityType{
 }
 
 // Create launches one instance with CreateFleet (Type=instant). The candidates of the first
-// candidate's capacity type go in one request, one override per instance type and zone; when
+// candidate's capacity type (up to maxOverrides) go in one request, one override per instance
+// type and zone; when
 // EC2 has no capacity for some, they are marked unavailable and the rest are tried at once, the
 // other capacity type's last, so spot falls back to on-demand when the request allows it.
 func (i *Instances) Create(ctx context.Context, request cloudprovider.LaunchRequest) (*cloudprovider.Instance, error) {
@@ -75,7 +80,7 @@ func (i *Instances) Create(ctx context.Context, request cloudprovider.LaunchRequ
 		capacityType := remaining[0].Offering.CapacityType
 		var batch, rest []cloudprovider.Candidate
 		for _, c := range remaining {
-			if c.Offering.CapacityType == capacityType {
+			if c.Offering.CapacityType == capacityType && len(batch) < maxOverrides {
 				batch = append(batch, c)
 			} else {
 				rest = append(rest, c)
@@ -122,9 +127,10 @@ func (i *Instances) launch(ctx context.Context, request cloudprovider.LaunchRequ
 		},
 		OnDemandOptions: &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice},
 		SpotOptions:     &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized},
+		// An instant fleet tags only itself and its instances.
 		TagSpecifications: []ec2types.TagSpecification{
 			{ResourceType: ec2types.ResourceTypeInstance, Tags: i.instanceTags(request.ProvisionerName, block.Tags)},
-			{ResourceType: ec2types.ResourceTypeVolume, Tags: i.instanceTags(request.ProvisionerName, block.Tags)},
+			{ResourceType: ec2types.ResourceTypeFleet, Tags: i.instanceTags(request.ProvisionerName, block.Tags)},
 		},
 		ClientToken: clientToken(request.IdempotencyKey, capacityType, configs),
 	}

@@ -455,3 +455,25 @@ catalogue:
 		t.Errorf("on-demand price = %g after a failed refresh, want the last read 0.5", o.Price)
 	}
 }
+
+// EC2 bounds the overrides of a request: the cheapest candidates go first.
+func TestFleetOverridesAreBounded(t *testing.T) {
+	e := newInstancesEnv(t, launchSeed, 0)
+	e.refresh(t)
+	var candidates []cloudprovider.Candidate
+	for _, it := range e.instanceTypes(t, "", corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}) {
+		for _, o := range it.Offerings {
+			if o.CapacityType == v1alpha5.CapacityTypeOnDemand && len(candidates) < 70 {
+				candidates = append(candidates, cloudprovider.Candidate{InstanceType: it, Offering: o})
+			}
+		}
+	}
+	e.create(t, request(candidates))
+	overrides := 0
+	for _, c := range e.emulator.FleetRequests()[0].LaunchTemplateConfigs {
+		overrides += len(c.Overrides)
+	}
+	if overrides != 60 {
+		t.Errorf("%d overrides for %d candidates, want 60", overrides, len(candidates))
+	}
+}
