@@ -3,6 +3,7 @@ package aws_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/test/awstest"
+	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/test/awsemulator"
 )
 
@@ -304,5 +306,30 @@ func TestPricesFallBackWhenThePricingAPIIsDenied(t *testing.T) {
 		if o.CapacityType == v1alpha5.CapacityTypeOnDemand && o.Price != onDemand {
 			t.Errorf("on-demand price of m5.large in %s = %g, want the built-in %g", o.Zone, o.Price, onDemand)
 		}
+	}
+}
+
+// Start reads the catalogue and the prices at once, then on every refresh period.
+func TestStartRefreshesInTheBackground(t *testing.T) {
+	e := newInstancesEnv(t, vpcSeed, 0)
+	if err := e.emulator.InjectFault(awsemulator.Fault{Service: "pricing", Kind: awsemulator.FaultAccessDenied, Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- e.instances.Start(ctx) }()
+	eventually.Holds(t, "the catalogue is read on start", func() (bool, string, error) {
+		_, err := e.instances.InstanceTypes(ctx, cloudprovider.Constraints{})
+		// The tickers wait on the clock once the first reads are done.
+		return err == nil && e.instances.StalePrices() != nil && e.clock.HasWaiters(), fmt.Sprintf("InstanceTypes: %v, StalePrices: %v", err, e.instances.StalePrices()), nil
+	})
+	e.clock.Step(aws.DefaultPricingRefresh)
+	eventually.Holds(t, "prices are read again on the pricing period", func() (bool, string, error) {
+		err := e.instances.StalePrices()
+		return err == nil, fmt.Sprint(err), nil
+	})
+	cancel()
+	if err := <-stopped; err != nil {
+		t.Errorf("Start = %v", err)
 	}
 }
