@@ -59,8 +59,9 @@ type Options struct {
 	MetricsProducerPeriod time.Duration
 	// CloudProvider resolves node groups and queues from a spec's type and id.
 	CloudProvider cloudprovider.Factory
-	// InstanceProvider launches and terminates the instances of Provisioners; the controllers
-	// that need it are not registered when nil.
+	// InstanceProvider launches and terminates the instances of Provisioners; nil when the
+	// operator was not given a cluster name, and then the controllers that need it are not
+	// registered.
 	InstanceProvider cloudprovider.InstanceProvider
 	// NodeReadyTimeout is how long a launched node may take to become Ready before it is
 	// deleted; readiness.DefaultTimeout when zero.

@@ -13,22 +13,30 @@ import (
 	"knative.dev/pkg/apis"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/scheduling"
 )
 
-// provisioner gives v1alpha5.Provisioner its admission semantics.
+// provisioner gives v1alpha5.Provisioner its admission semantics; cloud defaults and validates
+// its provider block.
 type provisioner struct {
 	v1alpha5.Provisioner
+	cloud cloudprovider.ProviderValidator
 }
 
 func (p *provisioner) DeepCopyObject() runtime.Object {
-	return &provisioner{Provisioner: *p.Provisioner.DeepCopy()}
+	return &provisioner{Provisioner: *p.Provisioner.DeepCopy(), cloud: p.cloud}
 }
 
 func (p *provisioner) SupportedSubResources() []string { return mainResourceOnly }
 
-// SetDefaults has nothing to do: an unset field means what it says (no TTL, no limit).
-func (p *provisioner) SetDefaults(context.Context) {}
+// SetDefaults fills in the cloud's defaults of the provider block; other unset fields mean what
+// they say (no TTL, no limit).
+func (p *provisioner) SetDefaults(ctx context.Context) {
+	if p.cloud != nil {
+		p.Spec.Provider = p.cloud.DefaultProvider(ctx, p.Spec.Provider)
+	}
+}
 
 func (p *provisioner) Validate(ctx context.Context) *apis.FieldError {
 	if skipValidation(ctx, func(old *provisioner) bool {
@@ -36,7 +44,11 @@ func (p *provisioner) Validate(ctx context.Context) *apis.FieldError {
 	}) {
 		return nil
 	}
-	return ValidateProvisioner(&p.Provisioner)
+	errs := ValidateProvisioner(&p.Provisioner)
+	if p.cloud != nil {
+		errs = errs.Also(p.cloud.ValidateProvider(ctx, p.Spec.Provider).ViaField("provider").ViaField("spec"))
+	}
+	return errs
 }
 
 // Values the well-known labels take on nodes. Architectures are GOARCH names, as the kubelet

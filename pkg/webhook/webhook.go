@@ -54,18 +54,21 @@ type Options struct {
 	// through Leases named <component>.<queue>.00-of-01. Every replica serves admission.
 	LeaderElection bool
 	// Cloud validates node group and queue ids for the types the clouds registered, e.g. a
-	// cloudprovider.Registry filled by aws.RegisterIDs. Required.
+	// cloudprovider.Registry filled by aws.RegisterIDs, and defaults and validates Provisioners'
+	// provider blocks when a cloud registered for them (aws.RegisterProvider). Required.
 	Cloud cloudprovider.Validator
 }
 
 // Component names the webhook in leader election leases.
 const Component = "karpenter-webhook"
 
-// DefaultingTypes are the kinds the defaulting webhook mutates.
-func DefaultingTypes() map[schema.GroupVersionKind]resourcesemantics.GenericCRD {
+// DefaultingTypes are the kinds the defaulting webhook mutates; cloud defaults Provisioners'
+// provider blocks.
+func DefaultingTypes(cloud cloudprovider.Validator) map[schema.GroupVersionKind]resourcesemantics.GenericCRD {
 	return map[schema.GroupVersionKind]resourcesemantics.GenericCRD{
 		v1alpha1.SchemeGroupVersion.WithKind("HorizontalAutoscaler"): &horizontalAutoscaler{},
 		v1alpha1.SchemeGroupVersion.WithKind("MetricsProducer"):      &metricsProducer{},
+		v1alpha5.SchemeGroupVersion.WithKind("Provisioner"):          &provisioner{cloud: cloud},
 	}
 }
 
@@ -76,7 +79,7 @@ func ValidationTypes(cloud cloudprovider.Validator, access ScaleAccess) map[sche
 		v1alpha1.SchemeGroupVersion.WithKind("HorizontalAutoscaler"): &horizontalAutoscaler{access: access},
 		v1alpha1.SchemeGroupVersion.WithKind("MetricsProducer"):      &metricsProducer{cloud: cloud},
 		v1alpha1.SchemeGroupVersion.WithKind("ScalableNodeGroup"):    &scalableNodeGroup{cloud: cloud},
-		v1alpha5.SchemeGroupVersion.WithKind("Provisioner"):          &provisioner{},
+		v1alpha5.SchemeGroupVersion.WithKind("Provisioner"):          &provisioner{cloud: cloud},
 	}
 }
 
@@ -113,7 +116,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 
 	// The certificates controller ignores its ConfigMap watcher.
 	certs := certificates.NewController(ctx, configmap.NewStaticWatcher())
-	defaulter := defaulting.NewAdmissionController(ctx, opts.MutatingWebhookConfiguration, DefaultingPath, DefaultingTypes(), nil, false)
+	defaulter := defaulting.NewAdmissionController(ctx, opts.MutatingWebhookConfiguration, DefaultingPath, DefaultingTypes(opts.Cloud), nil, false)
 	validator := validation.NewAdmissionController(ctx, opts.ValidatingWebhookConfiguration, ValidationPath,
 		ValidationTypes(opts.Cloud, NewScaleAccess(kubeclient.Get(ctx))), nil, false)
 	server, err := knativewebhook.New(ctx, []any{defaulter.Reconciler, validator.Reconciler})
