@@ -14,6 +14,7 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/flagenv"
 	"karpenter.sh/karpenter/pkg/metrics/clients"
 	"karpenter.sh/karpenter/pkg/operator"
@@ -50,6 +51,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.DurationVar(&f.operator.Controllers.HorizontalAutoscalerPeriod, "horizontalautoscaler-period", 10*time.Second, "How often each HorizontalAutoscaler is evaluated.")
 	fs.Float64Var(&f.operator.Controllers.HorizontalAutoscalerTolerance, "horizontalautoscaler-tolerance", 0.1, "Fraction around a metric's target within which replicas do not change.")
 	fs.DurationVar(&f.operator.Controllers.MetricsProducerPeriod, "metricsproducer-period", 10*time.Second, "How often each MetricsProducer is recomputed.")
+	fs.DurationVar(&f.operator.Controllers.BatchIdleDuration, "batch-idle-duration", provisioning.DefaultBatchIdleDuration, "A batch of pending pods closes once no pod arrived for this long.")
+	fs.DurationVar(&f.operator.Controllers.BatchMaxDuration, "batch-max-duration", provisioning.DefaultBatchMaxDuration, "A batch of pending pods closes this long after it opened, however many still arrive.")
 	fs.DurationVar(&f.operator.Controllers.ResyncPeriod, "resync-period", 10*time.Second, "How often each object is reconciled without a watch event.")
 	if err := flagenv.Parse(fs, args); err != nil {
 		return f, err
@@ -77,6 +80,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	}
 	if f.operator.Controllers.HorizontalAutoscalerWorkers < 1 {
 		return f, fmt.Errorf("--horizontalautoscaler-workers must be at least 1, not %d", f.operator.Controllers.HorizontalAutoscalerWorkers)
+	}
+	if idle, max := f.operator.Controllers.BatchIdleDuration, f.operator.Controllers.BatchMaxDuration; idle <= 0 || max < idle {
+		return f, fmt.Errorf("--batch-idle-duration (%s) must be positive and --batch-max-duration (%s) at least as long", idle, max)
 	}
 	if f.logFormat != "json" && f.logFormat != "console" {
 		return f, fmt.Errorf("--log-format must be json or console, not %q", f.logFormat)

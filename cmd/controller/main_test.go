@@ -33,6 +33,8 @@ func TestParseFlags(t *testing.T) {
 		{"horizontalautoscaler workers default", o.Controllers.HorizontalAutoscalerWorkers, 10},
 		{"aws call timeout default", o.AWSCallTimeout, 30 * time.Second},
 		{"wedged reconcile timeout default", o.WedgedReconcileTimeout, 5 * time.Minute},
+		{"batch idle default", o.Controllers.BatchIdleDuration, time.Second},
+		{"batch max default", o.Controllers.BatchMaxDuration, 10 * time.Second},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
@@ -47,6 +49,8 @@ func TestParseFlags(t *testing.T) {
 		"--wedged-reconcile-timeout=0s",
 		"--prometheus-timeout=10s", // 32 queries of 10 s outlast the 5 min wedged timeout
 		"--wedged-reconcile-timeout=160s",
+		"--batch-idle-duration=0s",
+		"--batch-max-duration=500ms", // shorter than the 1 s idle gap
 	} {
 		if _, err := parseFlags(flag.NewFlagSet("controller", flag.ContinueOnError), []string{bad}); err == nil {
 			t.Errorf("%s was accepted", bad)

@@ -10,11 +10,13 @@ import (
 
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/controllers/metricsproducer"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/scalablenodegroup"
 	"karpenter.sh/karpenter/pkg/metrics/clients"
 	"karpenter.sh/karpenter/pkg/metrics/producers"
@@ -55,6 +57,13 @@ type Options struct {
 	MetricsProducerPeriod time.Duration
 	// CloudProvider resolves node groups and queues from a spec's type and id.
 	CloudProvider cloudprovider.Factory
+	// InstanceProvider launches the Provisioners' nodes; without one the provisioning
+	// controller is not registered.
+	InstanceProvider cloudprovider.InstanceProvider
+	// BatchIdleDuration and BatchMaxDuration close a batch of pending pods: once none
+	// arrived for the first, or the second after the batch opened; the provisioning
+	// package's defaults when zero.
+	BatchIdleDuration, BatchMaxDuration time.Duration
 	// ResyncPeriod is how often every object is reconciled even without a watch event.
 	ResyncPeriod time.Duration
 	// Clock is the one clock of every controller.
@@ -64,7 +73,7 @@ type Options struct {
 }
 
 // Names lists every controller, in the order they are registered.
-var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name}
+var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name, provisioning.Name}
 
 // reconciler is what each controller package offers to the manager.
 type reconciler interface {
@@ -87,6 +96,10 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 	}
 	for _, name := range Names {
 		if len(opts.Enabled) > 0 && !slices.Contains(opts.Enabled, name) {
+			continue
+		}
+		if name == provisioning.Name && opts.InstanceProvider == nil {
+			log.FromContext(ctx).Info("no instance provider: Provisioners are not acted on", "controller", name)
 			continue
 		}
 		r, err := build(ctx, mgr, name, opts)
@@ -135,6 +148,15 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options) 
 			Recorder: recorderFor(mgr, name),
 			Clock:    opts.Clock,
 			Period:   cmp.Or(opts.MetricsProducerPeriod, opts.ResyncPeriod),
+		})
+	case provisioning.Name:
+		return provisioning.New(provisioning.Options{
+			Client:            mgr.GetClient(),
+			InstanceProvider:  opts.InstanceProvider,
+			Recorder:          recorderFor(mgr, name),
+			Clock:             opts.Clock,
+			BatchIdleDuration: opts.BatchIdleDuration,
+			BatchMaxDuration:  opts.BatchMaxDuration,
 		})
 	}
 	return nil, fmt.Errorf("no controller is named %q", name)

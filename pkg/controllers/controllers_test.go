@@ -17,7 +17,7 @@ func TestRegisterRefusesBadOptions(t *testing.T) {
 		options controllers.Options
 		want    string
 	}{
-		{name: "unknown controller", options: controllers.Options{Clock: clock.RealClock{}, Enabled: []string{"provisioning"}}, want: `no controller is named "provisioning"`},
+		{name: "unknown controller", options: controllers.Options{Clock: clock.RealClock{}, Enabled: []string{"provisioner"}}, want: `no controller is named "provisioner"`},
 		{name: "no clock", options: controllers.Options{}, want: "without a clock"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

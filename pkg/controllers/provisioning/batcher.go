@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
 )
@@ -38,7 +37,7 @@ type batcher struct {
 	window window
 
 	mu          sync.Mutex
-	pending     sets.Set[types.UID]
+	pending     sets.Set[string]
 	first, last time.Time
 	// arrived has room for one signal: a pod arriving while one is unread adds nothing the
 	// waiter would not see.
@@ -46,20 +45,26 @@ type batcher struct {
 }
 
 func newBatcher(clk clock.Clock, w window) *batcher {
-	return &batcher{clock: clk, window: w, pending: sets.New[types.UID](), arrived: make(chan struct{}, 1)}
+	return &batcher{clock: clk, window: w, pending: sets.New[string](), arrived: make(chan struct{}, 1)}
 }
 
-// add puts a pod in the open batch, opening one if none is. A pod added again (it was not
-// provisioned for, or is still waiting for its node) counts once.
-func (b *batcher) add(uid types.UID) {
+// add puts a pod, by key, in the open batch, opening one if none is. A pod added again (it
+// was not provisioned for, or is still waiting for its node) counts once.
+func (b *batcher) add(key string) {
 	b.mu.Lock()
 	now := b.clock.Now()
 	if b.pending.Len() == 0 {
 		b.first = now
 	}
 	b.last = now
-	b.pending.Insert(uid)
+	b.pending.Insert(key)
 	b.mu.Unlock()
+	b.poke()
+}
+
+// poke closes a batch at once, empty if no pod is pending: a pass retries what the last one
+// could not launch.
+func (b *batcher) poke() {
 	select {
 	case b.arrived <- struct{}{}:
 	default:
@@ -79,7 +84,7 @@ func (b *batcher) wait(ctx context.Context) (size int, ok bool) {
 		remaining := b.window.closesAt(b.first, b.last).Sub(b.clock.Now())
 		if remaining <= 0 {
 			size = b.pending.Len()
-			b.pending = sets.New[types.UID]()
+			b.pending = sets.New[string]()
 			b.mu.Unlock()
 			return size, true
 		}

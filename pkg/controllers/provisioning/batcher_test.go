@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"karpenter.sh/karpenter/pkg/test/eventually"
@@ -36,8 +35,8 @@ func TestWindowClosesAt(t *testing.T) {
 func TestBatcherGathersABatch(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	b := newBatcher(clk, window{idle: time.Second, max: 10 * time.Second})
-	for _, uid := range []types.UID{"a", "b", "a", "c"} {
-		b.add(uid)
+	for _, key := range []string{"a", "b", "a", "c"} {
+		b.add(key)
 	}
 	sizes := make(chan int, 1)
 	go func() {
@@ -72,5 +71,13 @@ func TestBatcherStopsWithContext(t *testing.T) {
 	cancel()
 	if _, ok := b.wait(ctx); ok {
 		t.Error("wait returned a batch after its context ended")
+	}
+}
+
+func TestBatcherPokeRunsAnEmptyBatchAtOnce(t *testing.T) {
+	b := newBatcher(clocktesting.NewFakeClock(time.Now()), window{idle: time.Second, max: 10 * time.Second})
+	b.poke()
+	if size, ok := b.wait(context.Background()); !ok || size != 0 {
+		t.Errorf("a poke gave a batch of %d (%v), want an empty one at once", size, ok)
 	}
 }
