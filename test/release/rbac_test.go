@@ -72,7 +72,17 @@ func TestReleaseRBAC(t *testing.T) {
 			controllerNeeds = append(controllerNeeds, access{verb: verb, resource: resource})
 		}
 	}
+	// The allocator: it reads Provisioners and DaemonSets, writes Provisioners' status, and
+	// creates the Nodes of the instances it launches.
+	for _, verb := range []string{"get", "list", "watch"} {
+		controllerNeeds = append(controllerNeeds,
+			access{verb: verb, group: "karpenter.sh", resource: "provisioners"},
+			access{verb: verb, group: "apps", resource: "daemonsets"})
+	}
 	controllerNeeds = append(controllerNeeds,
+		access{verb: "patch", group: "karpenter.sh", resource: "provisioners", subresource: "status"},
+		access{verb: "create", resource: "nodes"},
+		access{verb: "patch", resource: "nodes"},
 		access{verb: "create", resource: "events", namespace: "team-a"},
 		access{verb: "patch", resource: "events", namespace: "team-a"},
 		access{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: namespace, name: "karpenter-leader-election"},
