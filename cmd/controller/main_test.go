@@ -43,6 +43,8 @@ func TestParseFlags(t *testing.T) {
 		{"instance types refresh default", o.AWSInstanceOptions.InstanceTypesRefresh, 5 * time.Minute},
 		{"pricing refresh default", o.AWSInstanceOptions.PricingRefresh, 12 * time.Hour},
 		{"unavailable offerings TTL default", o.AWSInstanceOptions.UnavailableOfferingsTTL, 3 * time.Minute},
+		{"batch idle default", o.Controllers.BatchIdleDuration, time.Second},
+		{"batch max default", o.Controllers.BatchMaxDuration, 10 * time.Second},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
@@ -63,6 +65,8 @@ func TestParseFlags(t *testing.T) {
 		"--node-ready-timeout=0s",
 		"--garbage-collection-period=-1m",
 		"--garbage-collection-grace=0s",
+		"--batch-idle-duration=0s",
+		"--batch-max-duration=500ms", // shorter than the 1 s idle gap
 	} {
 		if _, err := parseFlags(flag.NewFlagSet("controller", flag.ContinueOnError), []string{bad}); err == nil {
 			t.Errorf("%s was accepted", bad)

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -19,6 +20,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
 	"karpenter.sh/karpenter/pkg/controllers/node/termination"
 	provisionerstatus "karpenter.sh/karpenter/pkg/controllers/provisioner/status"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/scalablenodegroup"
 	"karpenter.sh/karpenter/pkg/metrics/clients"
 	"karpenter.sh/karpenter/pkg/metrics/producers"
@@ -72,6 +74,10 @@ type Options struct {
 	// GarbageCollectionGrace is how long an instance may run without a node before it is
 	// terminated; garbagecollection.DefaultGrace when zero.
 	GarbageCollectionGrace time.Duration
+	// BatchIdleDuration and BatchMaxDuration close a batch of pending pods: once none
+	// arrived for the first, or the second after the batch opened; the provisioning
+	// package's defaults when zero.
+	BatchIdleDuration, BatchMaxDuration time.Duration
 	// ResyncPeriod is how often every object is reconciled even without a watch event.
 	ResyncPeriod time.Duration
 	// Clock is the one clock of every controller.
@@ -82,10 +88,10 @@ type Options struct {
 
 // Names lists every controller, in the order they are registered.
 var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name,
-	readiness.Name, termination.Name, garbagecollection.Name, provisionerstatus.Name}
+	provisioning.Name, readiness.Name, termination.Name, garbagecollection.Name, provisionerstatus.Name}
 
 // needInstances are the controllers that run only with an InstanceProvider.
-var needInstances = []string{termination.Name, garbagecollection.Name}
+var needInstances = []string{provisioning.Name, termination.Name, garbagecollection.Name}
 
 // reconciler is what each controller package offers to the manager.
 type reconciler interface {
@@ -114,6 +120,7 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 			if slices.Contains(opts.Enabled, name) {
 				return fmt.Errorf("the %s controller needs an instance provider", name)
 			}
+			log.FromContext(ctx).Info("no instance provider: controller not registered, Provisioners are not acted on", "controller", name)
 			continue
 		}
 		r, err := build(ctx, mgr, name, opts)
@@ -162,6 +169,15 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options) 
 			Recorder: recorderFor(mgr, name),
 			Clock:    opts.Clock,
 			Period:   cmp.Or(opts.MetricsProducerPeriod, opts.ResyncPeriod),
+		})
+	case provisioning.Name:
+		return provisioning.New(provisioning.Options{
+			Client:            mgr.GetClient(),
+			InstanceProvider:  opts.InstanceProvider,
+			Recorder:          recorderFor(mgr, name),
+			Clock:             opts.Clock,
+			BatchIdleDuration: opts.BatchIdleDuration,
+			BatchMaxDuration:  opts.BatchMaxDuration,
 		})
 	case readiness.Name:
 		return readiness.New(readiness.Options{
