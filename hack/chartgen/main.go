@@ -99,8 +99,11 @@ func generate(config, chart string) error {
 // copyCRDs makes crds/ hold exactly config/crd's files: Helm installs them before the templates.
 func copyCRDs(from, to string) error {
 	sources, err := filepath.Glob(filepath.Join(from, "*.yaml"))
-	if err != nil || len(sources) == 0 {
-		return fmt.Errorf("no CRDs in %s (%v)", from, err)
+	if err != nil {
+		return fmt.Errorf("listing %s, %w", from, err)
+	}
+	if len(sources) == 0 {
+		return fmt.Errorf("no CRDs in %s", from)
 	}
 	stale, err := filepath.Glob(filepath.Join(to, "*.yaml"))
 	if err != nil {
