@@ -22,7 +22,9 @@ ZONEINFO=/usr/share/zoneinfo
 log() { echo "image: $*" >&2; }
 fail() { echo "image: ERROR: $*" >&2; exit 1; }
 
-command -v buildah >/dev/null || fail "buildah is not on PATH (make test-assets installs it)"
+for tool in buildah skopeo; do
+	command -v "${tool}" >/dev/null || fail "${tool} is not on PATH: apt-get install buildah skopeo (or make test-assets)"
+done
 [[ -s "${CA_BUNDLE}" ]] || fail "${CA_BUNDLE} is missing: install Debian's ca-certificates"
 [[ -f "${ZONEINFO}/America/Los_Angeles" ]] || fail "${ZONEINFO} is incomplete: install Debian's tzdata"
 
