@@ -47,7 +47,12 @@ func TestReleaseRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	apply(t, env, path)
+	checkRBAC(t, env)
+}
 
+// checkRBAC asks the apiserver, for each service account of an install in namespace karpenter
+// (the release or the chart), whether it may do what its binary needs and nothing more.
+func checkRBAC(t *testing.T, env *environment.Environment) {
 	var controllerNeeds []access
 	for _, resource := range []string{"horizontalautoscalers", "metricsproducers", "scalablenodegroups"} {
 		for _, verb := range []string{"get", "list", "watch"} {
