@@ -32,6 +32,10 @@ type InstanceProvider interface {
 	// List returns the instances this cluster owns that have not terminated,
 	// including those launched for a node that never registered.
 	List(ctx context.Context) ([]*Instance, error)
+	// MarkUnavailable stops offering the offering for new launches for a while, as after an
+	// insufficient capacity error: InstanceTypes reports it Available false and Create skips
+	// it. Interruption handling calls it when the cloud reclaims a spot instance.
+	MarkUnavailable(ctx context.Context, offering OfferingKey, reason string)
 	ProviderValidator
 }
 

@@ -18,6 +18,8 @@ import (
 //	POST   /_emulator/seed                          add resources (seed YAML or JSON)
 //	POST   /_emulator/queues/{name}/messages        {"count": 10, "body": "job"}
 //	DELETE /_emulator/queues/{name}/messages        purge
+//	POST   /_emulator/instances/{id}/interrupt?queue=<name>&kind=spot|rebalance|scheduled-change|state-change[&state=terminated]
+//	                                                an EventBridge event about the instance on the queue
 //	GET    /_emulator/faults                        faults and how often each hit
 //	POST   /_emulator/faults                        add a Fault (JSON)
 //	DELETE /_emulator/faults                        clear faults
@@ -158,6 +160,15 @@ func (e *Emulator) adminHandler() http.Handler {
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /_emulator/instances/{id}/interrupt", func(w http.ResponseWriter, r *http.Request) {
+		query := r.URL.Query()
+		id, err := e.Interrupt(query.Get("queue"), r.PathValue("id"), InterruptionKind(query.Get("kind")), query.Get("state"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		writeJSON(w, "application/json", map[string]string{"messageId": id})
 	})
 	mux.HandleFunc("DELETE /_emulator/queues/{name}/messages", func(w http.ResponseWriter, r *http.Request) {
 		if err := e.PurgeQueue(r.PathValue("name")); err != nil {
