@@ -55,6 +55,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.DurationVar(&f.operator.Controllers.NodeReadyTimeout, "node-ready-timeout", readiness.DefaultTimeout, "How long a launched node may take to become Ready before it is deleted and its instance terminated.")
 	fs.DurationVar(&f.operator.Controllers.GarbageCollectionPeriod, "garbage-collection-period", garbagecollection.DefaultPeriod, "How often the cloud's instances and the cluster's nodes are compared.")
 	fs.DurationVar(&f.operator.Controllers.GarbageCollectionGrace, "garbage-collection-grace", garbagecollection.DefaultGrace, "How long an instance may run without a node before it is terminated.")
+	fs.StringVar(&f.operator.InterruptionQueue, "interruption-queue", "", "SQS queue (name, URL or ARN) the EventBridge rules send EC2 spot interruptions, rebalance recommendations, scheduled changes and state changes to; empty disables interruption handling.")
 	fs.DurationVar(&f.operator.Controllers.ResyncPeriod, "resync-period", 10*time.Second, "How often each object is reconciled without a watch event.")
 	if err := flagenv.Parse(fs, args); err != nil {
 		return f, err

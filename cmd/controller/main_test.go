@@ -9,6 +9,7 @@ import (
 func TestParseFlags(t *testing.T) {
 	t.Setenv("PROMETHEUS_URI", "http://from-env:9090")
 	t.Setenv("RESYNC_PERIOD", "30s")
+	t.Setenv("INTERRUPTION_QUEUE", "karpenter-interruptions")
 	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
 	f, err := parseFlags(fs, []string{"--leader-elect=false", "--aws-region=eu-west-1", "--resync-period=5s"})
 	if err != nil {
@@ -36,6 +37,7 @@ func TestParseFlags(t *testing.T) {
 		{"node ready timeout default", o.Controllers.NodeReadyTimeout, 15 * time.Minute},
 		{"garbage collection period default", o.Controllers.GarbageCollectionPeriod, time.Minute},
 		{"garbage collection grace default", o.Controllers.GarbageCollectionGrace, 2 * time.Minute},
+		{"interruption queue from the environment", o.InterruptionQueue, "karpenter-interruptions"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)

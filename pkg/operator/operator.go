@@ -47,6 +47,10 @@ type Options struct {
 	// AWSCallTimeout bounds each AWS call, its retries included; aws.DefaultCallTimeout when
 	// zero. Unused when Controllers.CloudProvider is set.
 	AWSCallTimeout time.Duration
+	// InterruptionQueue names the SQS queue (name, URL or ARN) of the EC2 interruption events
+	// the interruption controller acts on; empty disables it. Unused when
+	// Controllers.InterruptionQueue is set.
+	InterruptionQueue string
 	// Namespaces, when set, limits the cache to these namespaces.
 	Namespaces []string
 	// WedgedReconcileTimeout is how long one reconcile may run before /healthz fails;
@@ -88,16 +92,24 @@ func New(ctx context.Context, restConfig *rest.Config, options Options) (manager
 	if options.Controllers.Clock == nil {
 		options.Controllers.Clock = clock.RealClock{}
 	}
-	if options.Controllers.CloudProvider == nil {
+	needQueue := options.InterruptionQueue != "" && options.Controllers.InterruptionQueue == nil
+	if options.Controllers.CloudProvider == nil || needQueue {
 		// The SDK's own configuration chain applies: credentials (IRSA, environment, profile)
 		// and endpoint overrides such as AWS_ENDPOINT_URL.
 		provider, err := aws.New(ctx, aws.Options{Region: options.AWSRegion, Clock: options.Controllers.Clock, CallTimeout: options.AWSCallTimeout})
 		if err != nil {
 			return nil, err
 		}
-		registry := cloudprovider.NewRegistry()
-		provider.Register(registry)
-		options.Controllers.CloudProvider = registry
+		if options.Controllers.CloudProvider == nil {
+			registry := cloudprovider.NewRegistry()
+			provider.Register(registry)
+			options.Controllers.CloudProvider = registry
+		}
+		if needQueue {
+			if options.Controllers.InterruptionQueue, err = provider.InterruptionQueue(options.InterruptionQueue); err != nil {
+				return nil, fmt.Errorf("building the interruption queue, %w", err)
+			}
+		}
 	}
 	mgr, err := ctrl.NewManager(restConfig, managerOptions(options))
 	if err != nil {

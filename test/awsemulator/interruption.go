@@ -80,3 +80,14 @@ func (e *Emulator) Interrupt(queueName, instanceID string, kind InterruptionKind
 	}
 	return e.sendMessage(q, string(body), 0, now).id, nil
 }
+
+// MessageCount is how many messages a queue holds, in flight or not.
+func (e *Emulator) MessageCount(queueName string) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	q, ok := e.queues[queueName]
+	if !ok {
+		return 0, fmt.Errorf("queue %q does not exist", queueName)
+	}
+	return len(q.messages), nil
+}
