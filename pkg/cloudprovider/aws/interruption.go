@@ -22,12 +22,19 @@ const (
 	detailTypeHealth           = "AWS Health Event"
 )
 
-// Receive's long poll and batch: SQS's maximums, so that an idle queue costs one call every
-// 20 seconds and a burst of interruptions is read ten at a time.
+// Receive's longest wait and its batch: SQS's maximums, so that an idle queue costs few calls
+// and a burst of interruptions is read ten at a time.
 const (
-	interruptionWaitSeconds = 20
-	interruptionBatch       = 10
+	maxInterruptionWaitSeconds = 20
+	interruptionBatch          = 10
 )
+
+// interruptionWaitSeconds is the long poll's wait: SQS's longest, within half the call
+// timeout so that an idle wait never fails as a call that took too long, and at least a
+// second so that an idle queue is not polled in a tight loop.
+func interruptionWaitSeconds(callTimeout time.Duration) int32 {
+	return max(1, min(maxInterruptionWaitSeconds, int32(callTimeout/2/time.Second)))
+}
 
 // interruptingStates are the instance states that take a node away; pending and running
 // are not interruptions.
@@ -148,13 +155,17 @@ func (p *Provider) InterruptionQueue(id string) (cloudprovider.InterruptionQueue
 	if err != nil {
 		return nil, err
 	}
-	return &interruptionQueue{sqsQueue: sqsQueue{sqs: c.sqs, cloudWatch: c.cloudWatch, clock: p.clock, id: parsed, url: parsed.URL}}, nil
+	return &interruptionQueue{
+		sqsQueue:    sqsQueue{sqs: c.sqs, cloudWatch: c.cloudWatch, clock: p.clock, id: parsed, url: parsed.URL},
+		waitSeconds: interruptionWaitSeconds(p.callTimeout),
+	}, nil
 }
 
 // interruptionQueue reads EventBridge events from SQS; it shares the queue URL resolution of
 // the Queue that MetricsProducers read.
 type interruptionQueue struct {
 	sqsQueue
+	waitSeconds int32
 }
 
 func (q *interruptionQueue) Receive(ctx context.Context) ([]cloudprovider.InterruptionMessage, error) {
@@ -165,7 +176,7 @@ func (q *interruptionQueue) Receive(ctx context.Context) ([]cloudprovider.Interr
 	out, err := q.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:            sdkaws.String(url),
 		MaxNumberOfMessages: interruptionBatch,
-		WaitTimeSeconds:     interruptionWaitSeconds,
+		WaitTimeSeconds:     q.waitSeconds,
 	})
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
