@@ -33,7 +33,8 @@ const (
 // timeout so that an idle wait never fails as a call that took too long, and at least a
 // second so that an idle queue is not polled in a tight loop.
 func interruptionWaitSeconds(callTimeout time.Duration) int32 {
-	return max(1, min(maxInterruptionWaitSeconds, int32(callTimeout/2/time.Second)))
+	wait := max(time.Second, min(maxInterruptionWaitSeconds*time.Second, callTimeout/2))
+	return int32(wait / time.Second) //nolint:gosec // G115: clamped to [1, 20] above.
 }
 
 // interruptingStates are the instance states that take a node away; pending and running
