@@ -11,6 +11,7 @@ func TestParseFlags(t *testing.T) {
 	t.Setenv("RESYNC_PERIOD", "30s")
 	t.Setenv("CLUSTER_NAME", "demo")
 	t.Setenv("CLUSTER_ENDPOINT", "https://demo.example")
+	t.Setenv("INTERRUPTION_QUEUE", "karpenter-interruptions")
 	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
 	f, err := parseFlags(fs, []string{"--leader-elect=false", "--aws-region=eu-west-1", "--resync-period=5s"})
 	if err != nil {
@@ -45,6 +46,7 @@ func TestParseFlags(t *testing.T) {
 		{"unavailable offerings TTL default", o.AWSInstanceOptions.UnavailableOfferingsTTL, 3 * time.Minute},
 		{"batch idle default", o.Controllers.BatchIdleDuration, time.Second},
 		{"batch max default", o.Controllers.BatchMaxDuration, 10 * time.Second},
+		{"interruption queue from the environment", o.InterruptionQueue, "karpenter-interruptions"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)

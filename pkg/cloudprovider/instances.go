@@ -36,6 +36,10 @@ type InstanceProvider interface {
 	// a *StalePricesError while they come from an older or built-in catalogue because the
 	// cloud's price APIs fail, so that the caller can say so on its objects.
 	StalePrices() error
+	// MarkUnavailable stops offering the offering for new launches for a while, as after an
+	// insufficient capacity error: InstanceTypes reports it Available false and Create skips
+	// it. Interruption handling calls it when the cloud reclaims a spot instance.
+	MarkUnavailable(ctx context.Context, offering OfferingKey, reason string)
 	ProviderValidator
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
+	"karpenter.sh/karpenter/pkg/controllers/interruption"
 	"karpenter.sh/karpenter/pkg/controllers/metricsproducer"
 	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
 	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
@@ -65,6 +66,9 @@ type Options struct {
 	// operator was not given a cluster name, and then the controllers that need it are not
 	// registered.
 	InstanceProvider cloudprovider.InstanceProvider
+	// InterruptionQueue delivers the cloud's notices about instances; the interruption
+	// controller is not registered when nil.
+	InterruptionQueue cloudprovider.InterruptionQueue
 	// NodeReadyTimeout is how long a launched node may take to become Ready before it is
 	// deleted; readiness.DefaultTimeout when zero.
 	NodeReadyTimeout time.Duration
@@ -88,10 +92,10 @@ type Options struct {
 
 // Names lists every controller, in the order they are registered.
 var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name,
-	provisioning.Name, readiness.Name, termination.Name, garbagecollection.Name, provisionerstatus.Name}
+	provisioning.Name, readiness.Name, termination.Name, garbagecollection.Name, interruption.Name, provisionerstatus.Name}
 
 // needInstances are the controllers that run only with an InstanceProvider.
-var needInstances = []string{provisioning.Name, termination.Name, garbagecollection.Name}
+var needInstances = []string{provisioning.Name, termination.Name, garbagecollection.Name, interruption.Name}
 
 // reconciler is what each controller package offers to the manager.
 type reconciler interface {
@@ -112,6 +116,10 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 	if opts.Clock == nil {
 		return fmt.Errorf("registering controllers without a clock")
 	}
+	if opts.InterruptionQueue != nil && opts.InstanceProvider == nil && (len(opts.Enabled) == 0 || slices.Contains(opts.Enabled, interruption.Name)) {
+		// A queue configured and never read would drop every notice without a word.
+		return fmt.Errorf("the %s controller has a queue but no instance provider, whose nodes it acts on", interruption.Name)
+	}
 	for _, name := range Names {
 		if len(opts.Enabled) > 0 && !slices.Contains(opts.Enabled, name) {
 			continue
@@ -121,6 +129,12 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 				return fmt.Errorf("the %s controller needs an instance provider", name)
 			}
 			log.FromContext(ctx).Info("no instance provider: controller not registered, Provisioners are not acted on", "controller", name)
+			continue
+		}
+		if opts.InterruptionQueue == nil && name == interruption.Name {
+			if slices.Contains(opts.Enabled, name) {
+				return fmt.Errorf("the %s controller needs an interruption queue", name)
+			}
 			continue
 		}
 		r, err := build(ctx, mgr, name, opts)
@@ -201,6 +215,14 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options) 
 			Clock:     opts.Clock,
 			Period:    opts.GarbageCollectionPeriod,
 			Grace:     opts.GarbageCollectionGrace,
+		})
+	case interruption.Name:
+		return interruption.New(interruption.Options{
+			Client:    mgr.GetClient(),
+			Queue:     opts.InterruptionQueue,
+			Instances: opts.InstanceProvider,
+			Recorder:  recorderFor(mgr, name),
+			Clock:     opts.Clock,
 		})
 	case provisionerstatus.Name:
 		return provisionerstatus.New(provisionerstatus.Options{Client: mgr.GetClient()})

@@ -61,6 +61,10 @@ type Options struct {
 	// refresh periods, how long an offering without capacity is not offered. The cluster's
 	// name, endpoint, CA bundle and version are filled in from the above and the cluster.
 	AWSInstanceOptions aws.InstancesOptions
+	// InterruptionQueue names the SQS queue (name, URL or ARN) of the EC2 interruption events
+	// the interruption controller acts on; empty disables it. Unused when
+	// Controllers.InterruptionQueue is set.
+	InterruptionQueue string
 	// Namespaces, when set, limits the cache to these namespaces.
 	Namespaces []string
 	// WedgedReconcileTimeout is how long one reconcile may run before /healthz fails;
@@ -102,23 +106,31 @@ func New(ctx context.Context, restConfig *rest.Config, options Options) (manager
 	if options.Controllers.Clock == nil {
 		options.Controllers.Clock = clock.RealClock{}
 	}
-	if options.Controllers.CloudProvider == nil {
+	needQueue := options.InterruptionQueue != "" && options.Controllers.InterruptionQueue == nil
+	if options.Controllers.CloudProvider == nil || needQueue {
 		// The SDK's own configuration chain applies: credentials (IRSA, environment, profile)
 		// and endpoint overrides such as AWS_ENDPOINT_URL.
 		provider, err := aws.New(ctx, aws.Options{Region: options.AWSRegion, Clock: options.Controllers.Clock, CallTimeout: options.AWSCallTimeout})
 		if err != nil {
 			return nil, err
 		}
-		registry := cloudprovider.NewRegistry()
-		provider.Register(registry)
-		options.Controllers.CloudProvider = registry
-		if options.ClusterName != "" {
-			instances, err := awsInstances(restConfig, provider, options)
-			if err != nil {
-				return nil, err
+		if options.Controllers.CloudProvider == nil {
+			registry := cloudprovider.NewRegistry()
+			provider.Register(registry)
+			options.Controllers.CloudProvider = registry
+			if options.ClusterName != "" {
+				instances, err := awsInstances(restConfig, provider, options)
+				if err != nil {
+					return nil, err
+				}
+				registry.RegisterProvider(instances)
+				options.Controllers.InstanceProvider = instances
 			}
-			registry.RegisterProvider(instances)
-			options.Controllers.InstanceProvider = instances
+		}
+		if needQueue {
+			if options.Controllers.InterruptionQueue, err = provider.InterruptionQueue(options.InterruptionQueue); err != nil {
+				return nil, fmt.Errorf("building the interruption queue, %w", err)
+			}
 		}
 	}
 	mgr, err := ctrl.NewManager(restConfig, managerOptions(options))

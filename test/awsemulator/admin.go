@@ -22,6 +22,8 @@ import (
 //	POST   /_emulator/ec2/instances/terminate       {"instanceIds": [...]}; none: all (drain)
 //	GET    /_emulator/ec2/fleets                    CreateFleet requests as received
 //	GET    /_emulator/ec2/launchtemplates           launch templates with their data
+//	POST   /_emulator/instances/{id}/interrupt?queue=<name>&kind=spot|rebalance|scheduled-change|state-change[&state=terminated]
+//	                                                an EventBridge event about the instance on the queue
 //	GET    /_emulator/faults                        faults and how often each hit
 //	POST   /_emulator/faults                        add a Fault (JSON)
 //	DELETE /_emulator/faults                        clear faults
@@ -162,6 +164,15 @@ func (e *Emulator) adminHandler() http.Handler {
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /_emulator/instances/{id}/interrupt", func(w http.ResponseWriter, r *http.Request) {
+		query := r.URL.Query()
+		id, err := e.Interrupt(query.Get("queue"), r.PathValue("id"), InterruptionKind(query.Get("kind")), query.Get("state"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		writeJSON(w, "application/json", map[string]string{"messageId": id})
 	})
 	mux.HandleFunc("DELETE /_emulator/queues/{name}/messages", func(w http.ResponseWriter, r *http.Request) {
 		if err := e.PurgeQueue(r.PathValue("name")); err != nil {

@@ -60,8 +60,9 @@ const maxRegions = 16
 
 // Provider holds the SDK configuration and builds per-region clients on demand.
 type Provider struct {
-	cfg   sdkaws.Config
-	clock clock.PassiveClock
+	cfg         sdkaws.Config
+	clock       clock.PassiveClock
+	callTimeout time.Duration
 
 	mu      sync.Mutex
 	regions map[string]*regionClients
@@ -120,7 +121,7 @@ func New(ctx context.Context, opts Options, loadOptions ...func(*config.LoadOpti
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Provider{cfg: cfg, clock: clk, regions: map[string]*regionClients{}}, nil
+	return &Provider{cfg: cfg, clock: clk, callTimeout: callTimeout, regions: map[string]*regionClients{}}, nil
 }
 
 // configureRetries sets cfg's retryer: adaptive (client-side rate limiting after

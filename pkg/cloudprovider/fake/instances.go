@@ -50,6 +50,7 @@ type InstanceProvider struct {
 	typesCalls  []cloudprovider.Constraints
 	createCalls []cloudprovider.LaunchRequest
 	deleteCalls []string
+	unavailable []cloudprovider.OfferingKey
 }
 
 var _ cloudprovider.InstanceProvider = (*InstanceProvider)(nil)
@@ -259,6 +260,22 @@ func (p *InstanceProvider) SetInsufficientCapacity(offerings ...cloudprovider.Of
 	for _, key := range offerings {
 		p.noCapacity[key] = true
 	}
+}
+
+// MarkUnavailable records the offering and makes it run out of capacity, as
+// SetInsufficientCapacity does, until ClearInsufficientCapacity.
+func (p *InstanceProvider) MarkUnavailable(_ context.Context, offering cloudprovider.OfferingKey, _ string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.unavailable = append(p.unavailable, offering)
+	p.noCapacity[offering] = true
+}
+
+// MarkUnavailableCalls returns the offering of every MarkUnavailable call so far.
+func (p *InstanceProvider) MarkUnavailableCalls() []cloudprovider.OfferingKey {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.unavailable)
 }
 
 // ClearInsufficientCapacity restores the capacity of every offering.
