@@ -1,6 +1,7 @@
-// Command catalogue writes the AWS emulator's instance-type catalogue and the controller's
-// fallback prices from github.com/cristim/ec2-instances-info (the ec2instances.info dataset),
-// so the large dataset stays out of the product's module and binaries:
+// Command catalogue writes the AWS emulator's instance-type catalogue (types, prices and the
+// zones that offer each type) and the controller's fallback prices from
+// github.com/cristim/ec2-instances-info (the ec2instances.info dataset), so the large dataset
+// stays out of the product's module and binaries:
 //
 //	go run . -catalogue ../../test/awsemulator/catalogue -pricing ../../pkg/cloudprovider/aws/zz_generated.pricing.go
 //
@@ -10,12 +11,14 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"go/format"
 	"log"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,6 +30,9 @@ import (
 // regions are the regions the catalogue carries prices for; a type is kept when it has a
 // Linux on-demand price in at least one of them.
 var regions = []string{"eu-west-1", "us-east-1", "us-west-2"}
+
+// zoneCounts are how many zones the emulator gives each region (test/awsemulator's defaultZones).
+var zoneCounts = map[string]int{"eu-west-1": 3, "us-east-1": 6, "us-west-2": 4}
 
 // xenFamilies are the current-generation families that still run on the Xen hypervisor; the
 // dataset does not say, and every other virtualized current-generation type runs on Nitro.
@@ -44,7 +50,14 @@ func main() {
 		log.Fatalf("loading the instance data, %v", err)
 	}
 	types := selectTypes(*data)
+	zones, err := readZones()
+	if err != nil {
+		log.Fatal(err)
+	}
 	if err := writeCatalogue(*catalogueDir, types); err != nil {
+		log.Fatal(err)
+	}
+	if err := writeOfferings(filepath.Join(*catalogueDir, "offerings.csv"), types, zones); err != nil {
 		log.Fatal(err)
 	}
 	if err := writePricing(*pricingFile, types); err != nil {
@@ -105,6 +118,61 @@ func writeCatalogue(dir string, types []ec2instancesinfo.EC2Instance) error {
 		}
 	}
 	return writeCSV(filepath.Join(dir, "prices.csv"), prices)
+}
+
+// readZones reads which zones of each region offer each type, which the package's loaded
+// form leaves out, from the package's own copy of the dataset.
+func readZones() (map[string]map[string][]string, error) {
+	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/LeanerCloud/ec2-instances-info").Output()
+	if err != nil {
+		return nil, fmt.Errorf("locating the data package, %w", err)
+	}
+	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(dir)), "data", "instances.json"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the dataset, %w", err)
+	}
+	var raw []struct {
+		InstanceType      string              `json:"instance_type"`
+		AvailabilityZones map[string][]string `json:"availability_zones"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("decoding the dataset, %w", err)
+	}
+	zones := map[string]map[string][]string{}
+	for _, t := range raw {
+		zones[t.InstanceType] = t.AvailabilityZones
+	}
+	return zones, nil
+}
+
+// writeOfferings lists, per region, the types offered in only some of its zones. The dataset
+// names zones by id (usw2-az2); the catalogue names zone id azN as the region's N-th zone
+// (us-west-2b), the mapping of an account whose zone names follow the ids. A type the
+// dataset gives no zones for is offered in every zone.
+func writeOfferings(path string, types []ec2instancesinfo.EC2Instance, zones map[string]map[string][]string) error {
+	rows := [][]string{{"region", "instanceType", "zones"}}
+	for _, r := range regions {
+		for _, t := range types {
+			ids, ok := zones[t.InstanceType][r]
+			if t.Pricing[r].Linux.OnDemand == 0 || !ok {
+				continue
+			}
+			var names []string
+			for _, id := range ids {
+				_, n, found := strings.Cut(id, "-az")
+				index, err := strconv.Atoi(n)
+				if !found || err != nil || index < 1 || index > zoneCounts[r] {
+					return fmt.Errorf("%s in %s: unexpected zone id %q", t.InstanceType, r, id)
+				}
+				names = append(names, r+string(rune('a'+index-1)))
+			}
+			slices.Sort(names)
+			if len(names) < zoneCounts[r] {
+				rows = append(rows, []string{r, t.InstanceType, strings.Join(names, ";")})
+			}
+		}
+	}
+	return writeCSV(path, rows)
 }
 
 // virtualizationTypes spells the dataset's virtualization types as EC2's API does; bare

@@ -16,7 +16,7 @@ import (
 // dataset: every current-generation instance type with a Linux price in the catalogue's
 // regions, and its prices there.
 //
-//go:embed catalogue/types.csv catalogue/prices.csv
+//go:embed catalogue/types.csv catalogue/prices.csv catalogue/offerings.csv
 var catalogueFiles embed.FS
 
 // InstanceTypeInfo is an instance type as DescribeInstanceTypes reports it.
@@ -47,6 +47,9 @@ type Price struct {
 type Catalogue struct {
 	Types  map[string]InstanceTypeInfo
 	Prices map[string]map[string]Price // region → instance type → price
+	// Offerings are the zones of the types a region offers in only some of its zones
+	// (region → instance type → zones); other priced types are offered in every zone.
+	Offerings map[string]map[string][]string
 }
 
 var loadDefaultCatalogue = sync.OnceValues(func() (Catalogue, error) {
@@ -63,11 +66,15 @@ func DefaultCatalogue() (Catalogue, error) {
 	for r, p := range c.Prices {
 		prices[r] = maps.Clone(p)
 	}
-	return Catalogue{Types: maps.Clone(c.Types), Prices: prices}, nil
+	offerings := make(map[string]map[string][]string, len(c.Offerings))
+	for r, o := range c.Offerings {
+		offerings[r] = maps.Clone(o)
+	}
+	return Catalogue{Types: maps.Clone(c.Types), Prices: prices, Offerings: offerings}, nil
 }
 
 func parseCatalogue(files embed.FS) (Catalogue, error) {
-	c := Catalogue{Types: map[string]InstanceTypeInfo{}, Prices: map[string]map[string]Price{}}
+	c := Catalogue{Types: map[string]InstanceTypeInfo{}, Prices: map[string]map[string]Price{}, Offerings: map[string]map[string][]string{}}
 	types, err := readCSV(files, "catalogue/types.csv")
 	if err != nil {
 		return Catalogue{}, err
@@ -99,6 +106,16 @@ func parseCatalogue(files embed.FS) (Catalogue, error) {
 			c.Prices[row["region"]] = map[string]Price{}
 		}
 		c.Prices[row["region"]][row["instanceType"]] = price
+	}
+	offerings, err := readCSV(files, "catalogue/offerings.csv")
+	if err != nil {
+		return Catalogue{}, err
+	}
+	for _, row := range offerings {
+		if c.Offerings[row["region"]] == nil {
+			c.Offerings[row["region"]] = map[string][]string{}
+		}
+		c.Offerings[row["region"]][row["instanceType"]] = strings.Split(row["zones"], ";")
 	}
 	return c, nil
 }
@@ -172,12 +189,20 @@ func zonesOf(region string) []string {
 }
 
 // ec2Catalogue is what the emulator's region offers: types, in which zones, at what price.
-// The caller holds e.mu.
 type ec2Catalogue struct {
 	Catalogue
 	zones []string
-	// offerings restricts a type to some zones; a type absent here is offered in every zone.
+	// offerings restricts a type to some zones of the emulator's region; a type absent here
+	// is offered in every zone.
 	offerings map[string][]string
+}
+
+func newEC2Catalogue(c Catalogue, region string) ec2Catalogue {
+	offerings := maps.Clone(c.Offerings[region])
+	if offerings == nil {
+		offerings = map[string][]string{}
+	}
+	return ec2Catalogue{Catalogue: c, zones: zonesOf(region), offerings: offerings}
 }
 
 // offered reports whether a type can launch in a zone of the emulator's region.

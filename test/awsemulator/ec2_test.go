@@ -317,3 +317,33 @@ func quickRetries(attempts int) func() sdkaws.Retryer {
 		})
 	}
 }
+
+func TestOfferingsFollowTheDataset(t *testing.T) {
+	for _, tt := range []struct {
+		region, instanceType string
+		want                 []string
+	}{
+		{"us-west-2", "m5.large", []string{"us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"}},
+		{"us-west-2", "p3.2xlarge", []string{"us-west-2a", "us-west-2b", "us-west-2c"}},
+		// us-east-1c (use1-az3) offers few types.
+		{"us-east-1", "m5.large", []string{"us-east-1a", "us-east-1b", "us-east-1d", "us-east-1e", "us-east-1f"}},
+		{"eu-west-1", "p3.2xlarge", []string{"eu-west-1b", "eu-west-1c"}},
+	} {
+		t.Run(tt.region+"/"+tt.instanceType, func(t *testing.T) {
+			_, cfg := start(t, awsemulator.Options{Region: tt.region}, "")
+			out, err := ec2.NewFromConfig(cfg).DescribeInstanceTypeOfferings(context.Background(), &ec2.DescribeInstanceTypeOfferingsInput{
+				LocationType: ec2types.LocationTypeAvailabilityZone, Filters: []ec2types.Filter{filter("instance-type", tt.instanceType)},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var zones []string
+			for _, o := range out.InstanceTypeOfferings {
+				zones = append(zones, sdkaws.ToString(o.Location))
+			}
+			if !slices.Equal(zones, tt.want) {
+				t.Errorf("zones = %v, want %v", zones, tt.want)
+			}
+		})
+	}
+}

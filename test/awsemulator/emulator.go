@@ -111,7 +111,7 @@ func New(opts Options) *Emulator {
 		nodeGroups:     map[string]*eksNodeGroup{},
 		queues:         map[string]*queue{},
 		started:        opts.Clock.Now(),
-		catalogue:      ec2Catalogue{Catalogue: catalogue, zones: zonesOf(opts.Region), offerings: map[string][]string{}},
+		catalogue:      newEC2Catalogue(catalogue, opts.Region),
 		subnets:        map[string]*subnet{},
 		securityGroups: map[string]*securityGroup{},
 

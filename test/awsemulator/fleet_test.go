@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -349,13 +350,32 @@ func TestCreateFleetPrioritizedAndAdmin(t *testing.T) {
 	if len(fleets.Fleets) != 1 || fleets.Fleets[0].OnDemandAllocationStrategy != "prioritized" || *fleets.Fleets[0].LaunchTemplateConfigs[0].Overrides[3].Priority != 0 {
 		t.Errorf("admin fleets = %+v", fleets)
 	}
-	resp, err := http.Post(url+"/_emulator/ec2/instances/terminate", "application/json", nil)
+	// Capacity faults come through the admin API as any fault does.
+	resp, err := http.Post(url+"/_emulator/faults", "application/json", strings.NewReader(
+		`{"kind": "capacity", "instanceType": "r5.2xlarge", "capacityType": "on-demand", "code": "VcpuLimitExceeded", "times": 1}`))
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("capacity fault: %v %v", resp, err)
+	}
+	_ = resp.Body.Close()
+	in.ClientToken = sdkaws.String("another launch") // the SDK filled in the first call's token
+	limited, err := client.CreateFleet(ctx, in)
+	if err != nil || len(limited.Errors) != 1 || sdkaws.ToString(limited.Errors[0].ErrorCode) != "VcpuLimitExceeded" || len(limited.Instances) != 1 ||
+		limited.Instances[0].InstanceType != "m5.large" || sdkaws.ToString(limited.Instances[0].LaunchTemplateAndOverrides.Overrides.SubnetId) != "subnet-a" {
+		t.Errorf("prioritized fleet with r5.2xlarge over its vCPU limit = %+v, %v", limited, err)
+	}
+	resp, err = http.Post(url+"/_emulator/faults", "application/json", strings.NewReader(`{"kind": "capacity", "code": "NoSuchError"}`))
+	if err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("unknown capacity code: %v %v, want 400", resp, err)
+	}
+	_ = resp.Body.Close()
+
+	resp, err = http.Post(url+"/_emulator/ec2/instances/terminate", "application/json", nil)
 	if err != nil || resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("drain: %v %v", resp, err)
 	}
 	_ = resp.Body.Close()
 	getJSON(t, url+"/_emulator/ec2/instances", &listed)
-	if listed.Instances[0].State != "terminated" {
+	if listed.Instances[0].State != "terminated" || listed.Instances[1].State != "terminated" {
 		t.Errorf("after drain: %+v", listed.Instances)
 	}
 }

@@ -26,7 +26,7 @@ type Seed struct {
 	// AMI parameters are there from the start.
 	SSMParameters map[string]string `json:"ssmParameters,omitempty"`
 	// Catalogue restricts or overrides the instance types, offerings and prices of the
-	// emulator's region; without it every catalogue type is offered in every zone.
+	// emulator's region; without it the generated catalogue's apply.
 	Catalogue *SeedCatalogue `json:"catalogue,omitempty"`
 }
 
@@ -60,7 +60,7 @@ type SeedCatalogue struct {
 	// Zones replaces the region's zones (default: us-west-2a–d, us-east-1a–f, eu-west-1a–c,
 	// <region>a–c elsewhere).
 	Zones []string `json:"zones,omitempty"`
-	// Offerings restricts a type to some zones.
+	// Offerings replaces the zones that offer a type.
 	Offerings map[string][]string `json:"offerings,omitempty"`
 	// Prices replaces a type's prices in the region; a type not in the catalogue is added
 	// when it is also described in Types.
