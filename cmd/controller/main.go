@@ -14,6 +14,9 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
+	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
+	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/flagenv"
 	"karpenter.sh/karpenter/pkg/metrics/clients"
 	"karpenter.sh/karpenter/pkg/operator"
@@ -57,6 +60,11 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.DurationVar(&f.operator.Controllers.HorizontalAutoscalerPeriod, "horizontalautoscaler-period", 10*time.Second, "How often each HorizontalAutoscaler is evaluated.")
 	fs.Float64Var(&f.operator.Controllers.HorizontalAutoscalerTolerance, "horizontalautoscaler-tolerance", 0.1, "Fraction around a metric's target within which replicas do not change.")
 	fs.DurationVar(&f.operator.Controllers.MetricsProducerPeriod, "metricsproducer-period", 10*time.Second, "How often each MetricsProducer is recomputed.")
+	fs.DurationVar(&f.operator.Controllers.NodeReadyTimeout, "node-ready-timeout", readiness.DefaultTimeout, "How long a launched node may take to become Ready before it is deleted and its instance terminated.")
+	fs.DurationVar(&f.operator.Controllers.GarbageCollectionPeriod, "garbage-collection-period", garbagecollection.DefaultPeriod, "How often the cloud's instances and the cluster's nodes are compared.")
+	fs.DurationVar(&f.operator.Controllers.GarbageCollectionGrace, "garbage-collection-grace", garbagecollection.DefaultGrace, "How long an instance may run without a node before it is terminated.")
+	fs.DurationVar(&f.operator.Controllers.BatchIdleDuration, "batch-idle-duration", provisioning.DefaultBatchIdleDuration, "A batch of pending pods closes once no pod arrived for this long.")
+	fs.DurationVar(&f.operator.Controllers.BatchMaxDuration, "batch-max-duration", provisioning.DefaultBatchMaxDuration, "A batch of pending pods closes this long after it opened, however many still arrive.")
 	fs.DurationVar(&f.operator.Controllers.ResyncPeriod, "resync-period", 10*time.Second, "How often each object is reconciled without a watch event.")
 	if err := flagenv.Parse(fs, args); err != nil {
 		return f, err
@@ -91,8 +99,23 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 		return f, fmt.Errorf("--wedged-reconcile-timeout (%s) must exceed %d × --prometheus-timeout (%s), the longest an evaluation may legitimately take",
 			f.operator.WedgedReconcileTimeout, v1alpha1.MaxMetrics, slowest)
 	}
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{
+		{"--node-ready-timeout", f.operator.Controllers.NodeReadyTimeout},
+		{"--garbage-collection-period", f.operator.Controllers.GarbageCollectionPeriod},
+		{"--garbage-collection-grace", f.operator.Controllers.GarbageCollectionGrace},
+	} {
+		if d.value <= 0 {
+			return f, fmt.Errorf("%s must be positive, not %s", d.flag, d.value)
+		}
+	}
 	if f.operator.Controllers.HorizontalAutoscalerWorkers < 1 {
 		return f, fmt.Errorf("--horizontalautoscaler-workers must be at least 1, not %d", f.operator.Controllers.HorizontalAutoscalerWorkers)
+	}
+	if idle, max := f.operator.Controllers.BatchIdleDuration, f.operator.Controllers.BatchMaxDuration; idle <= 0 || max < idle {
+		return f, fmt.Errorf("--batch-idle-duration (%s) must be positive and --batch-max-duration (%s) at least as long", idle, max)
 	}
 	if f.logFormat != "json" && f.logFormat != "console" {
 		return f, fmt.Errorf("--log-format must be json or console, not %q", f.logFormat)

@@ -35,11 +35,16 @@ func TestParseFlags(t *testing.T) {
 		{"horizontalautoscaler workers default", o.Controllers.HorizontalAutoscalerWorkers, 10},
 		{"aws call timeout default", o.AWSCallTimeout, 30 * time.Second},
 		{"wedged reconcile timeout default", o.WedgedReconcileTimeout, 5 * time.Minute},
+		{"node ready timeout default", o.Controllers.NodeReadyTimeout, 15 * time.Minute},
+		{"garbage collection period default", o.Controllers.GarbageCollectionPeriod, time.Minute},
+		{"garbage collection grace default", o.Controllers.GarbageCollectionGrace, 2 * time.Minute},
 		{"cluster name from the environment", o.ClusterName, "demo"},
 		{"cluster endpoint from the environment", o.ClusterEndpoint, "https://demo.example"},
 		{"instance types refresh default", o.AWSInstanceOptions.InstanceTypesRefresh, 5 * time.Minute},
 		{"pricing refresh default", o.AWSInstanceOptions.PricingRefresh, 12 * time.Hour},
 		{"unavailable offerings TTL default", o.AWSInstanceOptions.UnavailableOfferingsTTL, 3 * time.Minute},
+		{"batch idle default", o.Controllers.BatchIdleDuration, time.Second},
+		{"batch max default", o.Controllers.BatchMaxDuration, 10 * time.Second},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
@@ -57,6 +62,11 @@ func TestParseFlags(t *testing.T) {
 		"--wedged-reconcile-timeout=0s",
 		"--prometheus-timeout=10s", // 32 queries of 10 s outlast the 5 min wedged timeout
 		"--wedged-reconcile-timeout=160s",
+		"--node-ready-timeout=0s",
+		"--garbage-collection-period=-1m",
+		"--garbage-collection-grace=0s",
+		"--batch-idle-duration=0s",
+		"--batch-max-duration=500ms", // shorter than the 1 s idle gap
 	} {
 		if _, err := parseFlags(flag.NewFlagSet("controller", flag.ContinueOnError), []string{bad}); err == nil {
 			t.Errorf("%s was accepted", bad)

@@ -53,18 +53,18 @@ type Options struct {
 	// LeaderElection lets one replica at a time write the Secret and the configurations,
 	// through Leases named <component>.<queue>.00-of-01. Every replica serves admission.
 	LeaderElection bool
-	// Cloud validates node group and queue ids for the types the clouds registered, e.g. a
-	// cloudprovider.Registry filled by aws.RegisterIDs, and defaults and validates Provisioners'
-	// provider blocks when a cloud registered for them (aws.RegisterProvider). Required.
+	// Cloud validates node group and queue ids for the types the clouds registered, and
+	// defaults and validates Provisioners' spec.provider through the cloud registered for
+	// them, e.g. a cloudprovider.Registry filled by aws.RegisterIDs. Required.
 	Cloud cloudprovider.Validator
 }
 
 // Component names the webhook in leader election leases.
 const Component = "karpenter-webhook"
 
-// DefaultingTypes are the kinds the defaulting webhook mutates; cloud defaults Provisioners'
-// provider blocks.
-func DefaultingTypes(cloud cloudprovider.Validator) map[schema.GroupVersionKind]resourcesemantics.GenericCRD {
+// DefaultingTypes are the kinds the defaulting webhook mutates; cloud defaults a
+// Provisioner's spec.provider.
+func DefaultingTypes(cloud cloudprovider.ProviderValidator) map[schema.GroupVersionKind]resourcesemantics.GenericCRD {
 	return map[schema.GroupVersionKind]resourcesemantics.GenericCRD{
 		v1alpha1.SchemeGroupVersion.WithKind("HorizontalAutoscaler"): &horizontalAutoscaler{},
 		v1alpha1.SchemeGroupVersion.WithKind("MetricsProducer"):      &metricsProducer{},
@@ -73,7 +73,7 @@ func DefaultingTypes(cloud cloudprovider.Validator) map[schema.GroupVersionKind]
 }
 
 // ValidationTypes are the kinds the validation webhook checks; cloud validates the ids
-// they name, access whether the requester may scale a HorizontalAutoscaler's target.
+// they name and a Provisioner's spec.provider, access whether the requester may scale a HorizontalAutoscaler's target.
 func ValidationTypes(cloud cloudprovider.Validator, access ScaleAccess) map[schema.GroupVersionKind]resourcesemantics.GenericCRD {
 	return map[schema.GroupVersionKind]resourcesemantics.GenericCRD{
 		v1alpha1.SchemeGroupVersion.WithKind("HorizontalAutoscaler"): &horizontalAutoscaler{access: access},

@@ -48,7 +48,7 @@ func sameSet(a, b []string) bool {
 // labels, the operators and the capacity types in enums and CEL, disagree with the Go
 // definitions the webhook and scheduler use.
 func TestCRDMatchesGo(t *testing.T) {
-	spec := crds.SpecSchema(t, "../../../../config/crd/provisioning.karpenter.sh_provisioners.yaml", v1alpha5.SchemeGroupVersion.Version)
+	spec := crds.SpecSchema(t, "../../../../config/crd/karpenter.sh_provisioners.yaml", v1alpha5.SchemeGroupVersion.Version)
 	requirement := spec.Properties["requirements"].Items.Schema
 	if requirement == nil {
 		t.Fatal("the CRD has no spec.requirements items schema")

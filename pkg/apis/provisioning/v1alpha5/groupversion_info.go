@@ -7,7 +7,7 @@ import (
 
 var (
 	// SchemeGroupVersion is the group and version of every type in this package.
-	SchemeGroupVersion = schema.GroupVersion{Group: "provisioning.karpenter.sh", Version: "v1alpha5"}
+	SchemeGroupVersion = schema.GroupVersion{Group: "karpenter.sh", Version: "v1alpha5"}
 
 	// SchemeBuilder registers this package's types with a runtime.Scheme.
 	SchemeBuilder = &scheme.Builder{GroupVersion: SchemeGroupVersion}

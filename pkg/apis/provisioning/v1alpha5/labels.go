@@ -14,6 +14,15 @@ const (
 
 	CapacityTypeSpot     = "spot"
 	CapacityTypeOnDemand = "on-demand"
+
+	// TerminationFinalizer is on every node Karpenter launches: the node's object outlives
+	// its deletion until its pods are drained and its instance is terminated, so that no
+	// instance outlives its node.
+	TerminationFinalizer = "karpenter.sh/termination"
+	// NotReadyTaintKey (effect NoSchedule) is on every node Karpenter launches until the
+	// kubelet reports it Ready: Karpenter creates the Node object as soon as the instance is
+	// launched, and nothing may be scheduled there before the node can run it.
+	NotReadyTaintKey = "karpenter.sh/not-ready"
 )
 
 // WellKnownLabels are the node labels whose values come from the instance type and offering
