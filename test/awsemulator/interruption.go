@@ -18,7 +18,6 @@ const (
 	InterruptStateChange     InterruptionKind = "state-change"
 )
 
-
 // Interrupt puts on a queue the EventBridge event of kind about an instance, stamped with the
 // emulator's time, and returns the message id. state is the new state of a state change
 // ("stopping" when empty) and is ignored for the other kinds. The instance need not be one
