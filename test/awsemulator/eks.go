@@ -1,6 +1,7 @@
 package awsemulator
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -17,6 +18,8 @@ import (
 func eksOperation(method, path string) string {
 	p := strings.Split(strings.Trim(path, "/"), "/")
 	switch {
+	case method == http.MethodGet && len(p) == 2 && p[0] == "clusters":
+		return "DescribeCluster"
 	case method == http.MethodGet && len(p) == 3 && p[0] == "clusters" && p[2] == "node-groups":
 		return "ListNodegroups"
 	case method == http.MethodGet && len(p) == 4 && p[0] == "clusters" && p[2] == "node-groups":
@@ -36,6 +39,9 @@ func (e *Emulator) serveEKS(w http.ResponseWriter, req *request) *apiError {
 	now := e.advance()
 	p := strings.Split(strings.Trim(req.http.URL.Path, "/"), "/")
 	switch req.action {
+	case "DescribeCluster":
+		e.describeCluster(w, p[1])
+		return nil
 	case "ListNodegroups":
 		return e.listNodegroups(w, req, p[1])
 	case "DescribeNodegroup":
@@ -117,6 +123,55 @@ func eksTaintEffect(effect string) string {
 	default:
 		return "NO_SCHEDULE"
 	}
+}
+
+// Defaults of a cluster no seed describes: EKS's default service CIDR and the Kubernetes
+// version the emulator's node groups report.
+const (
+	defaultEKSClusterVersion     = "1.34"
+	defaultEKSClusterServiceCIDR = "10.100.0.0/16"
+)
+
+// describeCluster answers for any cluster name, so a controller pointed at the emulator finds
+// its cluster without a seed; a seeded cluster answers with its own version and service CIDR.
+func (e *Emulator) describeCluster(w http.ResponseWriter, name string) {
+	cluster, ok := e.clusters[name]
+	if !ok {
+		cluster = &SeedEKSCluster{Name: name}
+	}
+	version := cluster.Version
+	if version == "" {
+		version = defaultEKSClusterVersion
+	}
+	cidr := cluster.ServiceIPv4CIDR
+	if cidr == "" {
+		cidr = defaultEKSClusterServiceCIDR
+	}
+	endpointID := sha256.Sum256([]byte(name))
+	type networkConfig struct {
+		ServiceIPv4CIDR string `json:"serviceIpv4Cidr"`
+		IPFamily        string `json:"ipFamily"`
+	}
+	out := struct {
+		Name                    string        `json:"name"`
+		ARN                     string        `json:"arn"`
+		CreatedAt               float64       `json:"createdAt"`
+		Version                 string        `json:"version"`
+		Endpoint                string        `json:"endpoint"`
+		Status                  string        `json:"status"`
+		PlatformVersion         string        `json:"platformVersion"`
+		KubernetesNetworkConfig networkConfig `json:"kubernetesNetworkConfig"`
+	}{
+		Name:                    name,
+		ARN:                     fmt.Sprintf("arn:aws:eks:%s:%s:cluster/%s", e.opts.Region, e.opts.AccountID, name),
+		CreatedAt:               epochSeconds(e.started),
+		Version:                 version,
+		Endpoint:                fmt.Sprintf("https://%X.gr7.%s.eks.amazonaws.com", endpointID[:16], e.opts.Region),
+		Status:                  eksStatusActive,
+		PlatformVersion:         "eks.1",
+		KubernetesNetworkConfig: networkConfig{ServiceIPv4CIDR: cidr, IPFamily: "ipv4"},
+	}
+	writeJSON(w, "application/json", map[string]any{"cluster": out})
 }
 
 func (e *Emulator) lookupNodegroup(cluster, name string) (*eksNodeGroup, *apiError) {

@@ -4,7 +4,7 @@
 //
 //   - Auto Scaling (awsquery, XML): DescribeAutoScalingGroups (paginated),
 //     SetDesiredCapacity, UpdateAutoScalingGroup.
-//   - EKS (restJson1): ListNodegroups, DescribeNodegroup,
+//   - EKS (restJson1): DescribeCluster, ListNodegroups, DescribeNodegroup,
 //     UpdateNodegroupConfig, DescribeUpdate.
 //   - SQS (awsJson1_0): CreateQueue, GetQueueUrl, GetQueueAttributes,
 //     SendMessage, ReceiveMessage, DeleteMessage, PurgeQueue.
@@ -69,6 +69,7 @@ type Emulator struct {
 	mu             sync.Mutex
 	groups         map[string]*autoScalingGroup
 	nodeGroups     map[string]*eksNodeGroup // by cluster/name
+	clusters       map[string]*SeedEKSCluster
 	queues         map[string]*queue
 	faults         []*activeFault
 	nextInstanceID uint64
@@ -109,6 +110,7 @@ func New(opts Options) *Emulator {
 		opts:           opts,
 		groups:         map[string]*autoScalingGroup{},
 		nodeGroups:     map[string]*eksNodeGroup{},
+		clusters:       map[string]*SeedEKSCluster{},
 		queues:         map[string]*queue{},
 		started:        opts.Clock.Now(),
 		catalogue:      newEC2Catalogue(catalogue, opts.Region),

@@ -3,6 +3,7 @@ package awsemulator
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -15,7 +16,10 @@ import (
 type Seed struct {
 	AutoScalingGroups []SeedAutoScalingGroup `json:"autoScalingGroups,omitempty"`
 	EKSNodeGroups     []SeedEKSNodeGroup     `json:"eksNodeGroups,omitempty"`
-	SQSQueues         []SeedQueue            `json:"sqsQueues,omitempty"`
+	// EKSClusters describe clusters to eks:DescribeCluster; a cluster not seeded is described
+	// with the defaults (Kubernetes 1.34, service CIDR 10.100.0.0/16).
+	EKSClusters []SeedEKSCluster `json:"eksClusters,omitempty"`
+	SQSQueues   []SeedQueue      `json:"sqsQueues,omitempty"`
 
 	// Subnets and SecurityGroups make up the VPC that EC2 calls see.
 	Subnets        []SeedSubnet        `json:"subnets,omitempty"`
@@ -78,6 +82,13 @@ type SeedAutoScalingGroup struct {
 	// Tags are the group's own tags, e.g. karpenter.sh/namespace granting it to a namespace.
 	Tags map[string]string `json:"tags,omitempty"`
 	NodeShape
+}
+
+// SeedEKSCluster is an EKS cluster as DescribeCluster reports it; empty fields take the defaults.
+type SeedEKSCluster struct {
+	Name            string `json:"name"`
+	Version         string `json:"version,omitempty"`
+	ServiceIPv4CIDR string `json:"serviceIpv4Cidr,omitempty"`
 }
 
 // SeedEKSNodeGroup is an EKS managed node group, backed (as in EKS) by an
@@ -173,6 +184,9 @@ func (e *Emulator) Seed(s Seed) error {
 		}
 		e.converge(g, launched)
 	}
+	for _, c := range s.EKSClusters {
+		e.clusters[c.Name] = &c
+	}
 	e.seedEC2(s)
 	for _, sq := range s.SQSQueues {
 		q := e.newQueue(sq.Name, sq.Attributes, now)
@@ -217,6 +231,18 @@ func (e *Emulator) validateSeed(s Seed) error {
 			return fmt.Errorf("eks node group %q already exists", key)
 		}
 		seen["eks/"+key] = true
+	}
+	for _, c := range s.EKSClusters {
+		if c.Name == "" {
+			return fmt.Errorf("eksClusters: name is required")
+		}
+		if _, ok := e.clusters[c.Name]; ok || seen["eks-cluster/"+c.Name] {
+			return fmt.Errorf("eks cluster %q already exists", c.Name)
+		}
+		if _, err := netip.ParsePrefix(c.ServiceIPv4CIDR); c.ServiceIPv4CIDR != "" && err != nil {
+			return fmt.Errorf("eks cluster %q: serviceIpv4Cidr, %w", c.Name, err)
+		}
+		seen["eks-cluster/"+c.Name] = true
 	}
 	for _, q := range s.SQSQueues {
 		if q.Name == "" || strings.ContainsAny(q.Name, "/: ") {

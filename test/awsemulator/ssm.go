@@ -37,30 +37,39 @@ func serveJSON11[In any](e *Emulator, w http.ResponseWriter, req *request, op fu
 	return nil
 }
 
-// eksOptimizedAMIVersions are the Kubernetes minor versions whose EKS-optimized AMI
-// parameters the emulator publishes.
-var eksOptimizedAMIVersions = []string{"1.30", "1.31", "1.32", "1.33", "1.34", "1.35"}
+// The Kubernetes minor versions whose EKS-optimized AMI parameters the emulator publishes: as
+// AWS, Amazon Linux 2023 for all of them and Amazon Linux 2 only up to 1.32.
+var (
+	al2023AMIVersions = []string{"1.30", "1.31", "1.32", "1.33", "1.34", "1.35"}
+	al2AMIVersions    = []string{"1.30", "1.31", "1.32"}
+)
 
-// eksOptimizedAMIVariants are the parameter paths below /aws/service/eks/optimized-ami/<minor>/.
-var eksOptimizedAMIVariants = []string{
-	"amazon-linux-2023/x86_64/standard/recommended/image_id",
-	"amazon-linux-2023/arm64/standard/recommended/image_id",
-	"amazon-linux-2023/x86_64/nvidia/recommended/image_id",
-	"amazon-linux-2023/arm64/nvidia/recommended/image_id",
-	"amazon-linux-2/recommended/image_id",
-	"amazon-linux-2-arm64/recommended/image_id",
-	"amazon-linux-2-gpu/recommended/image_id",
-}
+// The parameter paths below /aws/service/eks/optimized-ami/<minor>/ of each family.
+var (
+	al2023AMIVariants = []string{
+		"amazon-linux-2023/x86_64/standard/recommended/image_id",
+		"amazon-linux-2023/arm64/standard/recommended/image_id",
+		"amazon-linux-2023/x86_64/nvidia/recommended/image_id",
+		"amazon-linux-2023/arm64/nvidia/recommended/image_id",
+	}
+	al2AMIVariants = []string{
+		"amazon-linux-2/recommended/image_id",
+		"amazon-linux-2-arm64/recommended/image_id",
+		"amazon-linux-2-gpu/recommended/image_id",
+	}
+)
 
 // defaultSSMParameters are the public EKS-optimized AMI parameters of a region, each naming
 // a deterministic AMI id derived from the region and the parameter's name.
 func defaultSSMParameters(region string) map[string]string {
 	out := map[string]string{}
-	for _, v := range eksOptimizedAMIVersions {
-		for _, variant := range eksOptimizedAMIVariants {
-			name := "/aws/service/eks/optimized-ami/" + v + "/" + variant
-			sum := sha256.Sum256([]byte(region + name))
-			out[name] = "ami-" + hex.EncodeToString(sum[:])[:17]
+	for _, family := range []struct{ versions, variants []string }{{al2023AMIVersions, al2023AMIVariants}, {al2AMIVersions, al2AMIVariants}} {
+		for _, v := range family.versions {
+			for _, variant := range family.variants {
+				name := "/aws/service/eks/optimized-ami/" + v + "/" + variant
+				sum := sha256.Sum256([]byte(region + name))
+				out[name] = "ami-" + hex.EncodeToString(sum[:])[:17]
+			}
 		}
 	}
 	return out

@@ -36,8 +36,9 @@ func TestSSMPublishesTheEKSOptimizedAMIs(t *testing.T) {
 		"/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/standard/recommended/image_id",
 		"/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/arm64/standard/recommended/image_id",
 		"/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/arm64/standard/recommended/image_id",
-		"/aws/service/eks/optimized-ami/1.34/amazon-linux-2/recommended/image_id",
-		"/aws/service/eks/optimized-ami/1.34/amazon-linux-2-arm64/recommended/image_id",
+		"/aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/image_id",
+		"/aws/service/eks/optimized-ami/1.32/amazon-linux-2/recommended/image_id",
+		"/aws/service/eks/optimized-ami/1.32/amazon-linux-2-arm64/recommended/image_id",
 	} {
 		v, err := get(name)
 		if err != nil || !ami.MatchString(v) {
@@ -54,10 +55,17 @@ func TestSSMPublishesTheEKSOptimizedAMIs(t *testing.T) {
 	if v, err := get("/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/standard/recommended/image_id"); err != nil || v != "ami-0seeded" {
 		t.Errorf("seeded parameter = %q, %v", v, err)
 	}
-	_, err := get("/aws/service/eks/optimized-ami/1.20/amazon-linux-2/recommended/image_id")
-	var notFound *ssmtypes.ParameterNotFound
-	if !errors.As(err, &notFound) {
-		t.Errorf("unknown version: %v, want ParameterNotFound", err)
+	// As AWS: no Amazon Linux 2 AMIs after 1.32, nothing for versions EKS no longer serves.
+	for _, name := range []string{
+		"/aws/service/eks/optimized-ami/1.20/amazon-linux-2/recommended/image_id",
+		"/aws/service/eks/optimized-ami/1.33/amazon-linux-2/recommended/image_id",
+		"/aws/service/eks/optimized-ami/1.34/amazon-linux-2-arm64/recommended/image_id",
+	} {
+		_, err := get(name)
+		var notFound *ssmtypes.ParameterNotFound
+		if !errors.As(err, &notFound) {
+			t.Errorf("%s: %v, want ParameterNotFound", name, err)
+		}
 	}
 }
 
@@ -144,7 +152,7 @@ func TestPricingGetProducts(t *testing.T) {
 	if err := e.InjectFault(awsemulator.Fault{Service: "ssm", Kind: awsemulator.FaultThrottle}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = ssm.NewFromConfig(cfg).GetParameter(ctx, &ssm.GetParameterInput{Name: sdkaws.String("/aws/service/eks/optimized-ami/1.34/amazon-linux-2/recommended/image_id")})
+	_, err = ssm.NewFromConfig(cfg).GetParameter(ctx, &ssm.GetParameterInput{Name: sdkaws.String("/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/standard/recommended/image_id")})
 	if code := errorCode(err); code != "ThrottlingException" {
 		t.Errorf("throttled SSM: code %q (%v)", code, err)
 	}
