@@ -8,14 +8,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 )
 
-// amiParameter is the public SSM parameter holding the recommended EKS-optimized Amazon Linux 2
-// AMI of a Kubernetes minor version for an architecture.
-func amiParameter(kubernetesVersion, arch string) string {
-	variant := "amazon-linux-2"
-	if arch == "arm64" {
-		variant = "amazon-linux-2-arm64"
+// amiArchitectures maps a node's GOARCH to the architecture in the AL2023 parameter path.
+var amiArchitectures = map[string]string{"amd64": "x86_64", "arm64": "arm64"}
+
+// amiParameter is the public SSM parameter holding the recommended EKS-optimized Amazon Linux
+// 2023 AMI of a Kubernetes minor version for an architecture. AL2023 is the only family: EKS
+// publishes it for every version it supports, while Amazon Linux 2 ends at 1.32, and one family
+// keeps one user-data format (nodeadm) to build and test.
+func amiParameter(kubernetesVersion, arch string) (string, error) {
+	amiArch, ok := amiArchitectures[arch]
+	if !ok {
+		return "", fmt.Errorf("no EKS-optimized AMI for architecture %q", arch)
 	}
-	return fmt.Sprintf("/aws/service/eks/optimized-ami/%s/%s/recommended/image_id", kubernetesVersion, variant)
+	return fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/recommended/image_id", kubernetesVersion, amiArch), nil
 }
 
 // resolveAMI returns the AMI id for nodes of the architecture.
@@ -23,7 +28,10 @@ func (i *Instances) resolveAMI(ctx context.Context, arch string) (string, error)
 	if i.opts.KubernetesVersion == "" {
 		return "", fmt.Errorf("choosing an AMI needs the cluster's Kubernetes version")
 	}
-	name := amiParameter(i.opts.KubernetesVersion, arch)
+	name, err := amiParameter(i.opts.KubernetesVersion, arch)
+	if err != nil {
+		return "", err
+	}
 	if cached, ok := i.amis.Get(name); ok {
 		return cached.(string), nil
 	}

@@ -1,7 +1,6 @@
 package aws
 
 import (
-	"encoding/base64"
 	"strings"
 	"testing"
 
@@ -74,24 +73,43 @@ func TestLaunchable(t *testing.T) {
 	}
 }
 
-func TestUserData(t *testing.T) {
-	got := userData("demo", "https://ABC.gr7.us-west-2.eks.amazonaws.com", []byte("-----BEGIN CERTIFICATE-----\n"),
-		map[string]string{"team": "ml", "karpenter.sh/provisioner-name": "default"},
-		[]corev1.Taint{{Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}, {Key: "it's", Effect: corev1.TaintEffectNoExecute}})
-	for _, want := range []string{
-		"#!/bin/bash",
-		"/etc/eks/bootstrap.sh 'demo'",
-		"--apiserver-endpoint 'https://ABC.gr7.us-west-2.eks.amazonaws.com'",
-		"--b64-cluster-ca '" + base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\n")) + "'",
-		"--node-labels=karpenter.sh/provisioner-name=default,team=ml",
-		`--register-with-taints=gpu=true:NoSchedule,it'"'"'s:NoExecute`,
+func TestAMIParameters(t *testing.T) {
+	for _, tt := range []struct {
+		version, arch, want string
+	}{
+		{"1.34", "amd64", "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/standard/recommended/image_id"},
+		{"1.33", "arm64", "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/arm64/standard/recommended/image_id"},
+		{"1.34", "s390x", ""},
 	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("user data lacks %q:\n%s", want, got)
+		got, err := amiParameter(tt.version, tt.arch)
+		if got != tt.want || (err != nil) != (tt.want == "") {
+			t.Errorf("amiParameter(%s, %s) = %q, %v, want %q", tt.version, tt.arch, got, err, tt.want)
 		}
 	}
-	if plain := userData("demo", "https://e", nil, nil, nil); strings.Contains(plain, "--kubelet-extra-args") {
-		t.Errorf("user data without labels or taints passes kubelet arguments:\n%s", plain)
+}
+
+func TestUserDataIsStableAndQuotesNothing(t *testing.T) {
+	in := nodeBootstrap{
+		ClusterName: "demo", ClusterEndpoint: "https://e", ServiceCIDR: "10.100.0.0/16", MaxPods: 29,
+		Labels: map[string]string{"team": "ml", "karpenter.sh/provisioner-name": "default"},
+		Taints: []corev1.Taint{{Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}, {Key: "it's", Effect: corev1.TaintEffectNoExecute}},
+	}
+	first, err := userData(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Equal inputs must render equal bytes, or every launch would make a new template.
+	for range 10 {
+		if again, _ := userData(in); again != first {
+			t.Fatalf("user data differs between renders:\n%s\n%s", first, again)
+		}
+	}
+	// nodeadm passes flags to the kubelet as they are: no shell quoting to undo.
+	if want := `--register-with-taints=gpu=true:NoSchedule,it's:NoExecute`; !strings.Contains(first, want) {
+		t.Errorf("user data lacks %q:\n%s", want, first)
+	}
+	if plain, _ := userData(nodeBootstrap{ClusterName: "demo"}); strings.Contains(plain, "flags:") {
+		t.Errorf("user data without labels or taints passes kubelet flags:\n%s", plain)
 	}
 }
 

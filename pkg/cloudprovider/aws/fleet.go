@@ -193,15 +193,15 @@ func capacityFailures(errs []ec2types.CreateFleetError, batch []cloudprovider.Ca
 	return failed, other
 }
 
-// launchTemplateConfigs are the user's launch template, or Karpenter's for each architecture of
-// the batch, each with an override per candidate instance type and zone.
+// launchTemplateConfigs are the user's launch template, or Karpenter's for each architecture
+// and max-pods figure of the batch, each with an override per candidate instance type and zone.
 func (i *Instances) launchTemplateConfigs(ctx context.Context, request cloudprovider.LaunchRequest, block *ProviderBlock, batch []cloudprovider.Candidate, zoneSubnets map[string]subnet) ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
 	byTemplate := map[string][]ec2types.FleetLaunchTemplateOverridesRequest{}
 	for _, c := range batch {
 		name := block.LaunchTemplate
 		if name == "" {
 			var err error
-			if name, err = i.karpenterLaunchTemplate(ctx, request, block, c.InstanceType.Labels[corev1.LabelArchStable]); err != nil {
+			if name, err = i.karpenterLaunchTemplate(ctx, request, block, c.InstanceType); err != nil {
 				return nil, err
 			}
 		}
@@ -225,9 +225,11 @@ func (i *Instances) launchTemplateConfigs(ctx context.Context, request cloudprov
 	return configs, nil
 }
 
-// karpenterLaunchTemplate is the name of Karpenter's template for nodes of the architecture.
-func (i *Instances) karpenterLaunchTemplate(ctx context.Context, request cloudprovider.LaunchRequest, block *ProviderBlock, arch string) (string, error) {
-	ami, err := i.resolveAMI(ctx, arch)
+// karpenterLaunchTemplate is the name of Karpenter's template for nodes of the instance type:
+// its architecture picks the AMI and its pods capacity is the kubelet's maxPods, so types that
+// share both share a template.
+func (i *Instances) karpenterLaunchTemplate(ctx context.Context, request cloudprovider.LaunchRequest, block *ProviderBlock, instanceType *cloudprovider.InstanceType) (string, error) {
+	ami, err := i.resolveAMI(ctx, instanceType.Labels[corev1.LabelArchStable])
 	if err != nil {
 		return "", err
 	}
@@ -235,11 +237,27 @@ func (i *Instances) karpenterLaunchTemplate(ctx context.Context, request cloudpr
 	if err != nil {
 		return "", err
 	}
+	serviceCIDR, err := i.serviceCIDR(ctx)
+	if err != nil {
+		return "", err
+	}
+	data, err := userData(nodeBootstrap{
+		ClusterName:     i.opts.ClusterName,
+		ClusterEndpoint: i.opts.ClusterEndpoint,
+		ClusterCABundle: i.opts.ClusterCABundle,
+		ServiceCIDR:     serviceCIDR,
+		Labels:          nodeLabels(request),
+		Taints:          request.Taints,
+		MaxPods:         instanceType.Capacity.Pods().Value(),
+	})
+	if err != nil {
+		return "", err
+	}
 	return i.ensureLaunchTemplate(ctx, launchTemplateInputs{
 		AMI:             ami,
 		SecurityGroups:  securityGroups,
 		InstanceProfile: block.InstanceProfile,
-		UserData:        userData(i.opts.ClusterName, i.opts.ClusterEndpoint, i.opts.ClusterCABundle, nodeLabels(request), request.Taints),
+		UserData:        data,
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +48,9 @@ type InstancesOptions struct {
 	ClusterCABundle []byte
 	// KubernetesVersion is the cluster's major.minor, e.g. "1.29": it selects the EKS AMI.
 	KubernetesVersion string
+	// ClusterServiceCIDR is the cluster's service CIDR, which nodes need to join; when empty
+	// it is read from EKS (eks:DescribeCluster).
+	ClusterServiceCIDR string
 	// DefaultInstanceProfile is the instance profile of provider blocks that name none.
 	DefaultInstanceProfile string
 	// InstanceTypesRefresh is how often instance types and offerings are re-read;
@@ -85,6 +89,10 @@ type Instances struct {
 	securityGroups  *cache.LRUExpireCache
 	amis            *cache.LRUExpireCache
 	launchTemplates *cache.LRUExpireCache
+
+	serviceCIDRMu sync.Mutex
+	// discoveredServiceCIDR is EKS's answer, once it gave one.
+	discoveredServiceCIDR string
 }
 
 var _ cloudprovider.InstanceProvider = (*Instances)(nil)
@@ -102,6 +110,11 @@ func (p *Provider) Instances(opts InstancesOptions) (*Instances, error) {
 	}
 	if opts.UnavailableOfferingsTTL == 0 {
 		opts.UnavailableOfferingsTTL = DefaultUnavailableOfferingsTTL
+	}
+	if opts.ClusterServiceCIDR != "" {
+		if _, err := netip.ParsePrefix(opts.ClusterServiceCIDR); err != nil {
+			return nil, fmt.Errorf("the cluster's service CIDR %q is not a CIDR, %w", opts.ClusterServiceCIDR, err)
+		}
 	}
 	for name, d := range map[string]time.Duration{"instance types refresh": opts.InstanceTypesRefresh, "pricing refresh": opts.PricingRefresh, "unavailable offerings TTL": opts.UnavailableOfferingsTTL} {
 		if d < 0 {

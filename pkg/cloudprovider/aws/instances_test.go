@@ -81,8 +81,9 @@ func newInstancesEnvPending(t *testing.T, seed string, callTimeout, pending time
 	return &instancesEnv{emulator: e, server: srv, clock: clk, instances: newInstances(t, srv.URL, clk, callTimeout), ec2: client}
 }
 
-// newInstances builds Instances for cluster demo against the emulator at url.
-func newInstances(t *testing.T, url string, clk *clocktesting.FakeClock, callTimeout time.Duration) *aws.Instances {
+// newInstances builds Instances for cluster demo against the emulator at url; configure
+// changes the options first.
+func newInstances(t *testing.T, url string, clk *clocktesting.FakeClock, callTimeout time.Duration, configure ...func(*aws.InstancesOptions)) *aws.Instances {
 	t.Helper()
 	p, err := aws.New(context.Background(),
 		aws.Options{Region: "us-west-2", MaxAttempts: maxAttempts, MaxBackoff: 5 * time.Millisecond, Clock: clk, CallTimeout: callTimeout},
@@ -92,14 +93,18 @@ func newInstances(t *testing.T, url string, clk *clocktesting.FakeClock, callTim
 	if err != nil {
 		t.Fatal(err)
 	}
-	instances, err := p.Instances(aws.InstancesOptions{
+	opts := aws.InstancesOptions{
 		ClusterName:            "demo",
 		ClusterEndpoint:        "https://demo.gr7.us-west-2.eks.amazonaws.com",
 		ClusterCABundle:        []byte("-----BEGIN CERTIFICATE-----\ndemo\n-----END CERTIFICATE-----\n"),
-		KubernetesVersion:      "1.31",
+		KubernetesVersion:      "1.34",
 		DefaultInstanceProfile: "KarpenterNodeInstanceProfile-demo",
 		Clock:                  clk,
-	})
+	}
+	for _, c := range configure {
+		c(&opts)
+	}
+	instances, err := p.Instances(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package aws_test
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"slices"
 	"strings"
@@ -112,40 +111,31 @@ func TestCreateSendsOneInstantFleet(t *testing.T) {
 		t.Errorf("instance tags (-want +got):\n%s", diff)
 	}
 
-	checkLaunchTemplate(t, e, fleet, instance)
+	checkLaunchTemplate(t, e, instance)
 }
 
-// checkLaunchTemplate checks the one launch template fleet used: Karpenter's AMI, security
-// groups, instance profile and the user data that bootstraps the node, and that the instance
-// launched from it.
-func checkLaunchTemplate(t *testing.T, e *instancesEnv, fleet awsemulator.FleetRequest, instance *cloudprovider.Instance) {
+// checkLaunchTemplate checks the launch template the instance launched from: Karpenter's AMI,
+// security groups, instance profile and the user data that joins the node (parsed in full by
+// TestUserDataJoinsTheNodeWithNodeadm).
+func checkLaunchTemplate(t *testing.T, e *instancesEnv, instance *cloudprovider.Instance) {
 	t.Helper()
-	templates := e.emulator.LaunchTemplates()
-	if len(templates) != 1 || fleet.LaunchTemplateConfigs[0].LaunchTemplateName != templates[0].LaunchTemplateName || fleet.LaunchTemplateConfigs[0].Version != "$Latest" {
-		t.Fatalf("launch templates %+v for fleet configs %+v", templates, fleet.LaunchTemplateConfigs)
-	}
-	data := templates[0].Data
-	userData, err := base64.StdEncoding.DecodeString(data.UserData)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"/etc/eks/bootstrap.sh 'demo'",
-		"--apiserver-endpoint 'https://demo.gr7.us-west-2.eks.amazonaws.com'",
-		"--b64-cluster-ca '" + base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\ndemo\n-----END CERTIFICATE-----\n")) + "'",
-		"--node-labels=karpenter.sh/provisioner-name=default,team=ml",
-		"--register-with-taints=dedicated=ml:NoSchedule",
-	} {
-		if !strings.Contains(string(userData), want) {
-			t.Errorf("user data lacks %q:\n%s", want, userData)
-		}
+	lt := templateOf(t, e, instance.InstanceType)
+	data := lt.Data
+	config := parseUserData(t, data.UserData)
+	if config.Spec.Cluster.Name != "demo" || !slices.Contains(config.Spec.Kubelet.Flags, "--node-labels=karpenter.sh/provisioner-name=default,team=ml") {
+		t.Errorf("user data = %+v", config)
 	}
 	if !slices.Equal(data.SecurityGroupIDs, []string{"sg-nodes"}) || data.IAMInstanceProfileName != "KarpenterNodeInstanceProfile-demo" || !strings.HasPrefix(data.ImageID, "ami-") {
 		t.Errorf("launch template data = %+v", data)
 	}
 	launched := e.emulator.EC2Instances()
-	if len(launched) != 1 || launched[0].ImageID != data.ImageID || launched[0].PrivateDNSName != instance.NodeName {
-		t.Errorf("launched %+v, want the template's AMI and the node name %s", launched, instance.NodeName)
+	if len(launched) != 1 || launched[0].ImageID != data.ImageID || launched[0].LaunchTemplateName != lt.LaunchTemplateName || launched[0].PrivateDNSName != instance.NodeName {
+		t.Errorf("launched %+v, want the template %s, its AMI and the node name %s", launched, lt.LaunchTemplateName, instance.NodeName)
+	}
+	for _, config := range e.emulator.FleetRequests()[0].LaunchTemplateConfigs {
+		if config.Version != "$Latest" {
+			t.Errorf("Karpenter's template %s launches at version %s, want $Latest", config.LaunchTemplateName, config.Version)
+		}
 	}
 }
 

@@ -7,14 +7,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // launchTemplateInputs are what a launch template Karpenter makes holds; equal inputs share a
@@ -32,42 +28,6 @@ type launchTemplateInputs struct {
 func (in launchTemplateInputs) name(clusterName string) string {
 	sum := sha256.Sum256(append([]byte(clusterName+"\n"), mustJSON(in)...))
 	return "karpenter.sh/" + hex.EncodeToString(sum[:])
-}
-
-// userData bootstraps an EKS-optimized AMI into the cluster with the node's labels and taints.
-// Every value is single-quoted for the shell.
-func userData(clusterName, endpoint string, caBundle []byte, labels map[string]string, taints []corev1.Taint) string {
-	var kubeletArgs []string
-	if len(labels) > 0 {
-		var pairs []string
-		for _, key := range slices.Sorted(maps.Keys(labels)) {
-			pairs = append(pairs, key+"="+labels[key])
-		}
-		kubeletArgs = append(kubeletArgs, "--node-labels="+strings.Join(pairs, ","))
-	}
-	if len(taints) > 0 {
-		var rendered []string
-		for _, t := range taints {
-			rendered = append(rendered, t.ToString())
-		}
-		kubeletArgs = append(kubeletArgs, "--register-with-taints="+strings.Join(rendered, ","))
-	}
-	var b strings.Builder
-	b.WriteString("#!/bin/bash -xe\n")
-	b.WriteString("exec > >(tee /var/log/user-data.log | logger -t user-data -s 2>/dev/console) 2>&1\n")
-	fmt.Fprintf(&b, "/etc/eks/bootstrap.sh %s \\\n  --apiserver-endpoint %s \\\n  --b64-cluster-ca %s",
-		shellQuote(clusterName), shellQuote(endpoint), shellQuote(base64.StdEncoding.EncodeToString(caBundle)))
-	if len(kubeletArgs) > 0 {
-		fmt.Fprintf(&b, " \\\n  --kubelet-extra-args %s", shellQuote(strings.Join(kubeletArgs, " ")))
-	}
-	b.WriteString("\n")
-	return b.String()
-}
-
-// shellQuote quotes s for a POSIX shell: inside single quotes nothing is special but the
-// single quote itself.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
 }
 
 // ensureLaunchTemplate returns the name of the template holding the inputs, creating it when
