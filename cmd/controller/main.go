@@ -4,6 +4,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"time"
 
@@ -44,6 +45,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.DurationVar(&f.operator.AWSCallTimeout, "aws-call-timeout", aws.DefaultCallTimeout, "Time limit of each AWS call, its retries included.")
 	fs.StringVar(&f.operator.ClusterName, "cluster-name", "", "Name of the cluster; when set, Provisioners launch EC2 instances tagged kubernetes.io/cluster/<name>=owned.")
 	fs.StringVar(&f.operator.ClusterEndpoint, "cluster-endpoint", "", "API server URL new nodes join; defaults to the controller's own kubeconfig host.")
+	fs.StringVar(&f.operator.AWSInstanceOptions.ClusterServiceCIDR, "cluster-service-cidr", "", "The cluster's service CIDR, which new nodes need to join; read from eks:DescribeCluster when empty.")
 	fs.StringVar(&f.operator.AWSInstanceOptions.DefaultInstanceProfile, "aws-default-instance-profile", "", "Instance profile of the Provisioners' nodes whose provider block names none.")
 	fs.DurationVar(&f.operator.AWSInstanceOptions.InstanceTypesRefresh, "aws-instance-types-refresh", aws.DefaultInstanceTypesRefresh, "How often EC2 instance types and their zones are re-read.")
 	fs.DurationVar(&f.operator.AWSInstanceOptions.PricingRefresh, "aws-pricing-refresh", aws.DefaultPricingRefresh, "How often on-demand and spot prices are re-read.")
@@ -75,6 +77,11 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	}
 	if f.operator.WedgedReconcileTimeout <= 0 {
 		return f, fmt.Errorf("--wedged-reconcile-timeout must be positive, not %s", f.operator.WedgedReconcileTimeout)
+	}
+	if cidr := f.operator.AWSInstanceOptions.ClusterServiceCIDR; cidr != "" {
+		if _, err := netip.ParsePrefix(cidr); err != nil {
+			return f, fmt.Errorf("--cluster-service-cidr must be a CIDR such as 10.100.0.0/16, %w", err)
+		}
 	}
 	if f.operator.AWSCallTimeout <= 0 {
 		return f, fmt.Errorf("--aws-call-timeout must be positive, not %s", f.operator.AWSCallTimeout)

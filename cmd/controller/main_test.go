@@ -11,6 +11,7 @@ func TestParseFlags(t *testing.T) {
 	t.Setenv("RESYNC_PERIOD", "30s")
 	t.Setenv("CLUSTER_NAME", "demo")
 	t.Setenv("CLUSTER_ENDPOINT", "https://demo.example")
+	t.Setenv("CLUSTER_SERVICE_CIDR", "172.20.0.0/16")
 	t.Setenv("INTERRUPTION_QUEUE", "karpenter-interruptions")
 	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
 	f, err := parseFlags(fs, []string{"--leader-elect=false", "--aws-region=eu-west-1", "--resync-period=5s"})
@@ -41,6 +42,7 @@ func TestParseFlags(t *testing.T) {
 		{"garbage collection grace default", o.Controllers.GarbageCollectionGrace, 2 * time.Minute},
 		{"cluster name from the environment", o.ClusterName, "demo"},
 		{"cluster endpoint from the environment", o.ClusterEndpoint, "https://demo.example"},
+		{"cluster service CIDR from the environment", o.AWSInstanceOptions.ClusterServiceCIDR, "172.20.0.0/16"},
 		{"instance types refresh default", o.AWSInstanceOptions.InstanceTypesRefresh, 5 * time.Minute},
 		{"pricing refresh default", o.AWSInstanceOptions.PricingRefresh, 12 * time.Hour},
 		{"unavailable offerings TTL default", o.AWSInstanceOptions.UnavailableOfferingsTTL, 3 * time.Minute},
@@ -58,6 +60,7 @@ func TestParseFlags(t *testing.T) {
 		"--prometheus-max-response-bytes=0",
 		"--horizontalautoscaler-workers=0",
 		"--aws-call-timeout=-1s",
+		"--cluster-service-cidr=10.100.0.0",
 		"--aws-instance-types-refresh=0s",
 		"--aws-pricing-refresh=-1h",
 		"--aws-unavailable-offerings-ttl=0s",
