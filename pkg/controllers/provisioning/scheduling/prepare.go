@@ -21,19 +21,22 @@ type podInfo struct {
 	attempts  []attempt
 	tolerates []bool // by provisioner index
 
-	hostSpreads, hostAffinities, hostAntiAffinities []ownedTerm
-	zoneSpreads, zoneAffinities, zoneAntiAffinities []ownedTerm
-	// owned are the groups of the pod's anti-affinity terms, which other pods must respect.
+	hostSpreads, hostAffinities, hostAntiAffinities       []ownedTerm
+	domainSpreads, domainAffinities, domainAntiAffinities []ownedTerm
+	// owned are the groups of the pod's required anti-affinity terms, which other pods must
+	// respect.
 	owned []*topologyGroup
 	// matches are the groups whose selector matches the pod, so placing it changes their counts.
 	matches            []*topologyGroup
 	matchesHostAnti    []*topologyGroup
-	matchesZoneAnti    []*topologyGroup
+	matchesDomainAnti  []*topologyGroup
 	matchesEligibility []*topologyGroup
-	ownsZone           bool
-	// zoneRelevant pods must be on a node with a known zone.
-	zoneRelevant bool
-	class        int
+	// keys are the topology keys other than the hostname whose value the pod's node must have
+	// decided: those of its own terms and of the groups it is counted in. owns[i] is whether a
+	// required term of the pod's own needs the node to carry keys[i] at all.
+	keys  []*topologyKey
+	owns  []bool
+	class int
 	err          error
 	reason       string
 }
@@ -91,9 +94,12 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 	for i, p := range in.Provisioners {
 		s.provisioners = append(s.provisioners, s.newProvisioner(i, p, in.DaemonSetPods, requests))
 	}
+	for _, n := range in.Nodes {
+		s.existingLabels = append(s.existingLabels, n.Node.Labels)
+	}
 	sort.SliceStable(s.provisioners, func(i, j int) bool { return s.provisioners[i].name < s.provisioners[j].name })
 
-	s.topology = &topologyGroups{bySignature: map[string]*topologyGroup{}, zones: len(s.zones.names)}
+	s.topology = &topologyGroups{bySignature: map[string]*topologyGroup{}, key: s.topologyKey}
 	pending := make([]*podInfo, 0, len(in.Pods))
 	for _, pod := range in.Pods {
 		pending = append(pending, s.newPodInfo(pod, requests[pod]))
@@ -138,11 +144,17 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 			taints:   n.Node.Spec.Taints,
 			alloc:    s.resources.vector(n.Node.Status.Allocatable),
 			used:     make(resources, len(s.resources)),
+			domain:   s.unknownDomains(),
 			counts:   make([]int32, len(groups)),
 			owners:   make([]int32, len(groups)),
 		}
 		if z, ok := n.Node.Labels[corev1.LabelTopologyZone]; ok {
 			en.zones = 1 << s.zones.index[z]
+		}
+		for _, k := range s.keys {
+			if v, ok := n.Node.Labels[k.name]; ok {
+				en.domain[k.index] = int32(k.values.index[v])
+			}
 		}
 		s.nodes = append(s.nodes, en)
 		for _, ep := range existingPods[i] {
@@ -168,6 +180,7 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 		name:         p.Provisioner.Name,
 		requirements: scheduling.Requirements{},
 		fixedKeys:    sets.New(v1alpha5.ProvisionerNameLabelKey),
+		labels:       map[string]string{v1alpha5.ProvisionerNameLabelKey: p.Provisioner.Name},
 		typeKeys:     sets.New(corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, v1alpha5.CapacityTypeLabelKey),
 		taints:       spec.Taints,
 	}
@@ -180,6 +193,7 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 	for k, v := range spec.Labels {
 		_ = prov.requirements.Add(k, corev1.NodeSelectorOpIn, v)
 		prov.fixedKeys.Insert(k)
+		prov.labels[k] = v
 	}
 	_ = prov.requirements.Add(v1alpha5.ProvisionerNameLabelKey, corev1.NodeSelectorOpIn, prov.name)
 	for _, it := range p.InstanceTypes {
@@ -263,8 +277,10 @@ func (s *scheduler) addTerms(p *podInfo) error {
 	pod := p.pod
 	for i := range pod.Spec.TopologySpreadConstraints {
 		c := &pod.Spec.TopologySpreadConstraints[i]
+		// The node's own value for the key decides whether it is a domain, so the key itself
+		// need not be part of eligibility.
 		eligibility := p.attempts[0].base.Copy()
-		delete(eligibility, corev1.LabelTopologyZone)
+		delete(eligibility, c.TopologyKey)
 		if len(eligibility) == 0 {
 			eligibility = nil
 		} else if pod.Spec.Affinity != nil && pod.Spec.Affinity.NodeAffinity != nil && pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil &&
@@ -275,7 +291,7 @@ func (s *scheduler) addTerms(p *podInfo) error {
 		if err != nil {
 			return err
 		}
-		appendByKey(t, &p.zoneSpreads, &p.hostSpreads)
+		appendByKey(t, &p.domainSpreads, &p.hostSpreads)
 	}
 	if a := pod.Spec.Affinity; a != nil {
 		if a.PodAffinity != nil {
@@ -284,7 +300,14 @@ func (s *scheduler) addTerms(p *podInfo) error {
 				if err != nil {
 					return err
 				}
-				appendByKey(t, &p.zoneAffinities, &p.hostAffinities)
+				appendByKey(t, &p.domainAffinities, &p.hostAffinities)
+			}
+			for i := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+				// A preference the scheduler cannot express is one it need not honour.
+				if t, err := s.topology.addAffinityTerm(pod, &a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm, affinityGroup); err == nil {
+					t.soft = true
+					appendByKey(t, &p.domainAffinities, &p.hostAffinities)
+				}
 			}
 		}
 		if a.PodAntiAffinity != nil {
@@ -294,20 +317,37 @@ func (s *scheduler) addTerms(p *podInfo) error {
 					return err
 				}
 				p.owned = append(p.owned, t.group)
-				appendByKey(t, &p.zoneAntiAffinities, &p.hostAntiAffinities)
+				appendByKey(t, &p.domainAntiAffinities, &p.hostAntiAffinities)
+			}
+			// Preferred anti-affinity binds only its own pod: kube-scheduler weighs other
+			// pods' preferences in scoring, never in filtering.
+			for i := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+				if t, err := s.topology.addAffinityTerm(pod, &a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm, antiAffinityGroup); err == nil {
+					t.soft = true
+					appendByKey(t, &p.domainAntiAffinities, &p.hostAntiAffinities)
+				}
 			}
 		}
 	}
-	p.ownsZone = len(p.zoneSpreads)+len(p.zoneAffinities)+len(p.zoneAntiAffinities) > 0
+	owned := len(p.domainSpreads)+len(p.domainAffinities)+len(p.domainAntiAffinities) > 0
 	switch {
-	case len(p.hostAntiAffinities) > 0:
+	case hasHard(p.hostAntiAffinities):
 		p.class = 0
-	case len(p.hostSpreads)+len(p.hostAffinities) > 0:
+	case hasHard(p.hostSpreads) || hasHard(p.hostAffinities):
 		p.class = 1
-	case p.ownsZone:
+	case owned:
 		p.class = 2
 	}
 	return nil
+}
+
+func hasHard(terms []ownedTerm) bool {
+	for _, t := range terms {
+		if !t.soft {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *scheduler) resolveMatches(p *podInfo, groups []*topologyGroup) {
@@ -320,20 +360,44 @@ func (s *scheduler) resolveMatches(p *podInfo, groups []*topologyGroup) {
 		}
 		p.matches = append(p.matches, g)
 		if g.kind == antiAffinityGroup {
-			if g.zoneKeyed {
-				p.matchesZoneAnti = append(p.matchesZoneAnti, g)
+			if g.key != nil {
+				p.matchesDomainAnti = append(p.matchesDomainAnti, g)
 			} else {
 				p.matchesHostAnti = append(p.matchesHostAnti, g)
 			}
 		}
-		if g.zoneKeyed && g.eligibility != nil {
+		if g.key != nil && (g.eligibility != nil || g.honorTaints) {
 			p.matchesEligibility = append(p.matchesEligibility, g)
 		}
 	}
-	p.zoneRelevant = p.ownsZone
-	for _, g := range p.matches {
-		p.zoneRelevant = p.zoneRelevant || g.zoneKeyed
+	keys := map[*topologyKey]bool{}
+	for _, terms := range [][]ownedTerm{p.domainSpreads, p.domainAffinities, p.domainAntiAffinities} {
+		for _, t := range terms {
+			keys[t.group.key] = keys[t.group.key] || !t.soft
+		}
 	}
+	for _, g := range p.matches {
+		if g.key != nil {
+			keys[g.key] = keys[g.key] || false
+		}
+	}
+	for k := range keys {
+		p.keys = append(p.keys, k)
+	}
+	sortKeys(p.keys)
+	for _, k := range p.keys {
+		p.owns = append(p.owns, keys[k])
+	}
+}
+
+// slot is the position of key k in the pod's keys.
+func (p *podInfo) slot(k *topologyKey) int {
+	for i, pk := range p.keys {
+		if pk == k {
+			return i
+		}
+	}
+	return -1
 }
 
 // buildAttempts lists the requirement sets to try: for each required node affinity term (with
@@ -354,6 +418,10 @@ func buildAttempts(pod *corev1.Pod) ([]attempt, error) {
 	hasSoft := false
 	for _, c := range pod.Spec.TopologySpreadConstraints {
 		hasSoft = hasSoft || c.WhenUnsatisfiable == corev1.ScheduleAnyway
+	}
+	if a := pod.Spec.Affinity; a != nil {
+		hasSoft = hasSoft || (a.PodAffinity != nil && len(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0) ||
+			(a.PodAntiAffinity != nil && len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0)
 	}
 	var attempts []attempt
 	var lastErr error
@@ -400,11 +468,11 @@ func buildAttempts(pod *corev1.Pod) ([]attempt, error) {
 	return attempts, nil
 }
 
-// appendByKey appends t to zone or to host, as its topology key is the zone or the hostname.
-func appendByKey(t ownedTerm, zone, host *[]ownedTerm) {
-	if t.group.zoneKeyed {
-		*zone = append(*zone, t)
-	} else {
+// appendByKey appends t to host if its topology key is the hostname, else to domain.
+func appendByKey(t ownedTerm, domain, host *[]ownedTerm) {
+	if t.group.key == nil {
 		*host = append(*host, t)
+	} else {
+		*domain = append(*domain, t)
 	}
 }
