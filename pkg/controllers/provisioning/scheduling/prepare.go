@@ -34,11 +34,11 @@ type podInfo struct {
 	// keys are the topology keys other than the hostname whose value the pod's node must have
 	// decided: those of its own terms and of the groups it is counted in. owns[i] is whether a
 	// required term of the pod's own needs the node to carry keys[i] at all.
-	keys  []*topologyKey
-	owns  []bool
-	class int
-	err          error
-	reason       string
+	keys   []*topologyKey
+	owns   []bool
+	class  int
+	err    error
+	reason string
 }
 
 // attempt is one set of node requirements to try for a pod.

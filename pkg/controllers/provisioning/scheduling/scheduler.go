@@ -25,9 +25,9 @@ type scheduler struct {
 	// existingLabels are the existing nodes' labels, whose values are domains of every key.
 	existingLabels []map[string]string
 	provisioners   []*provisioner
-	nodes         []*node // existing nodes first, then new ones in the order they were opened
-	existing      int
-	results       *Results
+	nodes          []*node // existing nodes first, then new ones in the order they were opened
+	existing       int
+	results        *Results
 	// domainCache caches, by rendered requirements and what else decides a group's domains,
 	// the domains a pod with those requirements could be in.
 	domainCache map[string]domainSet
