@@ -426,7 +426,10 @@ func (s *scheduler) allowedDomains(p *podInfo, a *attempt) ([]domainSet, *topolo
 		}
 	}
 	for i, d := range allowed {
-		if d.empty() && p.owns[i] {
+		if !p.owns[i] {
+			continue
+		}
+		if d.and(s.reachable(p, a, p.keys[i])); d.empty() {
 			return nil, p.keys[i]
 		}
 	}
@@ -438,25 +441,35 @@ func (s *scheduler) allowedDomains(p *podInfo, a *attempt) ([]domainSet, *topolo
 // among the nodes g's node affinity and taint policies include.
 func (s *scheduler) domains(a *attempt, g *topologyGroup) domainSet {
 	cacheKey := g.domainsKey
+	var base scheduling.Requirements
 	if g.honorAffinity {
 		cacheKey += "/" + a.baseKey
+		base = a.base
 	}
+	return s.domainsWhere(g.key, base, func(taints []corev1.Taint) bool { return s.taintsAllow(g, taints) }, cacheKey)
+}
+
+// reachable are the values of key k the pod's own node constraints and tolerations allow.
+func (s *scheduler) reachable(p *podInfo, a *attempt, k *topologyKey) domainSet {
+	return s.domainsWhere(k, a.base, func(taints []corev1.Taint) bool {
+		return scheduling.UntoleratedTaint(p.pod.Spec.Tolerations, taints) == nil
+	}, "reach/"+k.name+"/"+p.tolerationsKey+"/"+a.baseKey)
+}
+
+// domainsWhere are the values of key k on existing nodes, and on nodes the provisioners could
+// launch, that meet base and whose taints allows; cached under cacheKey.
+func (s *scheduler) domainsWhere(k *topologyKey, base scheduling.Requirements, allows func([]corev1.Taint) bool, cacheKey string) domainSet {
 	if d, ok := s.domainCache[cacheKey]; ok {
 		return d
 	}
-	var base scheduling.Requirements
-	if g.honorAffinity {
-		base = a.base
-	}
-	k := g.key
 	d := newDomainSet(len(k.values.names))
 	for _, n := range s.nodes[:s.existing] {
-		if v := n.domain[k.index]; v >= 0 && base.MatchesLabels(n.labels) && s.taintsAllow(g, n.taints) {
+		if v := n.domain[k.index]; v >= 0 && base.MatchesLabels(n.labels) && allows(n.taints) {
 			d.add(int(v))
 		}
 	}
 	for _, prov := range s.provisioners {
-		if !s.taintsAllow(g, prov.taints) {
+		if !allows(prov.taints) {
 			continue
 		}
 		reqs, ok := mergeRequirements(&node{requirements: prov.requirements, prov: prov}, base)

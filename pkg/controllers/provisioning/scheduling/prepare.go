@@ -34,11 +34,13 @@ type podInfo struct {
 	// keys are the topology keys other than the hostname whose value the pod's node must have
 	// decided: those of its own terms and of the groups it is counted in. owns[i] is whether a
 	// required term of the pod's own needs the node to carry keys[i] at all.
-	keys   []*topologyKey
-	owns   []bool
-	class  int
-	err    error
-	reason string
+	keys []*topologyKey
+	owns []bool
+	// tolerationsKey renders the pod's tolerations for caching the domains it can reach.
+	tolerationsKey string
+	class          int
+	err            error
+	reason         string
 }
 
 // attempt is one set of node requirements to try for a pod.
@@ -261,6 +263,9 @@ func (s *scheduler) newPodInfo(pod *corev1.Pod, requests corev1.ResourceList) *p
 		tolerates[prov.index] = scheduling.UntoleratedTaint(pod.Spec.Tolerations, prov.taints) == nil
 	}
 	p.tolerates = tolerates
+	if len(pod.Spec.Tolerations) > 0 {
+		p.tolerationsKey = fmt.Sprint(pod.Spec.Tolerations)
+	}
 	attempts, err := buildAttempts(pod)
 	if err != nil {
 		p.err = err
@@ -329,13 +334,17 @@ func (s *scheduler) addTerms(p *podInfo) error {
 			}
 		}
 	}
-	owned := len(p.domainSpreads)+len(p.domainAffinities)+len(p.domainAntiAffinities) > 0
 	switch {
 	case hasHard(p.hostAntiAffinities):
 		p.class = 0
 	case hasHard(p.hostSpreads) || hasHard(p.hostAffinities):
 		p.class = 1
-	case owned:
+	case hasHard(p.domainSpreads) || hasHard(p.domainAffinities) || hasHard(p.domainAntiAffinities):
+		p.class = 2
+	case len(p.hostAffinities)+len(p.domainAffinities) > 0:
+		// Preferred affinity is judged once the pods it may be drawn to are placed.
+		p.class = 4
+	case len(p.hostSpreads)+len(p.domainSpreads)+len(p.hostAntiAffinities)+len(p.domainAntiAffinities) > 0:
 		p.class = 2
 	}
 	return nil

@@ -281,7 +281,8 @@ func (s *scheduler) finish() {
 }
 
 // sortPods orders pods so the most constrained open nodes first and the rest fill them: pods
-// that need a node of their own, then hostname-constrained, zone-constrained, then the rest;
+// that need a node of their own, then hostname-constrained, constrained on other topology keys,
+// then the rest, and last those with preferred pod affinity only;
 // largest first within each class.
 func sortPods(pods []*podInfo) {
 	sort.SliceStable(pods, func(i, j int) bool {
