@@ -446,30 +446,33 @@ func (s *scheduler) domains(a *attempt, g *topologyGroup) domainSet {
 		cacheKey += "/" + a.baseKey
 		base = a.base
 	}
-	return s.domainsWhere(g.key, base, func(taints []corev1.Taint) bool { return s.taintsAllow(g, taints) }, cacheKey)
+	// Provisioners' nodes are counted as carrying every key a spread requires: a larger set of
+	// domains only lowers the minimum the skew is measured from.
+	return s.domainsWhere(g.key, base, func(n *node) bool { return s.taintsAllow(g, n.taints) && carries(n, g.requiredKeys) },
+		func(prov *provisioner) bool { return s.taintsAllow(g, prov.taints) }, cacheKey)
 }
 
 // reachable are the values of key k the pod's own node constraints and tolerations allow.
 func (s *scheduler) reachable(p *podInfo, a *attempt, k *topologyKey) domainSet {
-	return s.domainsWhere(k, a.base, func(taints []corev1.Taint) bool {
-		return scheduling.UntoleratedTaint(p.pod.Spec.Tolerations, taints) == nil
-	}, "reach/"+k.name+"/"+p.tolerationsKey+"/"+a.baseKey)
+	return s.domainsWhere(k, a.base, func(n *node) bool { return scheduling.UntoleratedTaint(p.pod.Spec.Tolerations, n.taints) == nil },
+		func(prov *provisioner) bool { return p.tolerates[prov.index] }, "reach/"+k.name+"/"+p.tolerationsKey+"/"+a.baseKey)
 }
 
-// domainsWhere are the values of key k on existing nodes, and on nodes the provisioners could
-// launch, that meet base and whose taints allows; cached under cacheKey.
-func (s *scheduler) domainsWhere(k *topologyKey, base scheduling.Requirements, allows func([]corev1.Taint) bool, cacheKey string) domainSet {
+// domainsWhere are the values of key k on the existing nodes that meet base and existingOK, and
+// on the nodes that the provisioners provOK allows could launch meeting base; cached under
+// cacheKey.
+func (s *scheduler) domainsWhere(k *topologyKey, base scheduling.Requirements, existingOK func(*node) bool, provOK func(*provisioner) bool, cacheKey string) domainSet {
 	if d, ok := s.domainCache[cacheKey]; ok {
 		return d
 	}
 	d := newDomainSet(len(k.values.names))
 	for _, n := range s.nodes[:s.existing] {
-		if v := n.domain[k.index]; v >= 0 && base.MatchesLabels(n.labels) && allows(n.taints) {
+		if v := n.domain[k.index]; v >= 0 && base.MatchesLabels(n.labels) && existingOK(n) {
 			d.add(int(v))
 		}
 	}
 	for _, prov := range s.provisioners {
-		if !allows(prov.taints) {
+		if !provOK(prov) {
 			continue
 		}
 		reqs, ok := mergeRequirements(&node{requirements: prov.requirements, prov: prov}, base)
@@ -480,6 +483,16 @@ func (s *scheduler) domainsWhere(k *topologyKey, base scheduling.Requirements, a
 	}
 	s.domainCache[cacheKey] = d
 	return d
+}
+
+// carries reports whether the node has decided a value for each of keys.
+func carries(n *node, keys []*topologyKey) bool {
+	for _, k := range keys {
+		if n.domain[k.index] < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // taintsAllow reports whether a node with taints is among g's nodes under its nodeTaintsPolicy.
@@ -534,7 +547,7 @@ func (s *scheduler) count(n *node, pod *corev1.Pod, matches []*topologyGroup, ow
 }
 
 func (s *scheduler) eligible(n *node, g *topologyGroup) bool {
-	if !s.taintsAllow(g, n.taints) {
+	if !s.taintsAllow(g, n.taints) || !carries(n, g.requiredKeys) {
 		return false
 	}
 	if g.eligibility == nil {

@@ -386,8 +386,12 @@ func (s *scheduler) resolveMatches(p *podInfo, groups []*topologyGroup) {
 		}
 	}
 	for _, g := range p.matches {
-		if g.key != nil {
-			keys[g.key] = keys[g.key] || false
+		if g.key == nil {
+			continue
+		}
+		// Where the pod is counted depends on these keys' values too, so they are decided.
+		for _, k := range append([]*topologyKey{g.key}, g.requiredKeys...) {
+			keys[k] = keys[k] || false
 		}
 	}
 	for k := range keys {

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,6 +51,9 @@ type topologyGroup struct {
 	honorAffinity bool
 	honorTaints   bool
 	tolerations   []corev1.Toleration
+	// requiredKeys are the other keys of the spreading pod's constraints of the same kind
+	// (DoNotSchedule or ScheduleAnyway): kube-scheduler counts only nodes carrying them all.
+	requiredKeys []*topologyKey
 	// domainsKey identifies what decides the group's domains besides the pod's node affinity.
 	domainsKey string
 
@@ -128,6 +132,18 @@ func (t *topologyGroups) addSpread(pod *corev1.Pod, c *corev1.TopologySpreadCons
 	if err != nil {
 		return ownedTerm{}, err
 	}
+	var requiredKeys []*topologyKey
+	var requiredNames []string
+	for _, other := range pod.Spec.TopologySpreadConstraints {
+		if other.WhenUnsatisfiable == c.WhenUnsatisfiable && other.TopologyKey != c.TopologyKey && other.TopologyKey != corev1.LabelHostname &&
+			!slices.Contains(requiredNames, other.TopologyKey) {
+			requiredNames = append(requiredNames, other.TopologyKey)
+		}
+	}
+	sort.Strings(requiredNames)
+	for _, name := range requiredNames {
+		requiredKeys = append(requiredKeys, t.key(name))
+	}
 	var minDomains int32
 	if c.MinDomains != nil {
 		minDomains = *c.MinDomains
@@ -141,10 +157,10 @@ func (t *topologyGroups) addSpread(pod *corev1.Pod, c *corev1.TopologySpreadCons
 	if honorTaints {
 		tolerations = pod.Spec.Tolerations
 	}
-	domainsKey := fmt.Sprintf("%s/%v/%v/%v", c.TopologyKey, honorAffinity, honorTaints, tolerations)
+	domainsKey := fmt.Sprintf("%s/%v/%v/%v/%v", c.TopologyKey, honorAffinity, honorTaints, tolerations, requiredNames)
 	g := &topologyGroup{
 		kind: spreadGroup, namespaces: sets.New(pod.Namespace), selector: selector, maxSkew: c.MaxSkew, minDomains: minDomains,
-		eligibility: eligibility, honorAffinity: honorAffinity, honorTaints: honorTaints, tolerations: tolerations, domainsKey: domainsKey,
+		eligibility: eligibility, honorAffinity: honorAffinity, honorTaints: honorTaints, tolerations: tolerations, requiredKeys: requiredKeys, domainsKey: domainsKey,
 	}
 	signature := fmt.Sprintf("spread/%s/%s/%s/%d/%d/%v", domainsKey, pod.Namespace, selector, c.MaxSkew, minDomains, eligibility.NodeSelectorRequirements())
 	g = t.intern(g, c.TopologyKey, signature)

@@ -123,6 +123,20 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 			},
 		},
 		{
+			name: "spread over zones and capacity types together",
+			input: func() scheduling.Input {
+				constraints := append(spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, web, nil), spread(v1alpha5.CapacityTypeLabelKey, corev1.DoNotSchedule, web, nil)...)
+				return scheduling.Input{Pods: builders.Pods(6, builders.PodOptions{Requests: requests("1", "1Gi"), Labels: web, TopologySpread: constraints}),
+					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
+					// Without a capacity-type label this node is no domain of either constraint.
+					Nodes: []scheduling.Node{labelledNode("unmanaged", map[string]string{corev1.LabelTopologyZone: "zone-1"}, "8")}}
+			},
+			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
+				wantCounts(t, podsByValue(in, r, v1alpha5.CapacityTypeLabelKey), map[string]int{v1alpha5.CapacityTypeSpot: 3, v1alpha5.CapacityTypeOnDemand: 3})
+				wantCounts(t, podsByValue(in, r, corev1.LabelTopologyZone), map[string]int{"zone-1": 2, "zone-2": 2, "zone-3": 2})
+			},
+		},
+		{
 			name: "anti-affinity over capacity types has two domains",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: builders.Pods(3, builders.PodOptions{Requests: requests("1", "1Gi"), Labels: web, PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(v1alpha5.CapacityTypeLabelKey, web)}}),

@@ -186,6 +186,12 @@ func TestVerifyTopology(t *testing.T) {
 			want:  "skew 2",
 		},
 		{
+			name: "a node without every key of the pod's constraints is no domain",
+			input: input(pods(2, builders.PodOptions{Labels: web, TopologySpread: append(spread(corev1.LabelTopologyZone, nil), spread(v1alpha5.CapacityTypeLabelKey, nil)...)}),
+				existing("unmanaged", map[string]string{corev1.LabelTopologyZone: "zone-2"})),
+			plan: plan{nodes: map[string]newNode{"n1": {one(amd), []corev1.NodeSelectorRequirement{z1, spot}}, "n2": {one(amd), []corev1.NodeSelectorRequirement{z1, onDemand}}}, bindings: []string{"n1", "n2"}},
+		},
+		{
 			name:  "nodeTaintsPolicy Ignore counts a tainted node's zone",
 			input: input(pods(2, builders.PodOptions{Labels: web, TopologySpread: spread(corev1.LabelTopologyZone, nil)}), existing("tainted", map[string]string{corev1.LabelTopologyZone: "zone-2"}, taint)),
 			plan:  plan{nodes: map[string]newNode{"n1": {one(amd), []corev1.NodeSelectorRequirement{z1}}}, bindings: []string{"n1", "n1"}},

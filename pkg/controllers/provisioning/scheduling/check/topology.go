@@ -201,6 +201,12 @@ func (rp *replay) checkSpread(n *node, pod *corev1.Pod, c *corev1.TopologySpread
 	honourTaints := c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
 	constrained := len(pod.Spec.NodeSelector) > 0 || (pod.Spec.Affinity != nil && pod.Spec.Affinity.NodeAffinity != nil &&
 		pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil)
+	keys := sets.New[string]()
+	for _, other := range pod.Spec.TopologySpreadConstraints {
+		if other.WhenUnsatisfiable == c.WhenUnsatisfiable {
+			keys.Insert(other.TopologyKey)
+		}
+	}
 	cache := map[*node]bool{}
 	eligible := func(m *node) bool {
 		if ok, seen := cache[m]; seen {
@@ -214,6 +220,12 @@ func (rp *replay) checkSpread(n *node, pod *corev1.Pod, c *corev1.TopologySpread
 		if honourTaints && !toleratesNoScheduleTaints(pod, m.taints) {
 			ok = false
 		}
+		// Only nodes with every topology key of the pod's constraints of this kind count.
+		for _, key := range sets.List(keys) {
+			if m.lacks(key) || m.absent.Has(key) {
+				ok = false
+			}
+		}
 		cache[m] = ok
 		return ok
 	}
@@ -222,7 +234,7 @@ func (rp *replay) checkSpread(n *node, pod *corev1.Pod, c *corev1.TopologySpread
 	if (honour && constrained) || honourTaints {
 		decider = pod
 	}
-	signature := fmt.Sprintf("spread/%s/%s/%s/%v/%v/%p", pod.Namespace, c.TopologyKey, selector, honour, honourTaints, decider)
+	signature := fmt.Sprintf("spread/%s/%s/%s/%v/%v/%v/%p", pod.Namespace, c.TopologyKey, selector, honour, honourTaints, sets.List(keys), decider)
 	s := rp.set(signature, func() *podSet {
 		return &podSet{namespaces: sets.New(pod.Namespace), selector: selector, key: c.TopologyKey, eligible: eligible}
 	})
