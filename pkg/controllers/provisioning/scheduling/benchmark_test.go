@@ -44,7 +44,10 @@ func TestWorkload(t *testing.T) {
 				t.Errorf("%d new nodes, want at least %d", len(r.NewNodes), n/5)
 			}
 			lb := lowerBound(in.Provisioners[0].InstanceTypes, in.Pods)
-			t.Logf("%d pods: %d nodes, %.2f usd/hr, lower bound %.2f usd/hr", n, len(r.NewNodes), r.Price(), lb)
+			if r.Price() < lb*(1-1e-9) {
+				t.Errorf("%.2f usd/hr beats the lower bound %.2f usd/hr, which is then no bound", r.Price(), lb)
+			}
+			t.Logf("%d pods: %d nodes, %.2f usd/hr, lower bound %.2f usd/hr (%.3f×)", n, len(r.NewNodes), r.Price(), lb, r.Price()/lb)
 		})
 	}
 }
@@ -69,6 +72,7 @@ func BenchmarkScheduling(b *testing.B) {
 			b.ReportMetric(float64(len(r.NewNodes)), "nodes")
 			b.ReportMetric(r.Price(), "usd/hr")
 			b.ReportMetric(lb, "lb_usd/hr")
+			b.ReportMetric(r.Price()/lb, "usd/lb")
 		})
 	}
 }
