@@ -452,10 +452,11 @@ func (s *scheduler) domains(a *attempt, g *topologyGroup) domainSet {
 		func(prov *provisioner) bool { return s.taintsAllow(g, prov.taints) }, cacheKey)
 }
 
-// reachable are the values of key k the pod's own node constraints and tolerations allow.
+// reachable are the values of key k the pod's own node constraints, volumes and tolerations
+// allow.
 func (s *scheduler) reachable(p *podInfo, a *attempt, k *topologyKey) domainSet {
-	return s.domainsWhere(k, a.base, func(n *node) bool { return scheduling.UntoleratedTaint(p.pod.Spec.Tolerations, n.taints) == nil },
-		func(prov *provisioner) bool { return p.tolerates[prov.index] }, "reach/"+k.name+"/"+p.tolerationsKey+"/"+a.baseKey)
+	return s.domainsWhere(k, a.reach, func(n *node) bool { return scheduling.UntoleratedTaint(p.pod.Spec.Tolerations, n.taints) == nil },
+		func(prov *provisioner) bool { return p.tolerates[prov.index] }, "reach/"+k.name+"/"+p.tolerationsKey+"/"+a.reachKey)
 }
 
 // domainsWhere are the values of key k on the existing nodes that meet base and existingOK, and

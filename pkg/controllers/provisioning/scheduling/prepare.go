@@ -50,6 +50,10 @@ type attempt struct {
 	// decides the pod's topology domains; baseKey renders it for caching.
 	base    scheduling.Requirements
 	baseKey string
+	// reach is base with one alternative of what the pod's volumes need: where the pod may go
+	// at all. reachKey renders it.
+	reach    scheduling.Requirements
+	reachKey string
 	// soft attempts honour ScheduleAnyway topology spread too.
 	soft bool
 }
@@ -233,7 +237,7 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 		if scheduling.UntoleratedTaint(ds.Spec.Tolerations, prov.taints) != nil {
 			continue
 		}
-		attempts, err := buildAttempts(ds)
+		attempts, err := buildAttempts(ds, nil)
 		if err != nil {
 			continue
 		}
@@ -266,7 +270,12 @@ func (s *scheduler) newPodInfo(pod *corev1.Pod, requests corev1.ResourceList) *p
 	if len(pod.Spec.Tolerations) > 0 {
 		p.tolerationsKey = fmt.Sprint(pod.Spec.Tolerations)
 	}
-	attempts, err := buildAttempts(pod)
+	volumes, err := s.volumes.requirements(pod)
+	if err != nil {
+		p.err = err
+		return p
+	}
+	attempts, err := buildAttempts(pod, volumes)
 	if err != nil {
 		p.err = err
 		return p
@@ -414,8 +423,9 @@ func (p *podInfo) slot(k *topologyKey) int {
 }
 
 // buildAttempts lists the requirement sets to try: for each required node affinity term (with
-// the nodeSelector), all preferred terms first, then fewer, dropping the lightest first.
-func buildAttempts(pod *corev1.Pod) ([]attempt, error) {
+// the nodeSelector) and each alternative the volumes allow, all preferred terms first, then
+// fewer, dropping the lightest first.
+func buildAttempts(pod *corev1.Pod, volumes []scheduling.Requirements) ([]attempt, error) {
 	terms := []*corev1.NodeSelectorTerm{nil}
 	var preferred []corev1.PreferredSchedulingTerm
 	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
@@ -436,6 +446,9 @@ func buildAttempts(pod *corev1.Pod) ([]attempt, error) {
 		hasSoft = hasSoft || (a.PodAffinity != nil && len(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0) ||
 			(a.PodAntiAffinity != nil && len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0)
 	}
+	if volumes == nil {
+		volumes = []scheduling.Requirements{nil}
+	}
 	var attempts []attempt
 	var lastErr error
 	for _, term := range terms {
@@ -449,27 +462,40 @@ func buildAttempts(pod *corev1.Pod) ([]attempt, error) {
 			continue
 		}
 		baseKey := fmt.Sprint(base.NodeSelectorRequirements())
-		for k := len(preferred); k >= 0; k-- {
-			reqs := base
-			ok := true
-			for _, pref := range preferred[:k] {
-				prefReqs, err := scheduling.RequirementsFromTerm(nil, &pref.Preference)
-				if err != nil {
-					ok = false
-					break
+		for _, volume := range volumes {
+			reach, reachKey := base, baseKey
+			if volume != nil {
+				if reach, _ = base.Intersect(volume); reach == nil {
+					lastErr = fmt.Errorf("the pod's volumes need nodes its node selector and required node affinity exclude")
+					continue
 				}
-				if reqs, _ = reqs.Intersect(prefReqs); reqs == nil {
-					ok = false
-					break
+				reachKey = fmt.Sprint(reach.NodeSelectorRequirements())
+			}
+			for k := len(preferred); k >= 0; k-- {
+				reqs := reach
+				ok := true
+				for _, pref := range preferred[:k] {
+					prefReqs, err := scheduling.RequirementsFromTerm(nil, &pref.Preference)
+					if err != nil {
+						ok = false
+						break
+					}
+					if reqs, _ = reqs.Intersect(prefReqs); reqs == nil {
+						ok = false
+						break
+					}
 				}
+				if !ok {
+					continue
+				}
+				a := attempt{requirements: reqs, base: base, baseKey: baseKey, reach: reach, reachKey: reachKey}
+				if hasSoft && k == len(preferred) {
+					soft := a
+					soft.soft = true
+					attempts = append(attempts, soft)
+				}
+				attempts = append(attempts, a)
 			}
-			if !ok {
-				continue
-			}
-			if hasSoft && k == len(preferred) {
-				attempts = append(attempts, attempt{requirements: reqs, base: base, baseKey: baseKey, soft: true})
-			}
-			attempts = append(attempts, attempt{requirements: reqs, base: base, baseKey: baseKey})
 		}
 	}
 	if len(attempts) == 0 {

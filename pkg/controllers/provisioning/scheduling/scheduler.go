@@ -25,6 +25,7 @@ type scheduler struct {
 	// existingLabels are the existing nodes' labels, whose values are domains of every key.
 	existingLabels []map[string]string
 	provisioners   []*provisioner
+	volumes        *volumeIndex
 	nodes          []*node // existing nodes first, then new ones in the order they were opened
 	existing       int
 	results        *Results
@@ -66,6 +67,7 @@ func Schedule(in Input) *Results {
 		keyIndex:      map[string]*topologyKey{},
 		domainCache:   map[string]domainSet{},
 	}
+	s.volumes = newVolumeIndex(in)
 	pods := s.prepare(in)
 	var failed []*podInfo
 	for _, p := range pods {

@@ -125,6 +125,7 @@ func Verify(in scheduling.Input, r *scheduling.Results) []error {
 	c.buildNodes()
 	c.verifyNewNodes()
 	c.verifyPlacements()
+	c.verifyVolumes()
 	c.replayTopology()
 	return c.errs
 }

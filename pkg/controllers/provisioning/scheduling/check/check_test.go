@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
@@ -250,19 +252,91 @@ func TestVerifyTopology(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := check.Verify(tc.input, tc.plan.results(tc.input))
-			if tc.want == "" {
-				for _, err := range errs {
-					t.Error(err)
-				}
-				return
-			}
-			for _, err := range errs {
-				if strings.Contains(err.Error(), tc.want) {
-					return
-				}
-			}
-			t.Errorf("errors %v, want one mentioning %q", errs, tc.want)
+			wantErrors(t, check.Verify(tc.input, tc.plan.results(tc.input)), tc.want)
 		})
 	}
+}
+
+func TestVerifyVolumes(t *testing.T) {
+	z1 := []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-1"}}}
+	mounting := func(claim string) []*corev1.Pod {
+		p := pods(1, builders.PodOptions{})
+		p[0].Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+		return p
+	}
+	bound := func(name, volume string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: volume}}
+	}
+	unbound := func(name, class string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class}}
+	}
+	volume := func(key, zone string) *corev1.PersistentVolume {
+		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv"}, Spec: corev1.PersistentVolumeSpec{NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}}}},
+		}}}}
+	}
+	class := func(mode storagev1.VolumeBindingMode, zone string) *storagev1.StorageClass {
+		return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "sc"}, VolumeBindingMode: &mode, AllowedTopologies: []corev1.TopologySelectorTerm{{
+			MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: corev1.LabelTopologyZone, Values: []string{zone}}},
+		}}}
+	}
+	cases := []struct {
+		name string
+		in   func(in scheduling.Input) scheduling.Input
+		want string
+	}{
+		{name: "bound volume in the node's zone, by the CSI driver's key", in: func(in scheduling.Input) scheduling.Input {
+			in.Pods, in.PersistentVolumeClaims, in.PersistentVolumes = mounting("data"), []*corev1.PersistentVolumeClaim{bound("data", "pv")}, []*corev1.PersistentVolume{volume("topology.ebs.csi.aws.com/zone", "zone-1")}
+			return in
+		}},
+		{name: "bound volume in another zone", want: "node affinity", in: func(in scheduling.Input) scheduling.Input {
+			in.Pods, in.PersistentVolumeClaims, in.PersistentVolumes = mounting("data"), []*corev1.PersistentVolumeClaim{bound("data", "pv")}, []*corev1.PersistentVolume{volume(corev1.LabelTopologyZone, "zone-2")}
+			return in
+		}},
+		{name: "bound volume whose zone label excludes the node", want: "zones", in: func(in scheduling.Input) scheduling.Input {
+			pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", Labels: map[string]string{corev1.LabelTopologyZone: "zone-2__zone-3"}}}
+			in.Pods, in.PersistentVolumeClaims, in.PersistentVolumes = mounting("data"), []*corev1.PersistentVolumeClaim{bound("data", "pv")}, []*corev1.PersistentVolume{pv}
+			return in
+		}},
+		{name: "first-consumer claim within the allowed topologies", in: func(in scheduling.Input) scheduling.Input {
+			in.Pods, in.PersistentVolumeClaims, in.StorageClasses = mounting("data"), []*corev1.PersistentVolumeClaim{unbound("data", "sc")}, []*storagev1.StorageClass{class(storagev1.VolumeBindingWaitForFirstConsumer, "zone-1")}
+			return in
+		}},
+		{name: "first-consumer claim outside the allowed topologies", want: "allowed topologies", in: func(in scheduling.Input) scheduling.Input {
+			in.Pods, in.PersistentVolumeClaims, in.StorageClasses = mounting("data"), []*corev1.PersistentVolumeClaim{unbound("data", "sc")}, []*storagev1.StorageClass{class(storagev1.VolumeBindingWaitForFirstConsumer, "zone-2")}
+			return in
+		}},
+		{name: "unbound claim of an immediate class", want: "not provisioned for its first consumer", in: func(in scheduling.Input) scheduling.Input {
+			in.Pods, in.PersistentVolumeClaims, in.StorageClasses = mounting("data"), []*corev1.PersistentVolumeClaim{unbound("data", "sc")}, []*storagev1.StorageClass{class(storagev1.VolumeBindingImmediate, "zone-1")}
+			return in
+		}},
+		{name: "missing claim", want: "not found", in: func(in scheduling.Input) scheduling.Input {
+			in.Pods = mounting("data")
+			return in
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in(input(nil))
+			p := plan{nodes: map[string]newNode{"n1": {[]*cloudprovider.InstanceType{amd}, z1}}, bindings: []string{"n1"}}
+			wantErrors(t, check.Verify(in, p.results(in)), tc.want)
+		})
+	}
+}
+
+// wantErrors fails unless errs is empty for want "", or one of errs mentions want.
+func wantErrors(t *testing.T, errs []error, want string) {
+	t.Helper()
+	if want == "" {
+		for _, err := range errs {
+			t.Error(err)
+		}
+		return
+	}
+	for _, err := range errs {
+		if strings.Contains(err.Error(), want) {
+			return
+		}
+	}
+	t.Errorf("errors %v, want one mentioning %q", errs, want)
 }
