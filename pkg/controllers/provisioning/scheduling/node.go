@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"fmt"
 	"math"
 	"sort"
 
@@ -126,11 +127,11 @@ func (prov *provisioner) compatibleType(t *instanceType, reqs scheduling.Require
 	return true
 }
 
-// constrain computes the state of new node n with pod p added, or reports that p cannot go there.
-func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainSet) (*narrowing, bool) {
+// constrain computes the state of new node n with pod p added, or says why p cannot go there.
+func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainSet) (*narrowing, string) {
 	reqs, ok := mergeRequirements(n, a.requirements)
 	if !ok {
-		return nil, false
+		return nil, "no instance type meets the pod's node selector and affinity"
 	}
 	changed := len(a.requirements) > 0
 	domain, pinned := n.domain, false
@@ -142,7 +143,7 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 		for i, k := range p.keys {
 			if v := domain[k.index]; v >= 0 {
 				if !allowed[i].has(int(v)) {
-					return nil, false
+					return nil, fmt.Sprintf("the node's %s is not one the topology terms allow", k.name)
 				}
 				continue
 			}
@@ -155,13 +156,13 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 			if possible.empty() {
 				// The node will not carry the label: no term of the pod's own may need it.
 				if p.owns[i] {
-					return nil, false
+					return nil, fmt.Sprintf("no instance type carries %s, which the pod's topology terms need", k.name)
 				}
 				continue
 			}
 			possible.and(allowed[i])
 			if possible.empty() {
-				return nil, false
+				return nil, fmt.Sprintf("no instance type gives a %s the topology terms allow", k.name)
 			}
 			v := s.chooseDomain(p, k, possible)
 			r, _ := scheduling.NewRequirement(corev1.NodeSelectorOpIn, k.values.names[v])
@@ -205,7 +206,7 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 			}
 		}
 		if out.first < 0 {
-			return nil, false
+			return nil, "no instance type has room for the pod's requests and daemonset overhead"
 		}
 	} else {
 		out.zones = s.zones.mask(reqs[corev1.LabelTopologyZone])
@@ -222,7 +223,7 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 			out.prices = append(out.prices, price)
 		}
 		if len(out.candidates) == 0 {
-			return nil, false
+			return nil, "no instance type has room for the pod's requests and daemonset overhead and meets its requirements in an available offering"
 		}
 		sort.Sort(byPrice{out})
 		out.maxAlloc = maxAllocatable(out.candidates)
@@ -233,9 +234,9 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 		out.zones &= reachable
 	}
 	if !n.prov.withinLimits(n.cheapest, out.candidates[out.first]) {
-		return nil, false
+		return nil, "no instance type fits within the provisioner's limits"
 	}
-	return out, true
+	return out, ""
 }
 
 type byPrice struct{ n *narrowing }

@@ -148,7 +148,7 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 			continue
 		}
 		if free {
-			if nw, ok := s.constrain(n, p, a, allowed); ok {
+			if nw, refusal := s.constrain(n, p, a, allowed); refusal == "" {
 				s.place(n, p, nw)
 				return true
 			}
@@ -157,7 +157,7 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 		grow = n
 	}
 	if grow != nil {
-		if nw, ok := s.constrain(grow, p, a, allowed); ok {
+		if nw, refusal := s.constrain(grow, p, a, allowed); refusal == "" {
 			s.place(grow, p, nw)
 			return true
 		}
@@ -166,7 +166,7 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 			if n == grow || !fitsWith(n.maxAlloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
 				continue
 			}
-			if nw, ok := s.constrain(n, p, a, allowed); ok {
+			if nw, refusal := s.constrain(n, p, a, allowed); refusal == "" {
 				s.place(n, p, nw)
 				return true
 			}
@@ -191,9 +191,9 @@ func (s *scheduler) openNode(p *podInfo, a *attempt, allowed []domainSet) string
 			reasons = append(reasons, "no new node satisfies the pod's hostname topology constraints")
 			continue
 		}
-		nw, ok := s.constrain(n, p, a, allowed)
-		if !ok {
-			reasons = append(reasons, fmt.Sprintf("provisioner %q: no instance type satisfies the pod's requirements, resource requests and daemonset overhead within limits", prov.name))
+		nw, refusal := s.constrain(n, p, a, allowed)
+		if refusal != "" {
+			reasons = append(reasons, fmt.Sprintf("provisioner %q: %s", prov.name, refusal))
 			continue
 		}
 		if best == nil || nw.prices[nw.first] < bestNarrowing.prices[bestNarrowing.first] {
