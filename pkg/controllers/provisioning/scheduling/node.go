@@ -35,7 +35,7 @@ type node struct {
 	capacityTypes uint64
 	// domain is, per topology key index, the node's interned value of the key once decided,
 	// or -1.
-	domain []int32
+	domain []int
 
 	// counts and owners are indexed by topology group: pods here that match the group's
 	// selector, and pods here that carry the group's anti-affinity term.
@@ -78,7 +78,7 @@ type narrowing struct {
 	zones         uint64
 	capacityTypes uint64
 	maxAlloc      resources
-	domain        []int32
+	domain        []int
 }
 
 // mergeRequirements adds pod requirements to a new node's, knowing which labels the node will
@@ -142,7 +142,7 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 		used := n.used.plus(p.requests)
 		for i, k := range p.keys {
 			if v := domain[k.index]; v >= 0 {
-				if !allowed[i].has(int(v)) {
+				if !allowed[i].has(v) {
 					return nil, fmt.Sprintf("the node's %s is not one the topology terms allow", k.name)
 				}
 				continue
@@ -174,11 +174,11 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 				reqs = reqs.Copy()
 			}
 			if !pinned {
-				domain = append([]int32(nil), domain...)
+				domain = append([]int(nil), domain...)
 				pinned = true
 			}
 			reqs[k.name] = r
-			domain[k.index] = int32(v)
+			domain[k.index] = v
 			changed = true
 		}
 	}
@@ -288,7 +288,7 @@ func (s *scheduler) compatibleNew(n *node, p *podInfo, a *attempt, allowed []dom
 		return false
 	}
 	for i, k := range p.keys {
-		if v := n.domain[k.index]; v >= 0 && !allowed[i].has(int(v)) {
+		if v := n.domain[k.index]; v >= 0 && !allowed[i].has(v) {
 			return false
 		}
 		if k.name == corev1.LabelTopologyZone && n.zones&allowed[i][0] == 0 {
@@ -312,7 +312,7 @@ func (s *scheduler) compatibleExisting(n *node, p *podInfo, a *attempt, allowed 
 			}
 			continue
 		}
-		if !allowed[i].has(int(v)) {
+		if !allowed[i].has(v) {
 			return false
 		}
 	}
@@ -470,7 +470,7 @@ func (s *scheduler) domainsWhere(k *topologyKey, base scheduling.Requirements, e
 	d := newDomainSet(len(k.values.names))
 	for _, n := range s.nodes[:s.existing] {
 		if v := n.domain[k.index]; v >= 0 && base.MatchesLabels(n.labels) && existingOK(n) {
-			d.add(int(v))
+			d.add(v)
 		}
 	}
 	for _, prov := range s.provisioners {
@@ -502,8 +502,8 @@ func (s *scheduler) taintsAllow(g *topologyGroup, taints []corev1.Taint) bool {
 	return !g.honorTaints || scheduling.UntoleratedTaint(g.tolerations, taints) == nil
 }
 
-func (s *scheduler) unknownDomains() []int32 {
-	d := make([]int32, len(s.keys))
+func (s *scheduler) unknownDomains() []int {
+	d := make([]int, len(s.keys))
 	for i := range d {
 		d[i] = -1
 	}

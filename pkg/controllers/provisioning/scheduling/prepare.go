@@ -159,7 +159,7 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 		}
 		for _, k := range s.keys {
 			if v, ok := n.Node.Labels[k.name]; ok {
-				en.domain[k.index] = int32(k.values.index[v])
+				en.domain[k.index] = k.values.index[v]
 			}
 		}
 		s.nodes = append(s.nodes, en)

@@ -180,16 +180,60 @@ func (rp *replay) checkSpread(n *node, pod *corev1.Pod, c *corev1.TopologySpread
 	if c.WhenUnsatisfiable != corev1.DoNotSchedule {
 		return nil
 	}
-	selector, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+	s, err := rp.spreadSet(pod, c)
 	if err != nil {
 		return err
+	}
+	if n.lacks(c.TopologyKey) {
+		return fmt.Errorf("topology spread on %s: node does not have the label", c.TopologyKey)
+	}
+	domain, ok := n.label(c.TopologyKey)
+	if !ok {
+		return fmt.Errorf("topology spread on %s: node has no known value", c.TopologyKey)
+	}
+	if s.unknown > 0 {
+		return fmt.Errorf("topology spread on %s: %d matching pods on nodes without a known value", c.TopologyKey, s.unknown)
+	}
+	if s.domains == nil {
+		// Domains are those of every node the pod could use, whether or not it holds pods.
+		s.domains = sets.New[string]()
+		for _, m := range rp.c.order {
+			if s.eligible(m) {
+				s.domains = s.domains.Union(m.values[c.TopologyKey])
+			}
+		}
+	}
+	domains := s.domains
+	minimum := math.MaxInt
+	for d := range domains {
+		minimum = min(minimum, s.byDomain[d])
+	}
+	if c.MinDomains != nil && domains.Len() < int(*c.MinDomains) {
+		minimum = 0
+	}
+	self := 0
+	if s.matches(pod) {
+		self = 1
+	}
+	if skew := s.byDomain[domain] + self - minimum; skew > int(c.MaxSkew) {
+		return fmt.Errorf("topology spread on %s: skew %d in %s exceeds maxSkew %d", c.TopologyKey, skew, domain, c.MaxSkew)
+	}
+	return nil
+}
+
+// spreadSet is the pod set a hard spread constraint counts: its selector with matchLabelKeys,
+// over the nodes its nodeAffinityPolicy, nodeTaintsPolicy and topology keys include.
+func (rp *replay) spreadSet(pod *corev1.Pod, c *corev1.TopologySpreadConstraint) (*podSet, error) {
+	selector, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+	if err != nil {
+		return nil, err
 	}
 	if c.LabelSelector != nil {
 		for _, key := range c.MatchLabelKeys {
 			if v, ok := pod.Labels[key]; ok {
 				r, err := labels.NewRequirement(key, selection.Equals, []string{v})
 				if err != nil {
-					return err
+					return nil, err
 				}
 				selector = selector.Add(*r)
 			}
@@ -235,44 +279,9 @@ func (rp *replay) checkSpread(n *node, pod *corev1.Pod, c *corev1.TopologySpread
 		decider = pod
 	}
 	signature := fmt.Sprintf("spread/%s/%s/%s/%v/%v/%v/%p", pod.Namespace, c.TopologyKey, selector, honour, honourTaints, sets.List(keys), decider)
-	s := rp.set(signature, func() *podSet {
+	return rp.set(signature, func() *podSet {
 		return &podSet{namespaces: sets.New(pod.Namespace), selector: selector, key: c.TopologyKey, eligible: eligible}
-	})
-	if n.lacks(c.TopologyKey) {
-		return fmt.Errorf("topology spread on %s: node does not have the label", c.TopologyKey)
-	}
-	domain, ok := n.label(c.TopologyKey)
-	if !ok {
-		return fmt.Errorf("topology spread on %s: node has no known value", c.TopologyKey)
-	}
-	if s.unknown > 0 {
-		return fmt.Errorf("topology spread on %s: %d matching pods on nodes without a known value", c.TopologyKey, s.unknown)
-	}
-	if s.domains == nil {
-		// Domains are those of every node the pod could use, whether or not it holds pods.
-		s.domains = sets.New[string]()
-		for _, m := range rp.c.order {
-			if eligible(m) {
-				s.domains = s.domains.Union(m.values[c.TopologyKey])
-			}
-		}
-	}
-	domains := s.domains
-	minimum := math.MaxInt
-	for d := range domains {
-		minimum = min(minimum, s.byDomain[d])
-	}
-	if c.MinDomains != nil && domains.Len() < int(*c.MinDomains) {
-		minimum = 0
-	}
-	self := 0
-	if s.matches(pod) {
-		self = 1
-	}
-	if skew := s.byDomain[domain] + self - minimum; skew > int(c.MaxSkew) {
-		return fmt.Errorf("topology spread on %s: skew %d in %s exceeds maxSkew %d", c.TopologyKey, skew, domain, c.MaxSkew)
-	}
-	return nil
+	}), nil
 }
 
 func termSet(pod *corev1.Pod, term *corev1.PodAffinityTerm) (*podSet, error) {
