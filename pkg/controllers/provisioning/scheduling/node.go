@@ -288,10 +288,12 @@ func (s *scheduler) compatibleNew(n *node, p *podInfo, a *attempt, allowed []dom
 		return false
 	}
 	for i, k := range p.keys {
-		if v := n.domain[k.index]; v >= 0 && !allowed[i].has(v) {
-			return false
-		}
-		if k.name == corev1.LabelTopologyZone && n.zones&allowed[i][0] == 0 {
+		// A decided zone is the node's zone mask, which is at hand.
+		if k.name == corev1.LabelTopologyZone {
+			if n.zones&allowed[i][0] == 0 {
+				return false
+			}
+		} else if v := n.domain[k.index]; v >= 0 && !allowed[i].has(v) {
 			return false
 		}
 	}
@@ -441,10 +443,10 @@ func (s *scheduler) allowedDomains(p *podInfo, a *attempt) ([]domainSet, *topolo
 // could be in: those of existing nodes and those any provisioner could launch a node with,
 // among the nodes g's node affinity and taint policies include.
 func (s *scheduler) domains(a *attempt, g *topologyGroup) domainSet {
-	cacheKey := g.domainsKey
+	cacheKey := domainsCacheKey{what: g.domainsKey}
 	var base scheduling.Requirements
 	if g.honorAffinity {
-		cacheKey += "/" + a.baseKey
+		cacheKey.requirements = a.baseKey
 		base = a.base
 	}
 	// Provisioners' nodes are counted as carrying every key a spread requires: a larger set of
@@ -457,13 +459,19 @@ func (s *scheduler) domains(a *attempt, g *topologyGroup) domainSet {
 // allow.
 func (s *scheduler) reachable(p *podInfo, a *attempt, k *topologyKey) domainSet {
 	return s.domainsWhere(k, a.reach, func(n *node) bool { return scheduling.UntoleratedTaint(p.pod.Spec.Tolerations, n.taints) == nil },
-		func(prov *provisioner) bool { return p.tolerates[prov.index] }, "reach/"+k.name+"/"+p.tolerationsKey+"/"+a.reachKey)
+		func(prov *provisioner) bool { return p.tolerates[prov.index] }, domainsCacheKey{what: k.name, tolerations: p.tolerationsKey, requirements: a.reachKey})
+}
+
+// domainsCacheKey identifies a set of domains: what decides them besides node requirements
+// (a key, a group's policies), the tolerations that do, and the requirements, rendered.
+type domainsCacheKey struct {
+	what, tolerations, requirements string
 }
 
 // domainsWhere are the values of key k on the existing nodes that meet base and existingOK, and
 // on the nodes that the provisioners provOK allows could launch meeting base; cached under
 // cacheKey.
-func (s *scheduler) domainsWhere(k *topologyKey, base scheduling.Requirements, existingOK func(*node) bool, provOK func(*provisioner) bool, cacheKey string) domainSet {
+func (s *scheduler) domainsWhere(k *topologyKey, base scheduling.Requirements, existingOK func(*node) bool, provOK func(*provisioner) bool, cacheKey domainsCacheKey) domainSet {
 	if d, ok := s.domainCache[cacheKey]; ok {
 		return d
 	}

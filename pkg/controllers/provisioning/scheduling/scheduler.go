@@ -31,7 +31,7 @@ type scheduler struct {
 	results        *Results
 	// domainCache caches, by rendered requirements and what else decides a group's domains,
 	// the domains a pod with those requirements could be in.
-	domainCache map[string]domainSet
+	domainCache map[domainsCacheKey]domainSet
 }
 
 type provisioner struct {
@@ -65,7 +65,7 @@ func Schedule(in Input) *Results {
 		capacityTypes: newInterner(),
 		results:       &Results{},
 		keyIndex:      map[string]*topologyKey{},
-		domainCache:   map[string]domainSet{},
+		domainCache:   map[domainsCacheKey]domainSet{},
 	}
 	s.volumes = newVolumeIndex(in)
 	pods := s.prepare(in)
