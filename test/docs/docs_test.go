@@ -178,6 +178,9 @@ func TestDocs(t *testing.T) {
 		env := environment.New(t, environment.Options{AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}})
 		cloud := cloudprovider.NewRegistry()
 		aws.RegisterIDs(cloud)
+		// As a webhook started with --cluster-name and --aws-default-instance-profile: documented
+		// provider blocks meet the AWS rules.
+		aws.RegisterProvider(cloud, aws.ProviderDefaults{ClusterName: "demo", InstanceProfile: "KarpenterNodeInstanceProfile-demo"})
 		ctx := context.Background()
 		for _, d := range manifests {
 			err := admit(ctx, env, cloud, d)
@@ -237,7 +240,8 @@ func admit(ctx context.Context, env *environment.Environment, cloud cloudprovide
 	case *v1alpha1.ScalableNodeGroup:
 		refusal = webhook.ValidateScalableNodeGroup(o, cloud)
 	case *v1alpha5.Provisioner:
-		refusal = webhook.ValidateProvisioner(o)
+		webhook.DefaultProvisioner(ctx, o, cloud)
+		refusal = webhook.ValidateProvisioner(ctx, o, cloud)
 	}
 	if refusal != nil {
 		return fmt.Errorf("refused by the webhook's rules, %w", refusal)

@@ -32,6 +32,7 @@ spec:
     securityGroupSelector: {karpenter.sh/discovery: demo}
   ttlSecondsAfterEmpty: 30
   ttlSecondsUntilExpired: 2592000
+  terminationGracePeriodSeconds: 600
   limits:
     resources: {cpu: "1000", memory: 1000Gi}
 `
@@ -54,8 +55,16 @@ func TestProvisionerAdmission(t *testing.T) {
 		t.Errorf("the provisioner did not round-trip, the free-form provider included: %+v", stored.Spec)
 	}
 
+	// Manifests written for Karpenter v0.5 apply unchanged.
+	for _, object := range manifests.DecodeFile(t, "testdata/v0.5-examples.yaml") {
+		if err := env.Client.Create(ctx, object, client.DryRunAll); err != nil {
+			t.Errorf("v0.5's provisioner %s was rejected, %v", object.GetName(), err)
+		}
+	}
+
 	for _, tc := range []struct{ name, spec, message string }{
 		{"negative ttl", `ttlSecondsAfterEmpty: -1`, "spec.ttlSecondsAfterEmpty: Invalid value: -1"},
+		{"negative drain deadline", `terminationGracePeriodSeconds: -1`, "spec.terminationGracePeriodSeconds: Invalid value: -1"},
 		{"provisioner-name label", `labels: {karpenter.sh/provisioner-name: other}`, "label karpenter.sh/provisioner-name is set by Karpenter"},
 		{"well-known label", `labels: {topology.kubernetes.io/zone: us-west-2a}`, "well-known labels are constrained through requirements, not labels"},
 		{"bad taint effect", `taints: [{key: a, effect: Sometimes}]`, "taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"},
