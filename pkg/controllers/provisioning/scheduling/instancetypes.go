@@ -2,7 +2,6 @@ package scheduling
 
 import (
 	"math"
-	"math/bits"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -84,13 +83,6 @@ func (in *interner) mask(r *scheduling.Requirement) uint64 {
 		}
 	}
 	return mask
-}
-
-func single(mask uint64) (int, bool) {
-	if bits.OnesCount64(mask) != 1 {
-		return -1, false
-	}
-	return bits.TrailingZeros64(mask), true
 }
 
 func (s *scheduler) newInstanceType(it *cloudprovider.InstanceType) *instanceType {

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"fmt"
 	"math"
 	"sort"
 
@@ -32,6 +33,9 @@ type node struct {
 	cheapest      *instanceType
 	zones         uint64
 	capacityTypes uint64
+	// domain is, per topology key index, the node's interned value of the key once decided,
+	// or -1.
+	domain []int
 
 	// counts and owners are indexed by topology group: pods here that match the group's
 	// selector, and pods here that carry the group's anti-affinity term.
@@ -74,6 +78,7 @@ type narrowing struct {
 	zones         uint64
 	capacityTypes uint64
 	maxAlloc      resources
+	domain        []int
 }
 
 // mergeRequirements adds pod requirements to a new node's, knowing which labels the node will
@@ -122,34 +127,67 @@ func (prov *provisioner) compatibleType(t *instanceType, reqs scheduling.Require
 	return true
 }
 
-// constrain computes the state of new node n with pod p added, or reports that p cannot go there.
-func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, zones uint64) (*narrowing, bool) {
+// constrain computes the state of new node n with pod p added, or says why p cannot go there.
+func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainSet) (*narrowing, string) {
 	reqs, ok := mergeRequirements(n, a.requirements)
 	if !ok {
-		return nil, false
+		return nil, "no instance type meets the pod's node selector and affinity"
 	}
 	changed := len(a.requirements) > 0
-	// Pods on a zone-less node could not be counted in any zone's spread, so a node whose
-	// pods matter to a zone constraint gets its zone now.
-	if p.zoneRelevant {
-		allowed := n.zones & s.zones.mask(reqs[corev1.LabelTopologyZone]) & zones
-		if allowed == 0 {
-			return nil, false
-		}
-		if zr := reqs[corev1.LabelTopologyZone]; zr == nil || !zr.AllowsOneValue() {
-			z := s.chooseZone(p, allowed)
-			reqs = reqs.Copy()
-			zr, _ := scheduling.NewRequirement(corev1.NodeSelectorOpIn, s.zones.names[z])
-			if existing, ok := reqs[corev1.LabelTopologyZone]; ok {
-				zr = existing.Intersect(zr)
+	domain, pinned := n.domain, false
+	// Pods on a node without a decided value could not be counted in any domain, so a node
+	// whose pods matter to a topology key gets its value now; narrowing its requirements to it
+	// narrows the instance types and offerings it may launch as.
+	if len(p.keys) > 0 {
+		used := n.used.plus(p.requests)
+		for i, k := range p.keys {
+			if v := domain[k.index]; v >= 0 {
+				if !allowed[i].has(v) {
+					return nil, fmt.Sprintf("the node's %s is not one the topology terms allow", k.name)
+				}
+				continue
 			}
-			reqs[corev1.LabelTopologyZone] = zr
+			var possible domainSet
+			if k.name == corev1.LabelTopologyZone {
+				possible = domainSet{n.zones & s.zones.mask(reqs[corev1.LabelTopologyZone])}
+			} else {
+				possible = s.launchableValues(n.prov, reqs, n.candidates[n.first:], used, n.zones, n.capacityTypes, k)
+			}
+			if possible.empty() {
+				// The node will not carry the label: no term of the pod's own may need it.
+				if p.owns[i] {
+					return nil, fmt.Sprintf("no instance type carries %s, which the pod's topology terms need", k.name)
+				}
+				continue
+			}
+			possible.and(allowed[i])
+			if possible.empty() {
+				return nil, fmt.Sprintf("no instance type gives a %s the topology terms allow", k.name)
+			}
+			v := s.chooseDomain(p, k, possible)
+			r, _ := scheduling.NewRequirement(corev1.NodeSelectorOpIn, k.values.names[v])
+			if existing, ok := reqs[k.name]; ok {
+				r = existing.Intersect(r)
+			}
+			if !changed {
+				// reqs is still the node's own; mergeRequirements copied it otherwise.
+				reqs = reqs.Copy()
+			}
+			if !pinned {
+				domain = append([]int(nil), domain...)
+				pinned = true
+			}
+			reqs[k.name] = r
+			domain[k.index] = v
 			changed = true
 		}
 	}
-	// A pod counted by a zone spread that honours node affinity must be on a node that
-	// either surely qualifies or surely does not.
+	// A pod counted by a spread that honours node affinity must be on a node that either
+	// surely qualifies or surely does not.
 	for _, g := range p.matchesEligibility {
+		if g.eligibility == nil {
+			continue
+		}
 		if forced, ok := mergeRequirements(&node{requirements: reqs, prov: n.prov}, g.eligibility); ok {
 			if !reqs.Implies(g.eligibility) {
 				reqs, changed = forced, true
@@ -157,7 +195,7 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, zones uint64) (*n
 		}
 	}
 	used := n.used.plus(p.requests)
-	out := &narrowing{requirements: reqs, zones: n.zones, capacityTypes: n.capacityTypes}
+	out := &narrowing{requirements: reqs, zones: n.zones, capacityTypes: n.capacityTypes, domain: domain}
 	if !changed {
 		out.candidates, out.prices, out.maxAlloc = n.candidates, n.prices, n.maxAlloc
 		out.first = -1
@@ -168,7 +206,7 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, zones uint64) (*n
 			}
 		}
 		if out.first < 0 {
-			return nil, false
+			return nil, "no instance type has room for the pod's requests and daemonset overhead"
 		}
 	} else {
 		out.zones = s.zones.mask(reqs[corev1.LabelTopologyZone])
@@ -185,7 +223,7 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, zones uint64) (*n
 			out.prices = append(out.prices, price)
 		}
 		if len(out.candidates) == 0 {
-			return nil, false
+			return nil, "no instance type has room for the pod's requests and daemonset overhead and meets its requirements in an available offering"
 		}
 		sort.Sort(byPrice{out})
 		out.maxAlloc = maxAllocatable(out.candidates)
@@ -196,9 +234,9 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, zones uint64) (*n
 		out.zones &= reachable
 	}
 	if !n.prov.withinLimits(n.cheapest, out.candidates[out.first]) {
-		return nil, false
+		return nil, "no instance type fits within the provisioner's limits"
 	}
-	return out, true
+	return out, ""
 }
 
 type byPrice struct{ n *narrowing }
@@ -215,53 +253,70 @@ func (b byPrice) Swap(i, j int) {
 	b.n.prices[i], b.n.prices[j] = b.n.prices[j], b.n.prices[i]
 }
 
-// chooseZone pins a node to the allowed zone where the pod's spread groups, or else the groups
-// it is counted in, have the fewest pods.
-func (s *scheduler) chooseZone(p *podInfo, allowed uint64) int {
-	best, bestScore := -1, int64(math.MaxInt64)
-	for z := range s.zones.names {
-		if allowed&(1<<z) == 0 {
-			continue
-		}
-		var score int64
-		if len(p.zoneSpreads) > 0 {
-			for _, t := range p.zoneSpreads {
-				score += int64(t.group.zoneCounts[z])
-			}
-		} else {
-			for _, g := range p.matches {
-				if g.zoneKeyed {
-					score += int64(g.zoneCounts[z])
-				}
-			}
-		}
-		if score < bestScore {
-			best, bestScore = z, score
+// chooseDomain picks, of the possible values of key k, the one where the pod's spread groups on
+// k, or else the groups on k it is counted in, have the fewest pods.
+func (s *scheduler) chooseDomain(p *podInfo, k *topologyKey, possible domainSet) int {
+	var groups []*topologyGroup
+	for _, t := range p.domainSpreads {
+		if t.group.key == k {
+			groups = append(groups, t.group)
 		}
 	}
+	if len(groups) == 0 {
+		for _, g := range p.matches {
+			if g.key == k {
+				groups = append(groups, g)
+			}
+		}
+	}
+	best, bestScore := -1, int64(math.MaxInt64)
+	possible.each(func(v int) {
+		var score int64
+		for _, g := range groups {
+			score += int64(g.domainCounts[v])
+		}
+		if score < bestScore {
+			best, bestScore = v, score
+		}
+	})
 	return best
 }
 
 // compatibleNew is the cheap part of checking a pod against a new node; constrain does the rest.
-func (s *scheduler) compatibleNew(n *node, p *podInfo, a *attempt, zones uint64) bool {
+func (s *scheduler) compatibleNew(n *node, p *podInfo, a *attempt, allowed []domainSet) bool {
 	if !p.tolerates[n.prov.index] {
 		return false
 	}
-	if p.zoneRelevant && n.zones&zones == 0 {
-		return false
+	for i, k := range p.keys {
+		// A decided zone is the node's zone mask, which is at hand.
+		if k.name == corev1.LabelTopologyZone {
+			if n.zones&allowed[i][0] == 0 {
+				return false
+			}
+		} else if v := n.domain[k.index]; v >= 0 && !allowed[i].has(v) {
+			return false
+		}
 	}
 	return s.topologyAllowsNode(n, p, a)
 }
 
-func (s *scheduler) compatibleExisting(n *node, p *podInfo, a *attempt, zones uint64) bool {
+func (s *scheduler) compatibleExisting(n *node, p *podInfo, a *attempt, allowed []domainSet) bool {
 	if scheduling.UntoleratedTaint(p.pod.Spec.Tolerations, n.taints) != nil || !a.requirements.MatchesLabels(n.labels) {
 		return false
 	}
-	if p.ownsZone && n.zones&zones == 0 {
-		return false
-	}
-	if p.zoneRelevant && n.zones != 0 && n.zones&zones == 0 {
-		return false
+	for i, k := range p.keys {
+		v := n.domain[k.index]
+		if v < 0 {
+			// A node without the label is in no domain: the pod's own terms need one, and
+			// where it is only counted it is counted nowhere.
+			if p.owns[i] {
+				return false
+			}
+			continue
+		}
+		if !allowed[i].has(v) {
+			return false
+		}
 	}
 	return s.topologyAllowsNode(n, p, a)
 }
@@ -279,11 +334,17 @@ func (s *scheduler) topologyAllowsNode(n *node, p *podInfo, a *attempt) bool {
 		}
 	}
 	for _, t := range p.hostAffinities {
+		if t.soft && !a.soft {
+			continue
+		}
 		if n.counts[t.group.id] == 0 && (!t.self || t.group.total != 0) {
 			return false
 		}
 	}
 	for _, t := range p.hostAntiAffinities {
+		if t.soft && !a.soft {
+			continue
+		}
 		if n.counts[t.group.id] > 0 {
 			return false
 		}
@@ -303,94 +364,157 @@ func b2i(b bool) int32 {
 	return 0
 }
 
-// allowedZones are the zones the pod's zone-keyed terms, and the anti-affinity of pods already
-// in each zone, allow.
-func (s *scheduler) allowedZones(p *podInfo, a *attempt) uint64 {
-	mask := s.zones.all()
-	if !p.zoneRelevant {
-		return mask
+// allowedDomains are, per key of the pod's, the values its terms on the key, and the
+// anti-affinity of pods already in each domain, allow; or the first key with none.
+func (s *scheduler) allowedDomains(p *podInfo, a *attempt) ([]domainSet, *topologyKey) {
+	if len(p.keys) == 0 {
+		return nil, nil
 	}
-	for _, t := range p.zoneSpreads {
+	allowed := make([]domainSet, len(p.keys))
+	for i, k := range p.keys {
+		allowed[i] = fullDomainSet(len(k.values.names))
+	}
+	for _, t := range p.domainSpreads {
 		if t.soft && !a.soft {
 			continue
 		}
 		g := t.group
-		domains := s.domains(a)
+		domains := s.domains(a, g)
 		minCount := int32(math.MaxInt32)
 		var count int32
-		for z := range s.zones.names {
-			if domains&(1<<z) != 0 {
-				count++
-				minCount = min(minCount, g.zoneCounts[z])
-			}
-		}
+		domains.each(func(v int) {
+			count++
+			minCount = min(minCount, g.domainCounts[v])
+		})
 		if count < g.minDomains || count == 0 {
 			minCount = 0
 		}
-		var allowed uint64
-		for z := range s.zones.names {
-			if domains&(1<<z) != 0 && g.zoneCounts[z]+b2i(t.self)-minCount <= g.maxSkew {
-				allowed |= 1 << z
+		keep := newDomainSet(len(g.key.values.names))
+		domains.each(func(v int) {
+			if g.domainCounts[v]+b2i(t.self)-minCount <= g.maxSkew {
+				keep.add(v)
 			}
-		}
-		mask &= allowed
+		})
+		allowed[p.slot(g.key)].and(keep)
 	}
-	for _, t := range p.zoneAffinities {
-		if t.self && t.group.total == 0 {
+	for _, t := range p.domainAffinities {
+		if (t.soft && !a.soft) || (t.self && t.group.total == 0) {
 			continue
 		}
-		var allowed uint64
-		for z := range s.zones.names {
-			if t.group.zoneCounts[z] > 0 {
-				allowed |= 1 << z
+		keep := newDomainSet(len(t.group.key.values.names))
+		for v, c := range t.group.domainCounts {
+			if c > 0 {
+				keep.add(v)
 			}
 		}
-		mask &= allowed
+		allowed[p.slot(t.group.key)].and(keep)
 	}
-	for _, t := range p.zoneAntiAffinities {
-		for z := range s.zones.names {
-			if t.group.zoneCounts[z] > 0 {
-				mask &^= 1 << z
-			}
+	for _, t := range p.domainAntiAffinities {
+		if t.soft && !a.soft {
+			continue
 		}
-	}
-	for _, g := range p.matchesZoneAnti {
-		for z := range s.zones.names {
-			if g.zoneOwners[z] > 0 {
-				mask &^= 1 << z
+		d := allowed[p.slot(t.group.key)]
+		for v, c := range t.group.domainCounts {
+			if c > 0 {
+				d.remove(v)
 			}
 		}
 	}
-	return mask
+	for _, g := range p.matchesDomainAnti {
+		d := allowed[p.slot(g.key)]
+		for v, c := range g.domainOwners {
+			if c > 0 {
+				d.remove(v)
+			}
+		}
+	}
+	for i, d := range allowed {
+		if !p.owns[i] {
+			continue
+		}
+		if d.and(s.reachable(p, a, p.keys[i])); d.empty() {
+			return nil, p.keys[i]
+		}
+	}
+	return allowed, nil
 }
 
-// domains are the zones a pod with the attempt's required node constraints could be in: those
-// of existing nodes it selects and those any provisioner could launch a node it selects in.
-// Taints do not matter, as kube-scheduler counts tainted nodes' domains too.
-func (s *scheduler) domains(a *attempt) uint64 {
-	if d, ok := s.zoneDomains[a.baseKey]; ok {
+// domains are the values of g's key that a pod with the attempt's required node constraints
+// could be in: those of existing nodes and those any provisioner could launch a node with,
+// among the nodes g's node affinity and taint policies include.
+func (s *scheduler) domains(a *attempt, g *topologyGroup) domainSet {
+	cacheKey := domainsCacheKey{what: g.domainsKey}
+	var base scheduling.Requirements
+	if g.honorAffinity {
+		cacheKey.requirements = a.baseKey
+		base = a.base
+	}
+	// Provisioners' nodes are counted as carrying every key a spread requires: a larger set of
+	// domains only lowers the minimum the skew is measured from.
+	return s.domainsWhere(g.key, base, func(n *node) bool { return s.taintsAllow(g, n.taints) && carries(n, g.requiredKeys) },
+		func(prov *provisioner) bool { return s.taintsAllow(g, prov.taints) }, cacheKey)
+}
+
+// reachable are the values of key k the pod's own node constraints, volumes and tolerations
+// allow.
+func (s *scheduler) reachable(p *podInfo, a *attempt, k *topologyKey) domainSet {
+	return s.domainsWhere(k, a.reach, func(n *node) bool { return scheduling.UntoleratedTaint(p.pod.Spec.Tolerations, n.taints) == nil },
+		func(prov *provisioner) bool { return p.tolerates[prov.index] }, domainsCacheKey{what: k.name, tolerations: p.tolerationsKey, requirements: a.reachKey})
+}
+
+// domainsCacheKey identifies a set of domains: what decides them besides node requirements
+// (a key, a group's policies), the tolerations that do, and the requirements, rendered.
+type domainsCacheKey struct {
+	what, tolerations, requirements string
+}
+
+// domainsWhere are the values of key k on the existing nodes that meet base and existingOK, and
+// on the nodes that the provisioners provOK allows could launch meeting base; cached under
+// cacheKey.
+func (s *scheduler) domainsWhere(k *topologyKey, base scheduling.Requirements, existingOK func(*node) bool, provOK func(*provisioner) bool, cacheKey domainsCacheKey) domainSet {
+	if d, ok := s.domainCache[cacheKey]; ok {
 		return d
 	}
-	var d uint64
+	d := newDomainSet(len(k.values.names))
 	for _, n := range s.nodes[:s.existing] {
-		if a.base.MatchesLabels(n.labels) {
-			d |= n.zones
+		if v := n.domain[k.index]; v >= 0 && base.MatchesLabels(n.labels) && existingOK(n) {
+			d.add(v)
 		}
 	}
 	for _, prov := range s.provisioners {
-		reqs, ok := mergeRequirements(&node{requirements: prov.requirements, prov: prov}, a.base)
+		if !provOK(prov) {
+			continue
+		}
+		reqs, ok := mergeRequirements(&node{requirements: prov.requirements, prov: prov}, base)
 		if !ok {
 			continue
 		}
-		zones := s.zones.mask(reqs[corev1.LabelTopologyZone])
-		capacityTypes := s.capacityTypes.mask(reqs[v1alpha5.CapacityTypeLabelKey])
-		for _, t := range prov.instanceTypes {
-			if prov.compatibleType(t, reqs) {
-				d |= t.zones(capacityTypes) & zones
-			}
+		d.or(s.launchableValues(prov, reqs, prov.instanceTypes, nil, prov.zones, prov.capacityTypes, k))
+	}
+	s.domainCache[cacheKey] = d
+	return d
+}
+
+// carries reports whether the node has decided a value for each of keys.
+func carries(n *node, keys []*topologyKey) bool {
+	for _, k := range keys {
+		if n.domain[k.index] < 0 {
+			return false
 		}
 	}
-	s.zoneDomains[a.baseKey] = d
+	return true
+}
+
+// taintsAllow reports whether a node with taints is among g's nodes under its nodeTaintsPolicy.
+func (s *scheduler) taintsAllow(g *topologyGroup, taints []corev1.Taint) bool {
+	return !g.honorTaints || scheduling.UntoleratedTaint(g.tolerations, taints) == nil
+}
+
+func (s *scheduler) unknownDomains() []int {
+	d := make([]int, len(s.keys))
+	for i := range d {
+		d[i] = -1
+	}
 	return d
 }
 
@@ -398,7 +522,7 @@ func (s *scheduler) domains(a *attempt) uint64 {
 func (s *scheduler) place(n *node, p *podInfo, nw *narrowing) {
 	if nw != nil {
 		n.requirements, n.candidates, n.prices, n.first = nw.requirements, nw.candidates, nw.prices, nw.first
-		n.zones, n.capacityTypes, n.maxAlloc = nw.zones, nw.capacityTypes, nw.maxAlloc
+		n.zones, n.capacityTypes, n.maxAlloc, n.domain = nw.zones, nw.capacityTypes, nw.maxAlloc, nw.domain
 		cheapest := n.candidates[n.first]
 		if cheapest != n.cheapest {
 			n.prov.commit(n.cheapest, cheapest)
@@ -413,33 +537,29 @@ func (s *scheduler) place(n *node, p *podInfo, nw *narrowing) {
 
 // count records a pod on a node in the groups it matches and the anti-affinity terms it owns.
 func (s *scheduler) count(n *node, pod *corev1.Pod, matches []*topologyGroup, owned []*topologyGroup) {
-	zone, zoned := single(n.zones)
-	if n.existing != nil {
-		zone, zoned = -1, false
-		if z, ok := n.labels[corev1.LabelTopologyZone]; ok {
-			zone, zoned = s.zones.index[z], true
-		}
-	}
 	for _, g := range matches {
 		g.total++
-		if !g.zoneKeyed {
+		if g.key == nil {
 			n.counts[g.id]++
 			continue
 		}
-		if zoned && s.eligible(n, g) {
-			g.zoneCounts[zone]++
+		if v := n.domain[g.key.index]; v >= 0 && s.eligible(n, g) {
+			g.domainCounts[v]++
 		}
 	}
 	for _, g := range owned {
-		if !g.zoneKeyed {
+		if g.key == nil {
 			n.owners[g.id]++
-		} else if zoned {
-			g.zoneOwners[zone]++
+		} else if v := n.domain[g.key.index]; v >= 0 {
+			g.domainOwners[v]++
 		}
 	}
 }
 
 func (s *scheduler) eligible(n *node, g *topologyGroup) bool {
+	if !s.taintsAllow(g, n.taints) || !carries(n, g.requiredKeys) {
+		return false
+	}
 	if g.eligibility == nil {
 		return true
 	}

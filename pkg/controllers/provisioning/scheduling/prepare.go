@@ -21,21 +21,26 @@ type podInfo struct {
 	attempts  []attempt
 	tolerates []bool // by provisioner index
 
-	hostSpreads, hostAffinities, hostAntiAffinities []ownedTerm
-	zoneSpreads, zoneAffinities, zoneAntiAffinities []ownedTerm
-	// owned are the groups of the pod's anti-affinity terms, which other pods must respect.
+	hostSpreads, hostAffinities, hostAntiAffinities       []ownedTerm
+	domainSpreads, domainAffinities, domainAntiAffinities []ownedTerm
+	// owned are the groups of the pod's required anti-affinity terms, which other pods must
+	// respect.
 	owned []*topologyGroup
 	// matches are the groups whose selector matches the pod, so placing it changes their counts.
 	matches            []*topologyGroup
 	matchesHostAnti    []*topologyGroup
-	matchesZoneAnti    []*topologyGroup
+	matchesDomainAnti  []*topologyGroup
 	matchesEligibility []*topologyGroup
-	ownsZone           bool
-	// zoneRelevant pods must be on a node with a known zone.
-	zoneRelevant bool
-	class        int
-	err          error
-	reason       string
+	// keys are the topology keys other than the hostname whose value the pod's node must have
+	// decided: those of its own terms and of the groups it is counted in. owns[i] is whether a
+	// required term of the pod's own needs the node to carry keys[i] at all.
+	keys []*topologyKey
+	owns []bool
+	// tolerationsKey renders the pod's tolerations for caching the domains it can reach.
+	tolerationsKey string
+	class          int
+	err            error
+	reason         string
 }
 
 // attempt is one set of node requirements to try for a pod.
@@ -45,6 +50,10 @@ type attempt struct {
 	// decides the pod's topology domains; baseKey renders it for caching.
 	base    scheduling.Requirements
 	baseKey string
+	// reach is base with one alternative of what the pod's volumes need: where the pod may go
+	// at all. reachKey renders it.
+	reach    scheduling.Requirements
+	reachKey string
 	// soft attempts honour ScheduleAnyway topology spread too.
 	soft bool
 }
@@ -91,9 +100,12 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 	for i, p := range in.Provisioners {
 		s.provisioners = append(s.provisioners, s.newProvisioner(i, p, in.DaemonSetPods, requests))
 	}
+	for _, n := range in.Nodes {
+		s.existingLabels = append(s.existingLabels, n.Node.Labels)
+	}
 	sort.SliceStable(s.provisioners, func(i, j int) bool { return s.provisioners[i].name < s.provisioners[j].name })
 
-	s.topology = &topologyGroups{bySignature: map[string]*topologyGroup{}, zones: len(s.zones.names)}
+	s.topology = &topologyGroups{bySignature: map[string]*topologyGroup{}, key: s.topologyKey}
 	pending := make([]*podInfo, 0, len(in.Pods))
 	for _, pod := range in.Pods {
 		pending = append(pending, s.newPodInfo(pod, requests[pod]))
@@ -138,11 +150,17 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 			taints:   n.Node.Spec.Taints,
 			alloc:    s.resources.vector(n.Node.Status.Allocatable),
 			used:     make(resources, len(s.resources)),
+			domain:   s.unknownDomains(),
 			counts:   make([]int32, len(groups)),
 			owners:   make([]int32, len(groups)),
 		}
 		if z, ok := n.Node.Labels[corev1.LabelTopologyZone]; ok {
 			en.zones = 1 << s.zones.index[z]
+		}
+		for _, k := range s.keys {
+			if v, ok := n.Node.Labels[k.name]; ok {
+				en.domain[k.index] = k.values.index[v]
+			}
 		}
 		s.nodes = append(s.nodes, en)
 		for _, ep := range existingPods[i] {
@@ -168,6 +186,7 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 		name:         p.Provisioner.Name,
 		requirements: scheduling.Requirements{},
 		fixedKeys:    sets.New(v1alpha5.ProvisionerNameLabelKey),
+		labels:       map[string]string{v1alpha5.ProvisionerNameLabelKey: p.Provisioner.Name},
 		typeKeys:     sets.New(corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, v1alpha5.CapacityTypeLabelKey),
 		taints:       spec.Taints,
 	}
@@ -180,6 +199,7 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 	for k, v := range spec.Labels {
 		_ = prov.requirements.Add(k, corev1.NodeSelectorOpIn, v)
 		prov.fixedKeys.Insert(k)
+		prov.labels[k] = v
 	}
 	_ = prov.requirements.Add(v1alpha5.ProvisionerNameLabelKey, corev1.NodeSelectorOpIn, prov.name)
 	for _, it := range p.InstanceTypes {
@@ -217,7 +237,7 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 		if scheduling.UntoleratedTaint(ds.Spec.Tolerations, prov.taints) != nil {
 			continue
 		}
-		attempts, err := buildAttempts(ds)
+		attempts, err := buildAttempts(ds, nil)
 		if err != nil {
 			continue
 		}
@@ -247,7 +267,15 @@ func (s *scheduler) newPodInfo(pod *corev1.Pod, requests corev1.ResourceList) *p
 		tolerates[prov.index] = scheduling.UntoleratedTaint(pod.Spec.Tolerations, prov.taints) == nil
 	}
 	p.tolerates = tolerates
-	attempts, err := buildAttempts(pod)
+	if len(pod.Spec.Tolerations) > 0 {
+		p.tolerationsKey = fmt.Sprint(pod.Spec.Tolerations)
+	}
+	volumes, err := s.volumes.requirements(pod)
+	if err != nil {
+		p.err = err
+		return p
+	}
+	attempts, err := buildAttempts(pod, volumes)
 	if err != nil {
 		p.err = err
 		return p
@@ -263,8 +291,10 @@ func (s *scheduler) addTerms(p *podInfo) error {
 	pod := p.pod
 	for i := range pod.Spec.TopologySpreadConstraints {
 		c := &pod.Spec.TopologySpreadConstraints[i]
+		// The node's own value for the key decides whether it is a domain, so the key itself
+		// need not be part of eligibility.
 		eligibility := p.attempts[0].base.Copy()
-		delete(eligibility, corev1.LabelTopologyZone)
+		delete(eligibility, c.TopologyKey)
 		if len(eligibility) == 0 {
 			eligibility = nil
 		} else if pod.Spec.Affinity != nil && pod.Spec.Affinity.NodeAffinity != nil && pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil &&
@@ -275,7 +305,7 @@ func (s *scheduler) addTerms(p *podInfo) error {
 		if err != nil {
 			return err
 		}
-		appendByKey(t, &p.zoneSpreads, &p.hostSpreads)
+		appendByKey(t, &p.domainSpreads, &p.hostSpreads)
 	}
 	if a := pod.Spec.Affinity; a != nil {
 		if a.PodAffinity != nil {
@@ -284,7 +314,14 @@ func (s *scheduler) addTerms(p *podInfo) error {
 				if err != nil {
 					return err
 				}
-				appendByKey(t, &p.zoneAffinities, &p.hostAffinities)
+				appendByKey(t, &p.domainAffinities, &p.hostAffinities)
+			}
+			for i := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+				// A preference the scheduler cannot express is one it need not honour.
+				if t, err := s.topology.addAffinityTerm(pod, &a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm, affinityGroup); err == nil {
+					t.soft = true
+					appendByKey(t, &p.domainAffinities, &p.hostAffinities)
+				}
 			}
 		}
 		if a.PodAntiAffinity != nil {
@@ -294,20 +331,41 @@ func (s *scheduler) addTerms(p *podInfo) error {
 					return err
 				}
 				p.owned = append(p.owned, t.group)
-				appendByKey(t, &p.zoneAntiAffinities, &p.hostAntiAffinities)
+				appendByKey(t, &p.domainAntiAffinities, &p.hostAntiAffinities)
+			}
+			// Preferred anti-affinity binds only its own pod: kube-scheduler weighs other
+			// pods' preferences in scoring, never in filtering.
+			for i := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+				if t, err := s.topology.addAffinityTerm(pod, &a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm, antiAffinityGroup); err == nil {
+					t.soft = true
+					appendByKey(t, &p.domainAntiAffinities, &p.hostAntiAffinities)
+				}
 			}
 		}
 	}
-	p.ownsZone = len(p.zoneSpreads)+len(p.zoneAffinities)+len(p.zoneAntiAffinities) > 0
 	switch {
-	case len(p.hostAntiAffinities) > 0:
+	case hasHard(p.hostAntiAffinities):
 		p.class = 0
-	case len(p.hostSpreads)+len(p.hostAffinities) > 0:
+	case hasHard(p.hostSpreads) || hasHard(p.hostAffinities):
 		p.class = 1
-	case p.ownsZone:
+	case hasHard(p.domainSpreads) || hasHard(p.domainAffinities) || hasHard(p.domainAntiAffinities):
+		p.class = 2
+	case len(p.hostAffinities)+len(p.domainAffinities) > 0:
+		// Preferred affinity is judged once the pods it may be drawn to are placed.
+		p.class = 4
+	case len(p.hostSpreads)+len(p.domainSpreads)+len(p.hostAntiAffinities)+len(p.domainAntiAffinities) > 0:
 		p.class = 2
 	}
 	return nil
+}
+
+func hasHard(terms []ownedTerm) bool {
+	for _, t := range terms {
+		if !t.soft {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *scheduler) resolveMatches(p *podInfo, groups []*topologyGroup) {
@@ -320,25 +378,54 @@ func (s *scheduler) resolveMatches(p *podInfo, groups []*topologyGroup) {
 		}
 		p.matches = append(p.matches, g)
 		if g.kind == antiAffinityGroup {
-			if g.zoneKeyed {
-				p.matchesZoneAnti = append(p.matchesZoneAnti, g)
+			if g.key != nil {
+				p.matchesDomainAnti = append(p.matchesDomainAnti, g)
 			} else {
 				p.matchesHostAnti = append(p.matchesHostAnti, g)
 			}
 		}
-		if g.zoneKeyed && g.eligibility != nil {
+		if g.key != nil && (g.eligibility != nil || g.honorTaints) {
 			p.matchesEligibility = append(p.matchesEligibility, g)
 		}
 	}
-	p.zoneRelevant = p.ownsZone
+	keys := map[*topologyKey]bool{}
+	for _, terms := range [][]ownedTerm{p.domainSpreads, p.domainAffinities, p.domainAntiAffinities} {
+		for _, t := range terms {
+			keys[t.group.key] = keys[t.group.key] || !t.soft
+		}
+	}
 	for _, g := range p.matches {
-		p.zoneRelevant = p.zoneRelevant || g.zoneKeyed
+		if g.key == nil {
+			continue
+		}
+		// Where the pod is counted depends on these keys' values too, so they are decided.
+		for _, k := range append([]*topologyKey{g.key}, g.requiredKeys...) {
+			keys[k] = keys[k] || false
+		}
+	}
+	for k := range keys {
+		p.keys = append(p.keys, k)
+	}
+	sortKeys(p.keys)
+	for _, k := range p.keys {
+		p.owns = append(p.owns, keys[k])
 	}
 }
 
+// slot is the position of key k in the pod's keys.
+func (p *podInfo) slot(k *topologyKey) int {
+	for i, pk := range p.keys {
+		if pk == k {
+			return i
+		}
+	}
+	return -1
+}
+
 // buildAttempts lists the requirement sets to try: for each required node affinity term (with
-// the nodeSelector), all preferred terms first, then fewer, dropping the lightest first.
-func buildAttempts(pod *corev1.Pod) ([]attempt, error) {
+// the nodeSelector) and each alternative the volumes allow, all preferred terms first, then
+// fewer, dropping the lightest first.
+func buildAttempts(pod *corev1.Pod, volumes []scheduling.Requirements) ([]attempt, error) {
 	terms := []*corev1.NodeSelectorTerm{nil}
 	var preferred []corev1.PreferredSchedulingTerm
 	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
@@ -355,6 +442,13 @@ func buildAttempts(pod *corev1.Pod) ([]attempt, error) {
 	for _, c := range pod.Spec.TopologySpreadConstraints {
 		hasSoft = hasSoft || c.WhenUnsatisfiable == corev1.ScheduleAnyway
 	}
+	if a := pod.Spec.Affinity; a != nil {
+		hasSoft = hasSoft || (a.PodAffinity != nil && len(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0) ||
+			(a.PodAntiAffinity != nil && len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0)
+	}
+	if volumes == nil {
+		volumes = []scheduling.Requirements{nil}
+	}
 	var attempts []attempt
 	var lastErr error
 	for _, term := range terms {
@@ -368,27 +462,40 @@ func buildAttempts(pod *corev1.Pod) ([]attempt, error) {
 			continue
 		}
 		baseKey := fmt.Sprint(base.NodeSelectorRequirements())
-		for k := len(preferred); k >= 0; k-- {
-			reqs := base
-			ok := true
-			for _, pref := range preferred[:k] {
-				prefReqs, err := scheduling.RequirementsFromTerm(nil, &pref.Preference)
-				if err != nil {
-					ok = false
-					break
+		for _, volume := range volumes {
+			reach, reachKey := base, baseKey
+			if volume != nil {
+				if reach, _ = base.Intersect(volume); reach == nil {
+					lastErr = fmt.Errorf("the pod's volumes need nodes its node selector and required node affinity exclude")
+					continue
 				}
-				if reqs, _ = reqs.Intersect(prefReqs); reqs == nil {
-					ok = false
-					break
+				reachKey = fmt.Sprint(reach.NodeSelectorRequirements())
+			}
+			for k := len(preferred); k >= 0; k-- {
+				reqs := reach
+				ok := true
+				for _, pref := range preferred[:k] {
+					prefReqs, err := scheduling.RequirementsFromTerm(nil, &pref.Preference)
+					if err != nil {
+						ok = false
+						break
+					}
+					if reqs, _ = reqs.Intersect(prefReqs); reqs == nil {
+						ok = false
+						break
+					}
 				}
+				if !ok {
+					continue
+				}
+				a := attempt{requirements: reqs, base: base, baseKey: baseKey, reach: reach, reachKey: reachKey}
+				if hasSoft && k == len(preferred) {
+					soft := a
+					soft.soft = true
+					attempts = append(attempts, soft)
+				}
+				attempts = append(attempts, a)
 			}
-			if !ok {
-				continue
-			}
-			if hasSoft && k == len(preferred) {
-				attempts = append(attempts, attempt{requirements: reqs, base: base, baseKey: baseKey, soft: true})
-			}
-			attempts = append(attempts, attempt{requirements: reqs, base: base, baseKey: baseKey})
 		}
 	}
 	if len(attempts) == 0 {
@@ -400,11 +507,11 @@ func buildAttempts(pod *corev1.Pod) ([]attempt, error) {
 	return attempts, nil
 }
 
-// appendByKey appends t to zone or to host, as its topology key is the zone or the hostname.
-func appendByKey(t ownedTerm, zone, host *[]ownedTerm) {
-	if t.group.zoneKeyed {
-		*zone = append(*zone, t)
-	} else {
+// appendByKey appends t to host if its topology key is the hostname, else to domain.
+func appendByKey(t ownedTerm, domain, host *[]ownedTerm) {
+	if t.group.key == nil {
 		*host = append(*host, t)
+	} else {
+		*domain = append(*domain, t)
 	}
 }

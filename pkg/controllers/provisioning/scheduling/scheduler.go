@@ -19,20 +19,28 @@ type scheduler struct {
 	zones         *interner
 	capacityTypes *interner
 	topology      *topologyGroups
-	provisioners  []*provisioner
-	nodes         []*node // existing nodes first, then new ones in the order they were opened
-	existing      int
-	results       *Results
-	// zoneDomains caches, by rendered requirements, the zones a pod with those requirements
-	// could be in.
-	zoneDomains map[string]uint64
+	// keys are the topology keys other than the hostname that pods' terms use, by index.
+	keys     []*topologyKey
+	keyIndex map[string]*topologyKey
+	// existingLabels are the existing nodes' labels, whose values are domains of every key.
+	existingLabels []map[string]string
+	provisioners   []*provisioner
+	volumes        *volumeIndex
+	nodes          []*node // existing nodes first, then new ones in the order they were opened
+	existing       int
+	results        *Results
+	// domainCache caches, by rendered requirements and what else decides a group's domains,
+	// the domains a pod with those requirements could be in.
+	domainCache map[domainsCacheKey]domainSet
 }
 
 type provisioner struct {
 	index        int
 	name         string
 	requirements scheduling.Requirements
-	// fixedKeys are labels the provisioner sets itself (spec.labels, provisioner-name).
+	// labels are those the provisioner sets itself (spec.labels, provisioner-name); fixedKeys
+	// are their keys.
+	labels    map[string]string
 	fixedKeys sets.Set[string]
 	// typeKeys are labels that come from the instance type or offering.
 	typeKeys sets.Set[string]
@@ -56,8 +64,10 @@ func Schedule(in Input) *Results {
 		zones:         newInterner(),
 		capacityTypes: newInterner(),
 		results:       &Results{},
-		zoneDomains:   map[string]uint64{},
+		keyIndex:      map[string]*topologyKey{},
+		domainCache:   map[domainsCacheKey]domainSet{},
 	}
+	s.volumes = newVolumeIndex(in)
 	pods := s.prepare(in)
 	var failed []*podInfo
 	for _, p := range pods {
@@ -98,21 +108,21 @@ func (s *scheduler) schedule(p *podInfo) string {
 	var reasons []string
 	for i := range p.attempts {
 		a := &p.attempts[i]
-		zones := s.allowedZones(p, a)
-		if p.zoneRelevant && zones == 0 {
-			reasons = append(reasons, "no zone satisfies the pod's topology constraints")
+		allowed, key := s.allowedDomains(p, a)
+		if key != nil {
+			reasons = append(reasons, fmt.Sprintf("no %s satisfies the pod's topology constraints", key.name))
 			continue
 		}
 		for _, n := range s.nodes[:s.existing] {
-			if n.fits(p.requests) && s.compatibleExisting(n, p, a, zones) {
+			if n.fits(p.requests) && s.compatibleExisting(n, p, a, allowed) {
 				s.place(n, p, nil)
 				return ""
 			}
 		}
-		if s.placeOnNewNodes(p, a, zones) {
+		if s.placeOnNewNodes(p, a, allowed) {
 			return ""
 		}
-		reason := s.openNode(p, a, zones)
+		reason := s.openNode(p, a, allowed)
 		if reason == "" {
 			return ""
 		}
@@ -124,7 +134,7 @@ func (s *scheduler) schedule(p *podInfo) string {
 // placeOnNewNodes puts the pod on a node opened earlier in the pass: preferably one whose
 // cheapest instance type already has room for it, so it costs nothing more; otherwise the
 // first that can grow to a larger instance type.
-func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, zones uint64) bool {
+func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet) bool {
 	var grow *node
 	for _, n := range s.nodes[s.existing:] {
 		if !fitsWith(n.maxAlloc, n.used, p.requests) {
@@ -134,11 +144,11 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, zones uint64) bool {
 		if !free && grow != nil {
 			continue
 		}
-		if !s.compatibleNew(n, p, a, zones) {
+		if !s.compatibleNew(n, p, a, allowed) {
 			continue
 		}
 		if free {
-			if nw, ok := s.constrain(n, p, a, zones); ok {
+			if nw, refusal := s.constrain(n, p, a, allowed); refusal == "" {
 				s.place(n, p, nw)
 				return true
 			}
@@ -147,16 +157,16 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, zones uint64) bool {
 		grow = n
 	}
 	if grow != nil {
-		if nw, ok := s.constrain(grow, p, a, zones); ok {
+		if nw, refusal := s.constrain(grow, p, a, allowed); refusal == "" {
 			s.place(grow, p, nw)
 			return true
 		}
 		// Growth failed on the first candidate (e.g. a limit); fall back to a full search.
 		for _, n := range s.nodes[s.existing:] {
-			if n == grow || !fitsWith(n.maxAlloc, n.used, p.requests) || !s.compatibleNew(n, p, a, zones) {
+			if n == grow || !fitsWith(n.maxAlloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
 				continue
 			}
-			if nw, ok := s.constrain(n, p, a, zones); ok {
+			if nw, refusal := s.constrain(n, p, a, allowed); refusal == "" {
 				s.place(n, p, nw)
 				return true
 			}
@@ -167,7 +177,7 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, zones uint64) bool {
 
 // openNode launches a node for the pod from the provisioner whose cheapest fitting instance
 // type is cheapest.
-func (s *scheduler) openNode(p *podInfo, a *attempt, zones uint64) string {
+func (s *scheduler) openNode(p *podInfo, a *attempt, allowed []domainSet) string {
 	var best *node
 	var bestNarrowing *narrowing
 	var reasons []string
@@ -181,9 +191,9 @@ func (s *scheduler) openNode(p *podInfo, a *attempt, zones uint64) string {
 			reasons = append(reasons, "no new node satisfies the pod's hostname topology constraints")
 			continue
 		}
-		nw, ok := s.constrain(n, p, a, zones)
-		if !ok {
-			reasons = append(reasons, fmt.Sprintf("provisioner %q: no instance type satisfies the pod's requirements, resource requests and daemonset overhead within limits", prov.name))
+		nw, refusal := s.constrain(n, p, a, allowed)
+		if refusal != "" {
+			reasons = append(reasons, fmt.Sprintf("provisioner %q: %s", prov.name, refusal))
 			continue
 		}
 		if best == nil || nw.prices[nw.first] < bestNarrowing.prices[bestNarrowing.first] {
@@ -213,6 +223,7 @@ func (s *scheduler) emptyNode(prov *provisioner) *node {
 		maxAlloc:      prov.maxAlloc,
 		zones:         prov.zones,
 		capacityTypes: prov.capacityTypes,
+		domain:        s.unknownDomains(),
 		counts:        make([]int32, len(s.topology.all)),
 		owners:        make([]int32, len(s.topology.all)),
 	}
@@ -272,7 +283,8 @@ func (s *scheduler) finish() {
 }
 
 // sortPods orders pods so the most constrained open nodes first and the rest fill them: pods
-// that need a node of their own, then hostname-constrained, zone-constrained, then the rest;
+// that need a node of their own, then hostname-constrained, constrained on other topology keys,
+// then the rest, and last those with preferred pod affinity only;
 // largest first within each class.
 func sortPods(pods []*podInfo) {
 	sort.SliceStable(pods, func(i, j int) bool {

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,24 +23,43 @@ const (
 	antiAffinityGroup
 )
 
+// topologyKey is a node label, other than the hostname, that topology terms count pods over.
+// Its values are interned so that counts are slices indexed by domain.
+type topologyKey struct {
+	index  int
+	name   string
+	values *interner
+}
+
 // topologyGroup counts, per topology domain, the pods that match one selector. Pods that carry
 // the same term (same kind, key, namespaces, selector and skew) share a group.
 type topologyGroup struct {
-	id         int
-	kind       groupKind
-	zoneKeyed  bool // topology.kubernetes.io/zone; otherwise kubernetes.io/hostname
+	id   int
+	kind groupKind
+	// key is the topology key; nil for kubernetes.io/hostname, whose counts live on each node.
+	key        *topologyKey
 	namespaces sets.Set[string]
 	selector   labels.Selector
 	maxSkew    int32
 	minDomains int32
-	// eligibility restricts which nodes count for a zone spread: kube-scheduler honours the
+	// eligibility restricts which nodes count for a spread: kube-scheduler honours the
 	// spreading pod's node affinity (nodeAffinityPolicy Honor), so pods on nodes it could
-	// not use do not count. Nil when every node in the zone counts.
+	// not use do not count. Nil when every node counts.
 	eligibility scheduling.Requirements
+	// honorAffinity and honorTaints are the spread's nodeAffinityPolicy and nodeTaintsPolicy:
+	// whether nodes the pod's node affinity, or its tolerations, exclude are domains at all.
+	honorAffinity bool
+	honorTaints   bool
+	tolerations   []corev1.Toleration
+	// requiredKeys are the other keys of the spreading pod's constraints of the same kind
+	// (DoNotSchedule or ScheduleAnyway): kube-scheduler counts only nodes carrying them all.
+	requiredKeys []*topologyKey
+	// domainsKey identifies what decides the group's domains besides the pod's node affinity.
+	domainsKey string
 
-	// zoneCounts and zoneOwners are indexed by zone; hostname counts live on each node.
-	zoneCounts []int32
-	zoneOwners []int32
+	// domainCounts and domainOwners are indexed by the key's interned values.
+	domainCounts []int32
+	domainOwners []int32
 	// total counts matching pods on any node, for the rule that lets the first pod of a
 	// self-affine set go anywhere.
 	total int32
@@ -57,37 +77,31 @@ type ownedTerm struct {
 	group *topologyGroup
 	// self is whether the pod matches its own term's selector.
 	self bool
-	// soft terms (ScheduleAnyway) are honoured only on the pod's first attempt.
+	// soft terms (ScheduleAnyway spreads, preferred pod affinity and anti-affinity) are
+	// honoured only on the pod's first attempt.
 	soft bool
 }
 
 type topologyGroups struct {
 	bySignature map[string]*topologyGroup
 	all         []*topologyGroup
-	zones       int
+	// key resolves a topology key other than the hostname.
+	key func(name string) *topologyKey
 }
 
-func (t *topologyGroups) intern(g *topologyGroup, signature string) *topologyGroup {
+func (t *topologyGroups) intern(g *topologyGroup, keyName, signature string) *topologyGroup {
 	if existing, ok := t.bySignature[signature]; ok {
 		return existing
 	}
+	if keyName != corev1.LabelHostname {
+		g.key = t.key(keyName)
+		g.domainCounts = make([]int32, len(g.key.values.names))
+		g.domainOwners = make([]int32, len(g.key.values.names))
+	}
 	g.id = len(t.all)
-	g.zoneCounts = make([]int32, t.zones)
-	g.zoneOwners = make([]int32, t.zones)
 	t.bySignature[signature] = g
 	t.all = append(t.all, g)
 	return g
-}
-
-func topologyKeyIsZone(key string) (bool, error) {
-	switch key {
-	case corev1.LabelTopologyZone:
-		return true, nil
-	case corev1.LabelHostname:
-		return false, nil
-	default:
-		return false, fmt.Errorf("topology key %q is not supported, only %s and %s", key, corev1.LabelTopologyZone, corev1.LabelHostname)
-	}
 }
 
 // spreadSelector is the constraint's selector with matchLabelKeys resolved against the pod.
@@ -114,34 +128,48 @@ func spreadSelector(pod *corev1.Pod, c *corev1.TopologySpreadConstraint) (labels
 }
 
 func (t *topologyGroups) addSpread(pod *corev1.Pod, c *corev1.TopologySpreadConstraint, eligibility scheduling.Requirements) (ownedTerm, error) {
-	zoneKeyed, err := topologyKeyIsZone(c.TopologyKey)
-	if err != nil {
-		return ownedTerm{}, err
-	}
 	selector, err := spreadSelector(pod, c)
 	if err != nil {
 		return ownedTerm{}, err
+	}
+	var requiredKeys []*topologyKey
+	var requiredNames []string
+	for _, other := range pod.Spec.TopologySpreadConstraints {
+		if other.WhenUnsatisfiable == c.WhenUnsatisfiable && other.TopologyKey != c.TopologyKey && other.TopologyKey != corev1.LabelHostname &&
+			!slices.Contains(requiredNames, other.TopologyKey) {
+			requiredNames = append(requiredNames, other.TopologyKey)
+		}
+	}
+	sort.Strings(requiredNames)
+	for _, name := range requiredNames {
+		requiredKeys = append(requiredKeys, t.key(name))
 	}
 	var minDomains int32
 	if c.MinDomains != nil {
 		minDomains = *c.MinDomains
 	}
-	if !zoneKeyed || (c.NodeAffinityPolicy != nil && *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyIgnore) {
+	honorAffinity := c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
+	honorTaints := c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
+	if c.TopologyKey == corev1.LabelHostname || !honorAffinity {
 		eligibility = nil
 	}
-	g := &topologyGroup{
-		kind: spreadGroup, zoneKeyed: zoneKeyed, namespaces: sets.New(pod.Namespace),
-		selector: selector, maxSkew: c.MaxSkew, minDomains: minDomains, eligibility: eligibility,
+	var tolerations []corev1.Toleration
+	if honorTaints {
+		tolerations = pod.Spec.Tolerations
 	}
-	signature := fmt.Sprintf("spread/%s/%s/%s/%d/%d/%v", c.TopologyKey, pod.Namespace, selector, c.MaxSkew, minDomains, eligibility.NodeSelectorRequirements())
-	g = t.intern(g, signature)
+	domainsKey := fmt.Sprintf("%s/%v/%v/%v/%v", c.TopologyKey, honorAffinity, honorTaints, tolerations, requiredNames)
+	g := &topologyGroup{
+		kind: spreadGroup, namespaces: sets.New(pod.Namespace), selector: selector, maxSkew: c.MaxSkew, minDomains: minDomains,
+		eligibility: eligibility, honorAffinity: honorAffinity, honorTaints: honorTaints, tolerations: tolerations, requiredKeys: requiredKeys, domainsKey: domainsKey,
+	}
+	signature := fmt.Sprintf("spread/%s/%s/%s/%d/%d/%v", domainsKey, pod.Namespace, selector, c.MaxSkew, minDomains, eligibility.NodeSelectorRequirements())
+	g = t.intern(g, c.TopologyKey, signature)
 	return ownedTerm{group: g, self: g.matches(pod), soft: c.WhenUnsatisfiable == corev1.ScheduleAnyway}, nil
 }
 
 func (t *topologyGroups) addAffinityTerm(pod *corev1.Pod, term *corev1.PodAffinityTerm, kind groupKind) (ownedTerm, error) {
-	zoneKeyed, err := topologyKeyIsZone(term.TopologyKey)
-	if err != nil {
-		return ownedTerm{}, err
+	if term.TopologyKey == "" {
+		return ownedTerm{}, fmt.Errorf("pod affinity term without a topology key")
 	}
 	selector, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
 	if err != nil {
@@ -172,8 +200,8 @@ func (t *topologyGroups) addAffinityTerm(pod *corev1.Pod, term *corev1.PodAffini
 		sort.Strings(list)
 		names = strings.Join(list, ",")
 	}
-	g := &topologyGroup{kind: kind, zoneKeyed: zoneKeyed, namespaces: namespaces, selector: selector}
-	g = t.intern(g, fmt.Sprintf("affinity/%d/%s/%s/%s", kind, term.TopologyKey, names, selector))
+	g := &topologyGroup{kind: kind, namespaces: namespaces, selector: selector}
+	g = t.intern(g, term.TopologyKey, fmt.Sprintf("affinity/%d/%s/%s/%s", kind, term.TopologyKey, names, selector))
 	return ownedTerm{group: g, self: g.matches(pod)}, nil
 }
 

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -30,6 +31,14 @@ type Input struct {
 	// DaemonSetPods are one pod per daemonset; each runs on every new node it tolerates and
 	// selects, so its requests are reserved there.
 	DaemonSetPods []*corev1.Pod
+	// PersistentVolumeClaims, PersistentVolumes and StorageClasses resolve the pending pods'
+	// persistentVolumeClaim and ephemeral volumes: a claim bound to a volume keeps the pod to
+	// the volume's node affinity and zone label, and an unbound WaitForFirstConsumer claim to
+	// its class's allowedTopologies. A pod whose claim, volume or class is missing, or whose
+	// claim waits for immediate binding, is unschedulable, as it is to kube-scheduler.
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	StorageClasses         []*storagev1.StorageClass
 }
 
 // NewNode is a node the pass decided to launch.

@@ -11,6 +11,7 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -97,31 +98,42 @@ func workloadPods(n int) []*corev1.Pod {
 	return pods
 }
 
-// lowerBound is the workload's price floor: each pod at the cheapest price per unit of its
-// dominant resource, plus, for each pod that needs a node of its own, that node's overhead at
-// the same unit prices.
-func lowerBound(types []*cloudprovider.InstanceType, pods []*corev1.Pod) float64 {
-	cpuPrice, memoryPrice := math.Inf(1), math.Inf(1)
-	var overheadCPU, overheadMemory float64
+// lowerBound is a true floor for the price of any plan that places pods on types: no node costs
+// less per core than the cheapest type's price per core, nor holds more memory or pods per core
+// than the roomiest, and every node reserves its overhead, on at least one node per hostname
+// anti-affinity pod. So the cores launched, and with them the price, are at least what the
+// binding one of cpu, memory and pod count needs.
+func lowerBound(types []*cloudprovider.InstanceType, ps []*corev1.Pod) float64 {
+	pricePerCore, memoryPerCore, podsPerCore := math.Inf(1), 0.0, 0.0
+	overheadCPU, overheadMemory := math.Inf(1), math.Inf(1)
 	for _, it := range types {
-		a := it.Allocatable()
-		price := math.Inf(1)
+		cores := it.Capacity.Cpu().AsApproximateFloat64()
 		for _, o := range it.Offerings {
 			if o.Available {
-				price = math.Min(price, o.Price)
+				pricePerCore = math.Min(pricePerCore, o.Price/cores)
 			}
 		}
-		cpuPrice = math.Min(cpuPrice, price/a.Cpu().AsApproximateFloat64())
-		memoryPrice = math.Min(memoryPrice, price/a.Memory().AsApproximateFloat64())
-		overheadCPU, overheadMemory = it.Overhead.Cpu().AsApproximateFloat64(), it.Overhead.Memory().AsApproximateFloat64()
+		memoryPerCore = math.Max(memoryPerCore, it.Capacity.Memory().AsApproximateFloat64()/cores)
+		podsPerCore = math.Max(podsPerCore, it.Capacity.Pods().AsApproximateFloat64()/cores)
+		overheadCPU = math.Min(overheadCPU, it.Overhead.Cpu().AsApproximateFloat64())
+		overheadMemory = math.Min(overheadMemory, it.Overhead.Memory().AsApproximateFloat64())
 	}
-	total := 0.0
-	for _, pod := range pods {
-		r := pod.Spec.Containers[0].Resources.Requests
-		total += math.Max(r.Cpu().AsApproximateFloat64()*cpuPrice, r.Memory().AsApproximateFloat64()*memoryPrice)
-		if pod.Spec.Affinity != nil && pod.Spec.Affinity.PodAntiAffinity != nil {
-			total += math.Max(overheadCPU*cpuPrice, overheadMemory*memoryPrice)
+	var cpu, memory, ownNode float64
+	for _, pod := range ps {
+		r := pods.Requests(pod)
+		cpu += r.Cpu().AsApproximateFloat64()
+		memory += r.Memory().AsApproximateFloat64()
+		if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+			for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				if term.TopologyKey == corev1.LabelHostname {
+					ownNode++
+					break
+				}
+			}
 		}
 	}
-	return total
+	minNodes := math.Max(1, ownNode)
+	cores := math.Max(cpu+minNodes*overheadCPU, (memory+minNodes*overheadMemory)/memoryPerCore)
+	cores = math.Max(cores, float64(len(ps))/podsPerCore)
+	return pricePerCore * cores
 }

@@ -68,6 +68,9 @@ func (n *node) label(key string) (string, bool) {
 	return sets.List(values)[0], true
 }
 
+// lacks reports whether no realization of the node carries key: the node is in no domain of it.
+func (n *node) lacks(key string) bool { return n.values[key].Len() == 0 }
+
 // meets reports whether every realization meets the selector: each requirement holds for every
 // value its key may take.
 func (n *node) meets(selector labels.Selector) bool {
@@ -122,6 +125,7 @@ func Verify(in scheduling.Input, r *scheduling.Results) []error {
 	c.buildNodes()
 	c.verifyNewNodes()
 	c.verifyPlacements()
+	c.verifyVolumes()
 	c.replayTopology()
 	return c.errs
 }

@@ -23,7 +23,7 @@ type podSet struct {
 	domains  sets.Set[string]
 	byDomain map[string]int
 	total    int
-	// unknown counts matching pods on nodes without a known value for key.
+	// unknown counts matching pods on nodes whose value for key depends on how they launch.
 	unknown int
 }
 
@@ -36,7 +36,7 @@ func (s *podSet) record(n *node, pod *corev1.Pod) {
 		return
 	}
 	s.total++
-	if s.eligible != nil && !s.eligible(n) {
+	if (s.eligible != nil && !s.eligible(n)) || n.lacks(s.key) {
 		return
 	}
 	if d, ok := n.label(s.key); ok {
@@ -59,6 +59,8 @@ type owner struct {
 	set    *podSet // the term's selector and namespaces, relative to its owner
 	domain string
 	known  bool
+	// absent owners are on nodes without the key, so they forbid nothing.
+	absent bool
 	pod    *corev1.Pod
 }
 
@@ -90,7 +92,7 @@ func (rp *replay) bind(n *node, pod *corev1.Pod) {
 				continue
 			}
 			d, ok := n.label(term.TopologyKey)
-			rp.owners = append(rp.owners, owner{set: s, domain: d, known: ok, pod: pod})
+			rp.owners = append(rp.owners, owner{set: s, domain: d, known: ok, absent: n.lacks(term.TopologyKey), pod: pod})
 		}
 	}
 }
@@ -153,7 +155,7 @@ func (rp *replay) check(n *node, pod *corev1.Pod) []error {
 				continue
 			}
 			d, ok := n.label(term.TopologyKey)
-			if !ok && s.total > 0 {
+			if !ok && !n.lacks(term.TopologyKey) && s.total > 0 {
 				errs = append(errs, fmt.Errorf("pod anti-affinity on %s: node has no known value", term.TopologyKey))
 			} else if ok && s.byDomain[d] > 0 {
 				errs = append(errs, fmt.Errorf("pod anti-affinity on %s: %d matching pods already in %s", term.TopologyKey, s.byDomain[d], d))
@@ -161,7 +163,7 @@ func (rp *replay) check(n *node, pod *corev1.Pod) []error {
 		}
 	}
 	for _, o := range rp.owners {
-		if !o.set.matches(pod) {
+		if !o.set.matches(pod) || o.absent || n.lacks(o.set.key) {
 			continue
 		}
 		d, ok := n.label(o.set.key)
@@ -178,40 +180,13 @@ func (rp *replay) checkSpread(n *node, pod *corev1.Pod, c *corev1.TopologySpread
 	if c.WhenUnsatisfiable != corev1.DoNotSchedule {
 		return nil
 	}
-	selector, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+	s, err := rp.spreadSet(pod, c)
 	if err != nil {
 		return err
 	}
-	if c.LabelSelector != nil {
-		for _, key := range c.MatchLabelKeys {
-			if v, ok := pod.Labels[key]; ok {
-				r, err := labels.NewRequirement(key, selection.Equals, []string{v})
-				if err != nil {
-					return err
-				}
-				selector = selector.Add(*r)
-			}
-		}
+	if n.lacks(c.TopologyKey) {
+		return fmt.Errorf("topology spread on %s: node does not have the label", c.TopologyKey)
 	}
-	honour := c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
-	constrained := len(pod.Spec.NodeSelector) > 0 || (pod.Spec.Affinity != nil && pod.Spec.Affinity.NodeAffinity != nil &&
-		pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil)
-	cache := map[*node]bool{}
-	eligible := func(m *node) bool {
-		if !honour || !constrained {
-			return true
-		}
-		if ok, seen := cache[m]; seen {
-			return ok
-		}
-		ok, err := m.selects(pod)
-		cache[m] = err == nil && ok
-		return cache[m]
-	}
-	signature := fmt.Sprintf("spread/%s/%s/%s/%v/%p", pod.Namespace, c.TopologyKey, selector, honour, podAffinitySignature(pod))
-	s := rp.set(signature, func() *podSet {
-		return &podSet{namespaces: sets.New(pod.Namespace), selector: selector, key: c.TopologyKey, eligible: eligible}
-	})
 	domain, ok := n.label(c.TopologyKey)
 	if !ok {
 		return fmt.Errorf("topology spread on %s: node has no known value", c.TopologyKey)
@@ -223,7 +198,7 @@ func (rp *replay) checkSpread(n *node, pod *corev1.Pod, c *corev1.TopologySpread
 		// Domains are those of every node the pod could use, whether or not it holds pods.
 		s.domains = sets.New[string]()
 		for _, m := range rp.c.order {
-			if eligible(m) {
+			if s.eligible(m) {
 				s.domains = s.domains.Union(m.values[c.TopologyKey])
 			}
 		}
@@ -246,21 +221,90 @@ func (rp *replay) checkSpread(n *node, pod *corev1.Pod, c *corev1.TopologySpread
 	return nil
 }
 
-// podAffinitySignature identifies a pod's node affinity, which decides the nodes its spread
-// counts; pods sharing the same spec pointer share counts.
-func podAffinitySignature(pod *corev1.Pod) any {
-	if pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil {
-		if len(pod.Spec.NodeSelector) == 0 {
-			return nil
+// spreadSet is the pod set a hard spread constraint counts: its selector with matchLabelKeys,
+// over the nodes its nodeAffinityPolicy, nodeTaintsPolicy and topology keys include.
+func (rp *replay) spreadSet(pod *corev1.Pod, c *corev1.TopologySpreadConstraint) (*podSet, error) {
+	selector, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+	if err != nil {
+		return nil, err
+	}
+	if c.LabelSelector != nil {
+		for _, key := range c.MatchLabelKeys {
+			if v, ok := pod.Labels[key]; ok {
+				r, err := labels.NewRequirement(key, selection.Equals, []string{v})
+				if err != nil {
+					return nil, err
+				}
+				selector = selector.Add(*r)
+			}
 		}
 	}
-	return pod
+	// nodeAffinityPolicy (default Honor) and nodeTaintsPolicy (default Ignore) decide which
+	// nodes are domains and count.
+	honour := c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
+	honourTaints := c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
+	constrained := len(pod.Spec.NodeSelector) > 0 || (pod.Spec.Affinity != nil && pod.Spec.Affinity.NodeAffinity != nil &&
+		pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil)
+	keys := sets.New[string]()
+	for _, other := range pod.Spec.TopologySpreadConstraints {
+		if other.WhenUnsatisfiable == c.WhenUnsatisfiable {
+			keys.Insert(other.TopologyKey)
+		}
+	}
+	cache := map[*node]bool{}
+	eligible := func(m *node) bool {
+		if ok, seen := cache[m]; seen {
+			return ok
+		}
+		ok := true
+		if honour && constrained {
+			selected, err := m.selects(pod)
+			ok = err == nil && selected
+		}
+		if honourTaints && !toleratesNoScheduleTaints(pod, m.taints) {
+			ok = false
+		}
+		// Only nodes with every topology key of the pod's constraints of this kind count.
+		for _, key := range sets.List(keys) {
+			if m.lacks(key) || m.absent.Has(key) {
+				ok = false
+			}
+		}
+		cache[m] = ok
+		return ok
+	}
+	// Pods whose node affinity or tolerations decide the eligible nodes count on their own.
+	var decider any
+	if (honour && constrained) || honourTaints {
+		decider = pod
+	}
+	signature := fmt.Sprintf("spread/%s/%s/%s/%v/%v/%v/%p", pod.Namespace, c.TopologyKey, selector, honour, honourTaints, sets.List(keys), decider)
+	return rp.set(signature, func() *podSet {
+		return &podSet{namespaces: sets.New(pod.Namespace), selector: selector, key: c.TopologyKey, eligible: eligible}
+	}), nil
 }
 
 func termSet(pod *corev1.Pod, term *corev1.PodAffinityTerm) (*podSet, error) {
 	selector, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
 	if err != nil {
 		return nil, err
+	}
+	if term.LabelSelector != nil {
+		// matchLabelKeys and mismatchLabelKeys narrow the selector by the owner's own labels.
+		for _, keys := range []struct {
+			keys []string
+			op   selection.Operator
+		}{{term.MatchLabelKeys, selection.Equals}, {term.MismatchLabelKeys, selection.NotEquals}} {
+			for _, key := range keys.keys {
+				if v, ok := pod.Labels[key]; ok {
+					r, err := labels.NewRequirement(key, keys.op, []string{v})
+					if err != nil {
+						return nil, err
+					}
+					selector = selector.Add(*r)
+				}
+			}
+		}
 	}
 	var namespaces sets.Set[string]
 	switch {

@@ -1,0 +1,125 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+)
+
+// zoneKey is the label the checker reads for a volume's zone constraints. The beta zone label
+// and the EBS CSI driver's zone label name the same zone on a launched node.
+func zoneKey(key string) string {
+	switch key {
+	case "failure-domain.beta.kubernetes.io/zone", "topology.ebs.csi.aws.com/zone":
+		return corev1.LabelTopologyZone
+	}
+	return key
+}
+
+// verifyVolumes checks that every bound pod's node meets, in every realization, what its
+// persistent volumes need: a bound volume's node affinity and zone label, or an unbound
+// WaitForFirstConsumer claim's allowedTopologies.
+func (c *checker) verifyVolumes() {
+	for _, b := range c.r.Bindings {
+		n := c.nodes[b.NodeName]
+		if n == nil {
+			continue
+		}
+		for _, v := range b.Pod.Spec.Volumes {
+			if err := c.verifyVolume(n, b.Pod, &v); err != nil {
+				c.fail("pod %s/%s on node %s: volume %s, %v", b.Pod.Namespace, b.Pod.Name, n.name, v.Name, err)
+			}
+		}
+	}
+}
+
+func (c *checker) verifyVolume(n *node, pod *corev1.Pod, v *corev1.Volume) error {
+	var name string
+	var spec *corev1.PersistentVolumeClaimSpec
+	switch {
+	case v.PersistentVolumeClaim != nil:
+		name = v.PersistentVolumeClaim.ClaimName
+	case v.Ephemeral != nil:
+		name = pod.Name + "-" + v.Name
+		if v.Ephemeral.VolumeClaimTemplate != nil {
+			spec = &v.Ephemeral.VolumeClaimTemplate.Spec
+		}
+	default:
+		return nil
+	}
+	for _, claim := range c.in.PersistentVolumeClaims {
+		if claim.Namespace == pod.Namespace && claim.Name == name {
+			spec = &claim.Spec
+		}
+	}
+	if spec == nil {
+		return fmt.Errorf("claim %s not found, yet the pod is bound", name)
+	}
+	if spec.VolumeName != "" {
+		for _, pv := range c.in.PersistentVolumes {
+			if pv.Name == spec.VolumeName {
+				return verifyPersistentVolume(n, pv)
+			}
+		}
+		return fmt.Errorf("persistent volume %s not found, yet the pod is bound", spec.VolumeName)
+	}
+	var class *storagev1.StorageClass
+	for _, sc := range c.in.StorageClasses {
+		if spec.StorageClassName != nil && sc.Name == *spec.StorageClassName {
+			class = sc
+		}
+	}
+	if class == nil || class.VolumeBindingMode == nil || *class.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
+		return fmt.Errorf("claim %s is unbound and not provisioned for its first consumer, yet the pod is bound", name)
+	}
+	if len(class.AllowedTopologies) == 0 {
+		return nil
+	}
+	for _, term := range class.AllowedTopologies {
+		selector := labels.NewSelector()
+		for _, e := range term.MatchLabelExpressions {
+			r, err := labels.NewRequirement(zoneKey(e.Key), selection.In, e.Values)
+			if err != nil {
+				return err
+			}
+			selector = selector.Add(*r)
+		}
+		if n.meets(selector) {
+			return nil
+		}
+	}
+	return fmt.Errorf("node is outside storage class %s's allowed topologies", class.Name)
+}
+
+func verifyPersistentVolume(n *node, pv *corev1.PersistentVolume) error {
+	for _, key := range []string{corev1.LabelTopologyZone, "failure-domain.beta.kubernetes.io/zone"} {
+		if v, ok := pv.Labels[key]; ok {
+			r, err := labels.NewRequirement(corev1.LabelTopologyZone, selection.In, strings.Split(v, "__"))
+			if err != nil {
+				return err
+			}
+			if !n.meets(labels.NewSelector().Add(*r)) {
+				return fmt.Errorf("node is outside persistent volume %s's zones %s", pv.Name, v)
+			}
+		}
+	}
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return nil
+	}
+	for _, term := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+		exprs := make([]corev1.NodeSelectorRequirement, len(term.MatchExpressions))
+		for i, e := range term.MatchExpressions {
+			exprs[i] = e
+			exprs[i].Key = zoneKey(e.Key)
+		}
+		selector, err := requirementsSelector(exprs)
+		if err == nil && len(exprs) > 0 && len(term.MatchFields) == 0 && n.meets(selector) {
+			return nil
+		}
+	}
+	return fmt.Errorf("node does not meet persistent volume %s's node affinity", pv.Name)
+}

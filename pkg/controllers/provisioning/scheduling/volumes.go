@@ -1,0 +1,183 @@
+package scheduling
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+
+	"karpenter.sh/karpenter/pkg/scheduling"
+)
+
+// zoneLabelAliases are labels that name a node's zone under another key: the deprecated beta
+// label, which kube-scheduler's VolumeZone translates the same way, and the EBS CSI driver's,
+// which its node plugin sets to the node's zone once it runs there.
+var zoneLabelAliases = map[string]bool{
+	corev1.LabelFailureDomainBetaZone: true,
+	"topology.ebs.csi.aws.com/zone":   true,
+}
+
+// volumeIndex resolves the claims pending pods mount to the node labels their volumes need.
+type volumeIndex struct {
+	claims  map[string]*corev1.PersistentVolumeClaim // by namespace/name
+	volumes map[string]*corev1.PersistentVolume
+	classes map[string]*storagev1.StorageClass
+}
+
+func newVolumeIndex(in Input) *volumeIndex {
+	vi := &volumeIndex{claims: map[string]*corev1.PersistentVolumeClaim{}, volumes: map[string]*corev1.PersistentVolume{}, classes: map[string]*storagev1.StorageClass{}}
+	for _, c := range in.PersistentVolumeClaims {
+		vi.claims[c.Namespace+"/"+c.Name] = c
+	}
+	for _, v := range in.PersistentVolumes {
+		vi.volumes[v.Name] = v
+	}
+	for _, c := range in.StorageClasses {
+		vi.classes[c.Name] = c
+	}
+	return vi
+}
+
+// requirements are the alternatives, any one of which the pod's node must meet for all its
+// persistent volumes: nil when the volumes constrain nothing.
+func (vi *volumeIndex) requirements(pod *corev1.Pod) ([]scheduling.Requirements, error) {
+	var alternatives []scheduling.Requirements
+	for _, v := range pod.Spec.Volumes {
+		var terms []scheduling.Requirements
+		var err error
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			terms, err = vi.claimRequirements(pod.Namespace, v.PersistentVolumeClaim.ClaimName, nil)
+		case v.Ephemeral != nil:
+			// The ephemeral volume controller names the claim after the pod and volume, and may
+			// not have created it yet: then the template says how it will be provisioned.
+			var template *corev1.PersistentVolumeClaimSpec
+			if v.Ephemeral.VolumeClaimTemplate != nil {
+				template = &v.Ephemeral.VolumeClaimTemplate.Spec
+			}
+			terms, err = vi.claimRequirements(pod.Namespace, pod.Name+"-"+v.Name, template)
+		default:
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("volume %q, %w", v.Name, err)
+		}
+		if terms == nil {
+			continue
+		}
+		if alternatives == nil {
+			alternatives = terms
+			continue
+		}
+		var next []scheduling.Requirements
+		for _, a := range alternatives {
+			for _, t := range terms {
+				if r, _ := a.Intersect(t); r != nil {
+					next = append(next, r)
+				}
+			}
+		}
+		if len(next) == 0 {
+			return nil, fmt.Errorf("volume %q, its node constraints and those of the pod's other volumes cannot all hold", v.Name)
+		}
+		alternatives = next
+	}
+	return alternatives, nil
+}
+
+// claimRequirements are the alternatives a claim's volume needs, nil for none. template stands
+// for a claim not yet created.
+func (vi *volumeIndex) claimRequirements(namespace, name string, template *corev1.PersistentVolumeClaimSpec) ([]scheduling.Requirements, error) {
+	claim, ok := vi.claims[namespace+"/"+name]
+	var spec *corev1.PersistentVolumeClaimSpec
+	switch {
+	case ok:
+		spec = &claim.Spec
+	case template != nil:
+		spec = template
+	default:
+		return nil, fmt.Errorf("persistentvolumeclaim %q not found", name)
+	}
+	if spec.VolumeName != "" {
+		pv, ok := vi.volumes[spec.VolumeName]
+		if !ok {
+			return nil, fmt.Errorf("persistentvolumeclaim %q is bound to persistentvolume %q, which is not found", name, spec.VolumeName)
+		}
+		return volumeRequirements(pv)
+	}
+	className := ""
+	if spec.StorageClassName != nil {
+		className = *spec.StorageClassName
+	}
+	if className == "" {
+		return nil, fmt.Errorf("persistentvolumeclaim %q is unbound and has no storage class to provision it", name)
+	}
+	class, ok := vi.classes[className]
+	if !ok {
+		return nil, fmt.Errorf("persistentvolumeclaim %q: storageclass %q not found", name, className)
+	}
+	if class.VolumeBindingMode == nil || *class.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
+		return nil, fmt.Errorf("persistentvolumeclaim %q is unbound and its storageclass %q binds immediately, so it waits for a volume before a node", name, className)
+	}
+	if len(class.AllowedTopologies) == 0 {
+		return nil, nil
+	}
+	var out []scheduling.Requirements
+	for _, term := range class.AllowedTopologies {
+		rs := scheduling.Requirements{}
+		for _, e := range term.MatchLabelExpressions {
+			if err := rs.Add(nodeLabelKey(e.Key), corev1.NodeSelectorOpIn, e.Values...); err != nil {
+				return nil, fmt.Errorf("storageclass %q allowedTopologies, %w", className, err)
+			}
+		}
+		out = append(out, rs)
+	}
+	return out, nil
+}
+
+// volumeRequirements are the alternatives a persistent volume's node affinity allows, ANDed with
+// the zones its zone label names (kube-scheduler's VolumeZone); nil for none.
+func volumeRequirements(pv *corev1.PersistentVolume) ([]scheduling.Requirements, error) {
+	zones := scheduling.Requirements{}
+	for _, key := range []string{corev1.LabelTopologyZone, corev1.LabelFailureDomainBetaZone} {
+		if v, ok := pv.Labels[key]; ok {
+			// A volume in several zones lists them separated by "__".
+			if err := zones.Add(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, strings.Split(v, "__")...); err != nil {
+				return nil, fmt.Errorf("persistentvolume %q zone label, %w", pv.Name, err)
+			}
+		}
+	}
+	var out []scheduling.Requirements
+	if a := pv.Spec.NodeAffinity; a != nil && a.Required != nil {
+		for i := range a.Required.NodeSelectorTerms {
+			term := a.Required.NodeSelectorTerms[i].DeepCopy()
+			for j := range term.MatchExpressions {
+				term.MatchExpressions[j].Key = nodeLabelKey(term.MatchExpressions[j].Key)
+			}
+			rs, err := scheduling.RequirementsFromRequiredTerm(nil, term)
+			if err != nil {
+				return nil, fmt.Errorf("persistentvolume %q node affinity, %w", pv.Name, err)
+			}
+			if rs, _ = rs.Intersect(zones); rs != nil {
+				out = append(out, rs)
+			}
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("persistentvolume %q: no node affinity term agrees with its zone label", pv.Name)
+		}
+		return out, nil
+	}
+	if len(zones) == 0 {
+		return nil, nil
+	}
+	return []scheduling.Requirements{zones}, nil
+}
+
+// nodeLabelKey is the label a launched node carries for key: aliases of the zone are the zone.
+func nodeLabelKey(key string) string {
+	if zoneLabelAliases[key] {
+		return corev1.LabelTopologyZone
+	}
+	return key
+}
