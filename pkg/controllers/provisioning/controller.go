@@ -122,8 +122,8 @@ func (c *Controller) Name() string { return Name }
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// SetupWithManager feeds provisionable pods to the batcher and runs the loop that plans
-// each batch, on the leader only.
+// SetupWithManager feeds provisionable pods to the batcher, has Provisioners' changes run a
+// pass, and runs the loop that plans each batch, on the leader only.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
@@ -137,6 +137,18 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		}))
 	if err != nil {
 		return fmt.Errorf("watching pods, %w", err)
+	}
+	// A Provisioner created or changed gets its Ready condition from a pass at once, not only
+	// when pods are next pending; its own status writes change no generation.
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named(Name+"-provisioners").
+		For(&v1alpha5.Provisioner{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+			c.batcher.poke()
+			return reconcile.Result{}, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("watching provisioners, %w", err)
 	}
 	// A plain runnable runs only while this replica leads, like the controllers.
 	return mgr.Add(manager.RunnableFunc(c.run))

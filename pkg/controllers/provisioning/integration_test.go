@@ -74,6 +74,7 @@ func TestAllocator(t *testing.T) {
 	t.Run("limits stop launches", s.limits)
 	t.Run("an offering without capacity falls through to the next", s.insufficientCapacity)
 	t.Run("a pod selecting a label no provisioner sets is never provisioned for", s.twoPaths)
+	t.Run("a provisioner whose instance types cannot be resolved is not Ready", s.unresolved)
 }
 
 // provisioner creates a Provisioner whose nodes carry suite=name, and returns the selector
@@ -334,6 +335,26 @@ func (s *suite) twoPaths(t *testing.T) {
 	if after := len(s.cloud.CreateCalls()); after != before {
 		t.Errorf("%d launches for a pod no provisioner can take", after-before)
 	}
+}
+
+func (s *suite) unresolved(t *testing.T) {
+	// No instance type is both arm64 and of a type the catalogue has only for amd64.
+	s.provisioner(t, "unresolved", func(p *v1alpha5.Provisioner) {
+		p.Spec.Requirements = []v1alpha5.NodeSelectorRequirement{
+			{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{"c5.large"}},
+			{Key: corev1.LabelArchStable, Operator: "In", Values: []string{"arm64"}},
+		}
+	})
+	// No pod is pending for it: creating it is enough for a pass.
+	eventually.Holds(t, "the provisioner not Ready", func() (bool, string, error) {
+		p := &v1alpha5.Provisioner{}
+		if err := s.env.Client.Get(t.Context(), client.ObjectKey{Name: "unresolved"}, p); err != nil {
+			return false, "", err
+		}
+		c := p.StatusConditions().GetCondition(apis.ConditionReady)
+		return c != nil && c.IsFalse() && c.Reason == provisioning.ReasonNoInstanceTypes, fmt.Sprintf("%+v", c), nil
+	}, eventually.Timeout(pollTimeout))
+	s.event(t, "unresolved", provisioning.ReasonNoInstanceTypes, "no instance type")
 }
 
 func (s *suite) dump(t *testing.T) {
