@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -99,7 +100,7 @@ func TestLaunchRefusedOverTheLimit(t *testing.T) {
 // TestLaunchFallsThroughOfferings: the cloud gets every candidate cheapest first, so an
 // offering without capacity falls through to the next.
 func TestLaunchFallsThroughOfferings(t *testing.T) {
-	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "fall-through"})
 	c, cloud, _ := launcher(t, interceptor.Funcs{})
 	planned := plannedNode(t, cloud, p)
 	first := candidates(planned)[0]
@@ -115,6 +116,10 @@ func TestLaunchFallsThroughOfferings(t *testing.T) {
 	launched := cloudprovider.OfferingKey{InstanceType: node.Labels[corev1.LabelInstanceTypeStable], Zone: node.Labels[corev1.LabelTopologyZone], CapacityType: node.Labels[v1alpha5.CapacityTypeLabelKey]}
 	if launched == first.Key() || launched != calls[0].Candidates[1].Key() {
 		t.Errorf("launched %v, want the second candidate %v", launched, calls[0].Candidates[1].Key())
+	}
+	var created dto.Metric
+	if err := nodesCreated.WithLabelValues("fall-through", launched.InstanceType, launched.Zone, launched.CapacityType).Write(&created); err != nil || created.GetCounter().GetValue() < 1 {
+		t.Errorf("karpenter_nodes_created_total for the launch is %v (%v)", created.GetCounter().GetValue(), err)
 	}
 }
 
