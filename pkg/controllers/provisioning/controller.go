@@ -159,6 +159,9 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 // window, with whatever pods are then pending.
 func (c *Controller) run(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName(Name)
+	if err := c.adoptOrphans(ctx); err != nil {
+		logger.Error(err, "adopting instances launched without a Node")
+	}
 	for {
 		size, ok := c.batcher.wait(ctx)
 		if !ok {
@@ -180,6 +183,43 @@ func (c *Controller) run(ctx context.Context) error {
 			}()
 		}
 	}
+}
+
+// adoptOrphans creates the Node of every instance a Provisioner launched that has none: a
+// controller that crashed (or lost its lease) between a launch and the Node's creation left
+// it. The instance becomes the room it was launched to be, so its pods, still pending, are
+// planned onto it instead of onto a second instance. Creating the Node is idempotent, so a
+// Node created meanwhile is fine; an instance whose Provisioner is gone is left to garbage
+// collection.
+func (c *Controller) adoptOrphans(ctx context.Context) error {
+	instances, err := c.instanceProvider.List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing instances, %w", err)
+	}
+	var errs []error
+	for _, instance := range instances {
+		name := instance.Labels[v1alpha5.ProvisionerNameLabelKey]
+		if name == "" || instance.NodeName == "" {
+			continue
+		}
+		p := &v1alpha5.Provisioner{}
+		if err := c.client.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("getting provisioner %s, %w", name, err))
+			}
+			continue
+		}
+		if err := c.client.Get(ctx, client.ObjectKey{Name: instance.NodeName}, &corev1.Node{}); !apierrors.IsNotFound(err) {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("getting node %s, %w", instance.NodeName, err))
+			}
+			continue
+		}
+		if err := c.client.Create(ctx, nodeFor(instance, p, nil)); err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("creating node %s for instance %s, %w", instance.NodeName, instance.ProviderID, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // provisionerPlan is a Provisioner as one pass sees it.

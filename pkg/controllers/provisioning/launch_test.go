@@ -19,6 +19,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -156,5 +157,42 @@ func TestTellOncePerCause(t *testing.T) {
 		for len(recorder.Events) > 0 {
 			<-recorder.Events
 		}
+	}
+}
+
+// TestAdoptOrphans: an instance launched without its Node (a crash between the two) gets
+// its Node, the same a launch would have created; instances of no Provisioner and those
+// whose Node exists are left alone.
+func TestAdoptOrphans(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default", Labels: map[string]string{"team": "ml"}})
+	c, cloud, kube := launcher(t, interceptor.Funcs{}, p)
+	ctx := context.Background()
+	types, err := cloud.InstanceTypes(ctx, constraints(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	candidates := candidates(&scheduling.NewNode{InstanceTypes: types[:1]})
+	orphan, err := cloud.Create(ctx, cloudprovider.LaunchRequest{Candidates: candidates, ProvisionerName: "default", Labels: launchLabels(p)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cloud.Create(ctx, cloudprovider.LaunchRequest{Candidates: candidates, ProvisionerName: "gone", Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "gone"}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := c.adoptOrphans(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var list corev1.NodeList
+	if err := kube.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("%d nodes, want the orphan's only", len(list.Items))
+	}
+	node := list.Items[0]
+	if node.Name != orphan.NodeName || node.Spec.ProviderID != orphan.ProviderID || node.Labels["team"] != "ml" || !nodes.IsLaunching(&node) {
+		t.Errorf("adopted node %s %s labels %v taints %v", node.Name, node.Spec.ProviderID, node.Labels, node.Spec.Taints)
 	}
 }
