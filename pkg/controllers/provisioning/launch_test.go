@@ -196,3 +196,30 @@ func TestAdoptOrphans(t *testing.T) {
 		t.Errorf("adopted node %s %s labels %v taints %v", node.Name, node.Spec.ProviderID, node.Labels, node.Spec.Taints)
 	}
 }
+
+// TestSeveralProvisioners: a pod goes to the cheapest plan among the Provisioners it is
+// compatible with, never to one whose taint it does not tolerate, whatever its price.
+func TestSeveralProvisioners(t *testing.T) {
+	instanceType := func(name string) []v1alpha5.NodeSelectorRequirement {
+		return []v1alpha5.NodeSelectorRequirement{{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{name}}}
+	}
+	expensive := builders.Provisioner(builders.ProvisionerOptions{Name: "a-expensive", Requirements: instanceType("m5.2xlarge")})
+	cheap := builders.Provisioner(builders.ProvisionerOptions{Name: "b-cheap", Requirements: instanceType("c5.large")})
+	cheapest := builders.Provisioner(builders.ProvisionerOptions{Name: "c-tainted", Requirements: instanceType("t3.medium"),
+		Taints: []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}})
+	pod := builders.Pod(builders.PodOptions{Name: "p", Unschedulable: true, Requests: builders.Resources("cpu", "500m")})
+	for range 3 {
+		c, cloud, _ := launcher(t, interceptor.Funcs{}, expensive, cheap, cheapest, pod)
+		if _, err := c.provision(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		calls := cloud.CreateCalls()
+		if len(calls) != 1 || calls[0].ProvisionerName != "b-cheap" {
+			var names []string
+			for _, call := range calls {
+				names = append(names, call.ProvisionerName)
+			}
+			t.Fatalf("launched for %v, want b-cheap once", names)
+		}
+	}
+}
