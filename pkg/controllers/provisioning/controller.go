@@ -154,9 +154,9 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	return mgr.Add(manager.RunnableFunc(c.run))
 }
 
-// run plans batch after batch until ctx ends. A pass that could not launch everything it
-// planned (a capacity error everywhere, a cloud error) is retried after the longest batch
-// window, with whatever pods are then pending.
+// run plans batch after batch until ctx ends. A pass that left pods without a node (a
+// capacity error everywhere, a cloud error, no Provisioner able to take them) is retried
+// after the longest batch window, with whatever pods are then pending.
 func (c *Controller) run(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName(Name)
 	if err := c.adoptOrphans(ctx); err != nil {
@@ -230,8 +230,8 @@ type provisionerPlan struct {
 	launched        bool
 }
 
-// provision runs one pass: snapshot, plan, launch, report. retry is true when something
-// planned was not launched for a reason that may pass.
+// provision runs one pass: snapshot, plan, launch, report. retry is true when pods were left
+// without a node, for a reason that may pass.
 func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	start := c.clock.Now()
 	snapshot, plans, err := c.snapshot(ctx)
@@ -259,6 +259,9 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 		schedulingDuration.Observe(c.clock.Since(start).Seconds())
 		retry = c.launchAll(ctx, results.NewNodes, plans)
 		c.tell(snapshot, pending, results)
+		// A pod no Provisioner can take now may be taken later without any change to the pod
+		// (an offering's capacity returns, a node goes away under a limit): look again.
+		retry = retry || len(results.Unschedulable) > 0
 	}
 	c.recordPending(snapshot, results)
 	c.updateLimitsCondition(plans)

@@ -73,6 +73,7 @@ func TestAllocator(t *testing.T) {
 	t.Run("a second batch counts the nodes in flight", s.inFlight)
 	t.Run("limits stop launches", s.limits)
 	t.Run("an offering without capacity falls through to the next", s.insufficientCapacity)
+	t.Run("pods left without capacity are retried once it returns", s.capacityReturns)
 	t.Run("a pod selecting a label no provisioner sets is never provisioned for", s.twoPaths)
 	t.Run("a provisioner whose instance types cannot be resolved is not Ready", s.unresolved)
 }
@@ -324,6 +325,27 @@ func (s *suite) insufficientCapacity(t *testing.T) {
 	on := s.running(t, pods)
 	if node := on[pods[0].Name]; node.Labels[corev1.LabelTopologyZone] == "us-west-2a" || node.Labels[corev1.LabelInstanceTypeStable] != "m5.large" {
 		t.Errorf("the pod runs on %s in %s, want m5.large in another zone", node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone])
+	}
+}
+
+func (s *suite) capacityReturns(t *testing.T) {
+	selector, tolerations := s.provisioner(t, "returns", func(p *v1alpha5.Provisioner) {
+		p.Spec.Requirements = []v1alpha5.NodeSelectorRequirement{
+			{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{"r5.large"}},
+			{Key: v1alpha5.CapacityTypeLabelKey, Operator: "In", Values: []string{v1alpha5.CapacityTypeOnDemand}},
+		}
+	})
+	for _, zone := range fake.Zones {
+		s.cloud.SetInsufficientCapacity(cloudprovider.OfferingKey{InstanceType: "r5.large", Zone: zone, CapacityType: v1alpha5.CapacityTypeOnDemand})
+	}
+	t.Cleanup(s.cloud.ClearInsufficientCapacity)
+	pods := s.pods(t, 1, builders.PodOptions{Requests: builders.Resources("cpu", "1"), NodeSelector: selector, Tolerations: tolerations})
+	s.event(t, pods[0].Name, provisioning.ReasonUnprovisionable, "returns")
+	// Nothing changes on the pod: the allocator looks again by itself.
+	s.cloud.ClearInsufficientCapacity()
+	on := s.running(t, pods)
+	if it := on[pods[0].Name].Labels[corev1.LabelInstanceTypeStable]; it != "r5.large" {
+		t.Errorf("the pod runs on %s", it)
 	}
 }
 
