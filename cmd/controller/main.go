@@ -14,6 +14,8 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
+	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
+	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/flagenv"
 	"karpenter.sh/karpenter/pkg/metrics/clients"
@@ -40,6 +42,13 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.StringVar(&f.operator.Controllers.PrometheusURI, "prometheus-uri", "http://prometheus-operated.monitoring:9090", "Base URL of the Prometheus HTTP API.")
 	fs.StringVar(&f.operator.AWSRegion, "aws-region", "", "AWS region for node groups and queues whose ID names none; defaults to the SDK's (AWS_REGION, profile).")
 	fs.DurationVar(&f.operator.AWSCallTimeout, "aws-call-timeout", aws.DefaultCallTimeout, "Time limit of each AWS call, its retries included.")
+	fs.StringVar(&f.operator.ClusterName, "cluster-name", "", "Name of the cluster; when set, Provisioners launch EC2 instances tagged kubernetes.io/cluster/<name>=owned.")
+	fs.StringVar(&f.operator.ClusterEndpoint, "cluster-endpoint", "", "API server URL new nodes join; defaults to the controller's own kubeconfig host.")
+	fs.StringVar(&f.operator.AWSInstanceOptions.DefaultInstanceProfile, "aws-default-instance-profile", "", "Instance profile of the Provisioners' nodes whose provider block names none.")
+	fs.DurationVar(&f.operator.AWSInstanceOptions.InstanceTypesRefresh, "aws-instance-types-refresh", aws.DefaultInstanceTypesRefresh, "How often EC2 instance types and their zones are re-read.")
+	fs.DurationVar(&f.operator.AWSInstanceOptions.PricingRefresh, "aws-pricing-refresh", aws.DefaultPricingRefresh, "How often on-demand and spot prices are re-read.")
+	fs.DurationVar(&f.operator.AWSInstanceOptions.UnavailableOfferingsTTL, "aws-unavailable-offerings-ttl", aws.DefaultUnavailableOfferingsTTL, "How long an instance type, zone and capacity type EC2 had no capacity for is not offered.")
+	fs.BoolVar(&f.operator.AWSInstanceOptions.IncludeBareMetal, "aws-include-bare-metal", false, "Offer bare metal instance types too.")
 	fs.StringVar(&f.operator.Controllers.PrometheusBearerTokenFile, "prometheus-bearer-token-file", "", "File holding a bearer token for Prometheus, re-read on every query.")
 	fs.StringVar(&f.operator.Controllers.PrometheusCAFile, "prometheus-ca-file", "", "PEM bundle that verifies Prometheus's certificate instead of the system roots.")
 	fs.BoolVar(&f.operator.Controllers.PrometheusInsecureSkipVerify, "prometheus-insecure-skip-verify", false, "Do not verify Prometheus's certificate.")
@@ -51,8 +60,12 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.DurationVar(&f.operator.Controllers.HorizontalAutoscalerPeriod, "horizontalautoscaler-period", 10*time.Second, "How often each HorizontalAutoscaler is evaluated.")
 	fs.Float64Var(&f.operator.Controllers.HorizontalAutoscalerTolerance, "horizontalautoscaler-tolerance", 0.1, "Fraction around a metric's target within which replicas do not change.")
 	fs.DurationVar(&f.operator.Controllers.MetricsProducerPeriod, "metricsproducer-period", 10*time.Second, "How often each MetricsProducer is recomputed.")
+	fs.DurationVar(&f.operator.Controllers.NodeReadyTimeout, "node-ready-timeout", readiness.DefaultTimeout, "How long a launched node may take to become Ready before it is deleted and its instance terminated.")
+	fs.DurationVar(&f.operator.Controllers.GarbageCollectionPeriod, "garbage-collection-period", garbagecollection.DefaultPeriod, "How often the cloud's instances and the cluster's nodes are compared.")
+	fs.DurationVar(&f.operator.Controllers.GarbageCollectionGrace, "garbage-collection-grace", garbagecollection.DefaultGrace, "How long an instance may run without a node before it is terminated.")
 	fs.DurationVar(&f.operator.Controllers.BatchIdleDuration, "batch-idle-duration", provisioning.DefaultBatchIdleDuration, "A batch of pending pods closes once no pod arrived for this long.")
 	fs.DurationVar(&f.operator.Controllers.BatchMaxDuration, "batch-max-duration", provisioning.DefaultBatchMaxDuration, "A batch of pending pods closes this long after it opened, however many still arrive.")
+	fs.StringVar(&f.operator.InterruptionQueue, "interruption-queue", "", "SQS queue (name, URL or ARN) the EventBridge rules send EC2 spot interruptions, rebalance recommendations, scheduled changes and state changes to; empty disables interruption handling.")
 	fs.DurationVar(&f.operator.Controllers.ResyncPeriod, "resync-period", 10*time.Second, "How often each object is reconciled without a watch event.")
 	if err := flagenv.Parse(fs, args); err != nil {
 		return f, err
@@ -66,6 +79,15 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	if f.operator.AWSCallTimeout <= 0 {
 		return f, fmt.Errorf("--aws-call-timeout must be positive, not %s", f.operator.AWSCallTimeout)
 	}
+	for name, d := range map[string]time.Duration{
+		"--aws-instance-types-refresh":    f.operator.AWSInstanceOptions.InstanceTypesRefresh,
+		"--aws-pricing-refresh":           f.operator.AWSInstanceOptions.PricingRefresh,
+		"--aws-unavailable-offerings-ttl": f.operator.AWSInstanceOptions.UnavailableOfferingsTTL,
+	} {
+		if d <= 0 {
+			return f, fmt.Errorf("%s must be positive, not %s", name, d)
+		}
+	}
 	if f.operator.Controllers.PrometheusTimeout <= 0 {
 		return f, fmt.Errorf("--prometheus-timeout must be positive, not %s", f.operator.Controllers.PrometheusTimeout)
 	}
@@ -77,6 +99,18 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	if slowest := v1alpha1.MaxMetrics * f.operator.Controllers.PrometheusTimeout; f.operator.WedgedReconcileTimeout <= slowest {
 		return f, fmt.Errorf("--wedged-reconcile-timeout (%s) must exceed %d × --prometheus-timeout (%s), the longest an evaluation may legitimately take",
 			f.operator.WedgedReconcileTimeout, v1alpha1.MaxMetrics, slowest)
+	}
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{
+		{"--node-ready-timeout", f.operator.Controllers.NodeReadyTimeout},
+		{"--garbage-collection-period", f.operator.Controllers.GarbageCollectionPeriod},
+		{"--garbage-collection-grace", f.operator.Controllers.GarbageCollectionGrace},
+	} {
+		if d.value <= 0 {
+			return f, fmt.Errorf("%s must be positive, not %s", d.flag, d.value)
+		}
 	}
 	if f.operator.Controllers.HorizontalAutoscalerWorkers < 1 {
 		return f, fmt.Errorf("--horizontalautoscaler-workers must be at least 1, not %d", f.operator.Controllers.HorizontalAutoscalerWorkers)

@@ -15,7 +15,12 @@ import (
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
+	"karpenter.sh/karpenter/pkg/controllers/interruption"
 	"karpenter.sh/karpenter/pkg/controllers/metricsproducer"
+	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
+	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
+	"karpenter.sh/karpenter/pkg/controllers/node/termination"
+	provisionerstatus "karpenter.sh/karpenter/pkg/controllers/provisioner/status"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/scalablenodegroup"
 	"karpenter.sh/karpenter/pkg/metrics/clients"
@@ -57,9 +62,22 @@ type Options struct {
 	MetricsProducerPeriod time.Duration
 	// CloudProvider resolves node groups and queues from a spec's type and id.
 	CloudProvider cloudprovider.Factory
-	// InstanceProvider launches the Provisioners' nodes; without one the provisioning
-	// controller is not registered.
+	// InstanceProvider launches and terminates the instances of Provisioners; nil when the
+	// operator was not given a cluster name, and then the controllers that need it are not
+	// registered.
 	InstanceProvider cloudprovider.InstanceProvider
+	// InterruptionQueue delivers the cloud's notices about instances; the interruption
+	// controller is not registered when nil.
+	InterruptionQueue cloudprovider.InterruptionQueue
+	// NodeReadyTimeout is how long a launched node may take to become Ready before it is
+	// deleted; readiness.DefaultTimeout when zero.
+	NodeReadyTimeout time.Duration
+	// GarbageCollectionPeriod is how often instances and nodes are compared;
+	// garbagecollection.DefaultPeriod when zero.
+	GarbageCollectionPeriod time.Duration
+	// GarbageCollectionGrace is how long an instance may run without a node before it is
+	// terminated; garbagecollection.DefaultGrace when zero.
+	GarbageCollectionGrace time.Duration
 	// BatchIdleDuration and BatchMaxDuration close a batch of pending pods: once none
 	// arrived for the first, or the second after the batch opened; the provisioning
 	// package's defaults when zero.
@@ -73,7 +91,11 @@ type Options struct {
 }
 
 // Names lists every controller, in the order they are registered.
-var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name, provisioning.Name}
+var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name,
+	provisioning.Name, readiness.Name, termination.Name, garbagecollection.Name, interruption.Name, provisionerstatus.Name}
+
+// needInstances are the controllers that run only with an InstanceProvider.
+var needInstances = []string{provisioning.Name, termination.Name, garbagecollection.Name, interruption.Name}
 
 // reconciler is what each controller package offers to the manager.
 type reconciler interface {
@@ -94,12 +116,25 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 	if opts.Clock == nil {
 		return fmt.Errorf("registering controllers without a clock")
 	}
+	if opts.InterruptionQueue != nil && opts.InstanceProvider == nil && (len(opts.Enabled) == 0 || slices.Contains(opts.Enabled, interruption.Name)) {
+		// A queue configured and never read would drop every notice without a word.
+		return fmt.Errorf("the %s controller has a queue but no instance provider, whose nodes it acts on", interruption.Name)
+	}
 	for _, name := range Names {
 		if len(opts.Enabled) > 0 && !slices.Contains(opts.Enabled, name) {
 			continue
 		}
-		if name == provisioning.Name && opts.InstanceProvider == nil {
-			log.FromContext(ctx).Info("no instance provider: Provisioners are not acted on", "controller", name)
+		if opts.InstanceProvider == nil && slices.Contains(needInstances, name) {
+			if slices.Contains(opts.Enabled, name) {
+				return fmt.Errorf("the %s controller needs an instance provider", name)
+			}
+			log.FromContext(ctx).Info("no instance provider: controller not registered, Provisioners are not acted on", "controller", name)
+			continue
+		}
+		if opts.InterruptionQueue == nil && name == interruption.Name {
+			if slices.Contains(opts.Enabled, name) {
+				return fmt.Errorf("the %s controller needs an interruption queue", name)
+			}
 			continue
 		}
 		r, err := build(ctx, mgr, name, opts)
@@ -158,6 +193,39 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options) 
 			BatchIdleDuration: opts.BatchIdleDuration,
 			BatchMaxDuration:  opts.BatchMaxDuration,
 		})
+	case readiness.Name:
+		return readiness.New(readiness.Options{
+			Client:   mgr.GetClient(),
+			Recorder: recorderFor(mgr, name),
+			Clock:    opts.Clock,
+			Timeout:  opts.NodeReadyTimeout,
+		})
+	case termination.Name:
+		return termination.New(termination.Options{
+			Client:    mgr.GetClient(),
+			Instances: opts.InstanceProvider,
+			Recorder:  recorderFor(mgr, name),
+			Clock:     opts.Clock,
+		})
+	case garbagecollection.Name:
+		return garbagecollection.New(garbagecollection.Options{
+			Client:    mgr.GetClient(),
+			Instances: opts.InstanceProvider,
+			Recorder:  recorderFor(mgr, name),
+			Clock:     opts.Clock,
+			Period:    opts.GarbageCollectionPeriod,
+			Grace:     opts.GarbageCollectionGrace,
+		})
+	case interruption.Name:
+		return interruption.New(interruption.Options{
+			Client:    mgr.GetClient(),
+			Queue:     opts.InterruptionQueue,
+			Instances: opts.InstanceProvider,
+			Recorder:  recorderFor(mgr, name),
+			Clock:     opts.Clock,
+		})
+	case provisionerstatus.Name:
+		return provisionerstatus.New(provisionerstatus.Options{Client: mgr.GetClient()})
 	}
 	return nil, fmt.Errorf("no controller is named %q", name)
 }

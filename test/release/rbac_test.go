@@ -47,7 +47,12 @@ func TestReleaseRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	apply(t, env, path)
+	checkRBAC(t, env)
+}
 
+// checkRBAC asks the apiserver, for each service account of an install in namespace karpenter
+// (the release or the chart), whether it may do what its binary needs and nothing more.
+func checkRBAC(t *testing.T, env *environment.Environment) {
 	var controllerNeeds []access
 	for _, resource := range []string{"horizontalautoscalers", "metricsproducers", "scalablenodegroups"} {
 		for _, verb := range []string{"get", "list", "watch"} {
@@ -72,17 +77,22 @@ func TestReleaseRBAC(t *testing.T) {
 			controllerNeeds = append(controllerNeeds, access{verb: verb, resource: resource})
 		}
 	}
-	// The allocator: it reads Provisioners and DaemonSets, writes Provisioners' status, and
-	// creates the Nodes of the instances it launches.
+	// The allocator reads Provisioners and DaemonSets, writes Provisioners' status, and creates
+	// the Nodes of the instances it launches. The node lifecycle opens a Ready node, drains and
+	// releases a deleted one (evict, and delete past the drain deadline), deletes one that never
+	// joined or whose instance is gone.
 	for _, verb := range []string{"get", "list", "watch"} {
 		controllerNeeds = append(controllerNeeds,
 			access{verb: verb, group: "karpenter.sh", resource: "provisioners"},
 			access{verb: verb, group: "apps", resource: "daemonsets"})
 	}
+	for _, verb := range []string{"create", "patch", "delete"} {
+		controllerNeeds = append(controllerNeeds, access{verb: verb, resource: "nodes"})
+	}
 	controllerNeeds = append(controllerNeeds,
+		access{verb: "create", resource: "pods", subresource: "eviction", namespace: "team-a"},
+		access{verb: "delete", resource: "pods", namespace: "team-a"},
 		access{verb: "patch", group: "karpenter.sh", resource: "provisioners", subresource: "status"},
-		access{verb: "create", resource: "nodes"},
-		access{verb: "patch", resource: "nodes"},
 		access{verb: "create", resource: "events", namespace: "team-a"},
 		access{verb: "patch", resource: "events", namespace: "team-a"},
 		access{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: namespace, name: "karpenter-leader-election"},
@@ -94,9 +104,8 @@ func TestReleaseRBAC(t *testing.T) {
 		{verb: "list", resource: "secrets"},
 		{verb: "list", resource: "configmaps"},
 		{verb: "create", resource: "pods", namespace: "team-a"},
-		{verb: "delete", resource: "pods", namespace: "team-a"},
+		{verb: "update", resource: "pods", namespace: "team-a"},
 		{verb: "update", resource: "nodes"},
-		{verb: "delete", resource: "nodes"},
 		{verb: "update", group: "apps", resource: "deployments", namespace: "team-a"},
 		{verb: "create", group: "autoscaling.karpenter.sh", resource: "horizontalautoscalers", namespace: "team-a"},
 		{verb: "delete", group: "autoscaling.karpenter.sh", resource: "scalablenodegroups", namespace: "team-a"},

@@ -32,6 +32,7 @@ spec:
     securityGroupSelector: {karpenter.sh/discovery: demo}
   ttlSecondsAfterEmpty: 30
   ttlSecondsUntilExpired: 2592000
+  terminationGracePeriodSeconds: 600
   limits:
     resources: {cpu: "1000", memory: 1000Gi}
 `
@@ -63,6 +64,7 @@ func TestProvisionerAdmission(t *testing.T) {
 
 	for _, tc := range []struct{ name, spec, message string }{
 		{"negative ttl", `ttlSecondsAfterEmpty: -1`, "spec.ttlSecondsAfterEmpty: Invalid value: -1"},
+		{"negative drain deadline", `terminationGracePeriodSeconds: -1`, "spec.terminationGracePeriodSeconds: Invalid value: -1"},
 		{"provisioner-name label", `labels: {karpenter.sh/provisioner-name: other}`, "label karpenter.sh/provisioner-name is set by Karpenter"},
 		{"well-known label", `labels: {topology.kubernetes.io/zone: us-west-2a}`, "well-known labels are constrained through requirements, not labels"},
 		{"bad taint effect", `taints: [{key: a, effect: Sometimes}]`, "taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"},

@@ -44,6 +44,13 @@ type ProvisionerSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	TTLSecondsUntilExpired *int64 `json:"ttlSecondsUntilExpired,omitempty"`
+	// TerminationGracePeriodSeconds bounds how long a node's drain may take once the node is
+	// deleted: past it, the pods still on the node are deleted rather than evicted, whatever
+	// their PodDisruptionBudgets and do-not-evict annotations say, and the instance is
+	// terminated. Unset, a drain waits for as long as evictions are refused.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
 	// Limits bound the total capacity of the nodes this Provisioner launches.
 	// +optional
 	Limits *Limits `json:"limits,omitempty"`

@@ -150,6 +150,11 @@ func (in *ProvisionerSpec) DeepCopyInto(out *ProvisionerSpec) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.TerminationGracePeriodSeconds != nil {
+		in, out := &in.TerminationGracePeriodSeconds, &out.TerminationGracePeriodSeconds
+		*out = new(int64)
+		**out = **in
+	}
 	if in.Limits != nil {
 		in, out := &in.Limits, &out.Limits
 		*out = new(Limits)

@@ -1,0 +1,219 @@
+// Package garbagecollection keeps the cloud's instances and the cluster's nodes in step after
+// a crash: an instance this cluster launched that no node stands for, once past a grace
+// period, is terminated (the controller died between launching it and creating its Node),
+// and a node Karpenter launched whose instance is gone is deleted.
+package garbagecollection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/nodes"
+)
+
+// Name identifies the controller.
+const Name = "nodegarbagecollection"
+
+// Defaults when none are configured.
+const (
+	// DefaultPeriod is how often instances and nodes are compared.
+	DefaultPeriod = time.Minute
+	// DefaultGrace is how long an instance may run without a node: Karpenter creates the Node
+	// right after the launch returns, so only a crash leaves one without for longer.
+	DefaultGrace = 2 * time.Minute
+)
+
+// Reasons, of the Events and of the metric's reason label, documented in
+// docs/node-lifecycle.md.
+const (
+	ReasonInstanceWithoutNode = "InstanceWithoutNode"
+	ReasonNodeWithoutInstance = "NodeWithoutInstance"
+)
+
+var collectedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Namespace: "karpenter", Subsystem: "nodes", Name: "garbage_collected_total",
+	Help: "Instances terminated for want of a node (InstanceWithoutNode) and nodes deleted for want of an instance (NodeWithoutInstance).",
+}, []string{"reason"})
+
+func init() {
+	crmetrics.Registry.MustRegister(collectedTotal)
+}
+
+// Options configure the controller.
+type Options struct {
+	Client    client.Client
+	Instances cloudprovider.InstanceProvider
+	Recorder  record.EventRecorder
+	Clock     clock.Clock
+	// Period is how often instances and nodes are compared; DefaultPeriod when zero.
+	Period time.Duration
+	// Grace is how long an instance may run without a node; DefaultGrace when zero.
+	Grace time.Duration
+}
+
+// Controller compares instances and nodes periodically.
+type Controller struct {
+	client    client.Client
+	instances cloudprovider.InstanceProvider
+	recorder  record.EventRecorder
+	clock     clock.Clock
+	period    time.Duration
+	grace     time.Duration
+}
+
+// New builds the controller.
+func New(options Options) (*Controller, error) {
+	if options.Client == nil || options.Instances == nil || options.Recorder == nil || options.Clock == nil {
+		return nil, fmt.Errorf("the %s controller needs a client, an instance provider, a recorder and a clock", Name)
+	}
+	if options.Period <= 0 {
+		options.Period = DefaultPeriod
+	}
+	if options.Grace <= 0 {
+		options.Grace = DefaultGrace
+	}
+	return &Controller{
+		client: options.Client, instances: options.Instances, recorder: options.Recorder,
+		clock: options.Clock, period: options.Period, grace: options.Grace,
+	}, nil
+}
+
+// Name identifies the controller.
+func (c *Controller) Name() string { return Name }
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// SetupWithManager runs the comparison on the leader only, as a runnable of the manager.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	if err := mgr.Add(c); err != nil {
+		return fmt.Errorf("adding the %s loop, %w", Name, err)
+	}
+	return nil
+}
+
+// Start compares instances and nodes every period until ctx is done; a failed comparison is
+// logged and tried again the next period.
+func (c *Controller) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithValues("controller", Name)
+	ctx = log.IntoContext(ctx, logger)
+	for {
+		if err := c.Collect(ctx); err != nil {
+			logger.Error(err, "collecting garbage")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.clock.After(c.period):
+		}
+	}
+}
+
+// Orphans are what one comparison finds.
+type Orphans struct {
+	// Instances have had no node for longer than the grace period.
+	Instances []*cloudprovider.Instance
+	// Suspects are nodes Karpenter launched whose instance the list lacks; only a Get that
+	// finds no instance condemns one, as a list may lag a launch.
+	Suspects []*corev1.Node
+}
+
+// Compare finds the instances without a node, launched before now-grace, and the nodes
+// Karpenter launched whose instance is not among instances. Nodes being deleted are left to
+// their finalizer.
+func Compare(instances []*cloudprovider.Instance, nodeList []corev1.Node, now time.Time, grace time.Duration) Orphans {
+	var orphans Orphans
+	byProviderID := map[string]bool{}
+	for i := range nodeList {
+		if id := nodeList[i].Spec.ProviderID; id != "" {
+			byProviderID[id] = true
+		}
+	}
+	launched := map[string]bool{}
+	for _, instance := range instances {
+		launched[instance.ProviderID] = true
+		if !byProviderID[instance.ProviderID] && now.Sub(instance.LaunchTime) >= grace {
+			orphans.Instances = append(orphans.Instances, instance)
+		}
+	}
+	for i := range nodeList {
+		node := &nodeList[i]
+		if nodes.IsLaunchedByKarpenter(node) && node.DeletionTimestamp == nil && node.Spec.ProviderID != "" && !launched[node.Spec.ProviderID] {
+			orphans.Suspects = append(orphans.Suspects, node)
+		}
+	}
+	return orphans
+}
+
+// Collect runs one comparison: it terminates the orphaned instances and deletes the nodes
+// whose instance is gone. Nothing is deleted unless both lists were read.
+func (c *Controller) Collect(ctx context.Context) error {
+	instances, err := c.instances.List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing instances, %w", err)
+	}
+	nodeList := &corev1.NodeList{}
+	if err := c.client.List(ctx, nodeList); err != nil {
+		return fmt.Errorf("listing nodes, %w", err)
+	}
+	orphans := Compare(instances, nodeList.Items, c.clock.Now(), c.grace)
+	var errs []error
+	for _, instance := range orphans.Instances {
+		errs = append(errs, c.terminate(ctx, instance))
+	}
+	for _, node := range orphans.Suspects {
+		errs = append(errs, c.deleteIfGone(ctx, node))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Controller) terminate(ctx context.Context, instance *cloudprovider.Instance) error {
+	if err := c.instances.Delete(ctx, instance.ProviderID); err != nil {
+		return fmt.Errorf("terminating instance %s without a node, %w", instance.ProviderID, err)
+	}
+	collectedTotal.WithLabelValues(ReasonInstanceWithoutNode).Inc()
+	log.FromContext(ctx).Info("terminated an instance that no node stands for", "providerID", instance.ProviderID,
+		"launched", instance.LaunchTime, "grace", c.grace)
+	// The instance has no object of its own; its Provisioner, when it still exists, tells.
+	provisioner := &v1alpha5.Provisioner{}
+	name := instance.Labels[v1alpha5.ProvisionerNameLabelKey]
+	if name == "" || c.client.Get(ctx, types.NamespacedName{Name: name}, provisioner) != nil {
+		return nil
+	}
+	c.recorder.Eventf(provisioner, corev1.EventTypeWarning, ReasonInstanceWithoutNode,
+		"Terminated instance %s: launched at %s, no node registered for it within %s", instance.ProviderID,
+		instance.LaunchTime.UTC().Format(time.RFC3339), c.grace)
+	return nil
+}
+
+func (c *Controller) deleteIfGone(ctx context.Context, node *corev1.Node) error {
+	_, err := c.instances.Get(ctx, node.Spec.ProviderID)
+	if notFound := (*cloudprovider.NotFoundError)(nil); !errors.As(err, &notFound) {
+		if err != nil {
+			return fmt.Errorf("reading instance %s of node %s, %w", node.Spec.ProviderID, node.Name, err)
+		}
+		return nil
+	}
+	if err := c.client.Delete(ctx, node, client.Preconditions{UID: &node.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting node %s whose instance is gone, %w", node.Name, err)
+	}
+	collectedTotal.WithLabelValues(ReasonNodeWithoutInstance).Inc()
+	log.FromContext(ctx).Info("deleted a node whose instance is gone", "node", node.Name, "providerID", node.Spec.ProviderID)
+	c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonNodeWithoutInstance, "Instance %s no longer exists; deleted the node", node.Spec.ProviderID)
+	return nil
+}

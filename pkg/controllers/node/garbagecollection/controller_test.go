@@ -1,0 +1,142 @@
+package garbagecollection_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"karpenter.sh/karpenter/pkg/apis"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
+	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
+	"karpenter.sh/karpenter/pkg/test/builders"
+)
+
+var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func karpenterNode(name, providerID string) corev1.Node {
+	node := builders.Node(builders.NodeOptions{Name: name, Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "default"}})
+	node.Spec.ProviderID = providerID
+	return *node
+}
+
+func TestCompare(t *testing.T) {
+	instance := func(id string, age time.Duration) *cloudprovider.Instance {
+		return &cloudprovider.Instance{ProviderID: id, LaunchTime: now.Add(-age)}
+	}
+	deleting := karpenterNode("deleting", "fake:///a/i-9")
+	deleting.DeletionTimestamp = &metav1.Time{Time: now}
+	foreign := *builders.Node(builders.NodeOptions{Name: "foreign"})
+	foreign.Spec.ProviderID = "aws:///a/i-other"
+	for _, tc := range []struct {
+		name      string
+		instances []*cloudprovider.Instance
+		nodes     []corev1.Node
+		instancesWant,
+		suspectsWant []string
+	}{
+		{name: "nothing"},
+		{name: "every instance has its node",
+			instances: []*cloudprovider.Instance{instance("fake:///a/i-1", time.Hour), instance("fake:///a/i-2", time.Hour)},
+			nodes:     []corev1.Node{karpenterNode("n1", "fake:///a/i-1"), karpenterNode("n2", "fake:///a/i-2")}},
+		{name: "an instance without a node, past the grace",
+			instances:     []*cloudprovider.Instance{instance("fake:///a/i-1", time.Hour), instance("fake:///a/i-2", 2*time.Minute)},
+			instancesWant: []string{"fake:///a/i-1", "fake:///a/i-2"}},
+		{name: "an instance within the grace is kept (its Node is being created)",
+			instances: []*cloudprovider.Instance{instance("fake:///a/i-1", 119*time.Second)}},
+		{name: "a Karpenter node without its instance is a suspect",
+			instances: []*cloudprovider.Instance{instance("fake:///a/i-1", time.Hour)},
+			nodes:     []corev1.Node{karpenterNode("n1", "fake:///a/i-1"), karpenterNode("n2", "fake:///a/i-2")}, suspectsWant: []string{"n2"}},
+		{name: "nodes being deleted, not Karpenter's or without a provider id are not",
+			nodes: []corev1.Node{deleting, foreign, karpenterNode("unregistered", "")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			orphans := garbagecollection.Compare(tc.instances, tc.nodes, now, 2*time.Minute)
+			var instances, suspects []string
+			for _, i := range orphans.Instances {
+				instances = append(instances, i.ProviderID)
+			}
+			for _, n := range orphans.Suspects {
+				suspects = append(suspects, n.Name)
+			}
+			if !slices.Equal(instances, tc.instancesWant) || !slices.Equal(suspects, tc.suspectsWant) {
+				t.Errorf("instances %v, suspects %v; want %v, %v", instances, suspects, tc.instancesWant, tc.suspectsWant)
+			}
+		})
+	}
+}
+
+// launch makes the fake cloud launch an instance at the fake clock's time.
+func launch(t *testing.T, cloud *fake.InstanceProvider) *cloudprovider.Instance {
+	t.Helper()
+	instanceType := fake.DefaultInstanceTypes()[0]
+	instance, err := cloud.Create(context.Background(), cloudprovider.LaunchRequest{
+		ProvisionerName: "default",
+		Labels:          map[string]string{v1alpha5.ProvisionerNameLabelKey: "default"},
+		Candidates:      []cloudprovider.Candidate{{InstanceType: instanceType, Offering: instanceType.Offerings[0]}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return instance
+}
+
+func TestCollect(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(now.Add(-time.Hour))
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{Clock: clk})
+	orphan := launch(t, cloud)
+	registered := launch(t, cloud)
+	clk.SetTime(now)
+	fresh := launch(t, cloud)
+	registeredNode := karpenterNode("registered", registered.ProviderID)
+	goneNode := karpenterNode("gone", "fake:///us-west-2a/i-gone")
+	kube := crfake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(&registeredNode, &goneNode, builders.Provisioner(builders.ProvisionerOptions{Name: "default"})).Build()
+	recorder := record.NewFakeRecorder(10)
+	controller, err := garbagecollection.New(garbagecollection.Options{Client: kube, Instances: cloud, Recorder: recorder, Clock: clk, Grace: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cloud.SetError(errors.New("the cloud is down"))
+	if err := controller.Collect(ctx); err == nil {
+		t.Error("Collect succeeded with a failing list")
+	}
+	if deleted := cloud.DeleteCalls(); len(deleted) > 0 {
+		t.Errorf("a failing list deleted instances %v", deleted)
+	}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(&goneNode), &corev1.Node{}); err != nil {
+		t.Errorf("a failing list deleted a node: %v", err)
+	}
+
+	cloud.SetError(nil)
+	if err := controller.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if deleted := cloud.DeleteCalls(); !slices.Equal(deleted, []string{orphan.ProviderID}) {
+		t.Errorf("deleted instances %v, want only the orphan %s (not %s nor the fresh %s)", deleted, orphan.ProviderID, registered.ProviderID, fresh.ProviderID)
+	}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(&goneNode), &corev1.Node{}); err == nil {
+		t.Error("the node whose instance is gone was kept")
+	}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(&registeredNode), &corev1.Node{}); err != nil {
+		t.Errorf("the registered node was deleted: %v", err)
+	}
+	var reasons []string
+	for len(recorder.Events) > 0 {
+		reasons = append(reasons, <-recorder.Events)
+	}
+	if len(reasons) != 2 {
+		t.Errorf("events %q, want one per orphan", reasons)
+	}
+}

@@ -1,0 +1,344 @@
+// Package termination runs the karpenter.sh/termination finalizer of the nodes Karpenter
+// launched: once such a node is deleted it cordons the node, drains it through the Eviction
+// API so that PodDisruptionBudgets hold, terminates its instance and only then lets the Node
+// object go. Every step reads the cluster as it is, so a restart resumes where it stopped.
+package termination
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/pods"
+)
+
+// Name identifies the controller.
+const Name = "nodetermination"
+
+// Retry bounds of an eviction a PodDisruptionBudget refused, when none are configured.
+const (
+	DefaultMinRetryDelay = 100 * time.Millisecond
+	DefaultMaxRetryDelay = 10 * time.Second
+)
+
+// Event reasons, documented in docs/node-lifecycle.md.
+const (
+	ReasonCordoned        = "Cordoned"
+	ReasonDrainBlocked    = "DrainBlocked"
+	ReasonEvictionBlocked = "EvictionBlocked"
+	ReasonDrainDeadline   = "DrainDeadlineExceeded"
+	ReasonTerminated      = "InstanceTerminated"
+)
+
+const (
+	evictionSubresource = "eviction"
+	// pdbRefusal is in the message of an eviction a PodDisruptionBudget refused.
+	pdbRefusal = "disruption budget"
+)
+
+// Options configure the controller.
+type Options struct {
+	Client client.Client
+	// Instances terminates the node's instance.
+	Instances cloudprovider.InstanceProvider
+	Recorder  record.EventRecorder
+	Clock     clock.PassiveClock
+	// MinRetryDelay and MaxRetryDelay bound the exponential backoff after an eviction a
+	// PodDisruptionBudget refused; DefaultMinRetryDelay and DefaultMaxRetryDelay when zero.
+	MinRetryDelay, MaxRetryDelay time.Duration
+}
+
+// Controller drains and terminates deleted nodes.
+type Controller struct {
+	client    client.Client
+	instances cloudprovider.InstanceProvider
+	recorder  record.EventRecorder
+	clock     clock.PassiveClock
+	// backoff spaces the retries of refused evictions, per node; a drain that progresses
+	// starts it over.
+	backoff workqueue.TypedRateLimiter[types.NamespacedName]
+}
+
+// New builds the controller.
+func New(options Options) (*Controller, error) {
+	if options.Client == nil || options.Instances == nil || options.Recorder == nil || options.Clock == nil {
+		return nil, fmt.Errorf("the %s controller needs a client, an instance provider, a recorder and a clock", Name)
+	}
+	if options.MinRetryDelay <= 0 {
+		options.MinRetryDelay = DefaultMinRetryDelay
+	}
+	if options.MaxRetryDelay <= 0 {
+		options.MaxRetryDelay = DefaultMaxRetryDelay
+	}
+	if options.MaxRetryDelay < options.MinRetryDelay {
+		return nil, fmt.Errorf("the %s controller's retry delay %s exceeds its maximum %s", Name, options.MinRetryDelay, options.MaxRetryDelay)
+	}
+	return &Controller{
+		client:    options.Client,
+		instances: options.Instances,
+		recorder:  options.Recorder,
+		clock:     options.Clock,
+		backoff:   workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](options.MinRetryDelay, options.MaxRetryDelay),
+	}, nil
+}
+
+// Name identifies the controller.
+func (c *Controller) Name() string { return Name }
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// SetupWithManager watches the nodes that carry the finalizer and the pods on those being
+// deleted: a pod that leaves is the drain's next step.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(c.Name()).
+		For(&corev1.Node{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return controllerutil.ContainsFinalizer(o, v1alpha5.TerminationFinalizer)
+		}))).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.terminatingNodeOf)).
+		Complete(c)
+}
+
+// terminatingNodeOf is the node of a pod when that node is being deleted by this controller.
+func (c *Controller) terminatingNodeOf(ctx context.Context, o client.Object) []reconcile.Request {
+	nodeName := o.(*corev1.Pod).Spec.NodeName
+	if nodeName == "" {
+		return nil
+	}
+	node := &corev1.Node{}
+	if err := c.client.Get(ctx, types.NamespacedName{Name: nodeName}, node); err != nil ||
+		node.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(node, v1alpha5.TerminationFinalizer) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nodeName}}}
+}
+
+// Reconcile takes a deleted node one step further: cordon, drain, terminate, release; a node
+// whose instance is gone is released at once.
+func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (reconcile.Result, error) {
+	node := &corev1.Node{}
+	if err := c.client.Get(ctx, request.NamespacedName, node); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if node.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(node, v1alpha5.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	gone, err := c.instanceGone(ctx, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if gone {
+		// Its pods stopped with the instance: evicting them would wait forever for a kubelet
+		// that is not there to confirm.
+		return reconcile.Result{}, c.release(ctx, node, fmt.Sprintf("Instance %s no longer exists; released the node without draining", node.Spec.ProviderID))
+	}
+	if err := c.cordon(ctx, node); err != nil {
+		return reconcile.Result{}, err
+	}
+	deadline, err := c.deadline(ctx, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	onNode := &corev1.PodList{}
+	if err := c.client.List(ctx, onNode, client.MatchingFields{pods.NodeNameField: node.Name}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing the node's pods, %w", err)
+	}
+	now := c.clock.Now()
+	pastDeadline := deadline != nil && !now.Before(*deadline)
+	step := Plan(onNode.Items, pastDeadline)
+	if len(step.Delete) > 0 {
+		if err := c.deletePods(ctx, node, step.Delete, *deadline); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if !step.Drained {
+		return c.drain(ctx, node, step, deadline, now)
+	}
+	c.backoff.Forget(request.NamespacedName)
+	return reconcile.Result{}, c.terminate(ctx, node)
+}
+
+// cordon keeps the scheduler from placing pods on the node while it drains.
+func (c *Controller) cordon(ctx context.Context, node *corev1.Node) error {
+	if node.Spec.Unschedulable {
+		return nil
+	}
+	stored := node.DeepCopy()
+	node.Spec.Unschedulable = true
+	if err := c.client.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
+		return fmt.Errorf("cordoning the node, %w", err)
+	}
+	log.FromContext(ctx).Info("cordoned the node for termination")
+	c.recorder.Event(node, corev1.EventTypeNormal, ReasonCordoned, "Cordoned for termination; draining")
+	return nil
+}
+
+// deadline is when the node's drain gives up evicting, from its Provisioner's
+// terminationGracePeriodSeconds; nil when it has none.
+func (c *Controller) deadline(ctx context.Context, node *corev1.Node) (*time.Time, error) {
+	name, ok := node.Labels[v1alpha5.ProvisionerNameLabelKey]
+	if !ok {
+		return nil, nil
+	}
+	provisioner := &v1alpha5.Provisioner{}
+	if err := c.client.Get(ctx, types.NamespacedName{Name: name}, provisioner); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading provisioner %s, %w", name, err)
+	}
+	if provisioner.Spec.TerminationGracePeriodSeconds == nil {
+		return nil, nil
+	}
+	deadline := node.DeletionTimestamp.Add(time.Duration(*provisioner.Spec.TerminationGracePeriodSeconds) * time.Second)
+	return &deadline, nil
+}
+
+// drain evicts the step's pods; a refused eviction is retried with backoff, never forced.
+func (c *Controller) drain(ctx context.Context, node *corev1.Node, step Step, deadline *time.Time, now time.Time) (reconcile.Result, error) {
+	key := types.NamespacedName{Name: node.Name}
+	result := reconcile.Result{}
+	if deadline != nil {
+		result.RequeueAfter = deadline.Sub(now)
+	}
+	if len(step.Blocking) > 0 {
+		names := make([]string, 0, len(step.Blocking))
+		for _, pod := range step.Blocking {
+			names = append(names, pod.Namespace+"/"+pod.Name)
+		}
+		c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonDrainBlocked, "Drain blocked by pod %s annotated %s: \"true\"",
+			strings.Join(names, ", "), pods.DoNotEvictAnnotationKey)
+		// The pods' watch brings the annotation's removal.
+		return result, nil
+	}
+	var refused, errs []error
+	for _, pod := range step.Evict {
+		switch err := c.evict(ctx, pod); {
+		case err == nil:
+		case apierrors.IsTooManyRequests(err):
+			refused = append(refused, err)
+			c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonEvictionBlocked, "Evicting pod %s/%s: %s", pod.Namespace, pod.Name, refusal(err))
+		default:
+			errs = append(errs, fmt.Errorf("evicting pod %s/%s, %w", pod.Namespace, pod.Name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return reconcile.Result{}, err
+	}
+	if len(refused) == 0 {
+		c.backoff.Forget(key)
+		return result, nil
+	}
+	retry := c.backoff.When(key)
+	if result.RequeueAfter <= 0 || retry < result.RequeueAfter {
+		result.RequeueAfter = retry
+	}
+	log.FromContext(ctx).V(1).Info("evictions refused, retrying", "pods", len(refused), "after", retry)
+	return result, nil
+}
+
+// evict asks the API server to evict the pod, which it refuses with 429 while the pod's
+// PodDisruptionBudget allows no disruption. A pod already gone, or replaced by another of the
+// same name, is evicted.
+func (c *Controller) evict(ctx context.Context, pod *corev1.Pod) error {
+	eviction := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
+	}
+	err := c.client.SubResource(evictionSubresource).Create(ctx, pod, eviction)
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// refusal is why the API server refused an eviction, in words for an Event.
+func refusal(err error) string {
+	if strings.Contains(err.Error(), pdbRefusal) {
+		return "a PodDisruptionBudget allows no disruption now; retrying"
+	}
+	return err.Error() + "; retrying"
+}
+
+// deletePods deletes the pods left past the drain deadline, PodDisruptionBudgets and
+// do-not-evict annotations notwithstanding: the deadline is the Provisioner's explicit bound.
+func (c *Controller) deletePods(ctx context.Context, node *corev1.Node, toDelete []*corev1.Pod, deadline time.Time) error {
+	names := make([]string, 0, len(toDelete))
+	for _, pod := range toDelete {
+		if err := c.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting pod %s/%s past the drain deadline, %w", pod.Namespace, pod.Name, err)
+		}
+		names = append(names, pod.Namespace+"/"+pod.Name)
+	}
+	slices.Sort(names)
+	log.FromContext(ctx).Info("drain deadline passed, deleted the remaining pods", "pods", names)
+	c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonDrainDeadline, "Drain deadline %s passed; deleted pods %s",
+		deadline.UTC().Format(time.RFC3339), strings.Join(names, ", "))
+	return nil
+}
+
+// terminate terminates the node's instance and then releases the Node object: the instance
+// never outlives the node, and terminating again after a crash is harmless.
+func (c *Controller) terminate(ctx context.Context, node *corev1.Node) error {
+	if node.Spec.ProviderID != "" {
+		if err := c.instances.Delete(ctx, node.Spec.ProviderID); err != nil {
+			return fmt.Errorf("terminating instance %s, %w", node.Spec.ProviderID, err)
+		}
+	}
+	return c.release(ctx, node, fmt.Sprintf("Drained; terminated instance %s", node.Spec.ProviderID))
+}
+
+// instanceGone is true when the cloud no longer has the node's instance.
+func (c *Controller) instanceGone(ctx context.Context, node *corev1.Node) (bool, error) {
+	if node.Spec.ProviderID == "" {
+		return false, nil
+	}
+	_, err := c.instances.Get(ctx, node.Spec.ProviderID)
+	if notFound := (*cloudprovider.NotFoundError)(nil); errors.As(err, &notFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading instance %s, %w", node.Spec.ProviderID, err)
+	}
+	return false, nil
+}
+
+// release removes the finalizer, letting the Node object go.
+func (c *Controller) release(ctx context.Context, node *corev1.Node, message string) error {
+	stored := node.DeepCopy()
+	controllerutil.RemoveFinalizer(node, v1alpha5.TerminationFinalizer)
+	// The finalizers are one list: the lock keeps another controller's.
+	if err := c.client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("removing the %s finalizer, %w", v1alpha5.TerminationFinalizer, err))
+	}
+	log.FromContext(ctx).Info("released the node", "providerID", node.Spec.ProviderID, "message", message)
+	c.recorder.Event(node, corev1.EventTypeNormal, ReasonTerminated, message)
+	return nil
+}

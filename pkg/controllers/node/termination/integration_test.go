@@ -1,0 +1,422 @@
+package termination_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"karpenter.sh/karpenter/pkg/apis"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
+	"karpenter.sh/karpenter/pkg/controllers"
+	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
+	"karpenter.sh/karpenter/pkg/controllers/node/termination"
+	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/eventually"
+	"karpenter.sh/karpenter/pkg/test/operatortest"
+)
+
+const (
+	provisionerName = "default"
+	// deadlineProvisioner's nodes are drained for at most drainDeadline.
+	deadlineProvisioner = "deadline"
+	drainDeadline       = 3
+	// readyTimeout is how long the test's nodes may take to become Ready: long for kwok on a
+	// loaded machine, short for a test that waits it out.
+	readyTimeout = 15 * time.Second
+)
+
+type suite struct {
+	env   *environment.Environment
+	cloud *fake.InstanceProvider
+	start func(t *testing.T) (stop func())
+}
+
+// TestTermination drains and terminates nodes on a real control plane: kube-scheduler and
+// kube-controller-manager run the workloads and enforce PodDisruptionBudgets in the eviction
+// API, kwok plays the kubelets and the fake cloud holds the instances.
+func TestTermination(t *testing.T) {
+	env := environment.New(t, environment.Options{
+		AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}, Scheduler: true, ControllerManager: true, Kwok: true,
+	})
+	s := &suite{env: env, cloud: fake.NewInstanceProvider(fake.InstanceProviderOptions{})}
+	s.start = func(t *testing.T) func() {
+		return operatortest.Start(t, env, operatortest.Options{Controllers: controllers.Options{
+			Enabled:          []string{termination.Name, readiness.Name},
+			CloudProvider:    cloudprovider.NewRegistry(),
+			InstanceProvider: s.cloud,
+			NodeReadyTimeout: readyTimeout,
+		}})
+	}
+	ctx := t.Context()
+	for _, p := range []*v1alpha5.Provisioner{
+		builders.Provisioner(builders.ProvisionerOptions{Name: provisionerName}),
+		builders.Provisioner(builders.ProvisionerOptions{Name: deadlineProvisioner}),
+	} {
+		if p.Name == deadlineProvisioner {
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](drainDeadline)
+		}
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := s.start(t)
+	// Its timeout runs out while the other cases run.
+	neverReady, neverReadyInstance := s.node(t, "never-ready", provisionerName, nil)
+
+	t.Run("a node is opened to pods once Ready", func(t *testing.T) {
+		node, _ := s.node(t, "joining", provisionerName, nil)
+		s.expectEvent(t, node.Name, readiness.ReasonReady, v1alpha5.NotReadyTaintKey)
+	})
+
+	t.Run("an empty node's instance is terminated and its finalizer removed", func(t *testing.T) {
+		node, instance := s.node(t, "empty", provisionerName, nil)
+		s.delete(t, node)
+		s.expectTerminated(t, node, instance)
+		s.expectEvent(t, node.Name, termination.ReasonTerminated, instance.ProviderID)
+	})
+
+	t.Run("critical pods are evicted after every other pod is gone", func(t *testing.T) {
+		node, instance := s.node(t, "ordered", provisionerName, nil)
+		recorder := s.watchPods(t, node.Name)
+		app := s.pod(t, builders.PodOptions{Name: "app", NodeName: node.Name})
+		web := s.pod(t, builders.PodOptions{Name: "web", NodeName: node.Name})
+		dnsOptions := builders.PodOptions{Name: "dns", Namespace: metav1.NamespaceSystem, NodeName: node.Name}
+		dns := builders.Pod(dnsOptions)
+		dns.Spec.PriorityClassName = "system-cluster-critical"
+		s.create(t, dns)
+		s.waitRunning(t, app, web, dns)
+		s.delete(t, node)
+		s.expectTerminated(t, node, instance)
+		seen := recorder()
+		first := slices.IndexFunc(seen, func(e string) bool { return strings.HasPrefix(e, "dns ") })
+		if first < 0 {
+			t.Fatalf("pod events %v: the critical pod was never evicted", seen)
+		}
+		for _, gone := range []string{"app DELETED", "web DELETED"} {
+			if i := slices.Index(seen, gone); i < 0 || i > first {
+				t.Errorf("pod events %v: want %q before any of the critical pod", seen, gone)
+			}
+		}
+	})
+
+	t.Run("a do-not-evict pod blocks the drain, saying which, until it is annotated otherwise", func(t *testing.T) {
+		node, instance := s.node(t, "protected", provisionerName, nil)
+		app := s.pod(t, builders.PodOptions{Name: "other", NodeName: node.Name})
+		precious := s.pod(t, builders.PodOptions{Name: "precious", NodeName: node.Name, Annotations: map[string]string{pods.DoNotEvictAnnotationKey: "true"}})
+		s.waitRunning(t, app, precious)
+		s.delete(t, node)
+		s.expectEvent(t, node.Name, termination.ReasonDrainBlocked, "default/precious")
+		for _, pod := range []*corev1.Pod{app, precious} {
+			if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil || pod.DeletionTimestamp != nil {
+				t.Fatalf("pod %s evicted while the drain is blocked (%v)", pod.Name, err)
+			}
+		}
+		if slices.Contains(s.cloud.DeleteCalls(), instance.ProviderID) {
+			t.Fatal("the instance was terminated while the drain is blocked")
+		}
+		stored := precious.DeepCopy()
+		precious.Annotations[pods.DoNotEvictAnnotationKey] = "false"
+		if err := s.env.Client.Patch(ctx, precious, client.MergeFrom(stored)); err != nil {
+			t.Fatal(err)
+		}
+		s.expectTerminated(t, node, instance)
+	})
+
+	t.Run("daemonset pods and pods that tolerate the cordon stay, even under a PDB that allows nothing", func(t *testing.T) {
+		node, instance := s.node(t, "daemons", provisionerName, map[string]string{"daemons": "here"})
+		daemonSet := &appsv1.DaemonSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: metav1.NamespaceDefault},
+			Spec: appsv1.DaemonSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "agent"}},
+					Spec: corev1.PodSpec{
+						NodeSelector: map[string]string{"daemons": "here"},
+						Containers:   []corev1.Container{{Name: "agent", Image: builders.PauseImage}},
+					},
+				},
+			},
+		}
+		s.create(t, daemonSet)
+		tolerant := builders.Pod(builders.PodOptions{Name: "tolerant", NodeName: node.Name, Labels: map[string]string{"app": "tolerant"},
+			Tolerations: []corev1.Toleration{{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}})
+		s.create(t, tolerant)
+		// Were either evicted, the budget would refuse it and the node would never go.
+		s.pdb(t, "agent", map[string]string{"app": "agent"})
+		s.pdb(t, "tolerant", map[string]string{"app": "tolerant"})
+		eventually.Holds(t, "the daemonset pod runs on the node", func() (bool, string, error) {
+			list := &corev1.PodList{}
+			if err := s.env.Client.List(ctx, list, client.MatchingLabels{"app": "agent"}); err != nil {
+				return false, "", err
+			}
+			return len(list.Items) == 1 && list.Items[0].Status.Phase == corev1.PodRunning, fmt.Sprintf("%d pods", len(list.Items)), nil
+		})
+		s.waitRunning(t, tolerant)
+		s.delete(t, node)
+		s.expectTerminated(t, node, instance)
+	})
+
+	t.Run("past the Provisioner's drain deadline the pods a PDB protects are deleted", func(t *testing.T) {
+		node, instance := s.node(t, "deadline", deadlineProvisioner, nil)
+		pod := s.pod(t, builders.PodOptions{Name: "guarded", NodeName: node.Name, Labels: map[string]string{"app": "guarded"}})
+		s.pdb(t, "guarded", map[string]string{"app": "guarded"})
+		s.waitRunning(t, pod)
+		s.delete(t, node)
+		s.expectEvent(t, node.Name, termination.ReasonEvictionBlocked, "guarded")
+		s.expectEvent(t, node.Name, termination.ReasonDrainDeadline, "default/guarded")
+		s.expectTerminated(t, node, instance)
+	})
+
+	t.Run("a node whose instance is gone is released without waiting for its pods", func(t *testing.T) {
+		node, instance := s.node(t, "lost", provisionerName, nil)
+		pod := s.pod(t, builders.PodOptions{Name: "stranded", NodeName: node.Name, Labels: map[string]string{"app": "stranded"}})
+		s.pdb(t, "stranded", map[string]string{"app": "stranded"})
+		s.waitRunning(t, pod)
+		if err := s.cloud.Delete(ctx, instance.ProviderID); err != nil {
+			t.Fatal(err)
+		}
+		s.delete(t, node)
+		s.expectTerminated(t, node, instance)
+		s.expectEvent(t, node.Name, termination.ReasonTerminated, "released the node without draining")
+	})
+
+	t.Run("a node that never becomes Ready is deleted and its instance terminated", func(t *testing.T) {
+		s.expectTerminated(t, neverReady, neverReadyInstance)
+		s.expectEvent(t, neverReady.Name, readiness.ReasonNeverReady, "did not become Ready")
+	})
+
+	// Last: it restarts the operator.
+	t.Run("a PDB holds the drain across a restart until it allows an eviction", func(t *testing.T) {
+		node, instance := s.node(t, "budgeted", provisionerName, map[string]string{"group": "budgeted"})
+		deployment := builders.Deployment(builders.DeploymentOptions{Name: "web", Replicas: 1, Pod: builders.PodOptions{
+			NodeSelector: map[string]string{"group": "budgeted"},
+			Tolerations:  []corev1.Toleration{{Key: v1alpha5.NotReadyTaintKey, Operator: corev1.TolerationOpExists}},
+		}})
+		s.create(t, deployment)
+		s.pdb(t, "web", map[string]string{"app": "web"})
+		s.waitForDeployment(t, deployment, 1, node.Name)
+		spare := environment.KwokNode("spare", map[string]string{"group": "budgeted"}, builders.Resources("cpu", "4", "memory", "16Gi"))
+		s.create(t, spare)
+
+		s.delete(t, node)
+		s.expectEvent(t, node.Name, termination.ReasonEvictionBlocked, "PodDisruptionBudget")
+		if slices.Contains(s.cloud.DeleteCalls(), instance.ProviderID) {
+			t.Fatal("the instance was terminated while the budget refuses the eviction")
+		}
+		// A new operator knows only what the cluster holds.
+		stop()
+		s.start(t)
+		// The budget allows one disruption once a second replica runs, on the spare node.
+		scaled := deployment.DeepCopy()
+		scaled.Spec.Replicas = ptr.To[int32](2)
+		if err := s.env.Client.Patch(ctx, scaled, client.MergeFrom(deployment)); err != nil {
+			t.Fatal(err)
+		}
+		s.expectTerminated(t, node, instance)
+		s.waitForDeployment(t, deployment, 2, spare.Name)
+	})
+}
+
+// node creates a node as Karpenter launches it, for an instance of the fake cloud, and waits
+// until kwok, which runs it unless it is named never-ready, made it Ready and the readiness
+// controller removed its not-ready taint.
+func (s *suite) node(t *testing.T, name, provisioner string, labels map[string]string) (*corev1.Node, *cloudprovider.Instance) {
+	t.Helper()
+	instanceType := fake.DefaultInstanceTypes()[0]
+	instance, err := s.cloud.Create(t.Context(), cloudprovider.LaunchRequest{
+		ProvisionerName: provisioner,
+		Candidates:      []cloudprovider.Candidate{{InstanceType: instanceType, Offering: instanceType.Offerings[0]}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeLabels := map[string]string{v1alpha5.ProvisionerNameLabelKey: provisioner}
+	for k, v := range labels {
+		nodeLabels[k] = v
+	}
+	node := environment.KwokNode(name, nodeLabels, builders.Resources("cpu", "4", "memory", "16Gi"))
+	if name == "never-ready" {
+		delete(node.Annotations, environment.KwokNodeAnnotation)
+	}
+	node.Spec.ProviderID = instance.ProviderID
+	node.Spec.Taints = []corev1.Taint{{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule}}
+	node.Finalizers = []string{v1alpha5.TerminationFinalizer}
+	s.create(t, node)
+	if name != "never-ready" {
+		eventually.Holds(t, "node "+name+" is Ready and open to pods", func() (bool, string, error) {
+			if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), node); err != nil {
+				return false, "", err
+			}
+			return len(node.Spec.Taints) == 0, fmt.Sprintf("taints %v", node.Spec.Taints), nil
+		})
+	}
+	return node, instance
+}
+
+func (s *suite) create(t *testing.T, object client.Object) {
+	t.Helper()
+	if err := s.env.Client.Create(t.Context(), object); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *suite) pod(t *testing.T, options builders.PodOptions) *corev1.Pod {
+	t.Helper()
+	pod := builders.Pod(options)
+	s.create(t, pod)
+	return pod
+}
+
+// pdb protects the pods labelled selector: at least one must be available.
+func (s *suite) pdb(t *testing.T, name string, selector map[string]string) {
+	t.Helper()
+	s.create(t, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: selector},
+		},
+	})
+}
+
+func (s *suite) waitRunning(t *testing.T, list ...*corev1.Pod) {
+	t.Helper()
+	for _, pod := range list {
+		eventually.Holds(t, "pod "+pod.Name+" runs", func() (bool, string, error) {
+			if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(pod), pod); err != nil {
+				return false, "", err
+			}
+			return pod.Status.Phase == corev1.PodRunning, string(pod.Status.Phase), nil
+		})
+	}
+}
+
+// waitForDeployment waits until the deployment has replicas available, one of them on node.
+func (s *suite) waitForDeployment(t *testing.T, deployment *appsv1.Deployment, replicas int32, node string) {
+	t.Helper()
+	eventually.Holds(t, fmt.Sprintf("%d replicas available, one on %s", replicas, node), func() (bool, string, error) {
+		list := &corev1.PodList{}
+		if err := s.env.Client.List(t.Context(), list, client.MatchingLabels(deployment.Spec.Selector.MatchLabels)); err != nil {
+			return false, "", err
+		}
+		var running int32
+		var seen []string
+		on := false
+		for _, pod := range list.Items {
+			seen = append(seen, pod.Name+"@"+pod.Spec.NodeName+":"+string(pod.Status.Phase))
+			if pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
+				running++
+				on = on || pod.Spec.NodeName == node
+			}
+		}
+		return running == replicas && on, strings.Join(seen, ", "), nil
+	})
+}
+
+func (s *suite) delete(t *testing.T, node *corev1.Node) {
+	t.Helper()
+	if err := s.env.Client.Delete(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expectTerminated waits for the node to be gone, its instance with it.
+func (s *suite) expectTerminated(t *testing.T, node *corev1.Node, instance *cloudprovider.Instance) {
+	t.Helper()
+	eventually.Holds(t, "node "+node.Name+" is gone", func() (bool, string, error) {
+		err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), &corev1.Node{})
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		return false, "", err
+	})
+	if _, err := s.cloud.Get(t.Context(), instance.ProviderID); err == nil {
+		t.Errorf("instance %s outlived node %s", instance.ProviderID, node.Name)
+	}
+}
+
+// expectEvent waits for an Event of reason about the node whose message contains text.
+func (s *suite) expectEvent(t *testing.T, node, reason, text string) {
+	t.Helper()
+	eventually.Holds(t, fmt.Sprintf("a %s event on node %s mentioning %q", reason, node, text), func() (bool, string, error) {
+		list := &corev1.EventList{}
+		if err := s.env.Client.List(t.Context(), list, client.InNamespace(metav1.NamespaceDefault)); err != nil {
+			return false, "", err
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind != "Node" || e.InvolvedObject.Name != node {
+				continue
+			}
+			if e.Reason == reason && strings.Contains(e.Message, text) {
+				return true, "", nil
+			}
+			seen = append(seen, e.Reason+": "+e.Message)
+		}
+		return false, strings.Join(seen, "; "), nil
+	})
+}
+
+// watchPods records, in order, "<pod> DELETING" when a pod on the node is first seen
+// terminating and "<pod> DELETED" when it is gone; the returned function stops recording and
+// returns what was seen.
+func (s *suite) watchPods(t *testing.T, node string) func() []string {
+	t.Helper()
+	clientset, err := kubernetes.NewForConfig(s.env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := clientset.CoreV1().Pods(metav1.NamespaceAll).Watch(t.Context(), metav1.ListOptions{FieldSelector: pods.NodeNameField + "=" + node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu   sync.Mutex
+		seen []string
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for event := range w.ResultChan() {
+			pod, ok := event.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			mu.Lock()
+			switch {
+			case event.Type == watch.Deleted:
+				seen = append(seen, pod.Name+" DELETED")
+			case pod.DeletionTimestamp != nil && !slices.Contains(seen, pod.Name+" DELETING"):
+				seen = append(seen, pod.Name+" DELETING")
+			}
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return func() []string {
+		w.Stop()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
+}
