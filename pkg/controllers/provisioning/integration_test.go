@@ -231,6 +231,15 @@ func (s *suite) existingRoom(t *testing.T) {
 	selector, tolerations := s.provisioner(t, "existing", nil)
 	node := environment.KwokNode("existing-room", selector, builders.Resources("cpu", "8", "memory", "32Gi"))
 	s.create(t, node)
+	// The node is existing room once it serves: Ready, without the not-ready taint Kubernetes
+	// puts on every node until then.
+	eventually.Holds(t, "the existing node Ready and untainted", func() (bool, string, error) {
+		current := &corev1.Node{}
+		if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), current); err != nil {
+			return false, "", err
+		}
+		return nodes.IsReady(current) && len(current.Spec.Taints) == 0, fmt.Sprintf("taints %v", current.Spec.Taints), nil
+	}, eventually.Timeout(pollTimeout))
 	pods := s.pods(t, 4, builders.PodOptions{Requests: builders.Resources("cpu", "1"), NodeSelector: selector, Tolerations: tolerations})
 	on := s.running(t, pods)
 	for name, n := range on {
