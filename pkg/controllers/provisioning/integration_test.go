@@ -73,7 +73,9 @@ func TestAllocator(t *testing.T) {
 	t.Run("a second batch counts the nodes in flight", s.inFlight)
 	t.Run("limits stop launches", s.limits)
 	t.Run("an offering without capacity falls through to the next", s.insufficientCapacity)
+	t.Run("pods left without capacity are retried once it returns", s.capacityReturns)
 	t.Run("a pod selecting a label no provisioner sets is never provisioned for", s.twoPaths)
+	t.Run("a provisioner whose instance types cannot be resolved is not Ready", s.unresolved)
 }
 
 // provisioner creates a Provisioner whose nodes carry suite=name, and returns the selector
@@ -213,7 +215,9 @@ func (s *suite) constraints(t *testing.T) {
 	if len(hosts) != 3 {
 		t.Errorf("the anti-affine pods run on nodes %v, want three", hosts)
 	}
-	s.event(t, spread[0].Name, provisioning.ReasonPlanned, "launched for this pod by provisioner constraints")
+	// Each pod was told of its node: launched for it, or launching when a later batch planned
+	// it there.
+	s.event(t, spread[0].Name, provisioning.ReasonPlanned, "")
 	eventually.Holds(t, "lastScaleTime set", func() (bool, string, error) {
 		p := &v1alpha5.Provisioner{}
 		if err := s.env.Client.Get(t.Context(), client.ObjectKey{Name: "constraints"}, p); err != nil {
@@ -227,6 +231,15 @@ func (s *suite) existingRoom(t *testing.T) {
 	selector, tolerations := s.provisioner(t, "existing", nil)
 	node := environment.KwokNode("existing-room", selector, builders.Resources("cpu", "8", "memory", "32Gi"))
 	s.create(t, node)
+	// The node is existing room once it serves: Ready, without the not-ready taint Kubernetes
+	// puts on every node until then.
+	eventually.Holds(t, "the existing node Ready and untainted", func() (bool, string, error) {
+		current := &corev1.Node{}
+		if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), current); err != nil {
+			return false, "", err
+		}
+		return nodes.IsReady(current) && len(current.Spec.Taints) == 0, fmt.Sprintf("taints %v", current.Spec.Taints), nil
+	}, eventually.Timeout(pollTimeout))
 	pods := s.pods(t, 4, builders.PodOptions{Requests: builders.Resources("cpu", "1"), NodeSelector: selector, Tolerations: tolerations})
 	on := s.running(t, pods)
 	for name, n := range on {
@@ -326,6 +339,27 @@ func (s *suite) insufficientCapacity(t *testing.T) {
 	}
 }
 
+func (s *suite) capacityReturns(t *testing.T) {
+	selector, tolerations := s.provisioner(t, "returns", func(p *v1alpha5.Provisioner) {
+		p.Spec.Requirements = []v1alpha5.NodeSelectorRequirement{
+			{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{"r5.large"}},
+			{Key: v1alpha5.CapacityTypeLabelKey, Operator: "In", Values: []string{v1alpha5.CapacityTypeOnDemand}},
+		}
+	})
+	for _, zone := range fake.Zones {
+		s.cloud.SetInsufficientCapacity(cloudprovider.OfferingKey{InstanceType: "r5.large", Zone: zone, CapacityType: v1alpha5.CapacityTypeOnDemand})
+	}
+	t.Cleanup(s.cloud.ClearInsufficientCapacity)
+	pods := s.pods(t, 1, builders.PodOptions{Requests: builders.Resources("cpu", "1"), NodeSelector: selector, Tolerations: tolerations})
+	s.event(t, pods[0].Name, provisioning.ReasonUnprovisionable, "returns")
+	// Nothing changes on the pod: the allocator looks again by itself.
+	s.cloud.ClearInsufficientCapacity()
+	on := s.running(t, pods)
+	if it := on[pods[0].Name].Labels[corev1.LabelInstanceTypeStable]; it != "r5.large" {
+		t.Errorf("the pod runs on %s", it)
+	}
+}
+
 func (s *suite) twoPaths(t *testing.T) {
 	// A node group's pods select the group's label, which no Provisioner sets.
 	pods := s.pods(t, 1, builders.PodOptions{Requests: builders.Resources("cpu", "1"), NodeSelector: map[string]string{"karpenter.sh/group": "workers"}})
@@ -334,6 +368,26 @@ func (s *suite) twoPaths(t *testing.T) {
 	if after := len(s.cloud.CreateCalls()); after != before {
 		t.Errorf("%d launches for a pod no provisioner can take", after-before)
 	}
+}
+
+func (s *suite) unresolved(t *testing.T) {
+	// No instance type is both arm64 and of a type the catalogue has only for amd64.
+	s.provisioner(t, "unresolved", func(p *v1alpha5.Provisioner) {
+		p.Spec.Requirements = []v1alpha5.NodeSelectorRequirement{
+			{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{"c5.large"}},
+			{Key: corev1.LabelArchStable, Operator: "In", Values: []string{"arm64"}},
+		}
+	})
+	// No pod is pending for it: creating it is enough for a pass.
+	eventually.Holds(t, "the provisioner not Ready", func() (bool, string, error) {
+		p := &v1alpha5.Provisioner{}
+		if err := s.env.Client.Get(t.Context(), client.ObjectKey{Name: "unresolved"}, p); err != nil {
+			return false, "", err
+		}
+		c := p.StatusConditions().GetCondition(apis.ConditionReady)
+		return c != nil && c.IsFalse() && c.Reason == provisioning.ReasonNoInstanceTypes, fmt.Sprintf("%+v", c), nil
+	}, eventually.Timeout(pollTimeout))
+	s.event(t, "unresolved", provisioning.ReasonNoInstanceTypes, "no instance type")
 }
 
 func (s *suite) dump(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -18,6 +19,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -99,7 +101,7 @@ func TestLaunchRefusedOverTheLimit(t *testing.T) {
 // TestLaunchFallsThroughOfferings: the cloud gets every candidate cheapest first, so an
 // offering without capacity falls through to the next.
 func TestLaunchFallsThroughOfferings(t *testing.T) {
-	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "fall-through"})
 	c, cloud, _ := launcher(t, interceptor.Funcs{})
 	planned := plannedNode(t, cloud, p)
 	first := candidates(planned)[0]
@@ -115,6 +117,10 @@ func TestLaunchFallsThroughOfferings(t *testing.T) {
 	launched := cloudprovider.OfferingKey{InstanceType: node.Labels[corev1.LabelInstanceTypeStable], Zone: node.Labels[corev1.LabelTopologyZone], CapacityType: node.Labels[v1alpha5.CapacityTypeLabelKey]}
 	if launched == first.Key() || launched != calls[0].Candidates[1].Key() {
 		t.Errorf("launched %v, want the second candidate %v", launched, calls[0].Candidates[1].Key())
+	}
+	var created dto.Metric
+	if err := nodesCreated.WithLabelValues("fall-through", launched.InstanceType, launched.Zone, launched.CapacityType).Write(&created); err != nil || created.GetCounter().GetValue() < 1 {
+		t.Errorf("karpenter_nodes_created_total for the launch is %v (%v)", created.GetCounter().GetValue(), err)
 	}
 }
 
@@ -150,6 +156,70 @@ func TestTellOncePerCause(t *testing.T) {
 		}
 		for len(recorder.Events) > 0 {
 			<-recorder.Events
+		}
+	}
+}
+
+// TestAdoptOrphans: an instance launched without its Node (a crash between the two) gets
+// its Node, the same a launch would have created; instances of no Provisioner and those
+// whose Node exists are left alone.
+func TestAdoptOrphans(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default", Labels: map[string]string{"team": "ml"}})
+	c, cloud, kube := launcher(t, interceptor.Funcs{}, p)
+	ctx := context.Background()
+	types, err := cloud.InstanceTypes(ctx, constraints(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	candidates := candidates(&scheduling.NewNode{InstanceTypes: types[:1]})
+	orphan, err := cloud.Create(ctx, cloudprovider.LaunchRequest{Candidates: candidates, ProvisionerName: "default", Labels: launchLabels(p)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cloud.Create(ctx, cloudprovider.LaunchRequest{Candidates: candidates, ProvisionerName: "gone", Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "gone"}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := c.adoptOrphans(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var list corev1.NodeList
+	if err := kube.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("%d nodes, want the orphan's only", len(list.Items))
+	}
+	node := list.Items[0]
+	if node.Name != orphan.NodeName || node.Spec.ProviderID != orphan.ProviderID || node.Labels["team"] != "ml" || !nodes.IsLaunching(&node) {
+		t.Errorf("adopted node %s %s labels %v taints %v", node.Name, node.Spec.ProviderID, node.Labels, node.Spec.Taints)
+	}
+}
+
+// TestSeveralProvisioners: a pod goes to the cheapest plan among the Provisioners it is
+// compatible with, never to one whose taint it does not tolerate, whatever its price.
+func TestSeveralProvisioners(t *testing.T) {
+	instanceType := func(name string) []v1alpha5.NodeSelectorRequirement {
+		return []v1alpha5.NodeSelectorRequirement{{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{name}}}
+	}
+	expensive := builders.Provisioner(builders.ProvisionerOptions{Name: "a-expensive", Requirements: instanceType("m5.2xlarge")})
+	cheap := builders.Provisioner(builders.ProvisionerOptions{Name: "b-cheap", Requirements: instanceType("c5.large")})
+	cheapest := builders.Provisioner(builders.ProvisionerOptions{Name: "c-tainted", Requirements: instanceType("t3.medium"),
+		Taints: []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}})
+	pod := builders.Pod(builders.PodOptions{Name: "p", Unschedulable: true, Requests: builders.Resources("cpu", "500m")})
+	for range 3 {
+		c, cloud, _ := launcher(t, interceptor.Funcs{}, expensive, cheap, cheapest, pod)
+		if _, err := c.provision(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		calls := cloud.CreateCalls()
+		if len(calls) != 1 || calls[0].ProvisionerName != "b-cheap" {
+			var names []string
+			for _, call := range calls {
+				names = append(names, call.ProvisionerName)
+			}
+			t.Fatalf("launched for %v, want b-cheap once", names)
 		}
 	}
 }
