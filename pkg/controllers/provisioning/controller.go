@@ -57,6 +57,8 @@ const (
 	ReasonPlanned = "Provisioning"
 	// ReasonLaunched is the Normal Event on a Provisioner for each node it launched.
 	ReasonLaunched = "Launched"
+	// ReasonPricesStale is that of the PricesCurrent condition when it is False.
+	ReasonPricesStale = "PricesStale"
 )
 
 // Options configure New.
@@ -314,6 +316,11 @@ func (c *Controller) snapshot(ctx context.Context) (*cluster, map[string]*provis
 			p.updated.StatusConditions().MarkFalse(apis.ConditionReady, ReasonNoInstanceTypes, "no instance type satisfies the requirements")
 			continue
 		}
+		if err := c.instanceProvider.StalePrices(); err != nil {
+			p.updated.StatusConditions().MarkFalse(v1alpha5.ConditionPricesCurrent, ReasonPricesStale, "%v", err)
+		} else {
+			p.updated.StatusConditions().MarkTrue(v1alpha5.ConditionPricesCurrent)
+		}
 		p.instanceTypes = types
 		for _, it := range types {
 			snapshot.instanceTypes[it.Name] = it
@@ -387,12 +394,15 @@ func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alp
 		Labels:          launchLabels(p),
 		Taints:          p.Spec.Taints,
 		Provider:        p.Spec.Provider,
+		IdempotencyKey:  idempotencyKey(p.Name, n.Pods),
 	})
 	if err != nil {
 		c.ledger.Release(reservation)
 		var capacity *cloudprovider.InsufficientCapacityError
 		if errors.As(err, &capacity) {
 			launchErrors.WithLabelValues(ReasonInsufficientCapacity).Inc()
+			c.recorder.Event(p, corev1.EventTypeWarning, ReasonInsufficientCapacity,
+				fmt.Sprintf("No capacity for a node for %d pods in any of %d offerings: %s", len(n.Pods), len(capacity.Offerings), capacityReasons(capacity)))
 		} else {
 			launchErrors.WithLabelValues(ReasonCloudError).Inc()
 		}
@@ -510,6 +520,8 @@ func (c *Controller) writeStatus(ctx context.Context, plans map[string]*provisio
 		}
 		events.OnConditionTransition(c.recorder, p.updated, p.stored.StatusConditions().GetCondition(apis.ConditionReady),
 			p.updated.StatusConditions().GetCondition(apis.ConditionReady), &readyAgain)
+		events.OnConditionTransition(c.recorder, p.updated, p.stored.StatusConditions().GetCondition(v1alpha5.ConditionPricesCurrent),
+			p.updated.StatusConditions().GetCondition(v1alpha5.ConditionPricesCurrent), &pricesCurrentAgain)
 		conditions.KeepTransitionTimes(p.stored.Status.Conditions, p.updated.Status.Conditions)
 		if equality.Semantic.DeepEqual(p.stored.Status, p.updated.Status) {
 			continue
@@ -519,6 +531,11 @@ func (c *Controller) writeStatus(ctx context.Context, plans map[string]*provisio
 		}
 	}
 	return errors.Join(errs...)
+}
+
+var pricesCurrentAgain = events.Recovery{
+	Reason:  "PricesCurrent",
+	Message: func(*apis.Condition) string { return "The cloud's prices are read again" },
 }
 
 var readyAgain = events.Recovery{

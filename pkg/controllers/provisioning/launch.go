@@ -2,8 +2,12 @@ package provisioning
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,4 +96,36 @@ func instanceTypeNamed(candidates []cloudprovider.Candidate, name string) *cloud
 		}
 	}
 	return nil
+}
+
+// idempotencyKey names the launch of a node for pods: a launch retried for the same pods
+// (after a lost answer) gets the instance the first one launched rather than a second one.
+func idempotencyKey(provisioner string, pods []*corev1.Pod) string {
+	uids := make([]string, len(pods))
+	for i, pod := range pods {
+		uids[i] = string(pod.UID)
+	}
+	slices.Sort(uids)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s", provisioner, strings.Join(uids, "\n"))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// capacityReasons lists the offerings a launch found no capacity in, with the cloud's reason
+// where it gave one, for an Event: the first few, as an Event's message is short.
+func capacityReasons(err *cloudprovider.InsufficientCapacityError) string {
+	const shown = 8
+	parts := make([]string, 0, min(len(err.Offerings), shown)+1)
+	for i, o := range err.Offerings {
+		if i == shown {
+			parts = append(parts, fmt.Sprintf("and %d more", len(err.Offerings)-shown))
+			break
+		}
+		part := fmt.Sprintf("%s in %s (%s)", o.InstanceType, o.Zone, o.CapacityType)
+		if reason := err.Reasons[o]; reason != "" {
+			part += ": " + reason
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -6,6 +6,11 @@ import "knative.dev/pkg/apis"
 // accepted by the cloud provider (spec.provider is validated there, not by the schema).
 var provisionerConditions = apis.NewLivingConditionSet()
 
+// ConditionPricesCurrent is informational, not a dependent of Ready: False while the cloud's
+// price APIs fail and the Provisioner's nodes are chosen at older prices (the last read, or
+// those built into Karpenter). Launches go on; only their cost-optimality is in doubt.
+const ConditionPricesCurrent apis.ConditionType = "PricesCurrent"
+
 // StatusConditions manages the Provisioner's conditions.
 func (p *Provisioner) StatusConditions() apis.ConditionManager {
 	return provisionerConditions.Manage(&p.Status)

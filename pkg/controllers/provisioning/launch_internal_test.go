@@ -1,0 +1,63 @@
+package provisioning
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+)
+
+func podsWithUIDs(uids ...string) []*corev1.Pod {
+	pods := make([]*corev1.Pod, len(uids))
+	for i, uid := range uids {
+		pods[i] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}}
+	}
+	return pods
+}
+
+func TestIdempotencyKeyNamesTheProvisionerAndPods(t *testing.T) {
+	key := idempotencyKey("default", podsWithUIDs("a", "b"))
+	if got := idempotencyKey("default", podsWithUIDs("b", "a")); got != key {
+		t.Errorf("the same pods in another order give another key: %s, %s", got, key)
+	}
+	for name, other := range map[string]string{
+		"another provisioner": idempotencyKey("spot", podsWithUIDs("a", "b")),
+		"another pod":         idempotencyKey("default", podsWithUIDs("a", "c")),
+		"fewer pods":          idempotencyKey("default", podsWithUIDs("a")),
+	} {
+		if other == key {
+			t.Errorf("%s gives the same key", name)
+		}
+	}
+	if len(key) > 64 {
+		t.Errorf("key %q is longer than the 64 characters an EC2 client token takes", key)
+	}
+}
+
+func TestCapacityReasonsNameTheFirstOfferingsWithTheCloudsReason(t *testing.T) {
+	offering := func(i int) cloudprovider.OfferingKey {
+		return cloudprovider.OfferingKey{InstanceType: fmt.Sprintf("m5.%dxlarge", i), Zone: "us-west-2a", CapacityType: "spot"}
+	}
+	few := &cloudprovider.InsufficientCapacityError{
+		Offerings: []cloudprovider.OfferingKey{offering(1), offering(2)},
+		Reasons:   map[cloudprovider.OfferingKey]string{offering(1): "InsufficientInstanceCapacity"},
+		Err:       errors.New("no capacity"),
+	}
+	if got, want := capacityReasons(few), "m5.1xlarge in us-west-2a (spot): InsufficientInstanceCapacity, m5.2xlarge in us-west-2a (spot)"; got != want {
+		t.Errorf("capacityReasons = %q, want %q", got, want)
+	}
+	many := &cloudprovider.InsufficientCapacityError{}
+	for i := range 20 {
+		many.Offerings = append(many.Offerings, offering(i))
+	}
+	got := capacityReasons(many)
+	if !strings.HasSuffix(got, ", and 12 more") || strings.Count(got, "us-west-2a") != 8 {
+		t.Errorf("capacityReasons of 20 offerings = %q, want the first 8 and how many more", got)
+	}
+}
