@@ -3,8 +3,11 @@ package nodejoiner
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -16,6 +19,13 @@ import (
 type instances []awsemulator.Instance
 
 func (i instances) Instances(string) []awsemulator.Instance { return i }
+func (instances) EC2Instances() []awsemulator.EC2Instance   { return nil }
+
+// fleetInstances are EC2 instances a Provisioner launched, and no Auto Scaling group.
+type fleetInstances []awsemulator.EC2Instance
+
+func (fleetInstances) Instances(string) []awsemulator.Instance   { return nil }
+func (f fleetInstances) EC2Instances() []awsemulator.EC2Instance { return f }
 
 func instance(id, state string) awsemulator.Instance {
 	return awsemulator.Instance{
@@ -98,5 +108,57 @@ func TestSyncRegistersInServiceAndRemovesGoneInstances(t *testing.T) {
 	}
 	if len(pods.Items) != 0 {
 		t.Errorf("pods of the removed node remain: %v", pods.Items)
+	}
+}
+
+func TestSyncBootsTheNodesKarpenterCreatedOnceTheirInstanceBooted(t *testing.T) {
+	ctx := context.Background()
+	launched := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ec2Instance := func(id, state string, launchedAgo time.Duration) awsemulator.EC2Instance {
+		return awsemulator.EC2Instance{
+			InstanceID: id, ProviderID: "aws:///us-west-2a/" + id, InstanceType: "m5.large", State: state,
+			LaunchTime: launched.Add(-launchedAgo), Capacity: map[string]string{"cpu": "2", "memory": "8192Mi", "pods": "29"},
+		}
+	}
+	karpenterNode := func(name, providerID string) *corev1.Node {
+		return &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux"}},
+			Spec:       corev1.NodeSpec{ProviderID: providerID},
+		}
+	}
+	c := fake.NewClientBuilder().WithStatusSubresource(&corev1.Node{}).WithObjects(
+		karpenterNode("booted", "aws:///us-west-2a/i-booted"),
+		karpenterNode("booting", "aws:///us-west-2a/i-booting"),
+		karpenterNode("pending", "aws:///us-west-2a/i-pending"),
+		karpenterNode("no-instance", "aws:///us-west-2a/i-unknown"),
+	).Build()
+	joiner := &Joiner{Client: c, BootDelay: 5 * time.Second, Clock: clocktesting.NewFakePassiveClock(launched), Instances: fleetInstances{
+		ec2Instance("i-booted", "running", 5*time.Second),
+		ec2Instance("i-booting", "running", 4*time.Second),
+		ec2Instance("i-pending", "pending", time.Minute),
+		ec2Instance("i-orphan", "running", time.Minute),
+	}}
+	if err := joiner.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.List(ctx, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 4 {
+		t.Errorf("%d nodes, want the 4 Karpenter created: the joiner registers none for an orphan instance", len(nodes.Items))
+	}
+	for _, node := range nodes.Items {
+		handed := node.Annotations[environment.KwokNodeAnnotation] == environment.KwokNodeAnnotationValue
+		if handed != (node.Name == "booted") {
+			t.Errorf("node %s handed to kwok: %t", node.Name, handed)
+		}
+		if node.Name != "booted" {
+			continue
+		}
+		if pods, cpu := node.Status.Allocatable[corev1.ResourcePods], node.Status.Capacity[corev1.ResourceCPU]; pods.Value() != 29 || cpu.Value() != 2 ||
+			node.Status.NodeInfo.Architecture != "amd64" {
+			t.Errorf("booted node's status = %+v", node.Status)
+		}
 	}
 }
