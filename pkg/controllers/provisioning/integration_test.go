@@ -68,6 +68,7 @@ func TestAllocator(t *testing.T) {
 		}
 	})
 
+	t.Run("a provisioner no pod waits for becomes Ready", s.readyWithoutPods)
 	t.Run("pods end Running on launched nodes that satisfy their constraints", s.constraints)
 	t.Run("pods that fit existing nodes launch nothing", s.existingRoom)
 	t.Run("a second batch counts the nodes in flight", s.inFlight)
@@ -267,6 +268,18 @@ func (s *suite) inFlight(t *testing.T) {
 	if len(hosts) != 1 || s.launches("inflight") != 1 {
 		t.Errorf("the pods run on %v after %d launches, want one node", hosts, s.launches("inflight"))
 	}
+}
+
+func (s *suite) readyWithoutPods(t *testing.T) {
+	s.provisioner(t, "idle", nil)
+	eventually.Holds(t, "the provisioner Ready", func() (bool, string, error) {
+		p := &v1alpha5.Provisioner{}
+		if err := s.env.Client.Get(t.Context(), client.ObjectKey{Name: "idle"}, p); err != nil {
+			return false, "", err
+		}
+		c := p.StatusConditions().GetCondition(apis.ConditionReady)
+		return c != nil && c.IsTrue(), fmt.Sprintf("%+v", c), nil
+	}, eventually.Timeout(pollTimeout))
 }
 
 func (s *suite) limits(t *testing.T) {
