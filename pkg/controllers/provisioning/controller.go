@@ -205,6 +205,9 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	var input scheduling.Input
 	for _, name := range sortedNames(plans) {
 		p := plans[name]
+		// Instance types not read yet (the provider's first refresh) or unreadable: try again,
+		// so that the Provisioner becomes Ready without waiting for a pod.
+		retry = retry || p.instanceTypes == nil
 		if p.instanceTypes != nil {
 			// What counts against the limits is the ledger's: the nodes seen and the launches
 			// in flight, never a status that may lag.
@@ -220,7 +223,7 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 		input.DaemonSetPods = snapshot.daemonSetPods()
 		results = scheduling.Schedule(input)
 		schedulingDuration.Observe(c.clock.Since(start).Seconds())
-		retry = c.launchAll(ctx, results.NewNodes, plans)
+		retry = c.launchAll(ctx, results.NewNodes, plans) || retry
 		c.tell(snapshot, pending, results)
 	}
 	c.recordPending(snapshot, results)
