@@ -400,7 +400,7 @@ func (e *Emulator) EC2Instances() []EC2Instance {
 			AvailabilityZone: i.zone, CapacityType: i.capacityType, State: x.InstanceState.Name, SubnetID: i.subnetID,
 			PrivateIPAddress: x.PrivateIPAddress, PrivateDNSName: x.PrivateDNSName, ImageID: i.imageID,
 			LaunchTemplateName: i.launchTemplateName, FleetID: i.fleetID, LaunchTime: i.launched, Tags: maps.Clone(i.tags),
-			Capacity: e.nodeCapacity(i.instanceType), PricePerHour: e.price(i.instanceType, i.zone, i.capacityType),
+			Capacity: e.NodeCapacity(i.instanceType), PricePerHour: e.price(i.instanceType, i.zone, i.capacityType),
 		})
 	}
 	return out
@@ -425,9 +425,9 @@ func (e *Emulator) TerminateEC2Instances(ids []string) error {
 	return nil
 }
 
-// nodeCapacity is what a kubelet on an instance of the type reports; nil for a type the
+// NodeCapacity is what a kubelet on an instance of the type reports; nil for a type the
 // catalogue does not describe.
-func (e *Emulator) nodeCapacity(instanceType string) map[string]string {
+func (e *Emulator) NodeCapacity(instanceType string) map[string]string {
 	info, ok := e.catalogue.Types[instanceType]
 	if !ok {
 		return nil

@@ -3,9 +3,8 @@
 // aws:///<zone>/<instance-id>, the group's labels and taints, the instance's capacity), and it
 // deletes the Node and its pods once its instance stops being in service, as the cloud node
 // lifecycle controller and pod garbage collection would. For the EC2 instances a Provisioner
-// launched (CreateFleet) Karpenter has already created the Node; once the instance has booted
-// the joiner gives that Node the instance's capacity and hands it to kwok, which reports it
-// Ready and runs its pods. It never registers a Node for such an instance: an instance whose
+// launches (CreateFleet), Karpenter creates the Node itself; Admission completes that Node as
+// it is created (see there). It never registers a Node for such an instance: an instance whose
 // Node was never created is the orphan Karpenter's garbage collection must find.
 package nodejoiner
 
@@ -18,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/test/environment"
@@ -31,14 +29,12 @@ const (
 	// GroupLabel names the Auto Scaling group of a joined Node's instance.
 	GroupLabel = "sandbox.karpenter.sh/auto-scaling-group"
 
-	inService  = "InService"
-	ec2Running = "running"
+	inService = "InService"
 )
 
 // Instances lists the emulator's instances; *awsemulator.Emulator implements it.
 type Instances interface {
 	Instances(group string) []awsemulator.Instance
-	EC2Instances() []awsemulator.EC2Instance
 }
 
 // Joiner keeps Nodes in step with in-service instances.
@@ -47,12 +43,7 @@ type Joiner struct {
 	Instances Instances
 	// Interval between passes; one second when zero.
 	Interval time.Duration
-	// BootDelay is how long after its launch an EC2 instance's kubelet reports its Node, at
-	// the earliest once the instance is running.
-	BootDelay time.Duration
-	// Clock tells the time for BootDelay; the real clock when nil.
-	Clock clock.PassiveClock
-	// Logf, when set, receives one line per Node registered, booted or removed.
+	// Logf, when set, receives one line per Node registered or removed.
 	Logf func(format string, args ...any)
 }
 
@@ -77,12 +68,8 @@ func (j *Joiner) Run(ctx context.Context) {
 }
 
 // Sync makes one pass: register a Node per in-service instance that has none, delete joined
-// Nodes whose instance is no longer in service, boot the Nodes of booted EC2 instances.
+// Nodes whose instance is no longer in service.
 func (j *Joiner) Sync(ctx context.Context) error {
-	return errors.Join(j.syncGroups(ctx), j.boot(ctx))
-}
-
-func (j *Joiner) syncGroups(ctx context.Context) error {
 	wanted := map[string]awsemulator.Instance{}
 	for _, instance := range j.Instances.Instances("") {
 		if instance.LifecycleState == inService {
@@ -124,67 +111,6 @@ func (j *Joiner) syncGroups(ctx context.Context) error {
 		j.logf("node joiner: registered node %s for %s", node.Name, instance.AutoScalingGroupName)
 	}
 	return errors.Join(errs...)
-}
-
-// boot hands the Nodes of booted EC2 instances to kwok, with the capacity their kubelet
-// reports. Nodes are matched by providerID; one already handed over is left alone.
-func (j *Joiner) boot(ctx context.Context) error {
-	now := time.Now()
-	if j.Clock != nil {
-		now = j.Clock.Now()
-	}
-	booted := map[string]awsemulator.EC2Instance{}
-	for _, instance := range j.Instances.EC2Instances() {
-		if instance.State == ec2Running && !now.Before(instance.LaunchTime.Add(j.BootDelay)) {
-			booted[instance.ProviderID] = instance
-		}
-	}
-	if len(booted) == 0 {
-		return nil
-	}
-	nodes := &corev1.NodeList{}
-	if err := j.Client.List(ctx, nodes); err != nil {
-		return fmt.Errorf("listing nodes, %w", err)
-	}
-	var errs []error
-	for i := range nodes.Items {
-		node := &nodes.Items[i]
-		instance, ok := booted[node.Spec.ProviderID]
-		if !ok || node.Annotations[environment.KwokNodeAnnotation] != "" || node.DeletionTimestamp != nil {
-			continue
-		}
-		if err := j.bootNode(ctx, node, instance); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		j.logf("node joiner: node %s of %s (%s) booted", node.Name, instance.InstanceID, instance.InstanceType)
-	}
-	return errors.Join(errs...)
-}
-
-// bootNode writes the capacity first, so that kwok, once the annotation hands it the Node,
-// keeps it rather than its own default.
-func (j *Joiner) bootNode(ctx context.Context, node *corev1.Node, instance awsemulator.EC2Instance) error {
-	capacity, err := resources(instance.InstanceID, instance.Capacity)
-	if err != nil {
-		return err
-	}
-	withStatus := node.DeepCopy()
-	withStatus.Status.Capacity, withStatus.Status.Allocatable = capacity, capacity.DeepCopy()
-	withStatus.Status.NodeInfo.Architecture = node.Labels[corev1.LabelArchStable]
-	withStatus.Status.NodeInfo.OperatingSystem = node.Labels[corev1.LabelOSStable]
-	if err := j.Client.Status().Patch(ctx, withStatus, client.MergeFrom(node)); err != nil {
-		return fmt.Errorf("reporting the capacity of node %s, %w", node.Name, err)
-	}
-	withAnnotation := withStatus.DeepCopy()
-	if withAnnotation.Annotations == nil {
-		withAnnotation.Annotations = map[string]string{}
-	}
-	withAnnotation.Annotations[environment.KwokNodeAnnotation] = environment.KwokNodeAnnotationValue
-	if err := j.Client.Patch(ctx, withAnnotation, client.MergeFrom(withStatus)); err != nil {
-		return fmt.Errorf("handing node %s to kwok, %w", node.Name, err)
-	}
-	return nil
 }
 
 func (j *Joiner) deletePods(ctx context.Context, nodeName string) error {

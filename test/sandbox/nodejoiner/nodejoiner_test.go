@@ -1,13 +1,18 @@
 package nodejoiner
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
-	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -19,13 +24,6 @@ import (
 type instances []awsemulator.Instance
 
 func (i instances) Instances(string) []awsemulator.Instance { return i }
-func (instances) EC2Instances() []awsemulator.EC2Instance   { return nil }
-
-// fleetInstances are EC2 instances a Provisioner launched, and no Auto Scaling group.
-type fleetInstances []awsemulator.EC2Instance
-
-func (fleetInstances) Instances(string) []awsemulator.Instance   { return nil }
-func (f fleetInstances) EC2Instances() []awsemulator.EC2Instance { return f }
 
 func instance(id, state string) awsemulator.Instance {
 	return awsemulator.Instance{
@@ -111,54 +109,45 @@ func TestSyncRegistersInServiceAndRemovesGoneInstances(t *testing.T) {
 	}
 }
 
-func TestSyncBootsTheNodesKarpenterCreatedOnceTheirInstanceBooted(t *testing.T) {
-	ctx := context.Background()
-	launched := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	ec2Instance := func(id, state string, launchedAgo time.Duration) awsemulator.EC2Instance {
-		return awsemulator.EC2Instance{
-			InstanceID: id, ProviderID: "aws:///us-west-2a/" + id, InstanceType: "m5.large", State: state,
-			LaunchTime: launched.Add(-launchedAgo), Capacity: map[string]string{"cpu": "2", "memory": "8192Mi", "pods": "29"},
+type capacities map[string]map[string]string
+
+func (c capacities) NodeCapacity(instanceType string) map[string]string { return c[instanceType] }
+
+func TestAdmissionCompletesTheNodesKarpenterCreates(t *testing.T) {
+	handler := Admission(capacities{"m5.large": {"cpu": "2", "memory": "8192Mi", "pods": "29"}})
+	review := func(node *corev1.Node) *admissionv1.AdmissionResponse {
+		t.Helper()
+		raw, err := json.Marshal(node)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	karpenterNode := func(name, providerID string) *corev1.Node {
-		return &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux"}},
-			Spec:       corev1.NodeSpec{ProviderID: providerID},
+		body, err := json.Marshal(admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request: &admissionv1.AdmissionRequest{UID: "1", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+				Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Node"}, Resource: metav1.GroupVersionResource{Version: "v1", Resource: "nodes"}},
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	c := fake.NewClientBuilder().WithStatusSubresource(&corev1.Node{}).WithObjects(
-		karpenterNode("booted", "aws:///us-west-2a/i-booted"),
-		karpenterNode("booting", "aws:///us-west-2a/i-booting"),
-		karpenterNode("pending", "aws:///us-west-2a/i-pending"),
-		karpenterNode("no-instance", "aws:///us-west-2a/i-unknown"),
-	).Build()
-	joiner := &Joiner{Client: c, BootDelay: 5 * time.Second, Clock: clocktesting.NewFakePassiveClock(launched), Instances: fleetInstances{
-		ec2Instance("i-booted", "running", 5*time.Second),
-		ec2Instance("i-booting", "running", 4*time.Second),
-		ec2Instance("i-pending", "pending", time.Minute),
-		ec2Instance("i-orphan", "running", time.Minute),
-	}}
-	if err := joiner.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	nodes := &corev1.NodeList{}
-	if err := c.List(ctx, nodes); err != nil {
-		t.Fatal(err)
-	}
-	if len(nodes.Items) != 4 {
-		t.Errorf("%d nodes, want the 4 Karpenter created: the joiner registers none for an orphan instance", len(nodes.Items))
-	}
-	for _, node := range nodes.Items {
-		handed := node.Annotations[environment.KwokNodeAnnotation] == environment.KwokNodeAnnotationValue
-		if handed != (node.Name == "booted") {
-			t.Errorf("node %s handed to kwok: %t", node.Name, handed)
+		recorder := httptest.NewRecorder()
+		request := httptest.NewRequest(http.MethodPost, "/nodes", bytes.NewReader(body))
+		request.Header.Set("Content-Type", "application/json")
+		handler.ServeHTTP(recorder, request)
+		out := admissionv1.AdmissionReview{}
+		if err := json.Unmarshal(recorder.Body.Bytes(), &out); err != nil || out.Response == nil {
+			t.Fatalf("response %s, %v", recorder.Body.String(), err)
 		}
-		if node.Name != "booted" {
-			continue
-		}
-		if pods, cpu := node.Status.Allocatable[corev1.ResourcePods], node.Status.Capacity[corev1.ResourceCPU]; pods.Value() != 29 || cpu.Value() != 2 ||
-			node.Status.NodeInfo.Architecture != "amd64" {
-			t.Errorf("booted node's status = %+v", node.Status)
-		}
+		return out.Response
+	}
+	launched := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-1-4.us-west-2.compute.internal",
+		Labels: map[string]string{"karpenter.sh/provisioner-name": "default", corev1.LabelInstanceTypeStable: "m5.large"}}}
+	response := review(launched)
+	patch := string(response.Patch)
+	if !response.Allowed || !strings.Contains(patch, "/metadata/annotations") || !strings.Contains(patch, environment.KwokNodeAnnotationValue) ||
+		!strings.Contains(patch, `"pods":"29"`) || !strings.Contains(patch, `"memory":"8Gi"`) {
+		t.Errorf("a launched node's patch = %s (allowed %t)", patch, response.Allowed)
+	}
+	if other := review(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "other"}}); !other.Allowed || len(other.Patch) != 0 {
+		t.Errorf("a node no Provisioner launched: allowed %t, patch %s", other.Allowed, other.Patch)
 	}
 }
