@@ -221,12 +221,19 @@ func TestControllerKilledMidBatchLaunchesExactlyTheNeededInstances(t *testing.T)
 			NodeSelector:    map[string]string{v1alpha5.ProvisionerNameLabelKey: name},
 			PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, labels)}, Requests: builders.Resources("cpu", "500m")}))
 	}
+	// Each CreateFleet call takes a second, so that the kill lands while the batch's launches
+	// are in flight: some answered, some not, their Nodes not all created.
+	if err := stack.Emulator.InjectFault(awsemulator.Fault{Service: "ec2", Action: "CreateFleet", Kind: awsemulator.FaultLatency, Latency: awsemulator.Duration(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
 	createPods(t, pods...)
 	eventually.Holds(t, "the batch's first CreateFleet call", func() (bool, string, error) {
-		return fleetCalls(name) > 0, "", nil
-	}, eventually.Interval(100*time.Millisecond), eventually.Timeout(waitTimeout))
+		hits := stack.Emulator.FaultHits()
+		return len(hits) == 1 && hits[0] > 0, fmt.Sprintf("fault hits %v", hits), nil
+	}, eventually.Interval(20*time.Millisecond), eventually.Timeout(waitTimeout))
 	stack.KillController()
-	t.Logf("controller killed after %d CreateFleet calls of the batch", fleetCalls(name))
+	t.Logf("controller killed with %d CreateFleet calls received, %d answered", stack.Emulator.FaultHits()[0], fleetCalls(name))
+	stack.Emulator.ClearFaults()
 	if err := stack.StartController(context.Background()); err != nil {
 		t.Fatal(err)
 	}
