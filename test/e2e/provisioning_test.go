@@ -312,17 +312,6 @@ func liveInstances(provisionerName string) []awsemulator.EC2Instance {
 	return out
 }
 
-// fleetCalls counts the CreateFleet calls for the Provisioner's nodes.
-func fleetCalls(provisionerName string) int {
-	n := 0
-	for _, request := range stack.Emulator.FleetRequests() {
-		if request.TagSpecifications["instance"][v1alpha5.ProvisionerNameLabelKey] == provisionerName {
-			n++
-		}
-	}
-	return n
-}
-
 // hasEvent reports whether the object named has had an Event for reason.
 func hasEvent(objectName, reason string) (bool, error) {
 	events := &corev1.EventList{}

@@ -11,7 +11,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -26,8 +25,9 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/test/builders"
@@ -61,6 +61,7 @@ func run(podCounts, idleDurations string) error {
 	if err != nil {
 		return err
 	}
+	//nolint:gosec // G204: this repository's own commands, built into a temporary directory.
 	build := exec.Command("go", "build", "-o", binaries+string(filepath.Separator), "./cmd/controller", "./cmd/webhook")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
@@ -113,14 +114,20 @@ func measure(dir, binaries string, idle time.Duration, count int) (result, error
 	if err != nil {
 		return result{}, err
 	}
-	w, err := clientset.CoreV1().Pods(sandbox.Namespace).Watch(ctx, listOptions())
-	if err != nil {
-		return result{}, fmt.Errorf("watching pods, %w", err)
+	// An informer, not a bare watch: the apiserver may end a watch (a slow consumer on a busy
+	// machine), and an informer resumes it.
+	seen := &observations{count: count, unschedulable: map[string]time.Time{}, running: map[string]time.Time{}, node: map[string]string{}, done: make(chan struct{})}
+	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0, informers.WithNamespace(sandbox.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app=latency" }))
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    seen.observe,
+		UpdateFunc: func(_, pod any) { seen.observe(pod) },
+	}); err != nil {
+		return result{}, err
 	}
-	defer w.Stop()
-	seen := &observations{unschedulable: map[string]time.Time{}, running: map[string]time.Time{}, node: map[string]string{}}
-	done := make(chan error, 1)
-	go func() { done <- seen.follow(w, count) }()
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	factory.WaitForCacheSync(ctx.Done())
 
 	// At once: as many creations in flight as a burst from a Deployment controller.
 	creating, creatingCtx := errgroup.WithContext(ctx)
@@ -136,10 +143,7 @@ func measure(dir, binaries string, idle time.Duration, count int) (result, error
 		return result{}, fmt.Errorf("creating pods, %w", err)
 	}
 	select {
-	case err := <-done:
-		if err != nil {
-			return result{}, err
-		}
+	case <-seen.done:
 	case <-ctx.Done():
 		return result{}, fmt.Errorf("not every pod Running within %s", timeout)
 	}
@@ -149,34 +153,32 @@ func measure(dir, binaries string, idle time.Duration, count int) (result, error
 // observations are what the watch saw, each at the harness's clock, which is the in-process
 // emulator's too.
 type observations struct {
+	count         int
+	done          chan struct{} // closed once count pods run
 	mu            sync.Mutex
 	unschedulable map[string]time.Time // pod → first seen Unschedulable
 	running       map[string]time.Time // pod → first seen Running
 	node          map[string]string    // pod → node
 }
 
-func (o *observations) follow(w watch.Interface, count int) error {
-	for event := range w.ResultChan() {
-		pod, ok := event.Object.(*corev1.Pod)
-		if !ok {
-			continue
-		}
-		now := time.Now()
-		o.mu.Lock()
-		if _, ok := o.unschedulable[pod.Name]; !ok && unschedulable(pod) {
-			o.unschedulable[pod.Name] = now
-		}
-		if _, ok := o.running[pod.Name]; !ok && pod.Status.Phase == corev1.PodRunning {
-			o.running[pod.Name] = now
-			o.node[pod.Name] = pod.Spec.NodeName
-		}
-		finished := len(o.running) == count
-		o.mu.Unlock()
-		if finished {
-			return nil
+func (o *observations) observe(object any) {
+	pod, ok := object.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.unschedulable[pod.Name]; !ok && unschedulable(pod) {
+		o.unschedulable[pod.Name] = now
+	}
+	if _, ok := o.running[pod.Name]; !ok && pod.Status.Phase == corev1.PodRunning {
+		o.running[pod.Name] = now
+		o.node[pod.Name] = pod.Spec.NodeName
+		if len(o.running) == o.count {
+			close(o.done)
 		}
 	}
-	return errors.New("the pod watch ended")
 }
 
 func unschedulable(pod *corev1.Pod) bool {
@@ -233,8 +235,4 @@ func percentile(values []time.Duration, p int) string {
 	sorted := slices.Sorted(slices.Values(values))
 	i := (len(sorted)*p+99)/100 - 1
 	return sorted[max(i, 0)].Round(10 * time.Millisecond).String()
-}
-
-func listOptions() metav1.ListOptions {
-	return metav1.ListOptions{LabelSelector: "app=latency"}
 }
