@@ -125,9 +125,13 @@ func measure(dir, binaries string, idle time.Duration, count int) (result, error
 	}); err != nil {
 		return result{}, err
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	factory.WaitForCacheSync(ctx.Done())
+	informing, stopInforming := context.WithCancel(ctx)
+	defer func() {
+		stopInforming()
+		factory.Shutdown()
+	}()
+	factory.Start(informing.Done())
+	factory.WaitForCacheSync(informing.Done())
 
 	// At once: as many creations in flight as a burst from a Deployment controller.
 	creating, creatingCtx := errgroup.WithContext(ctx)
