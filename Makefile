@@ -97,3 +97,12 @@ sandbox: test-assets
 .PHONY: e2e
 e2e: test-assets
 	go test -count=1 -v ./test/e2e/
+
+## The allocator's latency on the sandbox's stack: pods created at once → CreateFleet call and
+## Running, p50/p99, for each pod count and --batch-idle-duration (docs/benchmarks.md). Not part
+## of `make test`: it measures, it does not assert.
+BENCH_PODS ?= 1000,1
+BENCH_BATCH_IDLE ?= 1s,200ms
+.PHONY: bench-provisioning
+bench-provisioning: test-assets
+	go run ./test/scale/provisioning --pods $(BENCH_PODS) --batch-idle-duration $(BENCH_BATCH_IDLE)

@@ -14,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/test/awsemulator"
 	"karpenter.sh/karpenter/test/sandbox"
 )
 
@@ -102,6 +104,23 @@ func playStory(ctx context.Context, stack *sandbox.Stack, begin time.Time) error
 	if err := t.waitPods(ctx, 1); err != nil {
 		return err
 	}
+
+	shop := sandbox.Shop()
+	var replicas int32
+	for _, d := range shop {
+		replicas += ptr.Deref(d.Spec.Replicas, 0)
+	}
+	t.step("%d shop pods arrive for Provisioner %q (spot): web 16 × 500m and api 10 × 2 CPU spread over the zones, cache 4 × 1 CPU one per node",
+		replicas, sandbox.ProvisionerName)
+	t.watchLaunches(stack)
+	for _, d := range shop {
+		if err := c.Create(ctx, d); err != nil {
+			return fmt.Errorf("creating the story's deployment %s, %w", d.Name, err)
+		}
+	}
+	if err := t.waitShop(ctx, int(replicas)); err != nil {
+		return err
+	}
 	t.step("story done in %s", time.Since(storyBegin).Round(time.Second))
 	return nil
 }
@@ -115,6 +134,18 @@ type timeline struct {
 
 	mu   sync.Mutex
 	last map[string]groupState
+	// launches, once set, is the Provisioner's chapter: instances launched, nodes Ready, shop
+	// pods Running.
+	launches *launches
+}
+
+// launches is what the timeline printed of the Provisioner's chapter.
+type launches struct {
+	emulator *awsemulator.Emulator
+	printed  map[string]bool // instance id (launched) or node name (Ready)
+	running  int             // shop pods Running; -1 before the first line
+	cost     float64         // $/h of the running instances
+	nodes    int
 }
 
 type groupState struct {
@@ -137,10 +168,18 @@ func (t *timeline) step(format string, args ...any) {
 	fmt.Printf("%s  ▶ %s\n", clockSince(t.begin), fmt.Sprintf(format, args...))
 }
 
+// watchLaunches starts the Provisioner's chapter of the timeline.
+func (t *timeline) watchLaunches(stack *sandbox.Stack) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.launches = &launches{emulator: stack.Emulator, printed: map[string]bool{}, running: -1}
+}
+
 func (t *timeline) run(ctx context.Context) {
 	ticker := time.NewTicker(pollInterval)
 	defer ticker.Stop()
 	for {
+		t.observeLaunches(ctx)
 		for _, group := range []string{"queue-workers", "general"} {
 			state, err := t.observe(ctx, group)
 			if err != nil {
@@ -211,6 +250,70 @@ func (t *timeline) observe(ctx context.Context, group string) (groupState, error
 		}
 	}
 	return state, nil
+}
+
+// observeLaunches prints each instance the Provisioner launched (type, zone, capacity type,
+// price), each of their nodes going Ready and the shop pods Running.
+func (t *timeline) observeLaunches(ctx context.Context) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l := t.launches
+	if l == nil {
+		return
+	}
+	l.cost, l.nodes = 0, 0
+	for _, instance := range l.emulator.EC2Instances() {
+		if instance.State == "shutting-down" || instance.State == "terminated" {
+			continue
+		}
+		l.cost += instance.PricePerHour
+		l.nodes++
+		if !l.printed[instance.InstanceID] {
+			l.printed[instance.InstanceID] = true
+			fmt.Printf("%s    launched %s %-12s in %s  %-9s $%.4f/h\n", clockSince(t.begin), instance.InstanceID, instance.InstanceType,
+				instance.AvailabilityZone, instance.CapacityType, instance.PricePerHour)
+		}
+	}
+	launched := &corev1.NodeList{}
+	if err := t.client.List(ctx, launched, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: sandbox.ProvisionerName}); err == nil {
+		for _, node := range launched.Items {
+			if nodes.IsReady(&node) && !l.printed[node.Name] {
+				l.printed[node.Name] = true
+				fmt.Printf("%s    node %s Ready (%s)\n", clockSince(t.begin), node.Name, node.Labels[corev1.LabelInstanceTypeStable])
+			}
+		}
+	}
+	pods := &corev1.PodList{}
+	if err := t.client.List(ctx, pods, client.InNamespace(sandbox.Namespace), client.HasLabels{sandbox.ShopLabel}); err != nil {
+		return
+	}
+	running := 0
+	for _, pod := range pods.Items {
+		if pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
+			running++
+		}
+	}
+	if running != l.running {
+		l.running = running
+		fmt.Printf("%s    shop pods Running %d/%d\n", clockSince(t.begin), running, len(pods.Items))
+	}
+}
+
+// waitShop waits until pods shop pods run, then prints what their nodes cost.
+func (t *timeline) waitShop(ctx context.Context, pods int) error {
+	var last string
+	if err := waitFor(ctx, fmt.Sprintf("%d shop pods Running", pods), &last, func() (bool, error) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		last = fmt.Sprintf("%d Running", t.launches.running)
+		return t.launches.running == pods, nil
+	}); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.step("%d shop pods Running on %d launched nodes: $%.4f/h in total", pods, t.launches.nodes, t.launches.cost)
+	return nil
 }
 
 // waitGroup waits until the group has replicas instances in service and nodes Ready nodes,

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -376,6 +377,12 @@ type EC2Instance struct {
 	FleetID            string            `json:"fleetId,omitempty"`
 	LaunchTime         time.Time         `json:"launchTime"`
 	Tags               map[string]string `json:"tags,omitempty"`
+	// Capacity is what a kubelet on the instance reports: the type's vCPUs and memory and the
+	// EKS bootstrap's --max-pods for the VPC CNI, e.g. {cpu: "2", memory: "8192Mi", pods: "29"}.
+	Capacity map[string]string `json:"capacity,omitempty"`
+	// PricePerHour is what the instance costs in $/h: the type's on-demand price, or the
+	// zone's spot price for spot instances.
+	PricePerHour float64 `json:"pricePerHour"`
 }
 
 // EC2Instances lists the free-standing instances, terminated ones included while EC2 still
@@ -393,6 +400,7 @@ func (e *Emulator) EC2Instances() []EC2Instance {
 			AvailabilityZone: i.zone, CapacityType: i.capacityType, State: x.InstanceState.Name, SubnetID: i.subnetID,
 			PrivateIPAddress: x.PrivateIPAddress, PrivateDNSName: x.PrivateDNSName, ImageID: i.imageID,
 			LaunchTemplateName: i.launchTemplateName, FleetID: i.fleetID, LaunchTime: i.launched, Tags: maps.Clone(i.tags),
+			Capacity: e.NodeCapacity(i.instanceType), PricePerHour: e.price(i.instanceType, i.zone, i.capacityType),
 		})
 	}
 	return out
@@ -415,4 +423,29 @@ func (e *Emulator) TerminateEC2Instances(ids []string) error {
 		e.terminate(i, now)
 	}
 	return nil
+}
+
+// NodeCapacity is what a kubelet on an instance of the type reports; nil for a type the
+// catalogue does not describe.
+func (e *Emulator) NodeCapacity(instanceType string) map[string]string {
+	info, ok := e.catalogue.Types[instanceType]
+	if !ok {
+		return nil
+	}
+	// The VPC CNI gives a pod every address of every ENI but each ENI's primary one; the two
+	// host-network pods (kube-proxy, aws-node) need none.
+	pods := int64(info.MaxNetworkInterfaces)*int64(info.IPv4AddressesPerInterface-1) + 2
+	return map[string]string{
+		"cpu":    strconv.Itoa(int(info.VCPUs)),
+		"memory": strconv.FormatInt(info.MemoryMiB, 10) + "Mi",
+		"pods":   strconv.FormatInt(pods, 10),
+	}
+}
+
+// price is an instance's price in $/h.
+func (e *Emulator) price(instanceType, zone, capacityType string) float64 {
+	if capacityType == capacityTypeSpot {
+		return e.spotPrice(instanceType, zone)
+	}
+	return e.catalogue.Prices[e.opts.Region][instanceType].OnDemand
 }

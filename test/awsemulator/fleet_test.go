@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -156,6 +157,10 @@ func TestCreateFleetLaunchesTheCheapestPoolOnce(t *testing.T) {
 	}
 	if n := len(e.EC2Instances()); n != 2 {
 		t.Errorf("%d instances after a retried request, want 2", n)
+	}
+	// m5.large: 2 vCPUs, 8 GiB, 3 ENIs of 10 addresses → 3×9+2 pods, at its on-demand price.
+	if i := e.EC2Instances()[0]; !maps.Equal(i.Capacity, map[string]string{"cpu": "2", "memory": "8192Mi", "pods": "29"}) || i.PricePerHour != 0.096 {
+		t.Errorf("admin view of an m5.large: capacity %v, $%g/h", i.Capacity, i.PricePerHour)
 	}
 	requests := e.FleetRequests()
 	if len(requests) != 2 || !requests[1].Replayed || requests[0].ClientToken != "token-1" || requests[0].OnDemandAllocationStrategy != "lowest-price" ||

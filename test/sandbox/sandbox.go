@@ -1,7 +1,8 @@
 // Package sandbox runs Karpenter's main job on one machine: a real control plane (etcd,
 // kube-apiserver, kube-scheduler, kube-controller-manager, kwok), Prometheus scraping the
-// controller, the AWS emulator seeded with the Auto Scaling groups and queue behind
-// docs/examples, a node joiner registering a kwok Node per in-service instance, and the
+// controller, the AWS emulator seeded with the Auto Scaling groups, queue and VPC behind
+// docs/examples, a node joiner registering a kwok Node per in-service instance and completing
+// the Nodes Karpenter creates for the instances it launches (an admission webhook), and the
 // controller binary pointed at all of them through the AWS SDK's endpoint variables, and the
 // admission webhook binary installed as the release installs it. Every listener is on loopback. `make sandbox` (cmd/sandbox) and the end-to-end suite (test/e2e)
 // both run on it.
@@ -43,6 +44,12 @@ const (
 	QueueName = "jobs"
 	// Namespace holds the examples.
 	Namespace = "default"
+	// ClusterName is the controller's --cluster-name: the seed's subnets and security group
+	// carry kubernetes.io/cluster/<ClusterName>, which Provisioners select by default.
+	ClusterName = "sandbox"
+	// InstanceProfile is the seed's one instance profile, the nodes' of a Provisioner whose
+	// provider block names none.
+	InstanceProfile = "KarpenterNodeInstanceProfile-demo"
 )
 
 // Options configure a Stack.
@@ -56,8 +63,15 @@ type Options struct {
 	// Period is the controller's resync, HorizontalAutoscaler and MetricsProducer period;
 	// 2 s when zero.
 	Period time.Duration
-	// PendingDelay is how long a new instance takes to come in service; 3 s when zero.
+	// PendingDelay is how long a new instance takes to come in service (Auto Scaling) or to
+	// run (EC2); 3 s when zero.
 	PendingDelay time.Duration
+	// BatchIdleDuration is the controller's --batch-idle-duration; its default when zero.
+	BatchIdleDuration time.Duration
+	// GarbageCollectionPeriod and GarbageCollectionGrace are the controller's
+	// --garbage-collection-period and --garbage-collection-grace; 2 s and 10 s when zero, so
+	// that an orphaned instance goes within seconds.
+	GarbageCollectionPeriod, GarbageCollectionGrace time.Duration
 	// Logf receives progress; nil discards it.
 	Logf func(format string, args ...any)
 }
@@ -74,6 +88,7 @@ type Stack struct {
 	options        Options
 	healthAddress  string
 	emulatorServer *http.Server
+	kubeletServer  *http.Server
 	stopJoiner     context.CancelFunc
 	joinerDone     chan struct{}
 
@@ -89,6 +104,12 @@ func Start(ctx context.Context, options Options) (_ *Stack, err error) {
 	}
 	if options.PendingDelay == 0 {
 		options.PendingDelay = 3 * time.Second
+	}
+	if options.GarbageCollectionPeriod == 0 {
+		options.GarbageCollectionPeriod = 2 * time.Second
+	}
+	if options.GarbageCollectionGrace == 0 {
+		options.GarbageCollectionGrace = 10 * time.Second
 	}
 	if options.Logf == nil {
 		options.Logf = func(string, ...any) {}
@@ -138,6 +159,9 @@ func Start(ctx context.Context, options Options) (_ *Stack, err error) {
 		joiner.Run(joinerCtx)
 	}()
 
+	if err := s.startKubeletWebhook(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.startWebhook(ctx); err != nil {
 		return nil, err
 	}
@@ -175,21 +199,29 @@ func (s *Stack) StartController(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	period := s.options.Period.String()
+	args := []string{
+		"--leader-elect=false",
+		"--metrics-bind-address=" + s.MetricsAddress,
+		"--health-probe-bind-address=" + s.healthAddress,
+		"--prometheus-uri=" + s.Env.Prometheus.URL,
+		"--aws-region=" + Region,
+		"--resync-period=" + period,
+		"--horizontalautoscaler-period=" + period,
+		"--metricsproducer-period=" + period,
+		"--log-format=console",
+		"--cluster-name=" + ClusterName,
+		"--aws-default-instance-profile=" + InstanceProfile,
+		"--garbage-collection-period=" + s.options.GarbageCollectionPeriod.String(),
+		"--garbage-collection-grace=" + s.options.GarbageCollectionGrace.String(),
+	}
+	if s.options.BatchIdleDuration != 0 {
+		args = append(args, "--batch-idle-duration="+s.options.BatchIdleDuration.String())
+	}
 	begin := time.Now()
 	proc, err := s.Env.StartProcess(ctx, environment.ProcessOptions{
 		Name: "controller",
 		Path: s.options.ControllerBinary,
-		Args: []string{
-			"--leader-elect=false",
-			"--metrics-bind-address=" + s.MetricsAddress,
-			"--health-probe-bind-address=" + s.healthAddress,
-			"--prometheus-uri=" + s.Env.Prometheus.URL,
-			"--aws-region=" + Region,
-			"--resync-period=" + period,
-			"--horizontalautoscaler-period=" + period,
-			"--metricsproducer-period=" + period,
-			"--log-format=console",
-		},
+		Args: args,
 		Env: []string{
 			"KUBECONFIG=" + s.Env.KubeconfigPath,
 			"AWS_ENDPOINT_URL=" + s.EmulatorURL,
@@ -239,6 +271,9 @@ func (s *Stack) Stop() error {
 	}
 	if s.emulatorServer != nil {
 		errs = append(errs, s.emulatorServer.Close())
+	}
+	if s.kubeletServer != nil {
+		errs = append(errs, s.kubeletServer.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -68,6 +69,8 @@ func TestAllocator(t *testing.T) {
 		}
 	})
 
+	t.Run("a provisioner no pod waits for becomes Ready", s.readyWithoutPods)
+	t.Run("a provisioner whose instance types could not be read becomes Ready once they can", s.readyOnceResolved)
 	t.Run("pods end Running on launched nodes that satisfy their constraints", s.constraints)
 	t.Run("pods that fit existing nodes launch nothing", s.existingRoom)
 	t.Run("a second batch counts the nodes in flight", s.inFlight)
@@ -280,6 +283,37 @@ func (s *suite) inFlight(t *testing.T) {
 	if len(hosts) != 1 || s.launches("inflight") != 1 {
 		t.Errorf("the pods run on %v after %d launches, want one node", hosts, s.launches("inflight"))
 	}
+}
+
+func (s *suite) readyWithoutPods(t *testing.T) {
+	s.provisioner(t, "idle", nil)
+	eventually.Holds(t, "the provisioner Ready", func() (bool, string, error) {
+		p := &v1alpha5.Provisioner{}
+		if err := s.env.Client.Get(t.Context(), client.ObjectKey{Name: "idle"}, p); err != nil {
+			return false, "", err
+		}
+		c := p.StatusConditions().GetCondition(apis.ConditionReady)
+		return c != nil && c.IsTrue(), fmt.Sprintf("%+v", c), nil
+	}, eventually.Timeout(pollTimeout))
+}
+
+func (s *suite) readyOnceResolved(t *testing.T) {
+	s.cloud.SetError(errors.New("no instance types read yet"))
+	s.provisioner(t, "late", nil)
+	ready := func(status corev1.ConditionStatus, reason string) {
+		t.Helper()
+		eventually.Holds(t, fmt.Sprintf("the provisioner Ready=%s %s", status, reason), func() (bool, string, error) {
+			p := &v1alpha5.Provisioner{}
+			if err := s.env.Client.Get(t.Context(), client.ObjectKey{Name: "late"}, p); err != nil {
+				return false, "", err
+			}
+			c := p.StatusConditions().GetCondition(apis.ConditionReady)
+			return c != nil && c.Status == status && c.Reason == reason, fmt.Sprintf("%+v", c), nil
+		}, eventually.Timeout(pollTimeout))
+	}
+	ready(corev1.ConditionFalse, provisioning.ReasonInstanceTypesUnresolved)
+	s.cloud.SetError(nil)
+	ready(corev1.ConditionTrue, "")
 }
 
 func (s *suite) limits(t *testing.T) {

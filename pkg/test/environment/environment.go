@@ -398,7 +398,7 @@ func startKwok(l *lifecycle, path, kubeconfig string) (*Process, string, error) 
 	proc, err := startProcess(l, "kwok", path, []string{
 		"--kubeconfig=" + kubeconfig,
 		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + kwokNodeAnnotationValue,
+		"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + KwokNodeAnnotationValue,
 		"--server-address=" + address,
 		// Renew a Lease per node as kubelets do. Without a configuration file kwok v0.7.0
 		// leaves this at 0, and then neither renews leases nor heartbeats node status often

@@ -10,7 +10,7 @@ const (
 	// KwokNodeAnnotation marks the nodes kwok manages: the environment starts kwok with
 	// --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake, as kwokctl does.
 	KwokNodeAnnotation      = "kwok.x-k8s.io/node"
-	kwokNodeAnnotationValue = "fake"
+	KwokNodeAnnotationValue = "fake"
 	// defaultKwokNodePods is the pod capacity of a kwok node whose capacity names none, the
 	// kubelet's default --max-pods.
 	defaultKwokNodePods = 110
@@ -40,7 +40,7 @@ func KwokNode(name string, labels map[string]string, capacity corev1.ResourceLis
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Labels:      nodeLabels,
-			Annotations: map[string]string{KwokNodeAnnotation: kwokNodeAnnotationValue},
+			Annotations: map[string]string{KwokNodeAnnotation: KwokNodeAnnotationValue},
 		},
 		Status: corev1.NodeStatus{
 			Capacity:    resources,

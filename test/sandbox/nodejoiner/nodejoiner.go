@@ -2,7 +2,10 @@
 // the AWS emulator's Auto Scaling groups it registers a Node that kwok runs (providerID
 // aws:///<zone>/<instance-id>, the group's labels and taints, the instance's capacity), and it
 // deletes the Node and its pods once its instance stops being in service, as the cloud node
-// lifecycle controller and pod garbage collection would.
+// lifecycle controller and pod garbage collection would. For the EC2 instances a Provisioner
+// launches (CreateFleet), Karpenter creates the Node itself; Admission completes that Node as
+// it is created (see there). It never registers a Node for such an instance: an instance whose
+// Node was never created is the orphan Karpenter's garbage collection must find.
 package nodejoiner
 
 import (
@@ -138,13 +141,9 @@ func NodeName(instance awsemulator.Instance) string {
 
 // Node is the Node a kubelet on the instance would register, for kwok to run.
 func Node(instance awsemulator.Instance) (*corev1.Node, error) {
-	capacity := corev1.ResourceList{}
-	for name, value := range instance.Capacity {
-		quantity, err := resource.ParseQuantity(value)
-		if err != nil {
-			return nil, fmt.Errorf("instance %s: capacity %s=%q, %w", instance.InstanceID, name, value, err)
-		}
-		capacity[corev1.ResourceName(name)] = quantity
+	capacity, err := resources(instance.InstanceID, instance.Capacity)
+	if err != nil {
+		return nil, err
 	}
 	labels := map[string]string{
 		JoinedLabel:                    "true",
@@ -166,6 +165,19 @@ func Node(instance awsemulator.Instance) (*corev1.Node, error) {
 		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: taint.Key, Value: taint.Value, Effect: corev1.TaintEffect(taint.Effect)})
 	}
 	return node, nil
+}
+
+// resources parses an instance's capacity as the emulator gives it.
+func resources(instanceID string, capacity map[string]string) (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	for name, value := range capacity {
+		quantity, err := resource.ParseQuantity(value)
+		if err != nil {
+			return nil, fmt.Errorf("instance %s: capacity %s=%q, %w", instanceID, name, value, err)
+		}
+		out[corev1.ResourceName(name)] = quantity
+	}
+	return out, nil
 }
 
 // region is the region of an availability zone: us-west-2a → us-west-2.

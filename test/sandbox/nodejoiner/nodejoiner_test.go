@@ -1,10 +1,18 @@
 package nodejoiner
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -98,5 +106,48 @@ func TestSyncRegistersInServiceAndRemovesGoneInstances(t *testing.T) {
 	}
 	if len(pods.Items) != 0 {
 		t.Errorf("pods of the removed node remain: %v", pods.Items)
+	}
+}
+
+type capacities map[string]map[string]string
+
+func (c capacities) NodeCapacity(instanceType string) map[string]string { return c[instanceType] }
+
+func TestAdmissionCompletesTheNodesKarpenterCreates(t *testing.T) {
+	handler := Admission(capacities{"m5.large": {"cpu": "2", "memory": "8192Mi", "pods": "29"}})
+	review := func(node *corev1.Node) *admissionv1.AdmissionResponse {
+		t.Helper()
+		raw, err := json.Marshal(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := json.Marshal(admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request: &admissionv1.AdmissionRequest{UID: "1", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+				Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Node"}, Resource: metav1.GroupVersionResource{Version: "v1", Resource: "nodes"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recorder := httptest.NewRecorder()
+		request := httptest.NewRequest(http.MethodPost, "/nodes", bytes.NewReader(body))
+		request.Header.Set("Content-Type", "application/json")
+		handler.ServeHTTP(recorder, request)
+		out := admissionv1.AdmissionReview{}
+		if err := json.Unmarshal(recorder.Body.Bytes(), &out); err != nil || out.Response == nil {
+			t.Fatalf("response %s, %v", recorder.Body.String(), err)
+		}
+		return out.Response
+	}
+	launched := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-1-4.us-west-2.compute.internal",
+		Labels: map[string]string{"karpenter.sh/provisioner-name": "default", corev1.LabelInstanceTypeStable: "m5.large"}}}
+	response := review(launched)
+	patch := string(response.Patch)
+	if !response.Allowed || !strings.Contains(patch, "/metadata/annotations") || !strings.Contains(patch, environment.KwokNodeAnnotationValue) ||
+		!strings.Contains(patch, `"pods":"29"`) || !strings.Contains(patch, `"memory":"8Gi"`) {
+		t.Errorf("a launched node's patch = %s (allowed %t)", patch, response.Allowed)
+	}
+	if other := review(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "other"}}); !other.Allowed || len(other.Patch) != 0 {
+		t.Errorf("a node no Provisioner launched: allowed %t, patch %s", other.Allowed, other.Patch)
 	}
 }

@@ -1,0 +1,339 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"knative.dev/pkg/apis"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/eventually"
+	"karpenter.sh/karpenter/test/awsemulator"
+	"karpenter.sh/karpenter/test/sandbox"
+)
+
+// Each provisioning test has a Provisioner of its own, named after it, and its pods select it
+// by karpenter.sh/provisioner-name: tests running at once never share nodes or limits.
+
+func TestProvisionedPodsRunOnNodesThatSatisfyThem(t *testing.T) {
+	t.Parallel()
+	const name = "constraints"
+	taint := corev1.Taint{Key: "e2e.karpenter.sh/dedicated", Value: name, Effect: corev1.TaintEffectNoSchedule}
+	createProvisioner(t, builders.ProvisionerOptions{Name: name, Labels: map[string]string{"e2e.karpenter.sh/team": name}, Taints: []corev1.Taint{taint}})
+	pod := func(podName string, o builders.PodOptions) *corev1.Pod {
+		o.Name, o.Namespace = name+"-"+podName, sandbox.Namespace
+		o.NodeSelector = mergeLabels(o.NodeSelector, map[string]string{v1alpha5.ProvisionerNameLabelKey: name})
+		o.Tolerations = []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpEqual, Value: taint.Value, Effect: taint.Effect}}
+		if o.Requests == nil {
+			o.Requests = builders.Resources("cpu", "1", "memory", "1Gi")
+		}
+		return builders.Pod(o)
+	}
+	spread := map[string]string{"app": name + "-spread"}
+	anti := map[string]string{"app": name + "-anti"}
+	selected := map[string]string{"app": name + "-selected"}
+	pods := []*corev1.Pod{
+		pod("selector", builders.PodOptions{Labels: selected, NodeSelector: map[string]string{corev1.LabelTopologyZone: "us-west-2b", "e2e.karpenter.sh/team": name}}),
+		pod("affinity", builders.PodOptions{NodeRequirements: []corev1.NodeSelectorRequirement{
+			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c5.xlarge"}},
+		}}),
+		pod("affine", builders.PodOptions{PodAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelTopologyZone, selected)}}),
+	}
+	for i := range 3 {
+		pods = append(pods, pod(fmt.Sprintf("spread-%d", i), builders.PodOptions{Labels: spread,
+			TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, spread)}}))
+	}
+	for i := range 2 {
+		pods = append(pods, pod(fmt.Sprintf("anti-%d", i), builders.PodOptions{Labels: anti,
+			PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, anti)}}))
+	}
+	createPods(t, pods...)
+	placed := waitRunning(t, pods...)
+
+	for podName, node := range placed {
+		if node.Labels[v1alpha5.ProvisionerNameLabelKey] != name || node.Labels["e2e.karpenter.sh/team"] != name ||
+			!slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&taint) }) {
+			t.Errorf("pod %s runs on node %s (labels %v, taints %v), not one its Provisioner launched", podName, node.Name, node.Labels, node.Spec.Taints)
+		}
+	}
+	zone := func(podName string) string { return placed[name+"-"+podName].Labels[corev1.LabelTopologyZone] }
+	if zone("selector") != "us-west-2b" {
+		t.Errorf("the pod selecting us-west-2b runs in %s", zone("selector"))
+	}
+	if it := placed[name+"-affinity"].Labels[corev1.LabelInstanceTypeStable]; it != "c5.xlarge" {
+		t.Errorf("the pod requiring c5.xlarge runs on %s", it)
+	}
+	if zone("affine") != zone("selector") {
+		t.Errorf("the pod with affinity to the selector pod's zone runs in %s, not %s", zone("affine"), zone("selector"))
+	}
+	if zones := []string{zone("spread-0"), zone("spread-1"), zone("spread-2")}; len(distinct(zones)) != 3 {
+		t.Errorf("the pods spread over zones run in %v", zones)
+	}
+	if placed[name+"-anti-0"].Name == placed[name+"-anti-1"].Name {
+		t.Errorf("both pods with hostname anti-affinity run on %s", placed[name+"-anti-0"].Name)
+	}
+}
+
+func TestProvisionerLimitsStopLaunches(t *testing.T) {
+	t.Parallel()
+	const name = "limited"
+	// One c5.xlarge (4 vCPUs) exhausts the limit; each pod needs a node of its own.
+	createProvisioner(t, builders.ProvisionerOptions{Name: name, Limits: builders.Resources("cpu", "4"), Requirements: []v1alpha5.NodeSelectorRequirement{
+		{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{"c5.xlarge"}},
+	}})
+	var pods []*corev1.Pod
+	for i := range 3 {
+		pods = append(pods, builders.Pod(builders.PodOptions{Name: fmt.Sprintf("%s-%d", name, i), Namespace: sandbox.Namespace,
+			NodeSelector: map[string]string{v1alpha5.ProvisionerNameLabelKey: name}, Requests: builders.Resources("cpu", "3")}))
+	}
+	createPods(t, pods...)
+	eventually.Holds(t, "the Provisioner reporting its limits exhausted", func() (bool, string, error) {
+		p := &v1alpha5.Provisioner{}
+		if err := stack.Env.Client.Get(context.Background(), client.ObjectKey{Name: name}, p); err != nil {
+			return false, "", err
+		}
+		ready := p.StatusConditions().GetCondition(apis.ConditionReady)
+		warned, err := hasEvent(p.Name, provisioning.ReasonLimitsExhausted)
+		if err != nil {
+			return false, "", err
+		}
+		return ready != nil && ready.Reason == provisioning.ReasonLimitsExhausted && warned && len(liveInstances(name)) == 1,
+			fmt.Sprintf("Ready %+v, LimitsExhausted event %t, instances %d", ready, warned, len(liveInstances(name))), nil
+	}, eventually.Timeout(waitTimeout))
+	running := 0
+	for _, pod := range pods {
+		current := &corev1.Pod{}
+		if err := stack.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), current); err != nil {
+			t.Fatal(err)
+		}
+		if current.Spec.NodeName != "" {
+			running++
+		}
+	}
+	if n := len(liveInstances(name)); n != 1 || running > 1 {
+		t.Errorf("%d instances and %d pods placed under a limit of one node", n, running)
+	}
+}
+
+func TestCapacityErrorInOneZoneFallsBackToAnother(t *testing.T) {
+	t.Parallel()
+	const name = "ice"
+	// Spot is cheapest in the region's first zone, so the first pool tried is us-west-2a's. Only
+	// this test's Provisioner launches spot: the fault touches no other test.
+	createProvisioner(t, builders.ProvisionerOptions{Name: name, Requirements: []v1alpha5.NodeSelectorRequirement{
+		{Key: v1alpha5.CapacityTypeLabelKey, Operator: "In", Values: []string{v1alpha5.CapacityTypeSpot}},
+		{Key: corev1.LabelTopologyZone, Operator: "In", Values: []string{"us-west-2a", "us-west-2b"}},
+		{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{"m5.large"}},
+	}})
+	if err := stack.Emulator.InjectFault(awsemulator.Fault{Kind: "capacity", InstanceType: "m5.large", AvailabilityZone: "us-west-2a", CapacityType: "spot"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stack.Emulator.ClearFaults)
+	pod := builders.Pod(builders.PodOptions{Name: name, Namespace: sandbox.Namespace,
+		NodeSelector: map[string]string{v1alpha5.ProvisionerNameLabelKey: name}, Requests: builders.Resources("cpu", "1")})
+	createPods(t, pod)
+	node := waitRunning(t, pod)[pod.Name]
+	if zone := node.Labels[corev1.LabelTopologyZone]; zone != "us-west-2b" {
+		t.Errorf("the pod runs in %s, want us-west-2b", zone)
+	}
+	if hits := stack.Emulator.FaultHits(); len(hits) != 1 || hits[0] == 0 {
+		t.Errorf("fault hits %v: us-west-2a was never tried", hits)
+	}
+	if n := len(liveInstances(name)); n != 1 {
+		t.Errorf("%d instances, want 1", n)
+	}
+}
+
+func TestPodsThatFitLaunchingNodesLaunchNothing(t *testing.T) {
+	t.Parallel()
+	const name = "fit"
+	createProvisioner(t, builders.ProvisionerOptions{Name: name, Requirements: []v1alpha5.NodeSelectorRequirement{
+		{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{"m5.xlarge"}},
+	}})
+	pod := func(podName string) *corev1.Pod {
+		return builders.Pod(builders.PodOptions{Name: name + "-" + podName, Namespace: sandbox.Namespace,
+			NodeSelector: map[string]string{v1alpha5.ProvisionerNameLabelKey: name}, Requests: builders.Resources("cpu", "1")})
+	}
+	first, second, third := pod("first"), pod("second"), pod("third")
+	createPods(t, first)
+	// The second pod arrives while the node is launching (not Ready, so unschedulable), the third
+	// once it runs: both fit the room already there.
+	eventually.Holds(t, "a node launched for the first pod", func() (bool, string, error) {
+		n := len(liveInstances(name))
+		return n > 0, fmt.Sprintf("%d instances", n), nil
+	}, eventually.Timeout(waitTimeout))
+	createPods(t, second)
+	waitRunning(t, first, second)
+	createPods(t, third)
+	placed := waitRunning(t, first, second, third)
+	if placed[first.Name].Name != placed[second.Name].Name || placed[first.Name].Name != placed[third.Name].Name {
+		t.Errorf("pods on nodes %s, %s and %s, want one", placed[first.Name].Name, placed[second.Name].Name, placed[third.Name].Name)
+	}
+	if n := len(liveInstances(name)); n != 1 {
+		t.Errorf("%d instances, want 1", n)
+	}
+}
+
+func TestPodSelectingALabelNoProvisionerSetsIsNeverProvisionedFor(t *testing.T) {
+	t.Parallel()
+	pod := builders.Pod(builders.PodOptions{Name: "node-group-only", Namespace: sandbox.Namespace,
+		NodeSelector: map[string]string{"e2e.karpenter.sh/pool": "a-node-group"}, Requests: builders.Resources("cpu", "1")})
+	createPods(t, pod)
+	eventually.Holds(t, "the pod told no Provisioner can take it", func() (bool, string, error) {
+		warned, err := hasEvent(pod.Name, provisioning.ReasonUnprovisionable)
+		return warned, "", err
+	}, eventually.Timeout(waitTimeout))
+	planned, err := hasEvent(pod.Name, provisioning.ReasonPlanned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := &corev1.Pod{}
+	if err := stack.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), current); err != nil {
+		t.Fatal(err)
+	}
+	if planned || current.Spec.NodeName != "" {
+		t.Errorf("a node was planned (%t) or bound (%q) for a pod no Provisioner can take", planned, current.Spec.NodeName)
+	}
+}
+
+// TestControllerKilledMidBatchLaunchesExactlyTheNeededInstances runs before the parallel tests:
+// it kills the controller.
+func TestControllerKilledMidBatchLaunchesExactlyTheNeededInstances(t *testing.T) {
+	const name, replicas = "crash", 5
+	createProvisioner(t, builders.ProvisionerOptions{Name: name, Requirements: []v1alpha5.NodeSelectorRequirement{
+		{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{"m5.large"}},
+	}})
+	// One node per pod: hostname anti-affinity.
+	labels := map[string]string{"app": name}
+	var pods []*corev1.Pod
+	for i := range replicas {
+		pods = append(pods, builders.Pod(builders.PodOptions{Name: fmt.Sprintf("%s-%d", name, i), Namespace: sandbox.Namespace, Labels: labels,
+			NodeSelector:    map[string]string{v1alpha5.ProvisionerNameLabelKey: name},
+			PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, labels)}, Requests: builders.Resources("cpu", "500m")}))
+	}
+	// Each CreateFleet call takes a second, so that the kill lands while the batch's launches
+	// are in flight: some answered, some not, their Nodes not all created.
+	if err := stack.Emulator.InjectFault(awsemulator.Fault{Service: "ec2", Action: "CreateFleet", Kind: awsemulator.FaultLatency, Latency: awsemulator.Duration(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	createPods(t, pods...)
+	eventually.Holds(t, "the batch's first CreateFleet call", func() (bool, string, error) {
+		hits := stack.Emulator.FaultHits()
+		return len(hits) == 1 && hits[0] > 0, fmt.Sprintf("fault hits %v", hits), nil
+	}, eventually.Interval(20*time.Millisecond), eventually.Timeout(waitTimeout))
+	stack.KillController()
+	t.Logf("controller killed with %d CreateFleet calls of the batch in flight or answered", stack.Emulator.FaultHits()[0])
+	stack.Emulator.ClearFaults()
+	if err := stack.StartController(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, pods...)
+	// An instance launched but left without a Node by the kill is terminated after the grace.
+	eventually.Holds(t, "exactly one instance per pod, each with its Node", func() (bool, string, error) {
+		live := liveInstances(name)
+		nodeList := &corev1.NodeList{}
+		if err := stack.Env.Client.List(context.Background(), nodeList, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: name}); err != nil {
+			return false, "", err
+		}
+		providerIDs := map[string]bool{}
+		for _, node := range nodeList.Items {
+			providerIDs[node.Spec.ProviderID] = true
+		}
+		orphans := 0
+		for _, instance := range live {
+			if !providerIDs[instance.ProviderID] {
+				orphans++
+			}
+		}
+		return len(live) == replicas && orphans == 0 && len(nodeList.Items) == replicas,
+			fmt.Sprintf("%d live instances, %d without a Node, %d nodes", len(live), orphans, len(nodeList.Items)), nil
+	}, eventually.Timeout(waitTimeout))
+}
+
+func createProvisioner(t *testing.T, o builders.ProvisionerOptions) {
+	t.Helper()
+	p := builders.Provisioner(o)
+	if err := stack.Env.Client.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createPods(t *testing.T, pods ...*corev1.Pod) {
+	t.Helper()
+	for _, pod := range pods {
+		if err := stack.Env.Client.Create(context.Background(), pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitRunning waits until every pod runs on a Ready node and returns the nodes by pod name.
+func waitRunning(t *testing.T, pods ...*corev1.Pod) map[string]*corev1.Node {
+	t.Helper()
+	placed := map[string]*corev1.Node{}
+	eventually.Holds(t, fmt.Sprintf("%d pods Running", len(pods)), func() (bool, string, error) {
+		var waiting []string
+		for _, pod := range pods {
+			current := &corev1.Pod{}
+			if err := stack.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), current); err != nil {
+				return false, "", err
+			}
+			node := &corev1.Node{}
+			if current.Status.Phase != corev1.PodRunning ||
+				stack.Env.Client.Get(context.Background(), client.ObjectKey{Name: current.Spec.NodeName}, node) != nil || !nodes.IsReady(node) {
+				waiting = append(waiting, fmt.Sprintf("%s %s on %q", pod.Name, current.Status.Phase, current.Spec.NodeName))
+				continue
+			}
+			placed[pod.Name] = node
+		}
+		return len(waiting) == 0, strings.Join(waiting, ", "), nil
+	}, eventually.Timeout(waitTimeout))
+	return placed
+}
+
+// liveInstances are the EC2 instances the Provisioner launched that are not terminating.
+func liveInstances(provisionerName string) []awsemulator.EC2Instance {
+	var out []awsemulator.EC2Instance
+	for _, instance := range stack.Emulator.EC2Instances() {
+		if instance.Tags[v1alpha5.ProvisionerNameLabelKey] == provisionerName && (instance.State == "pending" || instance.State == "running") {
+			out = append(out, instance)
+		}
+	}
+	return out
+}
+
+// hasEvent reports whether the object named has had an Event for reason.
+func hasEvent(objectName, reason string) (bool, error) {
+	events := &corev1.EventList{}
+	if err := stack.Env.Client.List(context.Background(), events, client.MatchingFields{"involvedObject.name": objectName, "reason": reason}); err != nil {
+		return false, fmt.Errorf("listing events, %w", err)
+	}
+	return len(events.Items) > 0, nil
+}
+
+func mergeLabels(a, b map[string]string) map[string]string {
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, b)
+	return out
+}
+
+func distinct(values []string) map[string]bool {
+	out := map[string]bool{}
+	for _, v := range values {
+		out[v] = true
+	}
+	return out
+}

@@ -1,0 +1,242 @@
+// Command provisioning measures the allocator's latency on the sandbox's stack (real control
+// plane, kwok, the AWS emulator, the controller as a process): pods are created at once for a
+// Provisioner, and for each pod it reports the time from the scheduler marking it
+// Unschedulable to the CreateFleet call that launched its node, and to the pod Running, with
+// the number of CreateFleet calls. See docs/benchmarks.md.
+//
+//	go run ./test/scale/provisioning [--pods 1000,1] [--batch-idle-duration 1s,200ms]
+//
+// Each (batch idle duration, pod count) pair runs on a fresh stack.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/test/sandbox"
+)
+
+const (
+	provisionerName = "latency"
+	timeout         = 10 * time.Minute
+)
+
+func main() {
+	podCounts := flag.String("pods", "1000,1", "pod counts to measure, comma-separated")
+	idleDurations := flag.String("batch-idle-duration", "1s,200ms", "the controller's --batch-idle-duration values to measure, comma-separated")
+	flag.Parse()
+	if err := run(*podCounts, *idleDurations); err != nil {
+		fmt.Fprintf(os.Stderr, "provisioning latency: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(podCounts, idleDurations string) error {
+	dir, err := os.MkdirTemp("", "karpenter-latency-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	binaries := filepath.Join(dir, "bin")
+	root, err := environment.RepositoryRoot()
+	if err != nil {
+		return err
+	}
+	//nolint:gosec // G204: this repository's own commands, built into a temporary directory.
+	build := exec.Command("go", "build", "-o", binaries+string(filepath.Separator), "./cmd/controller", "./cmd/webhook")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building the controller and the webhook, %w\n%s", err, out)
+	}
+	fmt.Printf("| batch idle | pods | CreateFleet calls | nodes | pending → CreateFleet p50 / p99 | pending → Running p50 / p99 |\n")
+	fmt.Printf("|---:|---:|---:|---:|---:|---:|\n")
+	for idle := range strings.SplitSeq(idleDurations, ",") {
+		idleDuration, err := time.ParseDuration(idle)
+		if err != nil {
+			return fmt.Errorf("--batch-idle-duration %q, %w", idle, err)
+		}
+		for count := range strings.SplitSeq(podCounts, ",") {
+			pods, err := strconv.Atoi(count)
+			if err != nil || pods < 1 {
+				return fmt.Errorf("--pods %q is not a positive count", count)
+			}
+			r, err := measure(filepath.Join(dir, fmt.Sprintf("stack-%s-%d", idle, pods)), binaries, idleDuration, pods)
+			if err != nil {
+				return fmt.Errorf("%d pods with a %s idle window, %w", pods, idle, err)
+			}
+			fmt.Printf("| %s | %d | %d | %d | %s / %s | %s / %s |\n", idleDuration, pods, r.fleetCalls, r.nodes,
+				percentile(r.toLaunch, 50), percentile(r.toLaunch, 99), percentile(r.toRunning, 50), percentile(r.toRunning, 99))
+		}
+	}
+	return nil
+}
+
+type result struct {
+	fleetCalls, nodes   int
+	toLaunch, toRunning []time.Duration
+}
+
+// measure starts a stack, creates pods at once and waits until all run.
+func measure(dir, binaries string, idle time.Duration, count int) (result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	stack, err := sandbox.Start(ctx, sandbox.Options{
+		Dir: dir, ControllerBinary: filepath.Join(binaries, "controller"), WebhookBinary: filepath.Join(binaries, "webhook"),
+		BatchIdleDuration: idle,
+	})
+	if err != nil {
+		return result{}, err
+	}
+	defer func() { _ = stack.Stop() }()
+	if err := stack.Env.Client.Create(ctx, builders.Provisioner(builders.ProvisionerOptions{Name: provisionerName})); err != nil {
+		return result{}, err
+	}
+	clientset, err := kubernetes.NewForConfig(stack.Env.Config)
+	if err != nil {
+		return result{}, err
+	}
+	// An informer, not a bare watch: the apiserver may end a watch (a slow consumer on a busy
+	// machine), and an informer resumes it.
+	seen := &observations{count: count, unschedulable: map[string]time.Time{}, running: map[string]time.Time{}, node: map[string]string{}, done: make(chan struct{})}
+	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0, informers.WithNamespace(sandbox.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app=latency" }))
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    seen.observe,
+		UpdateFunc: func(_, pod any) { seen.observe(pod) },
+	}); err != nil {
+		return result{}, err
+	}
+	informing, stopInforming := context.WithCancel(ctx)
+	defer func() {
+		stopInforming()
+		factory.Shutdown()
+	}()
+	factory.Start(informing.Done())
+	factory.WaitForCacheSync(informing.Done())
+
+	// At once: as many creations in flight as a burst from a Deployment controller.
+	creating, creatingCtx := errgroup.WithContext(ctx)
+	creating.SetLimit(32)
+	for i := range count {
+		pod := builders.Pod(builders.PodOptions{Name: fmt.Sprintf("latency-%04d", i), Namespace: sandbox.Namespace,
+			Labels:       map[string]string{"app": "latency"},
+			NodeSelector: map[string]string{v1alpha5.ProvisionerNameLabelKey: provisionerName},
+			Requests:     builders.Resources("cpu", "500m", "memory", "512Mi")})
+		creating.Go(func() error { return stack.Env.Client.Create(creatingCtx, pod) })
+	}
+	if err := creating.Wait(); err != nil {
+		return result{}, fmt.Errorf("creating pods, %w", err)
+	}
+	select {
+	case <-seen.done:
+	case <-ctx.Done():
+		return result{}, fmt.Errorf("not every pod Running within %s", timeout)
+	}
+	return seen.result(stack)
+}
+
+// observations are what the watch saw, each at the harness's clock, which is the in-process
+// emulator's too.
+type observations struct {
+	count         int
+	done          chan struct{} // closed once count pods run
+	mu            sync.Mutex
+	unschedulable map[string]time.Time // pod → first seen Unschedulable
+	running       map[string]time.Time // pod → first seen Running
+	node          map[string]string    // pod → node
+}
+
+func (o *observations) observe(object any) {
+	pod, ok := object.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.unschedulable[pod.Name]; !ok && unschedulable(pod) {
+		o.unschedulable[pod.Name] = now
+	}
+	if _, ok := o.running[pod.Name]; !ok && pod.Status.Phase == corev1.PodRunning {
+		o.running[pod.Name] = now
+		o.node[pod.Name] = pod.Spec.NodeName
+		if len(o.running) == o.count {
+			close(o.done)
+		}
+	}
+}
+
+func unschedulable(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}
+
+// result maps each pod to its node, the node to its instance (providerID) and the instance to
+// the CreateFleet call that launched it.
+func (o *observations) result(stack *sandbox.Stack) (result, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var r result
+	fleetReceived := map[string]time.Time{} // instance id → its CreateFleet call
+	for _, request := range stack.Emulator.FleetRequests() {
+		if request.TagSpecifications["instance"][v1alpha5.ProvisionerNameLabelKey] != provisionerName {
+			continue
+		}
+		r.fleetCalls++
+		for _, id := range request.InstanceIDs {
+			fleetReceived[id] = request.Received
+		}
+	}
+	nodeInstance := map[string]string{}
+	nodeList := &corev1.NodeList{}
+	if err := stack.Env.Client.List(context.Background(), nodeList); err != nil {
+		return r, err
+	}
+	for _, node := range nodeList.Items {
+		if node.Labels[v1alpha5.ProvisionerNameLabelKey] == provisionerName {
+			r.nodes++
+			nodeInstance[node.Name] = node.Spec.ProviderID[strings.LastIndex(node.Spec.ProviderID, "/")+1:]
+		}
+	}
+	for pod, pending := range o.unschedulable {
+		launched, ok := fleetReceived[nodeInstance[o.node[pod]]]
+		if !ok {
+			return r, fmt.Errorf("pod %s runs on %q, which no CreateFleet call of the Provisioner launched", pod, o.node[pod])
+		}
+		r.toLaunch = append(r.toLaunch, launched.Sub(pending))
+		r.toRunning = append(r.toRunning, o.running[pod].Sub(pending))
+	}
+	return r, nil
+}
+
+func percentile(values []time.Duration, p int) string {
+	if len(values) == 0 {
+		return "n/a"
+	}
+	sorted := slices.Sorted(slices.Values(values))
+	i := (len(sorted)*p+99)/100 - 1
+	return sorted[max(i, 0)].Round(10 * time.Millisecond).String()
+}
