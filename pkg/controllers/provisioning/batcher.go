@@ -49,9 +49,15 @@ func newBatcher(clk clock.Clock, w window) *batcher {
 }
 
 // add puts a pod, by key, in the open batch, opening one if none is. A pod added again (it
-// was not provisioned for, or is still waiting for its node) counts once.
+// was not provisioned for, or is still waiting for its node) counts once, and does not hold
+// the batch open: kube-scheduler updates each pod it retries, and a burst of a thousand pods
+// would otherwise keep its own batch open to the maximum window.
 func (b *batcher) add(key string) {
 	b.mu.Lock()
+	if b.pending.Has(key) {
+		b.mu.Unlock()
+		return
+	}
 	now := b.clock.Now()
 	if b.pending.Len() == 0 {
 		b.first = now

@@ -81,3 +81,20 @@ func TestBatcherPokeRunsAnEmptyBatchAtOnce(t *testing.T) {
 		t.Errorf("a poke gave a batch of %d (%v), want an empty one at once", size, ok)
 	}
 }
+
+// TestBatcherUpdatesOfAPodDoNotHoldTheBatchOpen: kube-scheduler updates each pod it retries,
+// and those updates arrive as the pod again; only new pods restart the idle gap.
+func TestBatcherUpdatesOfAPodDoNotHoldTheBatchOpen(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := newBatcher(clk, window{idle: time.Second, max: 10 * time.Second})
+	b.add("a")
+	clk.Step(900 * time.Millisecond)
+	b.add("a") // an update of the same pod, 0.9 s later
+	if got := b.window.closesAt(b.first, b.last).Sub(b.first); got != time.Second {
+		t.Errorf("the batch closes %s after it opened, want 1s: the update held it open", got)
+	}
+	b.add("b") // a new pod restarts the idle gap
+	if got := b.window.closesAt(b.first, b.last).Sub(b.first); got != 1900*time.Millisecond {
+		t.Errorf("the batch closes %s after it opened, want 1.9s", got)
+	}
+}

@@ -22,14 +22,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"knative.dev/pkg/apis"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -136,18 +133,6 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 			pod, ok := o.(*corev1.Pod)
 			return ok && pods.IsProvisionable(pod)
 		}))).
-		// A Provisioner created or changed gets a pass of its own, pods pending or not: its
-		// Ready condition must not wait for the first pod.
-		Watches(&v1alpha5.Provisioner{}, handler.Funcs{
-			CreateFunc: func(context.Context, event.TypedCreateEvent[client.Object], workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				c.batcher.poke()
-			},
-			UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
-					c.batcher.poke()
-				}
-			},
-		}).
 		Complete(reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
 			c.batcher.add(req.String())
 			return reconcile.Result{}, nil
