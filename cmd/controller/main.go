@@ -16,6 +16,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
 	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/flagenv"
 	"karpenter.sh/karpenter/pkg/metrics/clients"
 	"karpenter.sh/karpenter/pkg/operator"
@@ -55,6 +56,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.DurationVar(&f.operator.Controllers.NodeReadyTimeout, "node-ready-timeout", readiness.DefaultTimeout, "How long a launched node may take to become Ready before it is deleted and its instance terminated.")
 	fs.DurationVar(&f.operator.Controllers.GarbageCollectionPeriod, "garbage-collection-period", garbagecollection.DefaultPeriod, "How often the cloud's instances and the cluster's nodes are compared.")
 	fs.DurationVar(&f.operator.Controllers.GarbageCollectionGrace, "garbage-collection-grace", garbagecollection.DefaultGrace, "How long an instance may run without a node before it is terminated.")
+	fs.DurationVar(&f.operator.Controllers.BatchIdleDuration, "batch-idle-duration", provisioning.DefaultBatchIdleDuration, "A batch of pending pods closes once no pod arrived for this long.")
+	fs.DurationVar(&f.operator.Controllers.BatchMaxDuration, "batch-max-duration", provisioning.DefaultBatchMaxDuration, "A batch of pending pods closes this long after it opened, however many still arrive.")
 	fs.DurationVar(&f.operator.Controllers.ResyncPeriod, "resync-period", 10*time.Second, "How often each object is reconciled without a watch event.")
 	if err := flagenv.Parse(fs, args); err != nil {
 		return f, err
@@ -94,6 +97,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	}
 	if f.operator.Controllers.HorizontalAutoscalerWorkers < 1 {
 		return f, fmt.Errorf("--horizontalautoscaler-workers must be at least 1, not %d", f.operator.Controllers.HorizontalAutoscalerWorkers)
+	}
+	if idle, max := f.operator.Controllers.BatchIdleDuration, f.operator.Controllers.BatchMaxDuration; idle <= 0 || max < idle {
+		return f, fmt.Errorf("--batch-idle-duration (%s) must be positive and --batch-max-duration (%s) at least as long", idle, max)
 	}
 	if f.logFormat != "json" && f.logFormat != "console" {
 		return f, fmt.Errorf("--log-format must be json or console, not %q", f.logFormat)

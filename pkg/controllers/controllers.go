@@ -19,6 +19,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
 	"karpenter.sh/karpenter/pkg/controllers/node/termination"
 	provisionerstatus "karpenter.sh/karpenter/pkg/controllers/provisioner/status"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/scalablenodegroup"
 	"karpenter.sh/karpenter/pkg/metrics/clients"
 	"karpenter.sh/karpenter/pkg/metrics/producers"
@@ -71,6 +72,10 @@ type Options struct {
 	// GarbageCollectionGrace is how long an instance may run without a node before it is
 	// terminated; garbagecollection.DefaultGrace when zero.
 	GarbageCollectionGrace time.Duration
+	// BatchIdleDuration and BatchMaxDuration close a batch of pending pods: once none
+	// arrived for the first, or the second after the batch opened; the provisioning
+	// package's defaults when zero.
+	BatchIdleDuration, BatchMaxDuration time.Duration
 	// ResyncPeriod is how often every object is reconciled even without a watch event.
 	ResyncPeriod time.Duration
 	// Clock is the one clock of every controller.
@@ -81,10 +86,10 @@ type Options struct {
 
 // Names lists every controller, in the order they are registered.
 var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name,
-	readiness.Name, termination.Name, garbagecollection.Name, provisionerstatus.Name}
+	readiness.Name, termination.Name, garbagecollection.Name, provisionerstatus.Name, provisioning.Name}
 
 // needInstances are the controllers that run only with an InstanceProvider.
-var needInstances = []string{termination.Name, garbagecollection.Name}
+var needInstances = []string{termination.Name, garbagecollection.Name, provisioning.Name}
 
 // reconciler is what each controller package offers to the manager.
 type reconciler interface {
@@ -187,6 +192,15 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options) 
 		})
 	case provisionerstatus.Name:
 		return provisionerstatus.New(provisionerstatus.Options{Client: mgr.GetClient()})
+	case provisioning.Name:
+		return provisioning.New(provisioning.Options{
+			Client:            mgr.GetClient(),
+			InstanceProvider:  opts.InstanceProvider,
+			Recorder:          recorderFor(mgr, name),
+			Clock:             opts.Clock,
+			BatchIdleDuration: opts.BatchIdleDuration,
+			BatchMaxDuration:  opts.BatchMaxDuration,
+		})
 	}
 	return nil, fmt.Errorf("no controller is named %q", name)
 }

@@ -17,7 +17,7 @@ func TestRegisterRefusesBadOptions(t *testing.T) {
 		options controllers.Options
 		want    string
 	}{
-		{name: "unknown controller", options: controllers.Options{Clock: clock.RealClock{}, Enabled: []string{"provisioning"}}, want: `no controller is named "provisioning"`},
+		{name: "unknown controller", options: controllers.Options{Clock: clock.RealClock{}, Enabled: []string{"provisioner"}}, want: `no controller is named "provisioner"`},
 		{name: "no clock", options: controllers.Options{}, want: "without a clock"},
 		{name: "termination without instances", options: controllers.Options{Clock: clock.RealClock{}, Enabled: []string{"nodetermination"}},
 			want: "the nodetermination controller needs an instance provider"},

@@ -30,3 +30,15 @@ func IsLaunchedByKarpenter(node *corev1.Node) bool {
 	_, ok := node.Labels[v1alpha5.ProvisionerNameLabelKey]
 	return ok
 }
+
+// IsLaunching is true for a node Karpenter launched whose kubelet has not yet reported Ready:
+// it still carries the not-ready taint, so nothing is scheduled there yet, but its room is
+// already promised to the pods it was launched for.
+func IsLaunching(node *corev1.Node) bool {
+	for _, taint := range node.Spec.Taints {
+		if taint.Key == v1alpha5.NotReadyTaintKey {
+			return true
+		}
+	}
+	return false
+}

@@ -52,3 +52,21 @@ func TestIsLaunchedByKarpenter(t *testing.T) {
 		}
 	}
 }
+
+func TestIsLaunching(t *testing.T) {
+	notReady := corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule}
+	other := corev1.Taint{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}
+	for _, tc := range []struct {
+		name   string
+		taints []corev1.Taint
+		want   bool
+	}{
+		{"no taint", nil, false},
+		{"other taints", []corev1.Taint{other}, false},
+		{"the not-ready taint among others", []corev1.Taint{other, notReady}, true},
+	} {
+		if got := IsLaunching(&corev1.Node{Spec: corev1.NodeSpec{Taints: tc.taints}}); got != tc.want {
+			t.Errorf("%s: IsLaunching = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -27,6 +27,13 @@ func IsUnschedulable(pod *corev1.Pod) bool {
 	return false
 }
 
+// IsProvisionable is true for an unschedulable pod that a new node would help: a DaemonSet's
+// pod is placed by its controller on every node, new ones included, and a mirror pod is run
+// by its node's kubelet, so no new node is ever launched for either.
+func IsProvisionable(pod *corev1.Pod) bool {
+	return IsUnschedulable(pod) && !IsOwnedByDaemonSet(pod) && !IsMirror(pod)
+}
+
 // IsTerminal is true for a pod whose containers have all stopped for good: it holds no
 // resources on its node any more.
 func IsTerminal(pod *corev1.Pod) bool {

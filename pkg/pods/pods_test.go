@@ -45,6 +45,31 @@ func TestIsUnschedulable(t *testing.T) {
 	}
 }
 
+func TestIsProvisionable(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*corev1.Pod)
+		want   bool
+	}{
+		{"unschedulable", nil, true},
+		{"bound", func(p *corev1.Pod) { p.Spec.NodeName = "n" }, false},
+		{"a DaemonSet's", func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: ptr.To(true)}}
+		}, false},
+		{"a ReplicaSet's", func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs", Controller: ptr.To(true)}}
+		}, true},
+		{"a mirror", func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} }, false},
+		{"being deleted", func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := IsProvisionable(unschedulablePod(tc.mutate)); got != tc.want {
+				t.Errorf("IsProvisionable = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestIsTerminal(t *testing.T) {
 	for _, tc := range []struct {
 		phase corev1.PodPhase

@@ -13,30 +13,60 @@ import (
 	"knative.dev/pkg/apis"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/scheduling"
 )
 
-// provisioner gives v1alpha5.Provisioner its admission semantics.
+// provisioner gives v1alpha5.Provisioner its admission semantics; cloud defaults and
+// validates its spec.provider block.
 type provisioner struct {
 	v1alpha5.Provisioner
+	cloud cloudprovider.ProviderValidator
 }
 
 func (p *provisioner) DeepCopyObject() runtime.Object {
-	return &provisioner{Provisioner: *p.Provisioner.DeepCopy()}
+	return &provisioner{Provisioner: *p.Provisioner.DeepCopy(), cloud: p.cloud}
 }
 
 func (p *provisioner) SupportedSubResources() []string { return mainResourceOnly }
 
-// SetDefaults has nothing to do: an unset field means what it says (no TTL, no limit).
-func (p *provisioner) SetDefaults(context.Context) {}
+func (p *provisioner) SetDefaults(ctx context.Context) {
+	if apis.IsInStatusUpdate(ctx) {
+		return
+	}
+	DefaultProvisioner(ctx, &p.Provisioner, p.cloud)
+}
 
 func (p *provisioner) Validate(ctx context.Context) *apis.FieldError {
 	if skipValidation(ctx, func(old *provisioner) bool {
-		return equality.Semantic.DeepEqual(old.Spec, p.Spec)
+		// The new object has been defaulted, the stored one maybe not.
+		defaulted := old.Provisioner.DeepCopy()
+		DefaultProvisioner(ctx, defaulted, p.cloud)
+		return equality.Semantic.DeepEqual(defaulted.Spec, p.Spec)
 	}) {
 		return nil
 	}
-	return ValidateProvisioner(&p.Provisioner)
+	return ValidateProvisioner(ctx, &p.Provisioner, p.cloud)
+}
+
+// Karpenter v0.5's defaults for what a Provisioner leaves unconstrained: on-demand capacity
+// (spot is an opt-in, as it can be reclaimed) and amd64, the architecture most images have.
+var defaultRequirements = []v1alpha5.NodeSelectorRequirement{
+	{Key: v1alpha5.CapacityTypeLabelKey, Operator: v1alpha5.NodeSelectorOperator(corev1.NodeSelectorOpIn), Values: []string{v1alpha5.CapacityTypeOnDemand}},
+	{Key: corev1.LabelArchStable, Operator: v1alpha5.NodeSelectorOperator(corev1.NodeSelectorOpIn), Values: []string{"amd64"}},
+}
+
+// DefaultProvisioner adds v0.5's capacity type and architecture requirements where the
+// Provisioner has no requirement on those labels, and lets the cloud default spec.provider.
+// An unset TTL or limit means what it says (never, none) and stays unset.
+func DefaultProvisioner(ctx context.Context, p *v1alpha5.Provisioner, cloud cloudprovider.ProviderValidator) {
+	for _, d := range defaultRequirements {
+		constrained := slices.ContainsFunc(p.Spec.Requirements, func(r v1alpha5.NodeSelectorRequirement) bool { return r.Key == d.Key })
+		if !constrained {
+			p.Spec.Requirements = append(p.Spec.Requirements, *d.DeepCopy())
+		}
+	}
+	p.Spec.Provider = cloud.DefaultProvider(ctx, p.Spec.Provider)
 }
 
 // Values the well-known labels take on nodes. Architectures are GOARCH names, as the kubelet
@@ -48,9 +78,10 @@ var (
 
 // ValidateProvisioner checks what the CRD schema cannot: label and taint syntax, that each
 // requirement's operator makes sense for its key and its values are ones the label can
-// take, and that limits are not negative. On requirements it also applies the CRD's own
-// rules, so that it rejects every requirement the CRD does.
-func ValidateProvisioner(p *v1alpha5.Provisioner) *apis.FieldError {
+// take, that limits are not negative, and, through the cloud, spec.provider. On
+// requirements it also applies the CRD's own rules, so that it rejects every requirement
+// the CRD does.
+func ValidateProvisioner(ctx context.Context, p *v1alpha5.Provisioner, cloud cloudprovider.ProviderValidator) *apis.FieldError {
 	var errs *apis.FieldError
 	errs = errs.Also(validateLabels(p.Spec.Labels, "labels"))
 	errs = errs.Also(validateTaints(p.Spec.Taints))
@@ -60,6 +91,7 @@ func ValidateProvisioner(p *v1alpha5.Provisioner) *apis.FieldError {
 	if p.Spec.Limits != nil {
 		errs = errs.Also(validateResources(p.Spec.Limits.Resources, "resources").ViaField("limits"))
 	}
+	errs = errs.Also(cloud.ValidateProvider(ctx, p.Spec.Provider).ViaField("provider"))
 	return errs.ViaField("spec")
 }
 

@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -38,9 +39,9 @@ func TestRequirementsAgreeWithCRD(t *testing.T) {
 			if tc.CRD != "" && tc.Webhook == "" {
 				t.Fatalf("the table has the CRD reject and the webhook admit; the webhook must reject whatever the CRD does")
 			}
-			err := webhook.ValidateProvisioner(provisioner("requirement", func(s *v1alpha5.ProvisionerSpec) {
+			err := webhook.ValidateProvisioner(context.Background(), provisioner("requirement", func(s *v1alpha5.ProvisionerSpec) {
 				s.Requirements = []v1alpha5.NodeSelectorRequirement{tc.Requirement}
-			}))
+			}), awsIDs())
 			switch {
 			case tc.Webhook == "" && err != nil:
 				t.Errorf("rejected with %v, want admitted", err)

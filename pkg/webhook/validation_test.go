@@ -38,7 +38,8 @@ func admit(object client.Object) *apis.FieldError {
 	case *v1alpha1.ScalableNodeGroup:
 		return webhook.ValidateScalableNodeGroup(o, awsIDs())
 	case *v1alpha5.Provisioner:
-		return webhook.ValidateProvisioner(o)
+		webhook.DefaultProvisioner(context.Background(), o, awsIDs())
+		return webhook.ValidateProvisioner(context.Background(), o, awsIDs())
 	}
 	panic(fmt.Sprintf("no admission for %T", object))
 }

@@ -53,30 +53,33 @@ type Options struct {
 	// LeaderElection lets one replica at a time write the Secret and the configurations,
 	// through Leases named <component>.<queue>.00-of-01. Every replica serves admission.
 	LeaderElection bool
-	// Cloud validates node group and queue ids for the types the clouds registered, e.g. a
-	// cloudprovider.Registry filled by aws.RegisterIDs. Required.
+	// Cloud validates node group and queue ids for the types the clouds registered, and
+	// defaults and validates Provisioners' spec.provider through the cloud registered for
+	// them, e.g. a cloudprovider.Registry filled by aws.RegisterIDs. Required.
 	Cloud cloudprovider.Validator
 }
 
 // Component names the webhook in leader election leases.
 const Component = "karpenter-webhook"
 
-// DefaultingTypes are the kinds the defaulting webhook mutates.
-func DefaultingTypes() map[schema.GroupVersionKind]resourcesemantics.GenericCRD {
+// DefaultingTypes are the kinds the defaulting webhook mutates; cloud defaults a
+// Provisioner's spec.provider.
+func DefaultingTypes(cloud cloudprovider.ProviderValidator) map[schema.GroupVersionKind]resourcesemantics.GenericCRD {
 	return map[schema.GroupVersionKind]resourcesemantics.GenericCRD{
 		v1alpha1.SchemeGroupVersion.WithKind("HorizontalAutoscaler"): &horizontalAutoscaler{},
 		v1alpha1.SchemeGroupVersion.WithKind("MetricsProducer"):      &metricsProducer{},
+		v1alpha5.SchemeGroupVersion.WithKind("Provisioner"):          &provisioner{cloud: cloud},
 	}
 }
 
 // ValidationTypes are the kinds the validation webhook checks; cloud validates the ids
-// they name, access whether the requester may scale a HorizontalAutoscaler's target.
+// they name and a Provisioner's spec.provider, access whether the requester may scale a HorizontalAutoscaler's target.
 func ValidationTypes(cloud cloudprovider.Validator, access ScaleAccess) map[schema.GroupVersionKind]resourcesemantics.GenericCRD {
 	return map[schema.GroupVersionKind]resourcesemantics.GenericCRD{
 		v1alpha1.SchemeGroupVersion.WithKind("HorizontalAutoscaler"): &horizontalAutoscaler{access: access},
 		v1alpha1.SchemeGroupVersion.WithKind("MetricsProducer"):      &metricsProducer{cloud: cloud},
 		v1alpha1.SchemeGroupVersion.WithKind("ScalableNodeGroup"):    &scalableNodeGroup{cloud: cloud},
-		v1alpha5.SchemeGroupVersion.WithKind("Provisioner"):          &provisioner{},
+		v1alpha5.SchemeGroupVersion.WithKind("Provisioner"):          &provisioner{cloud: cloud},
 	}
 }
 
@@ -113,7 +116,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 
 	// The certificates controller ignores its ConfigMap watcher.
 	certs := certificates.NewController(ctx, configmap.NewStaticWatcher())
-	defaulter := defaulting.NewAdmissionController(ctx, opts.MutatingWebhookConfiguration, DefaultingPath, DefaultingTypes(), nil, false)
+	defaulter := defaulting.NewAdmissionController(ctx, opts.MutatingWebhookConfiguration, DefaultingPath, DefaultingTypes(opts.Cloud), nil, false)
 	validator := validation.NewAdmissionController(ctx, opts.ValidatingWebhookConfiguration, ValidationPath,
 		ValidationTypes(opts.Cloud, NewScaleAccess(kubeclient.Get(ctx))), nil, false)
 	server, err := knativewebhook.New(ctx, []any{defaulter.Reconciler, validator.Reconciler})

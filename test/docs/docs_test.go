@@ -237,7 +237,8 @@ func admit(ctx context.Context, env *environment.Environment, cloud cloudprovide
 	case *v1alpha1.ScalableNodeGroup:
 		refusal = webhook.ValidateScalableNodeGroup(o, cloud)
 	case *v1alpha5.Provisioner:
-		refusal = webhook.ValidateProvisioner(o)
+		webhook.DefaultProvisioner(ctx, o, cloud)
+		refusal = webhook.ValidateProvisioner(ctx, o, cloud)
 	}
 	if refusal != nil {
 		return fmt.Errorf("refused by the webhook's rules, %w", refusal)

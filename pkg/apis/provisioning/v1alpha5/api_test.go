@@ -55,6 +55,13 @@ func TestProvisionerAdmission(t *testing.T) {
 		t.Errorf("the provisioner did not round-trip, the free-form provider included: %+v", stored.Spec)
 	}
 
+	// Manifests written for Karpenter v0.5 apply unchanged.
+	for _, object := range manifests.DecodeFile(t, "testdata/v0.5-examples.yaml") {
+		if err := env.Client.Create(ctx, object, client.DryRunAll); err != nil {
+			t.Errorf("v0.5's provisioner %s was rejected, %v", object.GetName(), err)
+		}
+	}
+
 	for _, tc := range []struct{ name, spec, message string }{
 		{"negative ttl", `ttlSecondsAfterEmpty: -1`, "spec.ttlSecondsAfterEmpty: Invalid value: -1"},
 		{"negative drain deadline", `terminationGracePeriodSeconds: -1`, "spec.terminationGracePeriodSeconds: Invalid value: -1"},

@@ -1,0 +1,472 @@
+// Package provisioning is the allocator: it gathers the pods kube-scheduler could not place
+// into batches, plans nodes for them with the pure scheduler of ./scheduling against a
+// snapshot of the cluster (nodes still launching counted as room), launches the plan's nodes
+// through the cloud's InstanceProvider within the Provisioners' limits, and creates their
+// Node objects at once. It never binds pods: kube-scheduler does once the nodes are Ready.
+package provisioning
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"knative.dev/pkg/apis"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/conditions"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/events"
+	"karpenter.sh/karpenter/pkg/pods"
+)
+
+// Name identifies the controller in logs, errors and Options.Enabled.
+const Name = "provisioning"
+
+// DefaultLaunchConcurrency bounds the launches of one batch that run at once.
+const DefaultLaunchConcurrency = 10
+
+// Reasons of the Provisioner's Ready condition when it is False, and of Events.
+const (
+	ReasonInstanceTypesUnresolved = "InstanceTypesUnresolved"
+	ReasonNoInstanceTypes         = "NoInstanceTypes"
+	ReasonLimitsExhausted         = "LimitsExhausted"
+	// ReasonUnprovisionable is the Warning on a pod no Provisioner can launch a node for.
+	ReasonUnprovisionable = "Unprovisionable"
+	// ReasonPlanned is the Normal Event on a pod naming the node planned for it.
+	ReasonPlanned = "Provisioning"
+	// ReasonLaunched is the Normal Event on a Provisioner for each node it launched.
+	ReasonLaunched = "Launched"
+)
+
+// Options configure New.
+type Options struct {
+	// Client reads through the manager's cache and writes Nodes, Events and status.
+	Client           client.Client
+	InstanceProvider cloudprovider.InstanceProvider
+	Recorder         record.EventRecorder
+	Clock            clock.Clock
+	// BatchIdleDuration and BatchMaxDuration close a batch: after no pod arrived for the
+	// first, or the second after it opened. DefaultBatch*Duration when zero.
+	BatchIdleDuration, BatchMaxDuration time.Duration
+	// LaunchConcurrency bounds the launches of one batch at once; DefaultLaunchConcurrency
+	// when zero.
+	LaunchConcurrency int
+}
+
+// Controller is the allocator. Batches are planned one at a time by its loop; the ledger
+// keeps limits hard even so, should launches of two batches ever overlap.
+type Controller struct {
+	client           client.Client
+	instanceProvider cloudprovider.InstanceProvider
+	recorder         record.EventRecorder
+	clock            clock.Clock
+	batcher          *batcher
+	ledger           *ledger
+	window           window
+	launchLimit      int
+
+	// told is what each pending pod was last told (its planned node or why none), so an
+	// Event is emitted once per cause, not once per batch. Only the loop touches it.
+	told map[types.UID]string
+}
+
+// New builds the controller; SetupWithManager starts it.
+func New(opts Options) (*Controller, error) {
+	if opts.Client == nil || opts.InstanceProvider == nil || opts.Recorder == nil || opts.Clock == nil {
+		return nil, fmt.Errorf("the provisioning controller needs a client, an instance provider, a recorder and a clock")
+	}
+	w := window{idle: cmp.Or(opts.BatchIdleDuration, DefaultBatchIdleDuration), max: cmp.Or(opts.BatchMaxDuration, DefaultBatchMaxDuration)}
+	if w.idle < 0 || w.max < w.idle {
+		return nil, fmt.Errorf("batch windows must be positive with the maximum (%s) at least the idle gap (%s)", w.max, w.idle)
+	}
+	return &Controller{
+		client:           opts.Client,
+		instanceProvider: opts.InstanceProvider,
+		recorder:         opts.Recorder,
+		clock:            opts.Clock,
+		batcher:          newBatcher(opts.Clock, w),
+		ledger:           newLedger(),
+		window:           w,
+		launchLimit:      cmp.Or(opts.LaunchConcurrency, DefaultLaunchConcurrency),
+		told:             map[types.UID]string{},
+	}, nil
+}
+
+func (c *Controller) Name() string { return Name }
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// SetupWithManager feeds provisionable pods to the batcher and runs the loop that plans
+// each batch, on the leader only.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			pod, ok := o.(*corev1.Pod)
+			return ok && pods.IsProvisionable(pod)
+		}))).
+		Complete(reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+			c.batcher.add(req.String())
+			return reconcile.Result{}, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("watching pods, %w", err)
+	}
+	// A plain runnable runs only while this replica leads, like the controllers.
+	return mgr.Add(manager.RunnableFunc(c.run))
+}
+
+// run plans batch after batch until ctx ends. A pass that could not launch everything it
+// planned (a capacity error everywhere, a cloud error) is retried after the longest batch
+// window, with whatever pods are then pending.
+func (c *Controller) run(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName(Name)
+	for {
+		size, ok := c.batcher.wait(ctx)
+		if !ok {
+			return nil
+		}
+		batchSize.Observe(float64(size))
+		if retry, err := c.provision(ctx); err != nil || retry {
+			if err != nil {
+				logger.Error(err, "provisioning a batch")
+			}
+			retryAfter := c.clock.NewTimer(c.window.max)
+			go func() {
+				defer retryAfter.Stop()
+				select {
+				case <-retryAfter.C():
+					c.batcher.poke()
+				case <-ctx.Done():
+				}
+			}()
+		}
+	}
+}
+
+// provisionerPlan is a Provisioner as one pass sees it.
+type provisionerPlan struct {
+	stored, updated *v1alpha5.Provisioner
+	instanceTypes   []*cloudprovider.InstanceType
+	nodes           map[string]corev1.ResourceList
+	launched        bool
+}
+
+// provision runs one pass: snapshot, plan, launch, report. retry is true when something
+// planned was not launched for a reason that may pass.
+func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
+	start := c.clock.Now()
+	snapshot, plans, err := c.snapshot(ctx)
+	if err != nil {
+		return true, err
+	}
+	pending := snapshot.pending()
+	var input scheduling.Input
+	for _, name := range sortedNames(plans) {
+		p := plans[name]
+		if p.instanceTypes != nil {
+			// What counts against the limits is the ledger's: the nodes seen and the launches
+			// in flight, never a status that may lag.
+			limited := p.updated.DeepCopy()
+			limited.Status.Resources = c.ledger.Used(name, p.nodes)
+			input.Provisioners = append(input.Provisioners, scheduling.Provisioner{Provisioner: limited, InstanceTypes: p.instanceTypes})
+		}
+	}
+	var results *scheduling.Results
+	if len(pending) > 0 {
+		input.Pods = pending
+		input.Nodes = snapshot.schedulingNodes()
+		input.DaemonSetPods = snapshot.daemonSetPods()
+		results = scheduling.Schedule(input)
+		schedulingDuration.Observe(c.clock.Since(start).Seconds())
+		retry = c.launchAll(ctx, results.NewNodes, plans)
+		c.tell(snapshot, pending, results)
+	}
+	c.recordPending(snapshot, results)
+	c.updateLimitsCondition(plans)
+	return retry, c.writeStatus(ctx, plans)
+}
+
+func sortedNames(plans map[string]*provisionerPlan) []string {
+	names := make([]string, 0, len(plans))
+	for name := range plans {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// snapshot reads the cluster from the cache and each Provisioner's instance types from the
+// cloud, marking the Provisioner not Ready when they cannot be resolved.
+func (c *Controller) snapshot(ctx context.Context) (*cluster, map[string]*provisionerPlan, error) {
+	var provisioners v1alpha5.ProvisionerList
+	if err := c.client.List(ctx, &provisioners); err != nil {
+		return nil, nil, fmt.Errorf("listing provisioners, %w", err)
+	}
+	var podList corev1.PodList
+	if err := c.client.List(ctx, &podList); err != nil {
+		return nil, nil, fmt.Errorf("listing pods, %w", err)
+	}
+	var nodeList corev1.NodeList
+	if err := c.client.List(ctx, &nodeList); err != nil {
+		return nil, nil, fmt.Errorf("listing nodes, %w", err)
+	}
+	var daemonSets appsv1.DaemonSetList
+	if err := c.client.List(ctx, &daemonSets); err != nil {
+		return nil, nil, fmt.Errorf("listing daemonsets, %w", err)
+	}
+	snapshot := &cluster{pods: podList.Items, nodes: nodeList.Items, daemonSets: daemonSets.Items, instanceTypes: map[string]*cloudprovider.InstanceType{}}
+	plans := map[string]*provisionerPlan{}
+	for i := range provisioners.Items {
+		stored := &provisioners.Items[i]
+		if stored.DeletionTimestamp != nil {
+			continue
+		}
+		p := &provisionerPlan{stored: stored, updated: stored.DeepCopy()}
+		plans[stored.Name] = p
+		types, err := c.instanceProvider.InstanceTypes(ctx, constraints(stored))
+		switch {
+		case err != nil:
+			p.updated.StatusConditions().MarkFalse(apis.ConditionReady, ReasonInstanceTypesUnresolved, "resolving instance types, %v", err)
+			continue
+		case len(types) == 0:
+			p.updated.StatusConditions().MarkFalse(apis.ConditionReady, ReasonNoInstanceTypes, "no instance type satisfies the requirements")
+			continue
+		}
+		p.instanceTypes = types
+		for _, it := range types {
+			snapshot.instanceTypes[it.Name] = it
+		}
+	}
+	for name, p := range plans {
+		p.nodes = snapshot.provisionerNodes(name)
+	}
+	return snapshot, plans, nil
+}
+
+// constraints are what the cloud needs of a Provisioner to list its instance types.
+func constraints(p *v1alpha5.Provisioner) cloudprovider.Constraints {
+	requirements := make([]corev1.NodeSelectorRequirement, 0, len(p.Spec.Requirements))
+	for _, r := range p.Spec.Requirements {
+		requirements = append(requirements, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOperator(r.Operator), Values: r.Values})
+	}
+	return cloudprovider.Constraints{Requirements: requirements, Provider: p.Spec.Provider}
+}
+
+// launchAll launches the plan's new nodes, at most launchLimit at once. It reports whether
+// any launch failed for a reason that may pass.
+func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNode, plans map[string]*provisionerPlan) (retry bool) {
+	var mu sync.Mutex
+	var group errgroup.Group
+	group.SetLimit(c.launchLimit)
+	for _, n := range newNodes {
+		group.Go(func() error {
+			p := plans[n.Provisioner]
+			node, err := c.launch(ctx, n, p.updated, p.nodes)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				retry = true
+				log.FromContext(ctx).WithName(Name).Error(err, "launching a node", "provisioner", n.Provisioner, "pods", len(n.Pods))
+				return nil
+			}
+			p.launched = true
+			for _, pod := range n.Pods {
+				c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonPlanned, "Node %s (%s, %s) was launched for this pod by provisioner %s", node.Name,
+					node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone], n.Provisioner)
+				c.told[pod.UID] = node.Name
+			}
+			return nil
+		})
+	}
+	_ = group.Wait()
+	return retry
+}
+
+// launch makes one planned node real: it reserves room under the limits, asks the cloud for
+// the cheapest candidate with capacity and creates the Node. When the Node cannot be
+// created, the instance is terminated rather than left without an owner.
+func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList) (*corev1.Node, error) {
+	var limits corev1.ResourceList
+	if p.Spec.Limits != nil {
+		limits = p.Spec.Limits.Resources
+	}
+	kept, reservation, err := c.ledger.Reserve(p.Name, limits, nodes, candidates(n))
+	if err != nil {
+		var exceeded *LimitExceededError
+		if errors.As(err, &exceeded) {
+			launchErrors.WithLabelValues(ReasonLimitExceeded).Inc()
+			c.recorder.Event(p, corev1.EventTypeWarning, ReasonLimitExceeded, fmt.Sprintf("A node for %d pods was not launched, %v", len(n.Pods), err))
+		}
+		return nil, err
+	}
+	instance, err := c.instanceProvider.Create(ctx, cloudprovider.LaunchRequest{
+		Candidates:      kept,
+		ProvisionerName: p.Name,
+		Labels:          launchLabels(p),
+		Taints:          p.Spec.Taints,
+		Provider:        p.Spec.Provider,
+	})
+	if err != nil {
+		c.ledger.Release(reservation)
+		var capacity *cloudprovider.InsufficientCapacityError
+		if errors.As(err, &capacity) {
+			launchErrors.WithLabelValues(ReasonInsufficientCapacity).Inc()
+		} else {
+			launchErrors.WithLabelValues(ReasonCloudError).Inc()
+		}
+		return nil, fmt.Errorf("launching an instance for provisioner %q, %w", p.Name, err)
+	}
+	it := instanceTypeNamed(kept, instance.InstanceType)
+	if it != nil {
+		c.ledger.Launched(reservation, instance.NodeName, it.Capacity)
+	} else {
+		c.ledger.Launched(reservation, instance.NodeName, nil)
+	}
+	node := nodeFor(instance, p, it)
+	if err := c.client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
+		launchErrors.WithLabelValues(ReasonNodeCreateFailed).Inc()
+		// The instance is terminated at once rather than left to garbage collection's grace.
+		if deleteErr := c.instanceProvider.Delete(ctx, instance.ProviderID); deleteErr != nil {
+			err = errors.Join(err, fmt.Errorf("terminating the instance, %w", deleteErr))
+		}
+		c.ledger.Release(reservation)
+		return nil, fmt.Errorf("creating node %s for instance %s, %w", node.Name, instance.ProviderID, err)
+	}
+	nodesCreated.WithLabelValues(p.Name, instance.InstanceType, instance.Zone, instance.CapacityType).Inc()
+	c.recorder.Eventf(p, corev1.EventTypeNormal, ReasonLaunched, "Launched node %s: %s in %s (%s) for %d pods", node.Name, instance.InstanceType, instance.Zone, instance.CapacityType, len(n.Pods))
+	return node, nil
+}
+
+// tell gives each pending pod an Event when what it waits for changed: the launching node
+// planned for it, or why no Provisioner can take it.
+func (c *Controller) tell(snapshot *cluster, pending []*corev1.Pod, results *scheduling.Results) {
+	launching := snapshot.launchingNodes()
+	for _, b := range results.Bindings {
+		if _, ok := launching[b.NodeName]; !ok || c.told[b.Pod.UID] == b.NodeName {
+			continue
+		}
+		c.told[b.Pod.UID] = b.NodeName
+		c.recorder.Eventf(b.Pod, corev1.EventTypeNormal, ReasonPlanned, "Waiting for node %s, launching, to become Ready", b.NodeName)
+	}
+	for _, e := range results.Unschedulable {
+		if c.told[e.Pod.UID] == e.Reason {
+			continue
+		}
+		c.told[e.Pod.UID] = e.Reason
+		c.recorder.Event(e.Pod, corev1.EventTypeWarning, ReasonUnprovisionable, "No provisioner can launch a node for this pod: "+e.Reason)
+	}
+	// Pods no longer pending are forgotten: should one be pending again, it is told again.
+	stillPending := map[types.UID]bool{}
+	for _, pod := range pending {
+		stillPending[pod.UID] = true
+	}
+	for uid := range c.told {
+		if !stillPending[uid] {
+			delete(c.told, uid)
+		}
+	}
+}
+
+// recordPending sets karpenter_pods_pending: the pending pods by the provisioner whose new or
+// launching node they were planned onto, "" for those no provisioner can take.
+func (c *Controller) recordPending(snapshot *cluster, results *scheduling.Results) {
+	counts := map[string]float64{}
+	if results != nil {
+		for _, n := range results.NewNodes {
+			counts[n.Provisioner] += float64(len(n.Pods))
+		}
+		launching := snapshot.launchingNodes()
+		for _, b := range results.Bindings {
+			if provisioner, ok := launching[b.NodeName]; ok {
+				counts[provisioner]++
+			}
+		}
+		counts[""] = float64(len(results.Unschedulable))
+	}
+	podsPending.Reset()
+	podsPending.WithLabelValues("").Set(counts[""])
+	for provisioner, n := range counts {
+		podsPending.WithLabelValues(provisioner).Set(n)
+	}
+}
+
+// updateLimitsCondition marks a Provisioner whose limits leave room for none of its instance
+// types not Ready, with what is used; it is Ready again once nodes go away.
+func (c *Controller) updateLimitsCondition(plans map[string]*provisionerPlan) {
+	for name, p := range plans {
+		if p.instanceTypes == nil {
+			continue
+		}
+		if p.updated.Spec.Limits == nil || len(p.updated.Spec.Limits.Resources) == 0 {
+			p.updated.StatusConditions().MarkTrue(apis.ConditionReady)
+			continue
+		}
+		used := c.ledger.Used(name, p.nodes)
+		var exhausted *LimitExceededError
+		for _, it := range p.instanceTypes {
+			if exhausted = fitsUnder(name, p.updated.Spec.Limits.Resources, used, it.Capacity); exhausted == nil {
+				break
+			}
+		}
+		if exhausted != nil {
+			p.updated.StatusConditions().MarkFalse(apis.ConditionReady, ReasonLimitsExhausted, "%s; no instance type fits under spec.limits", exhausted.Error())
+		} else {
+			p.updated.StatusConditions().MarkTrue(apis.ConditionReady)
+		}
+	}
+}
+
+// writeStatus patches what the pass changed of each Provisioner's status: the Ready
+// condition (with an Event when it changes) and lastScaleTime. status.resources is the
+// status controller's, and a merge patch leaves it as it is.
+func (c *Controller) writeStatus(ctx context.Context, plans map[string]*provisionerPlan) error {
+	var errs []error
+	for _, name := range sortedNames(plans) {
+		p := plans[name]
+		if p.launched {
+			p.updated.Status.LastScaleTime = &apis.VolatileTime{Inner: metav1.NewTime(c.clock.Now())}
+		}
+		events.OnConditionTransition(c.recorder, p.updated, p.stored.StatusConditions().GetCondition(apis.ConditionReady),
+			p.updated.StatusConditions().GetCondition(apis.ConditionReady), &readyAgain)
+		conditions.KeepTransitionTimes(p.stored.Status.Conditions, p.updated.Status.Conditions)
+		if equality.Semantic.DeepEqual(p.stored.Status, p.updated.Status) {
+			continue
+		}
+		if err := c.client.Status().Patch(ctx, p.updated, client.MergeFrom(p.stored)); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("patching the status of provisioner %s, %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var readyAgain = events.Recovery{
+	Reason:  "Ready",
+	Message: func(was *apis.Condition) string { return "The provisioner can launch nodes again, after " + was.Reason },
+}

@@ -1,0 +1,95 @@
+package provisioning
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	pkgscheduling "karpenter.sh/karpenter/pkg/scheduling"
+)
+
+// candidates are every available offering of the new node's instance types that its
+// requirements allow (zone, capacity type), cheapest first, so that a capacity error falls
+// through to the next cheapest; equal prices keep the scheduler's order.
+func candidates(n *scheduling.NewNode) []cloudprovider.Candidate {
+	requirements := pkgscheduling.Requirements{}
+	for _, r := range n.Requirements {
+		// The scheduler rendered these from requirements it parsed; a key it could not
+		// parse again allows nothing.
+		if err := requirements.Add(r.Key, r.Operator, r.Values...); err != nil {
+			return nil
+		}
+	}
+	allows := func(key, value string) bool {
+		r, ok := requirements[key]
+		return !ok || r.Has(value)
+	}
+	var out []cloudprovider.Candidate
+	for _, it := range n.InstanceTypes {
+		for _, o := range it.Offerings {
+			if o.Available && allows(corev1.LabelTopologyZone, o.Zone) && allows(v1alpha5.CapacityTypeLabelKey, o.CapacityType) {
+				out = append(out, cloudprovider.Candidate{InstanceType: it, Offering: o})
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b cloudprovider.Candidate) int { return cmp.Compare(a.Offering.Price, b.Offering.Price) })
+	return out
+}
+
+// launchLabels are the labels Karpenter asks the cloud to register the node with: the
+// Provisioner's own and its name.
+func launchLabels(p *v1alpha5.Provisioner) map[string]string {
+	labels := maps.Clone(p.Spec.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[v1alpha5.ProvisionerNameLabelKey] = p.Name
+	return labels
+}
+
+// nodeFor is the Node object of a launched instance, created at once so that the scheduler
+// sees the room coming and the instance has an owner: named as the instance will register,
+// labelled with everything pods may select (the Provisioner's labels, its name, the
+// instance type's and the offering's), tainted with the Provisioner's taints and not-ready
+// until the kubelet reports Ready, and finalized so that its instance is terminated with it.
+// The same instance always gives the same Node, so creating it again is harmless.
+func nodeFor(instance *cloudprovider.Instance, p *v1alpha5.Provisioner, it *cloudprovider.InstanceType) *corev1.Node {
+	labels := map[string]string{}
+	if it != nil {
+		maps.Copy(labels, it.Labels)
+	}
+	maps.Copy(labels, instance.Labels)
+	maps.Copy(labels, launchLabels(p))
+	maps.Copy(labels, map[string]string{
+		corev1.LabelHostname:           instance.NodeName,
+		corev1.LabelInstanceTypeStable: instance.InstanceType,
+		corev1.LabelTopologyZone:       instance.Zone,
+		v1alpha5.CapacityTypeLabelKey:  instance.CapacityType,
+	})
+	taints := slices.Clone(p.Spec.Taints)
+	taints = append(taints, corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule})
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:       instance.NodeName,
+			Labels:     labels,
+			Finalizers: []string{v1alpha5.TerminationFinalizer},
+		},
+		Spec: corev1.NodeSpec{ProviderID: instance.ProviderID, Taints: taints},
+	}
+}
+
+// instanceTypeNamed finds the candidate's instance type the cloud launched.
+func instanceTypeNamed(candidates []cloudprovider.Candidate, name string) *cloudprovider.InstanceType {
+	for _, c := range candidates {
+		if c.InstanceType.Name == name {
+			return c.InstanceType
+		}
+	}
+	return nil
+}

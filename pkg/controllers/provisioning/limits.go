@@ -1,0 +1,149 @@
+package provisioning
+
+import (
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+)
+
+// ledger makes Provisioners' limits hard: a launch reserves, under one lock, the capacity of
+// the largest instance type it may become, against what the provisioner's nodes already hold
+// and what launches still in flight reserved. The Node of a launch is counted from the
+// cluster once it is seen there, and its reservation is dropped then. So concurrent launches,
+// of one batch or of several, never sum past a limit, however stale the cache.
+type ledger struct {
+	mu       sync.Mutex
+	next     int
+	inFlight map[int]*reservation
+}
+
+type reservation struct {
+	provisioner string
+	capacity    corev1.ResourceList
+	// nodeName is set once the instance launched; the reservation stands until a Node of
+	// that name is counted.
+	nodeName string
+}
+
+func newLedger() *ledger { return &ledger{inFlight: map[int]*reservation{}} }
+
+// LimitExceededError is returned when no candidate of a launch fits under a limit.
+type LimitExceededError struct {
+	Provisioner string
+	Resource    corev1.ResourceName
+	Used, Limit resource.Quantity
+}
+
+func (e *LimitExceededError) Error() string {
+	return fmt.Sprintf("provisioner %q is at its %s limit: %s of %s in use or launching", e.Provisioner, e.Resource, e.Used.String(), e.Limit.String())
+}
+
+// used is what counts against the provisioner's limits: the capacity of its nodes (by name)
+// and of its launches whose Node is not among them. Reservations whose Node is counted are
+// dropped. The caller holds mu.
+func (l *ledger) used(provisioner string, nodes map[string]corev1.ResourceList) corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for _, capacity := range nodes {
+		addTo(total, capacity)
+	}
+	for id, r := range l.inFlight {
+		if r.provisioner != provisioner {
+			continue
+		}
+		if _, counted := nodes[r.nodeName]; counted && r.nodeName != "" {
+			delete(l.inFlight, id)
+			continue
+		}
+		addTo(total, r.capacity)
+	}
+	return total
+}
+
+// Used is what counts against the provisioner's limits now, given its nodes' capacity by
+// name.
+func (l *ledger) Used(provisioner string, nodes map[string]corev1.ResourceList) corev1.ResourceList {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.used(provisioner, nodes)
+}
+
+// Reserve keeps the candidates whose instance type fits under limits (nil: no limits) beside
+// what is used, and reserves the largest of them. It returns *LimitExceededError when none
+// fits.
+func (l *ledger) Reserve(provisioner string, limits corev1.ResourceList, nodes map[string]corev1.ResourceList, candidates []cloudprovider.Candidate) ([]cloudprovider.Candidate, int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	used := l.used(provisioner, nodes)
+	var kept []cloudprovider.Candidate
+	reserved := corev1.ResourceList{}
+	var exceeded *LimitExceededError
+	for _, c := range candidates {
+		if err := fitsUnder(provisioner, limits, used, c.InstanceType.Capacity); err != nil {
+			exceeded = err
+			continue
+		}
+		kept = append(kept, c)
+		maxInto(reserved, c.InstanceType.Capacity)
+	}
+	if len(kept) == 0 {
+		if exceeded == nil {
+			return nil, 0, fmt.Errorf("launching for provisioner %q, no candidate instance types", provisioner)
+		}
+		return nil, 0, exceeded
+	}
+	l.next++
+	l.inFlight[l.next] = &reservation{provisioner: provisioner, capacity: reserved}
+	return kept, l.next, nil
+}
+
+// Launched narrows a reservation to the instance type launched, until a Node named nodeName
+// is counted.
+func (l *ledger) Launched(id int, nodeName string, capacity corev1.ResourceList) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r, ok := l.inFlight[id]; ok {
+		r.nodeName = nodeName
+		r.capacity = capacity.DeepCopy()
+	}
+}
+
+// Release drops a reservation whose launch failed.
+func (l *ledger) Release(id int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.inFlight, id)
+}
+
+// fitsUnder reports the first limited resource that used plus capacity would exceed.
+func fitsUnder(provisioner string, limits, used, capacity corev1.ResourceList) *LimitExceededError {
+	for name, limit := range limits {
+		total := used[name].DeepCopy()
+		if add, ok := capacity[name]; ok {
+			total.Add(add)
+		}
+		if total.Cmp(limit) > 0 {
+			return &LimitExceededError{Provisioner: provisioner, Resource: name, Used: used[name].DeepCopy(), Limit: limit.DeepCopy()}
+		}
+	}
+	return nil
+}
+
+func addTo(total, add corev1.ResourceList) {
+	for name, q := range add {
+		sum := total[name].DeepCopy()
+		sum.Add(q)
+		total[name] = sum
+	}
+}
+
+func maxInto(max, other corev1.ResourceList) {
+	for name, q := range other {
+		if current, ok := max[name]; !ok || q.Cmp(current) > 0 {
+			max[name] = q.DeepCopy()
+		}
+	}
+}

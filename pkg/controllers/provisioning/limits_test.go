@@ -1,0 +1,128 @@
+package provisioning
+
+import (
+	"slices"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+)
+
+func cpu(cores string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cores)}
+}
+
+func candidate(name, cores string) cloudprovider.Candidate {
+	return cloudprovider.Candidate{InstanceType: &cloudprovider.InstanceType{Name: name, Capacity: cpu(cores)}}
+}
+
+func names(candidates []cloudprovider.Candidate) []string {
+	var out []string
+	for _, c := range candidates {
+		out = append(out, c.InstanceType.Name)
+	}
+	return out
+}
+
+func TestLedgerReserve(t *testing.T) {
+	small, large := candidate("small", "2"), candidate("large", "8")
+	for _, tc := range []struct {
+		name   string
+		limits corev1.ResourceList
+		nodes  map[string]corev1.ResourceList
+		// launched are earlier reservations, by their node's name ("" while launching).
+		launched []string
+		want     []string
+		exceeded bool
+	}{
+		{"no limits keep every candidate", nil, nil, nil, []string{"small", "large"}, false},
+		{"room for both", cpu("10"), nil, nil, []string{"small", "large"}, false},
+		{"the larger would pass the limit", cpu("6"), map[string]corev1.ResourceList{"n1": cpu("2")}, nil, []string{"small"}, false},
+		{"at the limit exactly is within it", cpu("4"), map[string]corev1.ResourceList{"n1": cpu("2")}, nil, []string{"small"}, false},
+		{"full", cpu("4"), map[string]corev1.ResourceList{"n1": cpu("4")}, nil, nil, true},
+		// An earlier launch reserved the largest candidate's 8 cores until its Node is seen.
+		{"launching counts", cpu("10"), nil, []string{""}, []string{"small"}, false},
+		// Launched narrows the reservation to the instance type launched (2 cores).
+		{"a launched node not yet seen counts", cpu("9"), nil, []string{"n2"}, []string{"small"}, false},
+		// Once seen, the node counts by its capacity (2) and the reservation no longer does.
+		{"a seen node counts once", cpu("10"), map[string]corev1.ResourceList{"n2": cpu("2")}, []string{"n2"}, []string{"small", "large"}, false},
+		{"other resources do not limit", corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}, nil, nil, []string{"small", "large"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLedger()
+			for _, nodeName := range tc.launched {
+				_, id, err := l.Reserve("p", nil, nil, []cloudprovider.Candidate{small, large})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if nodeName != "" {
+					l.Launched(id, nodeName, cpu("2"))
+				}
+			}
+			kept, _, err := l.Reserve("p", tc.limits, tc.nodes, []cloudprovider.Candidate{small, large})
+			if tc.exceeded {
+				if _, ok := err.(*LimitExceededError); !ok {
+					t.Fatalf("reserved %v, %v; want a LimitExceededError", names(kept), err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := names(kept); !slices.Equal(got, tc.want) {
+				t.Errorf("kept %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLedgerHardUnderConcurrency reserves from many goroutines at once: however they
+// interleave, what is reserved never passes the limit.
+func TestLedgerHardUnderConcurrency(t *testing.T) {
+	l := newLedger()
+	limits := cpu("20")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	granted := 0
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, _, err := l.Reserve("p", limits, nil, []cloudprovider.Candidate{candidate("small", "2"), candidate("large", "8")}); err == nil {
+				mu.Lock()
+				granted++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	used := l.Used("p", nil)
+	if used.Cpu().Cmp(resource.MustParse("20")) > 0 {
+		t.Errorf("%d launches reserved %s cores past the limit of 20", granted, used.Cpu())
+	}
+	if granted == 0 {
+		t.Error("no launch was granted")
+	}
+	// Another provisioner's launches are not limited by this one's.
+	if _, _, err := l.Reserve("q", limits, nil, []cloudprovider.Candidate{candidate("large", "8")}); err != nil {
+		t.Errorf("provisioner q was refused, %v", err)
+	}
+}
+
+func TestLedgerRelease(t *testing.T) {
+	l := newLedger()
+	_, id, err := l.Reserve("p", cpu("8"), nil, []cloudprovider.Candidate{candidate("large", "8")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.Reserve("p", cpu("8"), nil, []cloudprovider.Candidate{candidate("large", "8")}); err == nil {
+		t.Fatal("a second launch was reserved past the limit")
+	}
+	l.Release(id)
+	if _, _, err := l.Reserve("p", cpu("8"), nil, []cloudprovider.Candidate{candidate("large", "8")}); err != nil {
+		t.Errorf("a released reservation still counts, %v", err)
+	}
+}
