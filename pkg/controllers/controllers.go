@@ -15,6 +15,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/controllers/metricsproducer"
+	"karpenter.sh/karpenter/pkg/controllers/node/emptiness"
 	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
 	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
 	"karpenter.sh/karpenter/pkg/controllers/node/termination"
@@ -86,7 +87,8 @@ type Options struct {
 
 // Names lists every controller, in the order they are registered.
 var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name,
-	readiness.Name, termination.Name, garbagecollection.Name, provisionerstatus.Name, provisioning.Name}
+	readiness.Name, termination.Name, garbagecollection.Name, provisionerstatus.Name, provisioning.Name,
+	emptiness.Name}
 
 // needInstances are the controllers that run only with an InstanceProvider.
 var needInstances = []string{termination.Name, garbagecollection.Name, provisioning.Name}
@@ -189,6 +191,13 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options) 
 			Clock:     opts.Clock,
 			Period:    opts.GarbageCollectionPeriod,
 			Grace:     opts.GarbageCollectionGrace,
+		})
+	case emptiness.Name:
+		return emptiness.New(emptiness.Options{
+			Client:   mgr.GetClient(),
+			Reader:   mgr.GetAPIReader(),
+			Recorder: recorderFor(mgr, name),
+			Clock:    opts.Clock,
 		})
 	case provisionerstatus.Name:
 		return provisionerstatus.New(provisionerstatus.Options{Client: mgr.GetClient()})
