@@ -317,7 +317,7 @@ func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alp
 	if p.Spec.Limits != nil {
 		limits = p.Spec.Limits.Resources
 	}
-	kept, reservation, err := c.ledger.Reserve(p.Name, limits, nodes, candidates(n))
+	kept, reservation, err := c.ledger.Reserve(p.Name, limits, nodes, Candidates(n))
 	if err != nil {
 		var exceeded *LimitExceededError
 		if errors.As(err, &exceeded) {
@@ -329,7 +329,7 @@ func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alp
 	instance, err := c.instanceProvider.Create(ctx, cloudprovider.LaunchRequest{
 		Candidates:      kept,
 		ProvisionerName: p.Name,
-		Labels:          launchLabels(p),
+		Labels:          LaunchLabels(p),
 		Taints:          p.Spec.Taints,
 		Provider:        p.Spec.Provider,
 	})
@@ -349,7 +349,7 @@ func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alp
 	} else {
 		c.ledger.Launched(reservation, instance.NodeName, nil)
 	}
-	node := nodeFor(instance, p, it)
+	node := NodeFor(instance, p, it)
 	if err := c.client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		launchErrors.WithLabelValues(ReasonNodeCreateFailed).Inc()
 		// The instance is terminated at once rather than left to garbage collection's grace.
