@@ -250,7 +250,7 @@ func (c *Controller) snapshot(ctx context.Context) (*cluster, map[string]*provis
 		}
 		p := &provisionerPlan{stored: stored, updated: stored.DeepCopy()}
 		plans[stored.Name] = p
-		types, err := c.instanceProvider.InstanceTypes(ctx, constraints(stored))
+		types, err := c.instanceProvider.InstanceTypes(ctx, Constraints(stored))
 		switch {
 		case err != nil:
 			p.updated.StatusConditions().MarkFalse(apis.ConditionReady, ReasonInstanceTypesUnresolved, "resolving instance types, %v", err)
@@ -270,8 +270,8 @@ func (c *Controller) snapshot(ctx context.Context) (*cluster, map[string]*provis
 	return snapshot, plans, nil
 }
 
-// constraints are what the cloud needs of a Provisioner to list its instance types.
-func constraints(p *v1alpha5.Provisioner) cloudprovider.Constraints {
+// Constraints are what the cloud needs of a Provisioner to list its instance types.
+func Constraints(p *v1alpha5.Provisioner) cloudprovider.Constraints {
 	requirements := make([]corev1.NodeSelectorRequirement, 0, len(p.Spec.Requirements))
 	for _, r := range p.Spec.Requirements {
 		requirements = append(requirements, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOperator(r.Operator), Values: r.Values})
