@@ -37,6 +37,8 @@ func TestParseFlags(t *testing.T) {
 		{"garbage collection period default", o.Controllers.GarbageCollectionPeriod, time.Minute},
 		{"garbage collection grace default", o.Controllers.GarbageCollectionGrace, 2 * time.Minute},
 		{"batch idle default", o.Controllers.BatchIdleDuration, time.Second},
+		{"consolidation period default", o.Controllers.ConsolidationPeriod, 30 * time.Second},
+		{"consolidation min node age default", o.Controllers.ConsolidationMinNodeAge, 5 * time.Minute},
 		{"batch max default", o.Controllers.BatchMaxDuration, 10 * time.Second},
 	} {
 		if c.got != c.want {
@@ -56,6 +58,10 @@ func TestParseFlags(t *testing.T) {
 		"--garbage-collection-period=-1m",
 		"--garbage-collection-grace=0s",
 		"--batch-idle-duration=0s",
+		"--consolidation-period=0s",
+		"--consolidation-min-node-age=-1s",
+		"--consolidation-threshold=0",
+		"--consolidation-threshold=1",
 		"--batch-max-duration=500ms", // shorter than the 1 s idle gap
 	} {
 		if _, err := parseFlags(flag.NewFlagSet("controller", flag.ContinueOnError), []string{bad}); err == nil {

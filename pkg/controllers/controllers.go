@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/consolidation"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/controllers/metricsproducer"
 	"karpenter.sh/karpenter/pkg/controllers/node/emptiness"
@@ -77,6 +78,15 @@ type Options struct {
 	// arrived for the first, or the second after the batch opened; the provisioning
 	// package's defaults when zero.
 	BatchIdleDuration, BatchMaxDuration time.Duration
+	// ConsolidationPeriod is how often a consolidation pass runs; consolidation.DefaultPeriod
+	// when zero.
+	ConsolidationPeriod time.Duration
+	// ConsolidationThreshold is the fraction of the nodes' price a consolidation must save;
+	// consolidation.DefaultThreshold when zero.
+	ConsolidationThreshold float64
+	// ConsolidationMinNodeAge is how long a node exists before it may be consolidated;
+	// consolidation.DefaultMinNodeAge when zero.
+	ConsolidationMinNodeAge time.Duration
 	// ResyncPeriod is how often every object is reconciled even without a watch event.
 	ResyncPeriod time.Duration
 	// Clock is the one clock of every controller.
@@ -88,10 +98,10 @@ type Options struct {
 // Names lists every controller, in the order they are registered.
 var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name,
 	readiness.Name, termination.Name, garbagecollection.Name, provisionerstatus.Name, provisioning.Name,
-	emptiness.Name}
+	emptiness.Name, consolidation.Name}
 
 // needInstances are the controllers that run only with an InstanceProvider.
-var needInstances = []string{termination.Name, garbagecollection.Name, provisioning.Name}
+var needInstances = []string{termination.Name, garbagecollection.Name, provisioning.Name, consolidation.Name}
 
 // reconciler is what each controller package offers to the manager.
 type reconciler interface {
@@ -198,6 +208,18 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options) 
 			Reader:   mgr.GetAPIReader(),
 			Recorder: recorderFor(mgr, name),
 			Clock:    opts.Clock,
+		})
+	case consolidation.Name:
+		return consolidation.New(consolidation.Options{
+			Client:    mgr.GetClient(),
+			Instances: opts.InstanceProvider,
+			Recorder:  recorderFor(mgr, name),
+			Clock:     opts.Clock,
+			Period:    opts.ConsolidationPeriod,
+			Settings: consolidation.Settings{
+				MinNodeAge: opts.ConsolidationMinNodeAge,
+				Threshold:  opts.ConsolidationThreshold,
+			},
 		})
 	case provisionerstatus.Name:
 		return provisionerstatus.New(provisionerstatus.Options{Client: mgr.GetClient()})
