@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -164,9 +165,12 @@ func (c *Controller) Start(ctx context.Context) error {
 // pass finds the old node's pods fit on it and deletes the old node.
 func (c *Controller) Pass(ctx context.Context) error {
 	started := c.clock.Now()
-	snapshot, provisioners, err := c.snapshot(ctx)
-	if err != nil || snapshot == nil {
+	snapshot, provisioners, err := Read(ctx, c.client, c.instances, started)
+	if err != nil {
 		return err
+	}
+	if !slices.ContainsFunc(snapshot.Provisioners, func(p scheduling.Provisioner) bool { return p.Provisioner.ConsolidationEnabled() }) {
+		return nil
 	}
 	decision := Decide(*snapshot, c.settings)
 	passDuration.Observe(c.clock.Since(started).Seconds())
@@ -180,45 +184,42 @@ func (c *Controller) Pass(ctx context.Context) error {
 	return nil
 }
 
-// snapshot reads what a pass decides on; nil when no Provisioner consolidates.
-func (c *Controller) snapshot(ctx context.Context) (*Snapshot, map[string]*v1alpha5.Provisioner, error) {
+// Read takes the snapshot a pass decides on, and the Provisioners by name: the cluster's
+// Provisioners with their instance types, nodes with their pods, PodDisruptionBudgets and
+// DaemonSets. Node expiry decides on the same snapshot.
+func Read(ctx context.Context, reader client.Reader, instances cloudprovider.InstanceProvider, now time.Time) (*Snapshot, map[string]*v1alpha5.Provisioner, error) {
 	var provisionerList v1alpha5.ProvisionerList
-	if err := c.client.List(ctx, &provisionerList); err != nil {
+	if err := reader.List(ctx, &provisionerList); err != nil {
 		return nil, nil, fmt.Errorf("listing provisioners, %w", err)
 	}
-	enabled := false
 	byName := map[string]*v1alpha5.Provisioner{}
-	snapshot := &Snapshot{Now: c.clock.Now()}
+	snapshot := &Snapshot{Now: now}
 	for i := range provisionerList.Items {
 		p := &provisionerList.Items[i]
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		enabled = enabled || p.ConsolidationEnabled()
-		types, err := c.instances.InstanceTypes(ctx, provisioning.Constraints(p))
+		types, err := instances.InstanceTypes(ctx, provisioning.Constraints(p))
 		if err != nil {
 			return nil, nil, fmt.Errorf("listing the instance types of provisioner %s, %w", p.Name, err)
 		}
 		byName[p.Name] = p
 		snapshot.Provisioners = append(snapshot.Provisioners, scheduling.Provisioner{Provisioner: p, InstanceTypes: types})
 	}
-	if !enabled {
-		return nil, nil, nil
-	}
 	var podList corev1.PodList
-	if err := c.client.List(ctx, &podList); err != nil {
+	if err := reader.List(ctx, &podList); err != nil {
 		return nil, nil, fmt.Errorf("listing pods, %w", err)
 	}
 	var nodeList corev1.NodeList
-	if err := c.client.List(ctx, &nodeList); err != nil {
+	if err := reader.List(ctx, &nodeList); err != nil {
 		return nil, nil, fmt.Errorf("listing nodes, %w", err)
 	}
 	var daemonSets appsv1.DaemonSetList
-	if err := c.client.List(ctx, &daemonSets); err != nil {
+	if err := reader.List(ctx, &daemonSets); err != nil {
 		return nil, nil, fmt.Errorf("listing daemonsets, %w", err)
 	}
 	var budgets policyv1.PodDisruptionBudgetList
-	if err := c.client.List(ctx, &budgets); err != nil {
+	if err := reader.List(ctx, &budgets); err != nil {
 		return nil, nil, fmt.Errorf("listing poddisruptionbudgets, %w", err)
 	}
 	snapshot.Budgets = budgets.Items
@@ -301,8 +302,28 @@ func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5
 	if p == nil {
 		return fmt.Errorf("the replacement's provisioner %s is gone", decision.Replacement.Provisioner)
 	}
-	candidates := provisioning.Candidates(decision.Replacement)
-	instance, err := c.instances.Create(ctx, cloudprovider.LaunchRequest{
+	node, err := Launch(ctx, c.client, c.instances, decision.Replacement, p)
+	if err != nil {
+		return err
+	}
+	instanceType, capacityType := node.Labels[corev1.LabelInstanceTypeStable], node.Labels[v1alpha5.CapacityTypeLabelKey]
+	actionsTotal.WithLabelValues(string(Replace)).Inc()
+	savingsTotal.WithLabelValues(string(Replace)).Add(decision.Saving)
+	for _, old := range decision.Nodes {
+		c.recorder.Eventf(old, corev1.EventTypeNormal, ReasonReplacing, "Consolidation launched %s (%s, %s) to replace this node, saving $%.4f/h; the node is deleted once it is Ready",
+			node.Name, instanceType, capacityType, decision.Saving)
+	}
+	log.FromContext(ctx).Info("consolidation launched a replacement", "node", node.Name, "instanceType", instanceType, "replaces", len(decision.Nodes), "saving", decision.Saving)
+	return nil
+}
+
+// Launch makes a planned node real through the provisioning path: the cloud launches the
+// cheapest candidate it has capacity for and the Node is created at once, not-ready tainted
+// and finalized. When the Node cannot be created the instance is terminated rather than left
+// without an owner.
+func Launch(ctx context.Context, c client.Client, instances cloudprovider.InstanceProvider, n *scheduling.NewNode, p *v1alpha5.Provisioner) (*corev1.Node, error) {
+	candidates := provisioning.Candidates(n)
+	instance, err := instances.Create(ctx, cloudprovider.LaunchRequest{
 		Candidates:      candidates,
 		ProvisionerName: p.Name,
 		Labels:          provisioning.LaunchLabels(p),
@@ -310,7 +331,7 @@ func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5
 		Provider:        p.Spec.Provider,
 	})
 	if err != nil {
-		return fmt.Errorf("launching a replacement for provisioner %s, %w", p.Name, err)
+		return nil, fmt.Errorf("launching a node for provisioner %s, %w", p.Name, err)
 	}
 	var it *cloudprovider.InstanceType
 	for _, candidate := range candidates {
@@ -319,19 +340,11 @@ func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5
 		}
 	}
 	node := provisioning.NodeFor(instance, p, it)
-	if err := c.client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
-		// The instance is terminated at once rather than left to garbage collection.
-		if deleteErr := c.instances.Delete(ctx, instance.ProviderID); deleteErr != nil {
+	if err := c.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
+		if deleteErr := instances.Delete(ctx, instance.ProviderID); deleteErr != nil {
 			err = errors.Join(err, fmt.Errorf("terminating the instance, %w", deleteErr))
 		}
-		return fmt.Errorf("creating replacement node %s, %w", node.Name, err)
+		return nil, fmt.Errorf("creating node %s, %w", node.Name, err)
 	}
-	actionsTotal.WithLabelValues(string(Replace)).Inc()
-	savingsTotal.WithLabelValues(string(Replace)).Add(decision.Saving)
-	for _, old := range decision.Nodes {
-		c.recorder.Eventf(old, corev1.EventTypeNormal, ReasonReplacing, "Consolidation launched %s (%s, %s) to replace this node, saving $%.4f/h; the node is deleted once it is Ready",
-			node.Name, instance.InstanceType, instance.CapacityType, decision.Saving)
-	}
-	log.FromContext(ctx).Info("consolidation launched a replacement", "node", node.Name, "instanceType", instance.InstanceType, "replaces", len(decision.Nodes), "saving", decision.Saving)
-	return nil
+	return node, nil
 }

@@ -110,15 +110,13 @@ func TestConsolidation(t *testing.T) {
 	}
 
 	// The cluster is set up before the operator starts, so that no pass sees it half built.
+	// The underused node is the only one of its pool when web is placed; db is pinned to its node.
+	underused, underusedInstance := launch("underused", "general", "m5.xlarge")
+	deploy("web", "general", "1", nil)
+	waitRunning("web", underused.Name)
 	pinned, _ := launch("pinned", "general", "m5.xlarge")
 	deploy("db", "general", "2", func(o *builders.PodOptions) { o.NodeSelector[corev1.LabelHostname] = pinned.Name })
 	waitRunning("db", pinned.Name)
-	underused, underusedInstance := launch("underused", "general", "m5.xlarge")
-	deploy("web", "general", "1", func(o *builders.PodOptions) {
-		o.NodePreferences = []corev1.PreferredSchedulingTerm{builders.Preferred(100, corev1.NodeSelectorRequirement{
-			Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{underused.Name}})}
-	})
-	waitRunning("web", underused.Name)
 	oversized, oversizedInstance := launch("oversized", "replaced", "m5.2xlarge")
 	deploy("batch", "replaced", "1", nil)
 	waitRunning("batch", oversized.Name)
