@@ -15,6 +15,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/controllers/consolidation"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
+	"karpenter.sh/karpenter/pkg/controllers/node/expiration"
 	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
 	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
@@ -59,6 +60,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.DurationVar(&f.operator.Controllers.GarbageCollectionGrace, "garbage-collection-grace", garbagecollection.DefaultGrace, "How long an instance may run without a node before it is terminated.")
 	fs.DurationVar(&f.operator.Controllers.BatchIdleDuration, "batch-idle-duration", provisioning.DefaultBatchIdleDuration, "A batch of pending pods closes once no pod arrived for this long.")
 	fs.DurationVar(&f.operator.Controllers.BatchMaxDuration, "batch-max-duration", provisioning.DefaultBatchMaxDuration, "A batch of pending pods closes this long after it opened, however many still arrive.")
+	fs.DurationVar(&f.operator.Controllers.ExpirationPeriod, "expiration-period", expiration.DefaultPeriod, "How often nodes past their Provisioner's ttlSecondsUntilExpired are looked for.")
 	fs.DurationVar(&f.operator.Controllers.ConsolidationPeriod, "consolidation-period", consolidation.DefaultPeriod, "How often a consolidation pass looks for nodes to delete or replace.")
 	fs.Float64Var(&f.operator.Controllers.ConsolidationThreshold, "consolidation-threshold", consolidation.DefaultThreshold, "Fraction of the nodes' hourly price a consolidation must save, within (0, 1).")
 	fs.DurationVar(&f.operator.Controllers.ConsolidationMinNodeAge, "consolidation-min-node-age", consolidation.DefaultMinNodeAge, "How long a node exists before consolidation may delete or replace it.")
@@ -94,6 +96,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 		{"--node-ready-timeout", f.operator.Controllers.NodeReadyTimeout},
 		{"--garbage-collection-period", f.operator.Controllers.GarbageCollectionPeriod},
 		{"--garbage-collection-grace", f.operator.Controllers.GarbageCollectionGrace},
+		{"--expiration-period", f.operator.Controllers.ExpirationPeriod},
 		{"--consolidation-period", f.operator.Controllers.ConsolidationPeriod},
 		{"--consolidation-min-node-age", f.operator.Controllers.ConsolidationMinNodeAge},
 	} {

@@ -38,6 +38,7 @@ func TestParseFlags(t *testing.T) {
 		{"garbage collection grace default", o.Controllers.GarbageCollectionGrace, 2 * time.Minute},
 		{"batch idle default", o.Controllers.BatchIdleDuration, time.Second},
 		{"consolidation period default", o.Controllers.ConsolidationPeriod, 30 * time.Second},
+		{"expiration period default", o.Controllers.ExpirationPeriod, 30 * time.Second},
 		{"consolidation min node age default", o.Controllers.ConsolidationMinNodeAge, 5 * time.Minute},
 		{"batch max default", o.Controllers.BatchMaxDuration, 10 * time.Second},
 	} {
@@ -59,6 +60,7 @@ func TestParseFlags(t *testing.T) {
 		"--garbage-collection-grace=0s",
 		"--batch-idle-duration=0s",
 		"--consolidation-period=0s",
+		"--expiration-period=0s",
 		"--consolidation-min-node-age=-1s",
 		"--consolidation-threshold=0",
 		"--consolidation-threshold=1",

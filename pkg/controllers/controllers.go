@@ -17,6 +17,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/controllers/metricsproducer"
 	"karpenter.sh/karpenter/pkg/controllers/node/emptiness"
+	"karpenter.sh/karpenter/pkg/controllers/node/expiration"
 	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
 	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
 	"karpenter.sh/karpenter/pkg/controllers/node/termination"
@@ -78,6 +79,9 @@ type Options struct {
 	// arrived for the first, or the second after the batch opened; the provisioning
 	// package's defaults when zero.
 	BatchIdleDuration, BatchMaxDuration time.Duration
+	// ExpirationPeriod is how often expired nodes are looked for; expiration.DefaultPeriod
+	// when zero.
+	ExpirationPeriod time.Duration
 	// ConsolidationPeriod is how often a consolidation pass runs; consolidation.DefaultPeriod
 	// when zero.
 	ConsolidationPeriod time.Duration
@@ -98,10 +102,10 @@ type Options struct {
 // Names lists every controller, in the order they are registered.
 var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name,
 	readiness.Name, termination.Name, garbagecollection.Name, provisionerstatus.Name, provisioning.Name,
-	emptiness.Name, consolidation.Name}
+	emptiness.Name, expiration.Name, consolidation.Name}
 
 // needInstances are the controllers that run only with an InstanceProvider.
-var needInstances = []string{termination.Name, garbagecollection.Name, provisioning.Name, consolidation.Name}
+var needInstances = []string{termination.Name, garbagecollection.Name, provisioning.Name, expiration.Name, consolidation.Name}
 
 // reconciler is what each controller package offers to the manager.
 type reconciler interface {
@@ -208,6 +212,14 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options) 
 			Reader:   mgr.GetAPIReader(),
 			Recorder: recorderFor(mgr, name),
 			Clock:    opts.Clock,
+		})
+	case expiration.Name:
+		return expiration.New(expiration.Options{
+			Client:    mgr.GetClient(),
+			Instances: opts.InstanceProvider,
+			Recorder:  recorderFor(mgr, name),
+			Clock:     opts.Clock,
+			Period:    opts.ExpirationPeriod,
 		})
 	case consolidation.Name:
 		return consolidation.New(consolidation.Options{
