@@ -102,6 +102,7 @@ type Controller struct {
 	// explained is the last reason told on each node, so that each cause is told once.
 	mu        sync.Mutex
 	explained map[types.UID]Reason
+	expected  Expectations
 }
 
 // New builds the controller.
@@ -170,6 +171,9 @@ func (c *Controller) Pass(ctx context.Context) error {
 		return err
 	}
 	if !slices.ContainsFunc(snapshot.Provisioners, func(p scheduling.Provisioner) bool { return p.Provisioner.ConsolidationEnabled() }) {
+		return nil
+	}
+	if !c.expected.Met(snapshot) {
 		return nil
 	}
 	decision := Decide(*snapshot, c.settings)
@@ -285,6 +289,7 @@ func (c *Controller) delete(ctx context.Context, decision Decision) error {
 			}
 			continue
 		}
+		c.expected.Deleted(node.Name, c.clock.Now())
 		c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonDeleted, "Consolidation deleted the node: its pods fit on the other nodes, saving $%.4f/h", decision.Saving/float64(len(decision.Nodes)))
 	}
 	if len(errs) == 0 {
@@ -306,6 +311,7 @@ func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5
 	if err != nil {
 		return err
 	}
+	c.expected.Launched(node.Name, c.clock.Now())
 	instanceType, capacityType := node.Labels[corev1.LabelInstanceTypeStable], node.Labels[v1alpha5.CapacityTypeLabelKey]
 	actionsTotal.WithLabelValues(string(Replace)).Inc()
 	savingsTotal.WithLabelValues(string(Replace)).Add(decision.Saving)

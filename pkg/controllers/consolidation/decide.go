@@ -124,6 +124,11 @@ func Decide(s Snapshot, settings Settings) Decision {
 			decision.Unsettled = fmt.Sprintf("node %s is launching", n.Node.Name)
 			return decision
 		}
+		// Its pods are about to need room that a simulation would otherwise hand out.
+		if n.Node.DeletionTimestamp != nil && slices.ContainsFunc(n.Pods, movable) {
+			decision.Unsettled = fmt.Sprintf("node %s is draining", n.Node.Name)
+			return decision
+		}
 	}
 	if s.Pending > 0 {
 		decision.Unsettled = fmt.Sprintf("%d pods wait for capacity", s.Pending)
@@ -218,7 +223,7 @@ func guard(n *scheduling.Node, p *scheduling.Provisioner, s Snapshot, settings S
 	}
 	c := &candidate{node: node, provisioner: p.Provisioner.Name, capacity: node.Labels[v1alpha5.CapacityTypeLabelKey]}
 	for _, pod := range n.Pods {
-		if pods.IsTerminal(pod) || pods.IsOwnedByDaemonSet(pod) || pods.IsMirror(pod) {
+		if !movable(pod) {
 			continue
 		}
 		if pods.HasDoNotEvict(pod) {
@@ -238,6 +243,12 @@ func guard(n *scheduling.Node, p *scheduling.Provisioner, s Snapshot, settings S
 	}
 	c.price = price
 	return c, nil
+}
+
+// movable is whether a pod needs room elsewhere when its node goes: DaemonSet pods go with
+// the node, mirror pods belong to it and finished pods run nothing.
+func movable(pod *corev1.Pod) bool {
+	return !pods.IsTerminal(pod) && !pods.IsOwnedByDaemonSet(pod) && !pods.IsMirror(pod)
 }
 
 // blockingBudget names a PodDisruptionBudget that would refuse evicting all of the pods.

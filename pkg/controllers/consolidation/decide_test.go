@@ -198,6 +198,14 @@ func TestDecide(t *testing.T) {
 			skipped: map[string]consolidation.Reason{"small": consolidation.ReasonBudget},
 		},
 		{
+			name: "a node draining holds every node",
+			nodes: []scheduling.Node{big("big", "default"), node("small", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi")), func() scheduling.Node {
+				n := node("draining", "manual", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("d", "1", "1Gi"))
+				n.Node.DeletionTimestamp = &metav1.Time{Time: now}
+				return n
+			}()},
+		},
+		{
 			name:    "pending pods hold every node",
 			nodes:   []scheduling.Node{big("big", "default"), node("small", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi"))},
 			pending: 1,

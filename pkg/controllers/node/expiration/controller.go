@@ -127,6 +127,7 @@ type Controller struct {
 	recorder  record.EventRecorder
 	clock     clock.Clock
 	period    time.Duration
+	expected  consolidation.Expectations
 }
 
 // New builds the controller.
@@ -181,6 +182,9 @@ func (c *Controller) Pass(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if !c.expected.Met(snapshot) {
+		return nil
+	}
 	for _, d := range Decide(*snapshot) {
 		if !d.Delete {
 			for _, n := range d.Launch {
@@ -188,6 +192,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 				if err != nil {
 					return fmt.Errorf("launching capacity for the pods of expired node %s, %w", d.Node.Name, err)
 				}
+				c.expected.Launched(node.Name, c.clock.Now())
 				c.recorder.Eventf(d.Node, corev1.EventTypeNormal, ReasonExpired, "Node is past ttlSecondsUntilExpired; launched %s for %d of its pods, the node is deleted once it is Ready", node.Name, len(n.Pods))
 			}
 			continue
@@ -195,6 +200,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 		if err := c.client.Delete(ctx, d.Node, client.Preconditions{UID: &d.Node.UID, ResourceVersion: &d.Node.ResourceVersion}); err != nil {
 			return client.IgnoreNotFound(fmt.Errorf("deleting expired node %s, %w", d.Node.Name, err))
 		}
+		c.expected.Deleted(d.Node.Name, c.clock.Now())
 		message := "Node is past ttlSecondsUntilExpired and its pods fit on the other nodes; deleted it"
 		if len(d.Stranded) > 0 {
 			message += fmt.Sprintf(" (%d pods fit nowhere and wait, e.g. %s/%s: %s)", len(d.Stranded), d.Stranded[0].Pod.Namespace, d.Stranded[0].Pod.Name, d.Stranded[0].Reason)
