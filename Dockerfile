@@ -1,9 +1,13 @@
 # syntax=docker/dockerfile:1
 # One image for both binaries: the controller (the default entrypoint) and the admission webhook
-# (config/webhook runs /webhook). Static, non-root, nothing but the binaries and CA roots.
+# (config/webhook runs /webhook). Static, non-root, nothing but the binaries, CA roots and zones.
 #
 #   docker buildx build --platform linux/amd64,linux/arm64 -t <registry>/karpenter:v0.1.0 --push .
-#   make release VERSION=v0.1.0 IMAGE=<registry>/karpenter
+#
+# For users who build with Docker. `make image` and `make release` build the equivalent image
+# without Docker or any pull (hack/image.sh: buildah, FROM scratch, the same binaries built with
+# the same flags, Debian's ca-certificates and tzdata, user 65532), and test/image runs that one;
+# keep the two in step.
 
 # The builder runs on the build machine's platform and cross-compiles, so multi-arch builds
 # need no emulation.

@@ -7,24 +7,34 @@ GO_TEST_FLAGS ?= -count=1 -timeout 45m
 .PHONY: all
 all: build
 
-## Generated code: deepcopy, CRDs and RBAC from the markers in pkg/, and the API reference.
+## Generated code: deepcopy, CRDs and RBAC from the markers in pkg/, the API reference, and the
+## chart's CRDs, RBAC and webhook configurations from config/.
 .PHONY: generate
 generate:
 	go tool controller-gen object paths=./pkg/apis/...
 	go tool controller-gen crd paths=./pkg/apis/... output:crd:dir=config/crd
 	go tool controller-gen rbac:roleName=karpenter-controller paths=./pkg/controllers/... output:rbac:dir=config/rbac
 	go run ./hack/apidocs -crds config/crd -out docs/reference.md
+	go run ./hack/chartgen -config config -chart charts/karpenter
 
-## Fails when a generated file is stale, go.mod is untidy, code is not gofmt'd, go vet complains
-## or golangci-lint (.golangci.yml) does.
+## Fails when a generated file is stale, the chart fails `helm lint`, go.mod is untidy, code is not
+## gofmt'd, go vet complains or golangci-lint (.golangci.yml) does.
 .PHONY: verify
 verify:
 	hack/verify-generated.sh
+	hack/helm.sh lint --strict charts/karpenter
 	go mod tidy -diff
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
 	$(MAKE) --no-print-directory lint
+
+## The AWS emulator's instance-type catalogue (test/awsemulator/catalogue) and the controller's
+## fallback prices (pkg/cloudprovider/aws/zz_generated.pricing.go), from the data package pinned
+## in hack/catalogue/go.mod. Not part of verify: the generator downloads a ~100 MB dataset.
+.PHONY: catalogue
+catalogue:
+	cd hack/catalogue && go run . -catalogue ../../test/awsemulator/catalogue -pricing ../../pkg/cloudprovider/aws/zz_generated.pricing.go
 
 ## golangci-lint at the version pinned in hack/tools/go.mod, built once into bin/.
 .PHONY: lint
@@ -35,14 +45,26 @@ lint:
 build:
 	go build -o bin/ ./cmd/...
 
-## Renders the install of config/ into releases/aws/$(VERSION).yaml, the image tagged $(VERSION).
+## The controller+webhook image, linux/amd64 and linux/arm64, built with buildah from scratch and
+## Debian's files (hack/image.sh): bin/karpenter-image.oci.tar, its index digest beside it. Needs
+## Debian's buildah, skopeo, ca-certificates and tzdata (`make test-assets` installs them).
+.PHONY: image
+image:
+	hack/image.sh "$(or $(VERSION),dev)" bin/karpenter-image.oci.tar
+
+## A release: the image archive and the chart package in bin/release/$(VERSION)/, and the install
+## of config/ in releases/aws/$(VERSION).yaml, both naming the image by the digest just built.
 IMAGE ?= public.ecr.aws/karpenter/karpenter
+RELEASE_DIR = bin/release/$(VERSION)
 .PHONY: release
 release:
 	@[ -n "$(VERSION)" ] || { echo "usage: make release VERSION=v0.1.0 [IMAGE=registry/karpenter]" >&2; exit 1; }
-	@mkdir -p releases/aws
-	hack/release.sh "$(VERSION)" "$(IMAGE)" > releases/aws/$(VERSION).yaml.tmp || { rm -f releases/aws/$(VERSION).yaml.tmp; exit 1; }
+	@mkdir -p releases/aws $(RELEASE_DIR)
+	hack/image.sh "$(VERSION)" $(RELEASE_DIR)/karpenter-$(VERSION).oci.tar >/dev/null
+	hack/release.sh "$(VERSION)" "$(IMAGE)" "$$(cat $(RELEASE_DIR)/karpenter-$(VERSION).oci.tar.digest)" > releases/aws/$(VERSION).yaml.tmp || { rm -f releases/aws/$(VERSION).yaml.tmp; exit 1; }
 	@mv releases/aws/$(VERSION).yaml.tmp releases/aws/$(VERSION).yaml
+	hack/package-chart.sh "$(VERSION)" "$(IMAGE)" "$$(cat $(RELEASE_DIR)/karpenter-$(VERSION).oci.tar.digest)" $(RELEASE_DIR)
+	@echo "release $(VERSION): releases/aws/$(VERSION).yaml, $(RELEASE_DIR)/karpenter-$(VERSION:v%=%).tgz, $(RELEASE_DIR)/karpenter-$(VERSION).oci.tar"
 
 ## Control plane, kwok, etcd and Prometheus for the tests (cached in bin/).
 .PHONY: test-assets

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Renders the install of config/ (kustomize, built into kubectl) with the image tagged <version>
-# and prints it: `make release VERSION=v0.1.0` writes it to releases/aws/v0.1.0.yaml. The release
-# is never edited by hand; test/release applies it to a real kube-apiserver.
+# Renders the install of config/ (kustomize, built into kubectl) with the image tagged <version>,
+# and pinned to <digest> when given, and prints it: `make release VERSION=v0.1.0` writes it to
+# releases/aws/v0.1.0.yaml with the digest of the image it built. The release is never edited by
+# hand; test/release applies it to a real kube-apiserver.
 #
-# usage: hack/release.sh <version> [image repository]
+# usage: hack/release.sh <version> [image repository] [image digest]
 set -euo pipefail
 
 version="${1:-}"
 image="${2:-public.ecr.aws/karpenter/karpenter}"
+digest="${3:-}"
 fail() { echo "release: $*" >&2; exit 1; }
 
 [[ "${version}" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] ||
@@ -15,6 +17,8 @@ fail() { echo "release: $*" >&2; exit 1; }
 # A registry may have a port (localhost:5000/karpenter); the last path element must have no tag.
 [[ "${image}" =~ ^[a-z0-9./:_-]+$ && "${image##*/}" != *:* ]] ||
 	fail "image must be a repository without a tag (public.ecr.aws/karpenter/karpenter), not '${image}'"
+[[ -z "${digest}" || "${digest}" =~ ^sha256:[0-9a-f]{64}$ ]] ||
+	fail "digest must be sha256:<64 hex digits>, not '${digest}'"
 command -v kubectl >/dev/null || fail "kubectl (1.14 or later, for its built-in kustomize) is not on PATH"
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,6 +34,7 @@ images:
 - name: public.ecr.aws/karpenter/karpenter
   newName: ${image}
   newTag: ${version}
+${digest:+  digest: ${digest}}
 YAML
 rendered="$(kubectl kustomize "${overlay}")" || fail "rendering config/ with kustomize"
 

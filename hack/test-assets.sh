@@ -2,7 +2,9 @@
 # Installs the real components the tests run, and nothing else:
 #   bin/kube-apiserver, bin/kube-scheduler, bin/kube-controller-manager  built from hack/kube
 #   bin/kwok                                                              go install
+#   bin/helm                                                              built from hack/helm
 #   etcd, prometheus                                                      Debian packages
+#   buildah, skopeo, umoci; CA certificates, tzdata (the image's files)   Debian packages
 # Idempotent: every step is skipped when its result is already present at the right version.
 set -euo pipefail
 
@@ -62,15 +64,26 @@ else
 	kwok_up_to_date || fail "bin/kwok does not report ${KWOK_VERSION}"
 fi
 
-# --- etcd and Prometheus from Debian ---
+# --- helm, for the chart's tests ---
+"${ROOT}/hack/helm.sh" version --short >/dev/null || fail "building helm"
+log "helm $("${BIN}/helm" version --template '{{.Version}}') in bin/"
+
+# --- etcd, Prometheus and the image tools from Debian ---
+# The image (hack/image.sh, test/image) is built with buildah and unpacked with skopeo and umoci;
+# it takes its CA bundle and zoneinfo from ca-certificates and tzdata.
 missing_packages=()
 command -v etcd >/dev/null || missing_packages+=(etcd-server)
 command -v prometheus >/dev/null || missing_packages+=(prometheus)
+for tool in buildah skopeo umoci; do
+	command -v "${tool}" >/dev/null || missing_packages+=("${tool}")
+done
+[[ -s /etc/ssl/certs/ca-certificates.crt ]] || missing_packages+=(ca-certificates)
+[[ -f /usr/share/zoneinfo/America/Los_Angeles ]] || missing_packages+=(tzdata)
 if ((${#missing_packages[@]} == 0)); then
-	log "etcd and prometheus already installed ($(command -v etcd), $(command -v prometheus))"
+	log "etcd, prometheus, buildah, skopeo, umoci, CA certificates and tzdata already installed"
 else
 	command -v apt-get >/dev/null ||
-		fail "${missing_packages[*]} missing and apt-get is unavailable; install etcd and prometheus onto PATH"
+		fail "${missing_packages[*]} missing and apt-get is unavailable; install them"
 	sudo=()
 	if [[ "$(id -u)" != 0 ]]; then
 		command -v sudo >/dev/null || fail "installing ${missing_packages[*]} needs root or sudo"
@@ -91,8 +104,9 @@ else
 	log "apt-get install ${missing_packages[*]}"
 	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing_packages[@]}" ||
 		fail "apt-get install ${missing_packages[*]}"
-	command -v etcd >/dev/null || fail "etcd still not on PATH after installing etcd-server"
-	command -v prometheus >/dev/null || fail "prometheus still not on PATH after installing prometheus"
+	for tool in etcd prometheus buildah skopeo umoci; do
+		command -v "${tool}" >/dev/null || fail "${tool} still not on PATH after apt-get install"
+	done
 fi
 
-log "ready: $(etcd --version | head -1), $(prometheus --version 2>&1 | head -1)"
+log "ready: $(etcd --version | head -1), $(prometheus --version 2>&1 | head -1), $(buildah --version)"

@@ -33,11 +33,11 @@ func main() {
 
 func run() error {
 	listen := flag.String("listen", "127.0.0.1:4566", "address to listen on (port 0 picks a free port)")
-	seedPath := flag.String("seed", "", "YAML or JSON file with the initial groups, node groups and queues")
+	seedPath := flag.String("seed", "", "YAML or JSON file with the initial groups, node groups, queues, VPC and catalogue overrides")
 	region := flag.String("region", "us-west-2", "region used in ARNs and queue URLs")
 	account := flag.String("account-id", "123456789012", "account id used in ARNs and queue URLs")
-	pendingDelay := flag.Duration("pending-delay", 10*time.Second, "how long a new instance stays Pending before InService")
-	terminatingDelay := flag.Duration("terminating-delay", 5*time.Second, "how long a terminating instance stays Terminating")
+	pendingDelay := flag.Duration("pending-delay", 10*time.Second, "how long a new instance stays Pending (EC2: pending) before InService (running)")
+	terminatingDelay := flag.Duration("terminating-delay", 5*time.Second, "how long a terminating instance stays Terminating (EC2: shutting-down)")
 	eksUpdateDelay := flag.Duration("eks-update-delay", 5*time.Second, "how long an EKS node group update stays InProgress")
 	verbose := flag.Bool("v", false, "log every request")
 	flag.Parse()

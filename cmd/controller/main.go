@@ -44,6 +44,13 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.StringVar(&f.operator.Controllers.PrometheusURI, "prometheus-uri", "http://prometheus-operated.monitoring:9090", "Base URL of the Prometheus HTTP API.")
 	fs.StringVar(&f.operator.AWSRegion, "aws-region", "", "AWS region for node groups and queues whose ID names none; defaults to the SDK's (AWS_REGION, profile).")
 	fs.DurationVar(&f.operator.AWSCallTimeout, "aws-call-timeout", aws.DefaultCallTimeout, "Time limit of each AWS call, its retries included.")
+	fs.StringVar(&f.operator.ClusterName, "cluster-name", "", "Name of the cluster; when set, Provisioners launch EC2 instances tagged kubernetes.io/cluster/<name>=owned.")
+	fs.StringVar(&f.operator.ClusterEndpoint, "cluster-endpoint", "", "API server URL new nodes join; defaults to the controller's own kubeconfig host.")
+	fs.StringVar(&f.operator.AWSInstanceOptions.DefaultInstanceProfile, "aws-default-instance-profile", "", "Instance profile of the Provisioners' nodes whose provider block names none.")
+	fs.DurationVar(&f.operator.AWSInstanceOptions.InstanceTypesRefresh, "aws-instance-types-refresh", aws.DefaultInstanceTypesRefresh, "How often EC2 instance types and their zones are re-read.")
+	fs.DurationVar(&f.operator.AWSInstanceOptions.PricingRefresh, "aws-pricing-refresh", aws.DefaultPricingRefresh, "How often on-demand and spot prices are re-read.")
+	fs.DurationVar(&f.operator.AWSInstanceOptions.UnavailableOfferingsTTL, "aws-unavailable-offerings-ttl", aws.DefaultUnavailableOfferingsTTL, "How long an instance type, zone and capacity type EC2 had no capacity for is not offered.")
+	fs.BoolVar(&f.operator.AWSInstanceOptions.IncludeBareMetal, "aws-include-bare-metal", false, "Offer bare metal instance types too.")
 	fs.StringVar(&f.operator.Controllers.PrometheusBearerTokenFile, "prometheus-bearer-token-file", "", "File holding a bearer token for Prometheus, re-read on every query.")
 	fs.StringVar(&f.operator.Controllers.PrometheusCAFile, "prometheus-ca-file", "", "PEM bundle that verifies Prometheus's certificate instead of the system roots.")
 	fs.BoolVar(&f.operator.Controllers.PrometheusInsecureSkipVerify, "prometheus-insecure-skip-verify", false, "Do not verify Prometheus's certificate.")
@@ -64,6 +71,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.DurationVar(&f.operator.Controllers.ConsolidationPeriod, "consolidation-period", consolidation.DefaultPeriod, "How often a consolidation pass looks for nodes to delete or replace.")
 	fs.Float64Var(&f.operator.Controllers.ConsolidationThreshold, "consolidation-threshold", consolidation.DefaultThreshold, "Fraction of the nodes' hourly price a consolidation must save, within (0, 1).")
 	fs.DurationVar(&f.operator.Controllers.ConsolidationMinNodeAge, "consolidation-min-node-age", consolidation.DefaultMinNodeAge, "How long a node exists before consolidation may delete or replace it.")
+	fs.StringVar(&f.operator.InterruptionQueue, "interruption-queue", "", "SQS queue (name, URL or ARN) the EventBridge rules send EC2 spot interruptions, rebalance recommendations, scheduled changes and state changes to; empty disables interruption handling.")
 	fs.DurationVar(&f.operator.Controllers.ResyncPeriod, "resync-period", 10*time.Second, "How often each object is reconciled without a watch event.")
 	if err := flagenv.Parse(fs, args); err != nil {
 		return f, err
@@ -76,6 +84,15 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	}
 	if f.operator.AWSCallTimeout <= 0 {
 		return f, fmt.Errorf("--aws-call-timeout must be positive, not %s", f.operator.AWSCallTimeout)
+	}
+	for name, d := range map[string]time.Duration{
+		"--aws-instance-types-refresh":    f.operator.AWSInstanceOptions.InstanceTypesRefresh,
+		"--aws-pricing-refresh":           f.operator.AWSInstanceOptions.PricingRefresh,
+		"--aws-unavailable-offerings-ttl": f.operator.AWSInstanceOptions.UnavailableOfferingsTTL,
+	} {
+		if d <= 0 {
+			return f, fmt.Errorf("%s must be positive, not %s", name, d)
+		}
 	}
 	if f.operator.Controllers.PrometheusTimeout <= 0 {
 		return f, fmt.Errorf("--prometheus-timeout must be positive, not %s", f.operator.Controllers.PrometheusTimeout)

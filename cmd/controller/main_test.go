@@ -9,6 +9,9 @@ import (
 func TestParseFlags(t *testing.T) {
 	t.Setenv("PROMETHEUS_URI", "http://from-env:9090")
 	t.Setenv("RESYNC_PERIOD", "30s")
+	t.Setenv("CLUSTER_NAME", "demo")
+	t.Setenv("CLUSTER_ENDPOINT", "https://demo.example")
+	t.Setenv("INTERRUPTION_QUEUE", "karpenter-interruptions")
 	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
 	f, err := parseFlags(fs, []string{"--leader-elect=false", "--aws-region=eu-west-1", "--resync-period=5s"})
 	if err != nil {
@@ -36,11 +39,17 @@ func TestParseFlags(t *testing.T) {
 		{"node ready timeout default", o.Controllers.NodeReadyTimeout, 15 * time.Minute},
 		{"garbage collection period default", o.Controllers.GarbageCollectionPeriod, time.Minute},
 		{"garbage collection grace default", o.Controllers.GarbageCollectionGrace, 2 * time.Minute},
+		{"cluster name from the environment", o.ClusterName, "demo"},
+		{"cluster endpoint from the environment", o.ClusterEndpoint, "https://demo.example"},
+		{"instance types refresh default", o.AWSInstanceOptions.InstanceTypesRefresh, 5 * time.Minute},
+		{"pricing refresh default", o.AWSInstanceOptions.PricingRefresh, 12 * time.Hour},
+		{"unavailable offerings TTL default", o.AWSInstanceOptions.UnavailableOfferingsTTL, 3 * time.Minute},
 		{"batch idle default", o.Controllers.BatchIdleDuration, time.Second},
+		{"batch max default", o.Controllers.BatchMaxDuration, 10 * time.Second},
+		{"interruption queue from the environment", o.InterruptionQueue, "karpenter-interruptions"},
 		{"consolidation period default", o.Controllers.ConsolidationPeriod, 30 * time.Second},
 		{"expiration period default", o.Controllers.ExpirationPeriod, 30 * time.Second},
 		{"consolidation min node age default", o.Controllers.ConsolidationMinNodeAge, 5 * time.Minute},
-		{"batch max default", o.Controllers.BatchMaxDuration, 10 * time.Second},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
@@ -52,6 +61,9 @@ func TestParseFlags(t *testing.T) {
 		"--prometheus-max-response-bytes=0",
 		"--horizontalautoscaler-workers=0",
 		"--aws-call-timeout=-1s",
+		"--aws-instance-types-refresh=0s",
+		"--aws-pricing-refresh=-1h",
+		"--aws-unavailable-offerings-ttl=0s",
 		"--wedged-reconcile-timeout=0s",
 		"--prometheus-timeout=10s", // 32 queries of 10 s outlast the 5 min wedged timeout
 		"--wedged-reconcile-timeout=160s",

@@ -20,7 +20,9 @@ import (
 )
 
 type flags struct {
-	options   webhook.Options
+	options webhook.Options
+	// provider defaults AWS provider blocks; the AWS rules apply once its cluster name is set.
+	provider  aws.ProviderDefaults
 	logLevel  string
 	logFormat string
 }
@@ -36,6 +38,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.StringVar(&f.options.MutatingWebhookConfiguration, "defaulting-webhook-name", "defaulting.webhook.karpenter.sh", "MutatingWebhookConfiguration (and its one webhook) whose rules and CA bundle this webhook keeps current.")
 	fs.StringVar(&f.options.ValidatingWebhookConfiguration, "validation-webhook-name", "validation.webhook.karpenter.sh", "ValidatingWebhookConfiguration (and its one webhook) whose rules and CA bundle this webhook keeps current.")
 	fs.BoolVar(&f.options.LeaderElection, "leader-elect", true, "Elect a leader so that only one replica writes the certificate and the webhook configurations; every replica serves.")
+	fs.StringVar(&f.provider.ClusterName, "cluster-name", "", "Name of the cluster; when set, Provisioners' provider blocks are defaulted and validated with the AWS rules.")
+	fs.StringVar(&f.provider.InstanceProfile, "aws-default-instance-profile", "", "Instance profile of the AWS provider blocks that name none.")
 	fs.StringVar(&f.logLevel, "log-level", "info", "Minimum log level: debug, info, warn or error.")
 	fs.StringVar(&f.logFormat, "log-format", "json", "Log encoding: json or console.")
 	if err := flagenv.Parse(fs, args); err != nil {
@@ -82,6 +86,9 @@ func main() {
 	// Ids are validated as the clouds parse them, which needs no credentials.
 	cloud := cloudprovider.NewRegistry()
 	aws.RegisterIDs(cloud)
+	if f.provider.ClusterName != "" {
+		aws.RegisterProvider(cloud, f.provider)
+	}
 	f.options.Cloud = cloud
 	// The signal handler cancels on SIGTERM/SIGINT: the server drains and leases are released.
 	ctx := logging.WithLogger(ctrl.SetupSignalHandler(), logger.Sugar().Named("webhook"))

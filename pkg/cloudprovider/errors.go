@@ -3,6 +3,7 @@ package cloudprovider
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrNoData means the cloud answered but had no datapoint for a metric. A
@@ -84,7 +85,10 @@ func (e *UnsupportedTypeError) Error() string {
 // that the caller can stop offering them for a while.
 type InsufficientCapacityError struct {
 	Offerings []OfferingKey
-	Err       error
+	// Reasons holds the cloud's reason for each offering that has one, e.g.
+	// InsufficientInstanceCapacity, for the caller's Events.
+	Reasons map[OfferingKey]string
+	Err     error
 }
 
 func (e *InsufficientCapacityError) Error() string {
@@ -92,3 +96,20 @@ func (e *InsufficientCapacityError) Error() string {
 }
 
 func (e *InsufficientCapacityError) Unwrap() error { return e.Err }
+
+// StalePricesError says that offerings carry prices older than the cloud's current ones (the
+// last that were read, or a catalogue built into the binary) because reading them failed.
+type StalePricesError struct {
+	// Since is when the prices were last read successfully, zero if never.
+	Since time.Time
+	Err   error
+}
+
+func (e *StalePricesError) Error() string {
+	if e.Since.IsZero() {
+		return fmt.Sprintf("prices are the built-in catalogue's: reading the cloud's failed, %v", e.Err)
+	}
+	return fmt.Sprintf("prices are those read at %s: reading the cloud's failed since, %v", e.Since.UTC().Format(time.RFC3339), e.Err)
+}
+
+func (e *StalePricesError) Unwrap() error { return e.Err }

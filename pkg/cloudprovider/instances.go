@@ -32,6 +32,14 @@ type InstanceProvider interface {
 	// List returns the instances this cluster owns that have not terminated,
 	// including those launched for a node that never registered.
 	List(ctx context.Context) ([]*Instance, error)
+	// StalePrices returns nil while the offerings' prices are the cloud's current ones, and
+	// a *StalePricesError while they come from an older or built-in catalogue because the
+	// cloud's price APIs fail, so that the caller can say so on its objects.
+	StalePrices() error
+	// MarkUnavailable stops offering the offering for new launches for a while, as after an
+	// insufficient capacity error: InstanceTypes reports it Available false and Create skips
+	// it. Interruption handling calls it when the cloud reclaims a spot instance.
+	MarkUnavailable(ctx context.Context, offering OfferingKey, reason string)
 	ProviderValidator
 }
 
@@ -72,6 +80,10 @@ type LaunchRequest struct {
 	Taints []corev1.Taint
 	// Provider is the Provisioner's spec.provider block, defaulted and valid.
 	Provider *runtime.RawExtension
+	// IdempotencyKey names the launch: a Create retried with the same key and candidates (after
+	// a crash or a lost answer) returns the instance the first one launched instead of a second.
+	// Empty means every call is a new launch.
+	IdempotencyKey string
 }
 
 // Candidate is one instance type in one of its offerings.

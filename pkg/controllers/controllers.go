@@ -10,11 +10,13 @@ import (
 
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/consolidation"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
+	"karpenter.sh/karpenter/pkg/controllers/interruption"
 	"karpenter.sh/karpenter/pkg/controllers/metricsproducer"
 	"karpenter.sh/karpenter/pkg/controllers/node/emptiness"
 	"karpenter.sh/karpenter/pkg/controllers/node/expiration"
@@ -63,9 +65,13 @@ type Options struct {
 	MetricsProducerPeriod time.Duration
 	// CloudProvider resolves node groups and queues from a spec's type and id.
 	CloudProvider cloudprovider.Factory
-	// InstanceProvider launches and terminates the instances of Provisioners; the controllers
-	// that need it are not registered when nil.
+	// InstanceProvider launches and terminates the instances of Provisioners; nil when the
+	// operator was not given a cluster name, and then the controllers that need it are not
+	// registered.
 	InstanceProvider cloudprovider.InstanceProvider
+	// InterruptionQueue delivers the cloud's notices about instances; the interruption
+	// controller is not registered when nil.
+	InterruptionQueue cloudprovider.InterruptionQueue
 	// NodeReadyTimeout is how long a launched node may take to become Ready before it is
 	// deleted; readiness.DefaultTimeout when zero.
 	NodeReadyTimeout time.Duration
@@ -101,11 +107,11 @@ type Options struct {
 
 // Names lists every controller, in the order they are registered.
 var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name,
-	readiness.Name, termination.Name, garbagecollection.Name, provisionerstatus.Name, provisioning.Name,
+	provisioning.Name, readiness.Name, termination.Name, garbagecollection.Name, interruption.Name, provisionerstatus.Name,
 	emptiness.Name, expiration.Name, consolidation.Name}
 
 // needInstances are the controllers that run only with an InstanceProvider.
-var needInstances = []string{termination.Name, garbagecollection.Name, provisioning.Name, expiration.Name, consolidation.Name}
+var needInstances = []string{provisioning.Name, termination.Name, garbagecollection.Name, interruption.Name, expiration.Name, consolidation.Name}
 
 // reconciler is what each controller package offers to the manager.
 type reconciler interface {
@@ -126,6 +132,10 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 	if opts.Clock == nil {
 		return fmt.Errorf("registering controllers without a clock")
 	}
+	if opts.InterruptionQueue != nil && opts.InstanceProvider == nil && (len(opts.Enabled) == 0 || slices.Contains(opts.Enabled, interruption.Name)) {
+		// A queue configured and never read would drop every notice without a word.
+		return fmt.Errorf("the %s controller has a queue but no instance provider, whose nodes it acts on", interruption.Name)
+	}
 	for _, name := range Names {
 		if len(opts.Enabled) > 0 && !slices.Contains(opts.Enabled, name) {
 			continue
@@ -133,6 +143,13 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 		if opts.InstanceProvider == nil && slices.Contains(needInstances, name) {
 			if slices.Contains(opts.Enabled, name) {
 				return fmt.Errorf("the %s controller needs an instance provider", name)
+			}
+			log.FromContext(ctx).Info("no instance provider: controller not registered, Provisioners are not acted on", "controller", name)
+			continue
+		}
+		if opts.InterruptionQueue == nil && name == interruption.Name {
+			if slices.Contains(opts.Enabled, name) {
+				return fmt.Errorf("the %s controller needs an interruption queue", name)
 			}
 			continue
 		}
@@ -182,6 +199,15 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options) 
 			Recorder: recorderFor(mgr, name),
 			Clock:    opts.Clock,
 			Period:   cmp.Or(opts.MetricsProducerPeriod, opts.ResyncPeriod),
+		})
+	case provisioning.Name:
+		return provisioning.New(provisioning.Options{
+			Client:            mgr.GetClient(),
+			InstanceProvider:  opts.InstanceProvider,
+			Recorder:          recorderFor(mgr, name),
+			Clock:             opts.Clock,
+			BatchIdleDuration: opts.BatchIdleDuration,
+			BatchMaxDuration:  opts.BatchMaxDuration,
 		})
 	case readiness.Name:
 		return readiness.New(readiness.Options{
@@ -233,17 +259,16 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options) 
 				Threshold:  opts.ConsolidationThreshold,
 			},
 		})
+	case interruption.Name:
+		return interruption.New(interruption.Options{
+			Client:    mgr.GetClient(),
+			Queue:     opts.InterruptionQueue,
+			Instances: opts.InstanceProvider,
+			Recorder:  recorderFor(mgr, name),
+			Clock:     opts.Clock,
+		})
 	case provisionerstatus.Name:
 		return provisionerstatus.New(provisionerstatus.Options{Client: mgr.GetClient()})
-	case provisioning.Name:
-		return provisioning.New(provisioning.Options{
-			Client:            mgr.GetClient(),
-			InstanceProvider:  opts.InstanceProvider,
-			Recorder:          recorderFor(mgr, name),
-			Clock:             opts.Clock,
-			BatchIdleDuration: opts.BatchIdleDuration,
-			BatchMaxDuration:  opts.BatchMaxDuration,
-		})
 	}
 	return nil, fmt.Errorf("no controller is named %q", name)
 }

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers"
 )
 
@@ -21,6 +22,10 @@ func TestRegisterRefusesBadOptions(t *testing.T) {
 		{name: "no clock", options: controllers.Options{}, want: "without a clock"},
 		{name: "termination without instances", options: controllers.Options{Clock: clock.RealClock{}, Enabled: []string{"nodetermination"}},
 			want: "the nodetermination controller needs an instance provider"},
+		{name: "interruption without a queue", options: controllers.Options{Clock: clock.RealClock{}, InstanceProvider: fake.NewInstanceProvider(fake.InstanceProviderOptions{}), Enabled: []string{"interruption"}},
+			want: "the interruption controller needs an interruption queue"},
+		{name: "an interruption queue without instances", options: controllers.Options{Clock: clock.RealClock{}, InterruptionQueue: fake.NewInterruptionQueue()},
+			want: "the interruption controller has a queue but no instance provider"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := controllers.Register(context.Background(), nil, tc.options)

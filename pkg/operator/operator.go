@@ -7,8 +7,12 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"time"
 
+	utilversion "k8s.io/apimachinery/pkg/util/version"
+	apimachineryversion "k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -47,6 +51,20 @@ type Options struct {
 	// AWSCallTimeout bounds each AWS call, its retries included; aws.DefaultCallTimeout when
 	// zero. Unused when Controllers.CloudProvider is set.
 	AWSCallTimeout time.Duration
+	// ClusterName, when set, makes the operator launch instances for Provisioners on AWS in
+	// the default region (Controllers.InstanceProvider), tagged as the cluster's. Unused when
+	// Controllers.CloudProvider is set.
+	ClusterName string
+	// ClusterEndpoint is the API server's URL nodes join; the rest config's host when empty.
+	ClusterEndpoint string
+	// AWSInstanceOptions configure the instances launched: the default instance profile, the
+	// refresh periods, how long an offering without capacity is not offered. The cluster's
+	// name, endpoint, CA bundle and version are filled in from the above and the cluster.
+	AWSInstanceOptions aws.InstancesOptions
+	// InterruptionQueue names the SQS queue (name, URL or ARN) of the EC2 interruption events
+	// the interruption controller acts on; empty disables it. Unused when
+	// Controllers.InterruptionQueue is set.
+	InterruptionQueue string
 	// Namespaces, when set, limits the cache to these namespaces.
 	Namespaces []string
 	// WedgedReconcileTimeout is how long one reconcile may run before /healthz fails;
@@ -88,20 +106,43 @@ func New(ctx context.Context, restConfig *rest.Config, options Options) (manager
 	if options.Controllers.Clock == nil {
 		options.Controllers.Clock = clock.RealClock{}
 	}
-	if options.Controllers.CloudProvider == nil {
+	needQueue := options.InterruptionQueue != "" && options.Controllers.InterruptionQueue == nil
+	if options.Controllers.CloudProvider == nil || needQueue {
 		// The SDK's own configuration chain applies: credentials (IRSA, environment, profile)
 		// and endpoint overrides such as AWS_ENDPOINT_URL.
 		provider, err := aws.New(ctx, aws.Options{Region: options.AWSRegion, Clock: options.Controllers.Clock, CallTimeout: options.AWSCallTimeout})
 		if err != nil {
 			return nil, err
 		}
-		registry := cloudprovider.NewRegistry()
-		provider.Register(registry)
-		options.Controllers.CloudProvider = registry
+		if options.Controllers.CloudProvider == nil {
+			registry := cloudprovider.NewRegistry()
+			provider.Register(registry)
+			options.Controllers.CloudProvider = registry
+			if options.ClusterName != "" {
+				instances, err := awsInstances(restConfig, provider, options)
+				if err != nil {
+					return nil, err
+				}
+				registry.RegisterProvider(instances)
+				options.Controllers.InstanceProvider = instances
+			}
+		}
+		if needQueue {
+			if options.Controllers.InterruptionQueue, err = provider.InterruptionQueue(options.InterruptionQueue); err != nil {
+				return nil, fmt.Errorf("building the interruption queue, %w", err)
+			}
+		}
 	}
 	mgr, err := ctrl.NewManager(restConfig, managerOptions(options))
 	if err != nil {
 		return nil, fmt.Errorf("creating manager, %w", err)
+	}
+	// The instance types and prices are read in the background from the start, never while
+	// scheduling.
+	if runnable, ok := options.Controllers.InstanceProvider.(manager.Runnable); ok {
+		if err := mgr.Add(runnable); err != nil {
+			return nil, fmt.Errorf("adding the instance types refresh, %w", err)
+		}
 	}
 	for _, index := range fieldIndexes {
 		if err := index(ctx, mgr.GetFieldIndexer()); err != nil {
@@ -121,6 +162,48 @@ func New(ctx context.Context, restConfig *rest.Config, options Options) (manager
 		return nil, fmt.Errorf("adding ready check, %w", err)
 	}
 	return mgr, nil
+}
+
+// awsInstances builds the AWS InstanceProvider for the cluster the rest config reaches: nodes
+// join it at its endpoint with its CA bundle, and run the EKS AMI of its Kubernetes version.
+func awsInstances(restConfig *rest.Config, provider *aws.Provider, options Options) (*aws.Instances, error) {
+	opts := options.AWSInstanceOptions
+	opts.ClusterName = options.ClusterName
+	opts.ClusterEndpoint = cmp.Or(options.ClusterEndpoint, restConfig.Host)
+	opts.ClusterCABundle = restConfig.CAData
+	if len(opts.ClusterCABundle) == 0 && restConfig.CAFile != "" {
+		ca, err := os.ReadFile(restConfig.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the cluster's CA bundle, %w", err)
+		}
+		opts.ClusterCABundle = ca
+	}
+	discoveryClient, err := discovery.NewDiscoveryClientForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating the discovery client, %w", err)
+	}
+	version, err := discoveryClient.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reading the cluster's Kubernetes version, %w", err)
+	}
+	opts.KubernetesVersion, err = minorVersion(version)
+	if err != nil {
+		return nil, err
+	}
+	if clk, ok := options.Controllers.Clock.(clock.WithTicker); ok {
+		opts.Clock = clk
+	}
+	return provider.Instances(opts)
+}
+
+// minorVersion is the cluster's major.minor version; managed clusters add a suffix to the minor
+// version (EKS reports "29+").
+func minorVersion(version *apimachineryversion.Info) (string, error) {
+	parsed, err := utilversion.ParseGeneric(version.GitVersion)
+	if err != nil {
+		return "", fmt.Errorf("parsing the cluster's Kubernetes version %q, %w", version.GitVersion, err)
+	}
+	return fmt.Sprintf("%d.%d", parsed.Major(), parsed.Minor()), nil
 }
 
 func managerOptions(options Options) ctrl.Options {

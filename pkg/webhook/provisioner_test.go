@@ -47,7 +47,7 @@ func TestDefaultProvisionerRequirements(t *testing.T) {
 	anyArch := requirement(corev1.LabelArchStable, corev1.NodeSelectorOpExists)
 	zone := requirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-west-2a")
 	for _, tc := range []struct {
-		name       string
+		name        string
 		given, want []v1alpha5.NodeSelectorRequirement
 	}{
 		{"unconstrained gets on-demand and amd64", nil, []v1alpha5.NodeSelectorRequirement{onDemand, amd64}},

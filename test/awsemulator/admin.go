@@ -18,6 +18,12 @@ import (
 //	POST   /_emulator/seed                          add resources (seed YAML or JSON)
 //	POST   /_emulator/queues/{name}/messages        {"count": 10, "body": "job"}
 //	DELETE /_emulator/queues/{name}/messages        purge
+//	GET    /_emulator/ec2/instances                 free-standing EC2 instances, with tags
+//	POST   /_emulator/ec2/instances/terminate       {"instanceIds": [...]}; none: all (drain)
+//	GET    /_emulator/ec2/fleets                    CreateFleet requests as received
+//	GET    /_emulator/ec2/launchtemplates           launch templates with their data
+//	POST   /_emulator/instances/{id}/interrupt?queue=<name>&kind=spot|rebalance|scheduled-change|state-change[&state=terminated]
+//	                                                an EventBridge event about the instance on the queue
 //	GET    /_emulator/faults                        faults and how often each hit
 //	POST   /_emulator/faults                        add a Fault (JSON)
 //	DELETE /_emulator/faults                        clear faults
@@ -159,6 +165,15 @@ func (e *Emulator) adminHandler() http.Handler {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+	mux.HandleFunc("POST /_emulator/instances/{id}/interrupt", func(w http.ResponseWriter, r *http.Request) {
+		query := r.URL.Query()
+		id, err := e.Interrupt(query.Get("queue"), r.PathValue("id"), InterruptionKind(query.Get("kind")), query.Get("state"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		writeJSON(w, "application/json", map[string]string{"messageId": id})
+	})
 	mux.HandleFunc("DELETE /_emulator/queues/{name}/messages", func(w http.ResponseWriter, r *http.Request) {
 		if err := e.PurgeQueue(r.PathValue("name")); err != nil {
 			http.Error(w, err.Error(), http.StatusNotFound)
@@ -184,6 +199,29 @@ func (e *Emulator) adminHandler() http.Handler {
 		func(r *http.Request) string { return r.PathValue("name") }))
 	mux.HandleFunc("PUT /_emulator/eksnodegroups/{cluster}/{name}/tags", setTags(e.SetEKSNodeGroupTags,
 		func(r *http.Request) string { return r.PathValue("cluster") + "/" + r.PathValue("name") }))
+	mux.HandleFunc("GET /_emulator/ec2/instances", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, "application/json", map[string][]EC2Instance{"instances": e.EC2Instances()})
+	})
+	mux.HandleFunc("POST /_emulator/ec2/instances/terminate", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			InstanceIDs []string `json:"instanceIds"`
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, maxBodyBytes)).Decode(&in); err != nil && err != io.EOF {
+			http.Error(w, fmt.Sprintf("decoding request, %v", err), http.StatusBadRequest)
+			return
+		}
+		if err := e.TerminateEC2Instances(in.InstanceIDs); err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /_emulator/ec2/fleets", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, "application/json", map[string][]FleetRequest{"fleets": e.FleetRequests()})
+	})
+	mux.HandleFunc("GET /_emulator/ec2/launchtemplates", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, "application/json", map[string][]LaunchTemplate{"launchTemplates": e.LaunchTemplates()})
+	})
 	mux.HandleFunc("GET /_emulator/faults", func(w http.ResponseWriter, _ *http.Request) {
 		type faultHits struct {
 			Fault

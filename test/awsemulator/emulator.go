@@ -9,14 +9,27 @@
 //   - SQS (awsJson1_0): CreateQueue, GetQueueUrl, GetQueueAttributes,
 //     SendMessage, ReceiveMessage, DeleteMessage, PurgeQueue.
 //   - CloudWatch (Smithy RPC v2 CBOR): GetMetricData for the AWS/SQS queue metrics.
+//   - EC2 (ec2query, XML): DescribeInstanceTypes, DescribeInstanceTypeOfferings,
+//     DescribeSpotPriceHistory, DescribeSubnets, DescribeSecurityGroups,
+//     DescribeLaunchTemplates, CreateLaunchTemplate, DeleteLaunchTemplate,
+//     CreateFleet (instant), DescribeInstances, TerminateInstances, CreateTags;
+//     paginated and filtered as EC2 documents.
+//   - SSM (awsJson1_1): GetParameter, with the public EKS-optimized AMI parameters.
+//   - Pricing (awsJson1_1): GetProducts, EC2 price lists.
+//
+// Instance types and prices come from a catalogue generated from the
+// ec2instances.info dataset (hack/catalogue, make catalogue): hundreds of real
+// types with their vCPUs, memory, architectures, ENI limits and regional
+// on-demand and spot prices.
 //
 // All services share one endpoint (AWS_ENDPOINT_URL); requests are routed by
 // protocol markers and by the SigV4 credential scope. Signatures are not
 // verified. Time is simulated with an injectable clock: instances launch
-// Pending and become InService after a delay, terminate through Terminating,
-// and EKS updates complete after a delay. Faults (throttling, 5xx, latency,
-// access denied) can be injected per service and action. State is seeded from
-// a file or through the admin API under /_emulator/.
+// Pending and become InService (EC2: pending, running) after a delay, terminate
+// through Terminating (EC2: shutting-down, terminated), and EKS updates complete
+// after a delay. Faults (throttling, 5xx, latency, hangs, access denied, and EC2
+// capacity errors per instance type, zone and capacity type) can be injected.
+// State is seeded from a file or through the admin API under /_emulator/.
 package awsemulator
 
 import (
@@ -61,6 +74,19 @@ type Emulator struct {
 	nextInstanceID uint64
 	nextRequestID  uint64
 	nextID         uint64
+
+	// EC2, SSM and Pricing.
+	started        time.Time // when the emulator's spot prices were published
+	catalogue      ec2Catalogue
+	subnets        map[string]*subnet
+	securityGroups map[string]*securityGroup
+	// instanceProfiles are the IAM instance profile names launches may use.
+	instanceProfiles map[string]bool
+	launchTemplates  map[string]*launchTemplate // by id
+	instances        map[string]*ec2Instance    // free-standing instances by id
+	fleets           map[string]*fleet          // by client token
+	fleetRequests    []FleetRequest
+	ssmParameters    map[string]string
 }
 
 // New returns an empty emulator.
@@ -74,11 +100,26 @@ func New(opts Options) *Emulator {
 	if opts.AccountID == "" {
 		opts.AccountID = "123456789012"
 	}
+	catalogue, err := DefaultCatalogue()
+	if err != nil {
+		// The catalogue is embedded at build time; the tests keep it parseable.
+		panic(fmt.Sprintf("awsemulator: the embedded catalogue is corrupt, %v", err))
+	}
 	e := &Emulator{
-		opts:       opts,
-		groups:     map[string]*autoScalingGroup{},
-		nodeGroups: map[string]*eksNodeGroup{},
-		queues:     map[string]*queue{},
+		opts:           opts,
+		groups:         map[string]*autoScalingGroup{},
+		nodeGroups:     map[string]*eksNodeGroup{},
+		queues:         map[string]*queue{},
+		started:        opts.Clock.Now(),
+		catalogue:      newEC2Catalogue(catalogue, opts.Region),
+		subnets:        map[string]*subnet{},
+		securityGroups: map[string]*securityGroup{},
+
+		instanceProfiles: map[string]bool{},
+		launchTemplates:  map[string]*launchTemplate{},
+		instances:        map[string]*ec2Instance{},
+		fleets:           map[string]*fleet{},
+		ssmParameters:    defaultSSMParameters(opts.Region),
 	}
 	e.admin = e.adminHandler()
 	return e
@@ -90,6 +131,9 @@ const (
 	serviceEKS         = "eks"
 	serviceSQS         = "sqs"
 	serviceCloudWatch  = "monitoring"
+	serviceEC2         = "ec2"
+	serviceSSM         = "ssm"
+	servicePricing     = "pricing"
 )
 
 // request is an incoming AWS API call after routing.
@@ -98,7 +142,7 @@ type request struct {
 	action    string
 	http      *http.Request
 	body      []byte
-	form      url.Values // awsquery only
+	form      url.Values // awsquery and ec2query only
 	requestID string
 }
 
@@ -146,6 +190,12 @@ func (e *Emulator) handlerFor(req *request) (handlerFunc, errorWriteFunc) {
 		return e.serveEKS, writeRESTJSONError
 	case serviceSQS:
 		return e.serveSQS, writeSQSError
+	case serviceEC2:
+		return e.serveEC2, writeEC2Error
+	case serviceSSM:
+		return e.serveSSM, writeJSON11Error
+	case servicePricing:
+		return e.servePricing, writeJSON11Error
 	default:
 		return e.serveCloudWatch, writeCBORError
 	}
@@ -171,6 +221,10 @@ func route(req *request) error {
 		req.service, req.action = serviceCloudWatch, parts[3]
 	case strings.HasPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS."):
 		req.service, req.action = serviceSQS, strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS.")
+	case strings.HasPrefix(r.Header.Get("X-Amz-Target"), "AmazonSSM."):
+		req.service, req.action = serviceSSM, strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonSSM.")
+	case strings.HasPrefix(r.Header.Get("X-Amz-Target"), "AWSPriceListService."):
+		req.service, req.action = servicePricing, strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AWSPriceListService.")
 	case strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded"):
 		form, err := url.ParseQuery(string(req.body))
 		if err != nil {
@@ -181,6 +235,8 @@ func route(req *request) error {
 		switch {
 		case scope == serviceAutoScaling || form.Get("Version") == "2011-01-01":
 			req.service = serviceAutoScaling
+		case scope == serviceEC2 || form.Get("Version") == ec2Version:
+			req.service = serviceEC2
 		default:
 			return fmt.Errorf("unsupported query service (scope %q, version %q)", scope, form.Get("Version"))
 		}

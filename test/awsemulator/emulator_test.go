@@ -2,6 +2,7 @@ package awsemulator_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -295,6 +296,48 @@ func TestSQSMessages(t *testing.T) {
 	}
 }
 
+// ReceiveMessage long-polls: with WaitTimeSeconds it returns a message sent while it waits, and
+// nothing once the wait runs out. Interrupt's events arrive as EventBridge delivers them.
+func TestSQSLongPollingAndInterruptionEvents(t *testing.T) {
+	e, cfg := start(t, awsemulator.Options{}, "sqsQueues: [{name: events}]")
+	client := sqs.NewFromConfig(cfg)
+	ctx := context.Background()
+	q := sdkaws.String("https://sqs.us-west-2.amazonaws.com/123456789012/events")
+	if _, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q, WaitTimeSeconds: 21}); err == nil {
+		t.Error("WaitTimeSeconds 21 was accepted")
+	}
+	empty, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q, WaitTimeSeconds: 1})
+	if err != nil || len(empty.Messages) != 0 {
+		t.Fatalf("ReceiveMessage of an empty queue = %+v, %v", empty, err)
+	}
+	received := make(chan *sqs.ReceiveMessageOutput, 1)
+	go func() {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q, WaitTimeSeconds: 20})
+		if err != nil {
+			t.Error(err)
+		}
+		received <- out
+	}()
+	if _, err := e.Interrupt("events", "i-0123456789abcdef0", awsemulator.InterruptSpot, ""); err != nil {
+		t.Fatal(err)
+	}
+	out := <-received
+	if len(out.Messages) != 1 {
+		t.Fatalf("received %d messages, want 1", len(out.Messages))
+	}
+	var event struct {
+		DetailType string            `json:"detail-type"`
+		Source     string            `json:"source"`
+		Detail     map[string]string `json:"detail"`
+	}
+	if err := json.Unmarshal([]byte(sdkaws.ToString(out.Messages[0].Body)), &event); err != nil {
+		t.Fatal(err)
+	}
+	if event.DetailType != "EC2 Spot Instance Interruption Warning" || event.Source != "aws.ec2" || event.Detail["instance-id"] != "i-0123456789abcdef0" {
+		t.Errorf("event %+v", event)
+	}
+}
+
 func TestSeedFiles(t *testing.T) {
 	seed, err := awsemulator.LoadSeed("testdata/seed.yaml")
 	if err != nil {
@@ -316,6 +359,12 @@ func TestSeedFiles(t *testing.T) {
 		{"no instance type", `{"autoScalingGroups": [{"name": "g", "maxSize": 1}]}`, "instanceType is required"},
 		{"duplicate", `{"sqsQueues": [{"name": "jobs"}]}`, "already exists"},
 		{"no cluster", `{"eksNodeGroups": [{"nodegroupName": "ng", "maxSize": 1, "instanceType": "m5.large"}]}`, "clusterName is required"},
+		{"duplicate subnet", `{"subnets": [{"id": "subnet-0a1", "availabilityZone": "us-west-2a"}]}`, "already exists"},
+		{"bad cidr", `{"subnets": [{"id": "s", "availabilityZone": "us-west-2a", "cidrBlock": "10.0.0.0/30"}]}`, "/28 or larger"},
+		{"unnamed group", `{"securityGroups": [{"id": "sg-1"}]}`, "id and name are required"},
+		{"unknown type", `{"catalogue": {"instanceTypes": ["m5.huge"]}}`, "unknown instance type"},
+		{"offering outside region", `{"catalogue": {"offerings": {"m5.large": ["eu-west-1a"]}}}`, "not a zone of the region"},
+		{"ssm name", `{"ssmParameters": {"image": "ami-1"}}`, "not a parameter path"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := awsemulator.ParseSeed([]byte(tt.seed))
@@ -362,6 +411,11 @@ func TestAdminAPI(t *testing.T) {
 		{"POST", "/_emulator/faults", `{"kind": "meteor"}`, 400, "unknown fault kind"},
 		{"GET", "/_emulator/faults", "", 200, `"latency":"1ms"`},
 		{"DELETE", "/_emulator/faults", "", 204, ""},
+		{"POST", "/_emulator/instances/i-0123456789abcdef0/interrupt?queue=q&kind=spot", "", 200, `"messageId"`},
+		{"POST", "/_emulator/instances/i-0123456789abcdef0/interrupt?queue=q&kind=state-change&state=terminated", "", 200, `"messageId"`},
+		{"POST", "/_emulator/instances/i-0123456789abcdef0/interrupt?queue=q&kind=meteor", "", 400, "unknown interruption kind"},
+		{"POST", "/_emulator/instances/web-1/interrupt?queue=q&kind=spot", "", 400, "not an EC2 instance id"},
+		{"POST", "/_emulator/instances/i-0123456789abcdef0/interrupt?queue=nope&kind=spot", "", 400, "does not exist"},
 		{"DELETE", "/_emulator/queues/q/messages", "", 204, ""},
 		{"PUT", "/_emulator/autoscalinggroups/g/tags", `{"karpenter.sh/namespace": "team-a"}`, 204, ""},
 		{"PUT", "/_emulator/autoscalinggroups/nope/tags", `{}`, 404, "does not exist"},

@@ -16,6 +16,57 @@ type Seed struct {
 	AutoScalingGroups []SeedAutoScalingGroup `json:"autoScalingGroups,omitempty"`
 	EKSNodeGroups     []SeedEKSNodeGroup     `json:"eksNodeGroups,omitempty"`
 	SQSQueues         []SeedQueue            `json:"sqsQueues,omitempty"`
+
+	// Subnets and SecurityGroups make up the VPC that EC2 calls see.
+	Subnets        []SeedSubnet        `json:"subnets,omitempty"`
+	SecurityGroups []SeedSecurityGroup `json:"securityGroups,omitempty"`
+	// InstanceProfiles are the IAM instance profile names that launch templates may name.
+	InstanceProfiles []string `json:"instanceProfiles,omitempty"`
+	// SSMParameters add or replace SSM parameters (name → value); the public EKS-optimized
+	// AMI parameters are there from the start.
+	SSMParameters map[string]string `json:"ssmParameters,omitempty"`
+	// Catalogue restricts or overrides the instance types, offerings and prices of the
+	// emulator's region; without it the generated catalogue's apply.
+	Catalogue *SeedCatalogue `json:"catalogue,omitempty"`
+}
+
+// SeedSubnet is a VPC subnet.
+type SeedSubnet struct {
+	ID               string `json:"id"`
+	AvailabilityZone string `json:"availabilityZone"`
+	// VPCID defaults to the emulator's one VPC.
+	VPCID string `json:"vpcId,omitempty"`
+	// CIDRBlock defaults to 10.0.<n>.0/24 for the n-th subnet (from 1).
+	CIDRBlock string `json:"cidrBlock,omitempty"`
+	// AvailableIPAddressCount defaults to what the CIDR block leaves after AWS's five
+	// reserved addresses; each launch takes one.
+	AvailableIPAddressCount *int32            `json:"availableIpAddressCount,omitempty"`
+	Tags                    map[string]string `json:"tags,omitempty"`
+}
+
+// SeedSecurityGroup is a VPC security group.
+type SeedSecurityGroup struct {
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	Description string            `json:"description,omitempty"`
+	VPCID       string            `json:"vpcId,omitempty"`
+	Tags        map[string]string `json:"tags,omitempty"`
+}
+
+// SeedCatalogue overrides the generated catalogue for the emulator's region.
+type SeedCatalogue struct {
+	// InstanceTypes, when set, are the only types the region offers.
+	InstanceTypes []string `json:"instanceTypes,omitempty"`
+	// Zones replaces the region's zones (default: us-west-2a–d, us-east-1a–f, eu-west-1a–c,
+	// <region>a–c elsewhere).
+	Zones []string `json:"zones,omitempty"`
+	// Offerings replaces the zones that offer a type.
+	Offerings map[string][]string `json:"offerings,omitempty"`
+	// Prices replaces a type's prices in the region; a type not in the catalogue is added
+	// when it is also described in Types.
+	Prices map[string]Price `json:"prices,omitempty"`
+	// Types adds instance types or replaces their description.
+	Types []InstanceTypeInfo `json:"types,omitempty"`
 }
 
 // SeedAutoScalingGroup is an EC2 Auto Scaling group.
@@ -122,6 +173,7 @@ func (e *Emulator) Seed(s Seed) error {
 		}
 		e.converge(g, launched)
 	}
+	e.seedEC2(s)
 	for _, sq := range s.SQSQueues {
 		q := e.newQueue(sq.Name, sq.Attributes, now)
 		for range sq.Messages {
@@ -175,7 +227,7 @@ func (e *Emulator) validateSeed(s Seed) error {
 		}
 		seen["sqs/"+q.Name] = true
 	}
-	return nil
+	return e.validateSeedEC2(s)
 }
 
 // newGroup creates an Auto Scaling group with no instances; the caller holds e.mu.

@@ -23,7 +23,7 @@ var sqsOperations = map[string]func(*Emulator, http.ResponseWriter, *request) *a
 	"GetQueueUrl":        sqsOperation((*Emulator).getQueueURL),
 	"GetQueueAttributes": sqsOperation((*Emulator).getQueueAttributes),
 	"SendMessage":        sqsOperation((*Emulator).sqsSendMessage),
-	"ReceiveMessage":     sqsOperation((*Emulator).receiveMessage),
+	"ReceiveMessage":     (*Emulator).serveReceiveMessage,
 	"DeleteMessage":      sqsOperation((*Emulator).deleteMessage),
 	"PurgeQueue":         sqsOperation((*Emulator).purgeQueue),
 }
@@ -186,32 +186,83 @@ type receiveMessageInput struct {
 	QueueUrl            string
 	MaxNumberOfMessages *int
 	VisibilityTimeout   *int
+	WaitTimeSeconds     *int
 }
 
-func (e *Emulator) receiveMessage(in receiveMessageInput, now time.Time) (any, *apiError) {
+// longPollInterval is how often a long poll looks again for a visible message; a message
+// sent or made visible meanwhile is returned at the next look.
+const longPollInterval = 20 * time.Millisecond
+
+// serveReceiveMessage is ReceiveMessage with long polling: while the queue has nothing
+// visible, the call waits up to WaitTimeSeconds of real time (it holds a connection, as SQS
+// does), looking again every longPollInterval.
+func (e *Emulator) serveReceiveMessage(w http.ResponseWriter, req *request) *apiError {
+	var in receiveMessageInput
+	if err := json.Unmarshal(req.body, &in); err != nil {
+		return errInvalidParameter("malformed request body: %v", err)
+	}
+	var wait time.Duration
+	if in.WaitTimeSeconds != nil {
+		if *in.WaitTimeSeconds < 0 || *in.WaitTimeSeconds > 20 {
+			return errInvalidParameter("Value %d for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided.", *in.WaitTimeSeconds)
+		}
+		wait = time.Duration(*in.WaitTimeSeconds) * time.Second
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	ticker := time.NewTicker(longPollInterval)
+	defer ticker.Stop()
+	for {
+		e.mu.Lock()
+		out, aerr := e.receiveMessage(in, e.advance())
+		e.mu.Unlock()
+		if aerr != nil {
+			return aerr
+		}
+		if len(out.Messages) > 0 || wait == 0 {
+			writeJSON(w, sqsContentType, out)
+			return nil
+		}
+		select {
+		case <-req.http.Context().Done():
+			return nil
+		case <-deadline.C:
+			wait = 0
+		case <-ticker.C:
+		}
+	}
+}
+
+type receivedMessage struct {
+	MessageId     string
+	ReceiptHandle string
+	MD5OfBody     string
+	Body          string
+	Attributes    map[string]string
+}
+
+type receiveMessageOutput struct {
+	Messages []receivedMessage
+}
+
+// receiveMessage takes the visible messages; the caller holds e.mu.
+func (e *Emulator) receiveMessage(in receiveMessageInput, now time.Time) (receiveMessageOutput, *apiError) {
 	limit := 1
 	if in.MaxNumberOfMessages != nil {
 		if *in.MaxNumberOfMessages < 1 || *in.MaxNumberOfMessages > 10 {
-			return nil, errInvalidParameter("Value %d for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.", *in.MaxNumberOfMessages)
+			return receiveMessageOutput{}, errInvalidParameter("Value %d for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.", *in.MaxNumberOfMessages)
 		}
 		limit = *in.MaxNumberOfMessages
 	}
 	q, aerr := e.queueByURL(in.QueueUrl)
 	if aerr != nil {
-		return nil, aerr
+		return receiveMessageOutput{}, aerr
 	}
 	visibility := q.visibilityTimeout()
 	if in.VisibilityTimeout != nil {
 		visibility = time.Duration(*in.VisibilityTimeout) * time.Second
 	}
-	type jsonMessage struct {
-		MessageId     string
-		ReceiptHandle string
-		MD5OfBody     string
-		Body          string
-		Attributes    map[string]string
-	}
-	var out []jsonMessage
+	var out []receivedMessage
 	for _, m := range q.messages {
 		if len(out) == limit {
 			break
@@ -222,7 +273,7 @@ func (e *Emulator) receiveMessage(in receiveMessageInput, now time.Time) (any, *
 		m.receiveCount++
 		m.visibleAt = now.Add(visibility)
 		m.receiptHandle = fmt.Sprintf("%s#%d", m.id, m.receiveCount)
-		out = append(out, jsonMessage{
+		out = append(out, receivedMessage{
 			MessageId: m.id, ReceiptHandle: m.receiptHandle, MD5OfBody: md5Hex(m.body), Body: m.body,
 			Attributes: map[string]string{
 				"SentTimestamp":           strconv.FormatInt(m.sent.UnixMilli(), 10),
@@ -230,7 +281,7 @@ func (e *Emulator) receiveMessage(in receiveMessageInput, now time.Time) (any, *
 			},
 		})
 	}
-	return map[string]any{"Messages": out}, nil
+	return receiveMessageOutput{Messages: out}, nil
 }
 
 type deleteMessageInput struct {

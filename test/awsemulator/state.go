@@ -74,7 +74,8 @@ const (
 )
 
 // advance brings every resource up to the present: completes EKS updates
-// whose delay has passed, then converges each group on its desired capacity.
+// whose delay has passed, converges each group on its desired capacity and
+// forgets instances terminated long ago.
 // It is called, under e.mu, before anything reads or changes state, so the
 // emulator needs no background goroutines and an injected clock fully
 // controls what clients observe. The caller holds e.mu.
@@ -102,6 +103,7 @@ func (e *Emulator) advance() time.Time {
 	for _, name := range slices.Sorted(maps.Keys(e.groups)) {
 		e.converge(e.groups[name], now)
 	}
+	e.expireInstances(now)
 	return now
 }
 

@@ -178,6 +178,9 @@ func TestDocs(t *testing.T) {
 		env := environment.New(t, environment.Options{AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}})
 		cloud := cloudprovider.NewRegistry()
 		aws.RegisterIDs(cloud)
+		// As a webhook started with --cluster-name and --aws-default-instance-profile: documented
+		// provider blocks meet the AWS rules.
+		aws.RegisterProvider(cloud, aws.ProviderDefaults{ClusterName: "demo", InstanceProfile: "KarpenterNodeInstanceProfile-demo"})
 		ctx := context.Background()
 		for _, d := range manifests {
 			err := admit(ctx, env, cloud, d)

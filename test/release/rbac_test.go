@@ -47,7 +47,12 @@ func TestReleaseRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	apply(t, env, path)
+	checkRBAC(t, env)
+}
 
+// checkRBAC asks the apiserver, for each service account of an install in namespace karpenter
+// (the release or the chart), whether it may do what its binary needs and nothing more.
+func checkRBAC(t *testing.T, env *environment.Environment) {
 	var controllerNeeds []access
 	for _, resource := range []string{"horizontalautoscalers", "metricsproducers", "scalablenodegroups"} {
 		for _, verb := range []string{"get", "list", "watch"} {
@@ -72,13 +77,17 @@ func TestReleaseRBAC(t *testing.T) {
 			controllerNeeds = append(controllerNeeds, access{verb: verb, resource: resource})
 		}
 	}
-	// The node lifecycle: open a Ready node, drain and release a deleted one (evict, and delete
-	// past the drain deadline), delete one that never joined or whose instance is gone.
-	for _, verb := range []string{"patch", "delete"} {
-		controllerNeeds = append(controllerNeeds, access{verb: verb, resource: "nodes"})
-	}
+	// The allocator reads Provisioners and DaemonSets, writes Provisioners' status, and creates
+	// the Nodes of the instances it launches. The node lifecycle opens a Ready node, drains and
+	// releases a deleted one (evict, and delete past the drain deadline), deletes one that never
+	// joined or whose instance is gone.
 	for _, verb := range []string{"get", "list", "watch"} {
-		controllerNeeds = append(controllerNeeds, access{verb: verb, group: "karpenter.sh", resource: "provisioners"})
+		controllerNeeds = append(controllerNeeds,
+			access{verb: verb, group: "karpenter.sh", resource: "provisioners"},
+			access{verb: verb, group: "apps", resource: "daemonsets"})
+	}
+	for _, verb := range []string{"create", "patch", "delete"} {
+		controllerNeeds = append(controllerNeeds, access{verb: verb, resource: "nodes"})
 	}
 	controllerNeeds = append(controllerNeeds,
 		access{verb: "create", resource: "pods", subresource: "eviction", namespace: "team-a"},

@@ -36,10 +36,11 @@ const namespace = "karpenter"
 // repositoryRoot is two levels up: go test runs in test/release.
 var repositoryRoot = filepath.Join("..", "..")
 
-// render runs the release renderer exactly as `make release` does.
-func render(t *testing.T, version string) []byte {
+// render runs the release renderer exactly as `make release` does, the image pinned to digest
+// when one is given.
+func render(t *testing.T, version string, digest ...string) []byte {
 	t.Helper()
-	command := exec.Command(filepath.Join(repositoryRoot, "hack", "release.sh"), version)
+	command := exec.Command(filepath.Join(repositoryRoot, "hack", "release.sh"), append([]string{version, "public.ecr.aws/karpenter/karpenter"}, digest...)...)
 	var stderr bytes.Buffer
 	command.Stderr = &stderr
 	out, err := command.Output()
@@ -131,7 +132,12 @@ func TestNewestReleaseIsRenderedFromConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rendered := render(t, versionOf(newest)); !bytes.Equal(committed, rendered) {
+	// The digest is of the image `make release` built; the manifest must name one.
+	digest := regexp.MustCompile(`@(sha256:[0-9a-f]{64})\n`).FindSubmatch(committed)
+	if digest == nil {
+		t.Fatalf("%s names no image digest; run `make release VERSION=%s`", newest, versionOf(newest))
+	}
+	if rendered := render(t, versionOf(newest), string(digest[1])); !bytes.Equal(committed, rendered) {
 		t.Errorf("%s differs from what config/ renders; run `make release VERSION=%s` and commit it",
 			newest, versionOf(newest))
 	}

@@ -1,6 +1,7 @@
 // Package aws implements the cloudprovider capabilities on AWS with
 // aws-sdk-go-v2: EC2 Auto Scaling groups and EKS managed node groups as
-// NodeGroups, SQS queues as Queues.
+// NodeGroups, SQS queues as Queues, EC2 instances launched by CreateFleet as the
+// InstanceProvider (Instances).
 //
 // Configuration is the SDK's own: the default credential chain (IRSA web
 // identity, environment, shared profile, instance role), the region from
@@ -8,8 +9,9 @@
 // region), adaptive retries unless AWS_RETRY_MODE or retry_mode names a mode,
 // attempts from AWS_MAX_ATTEMPTS or max_attempts, and the SDK's endpoint overrides
 // (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_AUTO_SCALING, AWS_ENDPOINT_URL_EKS,
-// AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_CLOUDWATCH or endpoint_url in the
-// shared config file).
+// AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_CLOUDWATCH, AWS_ENDPOINT_URL_EC2,
+// AWS_ENDPOINT_URL_SSM, AWS_ENDPOINT_URL_PRICING or endpoint_url in the shared
+// config file).
 package aws
 
 import (
@@ -24,8 +26,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"k8s.io/utils/clock"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -55,8 +60,9 @@ const maxRegions = 16
 
 // Provider holds the SDK configuration and builds per-region clients on demand.
 type Provider struct {
-	cfg   sdkaws.Config
-	clock clock.PassiveClock
+	cfg         sdkaws.Config
+	clock       clock.PassiveClock
+	callTimeout time.Duration
 
 	mu      sync.Mutex
 	regions map[string]*regionClients
@@ -74,7 +80,14 @@ type clients struct {
 	eks         *eks.Client
 	sqs         *sqs.Client
 	cloudWatch  *cloudwatch.Client
+	ec2         *ec2.Client
+	ssm         *ssm.Client
+	// pricing is served from pricingRegion whatever the region of the prices.
+	pricing *pricing.Client
 }
+
+// pricingRegion serves the Pricing API for every commercial region.
+const pricingRegion = "us-east-1"
 
 // New loads the SDK configuration. loadOptions are applied after the
 // provider's own, e.g. static credentials or a base endpoint in tests.
@@ -108,7 +121,7 @@ func New(ctx context.Context, opts Options, loadOptions ...func(*config.LoadOpti
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Provider{cfg: cfg, clock: clk, regions: map[string]*regionClients{}}, nil
+	return &Provider{cfg: cfg, clock: clk, callTimeout: callTimeout, regions: map[string]*regionClients{}}, nil
 }
 
 // configureRetries sets cfg's retryer: adaptive (client-side rate limiting after
@@ -143,7 +156,8 @@ func configureRetries(cfg *sdkaws.Config, opts Options) {
 }
 
 // Register makes the provider's types validated (RegisterIDs) and resolvable through r.
-// Instances are not launched on AWS yet, so no ProviderValidator is registered.
+// Provisioners' provider blocks are registered apart (RegisterProvider, or Instances, which
+// needs the cluster's name).
 func (p *Provider) Register(r *cloudprovider.Registry) {
 	RegisterIDs(r)
 	r.RegisterNodeGroup(autoScalingGroupType, p.AutoScalingGroup)
@@ -186,6 +200,9 @@ func (p *Provider) clientsFor(region string) (*clients, error) {
 		eks:         eks.NewFromConfig(p.cfg, func(o *eks.Options) { o.Region = region }),
 		sqs:         sqs.NewFromConfig(p.cfg, func(o *sqs.Options) { o.Region = region }),
 		cloudWatch:  cloudwatch.NewFromConfig(p.cfg, func(o *cloudwatch.Options) { o.Region = region }),
+		ec2:         ec2.NewFromConfig(p.cfg, func(o *ec2.Options) { o.Region = region }),
+		ssm:         ssm.NewFromConfig(p.cfg, func(o *ssm.Options) { o.Region = region }),
+		pricing:     pricing.NewFromConfig(p.cfg, func(o *pricing.Options) { o.Region = pricingRegion }),
 	}
 	p.regions[region] = &regionClients{clients: c, lastUsed: p.uses}
 	return c, nil

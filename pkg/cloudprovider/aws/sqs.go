@@ -51,7 +51,12 @@ func (q *sqsQueue) queueURL(ctx context.Context) (string, error) {
 	if q.url != "" {
 		return q.url, nil
 	}
-	out, err := q.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: sdkaws.String(q.id.Name), QueueOwnerAWSAccountId: sdkaws.String(q.id.Account)})
+	input := &sqs.GetQueueUrlInput{QueueName: sdkaws.String(q.id.Name)}
+	// A queue named without its account (an interruption queue's name) is the caller's.
+	if q.id.Account != "" {
+		input.QueueOwnerAWSAccountId = sdkaws.String(q.id.Account)
+	}
+	out, err := q.sqs.GetQueueUrl(ctx, input)
 	if err != nil {
 		return "", callError(err, "sqs:GetQueueUrl", q.resource(), sqsNotFoundCodes...)
 	}

@@ -44,9 +44,13 @@ type InstanceProvider struct {
 	launched    int
 	noCapacity  map[cloudprovider.OfferingKey]bool
 	err         error
+	stalePrices error
+	// launches maps an idempotency key to the provider id it launched.
+	launches    map[string]string
 	typesCalls  []cloudprovider.Constraints
 	createCalls []cloudprovider.LaunchRequest
 	deleteCalls []string
+	unavailable []cloudprovider.OfferingKey
 }
 
 var _ cloudprovider.InstanceProvider = (*InstanceProvider)(nil)
@@ -66,6 +70,7 @@ func NewInstanceProvider(opts InstanceProviderOptions) *InstanceProvider {
 		catalogue:     catalogue,
 		instances:     map[string]*cloudprovider.Instance{},
 		noCapacity:    map[cloudprovider.OfferingKey]bool{},
+		launches:      map[string]string{},
 	}
 }
 
@@ -109,11 +114,16 @@ func (p *InstanceProvider) Create(_ context.Context, request cloudprovider.Launc
 	if len(request.Candidates) == 0 {
 		return nil, fmt.Errorf("launching for provisioner %q, no candidate instance types", request.ProvisionerName)
 	}
+	if instance, ok := p.instances[p.launches[request.IdempotencyKey]]; ok && request.IdempotencyKey != "" {
+		return copyInstance(instance), nil
+	}
 	var failed []cloudprovider.OfferingKey
+	reasons := map[cloudprovider.OfferingKey]string{}
 	for _, c := range request.Candidates {
 		key := c.Key()
 		if !p.offered(key) || p.noCapacity[key] {
 			failed = append(failed, key)
+			reasons[key] = "InsufficientInstanceCapacity"
 			continue
 		}
 		p.launched++
@@ -144,9 +154,12 @@ func (p *InstanceProvider) Create(_ context.Context, request cloudprovider.Launc
 			Labels:       labels,
 		}
 		p.instances[instance.ProviderID] = instance
+		if request.IdempotencyKey != "" {
+			p.launches[request.IdempotencyKey] = instance.ProviderID
+		}
 		return copyInstance(instance), nil
 	}
-	return nil, &cloudprovider.InsufficientCapacityError{Offerings: failed, Err: errors.New("the fake cloud has no capacity left for them")}
+	return nil, &cloudprovider.InsufficientCapacityError{Offerings: failed, Reasons: reasons, Err: errors.New("the fake cloud has no capacity left for them")}
 }
 
 // offered reports whether the catalogue has the offering and it is available.
@@ -212,6 +225,21 @@ func (p *InstanceProvider) List(context.Context) ([]*cloudprovider.Instance, err
 	return instances, nil
 }
 
+// StalePrices returns what SetStalePrices set, nil at first.
+func (p *InstanceProvider) StalePrices() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stalePrices
+}
+
+// SetStalePrices makes StalePrices return err (a *cloudprovider.StalePricesError, typically);
+// nil clears it.
+func (p *InstanceProvider) SetStalePrices(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalePrices = err
+}
+
 // MarkRunning makes a pending instance run, as the cloud does once it boots.
 func (p *InstanceProvider) MarkRunning(providerID string) error {
 	p.mu.Lock()
@@ -232,6 +260,22 @@ func (p *InstanceProvider) SetInsufficientCapacity(offerings ...cloudprovider.Of
 	for _, key := range offerings {
 		p.noCapacity[key] = true
 	}
+}
+
+// MarkUnavailable records the offering and makes it run out of capacity, as
+// SetInsufficientCapacity does, until ClearInsufficientCapacity.
+func (p *InstanceProvider) MarkUnavailable(_ context.Context, offering cloudprovider.OfferingKey, _ string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.unavailable = append(p.unavailable, offering)
+	p.noCapacity[offering] = true
+}
+
+// MarkUnavailableCalls returns the offering of every MarkUnavailable call so far.
+func (p *InstanceProvider) MarkUnavailableCalls() []cloudprovider.OfferingKey {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.unavailable)
 }
 
 // ClearInsufficientCapacity restores the capacity of every offering.

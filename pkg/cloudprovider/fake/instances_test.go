@@ -251,11 +251,45 @@ func TestCreateWithoutCapacityNamesTheOfferings(t *testing.T) {
 	if want := append([]cloudprovider.OfferingKey{unknown.Key()}, keys[1:]...); !slices.Equal(insufficient.Offerings, want) {
 		t.Errorf("offerings %v, want %v", insufficient.Offerings, want)
 	}
+	for _, key := range insufficient.Offerings {
+		if insufficient.Reasons[key] == "" {
+			t.Errorf("offering %v has no reason", key)
+		}
+	}
 	if _, err := p.Create(context.Background(), cloudprovider.LaunchRequest{}); err == nil {
 		t.Error("Create without candidates succeeded")
 	}
 	if instances, _ := p.List(context.Background()); len(instances) != 0 {
 		t.Errorf("failed launches left %d instances", len(instances))
+	}
+}
+
+func TestCreateWithAnIdempotencyKeyLaunchesOnce(t *testing.T) {
+	p := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	request := cloudprovider.LaunchRequest{Candidates: candidates(t, p, "t3.medium"), IdempotencyKey: "launch-1"}
+	first, err := p.Create(context.Background(), request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := p.Create(context.Background(), request)
+	if err != nil || again.ID != first.ID {
+		t.Errorf("retried Create = %v, %v; want the first instance %s", again, err, first.ID)
+	}
+	request.IdempotencyKey = "launch-2"
+	if other, err := p.Create(context.Background(), request); err != nil || other.ID == first.ID {
+		t.Errorf("Create with another key = %v, %v; want a new instance", other, err)
+	}
+}
+
+func TestStalePrices(t *testing.T) {
+	p := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	if err := p.StalePrices(); err != nil {
+		t.Errorf("StalePrices = %v at first", err)
+	}
+	stale := &cloudprovider.StalePricesError{Err: errors.New("denied")}
+	p.SetStalePrices(stale)
+	if err := p.StalePrices(); !errors.Is(err, stale) {
+		t.Errorf("StalePrices = %v, want %v", err, stale)
 	}
 }
 

@@ -122,8 +122,8 @@ func (c *Controller) Name() string { return Name }
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// SetupWithManager feeds provisionable pods to the batcher and runs the loop that plans
-// each batch, on the leader only.
+// SetupWithManager feeds provisionable pods to the batcher, has Provisioners' changes run a
+// pass, and runs the loop that plans each batch, on the leader only.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
@@ -138,15 +138,30 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("watching pods, %w", err)
 	}
+	// A Provisioner created or changed gets its Ready condition from a pass at once, not only
+	// when pods are next pending; its own status writes change no generation.
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named(Name+"-provisioners").
+		For(&v1alpha5.Provisioner{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+			c.batcher.poke()
+			return reconcile.Result{}, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("watching provisioners, %w", err)
+	}
 	// A plain runnable runs only while this replica leads, like the controllers.
 	return mgr.Add(manager.RunnableFunc(c.run))
 }
 
-// run plans batch after batch until ctx ends. A pass that could not launch everything it
-// planned (a capacity error everywhere, a cloud error) is retried after the longest batch
-// window, with whatever pods are then pending.
+// run plans batch after batch until ctx ends. A pass that left pods without a node (a
+// capacity error everywhere, a cloud error, no Provisioner able to take them) is retried
+// after the longest batch window, with whatever pods are then pending.
 func (c *Controller) run(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName(Name)
+	if err := c.adoptOrphans(ctx); err != nil {
+		logger.Error(err, "adopting instances launched without a Node")
+	}
 	for {
 		size, ok := c.batcher.wait(ctx)
 		if !ok {
@@ -170,6 +185,43 @@ func (c *Controller) run(ctx context.Context) error {
 	}
 }
 
+// adoptOrphans creates the Node of every instance a Provisioner launched that has none: a
+// controller that crashed (or lost its lease) between a launch and the Node's creation left
+// it. The instance becomes the room it was launched to be, so its pods, still pending, are
+// planned onto it instead of onto a second instance. Creating the Node is idempotent, so a
+// Node created meanwhile is fine; an instance whose Provisioner is gone is left to garbage
+// collection.
+func (c *Controller) adoptOrphans(ctx context.Context) error {
+	instances, err := c.instanceProvider.List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing instances, %w", err)
+	}
+	var errs []error
+	for _, instance := range instances {
+		name := instance.Labels[v1alpha5.ProvisionerNameLabelKey]
+		if name == "" || instance.NodeName == "" {
+			continue
+		}
+		p := &v1alpha5.Provisioner{}
+		if err := c.client.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("getting provisioner %s, %w", name, err))
+			}
+			continue
+		}
+		if err := c.client.Get(ctx, client.ObjectKey{Name: instance.NodeName}, &corev1.Node{}); !apierrors.IsNotFound(err) {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("getting node %s, %w", instance.NodeName, err))
+			}
+			continue
+		}
+		if err := c.client.Create(ctx, NodeFor(instance, p, nil)); err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("creating node %s for instance %s, %w", instance.NodeName, instance.ProviderID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // provisionerPlan is a Provisioner as one pass sees it.
 type provisionerPlan struct {
 	stored, updated *v1alpha5.Provisioner
@@ -178,8 +230,8 @@ type provisionerPlan struct {
 	launched        bool
 }
 
-// provision runs one pass: snapshot, plan, launch, report. retry is true when something
-// planned was not launched for a reason that may pass.
+// provision runs one pass: snapshot, plan, launch, report. retry is true when pods were left
+// without a node, for a reason that may pass.
 func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	start := c.clock.Now()
 	snapshot, plans, err := c.snapshot(ctx)
@@ -207,6 +259,9 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 		schedulingDuration.Observe(c.clock.Since(start).Seconds())
 		retry = c.launchAll(ctx, results.NewNodes, plans)
 		c.tell(snapshot, pending, results)
+		// A pod no Provisioner can take now may be taken later without any change to the pod
+		// (an offering's capacity returns, a node goes away under a limit): look again.
+		retry = retry || len(results.Unschedulable) > 0
 	}
 	c.recordPending(snapshot, results)
 	c.updateLimitsCondition(plans)

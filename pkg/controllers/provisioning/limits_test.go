@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -64,7 +65,8 @@ func TestLedgerReserve(t *testing.T) {
 			}
 			kept, _, err := l.Reserve("p", tc.limits, tc.nodes, []cloudprovider.Candidate{small, large})
 			if tc.exceeded {
-				if _, ok := err.(*LimitExceededError); !ok {
+				var exceeded *LimitExceededError
+				if !errors.As(err, &exceeded) {
 					t.Fatalf("reserved %v, %v; want a LimitExceededError", names(kept), err)
 				}
 				return

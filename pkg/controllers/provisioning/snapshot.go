@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -38,10 +39,11 @@ func (c *cluster) pending() []*corev1.Pod {
 }
 
 // schedulingNodes are the nodes pods may still go to, with the pods bound to them. A node
-// Karpenter launched that is not Ready yet is room already promised: its not-ready taint
-// only waits for the kubelet, so it is not a taint pods must tolerate, and until the kubelet
-// reports its allocatable the instance type's stands for it. Nodes being deleted take
-// nothing.
+// Karpenter launched that is not Ready yet is room already promised: its not-ready taints
+// (Karpenter's, and those Kubernetes puts on every node until its kubelet reports Ready)
+// only wait for the kubelet, so they are not taints pods must tolerate, and until the
+// kubelet reports its allocatable the instance type's stands for it. Nodes being deleted
+// take nothing.
 func (c *cluster) schedulingNodes() []scheduling.Node {
 	bound := map[string][]*corev1.Pod{}
 	for i := range c.pods {
@@ -58,7 +60,7 @@ func (c *cluster) schedulingNodes() []scheduling.Node {
 		}
 		if nodes.IsLaunching(node) {
 			node = node.DeepCopy()
-			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha5.NotReadyTaintKey })
+			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return launchingTaints.Has(t.Key) })
 			if len(node.Status.Allocatable) == 0 {
 				if it, ok := c.instanceTypes[node.Labels[corev1.LabelInstanceTypeStable]]; ok {
 					node.Status.Allocatable = it.Allocatable()
@@ -104,6 +106,9 @@ func (c *cluster) daemonSetPods() []*corev1.Pod {
 	}
 	return out
 }
+
+// launchingTaints are on a node Karpenter launched until its kubelet reports Ready.
+var launchingTaints = sets.New(v1alpha5.NotReadyTaintKey, corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable)
 
 // launchingNodes are the nodes still launching, with the provisioner that launched each.
 func (c *cluster) launchingNodes() map[string]string {

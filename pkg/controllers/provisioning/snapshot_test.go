@@ -29,7 +29,8 @@ var notReady = corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.Taint
 func TestSchedulingNodes(t *testing.T) {
 	dedicated := corev1.Taint{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}
 	ready := builders.Node(builders.NodeOptions{Name: "ready", Allocatable: cpu("4"), Ready: corev1.ConditionTrue})
-	launching := builders.Node(builders.NodeOptions{Name: "launching", Taints: []corev1.Taint{dedicated, notReady},
+	kubeNotReady := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
+	launching := builders.Node(builders.NodeOptions{Name: "launching", Taints: []corev1.Taint{dedicated, notReady, kubeNotReady},
 		Labels: map[string]string{corev1.LabelInstanceTypeStable: "m5.xlarge", v1alpha5.ProvisionerNameLabelKey: "default"}})
 	launching.Status = corev1.NodeStatus{}
 	deleting := builders.Node(builders.NodeOptions{Name: "deleting", Allocatable: cpu("4")})

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	// Schedules must evaluate identically wherever the controller runs,
-	// including images without /usr/share/zoneinfo.
-	_ "time/tzdata"
 )
+
+// Time zones are read from the system's zoneinfo (the image carries Debian's tzdata), not
+// embedded with time/tzdata: zone rules then update with the image, and test/image fails if the
+// image lacks them.
 
 // MaxTransitions bounds how many behaviour transitions Evaluate examines when
 // looking for the next change of value. Transitions that do not change the

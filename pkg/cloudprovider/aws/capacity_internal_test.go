@@ -1,0 +1,160 @@
+package aws
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestKubeReservedCPU(t *testing.T) {
+	for _, tt := range []struct{ vcpus, want int64 }{
+		{1, 60}, {2, 70}, {3, 75}, {4, 80}, {5, 82}, {8, 90}, {16, 110}, {96, 310},
+	} {
+		if got := kubeReservedCPUMillis(tt.vcpus); got != tt.want {
+			t.Errorf("kubeReservedCPUMillis(%d) = %dm, want %dm", tt.vcpus, got, tt.want)
+		}
+	}
+}
+
+func TestMaxPodsAndMemory(t *testing.T) {
+	for _, tt := range []struct {
+		name                            string
+		enis, ipv4, pods                int64
+		nominalMiB, capacityMiB, kubeMi int64
+	}{
+		{"t3.micro", 2, 2, 4, 1024, 947, 299},
+		{"m5.large", 3, 10, 29, 8192, 7577, 574},
+		{"m5.4xlarge", 8, 30, 234, 65536, 60620, 2829},
+		{"m5.24xlarge", 15, 50, 737, 393216, 363724, 8362},
+	} {
+		if got := maxPods(tt.enis, tt.ipv4); got != tt.pods {
+			t.Errorf("%s: maxPods = %d, want %d", tt.name, got, tt.pods)
+		}
+		if got := memoryCapacityMiB(tt.nominalMiB); got != tt.capacityMiB {
+			t.Errorf("%s: memory capacity = %dMi, want %dMi", tt.name, got, tt.capacityMiB)
+		}
+		if got := kubeReservedMemoryMiB(tt.pods); got != tt.kubeMi {
+			t.Errorf("%s: kube-reserved memory = %dMi, want %dMi", tt.name, got, tt.kubeMi)
+		}
+	}
+}
+
+func TestLaunchable(t *testing.T) {
+	info := func(arch ec2types.ArchitectureType, virt ec2types.VirtualizationType, metal bool) ec2types.InstanceTypeInfo {
+		return ec2types.InstanceTypeInfo{
+			ProcessorInfo:                &ec2types.ProcessorInfo{SupportedArchitectures: []ec2types.ArchitectureType{arch}},
+			SupportedVirtualizationTypes: []ec2types.VirtualizationType{virt},
+			BareMetal:                    sdkaws.Bool(metal),
+			VCpuInfo:                     &ec2types.VCpuInfo{DefaultVCpus: sdkaws.Int32(2)},
+			MemoryInfo:                   &ec2types.MemoryInfo{SizeInMiB: sdkaws.Int64(1024)},
+			NetworkInfo:                  &ec2types.NetworkInfo{},
+		}
+	}
+	for _, tt := range []struct {
+		name      string
+		info      ec2types.InstanceTypeInfo
+		bareMetal bool
+		want      bool
+	}{
+		{"x86_64 hvm", info(ec2types.ArchitectureTypeX8664, ec2types.VirtualizationTypeHvm, false), false, true},
+		{"arm64 hvm", info(ec2types.ArchitectureTypeArm64, ec2types.VirtualizationTypeHvm, false), false, true},
+		{"paravirtual", info(ec2types.ArchitectureTypeX8664, ec2types.VirtualizationTypeParavirtual, false), false, false},
+		{"32-bit only", info(ec2types.ArchitectureTypeI386, ec2types.VirtualizationTypeHvm, false), false, false},
+		{"mac", info(ec2types.ArchitectureTypeX8664Mac, ec2types.VirtualizationTypeHvm, false), false, false},
+		{"bare metal by default", info(ec2types.ArchitectureTypeX8664, ec2types.VirtualizationTypeHvm, true), false, false},
+		{"bare metal allowed", info(ec2types.ArchitectureTypeX8664, ec2types.VirtualizationTypeHvm, true), true, true},
+	} {
+		if got := launchable(tt.info, tt.bareMetal); got != tt.want {
+			t.Errorf("%s: launchable = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestUserData(t *testing.T) {
+	got := userData("demo", "https://ABC.gr7.us-west-2.eks.amazonaws.com", []byte("-----BEGIN CERTIFICATE-----\n"),
+		map[string]string{"team": "ml", "karpenter.sh/provisioner-name": "default"},
+		[]corev1.Taint{{Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}, {Key: "it's", Effect: corev1.TaintEffectNoExecute}})
+	for _, want := range []string{
+		"#!/bin/bash",
+		"/etc/eks/bootstrap.sh 'demo'",
+		"--apiserver-endpoint 'https://ABC.gr7.us-west-2.eks.amazonaws.com'",
+		"--b64-cluster-ca '" + base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\n")) + "'",
+		"--node-labels=karpenter.sh/provisioner-name=default,team=ml",
+		`--register-with-taints=gpu=true:NoSchedule,it'"'"'s:NoExecute`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("user data lacks %q:\n%s", want, got)
+		}
+	}
+	if plain := userData("demo", "https://e", nil, nil, nil); strings.Contains(plain, "--kubelet-extra-args") {
+		t.Errorf("user data without labels or taints passes kubelet arguments:\n%s", plain)
+	}
+}
+
+func TestLaunchTemplateNames(t *testing.T) {
+	in := launchTemplateInputs{AMI: "ami-1", SecurityGroups: []string{"sg-1"}, InstanceProfile: "p", UserData: "#!/bin/bash"}
+	other := in
+	other.UserData = "#!/bin/sh"
+	name := in.name("demo")
+	if name != in.name("demo") {
+		t.Error("equal inputs have different names")
+	}
+	if name == other.name("demo") || name == in.name("other") {
+		t.Error("different inputs or clusters share a name")
+	}
+	if len(name) > 128 || !strings.HasPrefix(name, "karpenter.sh/") {
+		t.Errorf("name %q is not a launch template name Karpenter makes", name)
+	}
+}
+
+func TestSelectorFilters(t *testing.T) {
+	got := selectorFilters(map[string]string{"kubernetes.io/cluster/demo": "*", "Name": "private"})
+	want := []string{"tag:Name=private", "tag-key=kubernetes.io/cluster/demo"}
+	if len(got) != len(want) {
+		t.Fatalf("filters = %v, want %v", got, want)
+	}
+	for i, f := range got {
+		if s := sdkaws.ToString(f.Name) + "=" + strings.Join(f.Values, ","); s != want[i] {
+			t.Errorf("filter %d = %s, want %s", i, s, want[i])
+		}
+	}
+}
+
+func TestClientToken(t *testing.T) {
+	configs := func(subnet string) []ec2types.FleetLaunchTemplateConfigRequest {
+		return []ec2types.FleetLaunchTemplateConfigRequest{{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: sdkaws.String("t")},
+			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "m5.large", SubnetId: sdkaws.String(subnet)}},
+		}}
+	}
+	if clientToken("", "spot", configs("a")) != nil {
+		t.Error("a launch without a key got a fixed token: two launches would be one")
+	}
+	a := sdkaws.ToString(clientToken("launch-1", "spot", configs("a")))
+	if a != sdkaws.ToString(clientToken("launch-1", "spot", configs("a"))) {
+		t.Error("a retried launch has a new token: it would launch twice")
+	}
+	for _, other := range []*string{clientToken("launch-2", "spot", configs("a")), clientToken("launch-1", "on-demand", configs("a")), clientToken("launch-1", "spot", configs("b"))} {
+		if sdkaws.ToString(other) == a {
+			t.Error("a different launch reuses a token: EC2 would answer with the other's instance")
+		}
+	}
+	if len(a) > 64 {
+		t.Errorf("token %q is longer than EC2's 64 characters", a)
+	}
+}
+
+func TestParseOnDemandPrice(t *testing.T) {
+	entry := `{"product":{"attributes":{"instanceType":"m5.large","operatingSystem":"Linux"}},"terms":{"OnDemand":{"X.JRTCKXETXF":{"priceDimensions":{"X.JRTCKXETXF.6YS6EN2CT7":{"unit":"Hrs","pricePerUnit":{"USD":"0.0960000000"}}}}}}}`
+	typ, price, err := parseOnDemandPrice(entry)
+	if err != nil || typ != "m5.large" || price != 0.096 {
+		t.Errorf("parseOnDemandPrice = %q, %g, %v; want m5.large, 0.096", typ, price, err)
+	}
+	if _, _, err := parseOnDemandPrice(`{"terms":{"OnDemand":{"a":{"priceDimensions":{"b":{"pricePerUnit":{"USD":"x"}}}}}}}`); err == nil {
+		t.Error("a price that is not a number was accepted")
+	}
+}

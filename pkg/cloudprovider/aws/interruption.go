@@ -1,0 +1,207 @@
+package aws
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+)
+
+// The EventBridge detail types an interruption queue receives (docs/aws.md has the rules).
+const (
+	detailTypeSpotInterruption = "EC2 Spot Instance Interruption Warning"
+	detailTypeRebalance        = "EC2 Instance Rebalance Recommendation"
+	detailTypeStateChange      = "EC2 Instance State-change Notification"
+	detailTypeHealth           = "AWS Health Event"
+)
+
+// Receive's longest wait and its batch: SQS's maximums, so that an idle queue costs few calls
+// and a burst of interruptions is read ten at a time.
+const (
+	maxInterruptionWaitSeconds = 20
+	interruptionBatch          = 10
+)
+
+// interruptionWaitSeconds is the long poll's wait: SQS's longest, within half the call
+// timeout so that an idle wait never fails as a call that took too long, and at least a
+// second so that an idle queue is not polled in a tight loop.
+func interruptionWaitSeconds(callTimeout time.Duration) int32 {
+	wait := max(time.Second, min(maxInterruptionWaitSeconds*time.Second, callTimeout/2))
+	return int32(wait / time.Second) //nolint:gosec // G115: clamped to [1, 20] above.
+}
+
+// interruptingStates are the instance states that take a node away; pending and running
+// are not interruptions.
+var interruptingStates = map[string]bool{"stopping": true, "stopped": true, "shutting-down": true, "terminated": true}
+
+var ec2InstanceID = regexp.MustCompile(`^i-[0-9a-f]{8,17}$`)
+
+// eventBridgeEvent is the envelope EventBridge delivers to an SQS target.
+type eventBridgeEvent struct {
+	DetailType string          `json:"detail-type"`
+	Source     string          `json:"source"`
+	Time       time.Time       `json:"time"`
+	Detail     json.RawMessage `json:"detail"`
+}
+
+// ec2Detail is the detail of the EC2 events: spot interruption, rebalance, state change.
+type ec2Detail struct {
+	InstanceID string `json:"instance-id"`
+	State      string `json:"state"`
+}
+
+// healthDetail is the part of an AWS Health event's detail that names EC2 instances.
+type healthDetail struct {
+	Service           string `json:"service"`
+	EventTypeCode     string `json:"eventTypeCode"`
+	EventTypeCategory string `json:"eventTypeCategory"`
+	AffectedEntities  []struct {
+		EntityValue string `json:"entityValue"`
+	} `json:"affectedEntities"`
+}
+
+// ParseInterruptionMessage reads an EventBridge event delivered to SQS. A body that is not
+// one of the events an interruption queue is for comes back as InterruptionUnknown with Err
+// saying why; the other fields of the result are left for the caller to fill in.
+func ParseInterruptionMessage(body string) cloudprovider.InterruptionMessage {
+	kind, ids, state, when, err := parseEvent(body)
+	if err != nil {
+		return cloudprovider.InterruptionMessage{Kind: cloudprovider.InterruptionUnknown, Time: when, Err: err}
+	}
+	return cloudprovider.InterruptionMessage{Kind: kind, InstanceIDs: ids, State: state, Time: when}
+}
+
+func parseEvent(body string) (cloudprovider.InterruptionKind, []string, string, time.Time, error) {
+	var event eventBridgeEvent
+	if err := json.Unmarshal([]byte(body), &event); err != nil {
+		return "", nil, "", time.Time{}, fmt.Errorf("not an EventBridge event, %w", err)
+	}
+	if event.DetailType == detailTypeHealth {
+		ids, err := parseHealthDetail(event)
+		return cloudprovider.InterruptionScheduledChange, ids, "", event.Time, err
+	}
+	var kind cloudprovider.InterruptionKind
+	switch event.DetailType {
+	case detailTypeSpotInterruption:
+		kind = cloudprovider.InterruptionSpot
+	case detailTypeRebalance:
+		kind = cloudprovider.InterruptionRebalance
+	case detailTypeStateChange:
+		kind = cloudprovider.InterruptionStateChange
+	default:
+		return "", nil, "", event.Time, fmt.Errorf("unsupported event: source %q, detail-type %q", event.Source, event.DetailType)
+	}
+	if event.Source != "aws.ec2" {
+		return "", nil, "", event.Time, fmt.Errorf("%s event from source %q, not aws.ec2", event.DetailType, event.Source)
+	}
+	var detail ec2Detail
+	if err := json.Unmarshal(event.Detail, &detail); err != nil {
+		return "", nil, "", event.Time, fmt.Errorf("reading the detail of a %s event, %w", event.DetailType, err)
+	}
+	if !ec2InstanceID.MatchString(detail.InstanceID) {
+		return "", nil, "", event.Time, fmt.Errorf("%s event without an instance id (instance-id %q)", event.DetailType, detail.InstanceID)
+	}
+	if kind == cloudprovider.InterruptionStateChange && !interruptingStates[detail.State] {
+		return "", nil, "", event.Time, fmt.Errorf("instance %s entering state %q is not an interruption", detail.InstanceID, detail.State)
+	}
+	return kind, []string{detail.InstanceID}, detail.State, event.Time, nil
+}
+
+// parseHealthDetail returns the instances of an EC2 scheduled change; every other Health
+// event (issues, notifications, other services) is refused.
+func parseHealthDetail(event eventBridgeEvent) ([]string, error) {
+	if event.Source != "aws.health" {
+		return nil, fmt.Errorf("%s from source %q, not aws.health", event.DetailType, event.Source)
+	}
+	var detail healthDetail
+	if err := json.Unmarshal(event.Detail, &detail); err != nil {
+		return nil, fmt.Errorf("reading the detail of an AWS Health event, %w", err)
+	}
+	if detail.Service != "EC2" || detail.EventTypeCategory != "scheduledChange" {
+		return nil, fmt.Errorf("AWS Health event %s of service %q, category %q is not an EC2 scheduled change",
+			detail.EventTypeCode, detail.Service, detail.EventTypeCategory)
+	}
+	var ids []string
+	for _, entity := range detail.AffectedEntities {
+		if ec2InstanceID.MatchString(entity.EntityValue) {
+			ids = append(ids, entity.EntityValue)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("AWS Health event %s names no EC2 instance", detail.EventTypeCode)
+	}
+	return ids, nil
+}
+
+// InterruptionQueue builds the interruption queue for an SQS queue's name (in the default
+// region and the caller's account), URL or ARN.
+func (p *Provider) InterruptionQueue(id string) (cloudprovider.InterruptionQueue, error) {
+	var parsed SQSQueueID
+	if sqsQueueName.MatchString(id) && len(id) <= 80 {
+		parsed = SQSQueueID{Name: id}
+	} else {
+		var err error
+		if parsed, err = ParseSQSQueueID(id); err != nil {
+			return nil, fmt.Errorf("the interruption queue must be an SQS queue name, URL or ARN, %w", err)
+		}
+	}
+	c, err := p.clientsFor(parsed.Region)
+	if err != nil {
+		return nil, err
+	}
+	return &interruptionQueue{
+		sqsQueue:    sqsQueue{sqs: c.sqs, cloudWatch: c.cloudWatch, clock: p.clock, id: parsed, url: parsed.URL},
+		waitSeconds: interruptionWaitSeconds(p.callTimeout),
+	}, nil
+}
+
+// interruptionQueue reads EventBridge events from SQS; it shares the queue URL resolution of
+// the Queue that MetricsProducers read.
+type interruptionQueue struct {
+	sqsQueue
+	waitSeconds int32
+}
+
+func (q *interruptionQueue) Receive(ctx context.Context) ([]cloudprovider.InterruptionMessage, error) {
+	url, err := q.queueURL(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := q.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:            sdkaws.String(url),
+		MaxNumberOfMessages: interruptionBatch,
+		WaitTimeSeconds:     q.waitSeconds,
+	})
+	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil, nil
+		}
+		return nil, callError(err, "sqs:ReceiveMessage", q.resource(), sqsNotFoundCodes...)
+	}
+	messages := make([]cloudprovider.InterruptionMessage, 0, len(out.Messages))
+	for _, m := range out.Messages {
+		message := ParseInterruptionMessage(sdkaws.ToString(m.Body))
+		message.ID = sdkaws.ToString(m.MessageId)
+		message.ReceiptHandle = sdkaws.ToString(m.ReceiptHandle)
+		messages = append(messages, message)
+	}
+	return messages, nil
+}
+
+func (q *interruptionQueue) Delete(ctx context.Context, message cloudprovider.InterruptionMessage) error {
+	url, err := q.queueURL(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := q.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: sdkaws.String(url), ReceiptHandle: sdkaws.String(message.ReceiptHandle)}); err != nil {
+		return callError(err, "sqs:DeleteMessage", q.resource()+" message "+message.ID, sqsNotFoundCodes...)
+	}
+	return nil
+}

@@ -1,0 +1,225 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"karpenter.sh/karpenter/pkg/apis"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/test/builders"
+)
+
+// launcher is a controller on a fake API client and the fake cloud, for one launch at a time.
+func launcher(t *testing.T, funcs interceptor.Funcs, objects ...client.Object) (*Controller, *fake.InstanceProvider, client.Client) {
+	t.Helper()
+	kube := clientfake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objects...).WithInterceptorFuncs(funcs).Build()
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	c, err := New(Options{Client: kube, InstanceProvider: cloud, Recorder: record.NewFakeRecorder(100), Clock: clocktesting.NewFakeClock(time.Now())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, cloud, kube
+}
+
+func plannedNode(t *testing.T, cloud *fake.InstanceProvider, p *v1alpha5.Provisioner) *scheduling.NewNode {
+	t.Helper()
+	types, err := cloud.InstanceTypes(context.Background(), Constraints(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &scheduling.NewNode{Provisioner: p.Name, InstanceTypes: types[:2]}
+}
+
+// TestLaunchAcceptsTheNodeAlreadyThere: a retry that creates the Node of an instance again
+// (same name, as the same instance always gives) succeeds without a second Node.
+func TestLaunchAcceptsTheNodeAlreadyThere(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	// The fake cloud names its first instance's node so.
+	existing := builders.Node(builders.NodeOptions{Name: "ip-10-0-0-1.us-west-2.compute.internal"})
+	c, cloud, kube := launcher(t, interceptor.Funcs{}, existing)
+	node, err := c.launch(context.Background(), plannedNode(t, cloud, p), p, nil)
+	if err != nil {
+		t.Fatalf("launching over an existing Node, %v", err)
+	}
+	var list corev1.NodeList
+	if err := kube.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	if node.Name != existing.Name || len(list.Items) != 1 {
+		t.Errorf("node %s, %d nodes; want the existing one only", node.Name, len(list.Items))
+	}
+}
+
+// TestLaunchTerminatesAnInstanceWithoutNode: when the Node cannot be created, the instance is
+// terminated at once and its reservation released.
+func TestLaunchTerminatesAnInstanceWithoutNode(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	c, cloud, _ := launcher(t, interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+		return errors.New("the apiserver is down")
+	}})
+	if _, err := c.launch(context.Background(), plannedNode(t, cloud, p), p, nil); err == nil {
+		t.Fatal("a launch whose Node failed succeeded")
+	}
+	instances, err := cloud.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(instances) != 0 || len(cloud.DeleteCalls()) != 1 {
+		t.Errorf("%d instances left, %d deletes; want the instance terminated", len(instances), len(cloud.DeleteCalls()))
+	}
+	if used := c.ledger.Used("default", nil); len(used) != 0 {
+		t.Errorf("the failed launch still reserves %v", used)
+	}
+}
+
+// TestLaunchRefusedOverTheLimit: a plan the limits no longer allow launches nothing.
+func TestLaunchRefusedOverTheLimit(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default", Limits: cpu("4")})
+	c, cloud, _ := launcher(t, interceptor.Funcs{})
+	nodes := map[string]corev1.ResourceList{"full": cpu("4")}
+	_, err := c.launch(context.Background(), plannedNode(t, cloud, p), p, nodes)
+	var exceeded *LimitExceededError
+	if !errors.As(err, &exceeded) || len(cloud.CreateCalls()) != 0 {
+		t.Errorf("launch: %v after %d cloud calls; want a LimitExceededError and no call", err, len(cloud.CreateCalls()))
+	}
+}
+
+// TestLaunchFallsThroughOfferings: the cloud gets every candidate cheapest first, so an
+// offering without capacity falls through to the next.
+func TestLaunchFallsThroughOfferings(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "fall-through"})
+	c, cloud, _ := launcher(t, interceptor.Funcs{})
+	planned := plannedNode(t, cloud, p)
+	first := Candidates(planned)[0]
+	cloud.SetInsufficientCapacity(first.Key())
+	node, err := c.launch(context.Background(), planned, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := cloud.CreateCalls()
+	if len(calls) != 1 || calls[0].Candidates[0].Key() != first.Key() || len(calls[0].Candidates) < 2 {
+		t.Fatalf("create calls %v, want one with every candidate, the cheapest first", calls)
+	}
+	launched := cloudprovider.OfferingKey{InstanceType: node.Labels[corev1.LabelInstanceTypeStable], Zone: node.Labels[corev1.LabelTopologyZone], CapacityType: node.Labels[v1alpha5.CapacityTypeLabelKey]}
+	if launched == first.Key() || launched != calls[0].Candidates[1].Key() {
+		t.Errorf("launched %v, want the second candidate %v", launched, calls[0].Candidates[1].Key())
+	}
+	var created dto.Metric
+	if err := nodesCreated.WithLabelValues("fall-through", launched.InstanceType, launched.Zone, launched.CapacityType).Write(&created); err != nil || created.GetCounter().GetValue() < 1 {
+		t.Errorf("karpenter_nodes_created_total for the launch is %v (%v)", created.GetCounter().GetValue(), err)
+	}
+}
+
+// TestTellOncePerCause: a pod that stays pending for the same reason is told once; a new
+// reason, or a pod pending again after it was not, is told again.
+func TestTellOncePerCause(t *testing.T) {
+	c, _, _ := launcher(t, interceptor.Funcs{})
+	recorder := c.recorder.(*record.FakeRecorder)
+	pod := builders.Pod(builders.PodOptions{Name: "p", Unschedulable: true})
+	pod.UID = "uid-p"
+	snapshot := &cluster{}
+	results := func(reason string) *scheduling.Results {
+		return &scheduling.Results{Unschedulable: []scheduling.PodError{{Pod: pod, Reason: reason}}}
+	}
+	for _, step := range []struct {
+		pending []*corev1.Pod
+		reason  string
+		events  int
+	}{
+		{[]*corev1.Pod{pod}, "no provisioner", 1},
+		{[]*corev1.Pod{pod}, "no provisioner", 0},
+		{[]*corev1.Pod{pod}, "limits", 1},
+		{nil, "", 0},
+		{[]*corev1.Pod{pod}, "limits", 1},
+	} {
+		r := &scheduling.Results{}
+		if step.reason != "" {
+			r = results(step.reason)
+		}
+		c.tell(snapshot, step.pending, r)
+		if got := len(recorder.Events); got != step.events {
+			t.Errorf("after %q: %d Events, want %d", step.reason, got, step.events)
+		}
+		for len(recorder.Events) > 0 {
+			<-recorder.Events
+		}
+	}
+}
+
+// TestAdoptOrphans: an instance launched without its Node (a crash between the two) gets
+// its Node, the same a launch would have created; instances of no Provisioner and those
+// whose Node exists are left alone.
+func TestAdoptOrphans(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default", Labels: map[string]string{"team": "ml"}})
+	c, cloud, kube := launcher(t, interceptor.Funcs{}, p)
+	ctx := context.Background()
+	types, err := cloud.InstanceTypes(ctx, Constraints(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	candidates := Candidates(&scheduling.NewNode{InstanceTypes: types[:1]})
+	orphan, err := cloud.Create(ctx, cloudprovider.LaunchRequest{Candidates: candidates, ProvisionerName: "default", Labels: LaunchLabels(p)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cloud.Create(ctx, cloudprovider.LaunchRequest{Candidates: candidates, ProvisionerName: "gone", Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "gone"}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := c.adoptOrphans(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var list corev1.NodeList
+	if err := kube.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("%d nodes, want the orphan's only", len(list.Items))
+	}
+	node := list.Items[0]
+	if node.Name != orphan.NodeName || node.Spec.ProviderID != orphan.ProviderID || node.Labels["team"] != "ml" || !nodes.IsLaunching(&node) {
+		t.Errorf("adopted node %s %s labels %v taints %v", node.Name, node.Spec.ProviderID, node.Labels, node.Spec.Taints)
+	}
+}
+
+// TestSeveralProvisioners: a pod goes to the cheapest plan among the Provisioners it is
+// compatible with, never to one whose taint it does not tolerate, whatever its price.
+func TestSeveralProvisioners(t *testing.T) {
+	instanceType := func(name string) []v1alpha5.NodeSelectorRequirement {
+		return []v1alpha5.NodeSelectorRequirement{{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{name}}}
+	}
+	expensive := builders.Provisioner(builders.ProvisionerOptions{Name: "a-expensive", Requirements: instanceType("m5.2xlarge")})
+	cheap := builders.Provisioner(builders.ProvisionerOptions{Name: "b-cheap", Requirements: instanceType("c5.large")})
+	cheapest := builders.Provisioner(builders.ProvisionerOptions{Name: "c-tainted", Requirements: instanceType("t3.medium"),
+		Taints: []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}})
+	pod := builders.Pod(builders.PodOptions{Name: "p", Unschedulable: true, Requests: builders.Resources("cpu", "500m")})
+	for range 3 {
+		c, cloud, _ := launcher(t, interceptor.Funcs{}, expensive, cheap, cheapest, pod)
+		if _, err := c.provision(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		calls := cloud.CreateCalls()
+		if len(calls) != 1 || calls[0].ProvisionerName != "b-cheap" {
+			var names []string
+			for _, call := range calls {
+				names = append(names, call.ProvisionerName)
+			}
+			t.Fatalf("launched for %v, want b-cheap once", names)
+		}
+	}
+}

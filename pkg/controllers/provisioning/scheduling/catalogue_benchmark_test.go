@@ -1,0 +1,84 @@
+package scheduling_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/test/awstest"
+	"karpenter.sh/karpenter/test/awsemulator"
+)
+
+// emulatorInstanceTypes are every instance type of the AWS emulator's real catalogue, with their
+// real prices, as the AWS provider lists them for a cluster with subnets in three zones.
+func emulatorInstanceTypes(tb testing.TB) []*cloudprovider.InstanceType {
+	tb.Helper()
+	for _, v := range []string{"AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_EC2", "AWS_ENDPOINT_URL_SSM", "AWS_ENDPOINT_URL_PRICING", "AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"} {
+		tb.Setenv(v, "")
+	}
+	tb.Setenv("AWS_CONFIG_FILE", tb.TempDir()+"/config")
+	tb.Setenv("AWS_SHARED_CREDENTIALS_FILE", tb.TempDir()+"/credentials")
+	_, server := awstest.Serve(tb, awsemulator.Options{}, `
+subnets:
+- {id: subnet-a, availabilityZone: us-west-2a, tags: {kubernetes.io/cluster/bench: shared}}
+- {id: subnet-b, availabilityZone: us-west-2b, tags: {kubernetes.io/cluster/bench: shared}}
+- {id: subnet-c, availabilityZone: us-west-2c, tags: {kubernetes.io/cluster/bench: shared}}
+`)
+	ctx := context.Background()
+	provider, err := aws.New(ctx, aws.Options{Region: "us-west-2", CallTimeout: time.Minute},
+		config.WithBaseEndpoint(server.URL),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	instances, err := provider.Instances(aws.InstancesOptions{ClusterName: "bench", DefaultInstanceProfile: "bench"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := instances.RefreshInstanceTypes(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	instances.RefreshPrices(ctx)
+	if err := instances.StalePrices(); err != nil {
+		tb.Fatal(err)
+	}
+	types, err := instances.InstanceTypes(ctx, cloudprovider.Constraints{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return types
+}
+
+// BenchmarkSchedulingRealCatalogue is BenchmarkScheduling's workload on the emulator's real
+// catalogue (every type, real on-demand and spot prices) instead of the synthetic one.
+func BenchmarkSchedulingRealCatalogue(b *testing.B) {
+	types := emulatorInstanceTypes(b)
+	for _, n := range []int{100, 1000, 5000} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			in := scheduling.Input{Pods: workloadPods(n), Provisioners: []scheduling.Provisioner{workloadProvisioner(types)}}
+			lb := lowerBound(types, in.Pods)
+			var r *scheduling.Results
+			var elapsed time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				r = scheduling.Schedule(in)
+				elapsed += time.Since(start)
+			}
+			b.StopTimer()
+			verifyWorkload(b, in, r)
+			b.ReportMetric(float64(len(types)), "types")
+			b.ReportMetric(float64(n)*float64(b.N)/elapsed.Seconds(), "pods/sec")
+			b.ReportMetric(float64(len(r.NewNodes)), "nodes")
+			b.ReportMetric(r.Price(), "usd/hr")
+			b.ReportMetric(lb, "lb_usd/hr")
+		})
+	}
+}
