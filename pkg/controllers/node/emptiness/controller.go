@@ -194,7 +194,8 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 			return reconcile.Result{}, err
 		}
 		if !IsEmpty(live) {
-			return reconcile.Result{Requeue: true}, nil
+			// The cache is behind; the pod's watch event clears the mark, this checks again.
+			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
 		if err := c.client.Delete(ctx, node, client.Preconditions{UID: &node.UID, ResourceVersion: &node.ResourceVersion}); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("deleting an empty node, %w", err))

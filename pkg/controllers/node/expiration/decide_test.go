@@ -66,7 +66,7 @@ func TestDecide(t *testing.T) {
 		{"a provisioner without a TTL keeps its nodes", []scheduling.Node{node("ancient", "forever", 1000*time.Hour)}, 0, "[]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got []string
+			got := []string{}
 			for _, d := range expiration.Decide(consolidation.Snapshot{Nodes: tc.nodes, Provisioners: provisioners, Pending: tc.pending, Now: now}) {
 				if d.Delete {
 					got = append(got, d.Node.Name+" delete")
@@ -74,7 +74,7 @@ func TestDecide(t *testing.T) {
 					got = append(got, fmt.Sprintf("%s launch %d", d.Node.Name, len(d.Launch)))
 				}
 			}
-			if fmt.Sprint(got) != tc.want && !(len(got) == 0 && tc.want == "[]") {
+			if fmt.Sprint(got) != tc.want {
 				t.Errorf("decisions %v, want %s", got, tc.want)
 			}
 		})
