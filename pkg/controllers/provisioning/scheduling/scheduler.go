@@ -133,7 +133,9 @@ func (s *scheduler) schedule(p *podInfo) string {
 
 // placeOnNewNodes puts the pod on a node opened earlier in the pass: preferably one whose
 // cheapest instance type already has room for it, so it costs nothing more; otherwise the
-// first that can grow to a larger instance type.
+// first that can grow to a larger instance type, unless a new node for the pod costs less than
+// the growth. Growth alone would pile a group that must share a zone onto one node of the
+// largest (and, on real catalogues, dearest per core) type, where many small ones cost less.
 func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet) bool {
 	var grow *node
 	for _, n := range s.nodes[s.existing:] {
@@ -156,28 +158,49 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 		}
 		grow = n
 	}
-	if grow != nil {
-		if nw, refusal := s.constrain(grow, p, a, allowed); refusal == "" {
-			s.place(grow, p, nw)
-			return true
-		}
+	if grow == nil {
+		return false
+	}
+	nw, refusal := s.constrain(grow, p, a, allowed)
+	if refusal != "" {
 		// Growth failed on the first candidate (e.g. a limit); fall back to a full search.
 		for _, n := range s.nodes[s.existing:] {
 			if n == grow || !fitsWith(n.maxAlloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
 				continue
 			}
-			if nw, refusal := s.constrain(n, p, a, allowed); refusal == "" {
-				s.place(n, p, nw)
-				return true
+			if nw, refusal = s.constrain(n, p, a, allowed); refusal == "" {
+				grow = n
+				break
 			}
 		}
+		if refusal != "" {
+			return false
+		}
 	}
-	return false
+	if growth := nw.prices[nw.first] - grow.prices[grow.first]; growth > 0 {
+		if fresh, freshNarrowing, _ := s.newNodeFor(p, a, allowed); fresh != nil && freshNarrowing.prices[freshNarrowing.first] < growth {
+			s.open(fresh, p, freshNarrowing)
+			return true
+		}
+	}
+	s.place(grow, p, nw)
+	return true
 }
 
 // openNode launches a node for the pod from the provisioner whose cheapest fitting instance
 // type is cheapest.
 func (s *scheduler) openNode(p *podInfo, a *attempt, allowed []domainSet) string {
+	n, nw, reason := s.newNodeFor(p, a, allowed)
+	if n == nil {
+		return reason
+	}
+	s.open(n, p, nw)
+	return ""
+}
+
+// newNodeFor is the cheapest new node the pod could go on, from any provisioner, without
+// opening it; or why there is none.
+func (s *scheduler) newNodeFor(p *podInfo, a *attempt, allowed []domainSet) (*node, *narrowing, string) {
 	var best *node
 	var bestNarrowing *narrowing
 	var reasons []string
@@ -202,14 +225,18 @@ func (s *scheduler) openNode(p *podInfo, a *attempt, allowed []domainSet) string
 	}
 	if best == nil {
 		if len(reasons) == 0 {
-			return "no provisioner"
+			return nil, nil, "no provisioner"
 		}
-		return strings.Join(reasons, "; ")
+		return nil, nil, strings.Join(reasons, "; ")
 	}
-	best.hostname = fmt.Sprintf("karpenter-new-node-%d", len(s.nodes)-s.existing)
-	s.nodes = append(s.nodes, best)
-	s.place(best, p, bestNarrowing)
-	return ""
+	return best, bestNarrowing, ""
+}
+
+// open adds new node n to the plan with pod p on it.
+func (s *scheduler) open(n *node, p *podInfo, nw *narrowing) {
+	n.hostname = fmt.Sprintf("karpenter-new-node-%d", len(s.nodes)-s.existing)
+	s.nodes = append(s.nodes, n)
+	s.place(n, p, nw)
 }
 
 func (s *scheduler) emptyNode(prov *provisioner) *node {
