@@ -5,6 +5,7 @@ package scheduling
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -48,6 +49,9 @@ type provisioner struct {
 	// instanceTypes are those compatible with the requirements, cheapest first at prices.
 	instanceTypes []*instanceType
 	prices        []float64
+	// roomPrice is the lowest price per milli-unit of cpu and of memory capacity among
+	// instanceTypes, which no new node of the provisioner beats.
+	roomPrice     [2]float64
 	maxAlloc      resources
 	zones         uint64
 	capacityTypes uint64
@@ -177,14 +181,67 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 			return false
 		}
 	}
-	if growth := nw.prices[nw.first] - grow.prices[grow.first]; growth > 0 {
-		if fresh, freshNarrowing, _ := s.newNodeFor(p, a, allowed); fresh != nil && freshNarrowing.prices[freshNarrowing.first] < growth {
+	from, grown := grow.candidates[grow.first], nw.candidates[nw.first]
+	if growth := nw.prices[nw.first] - grow.prices[grow.first]; growth > 0 && s.newNodeMayBeCheaper(from, grown, growth, p.requests) {
+		if fresh, freshNarrowing, _ := s.newNodeFor(p, a, allowed); fresh != nil &&
+			cheaperThanGrowth(freshNarrowing, from, grown, growth, p.requests) {
 			s.open(fresh, p, freshNarrowing)
 			return true
 		}
 	}
 	s.place(grow, p, nw)
 	return true
+}
+
+// cheaperThanGrowth reports whether a new node buys room for pods shaped like requests at a
+// lower price per pod than growing a node from instance type from to grown, for growth more,
+// does. Comparing price per unit of room, not the growth's price against the new node's, keeps
+// growth where the catalogue's price is linear in size: the room a growth buys beyond this pod
+// fills with later pods at no further cost.
+func cheaperThanGrowth(fresh *narrowing, from, grown *instanceType, growth float64, requests resources) bool {
+	freshRoom := podsRoom(fresh.candidates[fresh.first], requests)
+	if math.IsInf(freshRoom, 1) {
+		return false
+	}
+	room := podsRoom(grown, requests) - podsRoom(from, requests)
+	if room <= 0 {
+		return true
+	}
+	// The tolerance keeps ties (a linear catalogue) from turning on rounding.
+	return fresh.prices[fresh.first]/freshRoom < growth/room*(1-1e-9)
+}
+
+// newNodeMayBeCheaper is cheaperThanGrowth against the least any provisioner's new node could
+// charge per pod, which spares searching the instance types for a new node where growth is
+// surely no dearer, as on a catalogue priced linearly in size.
+func (s *scheduler) newNodeMayBeCheaper(from, grown *instanceType, growth float64, requests resources) bool {
+	room := podsRoom(grown, requests) - podsRoom(from, requests)
+	if room <= 0 {
+		return true
+	}
+	for _, prov := range s.provisioners {
+		// A type holding r pods costs at least r × requests × the lowest price per unit.
+		var floor float64
+		for d, price := range prov.roomPrice {
+			floor = math.Max(floor, float64(requests[d])*price)
+		}
+		if floor < growth/room*(1-1e-9) {
+			return true
+		}
+	}
+	return false
+}
+
+// podsRoom is how many pods shaped like requests an instance type's capacity holds, by cpu and
+// memory, fractionally; +Inf for a pod that requests neither, which growth never has to make room for.
+func podsRoom(t *instanceType, requests resources) float64 {
+	room := math.Inf(1)
+	for _, i := range []int{0, 1} { // cpu and memory, as newResourceIndex places them
+		if requests[i] > 0 {
+			room = math.Min(room, float64(t.capacity[i])/float64(requests[i]))
+		}
+	}
+	return room
 }
 
 // openNode launches a node for the pod from the provisioner whose cheapest fitting instance
