@@ -220,6 +220,14 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 	}
 	nw := &narrowing{candidates: prov.instanceTypes, prices: prov.prices}
 	sort.Sort(byPrice{nw})
+	prov.roomPrice = [2]float64{math.Inf(1), math.Inf(1)}
+	for i, t := range prov.instanceTypes {
+		for d := range prov.roomPrice {
+			if t.capacity[d] > 0 {
+				prov.roomPrice[d] = math.Min(prov.roomPrice[d], prov.prices[i]/float64(t.capacity[d]))
+			}
+		}
+	}
 	prov.maxAlloc = maxAllocatable(prov.instanceTypes)
 	if prov.maxAlloc == nil {
 		prov.maxAlloc = make(resources, len(s.resources))

@@ -5,6 +5,7 @@ package scheduling
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -48,6 +49,9 @@ type provisioner struct {
 	// instanceTypes are those compatible with the requirements, cheapest first at prices.
 	instanceTypes []*instanceType
 	prices        []float64
+	// roomPrice is the lowest price per milli-unit of cpu and of memory capacity among
+	// instanceTypes, which no new node of the provisioner beats.
+	roomPrice     [2]float64
 	maxAlloc      resources
 	zones         uint64
 	capacityTypes uint64
@@ -133,7 +137,9 @@ func (s *scheduler) schedule(p *podInfo) string {
 
 // placeOnNewNodes puts the pod on a node opened earlier in the pass: preferably one whose
 // cheapest instance type already has room for it, so it costs nothing more; otherwise the
-// first that can grow to a larger instance type.
+// first that can grow to a larger instance type, unless a new node for the pod costs less than
+// the growth. Growth alone would pile a group that must share a zone onto one node of the
+// largest (and, on real catalogues, dearest per core) type, where many small ones cost less.
 func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet) bool {
 	var grow *node
 	for _, n := range s.nodes[s.existing:] {
@@ -156,28 +162,102 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 		}
 		grow = n
 	}
-	if grow != nil {
-		if nw, refusal := s.constrain(grow, p, a, allowed); refusal == "" {
-			s.place(grow, p, nw)
-			return true
-		}
+	if grow == nil {
+		return false
+	}
+	nw, refusal := s.constrain(grow, p, a, allowed)
+	if refusal != "" {
 		// Growth failed on the first candidate (e.g. a limit); fall back to a full search.
 		for _, n := range s.nodes[s.existing:] {
 			if n == grow || !fitsWith(n.maxAlloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
 				continue
 			}
-			if nw, refusal := s.constrain(n, p, a, allowed); refusal == "" {
-				s.place(n, p, nw)
-				return true
+			if nw, refusal = s.constrain(n, p, a, allowed); refusal == "" {
+				grow = n
+				break
 			}
+		}
+		if refusal != "" {
+			return false
+		}
+	}
+	from, grown := grow.candidates[grow.first], nw.candidates[nw.first]
+	if growth := nw.prices[nw.first] - grow.prices[grow.first]; growth > 0 && s.newNodeMayBeCheaper(from, grown, growth, p.requests) {
+		if fresh, freshNarrowing, _ := s.newNodeFor(p, a, allowed); fresh != nil &&
+			cheaperThanGrowth(freshNarrowing, from, grown, growth, p.requests) {
+			s.open(fresh, p, freshNarrowing)
+			return true
+		}
+	}
+	s.place(grow, p, nw)
+	return true
+}
+
+// cheaperThanGrowth reports whether a new node buys room for pods shaped like requests at a
+// lower price per pod than growing a node from instance type from to grown, for growth more,
+// does. Comparing price per unit of room, not the growth's price against the new node's, keeps
+// growth where the catalogue's price is linear in size: the room a growth buys beyond this pod
+// fills with later pods at no further cost.
+func cheaperThanGrowth(fresh *narrowing, from, grown *instanceType, growth float64, requests resources) bool {
+	freshRoom := podsRoom(fresh.candidates[fresh.first], requests)
+	if math.IsInf(freshRoom, 1) {
+		return false
+	}
+	room := podsRoom(grown, requests) - podsRoom(from, requests)
+	if room <= 0 {
+		return true
+	}
+	// The tolerance keeps ties (a linear catalogue) from turning on rounding.
+	return fresh.prices[fresh.first]/freshRoom < growth/room*(1-1e-9)
+}
+
+// newNodeMayBeCheaper is cheaperThanGrowth against the least any provisioner's new node could
+// charge per pod, which spares searching the instance types for a new node where growth is
+// surely no dearer, as on a catalogue priced linearly in size.
+func (s *scheduler) newNodeMayBeCheaper(from, grown *instanceType, growth float64, requests resources) bool {
+	room := podsRoom(grown, requests) - podsRoom(from, requests)
+	if room <= 0 {
+		return true
+	}
+	for _, prov := range s.provisioners {
+		// A type holding r pods costs at least r × requests × the lowest price per unit.
+		var floor float64
+		for d, price := range prov.roomPrice {
+			floor = math.Max(floor, float64(requests[d])*price)
+		}
+		if floor < growth/room*(1-1e-9) {
+			return true
 		}
 	}
 	return false
 }
 
+// podsRoom is how many pods shaped like requests an instance type's capacity holds, by cpu and
+// memory, fractionally; +Inf for a pod that requests neither, which growth never has to make room for.
+func podsRoom(t *instanceType, requests resources) float64 {
+	room := math.Inf(1)
+	for _, i := range []int{0, 1} { // cpu and memory, as newResourceIndex places them
+		if requests[i] > 0 {
+			room = math.Min(room, float64(t.capacity[i])/float64(requests[i]))
+		}
+	}
+	return room
+}
+
 // openNode launches a node for the pod from the provisioner whose cheapest fitting instance
 // type is cheapest.
 func (s *scheduler) openNode(p *podInfo, a *attempt, allowed []domainSet) string {
+	n, nw, reason := s.newNodeFor(p, a, allowed)
+	if n == nil {
+		return reason
+	}
+	s.open(n, p, nw)
+	return ""
+}
+
+// newNodeFor is the cheapest new node the pod could go on, from any provisioner, without
+// opening it; or why there is none.
+func (s *scheduler) newNodeFor(p *podInfo, a *attempt, allowed []domainSet) (*node, *narrowing, string) {
 	var best *node
 	var bestNarrowing *narrowing
 	var reasons []string
@@ -202,14 +282,18 @@ func (s *scheduler) openNode(p *podInfo, a *attempt, allowed []domainSet) string
 	}
 	if best == nil {
 		if len(reasons) == 0 {
-			return "no provisioner"
+			return nil, nil, "no provisioner"
 		}
-		return strings.Join(reasons, "; ")
+		return nil, nil, strings.Join(reasons, "; ")
 	}
-	best.hostname = fmt.Sprintf("karpenter-new-node-%d", len(s.nodes)-s.existing)
-	s.nodes = append(s.nodes, best)
-	s.place(best, p, bestNarrowing)
-	return ""
+	return best, bestNarrowing, ""
+}
+
+// open adds new node n to the plan with pod p on it.
+func (s *scheduler) open(n *node, p *podInfo, nw *narrowing) {
+	n.hostname = fmt.Sprintf("karpenter-new-node-%d", len(s.nodes)-s.existing)
+	s.nodes = append(s.nodes, n)
+	s.place(n, p, nw)
 }
 
 func (s *scheduler) emptyNode(prov *provisioner) *node {

@@ -1,6 +1,7 @@
 package scheduling_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -338,6 +339,39 @@ func TestScheduling(t *testing.T) {
 				}, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) { wantUnschedulable(t, r, 3, "") },
+		},
+		{
+			// A zone-affinity group needs only one zone, not one node: piling it onto the one
+			// type large enough for the whole group costs far more than many small nodes.
+			name: "zone affinity group larger than any mid-size node spans small nodes, not the huge dear type",
+			input: func() scheduling.Input {
+				types := []*cloudprovider.InstanceType{instanceType("huge", "amd64", 448, 6144, 700, 50)}
+				for i := 0; i < 8; i++ {
+					types = append(types, instanceType(fmt.Sprintf("small-%d", i), "amd64", 2, 4, 10, 0.1+0.001*float64(i)))
+				}
+				cache := map[string]string{"app": "cache"}
+				return scheduling.Input{
+					Pods: builders.Pods(40, builders.PodOptions{Requests: requests("1", "1Gi"), Labels: cache,
+						PodAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelTopologyZone, cache)}}),
+					Provisioners: []scheduling.Provisioner{{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: "default"}), InstanceTypes: types}},
+				}
+			},
+			expect: func(t *testing.T, r *scheduling.Results) {
+				wantUnschedulable(t, r, 0, "")
+				// 1.9 allocatable cores each: one pod per small node.
+				wantNodes(t, r, 40)
+				for _, n := range r.NewNodes {
+					if !strings.HasPrefix(n.InstanceTypes[0].Name, "small-") {
+						t.Errorf("node %s launches as %s, want a small type", n.Hostname, n.InstanceTypes[0].Name)
+					}
+				}
+				if zones := podsPerZone(r); len(zones) != 1 {
+					t.Errorf("pods in zones %v, want one zone", zones)
+				}
+				if got, want := r.Price(), 40*0.107*0.4; got > want {
+					t.Errorf("plan costs $%.2f/h, want at most 40 small spot nodes' $%.2f/h", got, want)
+				}
+			},
 		},
 		{
 			name: "mixed workload",
