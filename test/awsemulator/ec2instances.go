@@ -119,7 +119,8 @@ type xmlEC2Instance struct {
 	InstanceID    string           `xml:"instanceId"`
 	ImageID       string           `xml:"imageId"`
 	InstanceState xmlInstanceState `xml:"instanceState"`
-	// PrivateDNSName and PrivateIPAddress are known once the instance runs.
+	// PrivateDNSName and PrivateIPAddress are assigned at launch, as EC2 does (unless
+	// Options.AddressOnlyWhenRunning), and given back when the instance has terminated.
 	PrivateDNSName string `xml:"privateDnsName"`
 	DNSName        string `xml:"dnsName"`
 	InstanceType   string `xml:"instanceType"`
@@ -168,7 +169,7 @@ func (e *Emulator) xmlInstance(i *ec2Instance, now time.Time) xmlEC2Instance {
 	if state != stateTerminated {
 		x.SubnetID, x.VpcID = i.subnetID, i.vpcID
 	}
-	if state == stateRunning || state == stateShuttingDown {
+	if state == stateRunning || state == stateShuttingDown || (state == statePending && !e.opts.AddressOnlyWhenRunning) {
 		x.PrivateIPAddress, x.PrivateDNSName = i.privateIP, e.privateDNSName(i.privateIP)
 	}
 	if t, ok := e.catalogue.Types[i.instanceType]; ok {

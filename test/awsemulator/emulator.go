@@ -57,6 +57,9 @@ type Options struct {
 	PendingDelay time.Duration
 	// TerminatingDelay is how long a terminating instance stays Terminating before it is gone.
 	TerminatingDelay time.Duration
+	// AddressOnlyWhenRunning hides a pending EC2 instance's private IP and DNS name until it
+	// runs. EC2 assigns both at launch; this is for testing clients that must wait for them.
+	AddressOnlyWhenRunning bool
 	// EKSUpdateDelay is how long an EKS node group update stays InProgress.
 	EKSUpdateDelay time.Duration
 }

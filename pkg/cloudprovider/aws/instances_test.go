@@ -71,7 +71,8 @@ func newInstancesEnvPending(t *testing.T, seed string, callTimeout, pending time
 	t.Helper()
 	isolateInstancesFromHost(t)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	e, srv := awstest.Serve(t, awsemulator.Options{Clock: clk, PendingDelay: pending, TerminatingDelay: terminatingDelay}, seed)
+	// Pending instances hide their address, so that Create's wait for the DNS name is tested.
+	e, srv := awstest.Serve(t, awsemulator.Options{Clock: clk, PendingDelay: pending, TerminatingDelay: terminatingDelay, AddressOnlyWhenRunning: pending > 0}, seed)
 	client := ec2.NewFromConfig(sdkaws.Config{
 		Region:       "us-west-2",
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
