@@ -129,4 +129,8 @@ type Instance struct {
 	// Labels are those the node will carry: the request's and the well-known labels of the
 	// instance type and offering launched.
 	Labels map[string]string
+	// FellBackFrom, in Create's answer only, names the offerings tried before the one launched
+	// that the cloud had no capacity for, with its reasons, so that the caller can say so; nil
+	// when the first candidate launched.
+	FellBackFrom *InsufficientCapacityError
 }

@@ -103,6 +103,9 @@ func (i *Instances) Create(ctx context.Context, request cloudprovider.LaunchRequ
 			capacityErr.Reasons[key] = reason
 		}
 		if instance != nil {
+			if len(capacityErr.Offerings) > 0 {
+				instance.FellBackFrom = capacityErr
+			}
 			return instance, nil
 		}
 		remaining = rest

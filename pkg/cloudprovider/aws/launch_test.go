@@ -218,6 +218,10 @@ func TestCapacityErrorsFallThroughToOtherZonesThenOnDemand(t *testing.T) {
 	if instance.Zone != "us-west-2b" || instance.CapacityType != v1alpha5.CapacityTypeSpot {
 		t.Errorf("with no spot capacity in us-west-2a launched %s %s, want spot in us-west-2b", instance.CapacityType, instance.Zone)
 	}
+	iceKey := cloudprovider.OfferingKey{InstanceType: "m5.large", Zone: "us-west-2a", CapacityType: "spot"}
+	if instance.FellBackFrom == nil || instance.FellBackFrom.Reasons[iceKey] != "InsufficientInstanceCapacity" {
+		t.Errorf("the launch fell back from %+v, want the spot offering in us-west-2a with EC2's reason", instance.FellBackFrom)
+	}
 	offering := func(zone, capacityType string) cloudprovider.Offering {
 		for _, o := range e.instanceTypes(t, "")["m5.large"].Offerings {
 			if o.Zone == zone && o.CapacityType == capacityType {

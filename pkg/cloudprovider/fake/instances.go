@@ -157,7 +157,11 @@ func (p *InstanceProvider) Create(_ context.Context, request cloudprovider.Launc
 		if request.IdempotencyKey != "" {
 			p.launches[request.IdempotencyKey] = instance.ProviderID
 		}
-		return copyInstance(instance), nil
+		launched := copyInstance(instance)
+		if len(failed) > 0 {
+			launched.FellBackFrom = &cloudprovider.InsufficientCapacityError{Offerings: failed, Reasons: reasons, Err: errors.New("the fake cloud had no capacity for them")}
+		}
+		return launched, nil
 	}
 	return nil, &cloudprovider.InsufficientCapacityError{Offerings: failed, Reasons: reasons, Err: errors.New("the fake cloud has no capacity left for them")}
 }

@@ -196,6 +196,10 @@ func TestCreateFallsThroughOfferingsWithoutCapacity(t *testing.T) {
 	}
 	got := *instance
 	got.Labels = nil
+	if got.FellBackFrom == nil || !slices.Equal(got.FellBackFrom.Offerings, []cloudprovider.OfferingKey{cheapest}) {
+		t.Errorf("the launch fell back from %+v, want the cheapest offering %+v", got.FellBackFrom, cheapest)
+	}
+	got.FellBackFrom = nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("instance\n got %+v\nwant %+v", got, want)
 	}

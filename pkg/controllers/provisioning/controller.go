@@ -427,6 +427,11 @@ func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alp
 		c.ledger.Release(reservation)
 		return nil, fmt.Errorf("creating node %s for instance %s, %w", node.Name, instance.ProviderID, err)
 	}
+	if instance.FellBackFrom != nil {
+		c.recorder.Event(p, corev1.EventTypeWarning, ReasonInsufficientCapacity,
+			fmt.Sprintf("Node %s launched as %s in %s (%s) after no capacity in %d cheaper offerings: %s", node.Name, instance.InstanceType, instance.Zone,
+				instance.CapacityType, len(instance.FellBackFrom.Offerings), capacityReasons(instance.FellBackFrom)))
+	}
 	nodesCreated.WithLabelValues(p.Name, instance.InstanceType, instance.Zone, instance.CapacityType).Inc()
 	c.recorder.Eventf(p, corev1.EventTypeNormal, ReasonLaunched, "Launched node %s: %s in %s (%s) for %d pods", node.Name, instance.InstanceType, instance.Zone, instance.CapacityType, len(n.Pods))
 	return node, nil

@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,6 +118,15 @@ func TestLaunchFallsThroughOfferings(t *testing.T) {
 	launched := cloudprovider.OfferingKey{InstanceType: node.Labels[corev1.LabelInstanceTypeStable], Zone: node.Labels[corev1.LabelTopologyZone], CapacityType: node.Labels[v1alpha5.CapacityTypeLabelKey]}
 	if launched == first.Key() || launched != calls[0].Candidates[1].Key() {
 		t.Errorf("launched %v, want the second candidate %v", launched, calls[0].Candidates[1].Key())
+	}
+	recorder := c.recorder.(*record.FakeRecorder)
+	select {
+	case event := <-recorder.Events:
+		if !strings.Contains(event, ReasonInsufficientCapacity) || !strings.Contains(event, first.Key().InstanceType) || !strings.Contains(event, "InsufficientInstanceCapacity") {
+			t.Errorf("event %q, want the offering without capacity named with its reason", event)
+		}
+	default:
+		t.Error("no event says the launch fell back from an offering without capacity")
 	}
 	var created dto.Metric
 	if err := nodesCreated.WithLabelValues("fall-through", launched.InstanceType, launched.Zone, launched.CapacityType).Write(&created); err != nil || created.GetCounter().GetValue() < 1 {
