@@ -14,7 +14,9 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
+	"karpenter.sh/karpenter/pkg/controllers/consolidation"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
+	"karpenter.sh/karpenter/pkg/controllers/node/expiration"
 	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
 	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
@@ -67,6 +69,10 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.DurationVar(&f.operator.Controllers.GarbageCollectionGrace, "garbage-collection-grace", garbagecollection.DefaultGrace, "How long an instance may run without a node before it is terminated.")
 	fs.DurationVar(&f.operator.Controllers.BatchIdleDuration, "batch-idle-duration", provisioning.DefaultBatchIdleDuration, "A batch of pending pods closes once no pod arrived for this long.")
 	fs.DurationVar(&f.operator.Controllers.BatchMaxDuration, "batch-max-duration", provisioning.DefaultBatchMaxDuration, "A batch of pending pods closes this long after it opened, however many still arrive.")
+	fs.DurationVar(&f.operator.Controllers.ExpirationPeriod, "expiration-period", expiration.DefaultPeriod, "How often nodes past their Provisioner's ttlSecondsUntilExpired are looked for.")
+	fs.DurationVar(&f.operator.Controllers.ConsolidationPeriod, "consolidation-period", consolidation.DefaultPeriod, "How often a consolidation pass looks for nodes to delete or replace.")
+	fs.Float64Var(&f.operator.Controllers.ConsolidationThreshold, "consolidation-threshold", consolidation.DefaultThreshold, "Fraction of the nodes' hourly price a consolidation must save, within (0, 1).")
+	fs.DurationVar(&f.operator.Controllers.ConsolidationMinNodeAge, "consolidation-min-node-age", consolidation.DefaultMinNodeAge, "How long a node exists before consolidation may delete or replace it.")
 	fs.StringVar(&f.operator.InterruptionQueue, "interruption-queue", "", "SQS queue (name, URL or ARN) the EventBridge rules send EC2 spot interruptions, rebalance recommendations, scheduled changes and state changes to; empty disables interruption handling.")
 	fs.DurationVar(&f.operator.Controllers.ResyncPeriod, "resync-period", 10*time.Second, "How often each object is reconciled without a watch event.")
 	if err := flagenv.Parse(fs, args); err != nil {
@@ -114,10 +120,16 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 		{"--node-ready-timeout", f.operator.Controllers.NodeReadyTimeout},
 		{"--garbage-collection-period", f.operator.Controllers.GarbageCollectionPeriod},
 		{"--garbage-collection-grace", f.operator.Controllers.GarbageCollectionGrace},
+		{"--expiration-period", f.operator.Controllers.ExpirationPeriod},
+		{"--consolidation-period", f.operator.Controllers.ConsolidationPeriod},
+		{"--consolidation-min-node-age", f.operator.Controllers.ConsolidationMinNodeAge},
 	} {
 		if d.value <= 0 {
 			return f, fmt.Errorf("%s must be positive, not %s", d.flag, d.value)
 		}
+	}
+	if t := f.operator.Controllers.ConsolidationThreshold; t <= 0 || t >= 1 {
+		return f, fmt.Errorf("--consolidation-threshold must be within (0, 1), not %g", t)
 	}
 	if f.operator.Controllers.HorizontalAutoscalerWorkers < 1 {
 		return f, fmt.Errorf("--horizontalautoscaler-workers must be at least 1, not %d", f.operator.Controllers.HorizontalAutoscalerWorkers)

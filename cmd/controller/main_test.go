@@ -49,6 +49,9 @@ func TestParseFlags(t *testing.T) {
 		{"batch idle default", o.Controllers.BatchIdleDuration, time.Second},
 		{"batch max default", o.Controllers.BatchMaxDuration, 10 * time.Second},
 		{"interruption queue from the environment", o.InterruptionQueue, "karpenter-interruptions"},
+		{"consolidation period default", o.Controllers.ConsolidationPeriod, 30 * time.Second},
+		{"expiration period default", o.Controllers.ExpirationPeriod, 30 * time.Second},
+		{"consolidation min node age default", o.Controllers.ConsolidationMinNodeAge, 5 * time.Minute},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
@@ -71,6 +74,11 @@ func TestParseFlags(t *testing.T) {
 		"--garbage-collection-period=-1m",
 		"--garbage-collection-grace=0s",
 		"--batch-idle-duration=0s",
+		"--consolidation-period=0s",
+		"--expiration-period=0s",
+		"--consolidation-min-node-age=-1s",
+		"--consolidation-threshold=0",
+		"--consolidation-threshold=1",
 		"--batch-max-duration=500ms", // shorter than the 1 s idle gap
 	} {
 		if _, err := parseFlags(flag.NewFlagSet("controller", flag.ContinueOnError), []string{bad}); err == nil {

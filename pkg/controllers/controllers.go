@@ -14,9 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/consolidation"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/controllers/interruption"
 	"karpenter.sh/karpenter/pkg/controllers/metricsproducer"
+	"karpenter.sh/karpenter/pkg/controllers/node/emptiness"
+	"karpenter.sh/karpenter/pkg/controllers/node/expiration"
 	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
 	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
 	"karpenter.sh/karpenter/pkg/controllers/node/termination"
@@ -82,6 +85,18 @@ type Options struct {
 	// arrived for the first, or the second after the batch opened; the provisioning
 	// package's defaults when zero.
 	BatchIdleDuration, BatchMaxDuration time.Duration
+	// ExpirationPeriod is how often expired nodes are looked for; expiration.DefaultPeriod
+	// when zero.
+	ExpirationPeriod time.Duration
+	// ConsolidationPeriod is how often a consolidation pass runs; consolidation.DefaultPeriod
+	// when zero.
+	ConsolidationPeriod time.Duration
+	// ConsolidationThreshold is the fraction of the nodes' price a consolidation must save;
+	// consolidation.DefaultThreshold when zero.
+	ConsolidationThreshold float64
+	// ConsolidationMinNodeAge is how long a node exists before it may be consolidated;
+	// consolidation.DefaultMinNodeAge when zero.
+	ConsolidationMinNodeAge time.Duration
 	// ResyncPeriod is how often every object is reconciled even without a watch event.
 	ResyncPeriod time.Duration
 	// Clock is the one clock of every controller.
@@ -92,10 +107,11 @@ type Options struct {
 
 // Names lists every controller, in the order they are registered.
 var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name,
-	provisioning.Name, readiness.Name, termination.Name, garbagecollection.Name, interruption.Name, provisionerstatus.Name}
+	provisioning.Name, readiness.Name, termination.Name, garbagecollection.Name, interruption.Name, provisionerstatus.Name,
+	emptiness.Name, expiration.Name, consolidation.Name}
 
 // needInstances are the controllers that run only with an InstanceProvider.
-var needInstances = []string{provisioning.Name, termination.Name, garbagecollection.Name, interruption.Name}
+var needInstances = []string{provisioning.Name, termination.Name, garbagecollection.Name, interruption.Name, expiration.Name, consolidation.Name}
 
 // reconciler is what each controller package offers to the manager.
 type reconciler interface {
@@ -215,6 +231,33 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options) 
 			Clock:     opts.Clock,
 			Period:    opts.GarbageCollectionPeriod,
 			Grace:     opts.GarbageCollectionGrace,
+		})
+	case emptiness.Name:
+		return emptiness.New(emptiness.Options{
+			Client:   mgr.GetClient(),
+			Reader:   mgr.GetAPIReader(),
+			Recorder: recorderFor(mgr, name),
+			Clock:    opts.Clock,
+		})
+	case expiration.Name:
+		return expiration.New(expiration.Options{
+			Client:    mgr.GetClient(),
+			Instances: opts.InstanceProvider,
+			Recorder:  recorderFor(mgr, name),
+			Clock:     opts.Clock,
+			Period:    opts.ExpirationPeriod,
+		})
+	case consolidation.Name:
+		return consolidation.New(consolidation.Options{
+			Client:    mgr.GetClient(),
+			Instances: opts.InstanceProvider,
+			Recorder:  recorderFor(mgr, name),
+			Clock:     opts.Clock,
+			Period:    opts.ConsolidationPeriod,
+			Settings: consolidation.Settings{
+				MinNodeAge: opts.ConsolidationMinNodeAge,
+				Threshold:  opts.ConsolidationThreshold,
+			},
 		})
 	case interruption.Name:
 		return interruption.New(interruption.Options{

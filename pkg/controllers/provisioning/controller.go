@@ -217,7 +217,7 @@ func (c *Controller) adoptOrphans(ctx context.Context) error {
 			}
 			continue
 		}
-		if err := c.client.Create(ctx, nodeFor(instance, p, nil)); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := c.client.Create(ctx, NodeFor(instance, p, nil)); err != nil && !apierrors.IsAlreadyExists(err) {
 			errs = append(errs, fmt.Errorf("creating node %s for instance %s, %w", instance.NodeName, instance.ProviderID, err))
 		}
 	}
@@ -310,7 +310,7 @@ func (c *Controller) snapshot(ctx context.Context) (*cluster, map[string]*provis
 		}
 		p := &provisionerPlan{stored: stored, updated: stored.DeepCopy()}
 		plans[stored.Name] = p
-		types, err := c.instanceProvider.InstanceTypes(ctx, constraints(stored))
+		types, err := c.instanceProvider.InstanceTypes(ctx, Constraints(stored))
 		switch {
 		case err != nil:
 			p.updated.StatusConditions().MarkFalse(apis.ConditionReady, ReasonInstanceTypesUnresolved, "resolving instance types, %v", err)
@@ -335,8 +335,8 @@ func (c *Controller) snapshot(ctx context.Context) (*cluster, map[string]*provis
 	return snapshot, plans, nil
 }
 
-// constraints are what the cloud needs of a Provisioner to list its instance types.
-func constraints(p *v1alpha5.Provisioner) cloudprovider.Constraints {
+// Constraints are what the cloud needs of a Provisioner to list its instance types.
+func Constraints(p *v1alpha5.Provisioner) cloudprovider.Constraints {
 	requirements := make([]corev1.NodeSelectorRequirement, 0, len(p.Spec.Requirements))
 	for _, r := range p.Spec.Requirements {
 		requirements = append(requirements, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOperator(r.Operator), Values: r.Values})
@@ -382,7 +382,7 @@ func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alp
 	if p.Spec.Limits != nil {
 		limits = p.Spec.Limits.Resources
 	}
-	kept, reservation, err := c.ledger.Reserve(p.Name, limits, nodes, candidates(n))
+	kept, reservation, err := c.ledger.Reserve(p.Name, limits, nodes, Candidates(n))
 	if err != nil {
 		var exceeded *LimitExceededError
 		if errors.As(err, &exceeded) {
@@ -394,7 +394,7 @@ func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alp
 	instance, err := c.instanceProvider.Create(ctx, cloudprovider.LaunchRequest{
 		Candidates:      kept,
 		ProvisionerName: p.Name,
-		Labels:          launchLabels(p),
+		Labels:          LaunchLabels(p),
 		Taints:          p.Spec.Taints,
 		Provider:        p.Spec.Provider,
 		IdempotencyKey:  idempotencyKey(p.Name, n.Pods),
@@ -417,7 +417,7 @@ func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alp
 	} else {
 		c.ledger.Launched(reservation, instance.NodeName, nil)
 	}
-	node := nodeFor(instance, p, it)
+	node := NodeFor(instance, p, it)
 	if err := c.client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		launchErrors.WithLabelValues(ReasonNodeCreateFailed).Inc()
 		// The instance is terminated at once rather than left to garbage collection's grace.

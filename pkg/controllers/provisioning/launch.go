@@ -18,10 +18,10 @@ import (
 	pkgscheduling "karpenter.sh/karpenter/pkg/scheduling"
 )
 
-// candidates are every available offering of the new node's instance types that its
+// Candidates are every available offering of the new node's instance types that its
 // requirements allow (zone, capacity type), cheapest first, so that a capacity error falls
 // through to the next cheapest; equal prices keep the scheduler's order.
-func candidates(n *scheduling.NewNode) []cloudprovider.Candidate {
+func Candidates(n *scheduling.NewNode) []cloudprovider.Candidate {
 	requirements := pkgscheduling.Requirements{}
 	for _, r := range n.Requirements {
 		// The scheduler rendered these from requirements it parsed; a key it could not
@@ -46,9 +46,9 @@ func candidates(n *scheduling.NewNode) []cloudprovider.Candidate {
 	return out
 }
 
-// launchLabels are the labels Karpenter asks the cloud to register the node with: the
+// LaunchLabels are the labels Karpenter asks the cloud to register the node with: the
 // Provisioner's own and its name.
-func launchLabels(p *v1alpha5.Provisioner) map[string]string {
+func LaunchLabels(p *v1alpha5.Provisioner) map[string]string {
 	labels := maps.Clone(p.Spec.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -57,19 +57,19 @@ func launchLabels(p *v1alpha5.Provisioner) map[string]string {
 	return labels
 }
 
-// nodeFor is the Node object of a launched instance, created at once so that the scheduler
+// NodeFor is the Node object of a launched instance, created at once so that the scheduler
 // sees the room coming and the instance has an owner: named as the instance will register,
 // labelled with everything pods may select (the Provisioner's labels, its name, the
 // instance type's and the offering's), tainted with the Provisioner's taints and not-ready
 // until the kubelet reports Ready, and finalized so that its instance is terminated with it.
 // The same instance always gives the same Node, so creating it again is harmless.
-func nodeFor(instance *cloudprovider.Instance, p *v1alpha5.Provisioner, it *cloudprovider.InstanceType) *corev1.Node {
+func NodeFor(instance *cloudprovider.Instance, p *v1alpha5.Provisioner, it *cloudprovider.InstanceType) *corev1.Node {
 	labels := map[string]string{}
 	if it != nil {
 		maps.Copy(labels, it.Labels)
 	}
 	maps.Copy(labels, instance.Labels)
-	maps.Copy(labels, launchLabels(p))
+	maps.Copy(labels, LaunchLabels(p))
 	maps.Copy(labels, map[string]string{
 		corev1.LabelHostname:           instance.NodeName,
 		corev1.LabelInstanceTypeStable: instance.InstanceType,

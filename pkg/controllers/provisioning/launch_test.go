@@ -38,7 +38,7 @@ func launcher(t *testing.T, funcs interceptor.Funcs, objects ...client.Object) (
 
 func plannedNode(t *testing.T, cloud *fake.InstanceProvider, p *v1alpha5.Provisioner) *scheduling.NewNode {
 	t.Helper()
-	types, err := cloud.InstanceTypes(context.Background(), constraints(p))
+	types, err := cloud.InstanceTypes(context.Background(), Constraints(p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestLaunchFallsThroughOfferings(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "fall-through"})
 	c, cloud, _ := launcher(t, interceptor.Funcs{})
 	planned := plannedNode(t, cloud, p)
-	first := candidates(planned)[0]
+	first := Candidates(planned)[0]
 	cloud.SetInsufficientCapacity(first.Key())
 	node, err := c.launch(context.Background(), planned, p, nil)
 	if err != nil {
@@ -177,12 +177,12 @@ func TestAdoptOrphans(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default", Labels: map[string]string{"team": "ml"}})
 	c, cloud, kube := launcher(t, interceptor.Funcs{}, p)
 	ctx := context.Background()
-	types, err := cloud.InstanceTypes(ctx, constraints(p))
+	types, err := cloud.InstanceTypes(ctx, Constraints(p))
 	if err != nil {
 		t.Fatal(err)
 	}
-	candidates := candidates(&scheduling.NewNode{InstanceTypes: types[:1]})
-	orphan, err := cloud.Create(ctx, cloudprovider.LaunchRequest{Candidates: candidates, ProvisionerName: "default", Labels: launchLabels(p)})
+	candidates := Candidates(&scheduling.NewNode{InstanceTypes: types[:1]})
+	orphan, err := cloud.Create(ctx, cloudprovider.LaunchRequest{Candidates: candidates, ProvisionerName: "default", Labels: LaunchLabels(p)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,7 +107,7 @@ func TestCandidatesCheapestFirstWithinRequirements(t *testing.T) {
 		},
 	}
 	var got []cloudprovider.OfferingKey
-	for _, c := range candidates(n) {
+	for _, c := range Candidates(n) {
 		got = append(got, c.Key())
 	}
 	want := []cloudprovider.OfferingKey{
@@ -123,7 +123,7 @@ func TestCandidatesCheapestFirstWithinRequirements(t *testing.T) {
 	for i := range unavailable.Offerings {
 		unavailable.Offerings[i].Available = unavailable.Offerings[i].Zone != "us-west-2a"
 	}
-	if c := candidates(n); c[0].Key().Zone != "us-west-2b" || c[0].Key().InstanceType != "c5.large" {
+	if c := Candidates(n); c[0].Key().Zone != "us-west-2b" || c[0].Key().InstanceType != "c5.large" {
 		t.Errorf("an unavailable offering was a candidate: %v", c[0].Key())
 	}
 }
@@ -134,7 +134,7 @@ func TestNodeFor(t *testing.T) {
 	it := catalogue()["m6g.large"]
 	instance := &cloudprovider.Instance{ProviderID: "fake:///us-west-2b/i-1", ID: "i-1", InstanceType: "m6g.large", Zone: "us-west-2b",
 		CapacityType: v1alpha5.CapacityTypeSpot, NodeName: "ip-10-0-0-1.us-west-2.compute.internal"}
-	node := nodeFor(instance, p, it)
+	node := NodeFor(instance, p, it)
 	for key, want := range map[string]string{
 		"team":                           "ml",
 		v1alpha5.ProvisionerNameLabelKey: "default",
@@ -158,7 +158,7 @@ func TestNodeFor(t *testing.T) {
 	if !slices.Equal(node.Finalizers, []string{v1alpha5.TerminationFinalizer}) {
 		t.Errorf("finalizers %v", node.Finalizers)
 	}
-	if again := nodeFor(instance, p, it); again.Name != node.Name || again.Spec.ProviderID != node.Spec.ProviderID {
+	if again := NodeFor(instance, p, it); again.Name != node.Name || again.Spec.ProviderID != node.Spec.ProviderID {
 		t.Error("the same instance gave another node")
 	}
 }

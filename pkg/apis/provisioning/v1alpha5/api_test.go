@@ -35,6 +35,7 @@ spec:
   terminationGracePeriodSeconds: 600
   limits:
     resources: {cpu: "1000", memory: 1000Gi}
+  consolidation: {enabled: true, budget: 20%}
 `
 
 // TestProvisionerAdmission applies the Provisioner CRD's schema and CEL rules on a real
@@ -65,6 +66,9 @@ func TestProvisionerAdmission(t *testing.T) {
 	for _, tc := range []struct{ name, spec, message string }{
 		{"negative ttl", `ttlSecondsAfterEmpty: -1`, "spec.ttlSecondsAfterEmpty: Invalid value: -1"},
 		{"negative drain deadline", `terminationGracePeriodSeconds: -1`, "spec.terminationGracePeriodSeconds: Invalid value: -1"},
+		{"consolidation budget over 100%", `consolidation: {budget: 150%}`, "budget must be a non-negative number of nodes or a percentage from 0% to 100%"},
+		{"negative consolidation budget", `consolidation: {budget: -1}`, "budget must be a non-negative number of nodes or a percentage from 0% to 100%"},
+		{"consolidation budget in words", `consolidation: {budget: some}`, "budget must be a non-negative number of nodes or a percentage from 0% to 100%"},
 		{"provisioner-name label", `labels: {karpenter.sh/provisioner-name: other}`, "label karpenter.sh/provisioner-name is set by Karpenter"},
 		{"well-known label", `labels: {topology.kubernetes.io/zone: us-west-2a}`, "well-known labels are constrained through requirements, not labels"},
 		{"bad taint effect", `taints: [{key: a, effect: Sometimes}]`, "taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"},

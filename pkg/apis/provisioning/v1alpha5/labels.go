@@ -23,6 +23,10 @@ const (
 	// kubelet reports it Ready: Karpenter creates the Node object as soon as the instance is
 	// launched, and nothing may be scheduled there before the node can run it.
 	NotReadyTaintKey = "karpenter.sh/not-ready"
+	// EmptinessTimestampAnnotationKey is on a node of a Provisioner with ttlSecondsAfterEmpty
+	// while it runs no pods but DaemonSet, mirror and finished ones: when it became empty, in
+	// RFC 3339, as Karpenter v0.5 wrote it. The node is deleted ttlSecondsAfterEmpty later.
+	EmptinessTimestampAnnotationKey = "karpenter.sh/emptiness-timestamp"
 )
 
 // WellKnownLabels are the node labels whose values come from the instance type and offering

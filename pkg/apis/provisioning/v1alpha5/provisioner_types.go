@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"knative.dev/pkg/apis"
 )
 
@@ -54,6 +55,33 @@ type ProvisionerSpec struct {
 	// Limits bound the total capacity of the nodes this Provisioner launches.
 	// +optional
 	Limits *Limits `json:"limits,omitempty"`
+	// Consolidation lets Karpenter delete this Provisioner's nodes whose pods fit elsewhere and
+	// replace them with cheaper ones. Unset, as in Karpenter v0.5, it does not.
+	// +optional
+	Consolidation *Consolidation `json:"consolidation,omitempty"`
+}
+
+// Consolidation configures how Karpenter removes and replaces a Provisioner's nodes to lower
+// their cost.
+type Consolidation struct {
+	// Enabled turns consolidation on for this Provisioner's nodes.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// Budget is the most of this Provisioner's nodes consolidation disrupts at once: a
+	// number, or a percentage of its nodes rounded up. Nodes being deleted, for any reason,
+	// count against it. 10% when unset.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$') && int(self.replace('%', '')) <= 100",message="budget must be a non-negative number of nodes or a percentage from 0% to 100%"
+	// +optional
+	Budget *intstr.IntOrString `json:"budget,omitempty"`
+}
+
+// DefaultConsolidationBudget is the budget of a Provisioner that sets none.
+var DefaultConsolidationBudget = intstr.FromString("10%")
+
+// ConsolidationEnabled is whether Karpenter consolidates the Provisioner's nodes.
+func (p *Provisioner) ConsolidationEnabled() bool {
+	return p.Spec.Consolidation != nil && p.Spec.Consolidation.Enabled != nil && *p.Spec.Consolidation.Enabled
 }
 
 // NodeSelectorOperator is the relation a requirement asserts between a label and its values.

@@ -1,0 +1,356 @@
+// Package consolidation is the reallocator: a slow loop that deletes the nodes of
+// Provisioners with spec.consolidation.enabled whose pods fit on the other nodes, and replaces
+// nodes with a cheaper one, deciding with the provisioning scheduler on a snapshot (Decide) and
+// explaining on each node it leaves why.
+package consolidation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/pods"
+)
+
+// Name identifies the controller.
+const Name = "consolidation"
+
+// Defaults when none are configured.
+const (
+	// DefaultPeriod is how often a pass runs: slow on purpose, cost moves in hours.
+	DefaultPeriod = 30 * time.Second
+	// DefaultMinNodeAge keeps a node that just joined from being judged on a workload still
+	// moving onto it.
+	DefaultMinNodeAge = 5 * time.Minute
+	// DefaultThreshold is the fraction of the nodes' price an action must save.
+	DefaultThreshold = 0.1
+	// DefaultMinSpotTypes is how many cheaper spot types a spot replacement needs.
+	DefaultMinSpotTypes = 5
+)
+
+// Event reasons of the actions, documented in docs/node-lifecycle.md; the reasons a node is
+// kept are the Reason constants.
+const (
+	ReasonDeleted   = "ConsolidationDeleted"
+	ReasonReplacing = "ConsolidationReplacing"
+)
+
+var (
+	actionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "consolidation", Name: "actions_total",
+		Help: "Consolidation actions taken, by action: delete, replace.",
+	}, []string{"action"})
+	savingsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "consolidation", Name: "savings_dollars_per_hour_total",
+		Help: "Hourly price taken off the cluster by consolidation actions, by action: delete, replace.",
+	}, []string{"action"})
+	skippedNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "consolidation", Name: "skipped_nodes",
+		Help: "Nodes the last pass considered and did not consolidate, by reason.",
+	}, []string{"reason"})
+	passDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "karpenter", Subsystem: "consolidation", Name: "pass_duration_seconds",
+		Help:    "Duration of one consolidation pass: reading the cluster and deciding, actions excluded.",
+		Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+	})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(actionsTotal, savingsTotal, skippedNodes, passDuration)
+}
+
+// Options configure the controller.
+type Options struct {
+	Client    client.Client
+	Instances cloudprovider.InstanceProvider
+	Recorder  record.EventRecorder
+	Clock     clock.Clock
+	// Period is how often a pass runs; DefaultPeriod when zero.
+	Period time.Duration
+	// Settings bound the actions; zero fields take the defaults above.
+	Settings Settings
+}
+
+// Controller runs consolidation passes.
+type Controller struct {
+	client    client.Client
+	instances cloudprovider.InstanceProvider
+	recorder  record.EventRecorder
+	clock     clock.Clock
+	period    time.Duration
+	settings  Settings
+	// explained is the last reason told on each node, so that each cause is told once.
+	mu        sync.Mutex
+	explained map[types.UID]Reason
+	expected  Expectations
+}
+
+// New builds the controller.
+func New(options Options) (*Controller, error) {
+	if options.Client == nil || options.Instances == nil || options.Recorder == nil || options.Clock == nil {
+		return nil, fmt.Errorf("the %s controller needs a client, an instance provider, a recorder and a clock", Name)
+	}
+	if options.Period <= 0 {
+		options.Period = DefaultPeriod
+	}
+	if options.Settings.MinNodeAge <= 0 {
+		options.Settings.MinNodeAge = DefaultMinNodeAge
+	}
+	if options.Settings.Threshold <= 0 {
+		options.Settings.Threshold = DefaultThreshold
+	}
+	if options.Settings.MinSpotTypes <= 0 {
+		options.Settings.MinSpotTypes = DefaultMinSpotTypes
+	}
+	return &Controller{client: options.Client, instances: options.Instances, recorder: options.Recorder, clock: options.Clock,
+		period: options.Period, settings: options.Settings, explained: map[types.UID]Reason{}}, nil
+}
+
+// Name identifies the controller.
+func (c *Controller) Name() string { return Name }
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// SetupWithManager runs the loop in the manager, on the leader only.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	if err := mgr.Add(c); err != nil {
+		return fmt.Errorf("adding the %s loop, %w", Name, err)
+	}
+	return nil
+}
+
+// Start runs a pass every period until ctx is done; a failed pass is logged and the next one
+// starts from the cluster as it then is.
+func (c *Controller) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithValues("controller", Name)
+	ctx = log.IntoContext(ctx, logger)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.clock.After(c.period):
+		}
+		if err := c.Pass(ctx); err != nil {
+			logger.Error(err, "consolidating")
+		}
+	}
+}
+
+// Pass reads the cluster, decides and acts. Everything it needs to know is in the cluster, so
+// a pass after a crash carries on: a replacement launched before it is Ready, and the next
+// pass finds the old node's pods fit on it and deletes the old node.
+func (c *Controller) Pass(ctx context.Context) error {
+	started := c.clock.Now()
+	snapshot, provisioners, err := Read(ctx, c.client, c.instances, started)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(snapshot.Provisioners, func(p scheduling.Provisioner) bool { return p.Provisioner.ConsolidationEnabled() }) {
+		return nil
+	}
+	if !c.expected.Met(snapshot) {
+		return nil
+	}
+	decision := Decide(*snapshot, c.settings)
+	passDuration.Observe(c.clock.Since(started).Seconds())
+	c.explain(snapshot, decision)
+	switch decision.Action {
+	case Delete:
+		return c.delete(ctx, decision)
+	case Replace:
+		return c.replace(ctx, decision, provisioners[decision.Replacement.Provisioner])
+	}
+	return nil
+}
+
+// Read takes the snapshot a pass decides on, and the Provisioners by name: the cluster's
+// Provisioners with their instance types, nodes with their pods, PodDisruptionBudgets and
+// DaemonSets. Node expiry decides on the same snapshot.
+func Read(ctx context.Context, reader client.Reader, instances cloudprovider.InstanceProvider, now time.Time) (*Snapshot, map[string]*v1alpha5.Provisioner, error) {
+	var provisionerList v1alpha5.ProvisionerList
+	if err := reader.List(ctx, &provisionerList); err != nil {
+		return nil, nil, fmt.Errorf("listing provisioners, %w", err)
+	}
+	byName := map[string]*v1alpha5.Provisioner{}
+	snapshot := &Snapshot{Now: now}
+	for i := range provisionerList.Items {
+		p := &provisionerList.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		types, err := instances.InstanceTypes(ctx, provisioning.Constraints(p))
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing the instance types of provisioner %s, %w", p.Name, err)
+		}
+		byName[p.Name] = p
+		snapshot.Provisioners = append(snapshot.Provisioners, scheduling.Provisioner{Provisioner: p, InstanceTypes: types})
+	}
+	var podList corev1.PodList
+	if err := reader.List(ctx, &podList); err != nil {
+		return nil, nil, fmt.Errorf("listing pods, %w", err)
+	}
+	var nodeList corev1.NodeList
+	if err := reader.List(ctx, &nodeList); err != nil {
+		return nil, nil, fmt.Errorf("listing nodes, %w", err)
+	}
+	var daemonSets appsv1.DaemonSetList
+	if err := reader.List(ctx, &daemonSets); err != nil {
+		return nil, nil, fmt.Errorf("listing daemonsets, %w", err)
+	}
+	var budgets policyv1.PodDisruptionBudgetList
+	if err := reader.List(ctx, &budgets); err != nil {
+		return nil, nil, fmt.Errorf("listing poddisruptionbudgets, %w", err)
+	}
+	snapshot.Budgets = budgets.Items
+	bound := map[string][]*corev1.Pod{}
+	for i := range podList.Items {
+		pod := &podList.Items[i]
+		switch {
+		case pods.IsProvisionable(pod):
+			snapshot.Pending++
+		case pod.Spec.NodeName != "" && !pods.IsTerminal(pod):
+			bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
+		}
+	}
+	for i := range nodeList.Items {
+		node := &nodeList.Items[i]
+		snapshot.Nodes = append(snapshot.Nodes, scheduling.Node{Node: node, Pods: bound[node.Name]})
+	}
+	for i := range daemonSets.Items {
+		ds := &daemonSets.Items[i]
+		pod := &corev1.Pod{ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(), Spec: *ds.Spec.Template.Spec.DeepCopy()}
+		pod.Namespace, pod.Name = ds.Namespace, ds.Name
+		snapshot.DaemonSetPods = append(snapshot.DaemonSetPods, pod)
+	}
+	return snapshot, byName, nil
+}
+
+// explain tells each node the pass kept why, once per cause, and counts the reasons.
+func (c *Controller) explain(snapshot *Snapshot, decision Decision) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	skippedNodes.Reset()
+	seen := map[types.UID]bool{}
+	for _, n := range snapshot.Nodes {
+		node := n.Node
+		seen[node.UID] = true
+		why, ok := decision.Skipped[node.Name]
+		if !ok {
+			// A reason that went away may come back: it is told again then.
+			delete(c.explained, node.UID)
+			continue
+		}
+		skippedNodes.WithLabelValues(string(why.Reason)).Inc()
+		if c.explained[node.UID] != why.Reason {
+			c.explained[node.UID] = why.Reason
+			c.recorder.Event(node, corev1.EventTypeNormal, string(why.Reason), "Not consolidated: "+why.Message)
+		}
+	}
+	for uid := range c.explained {
+		if !seen[uid] {
+			delete(c.explained, uid)
+		}
+	}
+}
+
+// delete removes the decision's nodes; their finalizer drains them through the eviction API.
+func (c *Controller) delete(ctx context.Context, decision Decision) error {
+	var errs []error
+	for _, node := range decision.Nodes {
+		// The preconditions keep a node that changed since the snapshot, such as one cordoned.
+		if err := c.client.Delete(ctx, node, client.Preconditions{UID: &node.UID, ResourceVersion: &node.ResourceVersion}); err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("deleting node %s, %w", node.Name, err))
+			}
+			continue
+		}
+		c.expected.Deleted(node.Name, c.clock.Now())
+		c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonDeleted, "Consolidation deleted the node: its pods fit on the other nodes, saving $%.4f/h", decision.Saving/float64(len(decision.Nodes)))
+	}
+	if len(errs) == 0 {
+		actionsTotal.WithLabelValues(string(Delete)).Inc()
+		savingsTotal.WithLabelValues(string(Delete)).Add(decision.Saving)
+	}
+	log.FromContext(ctx).Info("consolidation deleted nodes", "nodes", len(decision.Nodes), "saving", decision.Saving)
+	return errors.Join(errs...)
+}
+
+// replace launches the cheaper node through the provisioning path. The old nodes stay until it
+// is Ready: until then passes find the cluster unsettled, and the first pass after finds their
+// pods fit on it and deletes them.
+func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5.Provisioner) error {
+	if p == nil {
+		return fmt.Errorf("the replacement's provisioner %s is gone", decision.Replacement.Provisioner)
+	}
+	node, err := Launch(ctx, c.client, c.instances, decision.Replacement, p)
+	if err != nil {
+		return err
+	}
+	c.expected.Launched(node.Name, c.clock.Now())
+	instanceType, capacityType := node.Labels[corev1.LabelInstanceTypeStable], node.Labels[v1alpha5.CapacityTypeLabelKey]
+	actionsTotal.WithLabelValues(string(Replace)).Inc()
+	savingsTotal.WithLabelValues(string(Replace)).Add(decision.Saving)
+	for _, old := range decision.Nodes {
+		c.recorder.Eventf(old, corev1.EventTypeNormal, ReasonReplacing, "Consolidation launched %s (%s, %s) to replace this node, saving $%.4f/h; the node is deleted once it is Ready",
+			node.Name, instanceType, capacityType, decision.Saving)
+	}
+	log.FromContext(ctx).Info("consolidation launched a replacement", "node", node.Name, "instanceType", instanceType, "replaces", len(decision.Nodes), "saving", decision.Saving)
+	return nil
+}
+
+// Launch makes a planned node real through the provisioning path: the cloud launches the
+// cheapest candidate it has capacity for and the Node is created at once, not-ready tainted
+// and finalized. When the Node cannot be created the instance is terminated rather than left
+// without an owner.
+func Launch(ctx context.Context, c client.Client, instances cloudprovider.InstanceProvider, n *scheduling.NewNode, p *v1alpha5.Provisioner) (*corev1.Node, error) {
+	candidates := provisioning.Candidates(n)
+	instance, err := instances.Create(ctx, cloudprovider.LaunchRequest{
+		Candidates:      candidates,
+		ProvisionerName: p.Name,
+		Labels:          provisioning.LaunchLabels(p),
+		Taints:          p.Spec.Taints,
+		Provider:        p.Spec.Provider,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("launching a node for provisioner %s, %w", p.Name, err)
+	}
+	var it *cloudprovider.InstanceType
+	for _, candidate := range candidates {
+		if candidate.InstanceType.Name == instance.InstanceType {
+			it = candidate.InstanceType
+		}
+	}
+	node := provisioning.NodeFor(instance, p, it)
+	if err := c.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
+		if deleteErr := instances.Delete(ctx, instance.ProviderID); deleteErr != nil {
+			err = errors.Join(err, fmt.Errorf("terminating the instance, %w", deleteErr))
+		}
+		return nil, fmt.Errorf("creating node %s, %w", node.Name, err)
+	}
+	return node, nil
+}

@@ -1,0 +1,406 @@
+package consolidation
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/pods"
+)
+
+// Snapshot is what one consolidation pass reads.
+type Snapshot struct {
+	// Nodes are every node with the pods bound to it, those being deleted included: they
+	// count against their Provisioner's budget but take no pods.
+	Nodes []scheduling.Node
+	// Provisioners are every Provisioner with the instance types it may launch.
+	Provisioners []scheduling.Provisioner
+	// DaemonSetPods are one pod per DaemonSet, as the scheduler reserves them on new nodes.
+	DaemonSetPods []*corev1.Pod
+	// Budgets are the PodDisruptionBudgets, with the disruptions they allow now.
+	Budgets []policyv1.PodDisruptionBudget
+	// Pending is how many pods wait for capacity: while any do, the cluster is not settled.
+	Pending int
+	Now     time.Time
+}
+
+// Settings bound what a pass may do.
+type Settings struct {
+	// MinNodeAge is how long a node exists before it may be consolidated.
+	MinNodeAge time.Duration
+	// Threshold is the fraction of the nodes' price an action must save, so that
+	// replacements do not chase pennies or flap.
+	Threshold float64
+	// MinSpotTypes is how many cheaper spot instance types a spot node's replacement must be
+	// able to launch as, so that the choice stays diverse.
+	MinSpotTypes int
+}
+
+// Action is what a pass does.
+type Action string
+
+const (
+	// None changes nothing.
+	None Action = ""
+	// Delete removes nodes whose pods fit on the other nodes.
+	Delete Action = "delete"
+	// Replace launches one cheaper node, then removes nodes whose pods fit on it and the
+	// other nodes.
+	Replace Action = "replace"
+)
+
+// Reason says why a node is not consolidated; it is the reason of the Event on the node.
+type Reason string
+
+// Reasons a node is not consolidated, documented in docs/node-lifecycle.md.
+const (
+	ReasonNotReady       Reason = "ConsolidationNodeNotReady"
+	ReasonTooYoung       Reason = "ConsolidationNodeTooYoung"
+	ReasonDoNotEvict     Reason = "ConsolidationDoNotEvict"
+	ReasonNoController   Reason = "ConsolidationPodWithoutController"
+	ReasonPDB            Reason = "ConsolidationBlockedByPDB"
+	ReasonBudget         Reason = "ConsolidationBudgetExhausted"
+	ReasonUnknownPrice   Reason = "ConsolidationUnknownPrice"
+	ReasonPodsDoNotFit   Reason = "ConsolidationPodsDoNotFit"
+	ReasonNotCheaper     Reason = "ConsolidationNotCheaper"
+	ReasonSpotNotDiverse Reason = "ConsolidationSpotNotDiverse"
+)
+
+// Explanation is why one node is not consolidated.
+type Explanation struct {
+	Reason  Reason
+	Message string
+}
+
+// Decision is the outcome of a pass.
+type Decision struct {
+	Action Action
+	// Nodes are removed, after Replacement is Ready when there is one.
+	Nodes []*corev1.Node
+	// Replacement is the one new node of a replacement, its instance types narrowed to those
+	// cheap enough to be worth it.
+	Replacement *scheduling.NewNode
+	// Price is the hourly price of Nodes; Saving what the action takes off it.
+	Price, Saving float64
+	// Skipped explains, by node name, every node considered and not acted on.
+	Skipped map[string]Explanation
+	// Unsettled, when set, is why the pass considered no node at all.
+	Unsettled string
+}
+
+// candidate is a node that passed the guards.
+type candidate struct {
+	node        *corev1.Node
+	provisioner string
+	capacity    string
+	price       float64
+	movable     []*corev1.Pod
+}
+
+// Decide is one consolidation pass on a snapshot: every node of a Provisioner with
+// consolidation enabled is considered; guards skip some, the scheduler simulates removing each
+// of the rest alone and then the largest prefix of them together, and the action saving most
+// is chosen. At most one action per pass: the next pass sees its effect.
+func Decide(s Snapshot, settings Settings) Decision {
+	decision := Decision{Skipped: map[string]Explanation{}}
+	for _, n := range s.Nodes {
+		if nodes.IsLaunching(n.Node) {
+			// A replacement is on its way; what fits where changes when it is Ready.
+			decision.Unsettled = fmt.Sprintf("node %s is launching", n.Node.Name)
+			return decision
+		}
+		// Its pods are about to need room that a simulation would otherwise hand out.
+		if n.Node.DeletionTimestamp != nil && slices.ContainsFunc(n.Pods, movable) {
+			decision.Unsettled = fmt.Sprintf("node %s is draining", n.Node.Name)
+			return decision
+		}
+	}
+	if s.Pending > 0 {
+		decision.Unsettled = fmt.Sprintf("%d pods wait for capacity", s.Pending)
+		return decision
+	}
+	provisioners := map[string]*scheduling.Provisioner{}
+	for i := range s.Provisioners {
+		provisioners[s.Provisioners[i].Provisioner.Name] = &s.Provisioners[i]
+	}
+	available := budgets(s, provisioners)
+	var candidates []*candidate
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		p := provisioners[n.Node.Labels[v1alpha5.ProvisionerNameLabelKey]]
+		if !nodes.IsLaunchedByKarpenter(n.Node) || n.Node.DeletionTimestamp != nil || p == nil || !p.Provisioner.ConsolidationEnabled() {
+			continue
+		}
+		c, why := guard(n, p, s, settings)
+		if why != nil {
+			decision.Skipped[n.Node.Name] = *why
+			continue
+		}
+		if available[p.Provisioner.Name] <= 0 {
+			decision.Skipped[n.Node.Name] = Explanation{ReasonBudget, fmt.Sprintf("provisioner %s already disrupts as many nodes as its consolidation budget allows", p.Provisioner.Name)}
+			continue
+		}
+		candidates = append(candidates, c)
+	}
+	// The cheapest to disrupt first: fewest pods, then the most expensive.
+	slices.SortStableFunc(candidates, func(a, b *candidate) int {
+		return cmp.Or(cmp.Compare(len(a.movable), len(b.movable)), cmp.Compare(b.price, a.price), cmp.Compare(a.node.Name, b.node.Name))
+	})
+	best := Decision{}
+	for _, c := range candidates {
+		d, why := simulate(s, []*candidate{c}, settings)
+		if why != nil {
+			decision.Skipped[c.node.Name] = *why
+			continue
+		}
+		if d.Saving > best.Saving {
+			best = d
+		}
+	}
+	if multi := multiNode(s, candidates, available, settings); multi.Saving > best.Saving {
+		best = multi
+	}
+	if best.Action == None {
+		return decision
+	}
+	for _, n := range best.Nodes {
+		delete(decision.Skipped, n.Name)
+	}
+	best.Skipped = decision.Skipped
+	return best
+}
+
+// budgets is how many more nodes each Provisioner may have disrupted: its budget of its nodes,
+// less those being deleted.
+func budgets(s Snapshot, provisioners map[string]*scheduling.Provisioner) map[string]int {
+	total, deleting := map[string]int{}, map[string]int{}
+	for _, n := range s.Nodes {
+		name := n.Node.Labels[v1alpha5.ProvisionerNameLabelKey]
+		total[name]++
+		if n.Node.DeletionTimestamp != nil {
+			deleting[name]++
+		}
+	}
+	out := map[string]int{}
+	for name, p := range provisioners {
+		budget := v1alpha5.DefaultConsolidationBudget
+		if c := p.Provisioner.Spec.Consolidation; c != nil && c.Budget != nil {
+			budget = *c.Budget
+		}
+		// Admission keeps the budget well formed; one that is not allows nothing.
+		allowed, err := intstr.GetScaledValueFromIntOrPercent(&budget, total[name], true)
+		if err != nil {
+			allowed = 0
+		}
+		out[name] = allowed - deleting[name]
+	}
+	return out
+}
+
+// guard is the node as a candidate, or why it may not be one.
+func guard(n *scheduling.Node, p *scheduling.Provisioner, s Snapshot, settings Settings) (*candidate, *Explanation) {
+	node := n.Node
+	if !nodes.IsReady(node) || node.Spec.Unschedulable {
+		return nil, &Explanation{ReasonNotReady, "node is not Ready or is cordoned"}
+	}
+	if age := s.Now.Sub(node.CreationTimestamp.Time); age < settings.MinNodeAge {
+		return nil, &Explanation{ReasonTooYoung, fmt.Sprintf("node is younger than the minimum age of %s", settings.MinNodeAge)}
+	}
+	c := &candidate{node: node, provisioner: p.Provisioner.Name, capacity: node.Labels[v1alpha5.CapacityTypeLabelKey]}
+	for _, pod := range n.Pods {
+		if !movable(pod) {
+			continue
+		}
+		if pods.HasDoNotEvict(pod) {
+			return nil, &Explanation{ReasonDoNotEvict, fmt.Sprintf("pod %s/%s is annotated %s", pod.Namespace, pod.Name, pods.DoNotEvictAnnotationKey)}
+		}
+		if metav1.GetControllerOf(pod) == nil {
+			return nil, &Explanation{ReasonNoController, fmt.Sprintf("pod %s/%s has no controller to recreate it", pod.Namespace, pod.Name)}
+		}
+		c.movable = append(c.movable, pod)
+	}
+	if pdb := blockingBudget(c.movable, s.Budgets); pdb != "" {
+		return nil, &Explanation{ReasonPDB, fmt.Sprintf("PodDisruptionBudget %s allows no more disruptions now", pdb)}
+	}
+	price, ok := nodePrice(node, p)
+	if !ok {
+		return nil, &Explanation{ReasonUnknownPrice, "no offering of the node's instance type, zone and capacity type is known"}
+	}
+	c.price = price
+	return c, nil
+}
+
+// movable is whether a pod needs room elsewhere when its node goes: DaemonSet pods go with
+// the node, mirror pods belong to it and finished pods run nothing.
+func movable(pod *corev1.Pod) bool {
+	return !pods.IsTerminal(pod) && !pods.IsOwnedByDaemonSet(pod) && !pods.IsMirror(pod)
+}
+
+// blockingBudget names a PodDisruptionBudget that would refuse evicting all of the pods.
+func blockingBudget(movable []*corev1.Pod, budgets []policyv1.PodDisruptionBudget) string {
+	for i := range budgets {
+		pdb := &budgets[i]
+		// A budget without a selector selects nothing; a malformed one is the apiserver's to
+		// refuse.
+		if pdb.Spec.Selector == nil {
+			continue
+		}
+		selector, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil {
+			continue
+		}
+		matched := 0
+		for _, pod := range movable {
+			if pod.Namespace == pdb.Namespace && selector.Matches(labels.Set(pod.Labels)) {
+				matched++
+			}
+		}
+		if matched > 0 && int32(matched) > pdb.Status.DisruptionsAllowed {
+			return pdb.Namespace + "/" + pdb.Name
+		}
+	}
+	return ""
+}
+
+// nodePrice is the hourly price of the offering the node runs as.
+func nodePrice(node *corev1.Node, p *scheduling.Provisioner) (float64, bool) {
+	for _, it := range p.InstanceTypes {
+		if it.Name != node.Labels[corev1.LabelInstanceTypeStable] {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone == node.Labels[corev1.LabelTopologyZone] && o.CapacityType == node.Labels[v1alpha5.CapacityTypeLabelKey] {
+				return o.Price, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// simulate schedules the pods of the nodes on the rest of the cluster and at most one new
+// node, and says what removing them would save, or why it is not worth it.
+func simulate(s Snapshot, removed []*candidate, settings Settings) (Decision, *Explanation) {
+	gone := map[string]bool{}
+	price := 0.0
+	spot := false
+	var moved []*corev1.Pod
+	for _, c := range removed {
+		gone[c.node.Name] = true
+		price += c.price
+		spot = spot || c.capacity == v1alpha5.CapacityTypeSpot
+		for _, pod := range c.movable {
+			pending := pod.DeepCopy()
+			pending.Spec.NodeName = ""
+			moved = append(moved, pending)
+		}
+	}
+	var room []scheduling.Node
+	for _, n := range s.Nodes {
+		if !gone[n.Node.Name] && n.Node.DeletionTimestamp == nil {
+			room = append(room, n)
+		}
+	}
+	results := scheduling.Schedule(scheduling.Input{Pods: moved, Provisioners: s.Provisioners, Nodes: room, DaemonSetPods: s.DaemonSetPods})
+	if len(results.Unschedulable) > 0 {
+		u := results.Unschedulable[0]
+		return Decision{}, &Explanation{ReasonPodsDoNotFit, fmt.Sprintf("pod %s/%s fits neither on the other nodes nor on a new one: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)}
+	}
+	nodesOf := func() []*corev1.Node {
+		out := make([]*corev1.Node, 0, len(removed))
+		for _, c := range removed {
+			out = append(out, c.node)
+		}
+		return out
+	}
+	switch len(results.NewNodes) {
+	case 0:
+		return Decision{Action: Delete, Nodes: nodesOf(), Price: price, Saving: price}, nil
+	case 1:
+	default:
+		return Decision{}, &Explanation{ReasonNotCheaper, fmt.Sprintf("its pods would need %d new nodes", len(results.NewNodes))}
+	}
+	// Worth it only below the threshold; a spot node only for spot, and only among enough
+	// types that an interruption does not leave one choice.
+	ceiling := price * (1 - settings.Threshold)
+	replacement := *results.NewNodes[0]
+	replacement.InstanceTypes = nil
+	replacement.Price = math.Inf(1)
+	for _, it := range results.NewNodes[0].InstanceTypes {
+		cheapest, ok := cheapestOffering(&replacement, it, spot)
+		if ok && cheapest < ceiling {
+			replacement.InstanceTypes = append(replacement.InstanceTypes, it)
+			replacement.Price = min(replacement.Price, cheapest)
+		}
+	}
+	if spot {
+		if len(replacement.InstanceTypes) < settings.MinSpotTypes {
+			return Decision{}, &Explanation{ReasonSpotNotDiverse, fmt.Sprintf("a spot node is replaced only when at least %d spot instance types are cheaper by %.0f%%; %d are",
+				settings.MinSpotTypes, settings.Threshold*100, len(replacement.InstanceTypes))}
+		}
+		replacement.Requirements = append(slices.Clone(replacement.Requirements), corev1.NodeSelectorRequirement{
+			Key: v1alpha5.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1alpha5.CapacityTypeSpot}})
+	}
+	if len(replacement.InstanceTypes) == 0 {
+		return Decision{}, &Explanation{ReasonNotCheaper, fmt.Sprintf("no node that fits its pods costs %.0f%% less than $%.4f/h", settings.Threshold*100, price)}
+	}
+	return Decision{Action: Replace, Nodes: nodesOf(), Replacement: &replacement, Price: price, Saving: price - replacement.Price}, nil
+}
+
+// cheapestOffering is the price of the instance type's cheapest offering the new node may
+// launch as, spot only when asked.
+func cheapestOffering(n *scheduling.NewNode, it *cloudprovider.InstanceType, spotOnly bool) (float64, bool) {
+	only := *n
+	only.InstanceTypes = []*cloudprovider.InstanceType{it}
+	for _, c := range provisioning.Candidates(&only) {
+		if !spotOnly || c.Offering.CapacityType == v1alpha5.CapacityTypeSpot {
+			return c.Offering.Price, true
+		}
+	}
+	return 0, false
+}
+
+// multiNode finds the largest prefix of the candidates, two or more within every
+// Provisioner's budget, whose removal the scheduler places on the rest and at most one new
+// node, by binary search as upstream Karpenter does: simulating every subset is out of reach.
+func multiNode(s Snapshot, candidates []*candidate, available map[string]int, settings Settings) Decision {
+	left := maps.Clone(available)
+	var prefix []*candidate
+	for _, c := range candidates {
+		if left[c.provisioner] > 0 {
+			left[c.provisioner]--
+			prefix = append(prefix, c)
+		}
+	}
+	best := Decision{}
+	// sort.Search finds the first size that fails, assuming larger prefixes fail once one
+	// does; the best success seen is kept.
+	sort.Search(len(prefix)+1, func(size int) bool {
+		if size < 2 {
+			return false
+		}
+		d, why := simulate(s, prefix[:size], settings)
+		if why != nil {
+			return true
+		}
+		if d.Saving > best.Saving {
+			best = d
+		}
+		return false
+	})
+	return best
+}

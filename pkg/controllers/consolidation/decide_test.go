@@ -1,0 +1,278 @@
+package consolidation_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
+	"karpenter.sh/karpenter/pkg/controllers/consolidation"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/test/builders"
+)
+
+var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+var settings = consolidation.Settings{MinNodeAge: 5 * time.Minute, Threshold: 0.1, MinSpotTypes: 1}
+
+// provisioner consolidates amd64 nodes of the capacity type given.
+func provisioner(name, capacityType string, enabled bool) scheduling.Provisioner {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: name, Requirements: []v1alpha5.NodeSelectorRequirement{
+		{Key: v1alpha5.CapacityTypeLabelKey, Operator: "In", Values: []string{capacityType}},
+		{Key: corev1.LabelArchStable, Operator: "In", Values: []string{"amd64"}},
+	}})
+	p.Spec.Consolidation = &v1alpha5.Consolidation{Enabled: ptr.To(enabled)}
+	return scheduling.Provisioner{Provisioner: p, InstanceTypes: fake.DefaultInstanceTypes()}
+}
+
+func instanceType(name string) *cloudprovider.InstanceType {
+	for _, it := range fake.DefaultInstanceTypes() {
+		if it.Name == name {
+			return it
+		}
+	}
+	panic("no instance type " + name)
+}
+
+// node is a Ready node an hour old, launched by the provisioner as the instance type.
+func node(name, provisioner, typeName, capacityType string, bound ...*corev1.Pod) scheduling.Node {
+	it := instanceType(typeName)
+	n := builders.Node(builders.NodeOptions{Name: name, Ready: corev1.ConditionTrue, Allocatable: it.Allocatable(), Capacity: it.Capacity,
+		Labels: map[string]string{
+			v1alpha5.ProvisionerNameLabelKey: provisioner, corev1.LabelInstanceTypeStable: typeName, corev1.LabelTopologyZone: "us-west-2a",
+			v1alpha5.CapacityTypeLabelKey: capacityType, corev1.LabelArchStable: it.Labels[corev1.LabelArchStable], corev1.LabelOSStable: "linux",
+			corev1.LabelHostname: name,
+		}})
+	n.CreationTimestamp = metav1.Time{Time: now.Add(-time.Hour)}
+	for _, p := range bound {
+		p.Spec.NodeName = name
+	}
+	return scheduling.Node{Node: n, Pods: bound}
+}
+
+// pod is a ReplicaSet's pod requesting cpu and memory.
+func pod(name, cpu, memory string, mutate ...func(*corev1.Pod)) *corev1.Pod {
+	p := builders.Pod(builders.PodOptions{Name: name, Labels: map[string]string{"app": name},
+		Requests: builders.Resources("cpu", cpu, "memory", memory),
+		Owners:   []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs", Controller: ptr.To(true)}}})
+	p.Status.Phase = corev1.PodRunning
+	for _, m := range mutate {
+		m(p)
+	}
+	return p
+}
+
+func TestDecide(t *testing.T) {
+	onDemand := provisioner("default", v1alpha5.CapacityTypeOnDemand, true)
+	spot := provisioner("spot", v1alpha5.CapacityTypeSpot, true)
+	disabled := provisioner("manual", v1alpha5.CapacityTypeOnDemand, false)
+	oneAtATime := provisioner("single", v1alpha5.CapacityTypeOnDemand, true)
+	oneAtATime.Provisioner.Spec.Consolidation.Budget = ptr.To(intstr.FromInt32(1))
+	allAtOnce := provisioner("all", v1alpha5.CapacityTypeOnDemand, true)
+	allAtOnce.Provisioner.Spec.Consolidation.Budget = ptr.To(intstr.FromString("100%"))
+	noController := func(p *corev1.Pod) { p.OwnerReferences = nil }
+	doNotEvict := func(p *corev1.Pod) { p.Annotations = map[string]string{pods.DoNotEvictAnnotationKey: "true"} }
+	deleting := node("going", "single", "m5.xlarge", v1alpha5.CapacityTypeOnDemand)
+	deleting.Node.DeletionTimestamp = &metav1.Time{Time: now}
+	young := node("young", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("y", "1", "1Gi"))
+	young.Node.CreationTimestamp = metav1.Time{Time: now.Add(-time.Minute)}
+	notReady := node("unready", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("u", "1", "1Gi"))
+	notReady.Node.Status.Conditions[0].Status = corev1.ConditionUnknown
+	guarded := policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: "default"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}},
+		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0},
+	}
+	// big is a node the pods of a small one fit next to.
+	big := func(name, provisioner string) scheduling.Node {
+		return node(name, provisioner, "m5.2xlarge", v1alpha5.CapacityTypeOnDemand, pod(name+"-app", "6", "20Gi"))
+	}
+
+	for _, tc := range []struct {
+		name         string
+		provisioners []scheduling.Provisioner
+		nodes        []scheduling.Node
+		budgets      []policyv1.PodDisruptionBudget
+		pending      int
+		settings     *consolidation.Settings
+		action       consolidation.Action
+		removed      []string
+		replacement  string
+		skipped      map[string]consolidation.Reason
+	}{
+		{
+			name:   "a node whose pods fit elsewhere is deleted",
+			nodes:  []scheduling.Node{big("big", "default"), node("small", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi"))},
+			action: consolidation.Delete, removed: []string{"small"},
+			skipped: map[string]consolidation.Reason{"big": consolidation.ReasonNotCheaper},
+		},
+		{
+			name:   "an oversized node is replaced with the cheapest type that fits",
+			nodes:  []scheduling.Node{node("oversized", "default", "m5.2xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi"))},
+			action: consolidation.Replace, removed: []string{"oversized"}, replacement: "t3.medium",
+		},
+		{
+			name:     "a replacement saving less than the threshold is not made",
+			nodes:    []scheduling.Node{node("r5", "default", "r5.large", v1alpha5.CapacityTypeOnDemand, pod("a", "500m", "5Gi"))},
+			settings: &consolidation.Settings{MinNodeAge: settings.MinNodeAge, Threshold: 0.3},
+			skipped:  map[string]consolidation.Reason{"r5": consolidation.ReasonNotCheaper},
+		},
+		{
+			name:   "the same replacement is made above the threshold",
+			nodes:  []scheduling.Node{node("r5", "default", "r5.large", v1alpha5.CapacityTypeOnDemand, pod("a", "500m", "5Gi"))},
+			action: consolidation.Replace, removed: []string{"r5"}, replacement: "m5.large",
+		},
+		{
+			name: "two nodes at the default budget of 10% are considered one at a time",
+			nodes: []scheduling.Node{
+				node("left", "default", "m5.large", v1alpha5.CapacityTypeOnDemand, pod("l", "800m", "5Gi")),
+				node("right", "default", "m5.large", v1alpha5.CapacityTypeOnDemand, pod("r", "800m", "5Gi")),
+			},
+			skipped: map[string]consolidation.Reason{"left": consolidation.ReasonNotCheaper, "right": consolidation.ReasonNotCheaper},
+		},
+		{
+			name: "two nodes are replaced by one when neither alone saves as much",
+			nodes: []scheduling.Node{
+				node("left", "all", "m5.large", v1alpha5.CapacityTypeOnDemand, pod("l", "800m", "5Gi")),
+				node("right", "all", "m5.large", v1alpha5.CapacityTypeOnDemand, pod("r", "800m", "5Gi")),
+			},
+			provisioners: []scheduling.Provisioner{allAtOnce},
+			action:       consolidation.Replace, removed: []string{"left", "right"}, replacement: "r5.large",
+		},
+		{
+			name:         "a spot node is replaced by cheaper spot",
+			provisioners: []scheduling.Provisioner{spot},
+			nodes:        []scheduling.Node{node("spotty", "spot", "m5.2xlarge", v1alpha5.CapacityTypeSpot, pod("a", "1", "1Gi"))},
+			action:       consolidation.Replace, removed: []string{"spotty"}, replacement: "t3.medium",
+		},
+		{
+			name:         "a spot node is not replaced when too few types are cheaper",
+			provisioners: []scheduling.Provisioner{spot},
+			nodes:        []scheduling.Node{node("spotty", "spot", "m5.2xlarge", v1alpha5.CapacityTypeSpot, pod("a", "1", "1Gi"))},
+			settings:     &consolidation.Settings{MinNodeAge: settings.MinNodeAge, Threshold: 0.1, MinSpotTypes: 100},
+			skipped:      map[string]consolidation.Reason{"spotty": consolidation.ReasonSpotNotDiverse},
+		},
+		{
+			name:    "a do-not-evict pod keeps its node",
+			nodes:   []scheduling.Node{big("big", "manual"), node("small", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi", doNotEvict))},
+			skipped: map[string]consolidation.Reason{"small": consolidation.ReasonDoNotEvict},
+		},
+		{
+			name:    "a pod without a controller keeps its node",
+			nodes:   []scheduling.Node{big("big", "manual"), node("small", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi", noController))},
+			skipped: map[string]consolidation.Reason{"small": consolidation.ReasonNoController},
+		},
+		{
+			name:    "a PDB allowing no disruption keeps the node",
+			nodes:   []scheduling.Node{big("big", "manual"), node("small", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("guarded", "1", "1Gi"))},
+			budgets: []policyv1.PodDisruptionBudget{guarded},
+			skipped: map[string]consolidation.Reason{"small": consolidation.ReasonPDB},
+		},
+		{
+			name:    "a young node is kept",
+			nodes:   []scheduling.Node{big("big", "manual"), young},
+			skipped: map[string]consolidation.Reason{"young": consolidation.ReasonTooYoung},
+		},
+		{
+			name:    "a node not Ready is kept",
+			nodes:   []scheduling.Node{big("big", "manual"), notReady},
+			skipped: map[string]consolidation.Reason{"unready": consolidation.ReasonNotReady},
+		},
+		{
+			name:  "a Provisioner without consolidation keeps its nodes, unexplained",
+			nodes: []scheduling.Node{big("big", "manual"), node("small", "manual", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi"))},
+		},
+		{
+			name:    "a budget spent on a node being deleted keeps the others",
+			nodes:   []scheduling.Node{big("big", "manual"), deleting, node("small", "single", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi"))},
+			skipped: map[string]consolidation.Reason{"small": consolidation.ReasonBudget},
+		},
+		{
+			name: "a node draining holds every node",
+			nodes: []scheduling.Node{big("big", "default"), node("small", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi")), func() scheduling.Node {
+				n := node("draining", "manual", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("d", "1", "1Gi"))
+				n.Node.DeletionTimestamp = &metav1.Time{Time: now}
+				return n
+			}()},
+		},
+		{
+			name:    "pending pods hold every node",
+			nodes:   []scheduling.Node{big("big", "default"), node("small", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi"))},
+			pending: 1,
+		},
+		{
+			name: "a launching node holds every node",
+			nodes: []scheduling.Node{big("big", "default"), func() scheduling.Node {
+				n := node("new", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand)
+				n.Node.Spec.Taints = []corev1.Taint{{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule}}
+				return n
+			}()},
+		},
+		{
+			name:    "pods that fit nowhere keep their node",
+			nodes:   []scheduling.Node{node("full", "default", "m5.large", v1alpha5.CapacityTypeOnDemand, pod("a", "1500m", "6Gi"))},
+			skipped: map[string]consolidation.Reason{"full": consolidation.ReasonNotCheaper},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := settings
+			// Spot is cheaper: where it may launch, every replacement is spot.
+			provisioners := tc.provisioners
+			if provisioners == nil {
+				provisioners = []scheduling.Provisioner{onDemand, disabled, oneAtATime}
+			}
+			if tc.settings != nil {
+				s = *tc.settings
+			}
+			decision := consolidation.Decide(consolidation.Snapshot{
+				Nodes: tc.nodes, Provisioners: provisioners,
+				Budgets: tc.budgets, Pending: tc.pending, Now: now,
+			}, s)
+			if decision.Action != tc.action {
+				t.Fatalf("action %q, want %q (skipped %v, unsettled %q)", decision.Action, tc.action, decision.Skipped, decision.Unsettled)
+			}
+			var removed []string
+			for _, n := range decision.Nodes {
+				removed = append(removed, n.Name)
+			}
+			slices.Sort(removed)
+			if !slices.Equal(removed, tc.removed) {
+				t.Errorf("removes %v, want %v", removed, tc.removed)
+			}
+			if tc.replacement != "" {
+				if decision.Replacement == nil || decision.Replacement.InstanceTypes[0].Name != tc.replacement {
+					t.Errorf("replacement %+v, want %s first", decision.Replacement, tc.replacement)
+				} else if decision.Saving < s.Threshold*decision.Price || decision.Replacement.Price >= decision.Price {
+					t.Errorf("saving $%.4f/h of $%.4f/h", decision.Saving, decision.Price)
+				}
+			}
+			skipped := map[string]consolidation.Reason{}
+			for name, e := range decision.Skipped {
+				skipped[name] = e.Reason
+				if e.Message == "" {
+					t.Errorf("node %s skipped without a message", name)
+				}
+			}
+			if fmt.Sprint(skipped) != fmt.Sprint(orEmpty(tc.skipped)) {
+				t.Errorf("skipped %v, want %v", decision.Skipped, tc.skipped)
+			}
+		})
+	}
+}
+
+func orEmpty(m map[string]consolidation.Reason) map[string]consolidation.Reason {
+	if m == nil {
+		return map[string]consolidation.Reason{}
+	}
+	return m
+}

@@ -1,0 +1,245 @@
+// Package emptiness deletes the Ready nodes of a Provisioner with ttlSecondsAfterEmpty once
+// they have run no pods but DaemonSet, mirror and finished ones for that long; the node's
+// termination finalizer then terminates its instance.
+package emptiness
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/pods"
+)
+
+// Name identifies the controller.
+const Name = "nodeemptiness"
+
+// Event reasons, documented in docs/node-lifecycle.md.
+const (
+	ReasonEmpty        = "NodeEmpty"
+	ReasonNotEmpty     = "NodeNoLongerEmpty"
+	ReasonEmptyDeleted = "EmptyNodeDeleted"
+)
+
+// Options configure the controller.
+type Options struct {
+	Client client.Client
+	// Reader reads the node's pods from the API server right before the node is deleted,
+	// so that a pod the cache has not seen yet keeps its node.
+	Reader   client.Reader
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
+}
+
+// Controller marks empty nodes and deletes them once their Provisioner's TTL has passed.
+type Controller struct {
+	client   client.Client
+	reader   client.Reader
+	recorder record.EventRecorder
+	clock    clock.PassiveClock
+}
+
+// New builds the controller.
+func New(options Options) (*Controller, error) {
+	if options.Client == nil || options.Reader == nil || options.Recorder == nil || options.Clock == nil {
+		return nil, fmt.Errorf("the %s controller needs a client, a reader, a recorder and a clock", Name)
+	}
+	return &Controller{client: options.Client, reader: options.Reader, recorder: options.Recorder, clock: options.Clock}, nil
+}
+
+// Name identifies the controller.
+func (c *Controller) Name() string { return Name }
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// SetupWithManager watches the nodes Karpenter launched, the pods bound to them and the
+// Provisioners whose TTL applies to them.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(c.Name()).
+		For(&corev1.Node{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return nodes.IsLaunchedByKarpenter(o.(*corev1.Node))
+		}))).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if name := o.(*corev1.Pod).Spec.NodeName; name != "" {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+			}
+			return nil
+		})).
+		Watches(&v1alpha5.Provisioner{}, handler.EnqueueRequestsFromMapFunc(c.provisionerNodes)).
+		Complete(c)
+}
+
+// provisionerNodes are the nodes a Provisioner launched, whose TTL may just have changed.
+func (c *Controller) provisionerNodes(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &corev1.NodeList{}
+	if err := c.client.List(ctx, list, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: o.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "listing a provisioner's nodes", "provisioner", o.GetName())
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+	}
+	return out
+}
+
+// Action is what a node's emptiness asks of the controller.
+type Action int
+
+const (
+	// Wait leaves the node as it is.
+	Wait Action = iota
+	// Mark annotates the node with when it became empty: now.
+	Mark
+	// Clear removes the annotation of a node that is no longer empty, or no longer has a TTL.
+	Clear
+	// Delete removes a node that has been empty for its TTL.
+	Delete
+)
+
+// Decide is what to do with a node at now, given the TTL of its Provisioner (nil when it
+// has none) and the pods bound to it. While waiting for an empty node's TTL, recheck is when
+// it runs out.
+func Decide(node *corev1.Node, ttl *time.Duration, bound []corev1.Pod, now time.Time) (action Action, recheck time.Duration) {
+	if !nodes.IsLaunchedByKarpenter(node) || node.DeletionTimestamp != nil {
+		return Wait, 0
+	}
+	stamp, marked := node.Annotations[v1alpha5.EmptinessTimestampAnnotationKey]
+	if ttl == nil || !IsEmpty(bound) {
+		if marked {
+			return Clear, 0
+		}
+		return Wait, 0
+	}
+	// A node that is not Ready is the readiness and termination controllers' concern; its
+	// pods may only be unreported.
+	if !nodes.IsReady(node) {
+		return Wait, 0
+	}
+	since, err := time.Parse(time.RFC3339, stamp)
+	if !marked || err != nil || since.After(now) {
+		return Mark, *ttl
+	}
+	if left := since.Add(*ttl).Sub(now); left > 0 {
+		return Wait, left
+	}
+	return Delete, 0
+}
+
+// IsEmpty is whether the pods bound to a node leave it with nothing to run: DaemonSet pods
+// would go with the node and mirror pods belong to it, and finished pods run nothing.
+func IsEmpty(bound []corev1.Pod) bool {
+	for i := range bound {
+		pod := &bound[i]
+		if !pods.IsTerminal(pod) && !pods.IsOwnedByDaemonSet(pod) && !pods.IsMirror(pod) {
+			return false
+		}
+	}
+	return true
+}
+
+// Reconcile marks, clears or deletes one node.
+func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (reconcile.Result, error) {
+	node := &corev1.Node{}
+	if err := c.client.Get(ctx, request.NamespacedName, node); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !nodes.IsLaunchedByKarpenter(node) {
+		return reconcile.Result{}, nil
+	}
+	ttl, err := c.ttl(ctx, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	bound, err := c.bound(ctx, c.client, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	now := c.clock.Now()
+	action, recheck := Decide(node, ttl, bound, now)
+	switch action {
+	case Mark:
+		if err := c.annotate(ctx, node, now.UTC().Format(time.RFC3339)); err != nil {
+			return reconcile.Result{}, err
+		}
+		c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonEmpty, "Node runs no pods; deleting it after ttlSecondsAfterEmpty (%s) unless one arrives", *ttl)
+	case Clear:
+		if err := c.annotate(ctx, node, ""); err != nil {
+			return reconcile.Result{}, err
+		}
+		c.recorder.Event(node, corev1.EventTypeNormal, ReasonNotEmpty, "Node is no longer empty, or its Provisioner no longer deletes empty nodes")
+	case Delete:
+		// The cache may not have seen a pod bound a moment ago: the API server has.
+		live, err := c.bound(ctx, c.reader, node)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !IsEmpty(live) {
+			// The cache is behind; the pod's watch event clears the mark, this checks again.
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+		if err := c.client.Delete(ctx, node, client.Preconditions{UID: &node.UID, ResourceVersion: &node.ResourceVersion}); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("deleting an empty node, %w", err))
+		}
+		log.FromContext(ctx).Info("deleted an empty node", "ttl", ttl)
+		c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonEmptyDeleted, "Node ran no pods for ttlSecondsAfterEmpty (%s); deleted it, its instance is terminated", *ttl)
+	}
+	return reconcile.Result{RequeueAfter: recheck}, nil
+}
+
+// ttl is the node's Provisioner's ttlSecondsAfterEmpty, nil when it has none or is gone.
+func (c *Controller) ttl(ctx context.Context, node *corev1.Node) (*time.Duration, error) {
+	provisioner := &v1alpha5.Provisioner{}
+	if err := c.client.Get(ctx, types.NamespacedName{Name: node.Labels[v1alpha5.ProvisionerNameLabelKey]}, provisioner); err != nil {
+		return nil, client.IgnoreNotFound(fmt.Errorf("getting the node's provisioner, %w", err))
+	}
+	if provisioner.Spec.TTLSecondsAfterEmpty == nil {
+		return nil, nil
+	}
+	ttl := time.Duration(*provisioner.Spec.TTLSecondsAfterEmpty) * time.Second
+	return &ttl, nil
+}
+
+func (c *Controller) bound(ctx context.Context, reader client.Reader, node *corev1.Node) ([]corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := reader.List(ctx, list, client.MatchingFields{pods.NodeNameField: node.Name}); err != nil {
+		return nil, fmt.Errorf("listing the node's pods, %w", err)
+	}
+	return list.Items, nil
+}
+
+// annotate sets the emptiness timestamp, or removes it when empty.
+func (c *Controller) annotate(ctx context.Context, node *corev1.Node, stamp string) error {
+	stored := node.DeepCopy()
+	if stamp == "" {
+		delete(node.Annotations, v1alpha5.EmptinessTimestampAnnotationKey)
+	} else {
+		if node.Annotations == nil {
+			node.Annotations = map[string]string{}
+		}
+		node.Annotations[v1alpha5.EmptinessTimestampAnnotationKey] = stamp
+	}
+	if err := c.client.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("annotating the node with %s, %w", v1alpha5.EmptinessTimestampAnnotationKey, err))
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+// Package expiration replaces the nodes of a Provisioner with ttlSecondsUntilExpired once they
+// are that old: capacity for the pods that would fit nowhere else is launched first, and the
+// node is deleted (and drained by its termination finalizer) once that capacity is Ready. One
+// node of a Provisioner expires at a time.
+package expiration
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/consolidation"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/pods"
+)
+
+// Name identifies the controller.
+const Name = "nodeexpiration"
+
+// DefaultPeriod is how often expired nodes are looked for: lifetimes are days.
+const DefaultPeriod = 30 * time.Second
+
+// Event reasons, documented in docs/node-lifecycle.md.
+const (
+	ReasonExpired        = "NodeExpired"
+	ReasonExpiredDeleted = "ExpiredNodeDeleted"
+)
+
+// Decision is what to do for one Provisioner's oldest expired node.
+type Decision struct {
+	Node *corev1.Node
+	// Launch is capacity for the node's pods that fit on no other node, launched first.
+	Launch []*scheduling.NewNode
+	// Delete removes the node: its pods fit on the other nodes, or on none at all.
+	Delete bool
+	// Stranded are pods that fit nowhere, not even on a new node; the node expires anyway.
+	Stranded []scheduling.PodError
+}
+
+// Decide finds, per Provisioner with ttlSecondsUntilExpired, its oldest expired node and what
+// replacing it takes. Nothing is done while any node is launching or any pod waits (the
+// cluster is not settled: a replacement is on its way), nor for a Provisioner one of whose
+// nodes is being deleted: one expiry at a time.
+func Decide(s consolidation.Snapshot) []Decision {
+	deleting := map[string]bool{}
+	for _, n := range s.Nodes {
+		if nodes.IsLaunching(n.Node) || (s.Pending > 0) {
+			return nil
+		}
+		if n.Node.DeletionTimestamp != nil {
+			deleting[n.Node.Labels[v1alpha5.ProvisionerNameLabelKey]] = true
+		}
+	}
+	var out []Decision
+	for _, p := range s.Provisioners {
+		ttl := p.Provisioner.Spec.TTLSecondsUntilExpired
+		if ttl == nil || deleting[p.Provisioner.Name] {
+			continue
+		}
+		var oldest *scheduling.Node
+		for i := range s.Nodes {
+			n := &s.Nodes[i]
+			if !nodes.IsLaunchedByKarpenter(n.Node) || n.Node.Labels[v1alpha5.ProvisionerNameLabelKey] != p.Provisioner.Name {
+				continue
+			}
+			if s.Now.Sub(n.Node.CreationTimestamp.Time) < time.Duration(*ttl)*time.Second {
+				continue
+			}
+			if oldest == nil || cmp.Or(n.Node.CreationTimestamp.Compare(oldest.Node.CreationTimestamp.Time), cmp.Compare(n.Node.Name, oldest.Node.Name)) < 0 {
+				oldest = n
+			}
+		}
+		if oldest != nil {
+			out = append(out, replace(s, oldest))
+		}
+	}
+	return out
+}
+
+// replace simulates the node's pods on the rest of the cluster.
+func replace(s consolidation.Snapshot, expired *scheduling.Node) Decision {
+	var moved []*corev1.Pod
+	for _, pod := range expired.Pods {
+		if pods.IsTerminal(pod) || pods.IsOwnedByDaemonSet(pod) || pods.IsMirror(pod) {
+			continue
+		}
+		pending := pod.DeepCopy()
+		pending.Spec.NodeName = ""
+		moved = append(moved, pending)
+	}
+	room := slices.DeleteFunc(slices.Clone(s.Nodes), func(n scheduling.Node) bool {
+		return n.Node.Name == expired.Node.Name || n.Node.DeletionTimestamp != nil
+	})
+	results := scheduling.Schedule(scheduling.Input{Pods: moved, Provisioners: s.Provisioners, Nodes: room, DaemonSetPods: s.DaemonSetPods})
+	if len(results.NewNodes) > 0 {
+		return Decision{Node: expired.Node, Launch: results.NewNodes}
+	}
+	return Decision{Node: expired.Node, Delete: true, Stranded: results.Unschedulable}
+}
+
+// Options configure the controller.
+type Options struct {
+	Client    client.Client
+	Instances cloudprovider.InstanceProvider
+	Recorder  record.EventRecorder
+	Clock     clock.Clock
+	// Period is how often expired nodes are looked for; DefaultPeriod when zero.
+	Period time.Duration
+}
+
+// Controller replaces expired nodes.
+type Controller struct {
+	client    client.Client
+	instances cloudprovider.InstanceProvider
+	recorder  record.EventRecorder
+	clock     clock.Clock
+	period    time.Duration
+	expected  consolidation.Expectations
+}
+
+// New builds the controller.
+func New(options Options) (*Controller, error) {
+	if options.Client == nil || options.Instances == nil || options.Recorder == nil || options.Clock == nil {
+		return nil, fmt.Errorf("the %s controller needs a client, an instance provider, a recorder and a clock", Name)
+	}
+	if options.Period <= 0 {
+		options.Period = DefaultPeriod
+	}
+	return &Controller{client: options.Client, instances: options.Instances, recorder: options.Recorder, clock: options.Clock, period: options.Period}, nil
+}
+
+// Name identifies the controller.
+func (c *Controller) Name() string { return Name }
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// SetupWithManager runs the loop in the manager, on the leader only.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	if err := mgr.Add(c); err != nil {
+		return fmt.Errorf("adding the %s loop, %w", Name, err)
+	}
+	return nil
+}
+
+// Start runs a pass every period until ctx is done.
+func (c *Controller) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithValues("controller", Name)
+	ctx = log.IntoContext(ctx, logger)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.clock.After(c.period):
+		}
+		if err := c.Pass(ctx); err != nil {
+			logger.Error(err, "replacing expired nodes")
+		}
+	}
+}
+
+// Pass reads the cluster and acts on the decisions. It keeps nothing between passes: after a
+// crash, launched capacity is found Ready and the expired node deleted the same way.
+func (c *Controller) Pass(ctx context.Context) error {
+	snapshot, provisioners, err := consolidation.Read(ctx, c.client, c.instances, c.clock.Now())
+	if err != nil {
+		return err
+	}
+	if !c.expected.Met(snapshot) {
+		return nil
+	}
+	for _, d := range Decide(*snapshot) {
+		if !d.Delete {
+			for _, n := range d.Launch {
+				node, err := consolidation.Launch(ctx, c.client, c.instances, n, provisioners[n.Provisioner])
+				if err != nil {
+					return fmt.Errorf("launching capacity for the pods of expired node %s, %w", d.Node.Name, err)
+				}
+				c.expected.Launched(node.Name, c.clock.Now())
+				c.recorder.Eventf(d.Node, corev1.EventTypeNormal, ReasonExpired, "Node is past ttlSecondsUntilExpired; launched %s for %d of its pods, the node is deleted once it is Ready", node.Name, len(n.Pods))
+			}
+			continue
+		}
+		if err := c.client.Delete(ctx, d.Node, client.Preconditions{UID: &d.Node.UID, ResourceVersion: &d.Node.ResourceVersion}); err != nil {
+			return client.IgnoreNotFound(fmt.Errorf("deleting expired node %s, %w", d.Node.Name, err))
+		}
+		c.expected.Deleted(d.Node.Name, c.clock.Now())
+		message := "Node is past ttlSecondsUntilExpired and its pods fit on the other nodes; deleted it"
+		if len(d.Stranded) > 0 {
+			message += fmt.Sprintf(" (%d pods fit nowhere and wait, e.g. %s/%s: %s)", len(d.Stranded), d.Stranded[0].Pod.Namespace, d.Stranded[0].Pod.Name, d.Stranded[0].Reason)
+		}
+		c.recorder.Event(d.Node, corev1.EventTypeNormal, ReasonExpiredDeleted, message)
+		log.FromContext(ctx).Info("deleted an expired node", "node", d.Node.Name)
+	}
+	return nil
+}
