@@ -42,3 +42,15 @@ func IsLaunching(node *corev1.Node) bool {
 	}
 	return false
 }
+
+// HasConditionTaint is true for a node the node lifecycle controller taints for its condition:
+// not ready or unreachable. Such taints also stay on a node that just became Ready until the
+// controller has seen it, so nothing may be planned onto it yet.
+func HasConditionTaint(node *corev1.Node) bool {
+	for _, taint := range node.Spec.Taints {
+		if taint.Key == corev1.TaintNodeNotReady || taint.Key == corev1.TaintNodeUnreachable {
+			return true
+		}
+	}
+	return false
+}

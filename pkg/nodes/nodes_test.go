@@ -70,3 +70,20 @@ func TestIsLaunching(t *testing.T) {
 		}
 	}
 }
+
+func TestHasConditionTaint(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		taints []corev1.Taint
+		want   bool
+	}{
+		{"no taints", nil, false},
+		{"not ready", []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}, true},
+		{"unreachable", []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}}, true},
+		{"karpenter's own not-ready taint is not the lifecycle controller's", []corev1.Taint{{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule}}, false},
+	} {
+		if got := HasConditionTaint(&corev1.Node{Spec: corev1.NodeSpec{Taints: tc.taints}}); got != tc.want {
+			t.Errorf("%s: HasConditionTaint = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

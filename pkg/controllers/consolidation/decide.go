@@ -119,8 +119,9 @@ type candidate struct {
 func Decide(s Snapshot, settings Settings) Decision {
 	decision := Decision{Skipped: map[string]Explanation{}}
 	for _, n := range s.Nodes {
-		if nodes.IsLaunching(n.Node) {
-			// A replacement is on its way; what fits where changes when it is Ready.
+		if nodes.IsLaunching(n.Node) || nodes.HasConditionTaint(n.Node) {
+			// A replacement is on its way, or Kubernetes has yet to open a node that became Ready:
+			// what fits where changes when it is done.
 			decision.Unsettled = fmt.Sprintf("node %s is launching", n.Node.Name)
 			return decision
 		}

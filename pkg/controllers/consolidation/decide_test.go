@@ -219,6 +219,16 @@ func TestDecide(t *testing.T) {
 			}()},
 		},
 		{
+			// kube-controller-manager keeps node.kubernetes.io/not-ready on a node until it has
+			// seen it Ready; a pass in between would find no room there and replace again.
+			name: "a node Kubernetes still taints not-ready holds every node",
+			nodes: []scheduling.Node{big("big", "default"), func() scheduling.Node {
+				n := node("new", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand)
+				n.Node.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
+				return n
+			}()},
+		},
+		{
 			name:    "pods that fit nowhere keep their node",
 			nodes:   []scheduling.Node{node("full", "default", "m5.large", v1alpha5.CapacityTypeOnDemand, pod("a", "1500m", "6Gi"))},
 			skipped: map[string]consolidation.Reason{"full": consolidation.ReasonNotCheaper},
