@@ -4,6 +4,7 @@
 package pods
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
@@ -71,4 +72,12 @@ func HasDoNotEvict(pod *corev1.Pod) bool {
 // resource is not included: every pod takes exactly one.
 func Requests(pod *corev1.Pod) corev1.ResourceList {
 	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+}
+
+// ForDaemonSet stands for the pod the DaemonSet would run on a new node, named after it: what
+// the scheduler reserves on every new node the pod tolerates and selects.
+func ForDaemonSet(ds *appsv1.DaemonSet) *corev1.Pod {
+	pod := &corev1.Pod{ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(), Spec: *ds.Spec.Template.Spec.DeepCopy()}
+	pod.Namespace, pod.Name = ds.Namespace, ds.Name
+	return pod
 }

@@ -3,6 +3,7 @@ package pods
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -127,5 +128,19 @@ func TestAnnotations(t *testing.T) {
 		if got := HasDoNotEvict(pod); got != tc.doNotEvict {
 			t.Errorf("%s: HasDoNotEvict = %v, want %v", tc.name, got, tc.doNotEvict)
 		}
+	}
+}
+
+func TestForDaemonSetStandsForItsPod(t *testing.T) {
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "kube-system"}}
+	ds.Spec.Template.Labels = map[string]string{"app": "agent"}
+	ds.Spec.Template.Spec.Containers = []corev1.Container{{Name: "agent"}}
+	pod := ForDaemonSet(ds)
+	if pod.Name != "agent" || pod.Namespace != "kube-system" || pod.Labels["app"] != "agent" || len(pod.Spec.Containers) != 1 {
+		t.Errorf("ForDaemonSet = %+v", pod)
+	}
+	pod.Labels["app"] = "changed"
+	if ds.Spec.Template.Labels["app"] != "agent" {
+		t.Error("the stand-in shares its template's labels")
 	}
 }

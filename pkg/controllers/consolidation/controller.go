@@ -242,10 +242,7 @@ func Read(ctx context.Context, reader client.Reader, instances cloudprovider.Ins
 		snapshot.Nodes = append(snapshot.Nodes, scheduling.Node{Node: node, Pods: bound[node.Name]})
 	}
 	for i := range daemonSets.Items {
-		ds := &daemonSets.Items[i]
-		pod := &corev1.Pod{ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(), Spec: *ds.Spec.Template.Spec.DeepCopy()}
-		pod.Namespace, pod.Name = ds.Namespace, ds.Name
-		snapshot.DaemonSetPods = append(snapshot.DaemonSetPods, pod)
+		snapshot.DaemonSetPods = append(snapshot.DaemonSetPods, pods.ForDaemonSet(&daemonSets.Items[i]))
 	}
 	return snapshot, byName, nil
 }

@@ -98,11 +98,7 @@ func (c *cluster) provisionerNodes(provisioner string) map[string]corev1.Resourc
 func (c *cluster) daemonSetPods() []*corev1.Pod {
 	var out []*corev1.Pod
 	for i := range c.daemonSets {
-		ds := &c.daemonSets[i]
-		pod := &corev1.Pod{ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(), Spec: *ds.Spec.Template.Spec.DeepCopy()}
-		pod.Namespace = ds.Namespace
-		pod.Name = ds.Name
-		out = append(out, pod)
+		out = append(out, pods.ForDaemonSet(&c.daemonSets[i]))
 	}
 	return out
 }
