@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -287,24 +289,40 @@ func (c *Controller) delete(ctx context.Context, decision Decision) error {
 			continue
 		}
 		c.expected.Deleted(node.Name, c.clock.Now())
+		if decision.ReplacedBy != "" {
+			c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonDeleted, "Consolidation deleted the node: its replacement %s is Ready", decision.ReplacedBy)
+			continue
+		}
 		c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonDeleted, "Consolidation deleted the node: its pods fit on the other nodes, saving $%.4f/h", decision.Saving/float64(len(decision.Nodes)))
 	}
-	if len(errs) == 0 {
+	// A replacement's action and saving were counted when it launched.
+	if len(errs) == 0 && decision.ReplacedBy == "" {
 		actionsTotal.WithLabelValues(string(Delete)).Inc()
 		savingsTotal.WithLabelValues(string(Delete)).Add(decision.Saving)
 	}
-	log.FromContext(ctx).Info("consolidation deleted nodes", "nodes", len(decision.Nodes), "saving", decision.Saving)
+	log.FromContext(ctx).Info("consolidation deleted nodes", "nodes", len(decision.Nodes), "saving", decision.Saving, "replacedBy", decision.ReplacedBy)
 	return errors.Join(errs...)
 }
 
-// replace launches the cheaper node through the provisioning path. The old nodes stay until it
-// is Ready: until then passes find the cluster unsettled, and the first pass after finds their
-// pods fit on it and deletes them.
+// replace launches the cheaper node through the provisioning path, annotated with the nodes it
+// replaces. The old nodes stay until it is Ready: until then passes find the cluster
+// unsettled, and the first pass after, in this controller or a restarted one, deletes them.
 func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5.Provisioner) error {
 	if p == nil {
 		return fmt.Errorf("the replacement's provisioner %s is gone", decision.Replacement.Provisioner)
 	}
-	node, err := Launch(ctx, c.client, c.instances, decision.Replacement, p)
+	names := make([]string, 0, len(decision.Nodes))
+	uids := make([]string, 0, len(decision.Nodes))
+	for _, old := range decision.Nodes {
+		names = append(names, old.Name)
+		uids = append(uids, string(old.UID))
+	}
+	slices.Sort(uids)
+	node, err := Launch(ctx, c.client, c.instances, decision.Replacement, p, LaunchOptions{
+		// A pass retried after a crash between the launch and the Node gets the same instance.
+		IdempotencyKey: "consolidation\n" + strings.Join(uids, "\n"),
+		Annotations:    map[string]string{v1alpha5.ReplacesAnnotationKey: strings.Join(names, ",")},
+	})
 	if err != nil {
 		return err
 	}
@@ -320,11 +338,20 @@ func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5
 	return nil
 }
 
+// LaunchOptions are what a launch carries beyond the planned node.
+type LaunchOptions struct {
+	// IdempotencyKey names the launch, so that one retried after a crash gets the instance the
+	// first launched (cloudprovider.LaunchRequest); empty launches anew.
+	IdempotencyKey string
+	// Annotations are written on the Node with it.
+	Annotations map[string]string
+}
+
 // Launch makes a planned node real through the provisioning path: the cloud launches the
 // cheapest candidate it has capacity for and the Node is created at once, not-ready tainted
 // and finalized. When the Node cannot be created the instance is terminated rather than left
 // without an owner.
-func Launch(ctx context.Context, c client.Client, instances cloudprovider.InstanceProvider, n *scheduling.NewNode, p *v1alpha5.Provisioner) (*corev1.Node, error) {
+func Launch(ctx context.Context, c client.Client, instances cloudprovider.InstanceProvider, n *scheduling.NewNode, p *v1alpha5.Provisioner, options LaunchOptions) (*corev1.Node, error) {
 	candidates := provisioning.Candidates(n)
 	instance, err := instances.Create(ctx, cloudprovider.LaunchRequest{
 		Candidates:      candidates,
@@ -332,6 +359,7 @@ func Launch(ctx context.Context, c client.Client, instances cloudprovider.Instan
 		Labels:          provisioning.LaunchLabels(p),
 		Taints:          p.Spec.Taints,
 		Provider:        p.Spec.Provider,
+		IdempotencyKey:  options.IdempotencyKey,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("launching a node for provisioner %s, %w", p.Name, err)
@@ -343,6 +371,9 @@ func Launch(ctx context.Context, c client.Client, instances cloudprovider.Instan
 		}
 	}
 	node := provisioning.NodeFor(instance, p, it)
+	if len(options.Annotations) > 0 {
+		node.Annotations = maps.Clone(options.Annotations)
+	}
 	if err := c.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		if deleteErr := instances.Delete(ctx, instance.ProviderID); deleteErr != nil {
 			err = errors.Join(err, fmt.Errorf("terminating the instance, %w", deleteErr))

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -101,6 +102,8 @@ type Decision struct {
 	Skipped map[string]Explanation
 	// Unsettled, when set, is why the pass considered no node at all.
 	Unsettled string
+	// ReplacedBy, on a Delete, names the Ready replacement an earlier pass launched for Nodes.
+	ReplacedBy string
 }
 
 // candidate is a node that passed the guards.
@@ -138,6 +141,10 @@ func Decide(s Snapshot, settings Settings) Decision {
 	provisioners := map[string]*scheduling.Provisioner{}
 	for i := range s.Provisioners {
 		provisioners[s.Provisioners[i].Provisioner.Name] = &s.Provisioners[i]
+	}
+	if d, ok := resume(s, provisioners, settings); ok {
+		d.Skipped = decision.Skipped
+		return d
 	}
 	available := budgets(s, provisioners)
 	var candidates []*candidate
@@ -184,6 +191,50 @@ func Decide(s Snapshot, settings Settings) Decision {
 	}
 	best.Skipped = decision.Skipped
 	return best
+}
+
+// resume finishes a replacement an earlier pass launched, perhaps in a controller since
+// restarted: once the replacement is Ready, the nodes its annotation names are deleted when
+// their pods still fit, rather than decided on afresh, when the replacement's empty room would
+// invite other moves and the old nodes could stay. Their budget was taken when it launched.
+func resume(s Snapshot, provisioners map[string]*scheduling.Provisioner, settings Settings) (Decision, bool) {
+	byName := map[string]*scheduling.Node{}
+	for i := range s.Nodes {
+		byName[s.Nodes[i].Node.Name] = &s.Nodes[i]
+	}
+	for _, n := range s.Nodes {
+		replaces, ok := n.Node.Annotations[v1alpha5.ReplacesAnnotationKey]
+		if !ok || n.Node.DeletionTimestamp != nil {
+			continue
+		}
+		var removed []*candidate
+		for _, name := range strings.Split(replaces, ",") {
+			old, ok := byName[name]
+			// A node of that name created after the replacement is another node.
+			if !ok || old.Node.DeletionTimestamp != nil || old.Node.CreationTimestamp.After(n.Node.CreationTimestamp.Time) {
+				continue
+			}
+			p := provisioners[old.Node.Labels[v1alpha5.ProvisionerNameLabelKey]]
+			if p == nil {
+				continue
+			}
+			// A node that can no longer go is explained by the ordinary pass.
+			c, why := guard(old, p, s, settings)
+			if why != nil {
+				removed = nil
+				break
+			}
+			removed = append(removed, c)
+		}
+		if len(removed) == 0 {
+			continue
+		}
+		if d, why := simulate(s, removed, settings); why == nil && d.Action == Delete {
+			d.ReplacedBy = n.Node.Name
+			return d, true
+		}
+	}
+	return Decision{}, false
 }
 
 // budgets is how many more nodes each Provisioner may have disrupted: its budget of its nodes,

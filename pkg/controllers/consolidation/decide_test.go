@@ -93,6 +93,13 @@ func TestDecide(t *testing.T) {
 		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}},
 		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0},
 	}
+	// replacing is an empty node consolidation launched to replace the nodes named.
+	replacing := func(replaces string) scheduling.Node {
+		n := node("replacement", "default", "m5.large", v1alpha5.CapacityTypeOnDemand)
+		n.Node.Annotations = map[string]string{v1alpha5.ReplacesAnnotationKey: replaces}
+		n.Node.CreationTimestamp = metav1.Time{Time: now.Add(-10 * time.Minute)}
+		return n
+	}
 	// big is a node the pods of a small one fit next to.
 	big := func(name, provisioner string) scheduling.Node {
 		return node(name, provisioner, "m5.2xlarge", v1alpha5.CapacityTypeOnDemand, pod(name+"-app", "6", "20Gi"))
@@ -108,8 +115,43 @@ func TestDecide(t *testing.T) {
 		action       consolidation.Action
 		removed      []string
 		replacement  string
+		replacedBy   string
 		skipped      map[string]consolidation.Reason
 	}{
+		{
+			// Deleting expensive would save more, but the replacement was launched for r5: a
+			// pass after a restart finishes that rather than deciding afresh.
+			name: "once a replacement is Ready the nodes it replaces are deleted",
+			nodes: []scheduling.Node{
+				replacing("r5"),
+				node("r5", "default", "r5.large", v1alpha5.CapacityTypeOnDemand, pod("a", "500m", "5Gi")),
+				node("expensive", "default", "m5.2xlarge", v1alpha5.CapacityTypeOnDemand, pod("b", "500m", "1Gi")),
+			},
+			action: consolidation.Delete, removed: []string{"r5"}, replacedBy: "replacement",
+		},
+		{
+			name: "a replaced node that can no longer go is decided on afresh",
+			nodes: []scheduling.Node{
+				replacing("r5"),
+				node("r5", "default", "r5.large", v1alpha5.CapacityTypeOnDemand, pod("a", "500m", "5Gi", doNotEvict)),
+				node("expensive", "default", "m5.2xlarge", v1alpha5.CapacityTypeOnDemand, pod("b", "500m", "1Gi")),
+			},
+			action: consolidation.Delete, removed: []string{"expensive"},
+			skipped: map[string]consolidation.Reason{"r5": consolidation.ReasonDoNotEvict},
+		},
+		{
+			name: "a node of a replaced name created after the replacement is another node",
+			nodes: []scheduling.Node{
+				replacing("r5"),
+				func() scheduling.Node {
+					n := node("r5", "default", "r5.large", v1alpha5.CapacityTypeOnDemand, pod("a", "500m", "5Gi"))
+					n.Node.CreationTimestamp = metav1.Time{Time: now.Add(-6 * time.Minute)}
+					return n
+				}(),
+				node("expensive", "default", "m5.2xlarge", v1alpha5.CapacityTypeOnDemand, pod("b", "500m", "1Gi")),
+			},
+			action: consolidation.Delete, removed: []string{"expensive"},
+		},
 		{
 			name:   "a node whose pods fit elsewhere is deleted",
 			nodes:  []scheduling.Node{big("big", "default"), node("small", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi"))},
@@ -256,6 +298,9 @@ func TestDecide(t *testing.T) {
 				removed = append(removed, n.Name)
 			}
 			slices.Sort(removed)
+			if decision.ReplacedBy != tc.replacedBy {
+				t.Errorf("replaced by %q, want %q", decision.ReplacedBy, tc.replacedBy)
+			}
 			if !slices.Equal(removed, tc.removed) {
 				t.Errorf("removes %v, want %v", removed, tc.removed)
 			}

@@ -114,22 +114,28 @@ func TestConsolidation(t *testing.T) {
 	underused, underusedInstance := launch("underused", "general", "m5.xlarge")
 	deploy("web", "general", "1", nil)
 	waitRunning("web", underused.Name)
-	pinned, _ := launch("pinned", "general", "m5.xlarge")
+	pinned, pinnedInstance := launch("pinned", "general", "m5.xlarge")
 	deploy("db", "general", "2", func(o *builders.PodOptions) { o.NodeSelector[corev1.LabelHostname] = pinned.Name })
 	waitRunning("db", pinned.Name)
 	oversized, oversizedInstance := launch("oversized", "replaced", "m5.2xlarge")
 	deploy("batch", "replaced", "1", nil)
 	waitRunning("batch", oversized.Name)
-	operatortest.Start(t, env, operatortest.Options{Controllers: controllers.Options{
-		Enabled:                 []string{consolidation.Name, termination.Name, readiness.Name},
-		CloudProvider:           cloudprovider.NewRegistry(),
-		InstanceProvider:        cloud,
-		Clock:                   clock.RealClock{},
-		ConsolidationPeriod:     200 * time.Millisecond,
-		ConsolidationMinNodeAge: time.Millisecond,
-	}})
+	start := func(t *testing.T) (stop func()) {
+		return operatortest.Start(t, env, operatortest.Options{Controllers: controllers.Options{
+			Enabled:                 []string{consolidation.Name, termination.Name, readiness.Name},
+			CloudProvider:           cloudprovider.NewRegistry(),
+			InstanceProvider:        cloud,
+			Clock:                   clock.RealClock{},
+			ConsolidationPeriod:     200 * time.Millisecond,
+			ConsolidationMinNodeAge: time.Millisecond,
+		}})
+	}
 
-	t.Run("an oversized node is replaced by a cheaper one once it is Ready", func(t *testing.T) {
+	// The controller dies once the replacement is launched, and the replacement becomes Ready
+	// while none runs: a new one knows only what the cluster holds.
+	t.Run("an oversized node is replaced by a cheaper one once it is Ready, across a crash", func(t *testing.T) {
+		launchedBefore := len(cloud.CreateCalls())
+		stop := start(t)
 		var replacement corev1.Node
 		eventually.Holds(t, "a replacement node is launched for provisioner replaced", func() (bool, string, error) {
 			list := &corev1.NodeList{}
@@ -147,6 +153,10 @@ func TestConsolidation(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(oversized), &corev1.Node{}); err != nil {
 			t.Fatalf("the oversized node went before its replacement was Ready: %v", err)
 		}
+		stop()
+		if got := replacement.Annotations[v1alpha5.ReplacesAnnotationKey]; got != oversized.Name {
+			t.Errorf("the replacement is annotated %s=%q, want %q", v1alpha5.ReplacesAnnotationKey, got, oversized.Name)
+		}
 		it := instanceType(replacement.Labels[corev1.LabelInstanceTypeStable])
 		if onDemandPrice(it) >= onDemandPrice(instanceType("m5.2xlarge")) {
 			t.Errorf("replaced m5.2xlarge with %s, no cheaper", it.Name)
@@ -160,6 +170,7 @@ func TestConsolidation(t *testing.T) {
 		if err := env.Client.Status().Patch(ctx, &replacement, client.MergeFrom(stored)); err != nil {
 			t.Fatal(err)
 		}
+		start(t)
 		expectEvent(t, env, oversized.Name, consolidation.ReasonReplacing)
 		gone(oversized, oversizedInstance)
 		eventually.Holds(t, "the batch pod is bound to the replacement", func() (bool, string, error) {
@@ -169,9 +180,27 @@ func TestConsolidation(t *testing.T) {
 			}
 			return len(list.Items) == 1 && list.Items[0].Spec.NodeName == replacement.Name, fmt.Sprintf("%d pods", len(list.Items)), nil
 		})
+		// One replacement was launched, and no instance is left without its node.
+		if launches := len(cloud.CreateCalls()) - launchedBefore; launches != 1 {
+			t.Errorf("consolidation launched %d instances, want 1", launches)
+		}
+		instances, err := cloud.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var left []string
+		for _, instance := range instances {
+			if instance.ProviderID != underusedInstance.ProviderID && instance.ProviderID != pinnedInstance.ProviderID {
+				left = append(left, instance.ProviderID)
+			}
+		}
+		if !slices.Equal(left, []string{replacement.Spec.ProviderID}) {
+			t.Errorf("instances besides provisioner general's %v, want only the replacement's %s", left, replacement.Spec.ProviderID)
+		}
 	})
 
 	t.Run("a node whose pods fit elsewhere is deleted, its pods move", func(t *testing.T) {
+		start(t)
 		gone(underused, underusedInstance)
 		waitRunning("web", pinned.Name)
 		waitRunning("db", pinned.Name)

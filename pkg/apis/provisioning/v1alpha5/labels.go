@@ -27,6 +27,10 @@ const (
 	// while it runs no pods but DaemonSet, mirror and finished ones: when it became empty, in
 	// RFC 3339, as Karpenter v0.5 wrote it. The node is deleted ttlSecondsAfterEmpty later.
 	EmptinessTimestampAnnotationKey = "karpenter.sh/emptiness-timestamp"
+	// ReplacesAnnotationKey is on a node consolidation launched as a replacement: the names
+	// of the nodes it replaces, comma separated. It is written with the Node, so the decision
+	// survives a restart: once the node is Ready they are deleted, not decided on again.
+	ReplacesAnnotationKey = "karpenter.sh/replaces"
 )
 
 // WellKnownLabels are the node labels whose values come from the instance type and offering

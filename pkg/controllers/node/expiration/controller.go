@@ -188,7 +188,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 	for _, d := range Decide(*snapshot) {
 		if !d.Delete {
 			for _, n := range d.Launch {
-				node, err := consolidation.Launch(ctx, c.client, c.instances, n, provisioners[n.Provisioner])
+				node, err := consolidation.Launch(ctx, c.client, c.instances, n, provisioners[n.Provisioner], consolidation.LaunchOptions{})
 				if err != nil {
 					return fmt.Errorf("launching capacity for the pods of expired node %s, %w", d.Node.Name, err)
 				}

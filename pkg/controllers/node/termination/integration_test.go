@@ -205,20 +205,26 @@ func TestTermination(t *testing.T) {
 	})
 
 	// Last: it restarts the operator.
-	t.Run("a PDB holds the drain across a restart until it allows an eviction", func(t *testing.T) {
+	// The controller dies mid-drain: one pod evicted, another held by its budget.
+	t.Run("a drain interrupted by a crash resumes: the instance is terminated once, no pod is lost", func(t *testing.T) {
 		node, instance := s.node(t, "budgeted", provisionerName, map[string]string{"group": "budgeted"})
-		deployment := builders.Deployment(builders.DeploymentOptions{Name: "web", Replicas: 1, Pod: builders.PodOptions{
+		podOptions := builders.PodOptions{
 			NodeSelector: map[string]string{"group": "budgeted"},
 			Tolerations:  []corev1.Toleration{{Key: v1alpha5.NotReadyTaintKey, Operator: corev1.TolerationOpExists}},
-		}})
+		}
+		deployment := builders.Deployment(builders.DeploymentOptions{Name: "web", Replicas: 1, Pod: podOptions})
+		worker := builders.Deployment(builders.DeploymentOptions{Name: "worker", Replicas: 1, Pod: podOptions})
 		s.create(t, deployment)
+		s.create(t, worker)
 		s.pdb(t, "web", map[string]string{"app": "web"})
 		s.waitForDeployment(t, deployment, 1, node.Name)
+		s.waitForDeployment(t, worker, 1, node.Name)
 		spare := environment.KwokNode("spare", map[string]string{"group": "budgeted"}, builders.Resources("cpu", "4", "memory", "16Gi"))
 		s.create(t, spare)
 
 		s.delete(t, node)
 		s.expectEvent(t, node.Name, termination.ReasonEvictionBlocked, "PodDisruptionBudget")
+		s.waitForDeployment(t, worker, 1, spare.Name)
 		if slices.Contains(s.cloud.DeleteCalls(), instance.ProviderID) {
 			t.Fatal("the instance was terminated while the budget refuses the eviction")
 		}
@@ -233,6 +239,16 @@ func TestTermination(t *testing.T) {
 		}
 		s.expectTerminated(t, node, instance)
 		s.waitForDeployment(t, deployment, 2, spare.Name)
+		s.waitForDeployment(t, worker, 1, spare.Name)
+		terminations := 0
+		for _, id := range s.cloud.DeleteCalls() {
+			if id == instance.ProviderID {
+				terminations++
+			}
+		}
+		if terminations != 1 {
+			t.Errorf("instance %s terminated %d times, want once", instance.ProviderID, terminations)
+		}
 	})
 }
 
