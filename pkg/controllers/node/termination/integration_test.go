@@ -204,6 +204,34 @@ func TestTermination(t *testing.T) {
 		s.expectEvent(t, neverReady.Name, readiness.ReasonNeverReady, "did not become Ready")
 	})
 
+	t.Run("a pod a PDB protects is evicted only once its replacement runs elsewhere", func(t *testing.T) {
+		node, instance := s.node(t, "minavailable", provisionerName, map[string]string{"group": "minavailable"})
+		deployment := builders.Deployment(builders.DeploymentOptions{Name: "api", Replicas: 2, Pod: builders.PodOptions{
+			NodeSelector: map[string]string{"group": "minavailable"},
+			Tolerations:  []corev1.Toleration{{Key: v1alpha5.NotReadyTaintKey, Operator: corev1.TolerationOpExists}},
+		}})
+		s.create(t, deployment)
+		s.pdb(t, "api", map[string]string{"app": "api"})
+		s.waitForDeployment(t, deployment, 2, node.Name)
+		// One eviction is allowed: the second is refused until the first pod's replacement runs.
+		eventually.Holds(t, "the budget allows one disruption", func() (bool, string, error) {
+			pdb := &policyv1.PodDisruptionBudget{}
+			err := s.env.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "api"}, pdb)
+			return err == nil && pdb.Status.DisruptionsAllowed == 1, fmt.Sprintf("%d allowed", pdb.Status.DisruptionsAllowed), err
+		})
+		fewest := s.watchAvailable(t, "api", 2)
+		spare := environment.KwokNode("minavailable-spare", map[string]string{"group": "minavailable"}, builders.Resources("cpu", "4", "memory", "16Gi"))
+		s.create(t, spare)
+
+		s.delete(t, node)
+		s.expectEvent(t, node.Name, termination.ReasonEvictionBlocked, "default/api-")
+		s.expectTerminated(t, node, instance)
+		s.waitForDeployment(t, deployment, 2, spare.Name)
+		if n := fewest(); n < 1 {
+			t.Errorf("%d pods of the budget's minAvailable 1 ran at one point of the drain", n)
+		}
+	})
+
 	// Last: it restarts the operator.
 	// The controller dies mid-drain: one pod evicted, another held by its budget.
 	t.Run("a drain interrupted by a crash resumes: the instance is terminated once, no pod is lost", func(t *testing.T) {
@@ -395,6 +423,55 @@ func (s *suite) expectEvent(t *testing.T, node, reason, text string) {
 // watchPods records, in order, "<pod> DELETING" when a pod on the node is first seen
 // terminating and "<pod> DELETED" when it is gone; the returned function stops recording and
 // returns what was seen.
+// watchAvailable watches the pods labelled app=name; its result stops the watch and says the
+// fewest of them that ran, not being deleted, at any one time since want first did.
+func (s *suite) watchAvailable(t *testing.T, name string, want int) (fewest func() int) {
+	t.Helper()
+	clientset, err := kubernetes.NewForConfig(s.env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := clientset.CoreV1().Pods(metav1.NamespaceDefault).Watch(t.Context(), metav1.ListOptions{LabelSelector: "app=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		lowest = -1
+		done   = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		available := map[string]bool{}
+		for event := range w.ResultChan() {
+			pod, ok := event.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			if event.Type == watch.Deleted || pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
+				delete(available, pod.Name)
+			} else {
+				available[pod.Name] = true
+			}
+			mu.Lock()
+			if lowest >= 0 || len(available) >= want {
+				if lowest < 0 || len(available) < lowest {
+					lowest = len(available)
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return func() int {
+		w.Stop()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return lowest
+	}
+}
+
 func (s *suite) watchPods(t *testing.T, node string) func() []string {
 	t.Helper()
 	clientset, err := kubernetes.NewForConfig(s.env.Config)
