@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,9 +40,13 @@ func TestConsolidation(t *testing.T) {
 	})
 	ctx := t.Context()
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	for _, name := range []string{"general", "replaced"} {
+	// Each provisioner is a pool of its own, of one capacity type.
+	for name, capacityType := range map[string]string{
+		"general": v1alpha5.CapacityTypeOnDemand, "replaced": v1alpha5.CapacityTypeOnDemand, "guarded": v1alpha5.CapacityTypeOnDemand,
+		"spot": v1alpha5.CapacityTypeSpot, "narrow": v1alpha5.CapacityTypeSpot,
+	} {
 		p := builders.Provisioner(builders.ProvisionerOptions{Name: name, Labels: map[string]string{"pool": name}, Requirements: []v1alpha5.NodeSelectorRequirement{
-			{Key: v1alpha5.CapacityTypeLabelKey, Operator: "In", Values: []string{v1alpha5.CapacityTypeOnDemand}},
+			{Key: v1alpha5.CapacityTypeLabelKey, Operator: "In", Values: []string{capacityType}},
 			{Key: corev1.LabelArchStable, Operator: "In", Values: []string{"amd64"}},
 		}})
 		p.Spec.Consolidation = &v1alpha5.Consolidation{Enabled: ptr.To(true), Budget: ptr.To(intstr.FromString("100%"))}
@@ -49,11 +54,17 @@ func TestConsolidation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// launch makes a Ready node of the instance type as the provisioner launched it.
+	// launch makes a Ready node of the instance type as the provisioner launched it, of the
+	// capacity type the provisioner allows.
 	launch := func(name, provisioner, typeName string) (*corev1.Node, *cloudprovider.Instance) {
 		it := instanceType(typeName)
+		capacityType := v1alpha5.CapacityTypeOnDemand
+		if provisioner == "spot" || provisioner == "narrow" {
+			capacityType = v1alpha5.CapacityTypeSpot
+		}
+		offering := it.Offerings[slices.IndexFunc(it.Offerings, func(o cloudprovider.Offering) bool { return o.CapacityType == capacityType })]
 		instance, err := cloud.Create(ctx, cloudprovider.LaunchRequest{ProvisionerName: provisioner,
-			Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}}})
+			Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: offering}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,12 +125,34 @@ func TestConsolidation(t *testing.T) {
 	underused, underusedInstance := launch("underused", "general", "m5.xlarge")
 	deploy("web", "general", "1", nil)
 	waitRunning("web", underused.Name)
-	pinned, pinnedInstance := launch("pinned", "general", "m5.xlarge")
+	pinned, _ := launch("pinned", "general", "m5.xlarge")
 	deploy("db", "general", "2", func(o *builders.PodOptions) { o.NodeSelector[corev1.LabelHostname] = pinned.Name })
 	waitRunning("db", pinned.Name)
 	oversized, oversizedInstance := launch("oversized", "replaced", "m5.2xlarge")
 	deploy("batch", "replaced", "1", nil)
 	waitRunning("batch", oversized.Name)
+	// A spot node is replaced by spot among the 6 cheaper spot types that fit its pod; the
+	// pod of narrow fits 3 cheaper spot types only, too few.
+	spotty, spottyInstance := launch("spotty", "spot", "m5.2xlarge")
+	deploy("spotty", "spot", "1", nil)
+	waitRunning("spotty", spotty.Name)
+	narrow, _ := launch("narrow", "narrow", "m5.xlarge")
+	deploy("narrow", "narrow", "1500m", func(o *builders.PodOptions) { o.Requests = builders.Resources("cpu", "1500m", "memory", "6Gi") })
+	waitRunning("narrow", narrow.Name)
+	// A budget of minAvailable 1 over one pod allows no disruption: its oversized node stays.
+	protected, _ := launch("protected", "guarded", "m5.xlarge")
+	deploy("guarded", "guarded", "1", nil)
+	if err := env.Client.Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: metav1.NamespaceDefault},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning("guarded", protected.Name)
+	guardedPods := &corev1.PodList{}
+	if err := env.Client.List(ctx, guardedPods, client.MatchingLabels{"app": "guarded"}); err != nil || len(guardedPods.Items) != 1 {
+		t.Fatalf("the guarded deployment's pods: %d, %v", len(guardedPods.Items), err)
+	}
 	start := func(t *testing.T) (stop func()) {
 		return operatortest.Start(t, env, operatortest.Options{Controllers: controllers.Options{
 			Enabled:                 []string{consolidation.Name, termination.Name, readiness.Name},
@@ -133,69 +166,71 @@ func TestConsolidation(t *testing.T) {
 
 	// The controller dies once the replacement is launched, and the replacement becomes Ready
 	// while none runs: a new one knows only what the cluster holds.
-	t.Run("an oversized node is replaced by a cheaper one once it is Ready, across a crash", func(t *testing.T) {
-		launchedBefore := len(cloud.CreateCalls())
-		stop := start(t)
+	launchedBefore := len(cloud.CreateCalls())
+	// waitBound waits for the app's one pod to be bound to a node the test marked Ready: no
+	// kubelet runs it there.
+	waitBound := func(t *testing.T, app, node string) {
+		eventually.Holds(t, "the "+app+" pod is bound to "+node, func() (bool, string, error) {
+			list := &corev1.PodList{}
+			if err := env.Client.List(ctx, list, client.MatchingLabels{"app": app}); err != nil {
+				return false, "", err
+			}
+			return len(list.Items) == 1 && list.Items[0].Spec.NodeName == node, fmt.Sprintf("%d pods", len(list.Items)), nil
+		})
+	}
+	// replacementOf waits for the node launched for the provisioner beside old.
+	replacementOf := func(t *testing.T, old *corev1.Node) *corev1.Node {
 		var replacement corev1.Node
-		eventually.Holds(t, "a replacement node is launched for provisioner replaced", func() (bool, string, error) {
+		provisioner := old.Labels[v1alpha5.ProvisionerNameLabelKey]
+		eventually.Holds(t, "a replacement node is launched for provisioner "+provisioner, func() (bool, string, error) {
 			list := &corev1.NodeList{}
-			if err := env.Client.List(ctx, list, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: "replaced"}); err != nil {
+			if err := env.Client.List(ctx, list, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: provisioner}); err != nil {
 				return false, "", err
 			}
 			for _, n := range list.Items {
-				if n.Name != oversized.Name {
+				if n.Name != old.Name {
 					replacement = n
 					return true, "", nil
 				}
 			}
 			return false, fmt.Sprintf("%d nodes", len(list.Items)), nil
 		})
+		if got := replacement.Annotations[v1alpha5.ReplacesAnnotationKey]; got != old.Name {
+			t.Errorf("the replacement is annotated %s=%q, want %q", v1alpha5.ReplacesAnnotationKey, got, old.Name)
+		}
+		return &replacement
+	}
+	// markReady plays the kubelet of a launched instance (kwok takes only nodes created for
+	// it): it reports the node's allocatable and Ready.
+	markReady := func(t *testing.T, n *corev1.Node) {
+		it := instanceType(n.Labels[corev1.LabelInstanceTypeStable])
+		stored := n.DeepCopy()
+		n.Status.Capacity, n.Status.Allocatable = it.Capacity, it.Allocatable()
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		if err := env.Client.Status().Patch(ctx, n, client.MergeFrom(stored)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("an oversized node is replaced by a cheaper one once it is Ready, across a crash", func(t *testing.T) {
+		stop := start(t)
+		replacement := replacementOf(t, oversized)
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(oversized), &corev1.Node{}); err != nil {
 			t.Fatalf("the oversized node went before its replacement was Ready: %v", err)
 		}
 		stop()
-		if got := replacement.Annotations[v1alpha5.ReplacesAnnotationKey]; got != oversized.Name {
-			t.Errorf("the replacement is annotated %s=%q, want %q", v1alpha5.ReplacesAnnotationKey, got, oversized.Name)
-		}
 		it := instanceType(replacement.Labels[corev1.LabelInstanceTypeStable])
 		if onDemandPrice(it) >= onDemandPrice(instanceType("m5.2xlarge")) {
 			t.Errorf("replaced m5.2xlarge with %s, no cheaper", it.Name)
 		}
-		// The test plays the kubelet of the new instance (kwok takes only nodes created for it):
-		// it reports the node's allocatable and Ready.
-		stored := replacement.DeepCopy()
-		replacement.Status.Capacity, replacement.Status.Allocatable = it.Capacity, it.Allocatable()
-		replacement.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-		if err := env.Client.Status().Patch(ctx, &replacement, client.MergeFrom(stored)); err != nil {
-			t.Fatal(err)
-		}
+		markReady(t, replacement)
 		start(t)
 		expectEvent(t, env, oversized.Name, consolidation.ReasonReplacing)
 		gone(oversized, oversizedInstance)
-		eventually.Holds(t, "the batch pod is bound to the replacement", func() (bool, string, error) {
-			list := &corev1.PodList{}
-			if err := env.Client.List(ctx, list, client.MatchingLabels{"app": "batch"}); err != nil {
-				return false, "", err
-			}
-			return len(list.Items) == 1 && list.Items[0].Spec.NodeName == replacement.Name, fmt.Sprintf("%d pods", len(list.Items)), nil
-		})
-		// One replacement was launched, and no instance is left without its node.
-		if launches := len(cloud.CreateCalls()) - launchedBefore; launches != 1 {
-			t.Errorf("consolidation launched %d instances, want 1", launches)
-		}
-		instances, err := cloud.List(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var left []string
-		for _, instance := range instances {
-			if instance.ProviderID != underusedInstance.ProviderID && instance.ProviderID != pinnedInstance.ProviderID {
-				left = append(left, instance.ProviderID)
-			}
-		}
-		if !slices.Equal(left, []string{replacement.Spec.ProviderID}) {
-			t.Errorf("instances besides provisioner general's %v, want only the replacement's %s", left, replacement.Spec.ProviderID)
+		waitBound(t, "batch", replacement.Name)
+		if launches := launchesFor(cloud, launchedBefore, "replaced"); launches != 1 {
+			t.Errorf("consolidation launched %d instances for provisioner replaced, want 1", launches)
 		}
 	})
 
@@ -207,6 +242,71 @@ func TestConsolidation(t *testing.T) {
 		expectEvent(t, env, pinned.Name, string(consolidation.ReasonPodsDoNotFit))
 		expectEvent(t, env, underused.Name, consolidation.ReasonDeleted)
 	})
+
+	t.Run("a spot node is replaced by spot only when enough cheaper spot types remain", func(t *testing.T) {
+		start(t)
+		replacement := replacementOf(t, spotty)
+		if got := replacement.Labels[v1alpha5.CapacityTypeLabelKey]; got != v1alpha5.CapacityTypeSpot {
+			t.Errorf("a spot node was replaced by %s", got)
+		}
+		markReady(t, replacement)
+		gone(spotty, spottyInstance)
+		waitBound(t, "spotty", replacement.Name)
+		expectEvent(t, env, narrow.Name, string(consolidation.ReasonSpotNotDiverse))
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(narrow), &corev1.Node{}); err != nil {
+			t.Errorf("node narrow: %v", err)
+		}
+		if launches := launchesFor(cloud, launchedBefore, "narrow"); launches != 0 {
+			t.Errorf("consolidation launched %d instances for provisioner narrow, want none", launches)
+		}
+	})
+
+	t.Run("a pod whose PDB allows no disruption keeps its node", func(t *testing.T) {
+		start(t)
+		expectEvent(t, env, protected.Name, string(consolidation.ReasonPDB))
+		pods := &corev1.PodList{}
+		if err := env.Client.List(ctx, pods, client.MatchingLabels{"app": "guarded"}); err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) != 1 || pods.Items[0].UID != guardedPods.Items[0].UID || pods.Items[0].DeletionTimestamp != nil {
+			t.Errorf("the guarded pod was disrupted: %d pods now", len(pods.Items))
+		}
+		if launches := launchesFor(cloud, launchedBefore, "guarded"); launches != 0 {
+			t.Errorf("consolidation launched %d instances for provisioner guarded, want none", launches)
+		}
+		// Nothing is in flight: every instance has its node, every node its instance.
+		nodeList := &corev1.NodeList{}
+		if err := env.Client.List(ctx, nodeList); err != nil {
+			t.Fatal(err)
+		}
+		instances, err := cloud.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var withNodes, launched []string
+		for _, n := range nodeList.Items {
+			withNodes = append(withNodes, n.Spec.ProviderID)
+		}
+		for _, instance := range instances {
+			launched = append(launched, instance.ProviderID)
+		}
+		slices.Sort(withNodes)
+		slices.Sort(launched)
+		if !slices.Equal(withNodes, launched) {
+			t.Errorf("instances %v, nodes' %v", launched, withNodes)
+		}
+	})
+}
+
+// launchesFor counts the launches for the provisioner since the first ones.
+func launchesFor(cloud *fake.InstanceProvider, since int, provisioner string) int {
+	n := 0
+	for _, request := range cloud.CreateCalls()[since:] {
+		if request.ProvisionerName == provisioner {
+			n++
+		}
+	}
+	return n
 }
 
 // onDemandPrice is the on-demand price of the instance type in its first zone.
