@@ -136,6 +136,8 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 		// A queue configured and never read would drop every notice without a word.
 		return fmt.Errorf("the %s controller has a queue but no instance provider, whose nodes it acts on", interruption.Name)
 	}
+	// One ledger: launches of every controller count against the same limits.
+	ledger := provisioning.NewLedger()
 	for _, name := range Names {
 		if len(opts.Enabled) > 0 && !slices.Contains(opts.Enabled, name) {
 			continue
@@ -153,7 +155,7 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 			}
 			continue
 		}
-		r, err := build(ctx, mgr, name, opts)
+		r, err := build(ctx, mgr, name, opts, ledger)
 		if err != nil {
 			return fmt.Errorf("building the %s controller, %w", name, err)
 		}
@@ -165,7 +167,7 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 }
 
 // build constructs one controller with everything it needs.
-func build(ctx context.Context, mgr manager.Manager, name string, opts Options) (reconciler, error) {
+func build(ctx context.Context, mgr manager.Manager, name string, opts Options, ledger *provisioning.Ledger) (reconciler, error) {
 	switch name {
 	case horizontalautoscaler.Name:
 		prometheus, err := clients.NewPrometheus(ctx, prometheusOptions(opts))
@@ -208,6 +210,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options) 
 			Clock:             opts.Clock,
 			BatchIdleDuration: opts.BatchIdleDuration,
 			BatchMaxDuration:  opts.BatchMaxDuration,
+			Ledger:            ledger,
 		})
 	case readiness.Name:
 		return readiness.New(readiness.Options{
@@ -246,6 +249,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options) 
 			Recorder:  recorderFor(mgr, name),
 			Clock:     opts.Clock,
 			Period:    opts.ExpirationPeriod,
+			Ledger:    ledger,
 		})
 	case consolidation.Name:
 		return consolidation.New(consolidation.Options{
@@ -254,6 +258,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options) 
 			Recorder:  recorderFor(mgr, name),
 			Clock:     opts.Clock,
 			Period:    opts.ConsolidationPeriod,
+			Ledger:    ledger,
 			Settings: consolidation.Settings{
 				MinNodeAge: opts.ConsolidationMinNodeAge,
 				Threshold:  opts.ConsolidationThreshold,

@@ -5,6 +5,7 @@
 package consolidation
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/periodic"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/pods"
@@ -91,6 +93,9 @@ type Options struct {
 	Period time.Duration
 	// Settings bound the actions; zero fields take the defaults above.
 	Settings Settings
+	// Ledger counts replacements against the Provisioners' limits, shared with the other
+	// controllers that launch; a ledger of its own when nil.
+	Ledger *provisioning.Ledger
 }
 
 // Controller runs consolidation passes.
@@ -101,6 +106,7 @@ type Controller struct {
 	clock     clock.Clock
 	period    time.Duration
 	settings  Settings
+	ledger    *provisioning.Ledger
 	// explained is the last reason told on each node, so that each cause is told once.
 	mu        sync.Mutex
 	explained map[types.UID]Reason
@@ -125,7 +131,7 @@ func New(options Options) (*Controller, error) {
 		options.Settings.MinSpotTypes = DefaultMinSpotTypes
 	}
 	return &Controller{client: options.Client, instances: options.Instances, recorder: options.Recorder, clock: options.Clock,
-		period: options.Period, settings: options.Settings, explained: map[types.UID]Reason{}}, nil
+		period: options.Period, settings: options.Settings, ledger: cmp.Or(options.Ledger, provisioning.NewLedger()), explained: map[types.UID]Reason{}}, nil
 }
 
 // Name identifies the controller.
@@ -138,29 +144,11 @@ func (c *Controller) Name() string { return Name }
 // +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// SetupWithManager runs the loop in the manager, on the leader only.
+// SetupWithManager runs a pass every period in the manager, on the leader only; the first
+// waits a period, and a failed pass is logged and the next one starts from the cluster as it
+// then is.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	if err := mgr.Add(c); err != nil {
-		return fmt.Errorf("adding the %s loop, %w", Name, err)
-	}
-	return nil
-}
-
-// Start runs a pass every period until ctx is done; a failed pass is logged and the next one
-// starts from the cluster as it then is.
-func (c *Controller) Start(ctx context.Context) error {
-	logger := log.FromContext(ctx).WithValues("controller", Name)
-	ctx = log.IntoContext(ctx, logger)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-c.clock.After(c.period):
-		}
-		if err := c.Pass(ctx); err != nil {
-			logger.Error(err, "consolidating")
-		}
-	}
+	return periodic.Add(mgr, &periodic.Loop{Name: Name, Clock: c.clock, Pass: c.Pass, Period: c.period, Delayed: true})
 }
 
 // Pass reads the cluster, decides and acts. Everything it needs to know is in the cluster, so
@@ -168,7 +156,7 @@ func (c *Controller) Start(ctx context.Context) error {
 // pass finds the old node's pods fit on it and deletes the old node.
 func (c *Controller) Pass(ctx context.Context) error {
 	started := c.clock.Now()
-	snapshot, provisioners, err := Read(ctx, c.client, c.instances, started)
+	snapshot, provisioners, err := Read(ctx, c.client, c.instances, c.ledger, started)
 	if err != nil {
 		return err
 	}
@@ -185,21 +173,26 @@ func (c *Controller) Pass(ctx context.Context) error {
 	case Delete:
 		return c.delete(ctx, decision)
 	case Replace:
-		return c.replace(ctx, decision, provisioners[decision.Replacement.Provisioner])
+		return c.replace(ctx, decision, provisioners[decision.Replacement.Provisioner], snapshot.Counted[decision.Replacement.Provisioner])
 	}
 	return nil
 }
 
 // Read takes the snapshot a pass decides on, and the Provisioners by name: the cluster's
 // Provisioners with their instance types, nodes with their pods, PodDisruptionBudgets and
-// DaemonSets. Node expiry decides on the same snapshot.
-func Read(ctx context.Context, reader client.Reader, instances cloudprovider.InstanceProvider, now time.Time) (*Snapshot, map[string]*v1alpha5.Provisioner, error) {
+// DaemonSets. What counts against each Provisioner's limits is the ledger's, launches in
+// flight included, never a status that may lag. Node expiry decides on the same snapshot.
+func Read(ctx context.Context, reader client.Reader, instances cloudprovider.InstanceProvider, ledger *provisioning.Ledger, now time.Time) (*Snapshot, map[string]*v1alpha5.Provisioner, error) {
 	var provisionerList v1alpha5.ProvisionerList
 	if err := reader.List(ctx, &provisionerList); err != nil {
 		return nil, nil, fmt.Errorf("listing provisioners, %w", err)
 	}
+	var nodeList corev1.NodeList
+	if err := reader.List(ctx, &nodeList); err != nil {
+		return nil, nil, fmt.Errorf("listing nodes, %w", err)
+	}
 	byName := map[string]*v1alpha5.Provisioner{}
-	snapshot := &Snapshot{Now: now}
+	snapshot := &Snapshot{Now: now, Counted: map[string]map[string]corev1.ResourceList{}}
 	for i := range provisionerList.Items {
 		p := &provisionerList.Items[i]
 		if p.DeletionTimestamp != nil {
@@ -209,16 +202,19 @@ func Read(ctx context.Context, reader client.Reader, instances cloudprovider.Ins
 		if err != nil {
 			return nil, nil, fmt.Errorf("listing the instance types of provisioner %s, %w", p.Name, err)
 		}
+		typesByName := map[string]*cloudprovider.InstanceType{}
+		for _, it := range types {
+			typesByName[it.Name] = it
+		}
 		byName[p.Name] = p
-		snapshot.Provisioners = append(snapshot.Provisioners, scheduling.Provisioner{Provisioner: p, InstanceTypes: types})
+		snapshot.Counted[p.Name] = provisioning.Counted(nodeList.Items, p.Name, typesByName)
+		limited := p.DeepCopy()
+		limited.Status.Resources = ledger.Used(p.Name, snapshot.Counted[p.Name])
+		snapshot.Provisioners = append(snapshot.Provisioners, scheduling.Provisioner{Provisioner: limited, InstanceTypes: types})
 	}
 	var podList corev1.PodList
 	if err := reader.List(ctx, &podList); err != nil {
 		return nil, nil, fmt.Errorf("listing pods, %w", err)
-	}
-	var nodeList corev1.NodeList
-	if err := reader.List(ctx, &nodeList); err != nil {
-		return nil, nil, fmt.Errorf("listing nodes, %w", err)
 	}
 	var daemonSets appsv1.DaemonSetList
 	if err := reader.List(ctx, &daemonSets); err != nil {
@@ -307,7 +303,7 @@ func (c *Controller) delete(ctx context.Context, decision Decision) error {
 // replace launches the cheaper node through the provisioning path, annotated with the nodes it
 // replaces. The old nodes stay until it is Ready: until then passes find the cluster
 // unsettled, and the first pass after, in this controller or a restarted one, deletes them.
-func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5.Provisioner) error {
+func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5.Provisioner, counted map[string]corev1.ResourceList) error {
 	if p == nil {
 		return fmt.Errorf("the replacement's provisioner %s is gone", decision.Replacement.Provisioner)
 	}
@@ -319,10 +315,18 @@ func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5
 	}
 	slices.Sort(uids)
 	node, err := Launch(ctx, c.client, c.instances, decision.Replacement, p, LaunchOptions{
+		Ledger:  c.ledger,
+		Counted: counted,
 		// A pass retried after a crash between the launch and the Node gets the same instance.
 		IdempotencyKey: "consolidation\n" + strings.Join(uids, "\n"),
 		Annotations:    map[string]string{v1alpha5.ReplacesAnnotationKey: strings.Join(names, ",")},
 	})
+	if exceeded := (*provisioning.LimitExceededError)(nil); errors.As(err, &exceeded) {
+		// Another launch took the room since the snapshot: the next pass decides again.
+		for _, old := range decision.Nodes {
+			c.recorder.Eventf(old, corev1.EventTypeNormal, string(ReasonLimits), "Not consolidated: its replacement would exceed spec.limits, %v", exceeded)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -340,6 +344,10 @@ func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5
 
 // LaunchOptions are what a launch carries beyond the planned node.
 type LaunchOptions struct {
+	// Ledger reserves the launch under the Provisioner's limits, beside Counted: the capacity
+	// of its nodes by name (Snapshot.Counted). Without a ledger nothing is reserved.
+	Ledger  *provisioning.Ledger
+	Counted map[string]corev1.ResourceList
 	// IdempotencyKey names the launch, so that one retried after a crash gets the instance the
 	// first launched (cloudprovider.LaunchRequest); empty launches anew.
 	IdempotencyKey string
@@ -353,6 +361,23 @@ type LaunchOptions struct {
 // without an owner.
 func Launch(ctx context.Context, c client.Client, instances cloudprovider.InstanceProvider, n *scheduling.NewNode, p *v1alpha5.Provisioner, options LaunchOptions) (*corev1.Node, error) {
 	candidates := provisioning.Candidates(n)
+	reservation := 0
+	if options.Ledger != nil {
+		var limits corev1.ResourceList
+		if p.Spec.Limits != nil {
+			limits = p.Spec.Limits.Resources
+		}
+		kept, id, err := options.Ledger.Reserve(p.Name, limits, options.Counted, candidates)
+		if err != nil {
+			return nil, fmt.Errorf("launching a node for provisioner %s, %w", p.Name, err)
+		}
+		candidates, reservation = kept, id
+	}
+	release := func() {
+		if options.Ledger != nil {
+			options.Ledger.Release(reservation)
+		}
+	}
 	instance, err := instances.Create(ctx, cloudprovider.LaunchRequest{
 		Candidates:      candidates,
 		ProvisionerName: p.Name,
@@ -362,6 +387,7 @@ func Launch(ctx context.Context, c client.Client, instances cloudprovider.Instan
 		IdempotencyKey:  options.IdempotencyKey,
 	})
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("launching a node for provisioner %s, %w", p.Name, err)
 	}
 	var it *cloudprovider.InstanceType
@@ -369,6 +395,13 @@ func Launch(ctx context.Context, c client.Client, instances cloudprovider.Instan
 		if candidate.InstanceType.Name == instance.InstanceType {
 			it = candidate.InstanceType
 		}
+	}
+	if options.Ledger != nil {
+		var capacity corev1.ResourceList
+		if it != nil {
+			capacity = it.Capacity
+		}
+		options.Ledger.Launched(reservation, instance.NodeName, capacity)
 	}
 	node := provisioning.NodeFor(instance, p, it)
 	if len(options.Annotations) > 0 {
@@ -378,6 +411,7 @@ func Launch(ctx context.Context, c client.Client, instances cloudprovider.Instan
 		if deleteErr := instances.Delete(ctx, instance.ProviderID); deleteErr != nil {
 			err = errors.Join(err, fmt.Errorf("terminating the instance, %w", deleteErr))
 		}
+		release()
 		return nil, fmt.Errorf("creating node %s, %w", node.Name, err)
 	}
 	return node, nil

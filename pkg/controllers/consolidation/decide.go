@@ -37,6 +37,10 @@ type Snapshot struct {
 	Budgets []policyv1.PodDisruptionBudget
 	// Pending is how many pods wait for capacity: while any do, the cluster is not settled.
 	Pending int
+	// Counted is, by Provisioner, the capacity of its nodes by name that its limits count; a
+	// launch reserves beside it (LaunchOptions). The Provisioners' status.resources already
+	// hold what counts, launches in flight included.
+	Counted map[string]map[string]corev1.ResourceList
 	Now     time.Time
 }
 
@@ -80,6 +84,7 @@ const (
 	ReasonPodsDoNotFit   Reason = "ConsolidationPodsDoNotFit"
 	ReasonNotCheaper     Reason = "ConsolidationNotCheaper"
 	ReasonSpotNotDiverse Reason = "ConsolidationSpotNotDiverse"
+	ReasonLimits         Reason = "ConsolidationLimitsExceeded"
 )
 
 // Explanation is why one node is not consolidated.
@@ -370,6 +375,11 @@ func simulate(s Snapshot, removed []*candidate, settings Settings) (Decision, *E
 	results := scheduling.Schedule(scheduling.Input{Pods: moved, Provisioners: s.Provisioners, Nodes: room, DaemonSetPods: s.DaemonSetPods})
 	if len(results.Unschedulable) > 0 {
 		u := results.Unschedulable[0]
+		// Told apart from pods that fit nowhere, as raising the limits is the answer.
+		if unlimited := withoutLimits(s.Provisioners); unlimited != nil &&
+			len(scheduling.Schedule(scheduling.Input{Pods: moved, Provisioners: unlimited, Nodes: room, DaemonSetPods: s.DaemonSetPods}).Unschedulable) == 0 {
+			return Decision{}, &Explanation{ReasonLimits, fmt.Sprintf("pod %s/%s fits only on a new node that would exceed its Provisioner's spec.limits", u.Pod.Namespace, u.Pod.Name)}
+		}
 		return Decision{}, &Explanation{ReasonPodsDoNotFit, fmt.Sprintf("pod %s/%s fits neither on the other nodes nor on a new one: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)}
 	}
 	nodesOf := func() []*corev1.Node {
@@ -411,6 +421,22 @@ func simulate(s Snapshot, removed []*candidate, settings Settings) (Decision, *E
 		return Decision{}, &Explanation{ReasonNotCheaper, fmt.Sprintf("no node that fits its pods costs %.0f%% less than $%.4f/h", settings.Threshold*100, price)}
 	}
 	return Decision{Action: Replace, Nodes: nodesOf(), Replacement: &replacement, Price: price, Saving: price - replacement.Price}, nil
+}
+
+// withoutLimits is the Provisioners with their limits lifted, or nil when none has any.
+func withoutLimits(provisioners []scheduling.Provisioner) []scheduling.Provisioner {
+	if !slices.ContainsFunc(provisioners, func(p scheduling.Provisioner) bool { return p.Provisioner.Spec.Limits != nil }) {
+		return nil
+	}
+	out := slices.Clone(provisioners)
+	for i := range out {
+		if out[i].Provisioner.Spec.Limits != nil {
+			p := out[i].Provisioner.DeepCopy()
+			p.Spec.Limits = nil
+			out[i].Provisioner = p
+		}
+	}
+	return out
 }
 
 // cheapestOffering is the price of the instance type's cheapest offering the new node may

@@ -80,6 +80,13 @@ func TestDecide(t *testing.T) {
 	oneAtATime.Provisioner.Spec.Consolidation.Budget = ptr.To(intstr.FromInt32(1))
 	allAtOnce := provisioner("all", v1alpha5.CapacityTypeOnDemand, true)
 	allAtOnce.Provisioner.Spec.Consolidation.Budget = ptr.To(intstr.FromString("100%"))
+	// limited counts the 8 cpus of one m5.2xlarge against a limit of cpu cpus.
+	limited := func(cpu string) scheduling.Provisioner {
+		p := provisioner("default", v1alpha5.CapacityTypeOnDemand, true)
+		p.Provisioner.Spec.Limits = &v1alpha5.Limits{Resources: builders.Resources("cpu", cpu)}
+		p.Provisioner.Status.Resources = builders.Resources("cpu", "8")
+		return p
+	}
 	noController := func(p *corev1.Pod) { p.OwnerReferences = nil }
 	doNotEvict := func(p *corev1.Pod) { p.Annotations = map[string]string{pods.DoNotEvictAnnotationKey: "true"} }
 	deleting := node("going", "single", "m5.xlarge", v1alpha5.CapacityTypeOnDemand)
@@ -162,6 +169,18 @@ func TestDecide(t *testing.T) {
 			name:   "an oversized node is replaced with the cheapest type that fits",
 			nodes:  []scheduling.Node{node("oversized", "default", "m5.2xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi"))},
 			action: consolidation.Replace, removed: []string{"oversized"}, replacement: "t3.medium",
+		},
+		{
+			name:         "a replacement is not launched past the Provisioner's limits",
+			provisioners: []scheduling.Provisioner{limited("9")},
+			nodes:        []scheduling.Node{node("oversized", "default", "m5.2xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi"))},
+			skipped:      map[string]consolidation.Reason{"oversized": consolidation.ReasonLimits},
+		},
+		{
+			name:         "a replacement is launched when the limits leave room for it beside the old node",
+			provisioners: []scheduling.Provisioner{limited("10")},
+			nodes:        []scheduling.Node{node("oversized", "default", "m5.2xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi"))},
+			action:       consolidation.Replace, removed: []string{"oversized"}, replacement: "t3.medium",
 		},
 		{
 			name:     "a replacement saving less than the threshold is not made",

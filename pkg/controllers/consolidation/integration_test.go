@@ -164,8 +164,6 @@ func TestConsolidation(t *testing.T) {
 		}})
 	}
 
-	// The controller dies once the replacement is launched, and the replacement becomes Ready
-	// while none runs: a new one knows only what the cluster holds.
 	launchedBefore := len(cloud.CreateCalls())
 	// waitBound waits for the app's one pod to be bound to a node the test marked Ready: no
 	// kubelet runs it there.
@@ -213,20 +211,29 @@ func TestConsolidation(t *testing.T) {
 		}
 	}
 
-	t.Run("an oversized node is replaced by a cheaper one once it is Ready, across a crash", func(t *testing.T) {
-		stop := start(t)
-		replacement := replacementOf(t, oversized)
+	stop := start(t)
+	var replacement *corev1.Node
+	t.Run("a cheaper replacement is launched for an oversized node, which stays until it is Ready", func(t *testing.T) {
+		replacement = replacementOf(t, oversized)
+		expectEvent(t, env, oversized.Name, consolidation.ReasonReplacing)
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(oversized), &corev1.Node{}); err != nil {
 			t.Fatalf("the oversized node went before its replacement was Ready: %v", err)
 		}
-		stop()
 		it := instanceType(replacement.Labels[corev1.LabelInstanceTypeStable])
 		if onDemandPrice(it) >= onDemandPrice(instanceType("m5.2xlarge")) {
 			t.Errorf("replaced m5.2xlarge with %s, no cheaper", it.Name)
 		}
-		markReady(t, replacement)
-		start(t)
-		expectEvent(t, env, oversized.Name, consolidation.ReasonReplacing)
+	})
+	if replacement == nil {
+		t.FailNow()
+	}
+	// The controller dies before the replacement is Ready, which it becomes while none runs: a
+	// new one knows only what the cluster holds, and runs for the rest of the test.
+	stop()
+	markReady(t, replacement)
+	start(t)
+
+	t.Run("across a crash, the oversized node goes once its replacement is Ready", func(t *testing.T) {
 		gone(oversized, oversizedInstance)
 		waitBound(t, "batch", replacement.Name)
 		if launches := launchesFor(cloud, launchedBefore, "replaced"); launches != 1 {
@@ -235,7 +242,6 @@ func TestConsolidation(t *testing.T) {
 	})
 
 	t.Run("a node whose pods fit elsewhere is deleted, its pods move", func(t *testing.T) {
-		start(t)
 		gone(underused, underusedInstance)
 		waitRunning("web", pinned.Name)
 		waitRunning("db", pinned.Name)
@@ -244,7 +250,6 @@ func TestConsolidation(t *testing.T) {
 	})
 
 	t.Run("a spot node is replaced by spot only when enough cheaper spot types remain", func(t *testing.T) {
-		start(t)
 		replacement := replacementOf(t, spotty)
 		if got := replacement.Labels[v1alpha5.CapacityTypeLabelKey]; got != v1alpha5.CapacityTypeSpot {
 			t.Errorf("a spot node was replaced by %s", got)
@@ -262,7 +267,6 @@ func TestConsolidation(t *testing.T) {
 	})
 
 	t.Run("a pod whose PDB allows no disruption keeps its node", func(t *testing.T) {
-		start(t)
 		expectEvent(t, env, protected.Name, string(consolidation.ReasonPDB))
 		pods := &corev1.PodList{}
 		if err := env.Client.List(ctx, pods, client.MatchingLabels{"app": "guarded"}); err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/periodic"
 	"karpenter.sh/karpenter/pkg/nodes"
 )
 
@@ -133,37 +134,23 @@ func (c *Controller) Name() string { return Name }
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// SetupWithManager reads the queue on the leader only, as a runnable of the manager: two
-// replicas reading it would act twice on each message.
+// SetupWithManager reads the queue on the leader only: two replicas reading it would act
+// twice on each message. The queue long-polls, so an idle queue costs one call per wait; after
+// a failed receive the next waits, longer each time.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	if err := mgr.Add(c); err != nil {
-		return fmt.Errorf("adding the %s loop, %w", Name, err)
-	}
-	return nil
+	return periodic.Add(mgr, &periodic.Loop{Name: Name, Clock: c.clock, Pass: c.receive, MinRetryDelay: minRetryDelay, MaxRetryDelay: maxRetryDelay})
 }
 
-// Start receives and handles messages until ctx is done. The queue long-polls, so an idle
-// queue costs one call per wait; after a failure the next receive waits, longer each time.
-func (c *Controller) Start(ctx context.Context) error {
-	logger := log.FromContext(ctx).WithValues("controller", Name)
-	ctx = log.IntoContext(ctx, logger)
-	delay := minRetryDelay
-	for ctx.Err() == nil {
-		messages, err := c.queue.Receive(ctx)
-		if err != nil {
-			logger.Error(err, "receiving interruption messages", "retryIn", delay)
-			select {
-			case <-ctx.Done():
-			case <-c.clock.After(delay):
-			}
-			delay = min(2*delay, maxRetryDelay)
-			continue
-		}
-		delay = minRetryDelay
-		if len(messages) > 0 {
-			if err := c.HandleBatch(ctx, messages); err != nil {
-				logger.Error(err, "handling interruption messages; those not handled come back once their visibility timeout runs out")
-			}
+// receive handles the messages of one receive. Messages not handled come back once their
+// visibility timeout runs out, so a failure to handle them is only logged.
+func (c *Controller) receive(ctx context.Context) error {
+	messages, err := c.queue.Receive(ctx)
+	if err != nil {
+		return fmt.Errorf("receiving interruption messages, %w", err)
+	}
+	if len(messages) > 0 {
+		if err := c.HandleBatch(ctx, messages); err != nil {
+			log.FromContext(ctx).Error(err, "handling interruption messages; those not handled come back once their visibility timeout runs out")
 		}
 	}
 	return nil

@@ -74,6 +74,9 @@ type Options struct {
 	// LaunchConcurrency bounds the launches of one batch at once; DefaultLaunchConcurrency
 	// when zero.
 	LaunchConcurrency int
+	// Ledger counts launches against the Provisioners' limits, shared with the other
+	// controllers that launch; a ledger of its own when nil.
+	Ledger *Ledger
 }
 
 // Controller is the allocator. Batches are planned one at a time by its loop; the ledger
@@ -84,7 +87,7 @@ type Controller struct {
 	recorder         record.EventRecorder
 	clock            clock.Clock
 	batcher          *batcher
-	ledger           *ledger
+	ledger           *Ledger
 	window           window
 	launchLimit      int
 
@@ -108,7 +111,7 @@ func New(opts Options) (*Controller, error) {
 		recorder:         opts.Recorder,
 		clock:            opts.Clock,
 		batcher:          newBatcher(opts.Clock, w),
-		ledger:           newLedger(),
+		ledger:           cmp.Or(opts.Ledger, NewLedger()),
 		window:           w,
 		launchLimit:      cmp.Or(opts.LaunchConcurrency, DefaultLaunchConcurrency),
 		told:             map[types.UID]string{},

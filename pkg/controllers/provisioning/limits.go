@@ -7,15 +7,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 )
 
-// ledger makes Provisioners' limits hard: a launch reserves, under one lock, the capacity of
+// Ledger makes Provisioners' limits hard: a launch reserves, under one lock, the capacity of
 // the largest instance type it may become, against what the provisioner's nodes already hold
 // and what launches still in flight reserved. The Node of a launch is counted from the
 // cluster once it is seen there, and its reservation is dropped then. So concurrent launches,
-// of one batch or of several, never sum past a limit, however stale the cache.
-type ledger struct {
+// of one batch or of several, never sum past a limit, however stale the cache. One Ledger is
+// shared by every controller that launches: provisioning, consolidation's replacements and
+// expiry's.
+type Ledger struct {
 	mu       sync.Mutex
 	next     int
 	inFlight map[int]*reservation
@@ -29,7 +32,28 @@ type reservation struct {
 	nodeName string
 }
 
-func newLedger() *ledger { return &ledger{inFlight: map[int]*reservation{}} }
+// NewLedger is a ledger with nothing reserved.
+func NewLedger() *Ledger { return &Ledger{inFlight: map[int]*reservation{}} }
+
+// Counted is the capacity, by node name, of the nodes the provisioner launched: what its
+// limits count. A node the kubelet has not reported on yet counts as its instance type.
+func Counted(nodes []corev1.Node, provisioner string, instanceTypes map[string]*cloudprovider.InstanceType) map[string]corev1.ResourceList {
+	out := map[string]corev1.ResourceList{}
+	for i := range nodes {
+		node := &nodes[i]
+		if node.Labels[v1alpha5.ProvisionerNameLabelKey] != provisioner {
+			continue
+		}
+		capacity := node.Status.Capacity
+		if len(capacity) == 0 {
+			if it, ok := instanceTypes[node.Labels[corev1.LabelInstanceTypeStable]]; ok {
+				capacity = it.Capacity
+			}
+		}
+		out[node.Name] = capacity
+	}
+	return out
+}
 
 // LimitExceededError is returned when no candidate of a launch fits under a limit.
 type LimitExceededError struct {
@@ -45,7 +69,7 @@ func (e *LimitExceededError) Error() string {
 // used is what counts against the provisioner's limits: the capacity of its nodes (by name)
 // and of its launches whose Node is not among them. Reservations whose Node is counted are
 // dropped. The caller holds mu.
-func (l *ledger) used(provisioner string, nodes map[string]corev1.ResourceList) corev1.ResourceList {
+func (l *Ledger) used(provisioner string, nodes map[string]corev1.ResourceList) corev1.ResourceList {
 	total := corev1.ResourceList{}
 	for _, capacity := range nodes {
 		addTo(total, capacity)
@@ -65,7 +89,7 @@ func (l *ledger) used(provisioner string, nodes map[string]corev1.ResourceList) 
 
 // Used is what counts against the provisioner's limits now, given its nodes' capacity by
 // name.
-func (l *ledger) Used(provisioner string, nodes map[string]corev1.ResourceList) corev1.ResourceList {
+func (l *Ledger) Used(provisioner string, nodes map[string]corev1.ResourceList) corev1.ResourceList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.used(provisioner, nodes)
@@ -74,7 +98,7 @@ func (l *ledger) Used(provisioner string, nodes map[string]corev1.ResourceList) 
 // Reserve keeps the candidates whose instance type fits under limits (nil: no limits) beside
 // what is used, and reserves the largest of them. It returns *LimitExceededError when none
 // fits.
-func (l *ledger) Reserve(provisioner string, limits corev1.ResourceList, nodes map[string]corev1.ResourceList, candidates []cloudprovider.Candidate) ([]cloudprovider.Candidate, int, error) {
+func (l *Ledger) Reserve(provisioner string, limits corev1.ResourceList, nodes map[string]corev1.ResourceList, candidates []cloudprovider.Candidate) ([]cloudprovider.Candidate, int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	used := l.used(provisioner, nodes)
@@ -102,7 +126,7 @@ func (l *ledger) Reserve(provisioner string, limits corev1.ResourceList, nodes m
 
 // Launched narrows a reservation to the instance type launched, until a Node named nodeName
 // is counted.
-func (l *ledger) Launched(id int, nodeName string, capacity corev1.ResourceList) {
+func (l *Ledger) Launched(id int, nodeName string, capacity corev1.ResourceList) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if r, ok := l.inFlight[id]; ok {
@@ -112,7 +136,7 @@ func (l *ledger) Launched(id int, nodeName string, capacity corev1.ResourceList)
 }
 
 // Release drops a reservation whose launch failed.
-func (l *ledger) Release(id int) {
+func (l *Ledger) Release(id int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.inFlight, id)

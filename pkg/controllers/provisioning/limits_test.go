@@ -53,7 +53,7 @@ func TestLedgerReserve(t *testing.T) {
 		{"other resources do not limit", corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}, nil, nil, []string{"small", "large"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := newLedger()
+			l := NewLedger()
 			for _, nodeName := range tc.launched {
 				_, id, err := l.Reserve("p", nil, nil, []cloudprovider.Candidate{small, large})
 				if err != nil {
@@ -84,7 +84,7 @@ func TestLedgerReserve(t *testing.T) {
 // TestLedgerHardUnderConcurrency reserves from many goroutines at once: however they
 // interleave, what is reserved never passes the limit.
 func TestLedgerHardUnderConcurrency(t *testing.T) {
-	l := newLedger()
+	l := NewLedger()
 	limits := cpu("20")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -115,7 +115,7 @@ func TestLedgerHardUnderConcurrency(t *testing.T) {
 }
 
 func TestLedgerRelease(t *testing.T) {
-	l := newLedger()
+	l := NewLedger()
 	_, id, err := l.Reserve("p", cpu("8"), nil, []cloudprovider.Candidate{candidate("large", "8")})
 	if err != nil {
 		t.Fatal(err)

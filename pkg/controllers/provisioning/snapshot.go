@@ -73,24 +73,9 @@ func (c *cluster) schedulingNodes() []scheduling.Node {
 }
 
 // provisionerNodes is the capacity, by node name, of the nodes the provisioner launched:
-// what its limits count. A node the kubelet has not reported on yet counts as its instance
-// type.
+// what its limits count.
 func (c *cluster) provisionerNodes(provisioner string) map[string]corev1.ResourceList {
-	out := map[string]corev1.ResourceList{}
-	for i := range c.nodes {
-		node := &c.nodes[i]
-		if node.Labels[v1alpha5.ProvisionerNameLabelKey] != provisioner {
-			continue
-		}
-		capacity := node.Status.Capacity
-		if len(capacity) == 0 {
-			if it, ok := c.instanceTypes[node.Labels[corev1.LabelInstanceTypeStable]]; ok {
-				capacity = it.Capacity
-			}
-		}
-		out[node.Name] = capacity
-	}
-	return out
+	return Counted(c.nodes, provisioner, c.instanceTypes)
 }
 
 // daemonSetPods stands one pod for each DaemonSet, as it would run on a new node: the

@@ -21,6 +21,8 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/consolidation"
+	"karpenter.sh/karpenter/pkg/controllers/periodic"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
@@ -118,6 +120,9 @@ type Options struct {
 	Clock     clock.Clock
 	// Period is how often expired nodes are looked for; DefaultPeriod when zero.
 	Period time.Duration
+	// Ledger counts launches against the Provisioners' limits, shared with the other
+	// controllers that launch; a ledger of its own when nil.
+	Ledger *provisioning.Ledger
 }
 
 // Controller replaces expired nodes.
@@ -127,6 +132,7 @@ type Controller struct {
 	recorder  record.EventRecorder
 	clock     clock.Clock
 	period    time.Duration
+	ledger    *provisioning.Ledger
 	expected  consolidation.Expectations
 }
 
@@ -138,7 +144,8 @@ func New(options Options) (*Controller, error) {
 	if options.Period <= 0 {
 		options.Period = DefaultPeriod
 	}
-	return &Controller{client: options.Client, instances: options.Instances, recorder: options.Recorder, clock: options.Clock, period: options.Period}, nil
+	return &Controller{client: options.Client, instances: options.Instances, recorder: options.Recorder, clock: options.Clock, period: options.Period,
+		ledger: cmp.Or(options.Ledger, provisioning.NewLedger())}, nil
 }
 
 // Name identifies the controller.
@@ -151,34 +158,16 @@ func (c *Controller) Name() string { return Name }
 // +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// SetupWithManager runs the loop in the manager, on the leader only.
+// SetupWithManager runs a pass every period in the manager, on the leader only; the first
+// waits a period.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	if err := mgr.Add(c); err != nil {
-		return fmt.Errorf("adding the %s loop, %w", Name, err)
-	}
-	return nil
-}
-
-// Start runs a pass every period until ctx is done.
-func (c *Controller) Start(ctx context.Context) error {
-	logger := log.FromContext(ctx).WithValues("controller", Name)
-	ctx = log.IntoContext(ctx, logger)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-c.clock.After(c.period):
-		}
-		if err := c.Pass(ctx); err != nil {
-			logger.Error(err, "replacing expired nodes")
-		}
-	}
+	return periodic.Add(mgr, &periodic.Loop{Name: Name, Clock: c.clock, Pass: c.Pass, Period: c.period, Delayed: true})
 }
 
 // Pass reads the cluster and acts on the decisions. It keeps nothing between passes: after a
 // crash, launched capacity is found Ready and the expired node deleted the same way.
 func (c *Controller) Pass(ctx context.Context) error {
-	snapshot, provisioners, err := consolidation.Read(ctx, c.client, c.instances, c.clock.Now())
+	snapshot, provisioners, err := consolidation.Read(ctx, c.client, c.instances, c.ledger, c.clock.Now())
 	if err != nil {
 		return err
 	}
@@ -188,7 +177,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 	for _, d := range Decide(*snapshot) {
 		if !d.Delete {
 			for _, n := range d.Launch {
-				node, err := consolidation.Launch(ctx, c.client, c.instances, n, provisioners[n.Provisioner], consolidation.LaunchOptions{})
+				node, err := consolidation.Launch(ctx, c.client, c.instances, n, provisioners[n.Provisioner], consolidation.LaunchOptions{Ledger: c.ledger, Counted: snapshot.Counted[n.Provisioner]})
 				if err != nil {
 					return fmt.Errorf("launching capacity for the pods of expired node %s, %w", d.Node.Name, err)
 				}

@@ -22,6 +22,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/periodic"
 	"karpenter.sh/karpenter/pkg/nodes"
 )
 
@@ -99,29 +100,10 @@ func (c *Controller) Name() string { return Name }
 // +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// SetupWithManager runs the comparison on the leader only, as a runnable of the manager.
+// SetupWithManager compares instances and nodes at once and then every period, on the leader
+// only; a failed comparison is logged and tried again the next period.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	if err := mgr.Add(c); err != nil {
-		return fmt.Errorf("adding the %s loop, %w", Name, err)
-	}
-	return nil
-}
-
-// Start compares instances and nodes every period until ctx is done; a failed comparison is
-// logged and tried again the next period.
-func (c *Controller) Start(ctx context.Context) error {
-	logger := log.FromContext(ctx).WithValues("controller", Name)
-	ctx = log.IntoContext(ctx, logger)
-	for {
-		if err := c.Collect(ctx); err != nil {
-			logger.Error(err, "collecting garbage")
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-c.clock.After(c.period):
-		}
-	}
+	return periodic.Add(mgr, &periodic.Loop{Name: Name, Clock: c.clock, Pass: c.Collect, Period: c.period})
 }
 
 // Orphans are what one comparison finds.

@@ -1,0 +1,48 @@
+package consolidation_test
+
+import (
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
+	"karpenter.sh/karpenter/pkg/controllers/consolidation"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/test/builders"
+)
+
+// TestLaunchReservesUnderLimits: a replacement's launch counts against the Provisioner's
+// limits in the ledger the other launches share, beside the nodes the snapshot counted.
+func TestLaunchReservesUnderLimits(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	p.Spec.Limits = &v1alpha5.Limits{Resources: builders.Resources("cpu", "10")}
+	planned := &scheduling.NewNode{Provisioner: p.Name, InstanceTypes: []*cloudprovider.InstanceType{instanceType("t3.medium")}}
+	counted := map[string]corev1.ResourceList{"old": builders.Resources("cpu", "8")}
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	c := clientfake.NewClientBuilder().Build()
+	ledger := provisioning.NewLedger()
+
+	node, err := consolidation.Launch(t.Context(), c, cloud, planned, p, consolidation.LaunchOptions{Ledger: ledger, Counted: counted})
+	if err != nil {
+		t.Fatalf("the first 2 cpus fit under the limit of 10 beside 8: %v", err)
+	}
+	// The cache has not shown the new node yet: its reservation still counts.
+	_, err = consolidation.Launch(t.Context(), c, cloud, planned, p, consolidation.LaunchOptions{Ledger: ledger, Counted: counted})
+	if exceeded := (*provisioning.LimitExceededError)(nil); !errors.As(err, &exceeded) {
+		t.Fatalf("a second launch past the limit returned %v, want a LimitExceededError", err)
+	}
+	if launches := len(cloud.CreateCalls()); launches != 1 {
+		t.Errorf("%d instances launched, want 1", launches)
+	}
+	// Once the node is counted, its reservation is dropped and the limit still holds.
+	counted[node.Name] = instanceType("t3.medium").Capacity
+	if used := ledger.Used(p.Name, counted); used.Cpu().Cmp(resource.MustParse("10")) != 0 {
+		t.Errorf("used %s cpu, want 10", used.Cpu())
+	}
+}
