@@ -10,11 +10,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/controllers/consolidation"
+	"karpenter.sh/karpenter/pkg/controllers/node/emptiness"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/test/awsemulator"
 	"karpenter.sh/karpenter/test/sandbox"
@@ -121,6 +125,25 @@ func playStory(ctx context.Context, stack *sandbox.Stack, begin time.Time) error
 	if err := t.waitShop(ctx, int(replicas)); err != nil {
 		return err
 	}
+
+	t.step("the shop scales down to cache 1 × 1 CPU, web and api to 0; Provisioner %q opts in to consolidation", sandbox.ProvisionerName)
+	provisioner := &v1alpha5.Provisioner{ObjectMeta: metav1.ObjectMeta{Name: sandbox.ProvisionerName}}
+	consolidate := []byte(`{"spec":{"consolidation":{"enabled":true,"budget":"50%"}}}`)
+	if err := c.Patch(ctx, provisioner, client.RawPatch(types.MergePatchType, consolidate)); err != nil {
+		return fmt.Errorf("enabling consolidation on provisioner %s, %w", sandbox.ProvisionerName, err)
+	}
+	for _, d := range shop {
+		scaled := []byte(`{"spec":{"replicas":0}}`)
+		if d.Name == "shop-cache" {
+			scaled = []byte(`{"spec":{"replicas":1}}`)
+		}
+		if err := c.Patch(ctx, d, client.RawPatch(types.MergePatchType, scaled)); err != nil {
+			return fmt.Errorf("scaling the story's deployment %s, %w", d.Name, err)
+		}
+	}
+	if err := t.waitConsolidated(ctx, 1); err != nil {
+		return err
+	}
 	t.step("story done in %s", time.Since(storyBegin).Round(time.Second))
 	return nil
 }
@@ -139,10 +162,14 @@ type timeline struct {
 	launches *launches
 }
 
+// removalReasons are the Events on a node the timeline prints: the reallocator's actions and
+// the emptiness TTL's.
+var removalReasons = []string{consolidation.ReasonDeleted, consolidation.ReasonReplacing, emptiness.ReasonEmptyDeleted}
+
 // launches is what the timeline printed of the Provisioner's chapter.
 type launches struct {
 	emulator *awsemulator.Emulator
-	printed  map[string]bool // instance id (launched) or node name (Ready)
+	printed  map[string]bool // instance id (launched), "terminated/" id, node name (Ready), "event/" uid
 	running  int             // shop pods Running; -1 before the first line
 	cost     float64         // $/h of the running instances
 	nodes    int
@@ -264,6 +291,11 @@ func (t *timeline) observeLaunches(ctx context.Context) {
 	l.cost, l.nodes = 0, 0
 	for _, instance := range l.emulator.EC2Instances() {
 		if instance.State == "shutting-down" || instance.State == "terminated" {
+			if l.printed[instance.InstanceID] && !l.printed["terminated/"+instance.InstanceID] {
+				l.printed["terminated/"+instance.InstanceID] = true
+				fmt.Printf("%s    terminated %s %-12s in %s  %-9s $%.4f/h\n", clockSince(t.begin), instance.InstanceID, instance.InstanceType,
+					instance.AvailabilityZone, instance.CapacityType, instance.PricePerHour)
+			}
 			continue
 		}
 		l.cost += instance.PricePerHour
@@ -281,6 +313,17 @@ func (t *timeline) observeLaunches(ctx context.Context) {
 				l.printed[node.Name] = true
 				fmt.Printf("%s    node %s Ready (%s)\n", clockSince(t.begin), node.Name, node.Labels[corev1.LabelInstanceTypeStable])
 			}
+		}
+	}
+	// Why nodes went: the reallocator's and the emptiness TTL's Events.
+	events := &corev1.EventList{}
+	if err := t.client.List(ctx, events); err == nil {
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind != "Node" || !slices.Contains(removalReasons, e.Reason) || l.printed["event/"+string(e.UID)] {
+				continue
+			}
+			l.printed["event/"+string(e.UID)] = true
+			fmt.Printf("%s    node %s %s: %s\n", clockSince(t.begin), e.InvolvedObject.Name, e.Reason, e.Message)
 		}
 	}
 	pods := &corev1.PodList{}
@@ -313,6 +356,25 @@ func (t *timeline) waitShop(ctx context.Context, pods int) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.step("%d shop pods Running on %d launched nodes: $%.4f/h in total", pods, t.launches.nodes, t.launches.cost)
+	return nil
+}
+
+// waitConsolidated waits until pods shop pods run on one launched node, the others removed
+// by consolidation and emptiness, then prints what is left of the cost.
+func (t *timeline) waitConsolidated(ctx context.Context, pods int) error {
+	peak := t.launches.cost
+	var last string
+	if err := waitFor(ctx, fmt.Sprintf("%d shop pods Running on one launched node", pods), &last, func() (bool, error) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		last = fmt.Sprintf("%d Running on %d nodes", t.launches.running, t.launches.nodes)
+		return t.launches.running == pods && t.launches.nodes == 1, nil
+	}); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.step("%d shop pods Running on %d launched node: $%.4f/h in total, down from $%.4f/h", pods, t.launches.nodes, t.launches.cost, peak)
 	return nil
 }
 

@@ -72,6 +72,10 @@ type Options struct {
 	// --garbage-collection-period and --garbage-collection-grace; 2 s and 10 s when zero, so
 	// that an orphaned instance goes within seconds.
 	GarbageCollectionPeriod, GarbageCollectionGrace time.Duration
+	// ConsolidationPeriod and ConsolidationMinNodeAge are the controller's
+	// --consolidation-period and --consolidation-min-node-age; 2 s and 10 s when zero, so that
+	// a Provisioner that opts in is consolidated within the story.
+	ConsolidationPeriod, ConsolidationMinNodeAge time.Duration
 	// Logf receives progress; nil discards it.
 	Logf func(format string, args ...any)
 }
@@ -110,6 +114,12 @@ func Start(ctx context.Context, options Options) (_ *Stack, err error) {
 	}
 	if options.GarbageCollectionGrace == 0 {
 		options.GarbageCollectionGrace = 10 * time.Second
+	}
+	if options.ConsolidationPeriod == 0 {
+		options.ConsolidationPeriod = 2 * time.Second
+	}
+	if options.ConsolidationMinNodeAge == 0 {
+		options.ConsolidationMinNodeAge = 10 * time.Second
 	}
 	if options.Logf == nil {
 		options.Logf = func(string, ...any) {}
@@ -213,6 +223,8 @@ func (s *Stack) StartController(ctx context.Context) error {
 		"--aws-default-instance-profile=" + InstanceProfile,
 		"--garbage-collection-period=" + s.options.GarbageCollectionPeriod.String(),
 		"--garbage-collection-grace=" + s.options.GarbageCollectionGrace.String(),
+		"--consolidation-period=" + s.options.ConsolidationPeriod.String(),
+		"--consolidation-min-node-age=" + s.options.ConsolidationMinNodeAge.String(),
 	}
 	if s.options.BatchIdleDuration != 0 {
 		args = append(args, "--batch-idle-duration="+s.options.BatchIdleDuration.String())
