@@ -31,6 +31,12 @@ import (
 	"karpenter.sh/karpenter/pkg/test/operatortest"
 )
 
+// fleet is the test's cluster and cloud, with the steps the test takes on them.
+type fleet struct {
+	env   *environment.Environment
+	cloud *fake.InstanceProvider
+}
+
 // TestConsolidation runs the reallocator with the termination and readiness controllers on a
 // real control plane: kube-scheduler and kube-controller-manager run the workloads, kwok plays
 // the kubelets and the fake cloud holds the instances.
@@ -40,6 +46,7 @@ func TestConsolidation(t *testing.T) {
 	})
 	ctx := t.Context()
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	f := &fleet{env: env, cloud: cloud}
 	// Each provisioner is a pool of its own, of one capacity type.
 	for name, capacityType := range map[string]string{
 		"general": v1alpha5.CapacityTypeOnDemand, "replaced": v1alpha5.CapacityTypeOnDemand, "guarded": v1alpha5.CapacityTypeOnDemand,
@@ -54,167 +61,47 @@ func TestConsolidation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// launch makes a Ready node of the instance type as the provisioner launched it, of the
-	// capacity type the provisioner allows.
-	launch := func(name, provisioner, typeName string) (*corev1.Node, *cloudprovider.Instance) {
-		it := instanceType(typeName)
-		capacityType := v1alpha5.CapacityTypeOnDemand
-		if provisioner == "spot" || provisioner == "narrow" {
-			capacityType = v1alpha5.CapacityTypeSpot
-		}
-		offering := it.Offerings[slices.IndexFunc(it.Offerings, func(o cloudprovider.Offering) bool { return o.CapacityType == capacityType })]
-		instance, err := cloud.Create(ctx, cloudprovider.LaunchRequest{ProvisionerName: provisioner,
-			Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: offering}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := environment.KwokNode(name, map[string]string{
-			v1alpha5.ProvisionerNameLabelKey: provisioner, "pool": provisioner, corev1.LabelInstanceTypeStable: typeName,
-			corev1.LabelTopologyZone: instance.Zone, v1alpha5.CapacityTypeLabelKey: instance.CapacityType,
-		}, it.Allocatable())
-		n.Spec.ProviderID = instance.ProviderID
-		n.Finalizers = []string{v1alpha5.TerminationFinalizer}
-		if err := env.Client.Create(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-		eventually.Holds(t, "node "+name+" is Ready", func() (bool, string, error) {
-			err := env.Client.Get(ctx, client.ObjectKeyFromObject(n), n)
-			return err == nil && nodes.IsReady(n), "", err
-		})
-		return n, instance
-	}
-	deploy := func(name, pool, cpu string, mutate func(*builders.PodOptions)) {
-		options := builders.PodOptions{Requests: builders.Resources("cpu", cpu, "memory", "1Gi"), NodeSelector: map[string]string{"pool": pool}}
-		if mutate != nil {
-			mutate(&options)
-		}
-		if err := env.Client.Create(ctx, builders.Deployment(builders.DeploymentOptions{Name: name, Replicas: 1, Pod: options})); err != nil {
-			t.Fatal(err)
-		}
-	}
-	running := func(app string) (string, bool, error) {
-		list := &corev1.PodList{}
-		if err := env.Client.List(ctx, list, client.MatchingLabels{"app": app}); err != nil {
-			return "", false, err
-		}
-		for _, p := range list.Items {
-			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-				return p.Spec.NodeName, true, nil
-			}
-		}
-		return "", false, nil
-	}
-	waitRunning := func(app, node string) {
-		eventually.Holds(t, app+" runs on "+node, func() (bool, string, error) {
-			on, ok, err := running(app)
-			return ok && (node == "" || on == node), "on " + on, err
-		})
-	}
-	gone := func(n *corev1.Node, instance *cloudprovider.Instance) {
-		eventually.Holds(t, "node "+n.Name+" is deleted and its instance terminated", func() (bool, string, error) {
-			err := env.Client.Get(ctx, client.ObjectKeyFromObject(n), &corev1.Node{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return false, "", err
-			}
-			return apierrors.IsNotFound(err) && slices.Contains(cloud.DeleteCalls(), instance.ProviderID), "", nil
-		})
-	}
 
 	// The cluster is set up before the operator starts, so that no pass sees it half built.
 	// The underused node is the only one of its pool when web is placed; db is pinned to its node.
-	underused, underusedInstance := launch("underused", "general", "m5.xlarge")
-	deploy("web", "general", "1", nil)
-	waitRunning("web", underused.Name)
-	pinned, _ := launch("pinned", "general", "m5.xlarge")
-	deploy("db", "general", "2", func(o *builders.PodOptions) { o.NodeSelector[corev1.LabelHostname] = pinned.Name })
-	waitRunning("db", pinned.Name)
-	oversized, oversizedInstance := launch("oversized", "replaced", "m5.2xlarge")
-	deploy("batch", "replaced", "1", nil)
-	waitRunning("batch", oversized.Name)
+	underused, underusedInstance := f.launch(t, "underused", "general", "m5.xlarge")
+	f.deploy(t, "web", "general", "1", nil)
+	f.waitRunning(t, "web", underused.Name)
+	pinned, _ := f.launch(t, "pinned", "general", "m5.xlarge")
+	f.deploy(t, "db", "general", "2", func(o *builders.PodOptions) { o.NodeSelector[corev1.LabelHostname] = pinned.Name })
+	f.waitRunning(t, "db", pinned.Name)
+	oversized, oversizedInstance := f.launch(t, "oversized", "replaced", "m5.2xlarge")
+	f.deploy(t, "batch", "replaced", "1", nil)
+	f.waitRunning(t, "batch", oversized.Name)
 	// A spot node is replaced by spot among the 6 cheaper spot types that fit its pod; the
 	// pod of narrow fits 3 cheaper spot types only, too few.
-	spotty, spottyInstance := launch("spotty", "spot", "m5.2xlarge")
-	deploy("spotty", "spot", "1", nil)
-	waitRunning("spotty", spotty.Name)
-	narrow, _ := launch("narrow", "narrow", "m5.xlarge")
-	deploy("narrow", "narrow", "1500m", func(o *builders.PodOptions) { o.Requests = builders.Resources("cpu", "1500m", "memory", "6Gi") })
-	waitRunning("narrow", narrow.Name)
+	spotty, spottyInstance := f.launch(t, "spotty", "spot", "m5.2xlarge")
+	f.deploy(t, "spotty", "spot", "1", nil)
+	f.waitRunning(t, "spotty", spotty.Name)
+	narrow, _ := f.launch(t, "narrow", "narrow", "m5.xlarge")
+	f.deploy(t, "narrow", "narrow", "1500m", func(o *builders.PodOptions) { o.Requests = builders.Resources("cpu", "1500m", "memory", "6Gi") })
+	f.waitRunning(t, "narrow", narrow.Name)
 	// A budget of minAvailable 1 over one pod allows no disruption: its oversized node stays.
-	protected, _ := launch("protected", "guarded", "m5.xlarge")
-	deploy("guarded", "guarded", "1", nil)
+	protected, _ := f.launch(t, "protected", "guarded", "m5.xlarge")
+	f.deploy(t, "guarded", "guarded", "1", nil)
 	if err := env.Client.Create(ctx, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: metav1.NamespaceDefault},
 		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitRunning("guarded", protected.Name)
+	f.waitRunning(t, "guarded", protected.Name)
 	guardedPods := &corev1.PodList{}
 	if err := env.Client.List(ctx, guardedPods, client.MatchingLabels{"app": "guarded"}); err != nil || len(guardedPods.Items) != 1 {
 		t.Fatalf("the guarded deployment's pods: %d, %v", len(guardedPods.Items), err)
 	}
-	start := func(t *testing.T) (stop func()) {
-		return operatortest.Start(t, env, operatortest.Options{Controllers: controllers.Options{
-			Enabled:                 []string{consolidation.Name, termination.Name, readiness.Name},
-			CloudProvider:           cloudprovider.NewRegistry(),
-			InstanceProvider:        cloud,
-			Clock:                   clock.RealClock{},
-			ConsolidationPeriod:     200 * time.Millisecond,
-			ConsolidationMinNodeAge: time.Millisecond,
-		}})
-	}
 
 	launchedBefore := len(cloud.CreateCalls())
-	// waitBound waits for the app's one pod to be bound to a node the test marked Ready: no
-	// kubelet runs it there.
-	waitBound := func(t *testing.T, app, node string) {
-		eventually.Holds(t, "the "+app+" pod is bound to "+node, func() (bool, string, error) {
-			list := &corev1.PodList{}
-			if err := env.Client.List(ctx, list, client.MatchingLabels{"app": app}); err != nil {
-				return false, "", err
-			}
-			return len(list.Items) == 1 && list.Items[0].Spec.NodeName == node, fmt.Sprintf("%d pods", len(list.Items)), nil
-		})
-	}
-	// replacementOf waits for the node launched for the provisioner beside old.
-	replacementOf := func(t *testing.T, old *corev1.Node) *corev1.Node {
-		var replacement corev1.Node
-		provisioner := old.Labels[v1alpha5.ProvisionerNameLabelKey]
-		eventually.Holds(t, "a replacement node is launched for provisioner "+provisioner, func() (bool, string, error) {
-			list := &corev1.NodeList{}
-			if err := env.Client.List(ctx, list, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: provisioner}); err != nil {
-				return false, "", err
-			}
-			for _, n := range list.Items {
-				if n.Name != old.Name {
-					replacement = n
-					return true, "", nil
-				}
-			}
-			return false, fmt.Sprintf("%d nodes", len(list.Items)), nil
-		})
-		if got := replacement.Annotations[v1alpha5.ReplacesAnnotationKey]; got != old.Name {
-			t.Errorf("the replacement is annotated %s=%q, want %q", v1alpha5.ReplacesAnnotationKey, got, old.Name)
-		}
-		return &replacement
-	}
-	// markReady plays the kubelet of a launched instance (kwok takes only nodes created for
-	// it): it reports the node's allocatable and Ready.
-	markReady := func(t *testing.T, n *corev1.Node) {
-		it := instanceType(n.Labels[corev1.LabelInstanceTypeStable])
-		stored := n.DeepCopy()
-		n.Status.Capacity, n.Status.Allocatable = it.Capacity, it.Allocatable()
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-		if err := env.Client.Status().Patch(ctx, n, client.MergeFrom(stored)); err != nil {
-			t.Fatal(err)
-		}
-	}
 
-	stop := start(t)
+	stop := f.start(t)
 	var replacement *corev1.Node
 	t.Run("a cheaper replacement is launched for an oversized node, which stays until it is Ready", func(t *testing.T) {
-		replacement = replacementOf(t, oversized)
+		replacement = f.replacementOf(t, oversized)
 		expectEvent(t, env, oversized.Name, consolidation.ReasonReplacing)
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(oversized), &corev1.Node{}); err != nil {
 			t.Fatalf("the oversized node went before its replacement was Ready: %v", err)
@@ -230,33 +117,33 @@ func TestConsolidation(t *testing.T) {
 	// The controller dies before the replacement is Ready, which it becomes while none runs: a
 	// new one knows only what the cluster holds, and runs for the rest of the test.
 	stop()
-	markReady(t, replacement)
-	start(t)
+	f.markReady(t, replacement)
+	f.start(t)
 
 	t.Run("across a crash, the oversized node goes once its replacement is Ready", func(t *testing.T) {
-		gone(oversized, oversizedInstance)
-		waitBound(t, "batch", replacement.Name)
+		f.gone(t, oversized, oversizedInstance)
+		f.waitBound(t, "batch", replacement.Name)
 		if launches := launchesFor(cloud, launchedBefore, "replaced"); launches != 1 {
 			t.Errorf("consolidation launched %d instances for provisioner replaced, want 1", launches)
 		}
 	})
 
 	t.Run("a node whose pods fit elsewhere is deleted, its pods move", func(t *testing.T) {
-		gone(underused, underusedInstance)
-		waitRunning("web", pinned.Name)
-		waitRunning("db", pinned.Name)
+		f.gone(t, underused, underusedInstance)
+		f.waitRunning(t, "web", pinned.Name)
+		f.waitRunning(t, "db", pinned.Name)
 		expectEvent(t, env, pinned.Name, string(consolidation.ReasonPodsDoNotFit))
 		expectEvent(t, env, underused.Name, consolidation.ReasonDeleted)
 	})
 
 	t.Run("a spot node is replaced by spot only when enough cheaper spot types remain", func(t *testing.T) {
-		replacement := replacementOf(t, spotty)
+		replacement := f.replacementOf(t, spotty)
 		if got := replacement.Labels[v1alpha5.CapacityTypeLabelKey]; got != v1alpha5.CapacityTypeSpot {
 			t.Errorf("a spot node was replaced by %s", got)
 		}
-		markReady(t, replacement)
-		gone(spotty, spottyInstance)
-		waitBound(t, "spotty", replacement.Name)
+		f.markReady(t, replacement)
+		f.gone(t, spotty, spottyInstance)
+		f.waitBound(t, "spotty", replacement.Name)
 		expectEvent(t, env, narrow.Name, string(consolidation.ReasonSpotNotDiverse))
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(narrow), &corev1.Node{}); err != nil {
 			t.Errorf("node narrow: %v", err)
@@ -300,6 +187,142 @@ func TestConsolidation(t *testing.T) {
 			t.Errorf("instances %v, nodes' %v", launched, withNodes)
 		}
 	})
+}
+
+// launch makes a Ready node of the instance type as the provisioner launched it, of the
+// capacity type the provisioner allows.
+func (f *fleet) launch(t *testing.T, name, provisioner, typeName string) (*corev1.Node, *cloudprovider.Instance) {
+	ctx := t.Context()
+	it := instanceType(typeName)
+	capacityType := v1alpha5.CapacityTypeOnDemand
+	if provisioner == "spot" || provisioner == "narrow" {
+		capacityType = v1alpha5.CapacityTypeSpot
+	}
+	offering := it.Offerings[slices.IndexFunc(it.Offerings, func(o cloudprovider.Offering) bool { return o.CapacityType == capacityType })]
+	instance, err := f.cloud.Create(ctx, cloudprovider.LaunchRequest{ProvisionerName: provisioner,
+		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: offering}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := environment.KwokNode(name, map[string]string{
+		v1alpha5.ProvisionerNameLabelKey: provisioner, "pool": provisioner, corev1.LabelInstanceTypeStable: typeName,
+		corev1.LabelTopologyZone: instance.Zone, v1alpha5.CapacityTypeLabelKey: instance.CapacityType,
+	}, it.Allocatable())
+	n.Spec.ProviderID = instance.ProviderID
+	n.Finalizers = []string{v1alpha5.TerminationFinalizer}
+	if err := f.env.Client.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Holds(t, "node "+name+" is Ready", func() (bool, string, error) {
+		err := f.env.Client.Get(ctx, client.ObjectKeyFromObject(n), n)
+		return err == nil && nodes.IsReady(n), "", err
+	})
+	return n, instance
+}
+
+func (f *fleet) deploy(t *testing.T, name, pool, cpu string, mutate func(*builders.PodOptions)) {
+	ctx := t.Context()
+	options := builders.PodOptions{Requests: builders.Resources("cpu", cpu, "memory", "1Gi"), NodeSelector: map[string]string{"pool": pool}}
+	if mutate != nil {
+		mutate(&options)
+	}
+	if err := f.env.Client.Create(ctx, builders.Deployment(builders.DeploymentOptions{Name: name, Replicas: 1, Pod: options})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fleet) running(t *testing.T, app string) (string, bool, error) {
+	ctx := t.Context()
+	list := &corev1.PodList{}
+	if err := f.env.Client.List(ctx, list, client.MatchingLabels{"app": app}); err != nil {
+		return "", false, err
+	}
+	for _, p := range list.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			return p.Spec.NodeName, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+func (f *fleet) waitRunning(t *testing.T, app, node string) {
+	eventually.Holds(t, app+" runs on "+node, func() (bool, string, error) {
+		on, ok, err := f.running(t, app)
+		return ok && (node == "" || on == node), "on " + on, err
+	})
+}
+
+func (f *fleet) gone(t *testing.T, n *corev1.Node, instance *cloudprovider.Instance) {
+	ctx := t.Context()
+	eventually.Holds(t, "node "+n.Name+" is deleted and its instance terminated", func() (bool, string, error) {
+		err := f.env.Client.Get(ctx, client.ObjectKeyFromObject(n), &corev1.Node{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, "", err
+		}
+		return apierrors.IsNotFound(err) && slices.Contains(f.cloud.DeleteCalls(), instance.ProviderID), "", nil
+	})
+}
+
+func (f *fleet) start(t *testing.T) (stop func()) {
+	return operatortest.Start(t, f.env, operatortest.Options{Controllers: controllers.Options{
+		Enabled:                 []string{consolidation.Name, termination.Name, readiness.Name},
+		CloudProvider:           cloudprovider.NewRegistry(),
+		InstanceProvider:        f.cloud,
+		Clock:                   clock.RealClock{},
+		ConsolidationPeriod:     200 * time.Millisecond,
+		ConsolidationMinNodeAge: time.Millisecond,
+	}})
+}
+
+// waitBound waits for the app's one pod to be bound to a node the test marked Ready: no
+// kubelet runs it there.
+func (f *fleet) waitBound(t *testing.T, app, node string) {
+	ctx := t.Context()
+	eventually.Holds(t, "the "+app+" pod is bound to "+node, func() (bool, string, error) {
+		list := &corev1.PodList{}
+		if err := f.env.Client.List(ctx, list, client.MatchingLabels{"app": app}); err != nil {
+			return false, "", err
+		}
+		return len(list.Items) == 1 && list.Items[0].Spec.NodeName == node, fmt.Sprintf("%d pods", len(list.Items)), nil
+	})
+}
+
+// replacementOf waits for the node launched for the provisioner beside old.
+func (f *fleet) replacementOf(t *testing.T, old *corev1.Node) *corev1.Node {
+	ctx := t.Context()
+	var replacement corev1.Node
+	provisioner := old.Labels[v1alpha5.ProvisionerNameLabelKey]
+	eventually.Holds(t, "a replacement node is launched for provisioner "+provisioner, func() (bool, string, error) {
+		list := &corev1.NodeList{}
+		if err := f.env.Client.List(ctx, list, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: provisioner}); err != nil {
+			return false, "", err
+		}
+		for _, n := range list.Items {
+			if n.Name != old.Name {
+				replacement = n
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("%d nodes", len(list.Items)), nil
+	})
+	if got := replacement.Annotations[v1alpha5.ReplacesAnnotationKey]; got != old.Name {
+		t.Errorf("the replacement is annotated %s=%q, want %q", v1alpha5.ReplacesAnnotationKey, got, old.Name)
+	}
+	return &replacement
+}
+
+// markReady plays the kubelet of a launched instance (kwok takes only nodes created for
+// it): it reports the node's allocatable and Ready.
+func (f *fleet) markReady(t *testing.T, n *corev1.Node) {
+	ctx := t.Context()
+	it := instanceType(n.Labels[corev1.LabelInstanceTypeStable])
+	stored := n.DeepCopy()
+	n.Status.Capacity, n.Status.Allocatable = it.Capacity, it.Allocatable()
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if err := f.env.Client.Status().Patch(ctx, n, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // launchesFor counts the launches for the provisioner since the first ones.
