@@ -42,6 +42,10 @@ type Snapshot struct {
 	// hold what counts, launches in flight included.
 	Counted map[string]map[string]corev1.ResourceList
 	Now     time.Time
+
+	// requests keeps the pods' requests through one Decide, which simulates on the same pods
+	// once per candidate.
+	requests *scheduling.RequestCache
 }
 
 // Settings bound what a pass may do.
@@ -126,6 +130,7 @@ type candidate struct {
 // is chosen. At most one action per pass: the next pass sees its effect.
 func Decide(s Snapshot, settings Settings) Decision {
 	decision := Decision{Skipped: map[string]Explanation{}}
+	s.requests = scheduling.NewRequestCache()
 	for _, n := range s.Nodes {
 		if nodes.IsLaunching(n.Node) || nodes.HasConditionTaint(n.Node) {
 			// A replacement is on its way, or Kubernetes has yet to open a node that became Ready:
@@ -372,12 +377,12 @@ func simulate(s Snapshot, removed []*candidate, settings Settings) (Decision, *E
 			room = append(room, n)
 		}
 	}
-	results := scheduling.Schedule(scheduling.Input{Pods: moved, Provisioners: s.Provisioners, Nodes: room, DaemonSetPods: s.DaemonSetPods})
+	results := scheduling.Schedule(scheduling.Input{Pods: moved, Provisioners: s.Provisioners, Nodes: room, DaemonSetPods: s.DaemonSetPods, Requests: s.requests})
 	if len(results.Unschedulable) > 0 {
 		u := results.Unschedulable[0]
 		// Told apart from pods that fit nowhere, as raising the limits is the answer.
 		if unlimited := withoutLimits(s.Provisioners); unlimited != nil &&
-			len(scheduling.Schedule(scheduling.Input{Pods: moved, Provisioners: unlimited, Nodes: room, DaemonSetPods: s.DaemonSetPods}).Unschedulable) == 0 {
+			len(scheduling.Schedule(scheduling.Input{Pods: moved, Provisioners: unlimited, Nodes: room, DaemonSetPods: s.DaemonSetPods, Requests: s.requests}).Unschedulable) == 0 {
 			return Decision{}, &Explanation{ReasonLimits, fmt.Sprintf("pod %s/%s fits only on a new node that would exceed its Provisioner's spec.limits", u.Pod.Namespace, u.Pod.Name)}
 		}
 		return Decision{}, &Explanation{ReasonPodsDoNotFit, fmt.Sprintf("pod %s/%s fits neither on the other nodes nor on a new one: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)}

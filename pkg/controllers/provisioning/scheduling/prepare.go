@@ -80,7 +80,7 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 	}
 	requests := map[*corev1.Pod]corev1.ResourceList{}
 	podRequestsOf := func(pod *corev1.Pod) corev1.ResourceList {
-		r := podRequests(pod)
+		r := in.Requests.of(pod)
 		requests[pod] = r
 		s.resources.register(r)
 		return r

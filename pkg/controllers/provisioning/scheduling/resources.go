@@ -78,6 +78,32 @@ func within(limit, v resources) bool {
 	return true
 }
 
+// RequestCache keeps what pods reserve, by pod, for a caller that schedules the same pods many
+// times: a consolidation pass simulates removing each node in turn, and computing the requests
+// of the pods on the other nodes was most of its time. The pods must not change while it is
+// used; it is not safe for concurrent use.
+type RequestCache struct {
+	byPod map[*corev1.Pod]corev1.ResourceList
+}
+
+// NewRequestCache is an empty cache.
+func NewRequestCache() *RequestCache {
+	return &RequestCache{byPod: map[*corev1.Pod]corev1.ResourceList{}}
+}
+
+// of is podRequests, computed once per pod. The list is shared: callers only read it.
+func (c *RequestCache) of(pod *corev1.Pod) corev1.ResourceList {
+	if c == nil {
+		return podRequests(pod)
+	}
+	r, ok := c.byPod[pod]
+	if !ok {
+		r = podRequests(pod)
+		c.byPod[pod] = r
+	}
+	return r
+}
+
 // podRequests is what a pod reserves on its node, computed as kube-scheduler does (init and
 // sidecar containers, pod-level resources, overhead), plus the one pod it takes.
 func podRequests(pod *corev1.Pod) corev1.ResourceList {

@@ -39,6 +39,9 @@ type Input struct {
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
+	// Requests, when set, keeps the pods' requests between calls with the same pods; nil
+	// computes them each time.
+	Requests *RequestCache
 }
 
 // NewNode is a node the pass decided to launch.
