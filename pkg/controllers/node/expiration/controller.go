@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -112,6 +113,17 @@ func replace(s consolidation.Snapshot, expired *scheduling.Node) Decision {
 	return Decision{Node: expired.Node, Delete: true, Stranded: results.Unschedulable}
 }
 
+// launchKey names the launch of a node for some of an expired node's pods, so that a pass
+// retried after a crash between the launch and its Node gets the instance the first launched.
+func launchKey(expired *corev1.Node, moved []*corev1.Pod) string {
+	uids := make([]string, 0, len(moved))
+	for _, pod := range moved {
+		uids = append(uids, string(pod.UID))
+	}
+	slices.Sort(uids)
+	return "expiration\n" + string(expired.UID) + "\n" + strings.Join(uids, "\n")
+}
+
 // Options configure the controller.
 type Options struct {
 	Client    client.Client
@@ -177,7 +189,9 @@ func (c *Controller) Pass(ctx context.Context) error {
 	for _, d := range Decide(*snapshot) {
 		if !d.Delete {
 			for _, n := range d.Launch {
-				node, err := consolidation.Launch(ctx, c.client, c.instances, n, provisioners[n.Provisioner], consolidation.LaunchOptions{Ledger: c.ledger, Counted: snapshot.Counted[n.Provisioner]})
+				node, err := consolidation.Launch(ctx, c.client, c.instances, n, provisioners[n.Provisioner], consolidation.LaunchOptions{
+					Ledger: c.ledger, Counted: snapshot.Counted[n.Provisioner], IdempotencyKey: launchKey(d.Node, n.Pods),
+				})
 				if err != nil {
 					return fmt.Errorf("launching capacity for the pods of expired node %s, %w", d.Node.Name, err)
 				}
