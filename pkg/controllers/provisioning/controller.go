@@ -301,7 +301,7 @@ func (c *Controller) snapshot(ctx context.Context) (*cluster, map[string]*provis
 	if err := c.client.List(ctx, &daemonSets); err != nil {
 		return nil, nil, fmt.Errorf("listing daemonsets, %w", err)
 	}
-	snapshot := &cluster{pods: podList.Items, nodes: nodeList.Items, daemonSets: daemonSets.Items, instanceTypes: map[string]*cloudprovider.InstanceType{}}
+	snapshot := &cluster{now: c.clock.Now(), pods: podList.Items, nodes: nodeList.Items, daemonSets: daemonSets.Items, instanceTypes: map[string]*cloudprovider.InstanceType{}}
 	plans := map[string]*provisionerPlan{}
 	for i := range provisioners.Items {
 		stored := &provisioners.Items[i]

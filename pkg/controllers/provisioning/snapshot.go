@@ -3,6 +3,7 @@ package provisioning
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,9 +16,10 @@ import (
 	"karpenter.sh/karpenter/pkg/pods"
 )
 
-// cluster is what one pass reads: every pod, node and DaemonSet, and the instance types
-// each Provisioner may launch, by instance type name.
+// cluster is what one pass reads, at now: every pod, node and DaemonSet, and the instance
+// types each Provisioner may launch, by instance type name.
 type cluster struct {
+	now           time.Time
 	pods          []corev1.Pod
 	nodes         []corev1.Node
 	daemonSets    []appsv1.DaemonSet
@@ -42,8 +44,9 @@ func (c *cluster) pending() []*corev1.Pod {
 // Karpenter launched that is not Ready yet is room already promised: its not-ready taints
 // (Karpenter's, and those Kubernetes puts on every node until its kubelet reports Ready)
 // only wait for the kubelet, so they are not taints pods must tolerate, and until the
-// kubelet reports its allocatable the instance type's stands for it. Nodes being deleted
-// take nothing.
+// kubelet reports its allocatable the instance type's stands for it. Another node that has
+// joined but is not Ready yet is room too while it is joining (see joining). Nodes being
+// deleted take nothing.
 func (c *cluster) schedulingNodes() []scheduling.Node {
 	bound := map[string][]*corev1.Pod{}
 	for i := range c.pods {
@@ -66,10 +69,39 @@ func (c *cluster) schedulingNodes() []scheduling.Node {
 					node.Status.Allocatable = it.Allocatable()
 				}
 			}
+		} else if joining(node, c.now) {
+			node = node.DeepCopy()
+			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
 		}
 		out = append(out, scheduling.Node{Node: node, Pods: bound[node.Name]})
 	}
 	return out
+}
+
+// joiningGrace is how long after it joined a node Karpenter did not launch counts as room
+// while Kubernetes still taints it not-ready: a node group's kubelet turns Ready within a
+// minute or two of registering (its network plugin starting), and one that takes longer is
+// probably broken, so the pods planned onto it are planned again, onto new nodes.
+const joiningGrace = 5 * time.Minute
+
+// joining is true for a node that registered less than joiningGrace ago and carries
+// Kubernetes' standard not-ready taint, which only waits for its kubelet to report Ready. A
+// node tainted unreachable has a kubelet that stopped (or never started) reporting: it is not
+// coming, whatever its age.
+func joining(node *corev1.Node, now time.Time) bool {
+	if now.Sub(node.CreationTimestamp.Time) >= joiningGrace {
+		return false
+	}
+	notReady := false
+	for _, t := range node.Spec.Taints {
+		switch t.Key {
+		case corev1.TaintNodeUnreachable:
+			return false
+		case corev1.TaintNodeNotReady:
+			notReady = true
+		}
+	}
+	return notReady
 }
 
 // provisionerNodes is the capacity, by node name, of the nodes the provisioner launched:
