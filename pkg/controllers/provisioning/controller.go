@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -122,6 +123,8 @@ func (c *Controller) Name() string { return Name }
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // SetupWithManager feeds provisionable pods to the batcher, has Provisioners' changes run a
@@ -260,7 +263,7 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 		input.Pods = pending
 		input.Nodes = snapshot.schedulingNodes()
 		input.DaemonSetPods = snapshot.daemonSetPods()
-		results = scheduling.Schedule(input)
+		results = scheduling.Schedule(snapshot.withVolumes(input))
 		schedulingDuration.Observe(c.clock.Since(start).Seconds())
 		retry = c.launchAll(ctx, results.NewNodes, plans) || retry
 		c.tell(snapshot, pending, results)
@@ -301,7 +304,20 @@ func (c *Controller) snapshot(ctx context.Context) (*cluster, map[string]*provis
 	if err := c.client.List(ctx, &daemonSets); err != nil {
 		return nil, nil, fmt.Errorf("listing daemonsets, %w", err)
 	}
-	snapshot := &cluster{now: c.clock.Now(), pods: podList.Items, nodes: nodeList.Items, daemonSets: daemonSets.Items, instanceTypes: map[string]*cloudprovider.InstanceType{}}
+	var claims corev1.PersistentVolumeClaimList
+	if err := c.client.List(ctx, &claims); err != nil {
+		return nil, nil, fmt.Errorf("listing persistent volume claims, %w", err)
+	}
+	var volumes corev1.PersistentVolumeList
+	if err := c.client.List(ctx, &volumes); err != nil {
+		return nil, nil, fmt.Errorf("listing persistent volumes, %w", err)
+	}
+	var classes storagev1.StorageClassList
+	if err := c.client.List(ctx, &classes); err != nil {
+		return nil, nil, fmt.Errorf("listing storage classes, %w", err)
+	}
+	snapshot := &cluster{now: c.clock.Now(), pods: podList.Items, nodes: nodeList.Items, daemonSets: daemonSets.Items,
+		claims: claims.Items, volumes: volumes.Items, classes: classes.Items, instanceTypes: map[string]*cloudprovider.InstanceType{}}
 	plans := map[string]*provisionerPlan{}
 	for i := range provisioners.Items {
 		stored := &provisioners.Items[i]

@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
@@ -16,13 +17,17 @@ import (
 	"karpenter.sh/karpenter/pkg/pods"
 )
 
-// cluster is what one pass reads, at now: every pod, node and DaemonSet, and the instance
-// types each Provisioner may launch, by instance type name.
+// cluster is what one pass reads, at now: every pod, node and DaemonSet, the claims, volumes
+// and storage classes that keep pods to zones, and the instance types each Provisioner may
+// launch, by instance type name.
 type cluster struct {
 	now           time.Time
 	pods          []corev1.Pod
 	nodes         []corev1.Node
 	daemonSets    []appsv1.DaemonSet
+	claims        []corev1.PersistentVolumeClaim
+	volumes       []corev1.PersistentVolume
+	classes       []storagev1.StorageClass
 	instanceTypes map[string]*cloudprovider.InstanceType
 }
 
@@ -131,6 +136,23 @@ func (c *cluster) daemonSetPods() []*corev1.Pod {
 	var out []*corev1.Pod
 	for i := range c.daemonSets {
 		out = append(out, pods.ForDaemonSet(&c.daemonSets[i]))
+	}
+	return out
+}
+
+// withVolumes gives the scheduler what it needs to keep pods with persistent volumes to their
+// volumes' zones: without them, it refuses such pods as kube-scheduler would a missing claim.
+func (c *cluster) withVolumes(input scheduling.Input) scheduling.Input {
+	input.PersistentVolumeClaims = pointers(c.claims)
+	input.PersistentVolumes = pointers(c.volumes)
+	input.StorageClasses = pointers(c.classes)
+	return input
+}
+
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
 	}
 	return out
 }
