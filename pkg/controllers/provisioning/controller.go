@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"knative.dev/pkg/apis"
@@ -92,6 +93,8 @@ type Controller struct {
 	// told is what each pending pod was last told (its planned node or why none), so an
 	// Event is emitted once per cause, not once per batch. Only the loop touches it.
 	told map[types.UID]string
+	// released are the nodes the last batch opened to pods. Only the loop touches it.
+	released sets.Set[string]
 }
 
 // New builds the controller; SetupWithManager starts it.
@@ -113,6 +116,7 @@ func New(opts Options) (*Controller, error) {
 		window:           w,
 		launchLimit:      cmp.Or(opts.LaunchConcurrency, DefaultLaunchConcurrency),
 		told:             map[types.UID]string{},
+		released:         sets.New[string](),
 	}, nil
 }
 
@@ -243,6 +247,10 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	if err != nil {
 		return true, err
 	}
+	if err := c.releaseLeftovers(ctx, snapshot); err != nil {
+		log.FromContext(ctx).WithName(Name).Error(err, "opening nodes a batch left held")
+		retry = true
+	}
 	pending := snapshot.pending()
 	var input scheduling.Input
 	for _, name := range sortedNames(plans) {
@@ -360,12 +368,14 @@ func Constraints(p *v1alpha5.Provisioner) cloudprovider.Constraints {
 	return cloudprovider.Constraints{Requirements: requirements, Provider: p.Spec.Provider}
 }
 
-// launchAll launches the plan's new nodes, at most launchLimit at once. It reports whether
-// any launch failed for a reason that may pass.
+// launchAll launches the plan's new nodes, at most launchLimit at once, then opens them to
+// kube-scheduler together (see launchingTaint). It reports whether any launch or release
+// failed for a reason that may pass.
 func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNode, plans map[string]*provisionerPlan) (retry bool) {
 	var mu sync.Mutex
 	var group errgroup.Group
 	group.SetLimit(c.launchLimit)
+	var launched []*corev1.Node
 	for _, n := range newNodes {
 		group.Go(func() error {
 			p := plans[n.Provisioner]
@@ -378,6 +388,7 @@ func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNo
 				return nil
 			}
 			p.launched = true
+			launched = append(launched, node)
 			for _, pod := range n.Pods {
 				c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonPlanned, "Node %s (%s, %s) was launched for this pod by provisioner %s", node.Name,
 					node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone], n.Provisioner)
@@ -387,7 +398,23 @@ func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNo
 		})
 	}
 	_ = group.Wait()
+	c.released = sets.New[string]()
+	if err := c.release(ctx, launched); err != nil {
+		log.FromContext(ctx).WithName(Name).Error(err, "opening the batch's nodes to pods")
+		return true
+	}
+	for _, node := range launched {
+		c.released.Insert(node.Name)
+	}
 	return retry
+}
+
+// releaseLeftovers opens the nodes a batch left held: one of a controller that stopped
+// mid-batch, or whose release failed. Those the last batch released are skipped, as the
+// cache may not show it yet.
+func (c *Controller) releaseLeftovers(ctx context.Context, snapshot *cluster) error {
+	held := slices.DeleteFunc(snapshot.heldNodes(), func(n *corev1.Node) bool { return c.released.Has(n.Name) })
+	return c.release(ctx, held)
 }
 
 // launch makes one planned node real: it reserves room under the limits, asks the cloud for
@@ -434,6 +461,7 @@ func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alp
 		c.ledger.Launched(reservation, instance.NodeName, nil)
 	}
 	node := NodeFor(instance, p, it)
+	node.Spec.Taints = append(node.Spec.Taints, launchingTaint)
 	if err := c.client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		launchErrors.WithLabelValues(ReasonNodeCreateFailed).Inc()
 		// The instance is terminated at once rather than left to garbage collection's grace.

@@ -157,8 +157,9 @@ func pointers[T any](items []T) []*T {
 	return out
 }
 
-// launchingTaints are on a node Karpenter launched until its kubelet reports Ready.
-var launchingTaints = sets.New(v1alpha5.NotReadyTaintKey, corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable)
+// launchingTaints are on a node Karpenter launched until its kubelet reports Ready and its
+// batch has launched.
+var launchingTaints = sets.New(v1alpha5.NotReadyTaintKey, v1alpha5.LaunchingTaintKey, corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable)
 
 // launchingNodes are the nodes still launching, with the provisioner that launched each.
 func (c *cluster) launchingNodes() map[string]string {
