@@ -20,6 +20,7 @@ import (
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/test/awsemulator"
 	"karpenter.sh/karpenter/test/sandbox"
+	"karpenter.sh/karpenter/test/scale/provisioning/workload"
 )
 
 // Each provisioning test has a Provisioner of its own, named after it, and its pods select it
@@ -204,6 +205,43 @@ func TestPodSelectingALabelNoProvisionerSetsIsNeverProvisionedFor(t *testing.T) 
 	if planned || current.Spec.NodeName != "" {
 		t.Errorf("a node was planned (%t) or bound (%q) for a pod no Provisioner can take", planned, current.Spec.NodeName)
 	}
+}
+
+// TestDiverseWorkloadIsLaunchedInOneBatch: pods of every constraint kind, created at once,
+// all run on the nodes of one batch: kube-scheduler, binding them once the batch's nodes are
+// open, places them where the plan counted room, and no second launch follows.
+func TestDiverseWorkloadIsLaunchedInOneBatch(t *testing.T) {
+	t.Parallel()
+	const name = "diverse"
+	w := workload.NewDiverse(name, sandbox.Namespace, 100)
+	for _, p := range w.Provisioners {
+		if err := stack.Env.Client.Create(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range w.Storage {
+		if err := stack.Env.Client.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createPods(t, w.Pods...)
+	launched := func() int { return len(liveInstances(name)) + len(liveInstances(name+"-tainted")) }
+	// The batch's nodes are opened together once the last exists: what runs when the first
+	// pod is bound is the whole batch.
+	var planned int
+	eventually.Holds(t, "a pod of the workload bound", func() (bool, string, error) {
+		planned = launched()
+		pods := &corev1.PodList{}
+		if err := stack.Env.Client.List(context.Background(), pods, client.InNamespace(sandbox.Namespace), client.MatchingLabels{"workload": name}); err != nil {
+			return false, "", err
+		}
+		return slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return p.Spec.NodeName != "" }), fmt.Sprintf("%d instances", planned), nil
+	}, eventually.Interval(100*time.Millisecond), eventually.Timeout(waitTimeout))
+	waitRunning(t, w.Pods...)
+	if extra := launched() - planned; extra != 0 {
+		t.Errorf("%d instances launched after the first pod was bound, on top of the batch's %d: the plan and kube-scheduler disagreed", extra, planned)
+	}
+	t.Logf("%d pods run on the %d nodes of one batch", len(w.Pods), planned)
 }
 
 // TestControllerKilledMidBatchLaunchesExactlyTheNeededInstances runs before the parallel tests:

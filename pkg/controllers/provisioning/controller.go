@@ -368,10 +368,12 @@ func Constraints(p *v1alpha5.Provisioner) cloudprovider.Constraints {
 	return cloudprovider.Constraints{Requirements: requirements, Provider: p.Spec.Provider}
 }
 
-// launchAll launches the plan's new nodes, at most launchLimit at once, then opens them to
-// kube-scheduler together (see launchingTaint). It reports whether any launch or release
-// failed for a reason that may pass.
+// launchAll launches the plan's new nodes, at most launchLimit at once. When the placement of
+// their pods depends on which nodes exist, the nodes are opened to kube-scheduler together
+// once all exist (see launchingTaint). It reports whether any launch or release failed for a
+// reason that may pass.
 func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNode, plans map[string]*provisionerPlan) (retry bool) {
+	hold := countsDomains(newNodes)
 	var mu sync.Mutex
 	var group errgroup.Group
 	group.SetLimit(c.launchLimit)
@@ -379,7 +381,7 @@ func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNo
 	for _, n := range newNodes {
 		group.Go(func() error {
 			p := plans[n.Provisioner]
-			node, err := c.launch(ctx, n, p.updated, p.nodes)
+			node, err := c.launch(ctx, n, p.updated, p.nodes, hold)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -399,6 +401,9 @@ func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNo
 	}
 	_ = group.Wait()
 	c.released = sets.New[string]()
+	if !hold {
+		return retry
+	}
 	if err := c.release(ctx, launched); err != nil {
 		log.FromContext(ctx).WithName(Name).Error(err, "opening the batch's nodes to pods")
 		return true
@@ -418,9 +423,9 @@ func (c *Controller) releaseLeftovers(ctx context.Context, snapshot *cluster) er
 }
 
 // launch makes one planned node real: it reserves room under the limits, asks the cloud for
-// the cheapest candidate with capacity and creates the Node. When the Node cannot be
-// created, the instance is terminated rather than left without an owner.
-func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList) (*corev1.Node, error) {
+// the cheapest candidate with capacity and creates the Node, held when its batch is. When
+// the Node cannot be created, the instance is terminated rather than left without an owner.
+func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList, hold bool) (*corev1.Node, error) {
 	var limits corev1.ResourceList
 	if p.Spec.Limits != nil {
 		limits = p.Spec.Limits.Resources
@@ -461,7 +466,9 @@ func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alp
 		c.ledger.Launched(reservation, instance.NodeName, nil)
 	}
 	node := NodeFor(instance, p, it)
-	node.Spec.Taints = append(node.Spec.Taints, launchingTaint)
+	if hold {
+		node.Spec.Taints = append(node.Spec.Taints, launchingTaint)
+	}
 	if err := c.client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		launchErrors.WithLabelValues(ReasonNodeCreateFailed).Inc()
 		// The instance is terminated at once rather than left to garbage collection's grace.

@@ -14,14 +14,32 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 )
 
 // A batch's nodes are created with the launching taint and released together once the last
-// of them exists. kube-scheduler counts every node a pod's topology spread or affinity may
+// of them exists, when its pods' placement depends on which nodes exist (countsDomains).
+// kube-scheduler counts every node a pod's topology spread or affinity may
 // use as a domain, tainted or not, so a pod bound to the first Ready node of a batch is then
 // placed knowing every zone and host the plan spread it over; without the hold, the first
 // nodes take the whole spread group and the pods planned elsewhere wait for a second launch.
 var launchingTaint = corev1.Taint{Key: v1alpha5.LaunchingTaintKey, Effect: corev1.TaintEffectNoSchedule}
+
+// countsDomains is true when a pod of the new nodes has a topology spread or pod (anti-)
+// affinity: where kube-scheduler puts it depends on which nodes exist when it binds it, so the
+// batch is held until all do. Pods without either fit any node the plan gave room for, and
+// each node is opened as soon as it is Ready.
+func countsDomains(newNodes []*scheduling.NewNode) bool {
+	for _, n := range newNodes {
+		for _, pod := range n.Pods {
+			affinity := pod.Spec.Affinity
+			if len(pod.Spec.TopologySpreadConstraints) > 0 || (affinity != nil && (affinity.PodAffinity != nil || affinity.PodAntiAffinity != nil)) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 func isLaunchingTaint(t corev1.Taint) bool { return t.Key == v1alpha5.LaunchingTaintKey }
 

@@ -67,7 +67,8 @@ func TestBatchNodesOpenTogether(t *testing.T) {
 	var plan []*scheduling.NewNode
 	for _, name := range []string{"a", "b", "c"} {
 		// Each node is launched for pods of its own: the same pods would be the same launch.
-		pod := builders.Pod(builders.PodOptions{Name: name})
+		pod := builders.Pod(builders.PodOptions{Name: name, Labels: map[string]string{"app": "spread"},
+			TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, map[string]string{"app": "spread"})}})
 		pod.UID = types.UID(name)
 		plan = append(plan, &scheduling.NewNode{Provisioner: n.Provisioner, InstanceTypes: n.InstanceTypes, Pods: []*corev1.Pod{pod}})
 	}
@@ -90,6 +91,27 @@ func TestBatchNodesOpenTogether(t *testing.T) {
 	}
 	if c.released.Len() != 3 {
 		t.Errorf("released %v, want the batch's 3 nodes", c.released)
+	}
+}
+
+func TestCountsDomains(t *testing.T) {
+	labels := map[string]string{"app": "x"}
+	for _, tc := range []struct {
+		name string
+		pod  builders.PodOptions
+		want bool
+	}{
+		{name: "plain pods fit any node planned for them", pod: builders.PodOptions{NodeSelector: map[string]string{"zone": "a"}}, want: false},
+		{name: "topology spread", pod: builders.PodOptions{TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelHostname, corev1.ScheduleAnyway, labels)}}, want: true},
+		{name: "pod affinity", pod: builders.PodOptions{PodAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelTopologyZone, labels)}}, want: true},
+		{name: "pod anti-affinity", pod: builders.PodOptions{PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, labels)}}, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := []*scheduling.NewNode{{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{})}}, {Pods: []*corev1.Pod{builders.Pod(tc.pod)}}}
+			if got := countsDomains(plan); got != tc.want {
+				t.Errorf("countsDomains = %t, want %t", got, tc.want)
+			}
+		})
 	}
 }
 
