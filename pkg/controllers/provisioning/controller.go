@@ -22,7 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"knative.dev/pkg/apis"
@@ -93,8 +93,6 @@ type Controller struct {
 	// told is what each pending pod was last told (its planned node or why none), so an
 	// Event is emitted once per cause, not once per batch. Only the loop touches it.
 	told map[types.UID]string
-	// released are the nodes the last batch opened to pods. Only the loop touches it.
-	released sets.Set[string]
 }
 
 // New builds the controller; SetupWithManager starts it.
@@ -116,7 +114,6 @@ func New(opts Options) (*Controller, error) {
 		window:           w,
 		launchLimit:      cmp.Or(opts.LaunchConcurrency, DefaultLaunchConcurrency),
 		told:             map[types.UID]string{},
-		released:         sets.New[string](),
 	}, nil
 }
 
@@ -400,26 +397,48 @@ func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNo
 		})
 	}
 	_ = group.Wait()
-	c.released = sets.New[string]()
-	if !hold {
-		return retry
+	opened := true
+	if hold {
+		if err := c.release(ctx, launched); err != nil {
+			log.FromContext(ctx).WithName(Name).Error(err, "opening the batch's nodes to pods")
+			retry, opened = true, false
+		}
 	}
-	if err := c.release(ctx, launched); err != nil {
-		log.FromContext(ctx).WithName(Name).Error(err, "opening the batch's nodes to pods")
-		return true
-	}
-	for _, node := range launched {
-		c.released.Insert(node.Name)
+	if err := c.awaitCached(ctx, launched, opened); err != nil {
+		log.FromContext(ctx).WithName(Name).Error(err, "waiting for the batch's nodes in the cache")
+		retry = true
 	}
 	return retry
 }
 
+// cacheSyncTimeout bounds how long a pass waits for the cache to show the Nodes it created.
+const cacheSyncTimeout = 10 * time.Second
+
+// awaitCached returns once the cache the next pass reads shows every node created, and
+// opened if it was: a pass that closes right after this one (its pods arrived meanwhile)
+// would otherwise miss the newest nodes and plan their pods onto a second node each, or take
+// an opened node for one a stopped controller left held.
+func (c *Controller) awaitCached(ctx context.Context, created []*corev1.Node, opened bool) error {
+	for _, node := range created {
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, cacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
+			cached := &corev1.Node{}
+			if err := c.client.Get(ctx, client.ObjectKeyFromObject(node), cached); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			return !opened || !slices.ContainsFunc(cached.Spec.Taints, isLaunchingTaint), nil
+		})
+		if err != nil {
+			return fmt.Errorf("node %s not in the cache as it is, %w", node.Name, err)
+		}
+	}
+	return nil
+}
+
 // releaseLeftovers opens the nodes a batch left held: one of a controller that stopped
-// mid-batch, or whose release failed. Those the last batch released are skipped, as the
-// cache may not show it yet.
+// mid-batch, or whose release failed. A pass starts once the cache shows the previous one's
+// nodes opened, so what still looks held is.
 func (c *Controller) releaseLeftovers(ctx context.Context, snapshot *cluster) error {
-	held := slices.DeleteFunc(snapshot.heldNodes(), func(n *corev1.Node) bool { return c.released.Has(n.Name) })
-	return c.release(ctx, held)
+	return c.release(ctx, snapshot.heldNodes())
 }
 
 // launch makes one planned node real: it reserves room under the limits, asks the cloud for

@@ -96,7 +96,7 @@ func (c *Controller) release(ctx context.Context, held []*corev1.Node) error {
 
 // heldNodes are the snapshot's nodes still carrying the launching taint. A pass starts after
 // the previous one released its batch, so these were left by a controller that stopped
-// mid-batch or a release that failed, unless the cache has not seen the release yet.
+// mid-batch or a release that failed.
 func (c *cluster) heldNodes() []*corev1.Node {
 	var out []*corev1.Node
 	for i := range c.nodes {
