@@ -106,6 +106,9 @@ func run(workloadName, podCounts, idleDurations string) error {
 				}
 				fmt.Printf("| %s | %d | %d | %d | %d | %d | %s / %s |\n", idleDuration, d.pods, d.planned+d.extra, d.planned, d.extra, d.pending,
 					percentile(d.toRunning, 50), percentile(d.toRunning, 99))
+				if len(d.extraFor) > 0 {
+					fmt.Printf("\npods on extra launches, by group: %v\n\n", d.extraFor)
+				}
 				continue
 			}
 			r, err := measure(stackDir, binaries, idleDuration, pods)
@@ -278,6 +281,8 @@ func percentile(values []time.Duration, p int) string {
 type diverseResult struct {
 	pods, planned, extra, pending int
 	toRunning                     []time.Duration
+	// extraFor counts, by the workload's app label, the pods that run on extra launches.
+	extraFor map[string]int
 }
 
 // settle is how long a diverse run waits for its last pods once every launch it could see
@@ -355,19 +360,42 @@ func measureDiverse(dir, binaries string, idle time.Duration, count int) (divers
 		}
 		break
 	}
-	return seen.diverseResult(launchTimes(stack, name)), nil
+	r := seen.diverseResult(launchTimes(stack, name))
+	// Which pods the extra launches were for: those running on a node launched after the
+	// first bind, by the workload's group.
+	nodeList := &corev1.NodeList{}
+	if err := stack.Env.Client.List(ctx, nodeList); err != nil {
+		return r, err
+	}
+	launched := launchTimes(stack, name)
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	late := map[string]bool{}
+	for _, node := range nodeList.Items {
+		instance := node.Spec.ProviderID[strings.LastIndex(node.Spec.ProviderID, "/")+1:]
+		if at, ok := launched[instance]; ok && !seen.firstBound.IsZero() && !at.Before(seen.firstBound) {
+			late[node.Name] = true
+		}
+	}
+	r.extraFor = map[string]int{}
+	for _, pod := range w.Pods {
+		if late[seen.node[pod.Name]] {
+			r.extraFor[pod.Labels["app"]]++
+		}
+	}
+	return r, nil
 }
 
-// launchTimes are when the CreateFleet calls that launched an instance for the workload's
-// Provisioners were received, one per instance.
-func launchTimes(stack *sandbox.Stack, name string) []time.Time {
-	var out []time.Time
+// launchTimes are when the CreateFleet call that launched each instance for the workload's
+// Provisioners was received, by instance id.
+func launchTimes(stack *sandbox.Stack, name string) map[string]time.Time {
+	out := map[string]time.Time{}
 	for _, request := range stack.Emulator.FleetRequests() {
 		if p := request.TagSpecifications["instance"][v1alpha5.ProvisionerNameLabelKey]; p != name && p != name+"-tainted" {
 			continue
 		}
-		for range request.InstanceIDs {
-			out = append(out, request.Received)
+		for _, id := range request.InstanceIDs {
+			out[id] = request.Received
 		}
 	}
 	return out
@@ -381,7 +409,7 @@ func (o *observations) runningCount() int {
 
 // diverseResult splits the launches at the first bind: a batch's nodes are opened to pods
 // only once all of them exist, so a launch after it is one the plan did not foresee.
-func (o *observations) diverseResult(launches []time.Time) diverseResult {
+func (o *observations) diverseResult(launches map[string]time.Time) diverseResult {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	r := diverseResult{pods: o.count, pending: o.count - len(o.running)}
