@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,7 +20,6 @@ import (
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/test/awsemulator"
 	"karpenter.sh/karpenter/test/sandbox"
-	"karpenter.sh/karpenter/test/scale/provisioning/workload"
 )
 
 // Each provisioning test has a Provisioner of its own, named after it, and its pods select it
@@ -205,53 +203,6 @@ func TestPodSelectingALabelNoProvisionerSetsIsNeverProvisionedFor(t *testing.T) 
 	}
 	if planned || current.Spec.NodeName != "" {
 		t.Errorf("a node was planned (%t) or bound (%q) for a pod no Provisioner can take", planned, current.Spec.NodeName)
-	}
-}
-
-// TestDiverseWorkloadRunsOnItsBatch: pods of every constraint kind, created at once, all run,
-// nearly all on the nodes of one batch. The batch's nodes are opened together once the last
-// exists, so kube-scheduler sees every zone and host the plan counted on; without that, most
-// launches came after the first pod was bound. Some still may: kube-scheduler spreads the pods
-// of a group confined to some nodes (node affinity, a taint) over their room where the plan
-// packed them, and the largest may then fit nowhere (docs/benchmarks.md, "Plan = reality").
-func TestDiverseWorkloadRunsOnItsBatch(t *testing.T) {
-	t.Parallel()
-	const name = "diverse"
-	w := workload.NewDiverse(name, sandbox.Namespace, 100)
-	for _, p := range w.Provisioners {
-		if err := stack.Env.Client.Create(context.Background(), p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, o := range w.Storage {
-		if err := stack.Env.Client.Create(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// At once, as a burst from a controller: one batch.
-	var creating errgroup.Group
-	creating.SetLimit(32)
-	for _, pod := range w.Pods {
-		creating.Go(func() error { return stack.Env.Client.Create(context.Background(), pod) })
-	}
-	if err := creating.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	launched := func() int { return len(liveInstances(name)) + len(liveInstances(name+"-tainted")) }
-	var planned int
-	eventually.Holds(t, "a pod of the workload bound", func() (bool, string, error) {
-		planned = launched()
-		pods := &corev1.PodList{}
-		if err := stack.Env.Client.List(context.Background(), pods, client.InNamespace(sandbox.Namespace), client.MatchingLabels{"workload": name}); err != nil {
-			return false, "", err
-		}
-		return slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return p.Spec.NodeName != "" }), fmt.Sprintf("%d instances", planned), nil
-	}, eventually.Interval(100*time.Millisecond), eventually.Timeout(waitTimeout))
-	waitRunning(t, w.Pods...)
-	extra := launched() - planned
-	t.Logf("%d pods run on the %d nodes of one batch and %d launched after the first bind", len(w.Pods), planned, extra)
-	if extra > planned/10 {
-		t.Errorf("%d instances launched after the first pod was bound, on top of the batch's %d: more than a tenth", extra, planned)
 	}
 }
 
