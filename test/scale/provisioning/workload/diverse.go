@@ -1,8 +1,7 @@
 // Package workload builds the diverse workload that checks the allocator's plan against what
 // kube-scheduler then does: pods covering every constraint kind the scheduler honours, for
 // two Provisioners, with the volumes and storage class some of them claim. The scale harness
-// (test/scale/provisioning --workload diverse) and the e2e test create it; see
-// docs/benchmarks.md.
+// creates it (test/scale/provisioning --workload diverse); see docs/benchmarks.md.
 package workload
 
 import (
