@@ -31,12 +31,13 @@ func IsLaunchedByKarpenter(node *corev1.Node) bool {
 	return ok
 }
 
-// IsLaunching is true for a node Karpenter launched whose kubelet has not yet reported Ready:
-// it still carries the not-ready taint, so nothing is scheduled there yet, but its room is
-// already promised to the pods it was launched for.
+// IsLaunching is true for a node Karpenter launched whose kubelet has not yet reported Ready,
+// or whose batch is still launching: it still carries the not-ready or launching taint, so
+// nothing is scheduled there yet, but its room is already promised to the pods it was
+// launched for.
 func IsLaunching(node *corev1.Node) bool {
 	for _, taint := range node.Spec.Taints {
-		if taint.Key == v1alpha5.NotReadyTaintKey {
+		if taint.Key == v1alpha5.NotReadyTaintKey || taint.Key == v1alpha5.LaunchingTaintKey {
 			return true
 		}
 	}

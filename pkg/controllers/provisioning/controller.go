@@ -17,10 +17,12 @@ import (
 	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"knative.dev/pkg/apis"
@@ -125,6 +127,8 @@ func (c *Controller) Name() string { return Name }
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // SetupWithManager feeds provisionable pods to the batcher, has Provisioners' changes run a
@@ -243,6 +247,10 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	if err != nil {
 		return true, err
 	}
+	if err := c.releaseLeftovers(ctx, snapshot); err != nil {
+		log.FromContext(ctx).WithName(Name).Error(err, "opening nodes a batch left held")
+		retry = true
+	}
 	pending := snapshot.pending()
 	var input scheduling.Input
 	for _, name := range sortedNames(plans) {
@@ -263,7 +271,7 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 		input.Pods = pending
 		input.Nodes = snapshot.schedulingNodes()
 		input.DaemonSetPods = snapshot.daemonSetPods()
-		results = scheduling.Schedule(input)
+		results = scheduling.Schedule(snapshot.withVolumes(input))
 		schedulingDuration.Observe(c.clock.Since(start).Seconds())
 		retry = c.launchAll(ctx, results.NewNodes, plans) || retry
 		c.tell(snapshot, pending, results)
@@ -304,7 +312,20 @@ func (c *Controller) snapshot(ctx context.Context) (*cluster, map[string]*provis
 	if err := c.client.List(ctx, &daemonSets); err != nil {
 		return nil, nil, fmt.Errorf("listing daemonsets, %w", err)
 	}
-	snapshot := &cluster{pods: podList.Items, nodes: nodeList.Items, daemonSets: daemonSets.Items, instanceTypes: map[string]*cloudprovider.InstanceType{}}
+	var claims corev1.PersistentVolumeClaimList
+	if err := c.client.List(ctx, &claims); err != nil {
+		return nil, nil, fmt.Errorf("listing persistent volume claims, %w", err)
+	}
+	var volumes corev1.PersistentVolumeList
+	if err := c.client.List(ctx, &volumes); err != nil {
+		return nil, nil, fmt.Errorf("listing persistent volumes, %w", err)
+	}
+	var classes storagev1.StorageClassList
+	if err := c.client.List(ctx, &classes); err != nil {
+		return nil, nil, fmt.Errorf("listing storage classes, %w", err)
+	}
+	snapshot := &cluster{now: c.clock.Now(), pods: podList.Items, nodes: nodeList.Items, daemonSets: daemonSets.Items,
+		claims: claims.Items, volumes: volumes.Items, classes: classes.Items, instanceTypes: map[string]*cloudprovider.InstanceType{}}
 	plans := map[string]*provisionerPlan{}
 	for i := range provisioners.Items {
 		stored := &provisioners.Items[i]
@@ -347,16 +368,20 @@ func Constraints(p *v1alpha5.Provisioner) cloudprovider.Constraints {
 	return cloudprovider.Constraints{Requirements: requirements, Provider: p.Spec.Provider}
 }
 
-// launchAll launches the plan's new nodes, at most launchLimit at once. It reports whether
-// any launch failed for a reason that may pass.
+// launchAll launches the plan's new nodes, at most launchLimit at once. When the placement of
+// their pods depends on which nodes exist, the nodes are opened to kube-scheduler together
+// once all exist (see launchingTaint). It reports whether any launch or release failed for a
+// reason that may pass.
 func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNode, plans map[string]*provisionerPlan) (retry bool) {
+	hold := countsDomains(newNodes)
 	var mu sync.Mutex
 	var group errgroup.Group
 	group.SetLimit(c.launchLimit)
+	var launched []*corev1.Node
 	for _, n := range newNodes {
 		group.Go(func() error {
 			p := plans[n.Provisioner]
-			node, err := c.launch(ctx, n, p.updated, p.nodes)
+			node, err := c.launch(ctx, n, p.updated, p.nodes, hold)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -365,6 +390,7 @@ func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNo
 				return nil
 			}
 			p.launched = true
+			launched = append(launched, node)
 			for _, pod := range n.Pods {
 				c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonPlanned, "Node %s (%s, %s) was launched for this pod by provisioner %s", node.Name,
 					node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone], n.Provisioner)
@@ -374,13 +400,54 @@ func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNo
 		})
 	}
 	_ = group.Wait()
+	opened := true
+	if hold {
+		if err := c.release(ctx, launched); err != nil {
+			log.FromContext(ctx).WithName(Name).Error(err, "opening the batch's nodes to pods")
+			retry, opened = true, false
+		}
+	}
+	if err := c.awaitCached(ctx, launched, opened); err != nil {
+		log.FromContext(ctx).WithName(Name).Error(err, "waiting for the batch's nodes in the cache")
+		retry = true
+	}
 	return retry
 }
 
+// cacheSyncTimeout bounds how long a pass waits for the cache to show the Nodes it created.
+const cacheSyncTimeout = 10 * time.Second
+
+// awaitCached returns once the cache the next pass reads shows every node created, and
+// opened if it was: a pass that closes right after this one (its pods arrived meanwhile)
+// would otherwise miss the newest nodes and plan their pods onto a second node each, or take
+// an opened node for one a stopped controller left held.
+func (c *Controller) awaitCached(ctx context.Context, created []*corev1.Node, opened bool) error {
+	for _, node := range created {
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, cacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
+			cached := &corev1.Node{}
+			if err := c.client.Get(ctx, client.ObjectKeyFromObject(node), cached); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			return !opened || !slices.ContainsFunc(cached.Spec.Taints, isLaunchingTaint), nil
+		})
+		if err != nil {
+			return fmt.Errorf("node %s not in the cache as it is, %w", node.Name, err)
+		}
+	}
+	return nil
+}
+
+// releaseLeftovers opens the nodes a batch left held: one of a controller that stopped
+// mid-batch, or whose release failed. A pass starts once the cache shows the previous one's
+// nodes opened, so what still looks held is.
+func (c *Controller) releaseLeftovers(ctx context.Context, snapshot *cluster) error {
+	return c.release(ctx, snapshot.heldNodes())
+}
+
 // launch makes one planned node real: it reserves room under the limits, asks the cloud for
-// the cheapest candidate with capacity and creates the Node. When the Node cannot be
-// created, the instance is terminated rather than left without an owner.
-func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList) (*corev1.Node, error) {
+// the cheapest candidate with capacity and creates the Node, held when its batch is. When
+// the Node cannot be created, the instance is terminated rather than left without an owner.
+func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList, hold bool) (*corev1.Node, error) {
 	var limits corev1.ResourceList
 	if p.Spec.Limits != nil {
 		limits = p.Spec.Limits.Resources
@@ -421,6 +488,9 @@ func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alp
 		c.ledger.Launched(reservation, instance.NodeName, nil)
 	}
 	node := NodeFor(instance, p, it)
+	if hold {
+		node.Spec.Taints = append(node.Spec.Taints, launchingTaint)
+	}
 	if err := c.client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		launchErrors.WithLabelValues(ReasonNodeCreateFailed).Inc()
 		// The instance is terminated at once rather than left to garbage collection's grace.

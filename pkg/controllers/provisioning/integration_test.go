@@ -564,7 +564,12 @@ func (j *joiner) liftTaints(ctx context.Context) {
 		if held || !nodes.IsReady(node) || !nodes.IsLaunching(node) {
 			continue
 		}
-		patch := client.MergeFrom(node.DeepCopy())
+		if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha5.NotReadyTaintKey }) {
+			continue
+		}
+		// The taints are one list: the lock keeps a change made since it was read (the
+		// allocator opening its batch), as the readiness controller's does.
+		patch := client.MergeFromWithOptions(node.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha5.NotReadyTaintKey })
 		j.failed(j.env.Client.Patch(ctx, node, patch))
 	}

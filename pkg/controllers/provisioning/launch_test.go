@@ -52,7 +52,7 @@ func TestLaunchAcceptsTheNodeAlreadyThere(t *testing.T) {
 	// The fake cloud names its first instance's node so.
 	existing := builders.Node(builders.NodeOptions{Name: "ip-10-0-0-1.us-west-2.compute.internal"})
 	c, cloud, kube := launcher(t, interceptor.Funcs{}, existing)
-	node, err := c.launch(context.Background(), plannedNode(t, cloud, p), p, nil)
+	node, err := c.launch(context.Background(), plannedNode(t, cloud, p), p, nil, false)
 	if err != nil {
 		t.Fatalf("launching over an existing Node, %v", err)
 	}
@@ -72,7 +72,7 @@ func TestLaunchTerminatesAnInstanceWithoutNode(t *testing.T) {
 	c, cloud, _ := launcher(t, interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
 		return errors.New("the apiserver is down")
 	}})
-	if _, err := c.launch(context.Background(), plannedNode(t, cloud, p), p, nil); err == nil {
+	if _, err := c.launch(context.Background(), plannedNode(t, cloud, p), p, nil, false); err == nil {
 		t.Fatal("a launch whose Node failed succeeded")
 	}
 	instances, err := cloud.List(context.Background())
@@ -92,7 +92,7 @@ func TestLaunchRefusedOverTheLimit(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default", Limits: cpu("4")})
 	c, cloud, _ := launcher(t, interceptor.Funcs{})
 	nodes := map[string]corev1.ResourceList{"full": cpu("4")}
-	_, err := c.launch(context.Background(), plannedNode(t, cloud, p), p, nodes)
+	_, err := c.launch(context.Background(), plannedNode(t, cloud, p), p, nodes, false)
 	var exceeded *LimitExceededError
 	if !errors.As(err, &exceeded) || len(cloud.CreateCalls()) != 0 {
 		t.Errorf("launch: %v after %d cloud calls; want a LimitExceededError and no call", err, len(cloud.CreateCalls()))
@@ -107,7 +107,7 @@ func TestLaunchFallsThroughOfferings(t *testing.T) {
 	planned := plannedNode(t, cloud, p)
 	first := Candidates(planned)[0]
 	cloud.SetInsufficientCapacity(first.Key())
-	node, err := c.launch(context.Background(), planned, p, nil)
+	node, err := c.launch(context.Background(), planned, p, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,11 @@ package provisioning
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
@@ -15,12 +17,17 @@ import (
 	"karpenter.sh/karpenter/pkg/pods"
 )
 
-// cluster is what one pass reads: every pod, node and DaemonSet, and the instance types
-// each Provisioner may launch, by instance type name.
+// cluster is what one pass reads, at now: every pod, node and DaemonSet, the claims, volumes
+// and storage classes that keep pods to zones, and the instance types each Provisioner may
+// launch, by instance type name.
 type cluster struct {
+	now           time.Time
 	pods          []corev1.Pod
 	nodes         []corev1.Node
 	daemonSets    []appsv1.DaemonSet
+	claims        []corev1.PersistentVolumeClaim
+	volumes       []corev1.PersistentVolume
+	classes       []storagev1.StorageClass
 	instanceTypes map[string]*cloudprovider.InstanceType
 }
 
@@ -42,8 +49,9 @@ func (c *cluster) pending() []*corev1.Pod {
 // Karpenter launched that is not Ready yet is room already promised: its not-ready taints
 // (Karpenter's, and those Kubernetes puts on every node until its kubelet reports Ready)
 // only wait for the kubelet, so they are not taints pods must tolerate, and until the
-// kubelet reports its allocatable the instance type's stands for it. Nodes being deleted
-// take nothing.
+// kubelet reports its allocatable the instance type's stands for it. Another node that has
+// joined but is not Ready yet is room too while it is joining (see joining). Nodes being
+// deleted take nothing.
 func (c *cluster) schedulingNodes() []scheduling.Node {
 	bound := map[string][]*corev1.Pod{}
 	for i := range c.pods {
@@ -66,10 +74,39 @@ func (c *cluster) schedulingNodes() []scheduling.Node {
 					node.Status.Allocatable = it.Allocatable()
 				}
 			}
+		} else if joining(node, c.now) {
+			node = node.DeepCopy()
+			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
 		}
 		out = append(out, scheduling.Node{Node: node, Pods: bound[node.Name]})
 	}
 	return out
+}
+
+// joiningGrace is how long after it joined a node Karpenter did not launch counts as room
+// while Kubernetes still taints it not-ready: a node group's kubelet turns Ready within a
+// minute or two of registering (its network plugin starting), and one that takes longer is
+// probably broken, so the pods planned onto it are planned again, onto new nodes.
+const joiningGrace = 5 * time.Minute
+
+// joining is true for a node that registered less than joiningGrace ago and carries
+// Kubernetes' standard not-ready taint, which only waits for its kubelet to report Ready. A
+// node tainted unreachable has a kubelet that stopped (or never started) reporting: it is not
+// coming, whatever its age.
+func joining(node *corev1.Node, now time.Time) bool {
+	if now.Sub(node.CreationTimestamp.Time) >= joiningGrace {
+		return false
+	}
+	notReady := false
+	for _, t := range node.Spec.Taints {
+		switch t.Key {
+		case corev1.TaintNodeUnreachable:
+			return false
+		case corev1.TaintNodeNotReady:
+			notReady = true
+		}
+	}
+	return notReady
 }
 
 // provisionerNodes is the capacity, by node name, of the nodes the provisioner launched:
@@ -88,8 +125,26 @@ func (c *cluster) daemonSetPods() []*corev1.Pod {
 	return out
 }
 
-// launchingTaints are on a node Karpenter launched until its kubelet reports Ready.
-var launchingTaints = sets.New(v1alpha5.NotReadyTaintKey, corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable)
+// withVolumes gives the scheduler what it needs to keep pods with persistent volumes to their
+// volumes' zones: without them, it refuses such pods as kube-scheduler would a missing claim.
+func (c *cluster) withVolumes(input scheduling.Input) scheduling.Input {
+	input.PersistentVolumeClaims = pointers(c.claims)
+	input.PersistentVolumes = pointers(c.volumes)
+	input.StorageClasses = pointers(c.classes)
+	return input
+}
+
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
+
+// launchingTaints are on a node Karpenter launched until its kubelet reports Ready and its
+// batch has launched.
+var launchingTaints = sets.New(v1alpha5.NotReadyTaintKey, v1alpha5.LaunchingTaintKey, corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable)
 
 // launchingNodes are the nodes still launching, with the provisioner that launched each.
 func (c *cluster) launchingNodes() map[string]string {

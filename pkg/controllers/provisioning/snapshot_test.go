@@ -3,6 +3,7 @@ package provisioning
 import (
 	"slices"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +65,59 @@ func TestSchedulingNodes(t *testing.T) {
 	}
 	if pending := c.pending(); len(pending) != 1 || pending[0].Name != "pending" {
 		t.Errorf("pending %v", pending)
+	}
+}
+
+func TestJoining(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	kubeNotReady := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
+	kubeNotReadyExecute := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute}
+	unreachable := corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule}
+	dedicated := corev1.Taint{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}
+	for _, tc := range []struct {
+		name   string
+		age    time.Duration
+		taints []corev1.Taint
+		want   bool
+	}{
+		{name: "just registered, not ready", age: 10 * time.Second, taints: []corev1.Taint{kubeNotReady}, want: true},
+		{name: "not ready with both effects and its own taint", age: time.Minute, taints: []corev1.Taint{dedicated, kubeNotReady, kubeNotReadyExecute}, want: true},
+		{name: "just short of the grace", age: joiningGrace - time.Second, taints: []corev1.Taint{kubeNotReady}, want: true},
+		{name: "not ready past the grace: broken, pods stop waiting", age: joiningGrace, taints: []corev1.Taint{kubeNotReady}, want: false},
+		{name: "unreachable: its kubelet stopped reporting", age: 10 * time.Second, taints: []corev1.Taint{kubeNotReady, unreachable}, want: false},
+		{name: "ready: no not-ready taint, already room as it is", age: 10 * time.Second, taints: []corev1.Taint{dedicated}, want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			node := builders.Node(builders.NodeOptions{Name: "joining", Taints: tc.taints})
+			node.CreationTimestamp = metav1.NewTime(now.Add(-tc.age))
+			if got := joining(node, now); got != tc.want {
+				t.Errorf("joining = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSchedulingNodesCountsJoiningNodes(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	kubeNotReady := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
+	dedicated := corev1.Taint{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}
+	young := builders.Node(builders.NodeOptions{Name: "young", Allocatable: cpu("4"), Ready: corev1.ConditionFalse, Taints: []corev1.Taint{dedicated, kubeNotReady}})
+	young.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+	stale := builders.Node(builders.NodeOptions{Name: "stale", Allocatable: cpu("4"), Ready: corev1.ConditionFalse, Taints: []corev1.Taint{kubeNotReady}})
+	stale.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour))
+	c := &cluster{now: now, nodes: []corev1.Node{*young, *stale}, instanceTypes: catalogue()}
+	got := c.schedulingNodes()
+	if len(got) != 2 {
+		t.Fatalf("nodes %v, want both", got)
+	}
+	if !slices.Equal(got[0].Node.Spec.Taints, []corev1.Taint{dedicated}) {
+		t.Errorf("a joining node's taints %v, want its own without Kubernetes' not-ready", got[0].Node.Spec.Taints)
+	}
+	if !slices.Equal(got[1].Node.Spec.Taints, []corev1.Taint{kubeNotReady}) {
+		t.Errorf("a node not ready past the grace has taints %v, want not-ready kept: it is no room", got[1].Node.Spec.Taints)
+	}
+	if !slices.Contains(young.Spec.Taints, kubeNotReady) {
+		t.Error("the snapshot changed the node it read")
 	}
 }
 

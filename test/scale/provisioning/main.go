@@ -1,10 +1,18 @@
-// Command provisioning measures the allocator's latency on the sandbox's stack (real control
-// plane, kwok, the AWS emulator, the controller as a process): pods are created at once for a
-// Provisioner, and for each pod it reports the time from the scheduler marking it
-// Unschedulable to the CreateFleet call that launched its node, and to the pod Running, with
-// the number of CreateFleet calls. See docs/benchmarks.md.
+// Command provisioning measures the allocator on the sandbox's stack (real control plane,
+// kube-scheduler, kwok, the AWS emulator, the controller as a process). See
+// docs/benchmarks.md.
 //
-//	go run ./test/scale/provisioning [--pods 1000,1] [--batch-idle-duration 1s,200ms]
+// --workload latency (the default): pods are created at once for a Provisioner, and for each
+// pod it reports the time from the scheduler marking it Unschedulable to the CreateFleet call
+// that launched its node, and to the pod Running, with the number of CreateFleet calls and
+// of nodes.
+//
+// --workload diverse: the pods of test/scale/provisioning/workload, covering every constraint
+// kind, are created at once; it reports the nodes launched before kube-scheduler bound the
+// first pod (the plan of the batch) and after it (extra launches: the plan and kube-scheduler
+// disagreed), and the pods still pending at the end.
+//
+//	go run ./test/scale/provisioning [--workload latency|diverse] [--pods 1000,1] [--batch-idle-duration 1s,200ms]
 //
 // Each (batch idle duration, pod count) pair runs on a fresh stack.
 package main
@@ -33,6 +41,7 @@ import (
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/test/sandbox"
+	"karpenter.sh/karpenter/test/scale/provisioning/workload"
 )
 
 const (
@@ -41,16 +50,21 @@ const (
 )
 
 func main() {
+	workloadName := flag.String("workload", "latency", "latency: identical pods, timed; diverse: every constraint kind, launches counted")
 	podCounts := flag.String("pods", "1000,1", "pod counts to measure, comma-separated")
 	idleDurations := flag.String("batch-idle-duration", "1s,200ms", "the controller's --batch-idle-duration values to measure, comma-separated")
 	flag.Parse()
-	if err := run(*podCounts, *idleDurations); err != nil {
+	if *workloadName != "latency" && *workloadName != "diverse" {
+		fmt.Fprintf(os.Stderr, "provisioning: --workload %q is neither latency nor diverse\n", *workloadName)
+		os.Exit(2)
+	}
+	if err := run(*workloadName, *podCounts, *idleDurations); err != nil {
 		fmt.Fprintf(os.Stderr, "provisioning latency: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(podCounts, idleDurations string) error {
+func run(workloadName, podCounts, idleDurations string) error {
 	dir, err := os.MkdirTemp("", "karpenter-latency-")
 	if err != nil {
 		return err
@@ -67,8 +81,13 @@ func run(podCounts, idleDurations string) error {
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("building the controller and the webhook, %w\n%s", err, out)
 	}
-	fmt.Printf("| batch idle | pods | CreateFleet calls | nodes | pending → CreateFleet p50 / p99 | pending → Running p50 / p99 |\n")
-	fmt.Printf("|---:|---:|---:|---:|---:|---:|\n")
+	if workloadName == "diverse" {
+		fmt.Printf("| batch idle | pods | nodes launched | before the first bind | extra launches | pods pending at the end | pending → Running p50 / p99 |\n")
+		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|\n")
+	} else {
+		fmt.Printf("| batch idle | pods | CreateFleet calls | nodes | pending → CreateFleet p50 / p99 | pending → Running p50 / p99 |\n")
+		fmt.Printf("|---:|---:|---:|---:|---:|---:|\n")
+	}
 	for idle := range strings.SplitSeq(idleDurations, ",") {
 		idleDuration, err := time.ParseDuration(idle)
 		if err != nil {
@@ -79,7 +98,20 @@ func run(podCounts, idleDurations string) error {
 			if err != nil || pods < 1 {
 				return fmt.Errorf("--pods %q is not a positive count", count)
 			}
-			r, err := measure(filepath.Join(dir, fmt.Sprintf("stack-%s-%d", idle, pods)), binaries, idleDuration, pods)
+			stackDir := filepath.Join(dir, fmt.Sprintf("stack-%s-%d", idle, pods))
+			if workloadName == "diverse" {
+				d, err := measureDiverse(stackDir, binaries, idleDuration, pods)
+				if err != nil {
+					return fmt.Errorf("%d diverse pods with a %s idle window, %w", pods, idle, err)
+				}
+				fmt.Printf("| %s | %d | %d | %d | %d | %d | %s / %s |\n", idleDuration, d.pods, d.planned+d.extra, d.planned, d.extra, d.pending,
+					percentile(d.toRunning, 50), percentile(d.toRunning, 99))
+				if len(d.extraFor) > 0 {
+					fmt.Printf("\npods on extra launches, by group: %v\n\n", d.extraFor)
+				}
+				continue
+			}
+			r, err := measure(stackDir, binaries, idleDuration, pods)
 			if err != nil {
 				return fmt.Errorf("%d pods with a %s idle window, %w", pods, idle, err)
 			}
@@ -163,6 +195,7 @@ type observations struct {
 	unschedulable map[string]time.Time // pod → first seen Unschedulable
 	running       map[string]time.Time // pod → first seen Running
 	node          map[string]string    // pod → node
+	firstBound    time.Time            // when a pod was first seen bound
 }
 
 func (o *observations) observe(object any) {
@@ -175,6 +208,9 @@ func (o *observations) observe(object any) {
 	defer o.mu.Unlock()
 	if _, ok := o.unschedulable[pod.Name]; !ok && unschedulable(pod) {
 		o.unschedulable[pod.Name] = now
+	}
+	if o.firstBound.IsZero() && pod.Spec.NodeName != "" {
+		o.firstBound = now
 	}
 	if _, ok := o.running[pod.Name]; !ok && pod.Status.Phase == corev1.PodRunning {
 		o.running[pod.Name] = now
@@ -239,4 +275,155 @@ func percentile(values []time.Duration, p int) string {
 	sorted := slices.Sorted(slices.Values(values))
 	i := (len(sorted)*p+99)/100 - 1
 	return sorted[max(i, 0)].Round(10 * time.Millisecond).String()
+}
+
+// diverseResult is what a diverse run saw.
+type diverseResult struct {
+	pods, planned, extra, pending int
+	toRunning                     []time.Duration
+	// extraFor counts, by the workload's app label, the pods that run on extra launches.
+	extraFor map[string]int
+}
+
+// settle is how long a diverse run waits for its last pods once every launch it could see
+// is done: time for a second batch, were the plan and kube-scheduler to disagree.
+const settle = time.Minute
+
+// measureDiverse starts a stack, creates the diverse workload at once and waits until every
+// pod runs, or until nothing changed for settle.
+func measureDiverse(dir, binaries string, idle time.Duration, count int) (diverseResult, error) {
+	const name = "diverse"
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	stack, err := sandbox.Start(ctx, sandbox.Options{
+		Dir: dir, ControllerBinary: filepath.Join(binaries, "controller"), WebhookBinary: filepath.Join(binaries, "webhook"),
+		BatchIdleDuration: idle,
+	})
+	if err != nil {
+		return diverseResult{}, err
+	}
+	defer func() { _ = stack.Stop() }()
+	w := workload.NewDiverse(name, sandbox.Namespace, count)
+	for _, p := range w.Provisioners {
+		if err := stack.Env.Client.Create(ctx, p); err != nil {
+			return diverseResult{}, err
+		}
+	}
+	for _, o := range w.Storage {
+		if err := stack.Env.Client.Create(ctx, o); err != nil {
+			return diverseResult{}, err
+		}
+	}
+	clientset, err := kubernetes.NewForConfig(stack.Env.Config)
+	if err != nil {
+		return diverseResult{}, err
+	}
+	seen := &observations{count: len(w.Pods), unschedulable: map[string]time.Time{}, running: map[string]time.Time{}, node: map[string]string{}, done: make(chan struct{})}
+	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0, informers.WithNamespace(sandbox.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "workload=" + name }))
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    seen.observe,
+		UpdateFunc: func(_, pod any) { seen.observe(pod) },
+	}); err != nil {
+		return diverseResult{}, err
+	}
+	informing, stopInforming := context.WithCancel(ctx)
+	defer func() {
+		stopInforming()
+		factory.Shutdown()
+	}()
+	factory.Start(informing.Done())
+	factory.WaitForCacheSync(informing.Done())
+	creating, creatingCtx := errgroup.WithContext(ctx)
+	creating.SetLimit(32)
+	for _, pod := range w.Pods {
+		creating.Go(func() error { return stack.Env.Client.Create(creatingCtx, pod) })
+	}
+	if err := creating.Wait(); err != nil {
+		return diverseResult{}, fmt.Errorf("creating pods, %w", err)
+	}
+	// Until every pod runs, or neither pods nor launches changed for settle.
+	last, lastRunning, lastLaunches := time.Now(), -1, -1
+	for {
+		select {
+		case <-seen.done:
+		case <-ctx.Done():
+			return diverseResult{}, fmt.Errorf("not settled within %s", timeout)
+		case <-time.After(time.Second):
+			running, launches := seen.runningCount(), len(launchTimes(stack, name))
+			if running != lastRunning || launches != lastLaunches {
+				last, lastRunning, lastLaunches = time.Now(), running, launches
+			}
+			if time.Since(last) < settle {
+				continue
+			}
+		}
+		break
+	}
+	r := seen.diverseResult(launchTimes(stack, name))
+	// Which pods the extra launches were for: those running on a node launched after the
+	// first bind, by the workload's group.
+	nodeList := &corev1.NodeList{}
+	if err := stack.Env.Client.List(ctx, nodeList); err != nil {
+		return r, err
+	}
+	launched := launchTimes(stack, name)
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	late := map[string]bool{}
+	for _, node := range nodeList.Items {
+		instance := node.Spec.ProviderID[strings.LastIndex(node.Spec.ProviderID, "/")+1:]
+		if at, ok := launched[instance]; ok && !seen.firstBound.IsZero() && !at.Before(seen.firstBound) {
+			late[node.Name] = true
+		}
+	}
+	r.extraFor = map[string]int{}
+	for _, pod := range w.Pods {
+		if late[seen.node[pod.Name]] {
+			r.extraFor[pod.Labels["app"]]++
+		}
+	}
+	return r, nil
+}
+
+// launchTimes are when the CreateFleet call that launched each instance for the workload's
+// Provisioners was received, by instance id.
+func launchTimes(stack *sandbox.Stack, name string) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, request := range stack.Emulator.FleetRequests() {
+		if p := request.TagSpecifications["instance"][v1alpha5.ProvisionerNameLabelKey]; p != name && p != name+"-tainted" {
+			continue
+		}
+		for _, id := range request.InstanceIDs {
+			out[id] = request.Received
+		}
+	}
+	return out
+}
+
+func (o *observations) runningCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.running)
+}
+
+// diverseResult splits the launches at the first bind: a batch's nodes are opened to pods
+// only once all of them exist, so a launch after it is one the plan did not foresee.
+func (o *observations) diverseResult(launches map[string]time.Time) diverseResult {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := diverseResult{pods: o.count, pending: o.count - len(o.running)}
+	for _, t := range launches {
+		if o.firstBound.IsZero() || t.Before(o.firstBound) {
+			r.planned++
+		} else {
+			r.extra++
+		}
+	}
+	for pod, running := range o.running {
+		if pending, ok := o.unschedulable[pod]; ok {
+			r.toRunning = append(r.toRunning, running.Sub(pending))
+		}
+	}
+	return r
 }
