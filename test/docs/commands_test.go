@@ -19,8 +19,9 @@ type command struct {
 }
 
 // failureShown is how shown output starts when the command is shown failing: kubectl's
-// refusals. Such a command must exit non-zero; every other must exit 0.
-var failureShown = regexp.MustCompile(`^(Error from server|error:)`)
+// refusals by a webhook, by the schema, or of its own. Such a command must exit non-zero;
+// every other must exit 0.
+var failureShown = regexp.MustCompile(`^(Error from server|The \S+ "[^"]*" is invalid:|error:)`)
 
 // wantsFailure says whether the doc shows the command failing.
 func (c command) wantsFailure() bool {

@@ -184,7 +184,7 @@ func TestMatchesShown(t *testing.T) {
 }
 
 func TestCommandWantsFailure(t *testing.T) {
-	for shown, want := range map[string]bool{"": false, "Error from server (Forbidden): x": true, "error: unknown flag": true, "NAME READY": false} {
+	for shown, want := range map[string]bool{"": false, "Error from server (Forbidden): x": true, "error: unknown flag": true, `The HorizontalAutoscaler "x" is invalid: spec`: true, "NAME READY": false} {
 		c := command{}
 		if shown != "" {
 			c.shown = []string{shown}
