@@ -102,7 +102,7 @@ func run(ctx context.Context, dir string, options sandbox.Options, story, exitAf
 		kubeconfig = absolute
 	}
 	fmt.Printf(`
-Karpenter sandbox is up (%s); paste this line into a shell, and docs/sandbox.md's commands work there:
+%s  Karpenter sandbox is up; paste the export line into a shell, and docs/sandbox.md's commands work there:
   export %s
   kubectl get ha,sng,mp,nodes
   Prometheus:        %s   (e.g. %s/graph?g0.expr=karpenter_queue_length)
