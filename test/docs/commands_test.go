@@ -73,11 +73,14 @@ func blockCommands(file string, b fencedBlock) ([]command, error) {
 			if m == nil {
 				continue
 			}
-			for i++; i < len(lines) && strings.TrimSpace(lines[i]) != m[1]; i++ {
+			end := i + 1
+			for end < len(lines) && strings.TrimSpace(lines[end]) != m[1] {
+				end++
 			}
-			if i == len(lines) {
+			if end == len(lines) {
 				return nil, fmt.Errorf("%s:%d: the heredoc %s is never closed", file, b.line+start, m[1])
 			}
+			i = end
 		}
 		commands = append(commands, command{file: file, line: b.line + start, text: strings.Join(lines[start:i+1], "\n")})
 		attached = &commands[len(commands)-1]
