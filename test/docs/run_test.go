@@ -46,6 +46,8 @@ func readCommands(t *testing.T) []docCommands {
 		doc := docCommands{file: file}
 		for _, b := range blocks {
 			switch {
+			case b.run && b.lang != "sh" && b.lang != "bash" && b.lang != "shell" && b.lang != "yaml" && b.lang != "yml":
+				t.Errorf("%s:%d: only sh, bash, shell and yaml blocks run, not %q; write a transcript as sh with its output as comments under the command", file, b.line-1, b.lang)
 			case b.run:
 				commands, err := blockCommands(file, b)
 				if err != nil {
