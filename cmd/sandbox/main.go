@@ -102,14 +102,15 @@ func run(ctx context.Context, dir string, options sandbox.Options, story, exitAf
 		kubeconfig = absolute
 	}
 	fmt.Printf(`
-Karpenter sandbox is up (%s):
-  KUBECONFIG=%s kubectl get ha,sng,mp,nodes
+%s  Karpenter sandbox is up; paste the export line into a shell, and docs/sandbox.md's commands work there:
+  export %s
+  kubectl get ha,sng,mp,nodes
   Prometheus:        %s   (e.g. %s/graph?g0.expr=karpenter_queue_length)
   AWS emulator:      %s   (GET %s/_emulator/instances)
   controller log:    %s
   webhook log:       %s
 
-`, clockSince(begin), kubeconfig, stack.Env.Prometheus.URL, stack.Env.Prometheus.URL,
+`, clockSince(begin), strings.Join(stack.ShellEnv(kubeconfig), " "), stack.Env.Prometheus.URL, stack.Env.Prometheus.URL,
 		stack.EmulatorURL, stack.EmulatorURL, stack.ControllerLog(), stack.WebhookLog())
 
 	if err := applyExamples(ctx, stack, logf); err != nil {

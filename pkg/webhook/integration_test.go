@@ -31,6 +31,7 @@ import (
 	"karpenter.sh/karpenter/pkg/autoscaler"
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/pkg/test/eventually"
+	"karpenter.sh/karpenter/pkg/test/manifests"
 	"karpenter.sh/karpenter/pkg/webhook"
 )
 
@@ -127,6 +128,24 @@ func TestWebhookOnAPIServer(t *testing.T) {
 					t.Errorf("error\n got %v\nwant %s", err, want)
 				}
 			})
+		}
+	})
+
+	t.Run("a target written 70% gets the schema's message alone, not the defaulter's decoding error", func(t *testing.T) {
+		h := manifests.Decode(t, `apiVersion: autoscaling.karpenter.sh/v1alpha1
+kind: HorizontalAutoscaler
+metadata: {name: ha-percent, namespace: default}
+spec:
+  scaleTargetRef: {apiVersion: autoscaling.karpenter.sh/v1alpha1, kind: ScalableNodeGroup, name: workers}
+  maxReplicas: 3
+  metrics:
+  - prometheus: {query: "up", target: {type: Utilization, value: "70%"}}`)
+		err := env.Client.Create(context.Background(), h, client.DryRunAll)
+		if err == nil {
+			t.Fatal("admitted")
+		}
+		if want := "write 70, a percentage without the % sign"; !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "webhook") {
+			t.Errorf("error\n got %v\nwant the schema's %q alone", err, want)
 		}
 	})
 

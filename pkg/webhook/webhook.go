@@ -116,10 +116,15 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 
 	// The certificates controller ignores its ConfigMap watcher.
 	certs := certificates.NewController(ctx, configmap.NewStaticWatcher())
-	defaulter := defaulting.NewAdmissionController(ctx, opts.MutatingWebhookConfiguration, DefaultingPath, DefaultingTypes(opts.Cloud), nil, false)
+	defaultingTypes := DefaultingTypes(opts.Cloud)
+	defaulter := defaulting.NewAdmissionController(ctx, opts.MutatingWebhookConfiguration, DefaultingPath, defaultingTypes, nil, false)
 	validator := validation.NewAdmissionController(ctx, opts.ValidatingWebhookConfiguration, ValidationPath,
 		ValidationTypes(opts.Cloud, NewScaleAccess(kubeclient.Get(ctx))), nil, false)
-	server, err := knativewebhook.New(ctx, []any{defaulter.Reconciler, validator.Reconciler})
+	defaultingAdmission, ok := defaulter.Reconciler.(knativewebhook.AdmissionController)
+	if !ok {
+		return fmt.Errorf("the defaulting reconciler %T admits nothing", defaulter.Reconciler)
+	}
+	server, err := knativewebhook.New(ctx, []any{undecodableAdmitted{AdmissionController: defaultingAdmission, types: defaultingTypes}, validator.Reconciler})
 	if err != nil {
 		return fmt.Errorf("creating webhook server, %w", err)
 	}

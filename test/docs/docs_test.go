@@ -9,6 +9,10 @@
 // A block shown because it is refused is marked in the doc by the line
 // `<!-- docs-test: invalid -->` before it; such a block must be refused by the API server or
 // hold a query that does not parse.
+//
+// The docs' commands run as well (TestDocCommands): every block marked
+// `<!-- docs-test: run -->` runs against the sandbox's stack, and every shell block is marked
+// either that or `<!-- docs-test: skip <reason> -->` (extract_test.go lists the markers).
 package docs_test
 
 import (

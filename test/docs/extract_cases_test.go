@@ -2,6 +2,7 @@ package docs_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -71,5 +72,125 @@ func TestDocuments(t *testing.T) {
 	}
 	if _, err := documents(source{file: "f.md", line: 3, text: "a: [b"}); err == nil {
 		t.Error("a document that is not YAML was accepted")
+	}
+}
+
+func TestMarkers(t *testing.T) {
+	for _, tc := range []struct {
+		name, markdown string
+		want           markers
+		err            string
+	}{
+		{name: "none", markdown: "```sh\nls\n```\n"},
+		{name: "run", markdown: "<!-- docs-test: run -->\n```sh\nls\n```\n", want: markers{run: true}},
+		{
+			name:     "run with placeholders, a value holding spaces",
+			markdown: "<!-- docs-test: run <name>=web <node>=$(kubectl get nodes -o name | head -n1) -->\n```sh\nls\n```\n",
+			want:     markers{run: true, placeholders: [][2]string{{"<name>", "web"}, {"<node>", "$(kubectl get nodes -o name | head -n1)"}}},
+		},
+		{
+			name:     "several marker lines, blank lines between",
+			markdown: "<!-- docs-test: invalid -->\n\n<!-- docs-test: run -->\n\n```sh\nls\n```\n",
+			want:     markers{invalid: true, run: true},
+		},
+		{name: "skip with its reason", markdown: "<!-- docs-test: skip needs an AWS account -->\n```sh\nls\n```\n", want: markers{skip: "needs an AWS account"}},
+		{name: "a marker above other text is not the block's", markdown: "<!-- docs-test: run -->\ntext\n```sh\nls\n```\n"},
+		{name: "skip without a reason", markdown: "<!-- docs-test: skip -->\n```sh\nls\n```\n", err: "skip needs a reason"},
+		{name: "an unknown marker", markdown: "<!-- docs-test: runs -->\n```sh\nls\n```\n", err: `unknown marker "runs"`},
+		{name: "run with words that are no placeholders", markdown: "<!-- docs-test: run fast -->\n```sh\nls\n```\n", err: "run takes <placeholder>=value pairs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			blocks, err := fencedBlocks(tc.markdown)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(blocks) != 1 || !reflect.DeepEqual(blocks[0].markers, tc.want) {
+				t.Errorf("got %+v, want markers %+v", blocks, tc.want)
+			}
+		})
+	}
+}
+
+func TestBlockCommands(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		block fencedBlock
+		want  []command
+	}{
+		{
+			name:  "one command a line; comments and blank lines are not commands",
+			block: fencedBlock{lang: "sh", line: 10, text: "# first\nkubectl get ha   # trailing\n\nkubectl get sng"},
+			want:  []command{{file: "f.md", line: 11, text: "kubectl get ha   # trailing"}, {file: "f.md", line: 13, text: "kubectl get sng"}},
+		},
+		{
+			name:  "continuations and a trailing pipe join lines",
+			block: fencedBlock{lang: "sh", line: 1, text: "kubectl get \\\n  ha |\n  grep x\nls"},
+			want:  []command{{file: "f.md", line: 1, text: "kubectl get \\\n  ha |\n  grep x"}, {file: "f.md", line: 4, text: "ls"}},
+		},
+		{
+			name:  "a heredoc is part of its command; comments right under it are its shown output",
+			block: fencedBlock{lang: "sh", line: 1, text: "kubectl apply -f - <<EOF   # refused\nkind: A\n# not a comment here\nEOF\n# Error from server: no\n#   ... at all\n\n# a comment after a blank line"},
+			want: []command{{file: "f.md", line: 1, text: "kubectl apply -f - <<EOF   # refused\nkind: A\n# not a comment here\nEOF",
+				shown: []string{"Error from server: no", "... at all"}}},
+		},
+		{
+			name:  "placeholders are replaced",
+			block: fencedBlock{lang: "sh", line: 1, text: "kubectl describe ha <name>", markers: markers{run: true, placeholders: [][2]string{{"<name>", "web"}}}},
+			want:  []command{{file: "f.md", line: 1, text: "kubectl describe ha web"}},
+		},
+		{
+			name:  "a YAML block is applied",
+			block: fencedBlock{lang: "yaml", line: 5, text: "kind: A"},
+			want:  []command{{file: "f.md", line: 5, text: "kubectl apply -f - <<'DOCS_TEST_EOF'\nkind: A\nDOCS_TEST_EOF"}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := blockCommands("f.md", tc.block)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+	if _, err := blockCommands("f.md", fencedBlock{lang: "sh", line: 3, text: "cat <<EOF\nx"}); err == nil || !strings.Contains(err.Error(), "f.md:3") {
+		t.Errorf("an unclosed heredoc gave %v, want an error naming f.md:3", err)
+	}
+}
+
+func TestMatchesShown(t *testing.T) {
+	output := "Error from server (BadRequest): admission webhook \"validation.webhook.karpenter.sh\" denied the request:\n" +
+		"validation failed: invalid PromQL: 1:14: parse error: unclosed left parenthesis: spec.metrics[0].prometheus.query\n"
+	for _, tc := range []struct {
+		shown []string
+		want  bool
+	}{
+		{[]string{"Error from server (BadRequest): admission webhook \"validation.webhook.karpenter.sh\" denied the request:", "invalid PromQL: ... unclosed left parenthesis: spec.metrics[0].prometheus.query"}, true},
+		{[]string{"invalid PromQL:   …  spec.metrics[0].prometheus.query"}, true},
+		{[]string{"spec.metrics[0].prometheus.query ... invalid PromQL"}, false},
+		{[]string{"unclosed right parenthesis"}, false},
+	} {
+		if got := matchesShown(output, tc.shown); got != tc.want {
+			t.Errorf("matchesShown(%q) = %t, want %t", tc.shown, got, tc.want)
+		}
+	}
+}
+
+func TestCommandWantsFailure(t *testing.T) {
+	for shown, want := range map[string]bool{"": false, "Error from server (Forbidden): x": true, "error: unknown flag": true, `The HorizontalAutoscaler "x" is invalid: spec`: true, "NAME READY": false} {
+		c := command{}
+		if shown != "" {
+			c.shown = []string{shown}
+		}
+		if got := c.wantsFailure(); got != want {
+			t.Errorf("shown %q: wantsFailure %t, want %t", shown, got, want)
+		}
 	}
 }

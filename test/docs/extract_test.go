@@ -9,9 +9,73 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// invalidMarker, on the last non-blank line before a fenced block, says the block is shown
-// because it is refused; the test then asserts that it is.
-const invalidMarker = "<!-- docs-test: invalid -->"
+// Markers are HTML comments on the lines right before a fenced block (blank lines between are
+// allowed), one per line:
+//
+//	<!-- docs-test: invalid -->          the block is shown because it is refused; the test asserts it is
+//	<!-- docs-test: run -->              the block runs against the sandbox's stack (shell blocks, and
+//	                                     YAML blocks a reader is told to apply), in the doc's order
+//	<!-- docs-test: run <name>=web -->   as run, with each <placeholder> of the block replaced first
+//	<!-- docs-test: skip <reason> -->    a shell block that cannot run against the sandbox, and why
+//
+// Every shell block carries run or skip, so a new one cannot go untested unnoticed.
+const (
+	markerPrefix  = "<!-- docs-test:"
+	markerSuffix  = "-->"
+	invalidMarker = markerPrefix + " invalid " + markerSuffix
+)
+
+// placeholderName matches the `<placeholder>=` that starts each pair of a run marker; a value
+// runs up to the next pair or the end, so it may hold spaces (a command substitution).
+var placeholderName = regexp.MustCompile(`(?:^|\s)<([\w-]+)>=`)
+
+// markers is what the marker lines before a fenced block say.
+type markers struct {
+	invalid bool
+	run     bool
+	// placeholders of a run marker, "<name>" → its value, in the marker's order.
+	placeholders [][2]string
+	// skip is the reason a shell block does not run; empty when it is not skipped.
+	skip string
+}
+
+// parseMarker reads one marker line into m.
+func parseMarker(line string, m *markers) error {
+	body := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(line, markerPrefix), markerSuffix))
+	verb, rest, _ := strings.Cut(body, " ")
+	rest = strings.TrimSpace(rest)
+	switch verb {
+	case "invalid":
+		if rest != "" {
+			return fmt.Errorf("%q: invalid takes nothing after it", line)
+		}
+		m.invalid = true
+	case "run":
+		pairs := placeholderName.FindAllStringSubmatchIndex(rest, -1)
+		if rest != "" && (len(pairs) == 0 || pairs[0][0] != 0) {
+			return fmt.Errorf("%q: run takes <placeholder>=value pairs, not %q", line, rest)
+		}
+		for i, pair := range pairs {
+			end := len(rest)
+			if i+1 < len(pairs) {
+				end = pairs[i+1][0]
+			}
+			m.placeholders = append(m.placeholders, [2]string{"<" + rest[pair[2]:pair[3]] + ">", strings.TrimSpace(rest[pair[1]:end])})
+		}
+		m.run = true
+	case "skip":
+		if rest == "" {
+			return fmt.Errorf("%q: skip needs a reason", line)
+		}
+		m.skip = rest
+	default:
+		return fmt.Errorf("%q: unknown marker %q (invalid, run or skip)", line, verb)
+	}
+	if m.run && m.skip != "" {
+		return fmt.Errorf("%q: a block cannot both run and be skipped", line)
+	}
+	return nil
+}
 
 // source is YAML a reader is meant to apply or copy: a ```yaml block, a heredoc fed to
 // kubectl in a shell block, or a file of docs/examples.
@@ -50,9 +114,18 @@ var (
 type fencedBlock struct {
 	lang string
 	// line is the 1-based line of the block's first content line.
-	line    int
-	text    string
-	invalid bool
+	line int
+	text string
+	markers
+}
+
+// isShell says whether a fenced block's language is a shell's.
+func isShell(lang string) bool {
+	switch lang {
+	case "sh", "bash", "shell", "console":
+		return true
+	}
+	return false
 }
 
 // fencedBlocks returns the fenced code blocks of a Markdown file, their indentation (a block
@@ -77,16 +150,20 @@ func fencedBlocks(markdown string) ([]fencedBlock, error) {
 		for _, line := range lines[i+1 : end] {
 			body = append(body, trimIndent(line, indent))
 		}
-		previous := i - 1
-		for previous >= 0 && strings.TrimSpace(lines[previous]) == "" {
-			previous--
+		block := fencedBlock{lang: strings.TrimSpace(strings.TrimPrefix(opening, "```")), line: i + 2, text: strings.Join(body, "\n")}
+		for previous := i - 1; previous >= 0; previous-- {
+			line := strings.TrimSpace(lines[previous])
+			if line == "" {
+				continue
+			}
+			if !strings.HasPrefix(line, markerPrefix) || !strings.HasSuffix(line, markerSuffix) {
+				break
+			}
+			if err := parseMarker(line, &block.markers); err != nil {
+				return nil, fmt.Errorf("line %d: %w", previous+1, err)
+			}
 		}
-		blocks = append(blocks, fencedBlock{
-			lang:    strings.TrimSpace(strings.TrimPrefix(opening, "```")),
-			line:    i + 2,
-			text:    strings.Join(body, "\n"),
-			invalid: previous >= 0 && strings.TrimSpace(lines[previous]) == invalidMarker,
-		})
+		blocks = append(blocks, block)
 		i = end
 	}
 	return blocks, nil
@@ -115,7 +192,10 @@ func markdownSources(file, markdown string) ([]source, []query, error) {
 			sources = append(sources, source{file: file, line: b.line, text: b.text, invalid: b.invalid})
 		case "promql":
 			queries = append(queries, query{file: file, line: b.line, text: b.text})
-		case "sh", "bash", "shell", "console":
+		default:
+			if !isShell(b.lang) {
+				continue
+			}
 			lines := strings.Split(b.text, "\n")
 			for i := 0; i < len(lines); i++ {
 				m := heredocStart.FindStringSubmatch(lines[i])

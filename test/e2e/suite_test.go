@@ -12,12 +12,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/test/sandbox"
 )
 
@@ -34,7 +32,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	binaries, err := buildBinaries(dir)
+	controller, webhook, err := sandbox.Build(filepath.Join(dir, "bin"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -44,8 +42,8 @@ func run(m *testing.M) int {
 	defer cancel()
 	stack, err = sandbox.Start(ctx, sandbox.Options{
 		Dir:              filepath.Join(dir, "stack"),
-		ControllerBinary: filepath.Join(binaries, "controller"),
-		WebhookBinary:    filepath.Join(binaries, "webhook"),
+		ControllerBinary: controller,
+		WebhookBinary:    webhook,
 		Logf: func(format string, args ...any) {
 			if testing.Verbose() {
 				fmt.Printf(format+"\n", args...)
@@ -70,21 +68,4 @@ func run(m *testing.M) int {
 	}
 	_ = os.RemoveAll(dir)
 	return code
-}
-
-// buildBinaries builds cmd/controller and cmd/webhook into dir/bin and returns it: the stack
-// runs both as real processes, so that killing and restarting the controller is real and
-// admission goes through the webhook as a release's does.
-func buildBinaries(dir string) (string, error) {
-	root, err := environment.RepositoryRoot()
-	if err != nil {
-		return "", err
-	}
-	binaries := filepath.Join(dir, "bin")
-	cmd := exec.Command("go", "build", "-o", binaries+string(filepath.Separator), "./cmd/controller", "./cmd/webhook")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the controller and the webhook, %w\n%s", err, out)
-	}
-	return binaries, nil
 }

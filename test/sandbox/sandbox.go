@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -288,6 +289,29 @@ func (s *Stack) Stop() error {
 		errs = append(errs, s.kubeletServer.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// ShellEnv is the environment the docs' commands assume of a shell beside the sandbox, as
+// VAR=value: KUBECONFIG (kubeconfig, the copy a user is given), EMULATOR (the AWS emulator's URL,
+// whose admin API is under /_emulator/) and PROMETHEUS (the Prometheus URL). The sandbox's
+// banner prints it as an export line; test/docs runs the docs' commands with it.
+func (s *Stack) ShellEnv(kubeconfig string) []string {
+	return []string{"KUBECONFIG=" + kubeconfig, "EMULATOR=" + s.EmulatorURL, "PROMETHEUS=" + s.Env.Prometheus.URL}
+}
+
+// Build builds cmd/controller and cmd/webhook into dir and returns their paths, for a stack
+// that runs both as real processes outside `make build`'s bin/ (test/e2e, test/docs).
+func Build(dir string) (controller, webhook string, err error) {
+	root, err := environment.RepositoryRoot()
+	if err != nil {
+		return "", "", err
+	}
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/controller", "./cmd/webhook") //nolint:gosec // G204: go itself, building this repository into the caller's directory.
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("building the controller and the webhook, %w\n%s", err, out)
+	}
+	return filepath.Join(dir, "controller"), filepath.Join(dir, "webhook"), nil
 }
 
 // Examples are the manifests in docs/examples, by file name.

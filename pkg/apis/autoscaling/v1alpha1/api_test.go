@@ -124,6 +124,12 @@ spec:
 		{"utilization with a percent sign", ha(`maxReplicas: 2
   metrics:
   - prometheus: {query: "up", target: {type: Utilization, value: "70%"}}`), "write 70, a percentage without the % sign"},
+		{"a target value that is no quantity", ha(`maxReplicas: 2
+  metrics:
+  - prometheus: {query: "up", target: {type: Value, value: "ten"}}`), "spec.metrics[0].prometheus.target.value: Invalid value: \"\": \"ten\" is not a quantity, such as 70, 0.5, 500m or 2Gi"},
+		{"a target value written as an unquoted fraction", ha(`maxReplicas: 2
+  metrics:
+  - prometheus: {query: "up", target: {type: Value, value: 0.5}}`), "spec.metrics[0].prometheus.target.value: Invalid value: \"number\": spec.metrics[0].prometheus.target.value in body must be of type integer,string"},
 		{"negative default replicas", mp(`scheduleSpec: {defaultReplicas: -1}`), "spec.scheduleSpec.defaultReplicas: Invalid value: -1"},
 		{"behavior without start", mp(`scheduleSpec: {defaultReplicas: 1, behaviors: [{replicas: 2, end: {hours: "9"}}]}`), "spec.scheduleSpec.behaviors[0].start: Required value"},
 		{"negative node group replicas", sng(`replicas: -3
@@ -146,6 +152,11 @@ spec:
 			// Each problem is reported once.
 			if field, _, named := strings.Cut(tc.message, ": "); named && strings.HasPrefix(field, "spec.") && strings.Count(err.Error(), field+": ") != 1 {
 				t.Errorf("rejected with\n  %v\nwant %s reported once", err, field)
+			}
+			// A target written "70%" gets the % sign's message alone, not a quantity pattern's
+			// or rule's beside it.
+			if strings.Contains(tc.message, "% sign") && strings.Count(err.Error(), "Invalid value") != 1 {
+				t.Errorf("rejected with\n  %v\nwant the %% sign's message alone", err)
 			}
 		})
 	}

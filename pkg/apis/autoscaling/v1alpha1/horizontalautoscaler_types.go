@@ -89,7 +89,14 @@ const (
 type MetricTarget struct {
 	// Type is Value, AverageValue or Utilization.
 	Type MetricTargetType `json:"type"`
+	// Value's schema is written out rather than generated from resource.Quantity, whose pattern
+	// would refuse "70%" with a regex beside the message of MetricTarget's rule.
+
 	// Value is the target: a quantity for Value and AverageValue, a percentage for Utilization.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="type(self) == int || self.endsWith('%') || isQuantity(self)",messageExpression="'\"' + string(self) + '\" is not a quantity, such as 70, 0.5, 500m or 2Gi'"
 	Value resource.Quantity `json:"value"`
 }
 
