@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -81,6 +82,7 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 	requests := map[*corev1.Pod]corev1.ResourceList{}
 	podRequestsOf := func(pod *corev1.Pod) corev1.ResourceList {
 		r := podRequests(pod)
+		s.volumes.addAttachments(pod, r)
 		requests[pod] = r
 		s.resources.register(r)
 		return r
@@ -97,6 +99,12 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 		}
 	}
 
+	s.volumeDrivers = map[string]int{}
+	for name, i := range s.resources {
+		if driver, ok := strings.CutPrefix(string(name), string(volumeResource(""))); ok {
+			s.volumeDrivers[driver] = i
+		}
+	}
 	for i, p := range in.Provisioners {
 		s.provisioners = append(s.provisioners, s.newProvisioner(i, p, in.DaemonSetPods, requests))
 	}
@@ -154,6 +162,7 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 			counts:   make([]int32, len(groups)),
 			owners:   make([]int32, len(groups)),
 		}
+		s.volumeLimits(en.alloc, csiNodeLimits(n.CSINode))
 		if z, ok := n.Node.Labels[corev1.LabelTopologyZone]; ok {
 			en.zones = 1 << s.zones.index[z]
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/check"
 	"karpenter.sh/karpenter/pkg/test/builders"
@@ -52,9 +53,17 @@ func mixedInput(rng *rand.Rand) scheduling.Input {
 			labelledNode("old-1", map[string]string{corev1.LabelTopologyZone: "zone-1", v1alpha5.CapacityTypeLabelKey: v1alpha5.CapacityTypeOnDemand, "example.com/team": "x"}, "4"),
 			labelledNode("old-2", map[string]string{corev1.LabelTopologyZone: "zone-2"}, "2"),
 		},
-		StorageClasses: []*storagev1.StorageClass{{ObjectMeta: metav1.ObjectMeta{Name: "gp3"}, VolumeBindingMode: &wffc,
+		StorageClasses: []*storagev1.StorageClass{{ObjectMeta: metav1.ObjectMeta{Name: "gp3"}, Provisioner: cloudprovider.EBSCSIDriver, VolumeBindingMode: &wffc,
 			AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: corev1.LabelTopologyZone, Values: []string{"zone-1", "zone-3"}}}}}}},
 	}
+	// Few EBS attachments per node, so that the limits bind.
+	for _, p := range in.Provisioners {
+		for i, it := range p.InstanceTypes {
+			it.VolumeLimits = map[string]int64{cloudprovider.EBSCSIDriver: int64(1 + i%3)}
+		}
+	}
+	in.Nodes[0].CSINode = &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "old-1"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+		{Name: cloudprovider.EBSCSIDriver, Allocatable: &storagev1.VolumeNodeResources{Count: ptr.To[int32](1)}}}}}
 	for i := 0; i < 60; i++ {
 		app := pick(apps)
 		selector := map[string]string{"app": pick(apps)}
@@ -104,7 +113,9 @@ func mixedInput(rng *rand.Rand) scheduling.Input {
 		case 0:
 			name := fmt.Sprintf("bound-%d", i)
 			in.PersistentVolumeClaims = append(in.PersistentVolumeClaims, claim(name, "pv-"+name, nil))
-			in.PersistentVolumes = append(in.PersistentVolumes, zonalVolume("pv-"+name, "topology.ebs.csi.aws.com/zone", pick([]string{"zone-1", "zone-2", "zone-3"})))
+			pv := zonalVolume("pv-"+name, "topology.ebs.csi.aws.com/zone", pick([]string{"zone-1", "zone-2", "zone-3"}))
+			pv.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: cloudprovider.EBSCSIDriver, VolumeHandle: "vol-" + name}
+			in.PersistentVolumes = append(in.PersistentVolumes, pv)
 			withClaim(pod, name)
 		case 1:
 			name := fmt.Sprintf("wffc-%d", i)

@@ -27,9 +27,11 @@ type scheduler struct {
 	existingLabels []map[string]string
 	provisioners   []*provisioner
 	volumes        *volumeIndex
-	nodes          []*node // existing nodes first, then new ones in the order they were opened
-	existing       int
-	results        *Results
+	// volumeDrivers are the CSI drivers whose volumes pods attach, by resource index.
+	volumeDrivers map[string]int
+	nodes         []*node // existing nodes first, then new ones in the order they were opened
+	existing      int
+	results       *Results
 	// domainCache caches, by rendered requirements and what else decides a group's domains,
 	// the domains a pod with those requirements could be in.
 	domainCache map[domainsCacheKey]domainSet
@@ -232,13 +234,24 @@ func (s *scheduler) newNodeMayBeCheaper(from, grown *instanceType, growth float6
 	return false
 }
 
-// podsRoom is how many pods shaped like requests an instance type's capacity holds, by cpu and
-// memory, fractionally; +Inf for a pod that requests neither, which growth never has to make room for.
+// podsRoom is how many pods shaped like requests an instance type holds, fractionally: by cpu
+// and memory capacity, and by the allocatable of other resources (extended ones, volume
+// attachments) that the pods request and the type limits; +Inf for a pod that requests none,
+// which growth never has to make room for.
 func podsRoom(t *instanceType, requests resources) float64 {
 	room := math.Inf(1)
-	for _, i := range []int{0, 1} { // cpu and memory, as newResourceIndex places them
-		if requests[i] > 0 {
-			room = math.Min(room, float64(t.capacity[i])/float64(requests[i]))
+	for i, r := range requests {
+		if r <= 0 {
+			continue
+		}
+		switch i {
+		case 0, 1: // cpu and memory, as newResourceIndex places them
+			room = math.Min(room, float64(t.capacity[i])/float64(r))
+		case 2: // pods: every pod takes one, and cpu or memory bind first on all but tiny pods
+		default:
+			if t.alloc[i] < unlimitedVolumes {
+				room = math.Min(room, float64(t.alloc[i])/float64(r))
+			}
 		}
 	}
 	return room

@@ -2,11 +2,16 @@ package scheduling
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/scheduling"
 )
 
@@ -180,4 +185,112 @@ func nodeLabelKey(key string) string {
 		return corev1.LabelTopologyZone
 	}
 	return key
+}
+
+// migratedPlugins are the in-tree volume plugins whose volumes a CSI driver attaches once
+// migrated, so they count against its limit, as kube-scheduler's NodeVolumeLimits counts them.
+var migratedPlugins = map[string]string{"kubernetes.io/aws-ebs": cloudprovider.EBSCSIDriver}
+
+// unlimitedVolumes stands for a driver without a declared limit; sums of real counts stay far
+// below it.
+const unlimitedVolumes = math.MaxInt64 / 4
+
+// volumeResource is the resource a CSI driver's attached volumes are counted as, so the
+// scheduler's resource vectors enforce the limits as they do allocatable.
+func volumeResource(driver string) corev1.ResourceName {
+	return corev1.ResourceName("attachable-volumes-csi-" + driver)
+}
+
+// addAttachments adds to requests, per CSI driver, the distinct volumes the pod attaches. A
+// volume whose claim, volume or class is missing counts for none: a pending pod with one is
+// unschedulable anyway.
+func (vi *volumeIndex) addAttachments(pod *corev1.Pod, requests corev1.ResourceList) {
+	seen := sets.New[string]()
+	counts := map[string]int64{}
+	for _, v := range pod.Spec.Volumes {
+		var driver, id string
+		switch {
+		case v.AWSElasticBlockStore != nil:
+			driver, id = cloudprovider.EBSCSIDriver, "aws-ebs/"+v.AWSElasticBlockStore.VolumeID
+		case v.PersistentVolumeClaim != nil:
+			id = pod.Namespace + "/" + v.PersistentVolumeClaim.ClaimName
+			driver = vi.claimDriver(id, nil)
+		case v.Ephemeral != nil:
+			var template *corev1.PersistentVolumeClaimSpec
+			if v.Ephemeral.VolumeClaimTemplate != nil {
+				template = &v.Ephemeral.VolumeClaimTemplate.Spec
+			}
+			id = pod.Namespace + "/" + pod.Name + "-" + v.Name
+			driver = vi.claimDriver(id, template)
+		}
+		if driver == "" || seen.Has(id) {
+			continue
+		}
+		seen.Insert(id)
+		counts[driver]++
+	}
+	for driver, n := range counts {
+		requests[volumeResource(driver)] = *resource.NewQuantity(n, resource.DecimalSI)
+	}
+}
+
+// claimDriver is the CSI driver that attaches the claim's volume (by namespace/name; template
+// stands for a claim not yet created), or "" if none does or it is unknown.
+func (vi *volumeIndex) claimDriver(key string, template *corev1.PersistentVolumeClaimSpec) string {
+	spec := template
+	if claim, ok := vi.claims[key]; ok {
+		spec = &claim.Spec
+	}
+	if spec == nil {
+		return ""
+	}
+	if spec.VolumeName != "" {
+		pv, ok := vi.volumes[spec.VolumeName]
+		switch {
+		case !ok:
+			return ""
+		case pv.Spec.CSI != nil:
+			return pv.Spec.CSI.Driver
+		case pv.Spec.AWSElasticBlockStore != nil:
+			return cloudprovider.EBSCSIDriver
+		}
+		return ""
+	}
+	if spec.StorageClassName == nil {
+		return ""
+	}
+	class, ok := vi.classes[*spec.StorageClassName]
+	if !ok {
+		return ""
+	}
+	if driver, ok := migratedPlugins[class.Provisioner]; ok {
+		return driver
+	}
+	return class.Provisioner
+}
+
+// volumeLimits sets, in a vector of allocatable resources, each counted driver's limit from
+// limits, or unlimitedVolumes where it declares none.
+func (s *scheduler) volumeLimits(alloc resources, limits map[string]int64) {
+	for driver, i := range s.volumeDrivers {
+		if n, ok := limits[driver]; ok {
+			alloc[i] = n * 1000 // resource vectors hold milli-units
+		} else {
+			alloc[i] = unlimitedVolumes
+		}
+	}
+}
+
+// csiNodeLimits are the volume counts a CSINode declares, by driver.
+func csiNodeLimits(csiNode *storagev1.CSINode) map[string]int64 {
+	if csiNode == nil {
+		return nil
+	}
+	limits := map[string]int64{}
+	for _, d := range csiNode.Spec.Drivers {
+		if d.Allocatable != nil && d.Allocatable.Count != nil {
+			limits[d.Name] = int64(*d.Allocatable.Count)
+		}
+	}
+	return limits
 }
