@@ -11,6 +11,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/check"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/workloads"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -171,7 +172,7 @@ func ebsPods(n int, claims *[]*corev1.PersistentVolumeClaim) []*corev1.Pod {
 
 // volumeLimited is an instance type that attaches ebs EBS volumes.
 func volumeLimited(name string, cpu int64, price float64, ebs int64) *cloudprovider.InstanceType {
-	it := instanceType(name, "amd64", cpu, 2*cpu, 100, price)
+	it := workloads.InstanceType(name, "amd64", cpu, 2*cpu, 100, price)
 	it.VolumeLimits = map[string]int64{cloudprovider.EBSCSIDriver: ebs}
 	return it
 }
