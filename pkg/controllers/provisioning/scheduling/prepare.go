@@ -21,6 +21,9 @@ type podInfo struct {
 	// attempts are tried in order; later ones relax preferences.
 	attempts  []attempt
 	tolerates []bool // by provisioner index
+	// existingVolumes are the alternatives an existing node's labels must meet for the pod's
+	// volumes, nil for none.
+	existingVolumes []scheduling.Requirements
 
 	hostSpreads, hostAffinities, hostAntiAffinities       []ownedTerm
 	domainSpreads, domainAffinities, domainAntiAffinities []ownedTerm
@@ -287,8 +290,12 @@ func (s *scheduler) newPodInfo(pod *corev1.Pod, requests corev1.ResourceList) *p
 	if len(pod.Spec.Tolerations) > 0 {
 		p.tolerationsKey = fmt.Sprint(pod.Spec.Tolerations)
 	}
-	volumes, err := s.volumes.requirements(pod)
+	volumes, err := s.volumes.requirements(pod, true)
 	if err != nil {
+		p.err = err
+		return p
+	}
+	if p.existingVolumes, err = s.volumes.requirements(pod, false); err != nil {
 		p.err = err
 		return p
 	}

@@ -45,15 +45,17 @@ func newVolumeIndex(in Input) *volumeIndex {
 }
 
 // requirements are the alternatives, any one of which the pod's node must meet for all its
-// persistent volumes: nil when the volumes constrain nothing.
-func (vi *volumeIndex) requirements(pod *corev1.Pod) ([]scheduling.Requirements, error) {
+// persistent volumes: nil when the volumes constrain nothing. For a node Karpenter launches
+// (launched), the zone's aliases are its zone label; an existing node must carry the keys the
+// volumes name, as kube-scheduler's VolumeBinding reads them.
+func (vi *volumeIndex) requirements(pod *corev1.Pod, launched bool) ([]scheduling.Requirements, error) {
 	var alternatives []scheduling.Requirements
 	for _, v := range pod.Spec.Volumes {
 		var terms []scheduling.Requirements
 		var err error
 		switch {
 		case v.PersistentVolumeClaim != nil:
-			terms, err = vi.claimRequirements(pod.Namespace, v.PersistentVolumeClaim.ClaimName, nil)
+			terms, err = vi.claimRequirements(pod.Namespace, v.PersistentVolumeClaim.ClaimName, nil, launched)
 		case v.Ephemeral != nil:
 			// The ephemeral volume controller names the claim after the pod and volume, and may
 			// not have created it yet: then the template says how it will be provisioned.
@@ -61,7 +63,7 @@ func (vi *volumeIndex) requirements(pod *corev1.Pod) ([]scheduling.Requirements,
 			if v.Ephemeral.VolumeClaimTemplate != nil {
 				template = &v.Ephemeral.VolumeClaimTemplate.Spec
 			}
-			terms, err = vi.claimRequirements(pod.Namespace, pod.Name+"-"+v.Name, template)
+			terms, err = vi.claimRequirements(pod.Namespace, pod.Name+"-"+v.Name, template, launched)
 		default:
 			continue
 		}
@@ -93,7 +95,7 @@ func (vi *volumeIndex) requirements(pod *corev1.Pod) ([]scheduling.Requirements,
 
 // claimRequirements are the alternatives a claim's volume needs, nil for none. template stands
 // for a claim not yet created.
-func (vi *volumeIndex) claimRequirements(namespace, name string, template *corev1.PersistentVolumeClaimSpec) ([]scheduling.Requirements, error) {
+func (vi *volumeIndex) claimRequirements(namespace, name string, template *corev1.PersistentVolumeClaimSpec, launched bool) ([]scheduling.Requirements, error) {
 	claim, ok := vi.claims[namespace+"/"+name]
 	var spec *corev1.PersistentVolumeClaimSpec
 	switch {
@@ -109,7 +111,7 @@ func (vi *volumeIndex) claimRequirements(namespace, name string, template *corev
 		if !ok {
 			return nil, fmt.Errorf("persistentvolumeclaim %q is bound to persistentvolume %q, which is not found", name, spec.VolumeName)
 		}
-		return volumeRequirements(pv)
+		return volumeRequirements(pv, launched)
 	}
 	className := ""
 	if spec.StorageClassName != nil {
@@ -132,7 +134,7 @@ func (vi *volumeIndex) claimRequirements(namespace, name string, template *corev
 	for _, term := range class.AllowedTopologies {
 		rs := scheduling.Requirements{}
 		for _, e := range term.MatchLabelExpressions {
-			if err := rs.Add(nodeLabelKey(e.Key), corev1.NodeSelectorOpIn, e.Values...); err != nil {
+			if err := rs.Add(nodeLabelKey(e.Key, launched), corev1.NodeSelectorOpIn, e.Values...); err != nil {
 				return nil, fmt.Errorf("storageclass %q allowedTopologies, %w", className, err)
 			}
 		}
@@ -143,7 +145,7 @@ func (vi *volumeIndex) claimRequirements(namespace, name string, template *corev
 
 // volumeRequirements are the alternatives a persistent volume's node affinity allows, ANDed with
 // the zones its zone label names (kube-scheduler's VolumeZone); nil for none.
-func volumeRequirements(pv *corev1.PersistentVolume) ([]scheduling.Requirements, error) {
+func volumeRequirements(pv *corev1.PersistentVolume, launched bool) ([]scheduling.Requirements, error) {
 	zones := scheduling.Requirements{}
 	for _, key := range []string{corev1.LabelTopologyZone, corev1.LabelFailureDomainBetaZone} {
 		if v, ok := pv.Labels[key]; ok {
@@ -158,7 +160,7 @@ func volumeRequirements(pv *corev1.PersistentVolume) ([]scheduling.Requirements,
 		for i := range a.Required.NodeSelectorTerms {
 			term := a.Required.NodeSelectorTerms[i].DeepCopy()
 			for j := range term.MatchExpressions {
-				term.MatchExpressions[j].Key = nodeLabelKey(term.MatchExpressions[j].Key)
+				term.MatchExpressions[j].Key = nodeLabelKey(term.MatchExpressions[j].Key, launched)
 			}
 			rs, err := scheduling.RequirementsFromRequiredTerm(nil, term)
 			if err != nil {
@@ -179,9 +181,10 @@ func volumeRequirements(pv *corev1.PersistentVolume) ([]scheduling.Requirements,
 	return []scheduling.Requirements{zones}, nil
 }
 
-// nodeLabelKey is the label a launched node carries for key: aliases of the zone are the zone.
-func nodeLabelKey(key string) string {
-	if zoneLabelAliases[key] {
+// nodeLabelKey is the label a node carries for key: on a launched node, aliases of the zone are
+// the zone.
+func nodeLabelKey(key string, launched bool) string {
+	if launched && zoneLabelAliases[key] {
 		return corev1.LabelTopologyZone
 	}
 	return key

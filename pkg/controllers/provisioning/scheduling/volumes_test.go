@@ -74,6 +74,20 @@ func TestVolumeTopology(t *testing.T) {
 			},
 		},
 		{
+			// The driver's key is the zone on a node Karpenter launches, where the driver runs;
+			// an existing node must carry it, as kube-scheduler's VolumeBinding reads it.
+			name: "an existing node must carry the key a volume's node affinity names",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: []*corev1.Pod{withClaim(pod(), "data")}, PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{claim("data", "pv", nil)},
+					PersistentVolumes: []*corev1.PersistentVolume{zonalVolume("pv", "topology.ebs.csi.aws.com/zone", "zone-1")},
+					Nodes:             []scheduling.Node{existingNode("no-driver", "zone-1", "4", "8Gi")}, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+			},
+			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
+				wantNodes(t, r, 1)
+				wantCounts(t, podsByValue(in, r, corev1.LabelTopologyZone), map[string]int{"zone-1": 1})
+			},
+		},
+		{
 			name: "a volume's zone label may name several zones",
 			input: func() scheduling.Input {
 				pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", Labels: map[string]string{corev1.LabelTopologyZone: "zone-1__zone-3"}}}

@@ -11,9 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
-// zoneKey is the label the checker reads for a volume's zone constraints. The beta zone label
-// and the EBS CSI driver's zone label name the same zone on a launched node.
-func zoneKey(key string) string {
+// zoneKey is the label the checker reads on node n for a volume's zone constraints. The beta
+// zone label and the EBS CSI driver's zone label name the same zone on a launched node; an
+// existing node is read as it is labelled.
+func zoneKey(n *node, key string) string {
+	if n.existing {
+		return key
+	}
 	switch key {
 	case "failure-domain.beta.kubernetes.io/zone", "topology.ebs.csi.aws.com/zone":
 		return corev1.LabelTopologyZone
@@ -83,7 +87,7 @@ func (c *checker) verifyVolume(n *node, pod *corev1.Pod, v *corev1.Volume) error
 	for _, term := range class.AllowedTopologies {
 		selector := labels.NewSelector()
 		for _, e := range term.MatchLabelExpressions {
-			r, err := labels.NewRequirement(zoneKey(e.Key), selection.In, e.Values)
+			r, err := labels.NewRequirement(zoneKey(n, e.Key), selection.In, e.Values)
 			if err != nil {
 				return err
 			}
@@ -115,7 +119,7 @@ func verifyPersistentVolume(n *node, pv *corev1.PersistentVolume) error {
 		exprs := make([]corev1.NodeSelectorRequirement, len(term.MatchExpressions))
 		for i, e := range term.MatchExpressions {
 			exprs[i] = e
-			exprs[i].Key = zoneKey(e.Key)
+			exprs[i].Key = zoneKey(n, e.Key)
 		}
 		selector, err := requirementsSelector(exprs)
 		if err == nil && len(exprs) > 0 && len(term.MatchFields) == 0 && n.meets(selector) {
