@@ -143,26 +143,44 @@ func (s *scheduler) schedule(p *podInfo) string {
 // the growth. Growth alone would pile a group that must share a zone onto one node of the
 // largest (and, on real catalogues, dearest per core) type, where many small ones cost less.
 func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet) bool {
-	var grow *node
+	var grow, best *node
+	bestScore, growth, growSlack := math.Inf(-1), math.Inf(1), math.Inf(-1)
 	for _, n := range s.nodes[s.existing:] {
 		if !fitsWith(n.maxAlloc, n.used, p.requests) {
 			continue
 		}
 		free := fitsWith(n.candidates[n.first].alloc, n.used, p.requests)
-		if !free && grow != nil {
+		if !free && best != nil {
 			continue
 		}
 		if !s.compatibleNew(n, p, a, allowed) {
 			continue
 		}
 		if free {
+			if score := fitScore(n, p.requests); score > bestScore {
+				best, bestScore = n, score
+			}
+			continue
+		}
+		if g, slack := growthPrice(n, p.requests); g < growth || (g == growth && slack > growSlack) {
+			grow, growth, growSlack = n, g, slack
+		}
+	}
+	if best != nil {
+		if nw, refusal := s.constrain(best, p, a, allowed); refusal == "" {
+			s.place(best, p, nw)
+			return true
+		}
+		// The best fit's topology refused the pod; take the first that accepts it.
+		for _, n := range s.nodes[s.existing:] {
+			if n == best || !fitsWith(n.candidates[n.first].alloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
+				continue
+			}
 			if nw, refusal := s.constrain(n, p, a, allowed); refusal == "" {
 				s.place(n, p, nw)
 				return true
 			}
-			continue
 		}
-		grow = n
 	}
 	if grow == nil {
 		return false
@@ -193,6 +211,39 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 	}
 	s.place(grow, p, nw)
 	return true
+}
+
+// growthPrice is what growing node n to the cheapest of its instance types with room for
+// requests more costs, +Inf if none has room, and the room that type would leave in cpu and
+// memory, as fractions of its allocatable.
+func growthPrice(n *node, requests resources) (float64, float64) {
+	used := n.used.plus(requests)
+	for i := n.first + 1; i < len(n.candidates); i++ {
+		if t := n.candidates[i]; within(t.alloc, used) {
+			var slack float64
+			for _, d := range []int{0, 1} {
+				if t.alloc[d] > 0 {
+					slack += float64(t.alloc[d]-used[d]) / float64(t.alloc[d])
+				}
+			}
+			return n.prices[i] - n.prices[n.first], slack
+		}
+	}
+	return math.Inf(1), math.Inf(1)
+}
+
+// fitScore ranks the nodes whose cheapest instance type has room for a pod: the higher, the
+// better the pod complements what the node has left, so that nodes fill in cpu and memory
+// alike rather than in one and leave the other paid for and idle.
+func fitScore(n *node, requests resources) float64 {
+	t := n.candidates[n.first]
+	var score float64
+	for _, d := range []int{0, 1} { // cpu and memory, as newResourceIndex places them
+		if c := float64(t.alloc[d]); c > 0 {
+			score -= float64(t.alloc[d]-n.used[d]-requests[d]) / c
+		}
+	}
+	return score
 }
 
 // cheaperThanGrowth reports whether a new node buys room for pods shaped like requests at a
