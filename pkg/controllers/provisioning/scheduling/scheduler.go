@@ -27,6 +27,8 @@ type scheduler struct {
 	existingLabels []map[string]string
 	provisioners   []*provisioner
 	volumes        *volumeIndex
+	// growable is placeOnNewNodes' scratch list of the open nodes a pod could grow.
+	growable []*node
 	// volumeDrivers are the CSI drivers whose volumes pods attach, by resource index.
 	volumeDrivers map[string]int
 	nodes         []*node // existing nodes first, then new ones in the order they were opened
@@ -138,48 +140,55 @@ func (s *scheduler) schedule(p *podInfo) string {
 }
 
 // placeOnNewNodes puts the pod on a node opened earlier in the pass: preferably one whose
-// cheapest instance type already has room for it, so it costs nothing more; otherwise the
-// first that can grow to a larger instance type, unless a new node for the pod costs less than
-// the growth. Growth alone would pile a group that must share a zone onto one node of the
-// largest (and, on real catalogues, dearest per core) type, where many small ones cost less.
+// cheapest instance type already has room for it, so it costs nothing more, the one it fits
+// tightest; otherwise the one whose growth to a larger instance type costs least (the roomiest
+// after growth on a tie), unless a new node for the pod costs less than the growth. Growth
+// alone would pile a group that must share a zone onto one node of the largest (and, on real
+// catalogues, dearest per core) type, where many small ones cost less.
 func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet) bool {
-	var grow, best *node
-	bestScore, growth, growSlack := math.Inf(-1), math.Inf(1), math.Inf(-1)
+	var best *node
+	bestScore := math.Inf(-1)
+	growable := s.growable[:0]
 	for _, n := range s.nodes[s.existing:] {
 		if !fitsWith(n.maxAlloc, n.used, p.requests) {
 			continue
 		}
-		free := fitsWith(n.candidates[n.first].alloc, n.used, p.requests)
-		if !free && best != nil {
-			continue
-		}
-		if !s.compatibleNew(n, p, a, allowed) {
-			continue
-		}
-		if free {
-			if score := fitScore(n, p.requests); score > bestScore {
+		if fitsWith(n.candidates[n.first].alloc, n.used, p.requests) {
+			// Compatibility costs more than the score: check it only for a better fit.
+			if score := fitScore(n, p.requests); score > bestScore && s.compatibleNew(n, p, a, allowed) {
 				best, bestScore = n, score
 			}
-			continue
-		}
-		if g, slack := growthPrice(n, p.requests); g < growth || (g == growth && slack > growSlack) {
-			grow, growth, growSlack = n, g, slack
+		} else if best == nil && s.compatibleNew(n, p, a, allowed) {
+			growable = append(growable, n)
 		}
 	}
+	s.growable = growable
 	if best != nil {
 		if nw, refusal := s.constrain(best, p, a, allowed); refusal == "" {
 			s.place(best, p, nw)
 			return true
 		}
-		// The best fit's topology refused the pod; take the first that accepts it.
+		// The best fit's topology refused the pod; take the first that accepts it, or else
+		// grow one, which the scan above stopped listing once it found room.
+		growable = growable[:0]
 		for _, n := range s.nodes[s.existing:] {
-			if n == best || !fitsWith(n.candidates[n.first].alloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
+			if n == best || !fitsWith(n.maxAlloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
 				continue
 			}
-			if nw, refusal := s.constrain(n, p, a, allowed); refusal == "" {
+			if !fitsWith(n.candidates[n.first].alloc, n.used, p.requests) {
+				growable = append(growable, n)
+			} else if nw, refusal := s.constrain(n, p, a, allowed); refusal == "" {
 				s.place(n, p, nw)
 				return true
 			}
+		}
+		s.growable = growable
+	}
+	var grow *node
+	growth, room := math.Inf(1), math.Inf(-1)
+	for _, n := range growable {
+		if g, r := growthPrice(n, p.requests); g < growth || (g == growth && r > room) {
+			grow, growth, room = n, g, r
 		}
 	}
 	if grow == nil {
@@ -214,27 +223,28 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 }
 
 // growthPrice is what growing node n to the cheapest of its instance types with room for
-// requests more costs, +Inf if none has room, and the room that type would leave in cpu and
-// memory, as fractions of its allocatable.
+// requests more costs (+Inf if none has room), and the room that type would leave in cpu and
+// memory, as fractions of its allocatable: at the same price, more room for later pods is
+// better.
 func growthPrice(n *node, requests resources) (float64, float64) {
 	used := n.used.plus(requests)
 	for i := n.first + 1; i < len(n.candidates); i++ {
 		if t := n.candidates[i]; within(t.alloc, used) {
-			var slack float64
-			for _, d := range []int{0, 1} {
+			var room float64
+			for _, d := range []int{0, 1} { // cpu and memory, as newResourceIndex places them
 				if t.alloc[d] > 0 {
-					slack += float64(t.alloc[d]-used[d]) / float64(t.alloc[d])
+					room += float64(t.alloc[d]-used[d]) / float64(t.alloc[d])
 				}
 			}
-			return n.prices[i] - n.prices[n.first], slack
+			return n.prices[i] - n.prices[n.first], room
 		}
 	}
-	return math.Inf(1), math.Inf(1)
+	return math.Inf(1), math.Inf(-1)
 }
 
 // fitScore ranks the nodes whose cheapest instance type has room for a pod: the higher, the
-// better the pod complements what the node has left, so that nodes fill in cpu and memory
-// alike rather than in one and leave the other paid for and idle.
+// less room in cpu and memory (as fractions of allocatable) the pod leaves, so that pods fill
+// nodes tightly (best fit) and keep the roomy ones for the pods that need them.
 func fitScore(n *node, requests resources) float64 {
 	t := n.candidates[n.first]
 	var score float64
