@@ -102,12 +102,7 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 		}
 	}
 
-	s.volumeDrivers = map[string]int{}
-	for name, i := range s.resources {
-		if driver, ok := strings.CutPrefix(string(name), string(volumeResource(""))); ok {
-			s.volumeDrivers[driver] = i
-		}
-	}
+	s.indexVolumeDrivers()
 	for i, p := range in.Provisioners {
 		s.provisioners = append(s.provisioners, s.newProvisioner(i, p, in.DaemonSetPods, requests))
 	}
@@ -189,6 +184,17 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 	s.existing = len(s.nodes)
 	sortPods(pending)
 	return pending
+}
+
+// indexVolumeDrivers finds, among the registered resources, the CSI drivers whose volumes pods
+// attach.
+func (s *scheduler) indexVolumeDrivers() {
+	s.volumeDrivers = map[string]int{}
+	for name, i := range s.resources {
+		if driver, ok := strings.CutPrefix(string(name), string(volumeResource(""))); ok {
+			s.volumeDrivers[driver] = i
+		}
+	}
 }
 
 func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev1.Pod, requests map[*corev1.Pod]corev1.ResourceList) *provisioner {

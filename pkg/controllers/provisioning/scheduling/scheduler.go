@@ -184,13 +184,7 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 		}
 		s.growable = growable
 	}
-	var grow *node
-	growth, room := math.Inf(1), math.Inf(-1)
-	for _, n := range growable {
-		if g, r := growthPrice(n, p.requests); g < growth || (g == growth && r > room) {
-			grow, growth, room = n, g, r
-		}
-	}
+	grow := cheapestGrowth(growable, p.requests)
 	if grow == nil {
 		return false
 	}
@@ -220,6 +214,19 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 	}
 	s.place(grow, p, nw)
 	return true
+}
+
+// cheapestGrowth is the node whose growth for requests costs least, the roomiest after growth
+// on a tie; nil for none.
+func cheapestGrowth(nodes []*node, requests resources) *node {
+	var grow *node
+	growth, room := math.Inf(1), math.Inf(-1)
+	for _, n := range nodes {
+		if g, r := growthPrice(n, requests); g < growth || (g == growth && r > room) {
+			grow, growth, room = n, g, r
+		}
+	}
+	return grow
 }
 
 // growthPrice is what growing node n to the cheapest of its instance types with room for

@@ -159,7 +159,7 @@ func (c *checker) verifyAttachLimits() {
 			continue
 		}
 		for _, d := range en.CSINode.Spec.Drivers {
-			if n := attached[en.Node.Name][d.Name].Len(); d.Allocatable != nil && d.Allocatable.Count != nil && int32(n) > *d.Allocatable.Count {
+			if n := attached[en.Node.Name][d.Name].Len(); d.Allocatable != nil && d.Allocatable.Count != nil && int64(n) > int64(*d.Allocatable.Count) {
 				c.fail("node %s: %d volumes of %s, its CSINode allows %d", en.Node.Name, n, d.Name, *d.Allocatable.Count)
 			}
 		}

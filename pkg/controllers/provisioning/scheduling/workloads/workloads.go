@@ -62,7 +62,7 @@ func InstanceTypes() []*cloudprovider.InstanceType {
 // attach limits — over every kind of topology key, with two Provisioners (one tainted) and two
 // existing nodes.
 func Mixed(seed int64) scheduling.Input {
-	rng := rand.New(rand.NewSource(seed))
+	rng := rand.New(rand.NewSource(seed)) //nolint:gosec // a reproducible test workload, not a secret
 	keys := []string{corev1.LabelTopologyZone, corev1.LabelHostname, v1alpha5.CapacityTypeLabelKey, corev1.LabelInstanceTypeStable, corev1.LabelArchStable, "example.com/team"}
 	apps := []string{"a", "b", "c", "d"}
 	pick := func(values []string) string { return values[rng.Intn(len(values))] }
@@ -115,9 +115,9 @@ func Mixed(seed int64) scheduling.Input {
 					when = corev1.ScheduleAnyway
 				}
 				c := builders.Spread(key, when, selector)
-				c.MaxSkew = int32(1 + rng.Intn(2))
+				c.MaxSkew = 1 + rng.Int31n(2)
 				if when == corev1.DoNotSchedule && rng.Intn(4) == 0 {
-					c.MinDomains = ptr.To(int32(2 + rng.Intn(3)))
+					c.MinDomains = ptr.To(2 + rng.Int31n(3))
 				}
 				if rng.Intn(4) == 0 {
 					c.NodeTaintsPolicy = ptr.To(corev1.NodeInclusionPolicyHonor)
