@@ -17,13 +17,15 @@ generate:
 	go run ./hack/apidocs -crds config/crd -out docs/reference.md
 	go run ./hack/chartgen -config config -chart charts/karpenter
 
-## Fails when a generated file is stale, the chart fails `helm lint`, go.mod is untidy, code is not
+## Fails when a generated file is stale, the chart fails `helm lint`, go.mod (or the oracle
+## module's, test/oracle) is untidy, code is not
 ## gofmt'd, go vet complains or golangci-lint (.golangci.yml) does.
 .PHONY: verify
 verify:
 	hack/verify-generated.sh
 	hack/helm.sh lint --strict charts/karpenter
 	go mod tidy -diff
+	cd test/oracle && go mod tidy -diff
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
@@ -72,12 +74,14 @@ test-assets:
 	hack/test-assets.sh
 
 ## Every package runs under the race detector but the end-to-end suite, whose controller is a
-## separate process (built without it) and whose own code only drives the stack.
+## separate process (built without it) and whose own code only drives the stack; then the
+## kube-scheduler oracle (test/oracle), a module of its own.
 RACE_PACKAGES = $$(go list ./... | grep -vx karpenter.sh/karpenter/test/e2e)
 .PHONY: test
 test: test-assets verify
 	go test $(GO_TEST_FLAGS) -race $(RACE_PACKAGES)
 	go test $(GO_TEST_FLAGS) ./test/e2e/
+	cd test/oracle && go test $(GO_TEST_FLAGS) .
 
 ## The scheduling benchmark of ../shared/bench/scheduling-workload.md; see docs/benchmarks.md.
 .PHONY: bench

@@ -19,7 +19,15 @@ type InstanceType struct {
 	Overhead corev1.ResourceList
 	// Offerings are the zones and capacity types the type can be bought in.
 	Offerings []Offering
+	// VolumeLimits are, per CSI driver (e.g. ebs.csi.aws.com), how many of its volumes a node
+	// of the type can attach, as the driver will report in the node's CSINode; a driver not
+	// listed has no limit.
+	VolumeLimits map[string]int64
 }
+
+// EBSCSIDriver is the EBS CSI driver's name, which its volumes' limits are counted under; the
+// in-tree kubernetes.io/aws-ebs volumes are migrated to it.
+const EBSCSIDriver = "ebs.csi.aws.com"
 
 // Offering is one way to buy an instance type: where, how, at what price, and whether the
 // cloud has it now.

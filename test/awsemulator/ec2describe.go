@@ -41,10 +41,21 @@ type xmlInstanceTypeInfo struct {
 	GpuInfo *struct {
 		Gpus *xmlItems[xmlGpu] `xml:"gpus"`
 	} `xml:"gpuInfo"`
+	EbsInfo                      *xmlEbsInfo       `xml:"ebsInfo"`
 	SupportedUsageClasses        *xmlItems[string] `xml:"supportedUsageClasses"`
 	SupportedVirtualizationTypes *xmlItems[string] `xml:"supportedVirtualizationTypes"`
 	SupportedRootDeviceTypes     *xmlItems[string] `xml:"supportedRootDeviceTypes"`
 }
+
+type xmlEbsInfo struct {
+	MaximumEbsAttachments int32  `xml:"maximumEbsAttachments"`
+	AttachmentLimitType   string `xml:"attachmentLimitType"`
+}
+
+// nitroEBSInfo is what EC2 reports for a Nitro type without a dedicated EBS limit: 28
+// attachment slots shared with its network interfaces (and NVMe instance store and GPUs,
+// which the catalogue does not model). Xen types report none.
+var nitroEBSInfo = &xmlEbsInfo{MaximumEbsAttachments: 28, AttachmentLimitType: "shared"}
 
 type xmlGpu struct {
 	Count        int32  `xml:"count"`
@@ -118,6 +129,9 @@ func (e *Emulator) describeInstanceTypes(q ec2Query) (any, *apiError) {
 			x.GpuInfo = &struct {
 				Gpus *xmlItems[xmlGpu] `xml:"gpus"`
 			}{Gpus: items([]xmlGpu{{Count: t.GPUs, Manufacturer: t.GPUManufacturer}})}
+		}
+		if t.Hypervisor != "xen" {
+			x.EbsInfo = nitroEBSInfo
 		}
 		x.SupportedUsageClasses = items(e.usageClasses(t.InstanceType))
 		x.SupportedVirtualizationTypes = items(t.VirtualizationTypes)

@@ -3,6 +3,7 @@ package aws
 import (
 	"slices"
 
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -110,4 +111,48 @@ func overhead(info ec2types.InstanceTypeInfo) corev1.ResourceList {
 		corev1.ResourceCPU:    *resource.NewMilliQuantity(kubeReservedCPUMillis(int64(*info.VCpuInfo.DefaultVCpus)), resource.DecimalSI),
 		corev1.ResourceMemory: *resource.NewQuantity((kubeReservedMemoryMiB(podsOf(info))+evictionThresholdMiB)*1024*1024, resource.BinarySI),
 	}
+}
+
+// EBS attachment slots when DescribeInstanceTypes does not say (EC2's documented limits): a
+// Nitro instance has 28 shared with its network interfaces and NVMe instance store volumes,
+// a Xen instance 39 for EBS alone.
+const (
+	nitroSharedAttachments = 28
+	xenEBSAttachments      = 39
+)
+
+// ebsVolumeLimit is the fewest EBS volumes the EBS CSI driver can report a node of the type
+// attaches: the attachment slots less the root volume and, where slots are shared, every
+// network interface the type may attach (the driver subtracts those attached when it starts,
+// at most these), its NVMe instance store disks and its GPUs. The driver never reports less
+// than one.
+func ebsVolumeLimit(info ec2types.InstanceTypeInfo) int64 {
+	var slots int64
+	shared := info.Hypervisor != ec2types.InstanceTypeHypervisorXen
+	switch {
+	case info.EbsInfo != nil && info.EbsInfo.MaximumEbsAttachments != nil:
+		slots = int64(*info.EbsInfo.MaximumEbsAttachments)
+		shared = info.EbsInfo.AttachmentLimitType != ec2types.AttachmentLimitTypeDedicated
+	case shared:
+		slots = nitroSharedAttachments
+	default:
+		slots = xenEBSAttachments
+	}
+	slots-- // the root volume
+	if shared {
+		if info.NetworkInfo != nil && info.NetworkInfo.MaximumNetworkInterfaces != nil {
+			slots -= int64(*info.NetworkInfo.MaximumNetworkInterfaces)
+		}
+		if s := info.InstanceStorageInfo; s != nil && s.NvmeSupport != ec2types.EphemeralNvmeSupportUnsupported {
+			for _, d := range s.Disks {
+				slots -= int64(sdkaws.ToInt32(d.Count))
+			}
+		}
+		if info.GpuInfo != nil {
+			for _, g := range info.GpuInfo.Gpus {
+				slots -= int64(sdkaws.ToInt32(g.Count))
+			}
+		}
+	}
+	return max(slots, 1)
 }

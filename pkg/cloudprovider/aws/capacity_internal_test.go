@@ -42,6 +42,32 @@ func TestMaxPodsAndMemory(t *testing.T) {
 	}
 }
 
+func TestEBSVolumeLimit(t *testing.T) {
+	network := func(enis int32) *ec2types.NetworkInfo {
+		return &ec2types.NetworkInfo{MaximumNetworkInterfaces: sdkaws.Int32(enis)}
+	}
+	for _, tt := range []struct {
+		name string
+		info ec2types.InstanceTypeInfo
+		want int64
+	}{
+		{"nitro, shared slots from the API", ec2types.InstanceTypeInfo{Hypervisor: ec2types.InstanceTypeHypervisorNitro, NetworkInfo: network(3),
+			EbsInfo: &ec2types.EbsInfo{MaximumEbsAttachments: sdkaws.Int32(28), AttachmentLimitType: ec2types.AttachmentLimitTypeShared}}, 24},
+		{"nitro, the API silent", ec2types.InstanceTypeInfo{Hypervisor: ec2types.InstanceTypeHypervisorNitro, NetworkInfo: network(8)}, 19},
+		{"nitro with NVMe instance store and GPUs", ec2types.InstanceTypeInfo{Hypervisor: ec2types.InstanceTypeHypervisorNitro, NetworkInfo: network(4),
+			InstanceStorageInfo: &ec2types.InstanceStorageInfo{NvmeSupport: ec2types.EphemeralNvmeSupportRequired, Disks: []ec2types.DiskInfo{{Count: sdkaws.Int32(2)}}},
+			GpuInfo:             &ec2types.GpuInfo{Gpus: []ec2types.GpuDeviceInfo{{Count: sdkaws.Int32(4)}}}}, 17},
+		{"dedicated slots", ec2types.InstanceTypeInfo{Hypervisor: ec2types.InstanceTypeHypervisorNitro, NetworkInfo: network(15),
+			EbsInfo: &ec2types.EbsInfo{MaximumEbsAttachments: sdkaws.Int32(128), AttachmentLimitType: ec2types.AttachmentLimitTypeDedicated}}, 127},
+		{"xen", ec2types.InstanceTypeInfo{Hypervisor: ec2types.InstanceTypeHypervisorXen, NetworkInfo: network(8)}, 38},
+		{"more interfaces than slots still attaches one", ec2types.InstanceTypeInfo{Hypervisor: ec2types.InstanceTypeHypervisorNitro, NetworkInfo: network(50)}, 1},
+	} {
+		if got := ebsVolumeLimit(tt.info); got != tt.want {
+			t.Errorf("%s: ebsVolumeLimit = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestLaunchable(t *testing.T) {
 	info := func(arch ec2types.ArchitectureType, virt ec2types.VirtualizationType, metal bool) ec2types.InstanceTypeInfo {
 		return ec2types.InstanceTypeInfo{

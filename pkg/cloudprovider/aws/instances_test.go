@@ -153,20 +153,23 @@ func TestInstanceTypesHaveTheNodesCapacityAndOverhead(t *testing.T) {
 		reservedCPUm    int64
 		reservedMemMi   int64
 		allocatableCPUm int64
+		// ebsVolumes: 28 Nitro slots less the root volume and every network interface; p3
+		// runs on Xen, with 39 slots for EBS alone.
+		ebsVolumes int64
 	}{
-		{"t3.micro", "amd64", 2, 4, 947, 70, 399, 1930},
-		{"t3.small", "amd64", 2, 11, 1894, 70, 476, 1930},
-		{"t3.medium", "amd64", 2, 17, 3788, 70, 542, 1930},
-		{"m5.large", "amd64", 2, 29, 7577, 70, 674, 1930},
-		{"m5.xlarge", "amd64", 4, 58, 15155, 80, 993, 3920},
-		{"m5.4xlarge", "amd64", 16, 234, 60620, 110, 2929, 15890},
-		{"m5.24xlarge", "amd64", 96, 737, 363724, 310, 8462, 95690},
-		{"c5.large", "amd64", 2, 29, 3788, 70, 674, 1930},
-		{"c5.xlarge", "amd64", 4, 58, 7577, 80, 993, 3920},
-		{"r5.large", "amd64", 2, 29, 15155, 70, 674, 1930},
-		{"m6g.large", "arm64", 2, 29, 7577, 70, 674, 1930},
-		{"c6g.xlarge", "arm64", 4, 58, 7577, 80, 993, 3920},
-		{"p3.2xlarge", "amd64", 8, 58, 57779, 90, 993, 7910},
+		{"t3.micro", "amd64", 2, 4, 947, 70, 399, 1930, 25},
+		{"t3.small", "amd64", 2, 11, 1894, 70, 476, 1930, 24},
+		{"t3.medium", "amd64", 2, 17, 3788, 70, 542, 1930, 24},
+		{"m5.large", "amd64", 2, 29, 7577, 70, 674, 1930, 24},
+		{"m5.xlarge", "amd64", 4, 58, 15155, 80, 993, 3920, 23},
+		{"m5.4xlarge", "amd64", 16, 234, 60620, 110, 2929, 15890, 19},
+		{"m5.24xlarge", "amd64", 96, 737, 363724, 310, 8462, 95690, 12},
+		{"c5.large", "amd64", 2, 29, 3788, 70, 674, 1930, 24},
+		{"c5.xlarge", "amd64", 4, 58, 7577, 80, 993, 3920, 23},
+		{"r5.large", "amd64", 2, 29, 15155, 70, 674, 1930, 24},
+		{"m6g.large", "arm64", 2, 29, 7577, 70, 674, 1930, 24},
+		{"c6g.xlarge", "arm64", 4, 58, 7577, 80, 993, 3920, 23},
+		{"p3.2xlarge", "amd64", 8, 58, 57779, 90, 993, 7910, 38},
 	} {
 		it, ok := types[want.name]
 		if !ok {
@@ -184,6 +187,9 @@ func TestInstanceTypesHaveTheNodesCapacityAndOverhead(t *testing.T) {
 		check("cpu overhead", it.Overhead[corev1.ResourceCPU], *resource.NewMilliQuantity(want.reservedCPUm, resource.DecimalSI))
 		check("memory overhead", it.Overhead[corev1.ResourceMemory], *resource.NewQuantity(want.reservedMemMi<<20, resource.BinarySI))
 		check("allocatable cpu", it.Allocatable()[corev1.ResourceCPU], *resource.NewMilliQuantity(want.allocatableCPUm, resource.DecimalSI))
+		if got := it.VolumeLimits[cloudprovider.EBSCSIDriver]; got != want.ebsVolumes {
+			t.Errorf("%s EBS volume limit = %d, want %d", it.Name, got, want.ebsVolumes)
+		}
 		if it.Labels[corev1.LabelArchStable] != want.arch || it.Labels[corev1.LabelOSStable] != "linux" {
 			t.Errorf("%s labels = %v, want arch %s, os linux", it.Name, it.Labels, want.arch)
 		}

@@ -156,11 +156,12 @@ func buildInstanceTypes(catalogue []catalogueEntry, prices priceBook, zones map[
 			continue
 		}
 		types = append(types, &cloudprovider.InstanceType{
-			Name:      name,
-			Labels:    labels,
-			Capacity:  capacity(entry.info),
-			Overhead:  overhead(entry.info),
-			Offerings: offerings,
+			Name:         name,
+			Labels:       labels,
+			Capacity:     capacity(entry.info),
+			Overhead:     overhead(entry.info),
+			Offerings:    offerings,
+			VolumeLimits: map[string]int64{cloudprovider.EBSCSIDriver: ebsVolumeLimit(entry.info)},
 		})
 	}
 	return types

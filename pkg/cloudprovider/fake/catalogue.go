@@ -29,16 +29,19 @@ func DefaultInstanceTypes() []*cloudprovider.InstanceType {
 		memoryGi int64
 		pods     int64
 		price    float64
-		zones    []string
+		// ebsVolumes are EC2's 28 Nitro attachment slots less the root volume and the
+		// type's network interfaces.
+		ebsVolumes int64
+		zones      []string
 	}{
-		{"c5.large", "amd64", 2, 4, 29, 0.085, Zones},
-		{"c5.xlarge", "amd64", 4, 8, 58, 0.17, Zones},
-		{"m5.large", "amd64", 2, 8, 29, 0.096, Zones},
-		{"m5.xlarge", "amd64", 4, 16, 58, 0.192, Zones},
-		{"m5.2xlarge", "amd64", 8, 32, 58, 0.384, Zones},
-		{"m6g.large", "arm64", 2, 8, 29, 0.077, Zones},
-		{"r5.large", "amd64", 2, 16, 29, 0.126, Zones},
-		{"t3.medium", "amd64", 2, 4, 17, 0.0416, Zones[:2]},
+		{"c5.large", "amd64", 2, 4, 29, 0.085, 24, Zones},
+		{"c5.xlarge", "amd64", 4, 8, 58, 0.17, 23, Zones},
+		{"m5.large", "amd64", 2, 8, 29, 0.096, 24, Zones},
+		{"m5.xlarge", "amd64", 4, 16, 58, 0.192, 23, Zones},
+		{"m5.2xlarge", "amd64", 8, 32, 58, 0.384, 23, Zones},
+		{"m6g.large", "arm64", 2, 8, 29, 0.077, 24, Zones},
+		{"r5.large", "amd64", 2, 16, 29, 0.126, 24, Zones},
+		{"t3.medium", "amd64", 2, 4, 17, 0.0416, 24, Zones[:2]},
 	}
 	types := make([]*cloudprovider.InstanceType, 0, len(shapes))
 	for _, s := range shapes {
@@ -55,6 +58,7 @@ func DefaultInstanceTypes() []*cloudprovider.InstanceType {
 				// The kubelet's reservation (11Mi a pod + 255Mi) and the 100Mi eviction threshold.
 				corev1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dMi", 11*s.pods+255+100)),
 			},
+			VolumeLimits: map[string]int64{cloudprovider.EBSCSIDriver: s.ebsVolumes},
 		}
 		for _, zone := range s.zones {
 			t.Offerings = append(t.Offerings,

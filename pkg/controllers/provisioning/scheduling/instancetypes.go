@@ -97,6 +97,7 @@ func (s *scheduler) newInstanceType(it *cloudprovider.InstanceType) *instanceTyp
 		alloc:    s.resources.vector(it.Allocatable()),
 		capacity: s.resources.vector(it.Capacity),
 	}
+	s.volumeLimits(t.alloc, it.VolumeLimits)
 	for _, o := range it.Offerings {
 		if !o.Available {
 			continue

@@ -3,6 +3,7 @@ package scheduling
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -302,6 +303,9 @@ func (s *scheduler) compatibleNew(n *node, p *podInfo, a *attempt, allowed []dom
 
 func (s *scheduler) compatibleExisting(n *node, p *podInfo, a *attempt, allowed []domainSet) bool {
 	if scheduling.UntoleratedTaint(p.pod.Spec.Tolerations, n.taints) != nil || !a.requirements.MatchesLabels(n.labels) {
+		return false
+	}
+	if p.existingVolumes != nil && !slices.ContainsFunc(p.existingVolumes, func(r scheduling.Requirements) bool { return r.MatchesLabels(n.labels) }) {
 		return false
 	}
 	for i, k := range p.keys {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -20,6 +21,9 @@ type podInfo struct {
 	// attempts are tried in order; later ones relax preferences.
 	attempts  []attempt
 	tolerates []bool // by provisioner index
+	// existingVolumes are the alternatives an existing node's labels must meet for the pod's
+	// volumes, nil for none.
+	existingVolumes []scheduling.Requirements
 
 	hostSpreads, hostAffinities, hostAntiAffinities       []ownedTerm
 	domainSpreads, domainAffinities, domainAntiAffinities []ownedTerm
@@ -80,7 +84,7 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 	}
 	requests := map[*corev1.Pod]corev1.ResourceList{}
 	podRequestsOf := func(pod *corev1.Pod) corev1.ResourceList {
-		r := in.Requests.of(pod)
+		r := s.volumes.withAttachments(pod, in.Requests.of(pod))
 		requests[pod] = r
 		s.resources.register(r)
 		return r
@@ -97,6 +101,7 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 		}
 	}
 
+	s.indexVolumeDrivers()
 	for i, p := range in.Provisioners {
 		s.provisioners = append(s.provisioners, s.newProvisioner(i, p, in.DaemonSetPods, requests))
 	}
@@ -154,6 +159,7 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 			counts:   make([]int32, len(groups)),
 			owners:   make([]int32, len(groups)),
 		}
+		s.volumeLimits(en.alloc, csiNodeLimits(n.CSINode))
 		if z, ok := n.Node.Labels[corev1.LabelTopologyZone]; ok {
 			en.zones = 1 << s.zones.index[z]
 		}
@@ -177,6 +183,17 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 	s.existing = len(s.nodes)
 	sortPods(pending)
 	return pending
+}
+
+// indexVolumeDrivers finds, among the registered resources, the CSI drivers whose volumes pods
+// attach.
+func (s *scheduler) indexVolumeDrivers() {
+	s.volumeDrivers = map[string]int{}
+	for name, i := range s.resources {
+		if driver, ok := strings.CutPrefix(string(name), string(volumeResource(""))); ok {
+			s.volumeDrivers[driver] = i
+		}
+	}
 }
 
 func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev1.Pod, requests map[*corev1.Pod]corev1.ResourceList) *provisioner {
@@ -278,8 +295,12 @@ func (s *scheduler) newPodInfo(pod *corev1.Pod, requests corev1.ResourceList) *p
 	if len(pod.Spec.Tolerations) > 0 {
 		p.tolerationsKey = fmt.Sprint(pod.Spec.Tolerations)
 	}
-	volumes, err := s.volumes.requirements(pod)
+	volumes, err := s.volumes.requirements(pod, true)
 	if err != nil {
+		p.err = err
+		return p
+	}
+	if p.existingVolumes, err = s.volumes.requirements(pod, false); err != nil {
 		p.err = err
 		return p
 	}

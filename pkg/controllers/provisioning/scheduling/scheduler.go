@@ -27,9 +27,13 @@ type scheduler struct {
 	existingLabels []map[string]string
 	provisioners   []*provisioner
 	volumes        *volumeIndex
-	nodes          []*node // existing nodes first, then new ones in the order they were opened
-	existing       int
-	results        *Results
+	// growable is placeOnNewNodes' scratch list of the open nodes a pod could grow.
+	growable []*node
+	// volumeDrivers are the CSI drivers whose volumes pods attach, by resource index.
+	volumeDrivers map[string]int
+	nodes         []*node // existing nodes first, then new ones in the order they were opened
+	existing      int
+	results       *Results
 	// domainCache caches, by rendered requirements and what else decides a group's domains,
 	// the domains a pod with those requirements could be in.
 	domainCache map[domainsCacheKey]domainSet
@@ -136,32 +140,51 @@ func (s *scheduler) schedule(p *podInfo) string {
 }
 
 // placeOnNewNodes puts the pod on a node opened earlier in the pass: preferably one whose
-// cheapest instance type already has room for it, so it costs nothing more; otherwise the
-// first that can grow to a larger instance type, unless a new node for the pod costs less than
-// the growth. Growth alone would pile a group that must share a zone onto one node of the
-// largest (and, on real catalogues, dearest per core) type, where many small ones cost less.
+// cheapest instance type already has room for it, so it costs nothing more, the one it fits
+// tightest; otherwise the one whose growth to a larger instance type costs least (the roomiest
+// after growth on a tie), unless a new node for the pod costs less than the growth. Growth
+// alone would pile a group that must share a zone onto one node of the largest (and, on real
+// catalogues, dearest per core) type, where many small ones cost less.
 func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet) bool {
-	var grow *node
+	var best *node
+	bestScore := math.Inf(-1)
+	growable := s.growable[:0]
 	for _, n := range s.nodes[s.existing:] {
 		if !fitsWith(n.maxAlloc, n.used, p.requests) {
 			continue
 		}
-		free := fitsWith(n.candidates[n.first].alloc, n.used, p.requests)
-		if !free && grow != nil {
-			continue
+		if fitsWith(n.candidates[n.first].alloc, n.used, p.requests) {
+			// Compatibility costs more than the score: check it only for a better fit.
+			if score := fitScore(n, p.requests); score > bestScore && s.compatibleNew(n, p, a, allowed) {
+				best, bestScore = n, score
+			}
+		} else if best == nil && s.compatibleNew(n, p, a, allowed) {
+			growable = append(growable, n)
 		}
-		if !s.compatibleNew(n, p, a, allowed) {
-			continue
+	}
+	s.growable = growable
+	if best != nil {
+		if nw, refusal := s.constrain(best, p, a, allowed); refusal == "" {
+			s.place(best, p, nw)
+			return true
 		}
-		if free {
-			if nw, refusal := s.constrain(n, p, a, allowed); refusal == "" {
+		// The best fit's topology refused the pod; take the first that accepts it, or else
+		// grow one, which the scan above stopped listing once it found room.
+		growable = growable[:0]
+		for _, n := range s.nodes[s.existing:] {
+			if n == best || !fitsWith(n.maxAlloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
+				continue
+			}
+			if !fitsWith(n.candidates[n.first].alloc, n.used, p.requests) {
+				growable = append(growable, n)
+			} else if nw, refusal := s.constrain(n, p, a, allowed); refusal == "" {
 				s.place(n, p, nw)
 				return true
 			}
-			continue
 		}
-		grow = n
+		s.growable = growable
 	}
+	grow := cheapestGrowth(growable, p.requests)
 	if grow == nil {
 		return false
 	}
@@ -191,6 +214,53 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 	}
 	s.place(grow, p, nw)
 	return true
+}
+
+// cheapestGrowth is the node whose growth for requests costs least, the roomiest after growth
+// on a tie; nil for none.
+func cheapestGrowth(nodes []*node, requests resources) *node {
+	var grow *node
+	growth, room := math.Inf(1), math.Inf(-1)
+	for _, n := range nodes {
+		if g, r := growthPrice(n, requests); g < growth || (g == growth && r > room) {
+			grow, growth, room = n, g, r
+		}
+	}
+	return grow
+}
+
+// growthPrice is what growing node n to the cheapest of its instance types with room for
+// requests more costs (+Inf if none has room), and the room that type would leave in cpu and
+// memory, as fractions of its allocatable: at the same price, more room for later pods is
+// better.
+func growthPrice(n *node, requests resources) (float64, float64) {
+	used := n.used.plus(requests)
+	for i := n.first + 1; i < len(n.candidates); i++ {
+		if t := n.candidates[i]; within(t.alloc, used) {
+			var room float64
+			for _, d := range []int{0, 1} { // cpu and memory, as newResourceIndex places them
+				if t.alloc[d] > 0 {
+					room += float64(t.alloc[d]-used[d]) / float64(t.alloc[d])
+				}
+			}
+			return n.prices[i] - n.prices[n.first], room
+		}
+	}
+	return math.Inf(1), math.Inf(-1)
+}
+
+// fitScore ranks the nodes whose cheapest instance type has room for a pod: the higher, the
+// less room in cpu and memory (as fractions of allocatable) the pod leaves, so that pods fill
+// nodes tightly (best fit) and keep the roomy ones for the pods that need them.
+func fitScore(n *node, requests resources) float64 {
+	t := n.candidates[n.first]
+	var score float64
+	for _, d := range []int{0, 1} { // cpu and memory, as newResourceIndex places them
+		if c := float64(t.alloc[d]); c > 0 {
+			score -= float64(t.alloc[d]-n.used[d]-requests[d]) / c
+		}
+	}
+	return score
 }
 
 // cheaperThanGrowth reports whether a new node buys room for pods shaped like requests at a
@@ -232,13 +302,24 @@ func (s *scheduler) newNodeMayBeCheaper(from, grown *instanceType, growth float6
 	return false
 }
 
-// podsRoom is how many pods shaped like requests an instance type's capacity holds, by cpu and
-// memory, fractionally; +Inf for a pod that requests neither, which growth never has to make room for.
+// podsRoom is how many pods shaped like requests an instance type holds, fractionally: by cpu
+// and memory capacity, and by the allocatable of other resources (extended ones, volume
+// attachments) that the pods request and the type limits; +Inf for a pod that requests none,
+// which growth never has to make room for.
 func podsRoom(t *instanceType, requests resources) float64 {
 	room := math.Inf(1)
-	for _, i := range []int{0, 1} { // cpu and memory, as newResourceIndex places them
-		if requests[i] > 0 {
-			room = math.Min(room, float64(t.capacity[i])/float64(requests[i]))
+	for i, r := range requests {
+		if r <= 0 {
+			continue
+		}
+		switch i {
+		case 0, 1: // cpu and memory, as newResourceIndex places them
+			room = math.Min(room, float64(t.capacity[i])/float64(r))
+		case 2: // pods: every pod takes one, and cpu or memory bind first on all but tiny pods
+		default:
+			if t.alloc[i] < unlimitedVolumes {
+				room = math.Min(room, float64(t.alloc[i])/float64(r))
+			}
 		}
 	}
 	return room

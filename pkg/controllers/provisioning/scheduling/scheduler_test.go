@@ -6,50 +6,20 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/check"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/workloads"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
-
-// Fixtures: a few instance types in three zones, priced so that bigger costs more.
-func instanceType(name, arch string, cpu, memoryGi, pods int64, price float64) *cloudprovider.InstanceType {
-	it := &cloudprovider.InstanceType{
-		Name:   name,
-		Labels: map[string]string{corev1.LabelArchStable: arch, corev1.LabelOSStable: "linux"},
-		Capacity: corev1.ResourceList{
-			corev1.ResourceCPU:    *resource.NewQuantity(cpu, resource.DecimalSI),
-			corev1.ResourceMemory: *resource.NewQuantity(memoryGi<<30, resource.BinarySI),
-			corev1.ResourcePods:   *resource.NewQuantity(pods, resource.DecimalSI),
-		},
-		Overhead: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("100Mi")},
-	}
-	for _, z := range []string{"zone-1", "zone-2", "zone-3"} {
-		it.Offerings = append(it.Offerings,
-			cloudprovider.Offering{Zone: z, CapacityType: v1alpha5.CapacityTypeSpot, Price: price * 0.4, Available: true},
-			cloudprovider.Offering{Zone: z, CapacityType: v1alpha5.CapacityTypeOnDemand, Price: price, Available: true})
-	}
-	return it
-}
-
-func fixtureTypes() []*cloudprovider.InstanceType {
-	return []*cloudprovider.InstanceType{
-		instanceType("small", "amd64", 2, 4, 10, 0.1),
-		instanceType("medium", "amd64", 4, 8, 20, 0.2),
-		instanceType("large", "amd64", 8, 16, 40, 0.4),
-		instanceType("arm-medium", "arm64", 4, 8, 20, 0.15),
-		instanceType("tiny-pods", "amd64", 16, 32, 2, 0.5),
-	}
-}
 
 func provisioner(o builders.ProvisionerOptions) scheduling.Provisioner {
 	if o.Name == "" {
 		o.Name = "default"
 	}
-	return scheduling.Provisioner{Provisioner: builders.Provisioner(o), InstanceTypes: fixtureTypes()}
+	return scheduling.Provisioner{Provisioner: builders.Provisioner(o), InstanceTypes: workloads.InstanceTypes()}
 }
 
 func requests(cpu, memory string) corev1.ResourceList {
@@ -345,9 +315,9 @@ func TestScheduling(t *testing.T) {
 			// type large enough for the whole group costs far more than many small nodes.
 			name: "zone affinity group larger than any mid-size node spans small nodes, not the huge dear type",
 			input: func() scheduling.Input {
-				types := []*cloudprovider.InstanceType{instanceType("huge", "amd64", 448, 6144, 700, 50)}
+				types := []*cloudprovider.InstanceType{workloads.InstanceType("huge", "amd64", 448, 6144, 700, 50)}
 				for i := 0; i < 8; i++ {
-					types = append(types, instanceType(fmt.Sprintf("small-%d", i), "amd64", 2, 4, 10, 0.1+0.001*float64(i)))
+					types = append(types, workloads.InstanceType(fmt.Sprintf("small-%d", i), "amd64", 2, 4, 10, 0.1+0.001*float64(i)))
 				}
 				cache := map[string]string{"app": "cache"}
 				return scheduling.Input{
@@ -444,7 +414,7 @@ func TestCheckerCatchesViolations(t *testing.T) {
 		t.Error("anti-affinity violation not caught")
 	}
 	r = scheduling.Schedule(input)
-	r.NewNodes[0].InstanceTypes = append(r.NewNodes[0].InstanceTypes[:0:0], fixtureTypes()[0])
+	r.NewNodes[0].InstanceTypes = append(r.NewNodes[0].InstanceTypes[:0:0], workloads.InstanceTypes()[0])
 	if errs := check.Verify(input, r); len(errs) == 0 {
 		t.Error("instance type not offered by the provisioner not caught")
 	}

@@ -18,6 +18,10 @@ type Provisioner struct {
 type Node struct {
 	Node *corev1.Node
 	Pods []*corev1.Pod
+	// CSINode declares, per CSI driver, how many volumes the node attaches
+	// (spec.drivers[].allocatable.count); nil or a driver without a count means no limit, as
+	// to kube-scheduler.
+	CSINode *storagev1.CSINode
 }
 
 // Input is a snapshot of the cluster for one scheduling pass.
@@ -36,6 +40,9 @@ type Input struct {
 	// the volume's node affinity and zone label, and an unbound WaitForFirstConsumer claim to
 	// its class's allowedTopologies. A pod whose claim, volume or class is missing, or whose
 	// claim waits for immediate binding, is unschedulable, as it is to kube-scheduler.
+	// They also say which CSI driver attaches each volume: a node never gets more of a
+	// driver's volumes, counting its pods' (so their claims belong here too), than the
+	// instance type's VolumeLimits or the existing node's CSINode allow.
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass

@@ -2,11 +2,16 @@ package scheduling
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/scheduling"
 )
 
@@ -40,15 +45,17 @@ func newVolumeIndex(in Input) *volumeIndex {
 }
 
 // requirements are the alternatives, any one of which the pod's node must meet for all its
-// persistent volumes: nil when the volumes constrain nothing.
-func (vi *volumeIndex) requirements(pod *corev1.Pod) ([]scheduling.Requirements, error) {
+// persistent volumes: nil when the volumes constrain nothing. For a node Karpenter launches
+// (launched), the zone's aliases are its zone label; an existing node must carry the keys the
+// volumes name, as kube-scheduler's VolumeBinding reads them.
+func (vi *volumeIndex) requirements(pod *corev1.Pod, launched bool) ([]scheduling.Requirements, error) {
 	var alternatives []scheduling.Requirements
 	for _, v := range pod.Spec.Volumes {
 		var terms []scheduling.Requirements
 		var err error
 		switch {
 		case v.PersistentVolumeClaim != nil:
-			terms, err = vi.claimRequirements(pod.Namespace, v.PersistentVolumeClaim.ClaimName, nil)
+			terms, err = vi.claimRequirements(pod.Namespace, v.PersistentVolumeClaim.ClaimName, nil, launched)
 		case v.Ephemeral != nil:
 			// The ephemeral volume controller names the claim after the pod and volume, and may
 			// not have created it yet: then the template says how it will be provisioned.
@@ -56,7 +63,7 @@ func (vi *volumeIndex) requirements(pod *corev1.Pod) ([]scheduling.Requirements,
 			if v.Ephemeral.VolumeClaimTemplate != nil {
 				template = &v.Ephemeral.VolumeClaimTemplate.Spec
 			}
-			terms, err = vi.claimRequirements(pod.Namespace, pod.Name+"-"+v.Name, template)
+			terms, err = vi.claimRequirements(pod.Namespace, pod.Name+"-"+v.Name, template, launched)
 		default:
 			continue
 		}
@@ -88,7 +95,7 @@ func (vi *volumeIndex) requirements(pod *corev1.Pod) ([]scheduling.Requirements,
 
 // claimRequirements are the alternatives a claim's volume needs, nil for none. template stands
 // for a claim not yet created.
-func (vi *volumeIndex) claimRequirements(namespace, name string, template *corev1.PersistentVolumeClaimSpec) ([]scheduling.Requirements, error) {
+func (vi *volumeIndex) claimRequirements(namespace, name string, template *corev1.PersistentVolumeClaimSpec, launched bool) ([]scheduling.Requirements, error) {
 	claim, ok := vi.claims[namespace+"/"+name]
 	var spec *corev1.PersistentVolumeClaimSpec
 	switch {
@@ -104,7 +111,7 @@ func (vi *volumeIndex) claimRequirements(namespace, name string, template *corev
 		if !ok {
 			return nil, fmt.Errorf("persistentvolumeclaim %q is bound to persistentvolume %q, which is not found", name, spec.VolumeName)
 		}
-		return volumeRequirements(pv)
+		return volumeRequirements(pv, launched)
 	}
 	className := ""
 	if spec.StorageClassName != nil {
@@ -127,7 +134,7 @@ func (vi *volumeIndex) claimRequirements(namespace, name string, template *corev
 	for _, term := range class.AllowedTopologies {
 		rs := scheduling.Requirements{}
 		for _, e := range term.MatchLabelExpressions {
-			if err := rs.Add(nodeLabelKey(e.Key), corev1.NodeSelectorOpIn, e.Values...); err != nil {
+			if err := rs.Add(nodeLabelKey(e.Key, launched), corev1.NodeSelectorOpIn, e.Values...); err != nil {
 				return nil, fmt.Errorf("storageclass %q allowedTopologies, %w", className, err)
 			}
 		}
@@ -138,7 +145,7 @@ func (vi *volumeIndex) claimRequirements(namespace, name string, template *corev
 
 // volumeRequirements are the alternatives a persistent volume's node affinity allows, ANDed with
 // the zones its zone label names (kube-scheduler's VolumeZone); nil for none.
-func volumeRequirements(pv *corev1.PersistentVolume) ([]scheduling.Requirements, error) {
+func volumeRequirements(pv *corev1.PersistentVolume, launched bool) ([]scheduling.Requirements, error) {
 	zones := scheduling.Requirements{}
 	for _, key := range []string{corev1.LabelTopologyZone, corev1.LabelFailureDomainBetaZone} {
 		if v, ok := pv.Labels[key]; ok {
@@ -153,7 +160,7 @@ func volumeRequirements(pv *corev1.PersistentVolume) ([]scheduling.Requirements,
 		for i := range a.Required.NodeSelectorTerms {
 			term := a.Required.NodeSelectorTerms[i].DeepCopy()
 			for j := range term.MatchExpressions {
-				term.MatchExpressions[j].Key = nodeLabelKey(term.MatchExpressions[j].Key)
+				term.MatchExpressions[j].Key = nodeLabelKey(term.MatchExpressions[j].Key, launched)
 			}
 			rs, err := scheduling.RequirementsFromRequiredTerm(nil, term)
 			if err != nil {
@@ -174,10 +181,125 @@ func volumeRequirements(pv *corev1.PersistentVolume) ([]scheduling.Requirements,
 	return []scheduling.Requirements{zones}, nil
 }
 
-// nodeLabelKey is the label a launched node carries for key: aliases of the zone are the zone.
-func nodeLabelKey(key string) string {
-	if zoneLabelAliases[key] {
+// nodeLabelKey is the label a node carries for key: on a launched node, aliases of the zone are
+// the zone.
+func nodeLabelKey(key string, launched bool) string {
+	if launched && zoneLabelAliases[key] {
 		return corev1.LabelTopologyZone
 	}
 	return key
+}
+
+// migratedPlugins are the in-tree volume plugins whose volumes a CSI driver attaches once
+// migrated, so they count against its limit, as kube-scheduler's NodeVolumeLimits counts them.
+var migratedPlugins = map[string]string{"kubernetes.io/aws-ebs": cloudprovider.EBSCSIDriver}
+
+// unlimitedVolumes stands for a driver without a declared limit; sums of real counts stay far
+// below it.
+const unlimitedVolumes = math.MaxInt64 / 4
+
+// volumeResource is the resource a CSI driver's attached volumes are counted as, so the
+// scheduler's resource vectors enforce the limits as they do allocatable.
+func volumeResource(driver string) corev1.ResourceName {
+	return corev1.ResourceName("attachable-volumes-csi-" + driver)
+}
+
+// withAttachments is requests plus, per CSI driver, the distinct volumes the pod attaches,
+// in a copy when there are any (requests may be shared by a RequestCache). A
+// volume whose claim, volume or class is missing counts for none: a pending pod with one is
+// unschedulable anyway.
+func (vi *volumeIndex) withAttachments(pod *corev1.Pod, requests corev1.ResourceList) corev1.ResourceList {
+	seen := sets.New[string]()
+	counts := map[string]int64{}
+	for _, v := range pod.Spec.Volumes {
+		var driver, id string
+		switch {
+		case v.AWSElasticBlockStore != nil:
+			driver, id = cloudprovider.EBSCSIDriver, "aws-ebs/"+v.AWSElasticBlockStore.VolumeID
+		case v.PersistentVolumeClaim != nil:
+			id = pod.Namespace + "/" + v.PersistentVolumeClaim.ClaimName
+			driver = vi.claimDriver(id, nil)
+		case v.Ephemeral != nil:
+			var template *corev1.PersistentVolumeClaimSpec
+			if v.Ephemeral.VolumeClaimTemplate != nil {
+				template = &v.Ephemeral.VolumeClaimTemplate.Spec
+			}
+			id = pod.Namespace + "/" + pod.Name + "-" + v.Name
+			driver = vi.claimDriver(id, template)
+		}
+		if driver == "" || seen.Has(id) {
+			continue
+		}
+		seen.Insert(id)
+		counts[driver]++
+	}
+	if len(counts) == 0 {
+		return requests
+	}
+	requests = requests.DeepCopy()
+	for driver, n := range counts {
+		requests[volumeResource(driver)] = *resource.NewQuantity(n, resource.DecimalSI)
+	}
+	return requests
+}
+
+// claimDriver is the CSI driver that attaches the claim's volume (by namespace/name; template
+// stands for a claim not yet created), or "" if none does or it is unknown.
+func (vi *volumeIndex) claimDriver(key string, template *corev1.PersistentVolumeClaimSpec) string {
+	spec := template
+	if claim, ok := vi.claims[key]; ok {
+		spec = &claim.Spec
+	}
+	if spec == nil {
+		return ""
+	}
+	if spec.VolumeName != "" {
+		pv, ok := vi.volumes[spec.VolumeName]
+		switch {
+		case !ok:
+			return ""
+		case pv.Spec.CSI != nil:
+			return pv.Spec.CSI.Driver
+		case pv.Spec.AWSElasticBlockStore != nil:
+			return cloudprovider.EBSCSIDriver
+		}
+		return ""
+	}
+	if spec.StorageClassName == nil {
+		return ""
+	}
+	class, ok := vi.classes[*spec.StorageClassName]
+	if !ok {
+		return ""
+	}
+	if driver, ok := migratedPlugins[class.Provisioner]; ok {
+		return driver
+	}
+	return class.Provisioner
+}
+
+// volumeLimits sets, in a vector of allocatable resources, each counted driver's limit from
+// limits, or unlimitedVolumes where it declares none.
+func (s *scheduler) volumeLimits(alloc resources, limits map[string]int64) {
+	for driver, i := range s.volumeDrivers {
+		if n, ok := limits[driver]; ok {
+			alloc[i] = n * 1000 // resource vectors hold milli-units
+		} else {
+			alloc[i] = unlimitedVolumes
+		}
+	}
+}
+
+// csiNodeLimits are the volume counts a CSINode declares, by driver.
+func csiNodeLimits(csiNode *storagev1.CSINode) map[string]int64 {
+	if csiNode == nil {
+		return nil
+	}
+	limits := map[string]int64{}
+	for _, d := range csiNode.Spec.Drivers {
+		if d.Allocatable != nil && d.Allocatable.Count != nil {
+			limits[d.Name] = int64(*d.Allocatable.Count)
+		}
+	}
+	return limits
 }

@@ -6,9 +6,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/check"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/workloads"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -68,6 +71,20 @@ func TestVolumeTopology(t *testing.T) {
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
 				wantNodes(t, r, 3)
 				wantCounts(t, podsByValue(in, r, corev1.LabelTopologyZone), map[string]int{"zone-2": 3})
+			},
+		},
+		{
+			// The driver's key is the zone on a node Karpenter launches, where the driver runs;
+			// an existing node must carry it, as kube-scheduler's VolumeBinding reads it.
+			name: "an existing node must carry the key a volume's node affinity names",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: []*corev1.Pod{withClaim(pod(), "data")}, PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{claim("data", "pv", nil)},
+					PersistentVolumes: []*corev1.PersistentVolume{zonalVolume("pv", "topology.ebs.csi.aws.com/zone", "zone-1")},
+					Nodes:             []scheduling.Node{existingNode("no-driver", "zone-1", "4", "8Gi")}, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+			},
+			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
+				wantNodes(t, r, 1)
+				wantCounts(t, podsByValue(in, r, corev1.LabelTopologyZone), map[string]int{"zone-1": 1})
 			},
 		},
 		{
@@ -151,6 +168,146 @@ func TestVolumeTopology(t *testing.T) {
 			for _, err := range check.Verify(in, r) {
 				t.Error(err)
 			}
+			tc.expect(t, in, r)
+		})
+	}
+}
+
+// ebsPods are n pods, each with its own unbound EBS claim of class gp3.
+func ebsPods(n int, claims *[]*corev1.PersistentVolumeClaim) []*corev1.Pod {
+	gp3 := "gp3"
+	ps := builders.Pods(n, builders.PodOptions{Requests: requests("100m", "100Mi")})
+	for _, p := range ps {
+		withClaim(p, p.Name+"-data")
+		*claims = append(*claims, claim(p.Name+"-data", "", &gp3))
+	}
+	return ps
+}
+
+// volumeLimited is an instance type that attaches ebs EBS volumes.
+func volumeLimited(name string, cpu int64, price float64, ebs int64) *cloudprovider.InstanceType {
+	it := workloads.InstanceType(name, "amd64", cpu, 2*cpu, 100, price)
+	it.VolumeLimits = map[string]int64{cloudprovider.EBSCSIDriver: ebs}
+	return it
+}
+
+func csiNode(name string, drivers map[string]int32) *storagev1.CSINode {
+	n := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for driver, count := range drivers {
+		n.Spec.Drivers = append(n.Spec.Drivers, storagev1.CSINodeDriver{Name: driver, NodeID: name, Allocatable: &storagev1.VolumeNodeResources{Count: ptr.To(count)}})
+	}
+	return n
+}
+
+// attachedPerNode counts the volumes mounted by the pods bound to each node.
+func attachedPerNode(r *scheduling.Results) map[string]int {
+	out := map[string]int{}
+	for _, b := range r.Bindings {
+		out[b.NodeName] += len(b.Pod.Spec.Volumes)
+	}
+	return out
+}
+
+func TestVolumeAttachLimits(t *testing.T) {
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	gp3 := storageClass("gp3", wffc)
+	limited := func(types ...*cloudprovider.InstanceType) []scheduling.Provisioner {
+		p := provisioner(builders.ProvisionerOptions{})
+		p.InstanceTypes = types
+		return []scheduling.Provisioner{p}
+	}
+	cases := []struct {
+		name   string
+		input  func() scheduling.Input
+		expect func(t *testing.T, in scheduling.Input, r *scheduling.Results)
+	}{
+		{
+			name: "a new node gets no more EBS volumes than its instance type attaches",
+			input: func() scheduling.Input {
+				in := scheduling.Input{StorageClasses: []*storagev1.StorageClass{gp3}, Provisioners: limited(volumeLimited("small", 8, 0.1, 3))}
+				in.Pods = ebsPods(10, &in.PersistentVolumeClaims)
+				return in
+			},
+			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
+				wantNodes(t, r, 4)
+				for node, n := range attachedPerNode(r) {
+					if n > 3 {
+						t.Errorf("node %s attaches %d volumes, its type 3", node, n)
+					}
+				}
+			},
+		},
+		{
+			name: "a larger attach limit is worth a dearer type only when the pods need it",
+			input: func() scheduling.Input {
+				in := scheduling.Input{StorageClasses: []*storagev1.StorageClass{gp3},
+					Provisioners: limited(volumeLimited("few-volumes", 8, 0.1, 2), volumeLimited("many-volumes", 8, 0.15, 20))}
+				in.Pods = ebsPods(10, &in.PersistentVolumeClaims)
+				return in
+			},
+			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
+				wantNodes(t, r, 1)
+				wantFirstType(t, r.NewNodes[0], "many-volumes")
+			},
+		},
+		{
+			name: "an existing node's CSINode count includes its pods' volumes, in-tree EBS among them",
+			input: func() scheduling.Input {
+				inTree := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "old-pv"}, Spec: corev1.PersistentVolumeSpec{
+					PersistentVolumeSource: corev1.PersistentVolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-1"}}}}
+				old := existingNode("old", "zone-1", "8", "16Gi", withClaim(builders.Pod(builders.PodOptions{}), "old-data"))
+				old.CSINode = csiNode("old", map[string]int32{cloudprovider.EBSCSIDriver: 2})
+				in := scheduling.Input{Nodes: []scheduling.Node{old}, StorageClasses: []*storagev1.StorageClass{gp3}, PersistentVolumes: []*corev1.PersistentVolume{inTree},
+					PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{claim("old-data", "old-pv", nil)}, Provisioners: limited(volumeLimited("small", 8, 0.1, 3))}
+				in.Pods = ebsPods(1, &in.PersistentVolumeClaims)
+				twoVolumes := ebsPods(1, &in.PersistentVolumeClaims)[0]
+				twoVolumes.Name += "-two"
+				in.Pods = append(in.Pods, withClaim(twoVolumes, in.Pods[0].Name+"-data"))
+				twoVolumes.Spec.Volumes[1].Name = "more"
+				in.Pods[0].Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "solo"
+				in.PersistentVolumeClaims = append(in.PersistentVolumeClaims, claim("solo", "", ptr.To("gp3")))
+				return in
+			},
+			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
+				wantNodes(t, r, 1)
+				for _, b := range r.Bindings {
+					if want := map[int]string{1: "old", 2: r.NewNodes[0].Hostname}[len(b.Pod.Spec.Volumes)]; b.NodeName != want {
+						t.Errorf("pod with %d volumes on %s, want %s", len(b.Pod.Spec.Volumes), b.NodeName, want)
+					}
+				}
+			},
+		},
+		{
+			name: "inline in-tree EBS volumes count, a driver without a declared limit has none",
+			input: func() scheduling.Input {
+				efs := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "efs"}, Provisioner: "efs.csi.aws.com", VolumeBindingMode: &wffc}
+				in := scheduling.Input{StorageClasses: []*storagev1.StorageClass{efs}, Provisioners: limited(volumeLimited("small", 8, 0.1, 3))}
+				for i, p := range builders.Pods(6, builders.PodOptions{Requests: requests("100m", "100Mi")}) {
+					if i < 3 {
+						p.Spec.Volumes = []corev1.Volume{{Name: "inline", VolumeSource: corev1.VolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: p.Name}}}}
+						p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "inline-too", VolumeSource: corev1.VolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: p.Name + "-2"}}})
+					} else {
+						withClaim(p, p.Name+"-data")
+						in.PersistentVolumeClaims = append(in.PersistentVolumeClaims, claim(p.Name+"-data", "", ptr.To("efs")))
+					}
+					in.Pods = append(in.Pods, p)
+				}
+				return in
+			},
+			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
+				// Two pods with two inline EBS volumes each exceed 3; the EFS pods go anywhere.
+				wantNodes(t, r, 3)
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.input()
+			r := scheduling.Schedule(in)
+			for _, err := range check.Verify(in, r) {
+				t.Error(err)
+			}
+			wantUnschedulable(t, r, 0, "")
 			tc.expect(t, in, r)
 		})
 	}

@@ -126,6 +126,7 @@ func Verify(in scheduling.Input, r *scheduling.Results) []error {
 	c.verifyNewNodes()
 	c.verifyPlacements()
 	c.verifyVolumes()
+	c.verifyAttachLimits()
 	c.replayTopology()
 	return c.errs
 }

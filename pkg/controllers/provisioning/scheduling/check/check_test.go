@@ -340,3 +340,54 @@ func wantErrors(t *testing.T, errs []error, want string) {
 	}
 	t.Errorf("errors %v, want one mentioning %q", errs, want)
 }
+
+func TestVerifyAttachLimits(t *testing.T) {
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	limited := *amd
+	limited.VolumeLimits = map[string]int64{"ebs.csi.aws.com": 2}
+	ebsPods := func(n int, provisioner string) scheduling.Input {
+		ps := pods(n, builders.PodOptions{})
+		in := input(ps)
+		in.Provisioners[0].InstanceTypes = []*cloudprovider.InstanceType{&limited}
+		in.StorageClasses = []*storagev1.StorageClass{{ObjectMeta: metav1.ObjectMeta{Name: "sc"}, Provisioner: provisioner, VolumeBindingMode: &wffc}}
+		for _, p := range ps {
+			p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: p.Name}}}}
+			in.PersistentVolumeClaims = append(in.PersistentVolumeClaims, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+				Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("sc")}})
+		}
+		return in
+	}
+	onNode := func(name string) *storagev1.CSINode {
+		return &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+			{Name: "ebs.csi.aws.com", Allocatable: &storagev1.VolumeNodeResources{Count: ptr.To[int32](1)}}}}}
+	}
+	cases := []struct {
+		name string
+		in   scheduling.Input
+		plan plan
+		want string
+	}{
+		{name: "within the type's limit", in: ebsPods(2, "ebs.csi.aws.com"),
+			plan: plan{nodes: map[string]newNode{"n1": {[]*cloudprovider.InstanceType{&limited}, nil}}, bindings: []string{"n1", "n1"}}},
+		{name: "over the type's limit", in: ebsPods(3, "ebs.csi.aws.com"), want: "3 volumes of ebs.csi.aws.com",
+			plan: plan{nodes: map[string]newNode{"n1": {[]*cloudprovider.InstanceType{&limited}, nil}}, bindings: []string{"n1", "n1", "n1"}}},
+		{name: "in-tree EBS counts as the CSI driver's", in: ebsPods(3, "kubernetes.io/aws-ebs"), want: "3 volumes of ebs.csi.aws.com",
+			plan: plan{nodes: map[string]newNode{"n1": {[]*cloudprovider.InstanceType{&limited}, nil}}, bindings: []string{"n1", "n1", "n1"}}},
+		{name: "another driver has no limit", in: ebsPods(3, "efs.csi.aws.com"),
+			plan: plan{nodes: map[string]newNode{"n1": {[]*cloudprovider.InstanceType{&limited}, nil}}, bindings: []string{"n1", "n1", "n1"}}},
+		{name: "over an existing node's CSINode count", want: "its CSINode allows 1",
+			in: func() scheduling.Input {
+				in := ebsPods(2, "ebs.csi.aws.com")
+				old := existing("old", nil)
+				old.CSINode = onNode("old")
+				in.Nodes = []scheduling.Node{old}
+				return in
+			}(),
+			plan: plan{bindings: []string{"old", "old"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			wantErrors(t, check.Verify(tc.in, tc.plan.results(tc.in)), tc.want)
+		})
+	}
+}

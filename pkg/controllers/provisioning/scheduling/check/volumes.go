@@ -8,11 +8,16 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
-// zoneKey is the label the checker reads for a volume's zone constraints. The beta zone label
-// and the EBS CSI driver's zone label name the same zone on a launched node.
-func zoneKey(key string) string {
+// zoneKey is the label the checker reads on node n for a volume's zone constraints. The beta
+// zone label and the EBS CSI driver's zone label name the same zone on a launched node; an
+// existing node is read as it is labelled.
+func zoneKey(n *node, key string) string {
+	if n.existing {
+		return key
+	}
 	switch key {
 	case "failure-domain.beta.kubernetes.io/zone", "topology.ebs.csi.aws.com/zone":
 		return corev1.LabelTopologyZone
@@ -82,7 +87,7 @@ func (c *checker) verifyVolume(n *node, pod *corev1.Pod, v *corev1.Volume) error
 	for _, term := range class.AllowedTopologies {
 		selector := labels.NewSelector()
 		for _, e := range term.MatchLabelExpressions {
-			r, err := labels.NewRequirement(zoneKey(e.Key), selection.In, e.Values)
+			r, err := labels.NewRequirement(zoneKey(n, e.Key), selection.In, e.Values)
 			if err != nil {
 				return err
 			}
@@ -114,7 +119,7 @@ func verifyPersistentVolume(n *node, pv *corev1.PersistentVolume) error {
 		exprs := make([]corev1.NodeSelectorRequirement, len(term.MatchExpressions))
 		for i, e := range term.MatchExpressions {
 			exprs[i] = e
-			exprs[i].Key = zoneKey(e.Key)
+			exprs[i].Key = zoneKey(n, e.Key)
 		}
 		selector, err := requirementsSelector(exprs)
 		if err == nil && len(exprs) > 0 && len(term.MatchFields) == 0 && n.meets(selector) {
@@ -122,4 +127,108 @@ func verifyPersistentVolume(n *node, pv *corev1.PersistentVolume) error {
 		}
 	}
 	return fmt.Errorf("node does not meet persistent volume %s's node affinity", pv.Name)
+}
+
+// verifyAttachLimits checks that no node attaches more of a CSI driver's volumes than it may:
+// an existing node's CSINode count, and a new node's under every instance type it may launch
+// as. A volume is counted once per node however many of its pods mount it; in-tree EBS volumes
+// count as the EBS CSI driver's, which they are migrated to.
+func (c *checker) verifyAttachLimits() {
+	attached := map[string]map[string]sets.Set[string]{} // node → driver → volumes
+	add := func(nodeName string, pod *corev1.Pod) {
+		for driver, volumes := range c.attachedVolumes(pod) {
+			if attached[nodeName] == nil {
+				attached[nodeName] = map[string]sets.Set[string]{}
+			}
+			if attached[nodeName][driver] == nil {
+				attached[nodeName][driver] = sets.New[string]()
+			}
+			attached[nodeName][driver].Insert(volumes...)
+		}
+	}
+	for _, en := range c.in.Nodes {
+		for _, pod := range c.nodes[en.Node.Name].pods {
+			add(en.Node.Name, pod)
+		}
+	}
+	for _, b := range c.r.Bindings {
+		add(b.NodeName, b.Pod)
+	}
+	for _, en := range c.in.Nodes {
+		if en.CSINode == nil {
+			continue
+		}
+		for _, d := range en.CSINode.Spec.Drivers {
+			if n := attached[en.Node.Name][d.Name].Len(); d.Allocatable != nil && d.Allocatable.Count != nil && int64(n) > int64(*d.Allocatable.Count) {
+				c.fail("node %s: %d volumes of %s, its CSINode allows %d", en.Node.Name, n, d.Name, *d.Allocatable.Count)
+			}
+		}
+	}
+	for _, nn := range c.r.NewNodes {
+		for _, it := range nn.InstanceTypes {
+			for driver, volumes := range attached[nn.Hostname] {
+				if limit, ok := it.VolumeLimits[driver]; ok && int64(volumes.Len()) > limit {
+					c.fail("new node %s as %s: %d volumes of %s, the type attaches %d", nn.Hostname, it.Name, volumes.Len(), driver, limit)
+				}
+			}
+		}
+	}
+}
+
+// attachedVolumes names, per CSI driver, the volumes the pod attaches.
+func (c *checker) attachedVolumes(pod *corev1.Pod) map[string][]string {
+	out := map[string][]string{}
+	for _, v := range pod.Spec.Volumes {
+		if v.AWSElasticBlockStore != nil {
+			out["ebs.csi.aws.com"] = append(out["ebs.csi.aws.com"], "aws-ebs:"+v.AWSElasticBlockStore.VolumeID)
+			continue
+		}
+		var name string
+		var spec *corev1.PersistentVolumeClaimSpec
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			name = v.PersistentVolumeClaim.ClaimName
+		case v.Ephemeral != nil:
+			name = pod.Name + "-" + v.Name
+			if v.Ephemeral.VolumeClaimTemplate != nil {
+				spec = &v.Ephemeral.VolumeClaimTemplate.Spec
+			}
+		default:
+			continue
+		}
+		for _, claim := range c.in.PersistentVolumeClaims {
+			if claim.Namespace == pod.Namespace && claim.Name == name {
+				spec = &claim.Spec
+			}
+		}
+		if spec == nil {
+			continue
+		}
+		driver, id := "", "claim:"+pod.Namespace+"/"+name
+		if spec.VolumeName != "" {
+			id = "volume:" + spec.VolumeName
+			for _, pv := range c.in.PersistentVolumes {
+				switch {
+				case pv.Name != spec.VolumeName:
+				case pv.Spec.CSI != nil:
+					driver = pv.Spec.CSI.Driver
+				case pv.Spec.AWSElasticBlockStore != nil:
+					driver = "ebs.csi.aws.com"
+				}
+			}
+		} else if spec.StorageClassName != nil {
+			for _, sc := range c.in.StorageClasses {
+				if sc.Name == *spec.StorageClassName {
+					driver = sc.Provisioner
+				}
+			}
+			if driver == "kubernetes.io/aws-ebs" {
+				driver = "ebs.csi.aws.com"
+			}
+		}
+		if driver != "" {
+			out[driver] = append(out[driver], id)
+		}
+	}
+	return out
 }
