@@ -72,6 +72,8 @@ type Options struct {
 	// --garbage-collection-period and --garbage-collection-grace; 2 s and 10 s when zero, so
 	// that an orphaned instance goes within seconds.
 	GarbageCollectionPeriod, GarbageCollectionGrace time.Duration
+	// ControllerArgs are more flags of the controller, after (so overriding) the sandbox's own.
+	ControllerArgs []string
 	// Logf receives progress; nil discards it.
 	Logf func(format string, args ...any)
 }
@@ -217,6 +219,7 @@ func (s *Stack) StartController(ctx context.Context) error {
 	if s.options.BatchIdleDuration != 0 {
 		args = append(args, "--batch-idle-duration="+s.options.BatchIdleDuration.String())
 	}
+	args = append(args, s.options.ControllerArgs...)
 	begin := time.Now()
 	proc, err := s.Env.StartProcess(ctx, environment.ProcessOptions{
 		Name: "controller",
