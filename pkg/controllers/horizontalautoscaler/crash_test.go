@@ -117,7 +117,9 @@ func (t faultyScales) RoundTrip(req *http.Request) (*http.Response, error) {
 
 type constantMetric float64
 
-func (m constantMetric) Query(context.Context, string) (float64, error) { return float64(m), nil }
+func (m constantMetric) QueryAt(context.Context, string, time.Time) (float64, error) {
+	return float64(m), nil
+}
 
 // TestNoDoubleStepAfterAFailureBetweenTheWrites injects a failure at each point of an
 // evaluation that scales — before, between and after the scale write and the status write —
@@ -165,7 +167,7 @@ func TestNoDoubleStepAfterAFailureBetweenTheWrites(t *testing.T) {
 			config := rest.CopyConfig(env.Config)
 			config.Wrap(func(next http.RoundTripper) http.RoundTripper { return faultyScales{next: next, faults: injected} })
 			controller, err := horizontalautoscaler.New(horizontalautoscaler.Options{
-				Client: faultyClient{Client: env.Client, faults: injected}, Reader: env.Client, Config: config, Mapper: env.Client.RESTMapper(),
+				Client: faultyClient{Client: env.Client, faults: injected}, Config: config, Mapper: env.Client.RESTMapper(),
 				Metrics: constantMetric(100), Recorder: record.NewFakeRecorder(100), Clock: clock,
 			})
 			if err != nil {

@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,6 +103,13 @@ func run(o options) error {
 	}
 	defer func() { _ = stack.Stop() }()
 
+	// The harness's own client, without client-go's default limit of 5 requests per second.
+	config := rest.CopyConfig(stack.Env.Config)
+	config.QPS, config.Burst = -1, 0
+	c, err := client.New(config, client.Options{Scheme: stack.Env.Scheme})
+	if err != nil {
+		return err
+	}
 	begin := time.Now()
 	lag, err := followLagTargets(ctx, stack)
 	if err != nil {
@@ -109,10 +117,10 @@ func run(o options) error {
 	}
 	defer lag.stop()
 	waves := lagWaves(o)
-	if err := create(ctx, stack.Env.Client, o, waves); err != nil {
+	if err := create(ctx, c, o, waves); err != nil {
 		return err
 	}
-	if err := settle(ctx, stack.Env.Client, o); err != nil {
+	if err := settle(ctx, c, o); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "created and settled in %s; sampling for %s\n", time.Since(begin).Round(time.Second), o.duration)
@@ -140,14 +148,14 @@ func targetName(i int) string { return fmt.Sprintf("target-%05d", i) }
 
 // create makes the nodes, the targets and their autoscalers, the other pods and the producers.
 func create(ctx context.Context, c client.Client, o options, waves []square) error {
-	g, ctx := errgroup.WithContext(ctx)
+	g, nodesCtx := errgroup.WithContext(ctx)
 	g.SetLimit(creations)
 	nodeNames := make([]string, o.nodes)
 	for i := range o.nodes {
 		nodeNames[i] = fmt.Sprintf("scale-node-%04d", i)
 		node := environment.KwokNode(nodeNames[i], map[string]string{"karpenter.sh/node-group": nodeGroup},
 			builders.Resources("cpu", "64", "memory", "256Gi", "pods", "250"))
-		g.Go(func() error { return c.Create(ctx, node) })
+		g.Go(func() error { return c.Create(nodesCtx, node) })
 	}
 	if err := g.Wait(); err != nil {
 		return fmt.Errorf("creating nodes, %w", err)
@@ -422,6 +430,8 @@ func sample(ctx context.Context, stack *sandbox.Stack, o options) (*measurements
 	m.promQueries = rates(beforeProm.sum("prometheus_http_requests_total", query), afterProm.sum("prometheus_http_requests_total", query), seconds)[""]
 	m.requests = rates(beforeController.sum("karpenter_kube_client_requests_total", nil, "verb", "resource", "code"),
 		afterController.sum("karpenter_kube_client_requests_total", nil, "verb", "resource", "code"), seconds)
+	m.reconcileTime = meanDuration(beforeController, afterController, "controller_runtime_reconcile_time_seconds", reconciles)
+	m.queryTime = meanDuration(beforeController, afterController, "karpenter_horizontalautoscaler_query_duration_seconds", nil)
 	for _, d := range depths {
 		m.depthMean += d / float64(len(depths))
 		m.depthMax = max(m.depthMax, d)
@@ -468,6 +478,8 @@ func (m *measurements) print(o options) {
 	row("HorizontalAutoscaler reconciles/s (N ÷ period)", "%.1f (%.1f)", m.reconciles, float64(o.autoscalers)/o.period.Seconds())
 	row("HorizontalAutoscaler reconcile errors/s", "%.2f", m.reconcileErrors)
 	row("workqueue depth, mean / max", "%.1f / %.0f", m.depthMean, m.depthMax)
+	row("HorizontalAutoscaler reconcile time, mean", "%s", m.reconcileTime.Round(time.Millisecond))
+	row("metric query time as the controller sees it, mean", "%s", m.queryTime.Round(time.Millisecond))
 	row("Prometheus queries/s", "%.1f", m.promQueries)
 	row("controller /metrics (KiB)", "%.0f", float64(m.metricsBytes)/1024)
 	var total float64

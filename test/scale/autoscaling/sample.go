@@ -108,18 +108,12 @@ func (s series) sum(name string, match map[string]string, by ...string) map[stri
 		return sums
 	}
 	for _, m := range family.GetMetric() {
+		if !hasLabels(m, match) {
+			continue
+		}
 		labels := map[string]string{}
 		for _, l := range m.GetLabel() {
 			labels[l.GetName()] = l.GetValue()
-		}
-		matches := true
-		for k, v := range match {
-			if labels[k] != v {
-				matches = false
-			}
-		}
-		if !matches {
-			continue
 		}
 		var key []string
 		for _, l := range by {
@@ -132,6 +126,45 @@ func (s series) sum(name string, match map[string]string, by ...string) map[stri
 		sums[strings.Join(key, " ")] += value
 	}
 	return sums
+}
+
+// meanDuration is the mean of the observations a histogram or summary of seconds gained
+// between two scrapes.
+func meanDuration(before, after series, name string, match map[string]string) time.Duration {
+	histogram := func(s series) (sum, count float64) {
+		family, ok := s[name]
+		if !ok {
+			return 0, 0
+		}
+		for _, m := range family.GetMetric() {
+			if !hasLabels(m, match) {
+				continue
+			}
+			if h := m.GetHistogram(); h != nil {
+				sum, count = sum+h.GetSampleSum(), count+float64(h.GetSampleCount())
+			}
+		}
+		return sum, count
+	}
+	sumBefore, countBefore := histogram(before)
+	sumAfter, countAfter := histogram(after)
+	if countAfter <= countBefore {
+		return 0
+	}
+	return time.Duration((sumAfter - sumBefore) / (countAfter - countBefore) * float64(time.Second))
+}
+
+func hasLabels(m *dto.Metric, match map[string]string) bool {
+	labels := map[string]string{}
+	for _, l := range m.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	for k, v := range match {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // rates is (after − before) ÷ seconds for every key of after; a key new in after started at 0.
