@@ -354,6 +354,7 @@ type measurements struct {
 	depthMean, depthMax         float64
 	promQueries                 float64 // per second
 	requests                    map[string]float64
+	reconcileTime, queryTime    time.Duration // mean
 	metricsBytes                int
 	lag, lagAfterBoundary       []time.Duration
 }
