@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
@@ -36,6 +37,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/test/builders"
@@ -69,6 +71,8 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", time.Minute, "how long to sample once settled")
 	args := flag.String("controller-args", "", "more controller flags, space-separated, e.g. \"--horizontalautoscaler-workers=20\"")
 	flag.Parse()
+	// envtest logs through controller-runtime; the processes' own logs are in the stack's directory.
+	ctrllog.SetLogger(logr.Discard())
 	o.controllerArgs = strings.Fields(*args)
 	if o.producersPerKind < 0 {
 		o.producersPerKind = o.autoscalers
