@@ -56,9 +56,9 @@ func parseStatCPU(stat string) (time.Duration, error) {
 	if len(fields) < 13 {
 		return 0, fmt.Errorf("%d fields after the command name, want at least 13", len(fields))
 	}
-	var ticks uint64
+	var ticks int64
 	for _, f := range fields[11:13] {
-		n, err := strconv.ParseUint(f, 10, 64)
+		n, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
 			return 0, fmt.Errorf("parsing CPU ticks %q, %w", f, err)
 		}
@@ -176,12 +176,6 @@ func rates(before, after map[string]float64, seconds float64) map[string]float64
 		}
 	}
 	return out
-}
-
-// lagSample is one metric change of a lag target and the target's reaction.
-type lagSample struct {
-	// changed is when the metric changed, seen is when the target's new spec.replicas was.
-	changed, seen time.Time
 }
 
 // square is the metric of the lag targets: a square wave between low and high with the given
