@@ -34,7 +34,7 @@ func TestParseFlags(t *testing.T) {
 		{"log format default", f.logFormat, "json"},
 		{"prometheus timeout default", o.Controllers.PrometheusTimeout, 5 * time.Second},
 		{"prometheus response cap default", o.Controllers.PrometheusMaxResponseBytes, int64(1 << 20)},
-		{"horizontalautoscaler workers default", o.Controllers.HorizontalAutoscalerWorkers, 10},
+		{"horizontalautoscaler workers default", o.Controllers.HorizontalAutoscalerWorkers, 50},
 		{"kube client QPS default: no client-side limit", o.KubeClientQPS, float32(-1)},
 		{"kube client burst default", o.KubeClientBurst, 300},
 		{"aws call timeout default", o.AWSCallTimeout, 30 * time.Second},
