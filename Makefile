@@ -102,6 +102,19 @@ sandbox: test-assets
 e2e: test-assets
 	go test -count=1 -v ./test/e2e/
 
+## The controller at scale on the sandbox's stack: N HorizontalAutoscalers, N MetricsProducers of
+## each kind, P pods on K kwok nodes; CPU, RSS, API requests, Prometheus queries, reconciles and
+## decision lag over SCALE_DURATION (docs/benchmarks.md). Not part of `make test`: it measures.
+SCALE_AUTOSCALERS ?= 100
+SCALE_PODS ?= 1000
+SCALE_NODES ?= 100
+SCALE_PERIOD ?= 10s
+SCALE_DURATION ?= 1m
+.PHONY: scale
+scale: test-assets
+	go run ./test/scale/autoscaling --autoscalers $(SCALE_AUTOSCALERS) --pods $(SCALE_PODS) --nodes $(SCALE_NODES) \
+		--period $(SCALE_PERIOD) --duration $(SCALE_DURATION)
+
 ## The allocator's latency on the sandbox's stack: pods created at once → CreateFleet call and
 ## Running, p50/p99, for each pod count and --batch-idle-duration (docs/benchmarks.md). Not part
 ## of `make test`: it measures, it does not assert.

@@ -28,7 +28,9 @@ import (
 type flags struct {
 	logLevel  string
 	logFormat string
-	operator  operator.Options
+	// kubeClientQPS is parsed as a float64, the flag package's, and kept as rest.Config's float32.
+	kubeClientQPS float64
+	operator      operator.Options
 }
 
 // parseFlags reads the command line; a flag not given there takes its value from the
@@ -74,6 +76,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.Float64Var(&f.operator.Controllers.ConsolidationThreshold, "consolidation-threshold", consolidation.DefaultThreshold, "Fraction of the nodes' hourly price a consolidation must save, within (0, 1).")
 	fs.DurationVar(&f.operator.Controllers.ConsolidationMinNodeAge, "consolidation-min-node-age", consolidation.DefaultMinNodeAge, "How long a node exists before consolidation may delete or replace it.")
 	fs.StringVar(&f.operator.InterruptionQueue, "interruption-queue", "", "SQS queue (name, URL or ARN) the EventBridge rules send EC2 spot interruptions, rebalance recommendations, scheduled changes and state changes to; empty disables interruption handling.")
+	fs.Float64Var(&f.kubeClientQPS, "kube-client-qps", defaultKubeClientQPS, "Requests per second the controller may send the API server on average; negative for no client-side limit (the API server's priority and fairness still applies).")
+	fs.IntVar(&f.operator.KubeClientBurst, "kube-client-burst", defaultKubeClientBurst, "Requests the controller may send the API server at once above --kube-client-qps.")
 	fs.DurationVar(&f.operator.Controllers.ResyncPeriod, "resync-period", 10*time.Second, "How often each object is reconciled without a watch event.")
 	if err := flagenv.Parse(fs, args); err != nil {
 		return f, err
@@ -137,11 +141,22 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	if idle, max := f.operator.Controllers.BatchIdleDuration, f.operator.Controllers.BatchMaxDuration; idle <= 0 || max < idle {
 		return f, fmt.Errorf("--batch-idle-duration (%s) must be positive and --batch-max-duration (%s) at least as long", idle, max)
 	}
+	f.operator.KubeClientQPS = float32(f.kubeClientQPS)
+	if f.operator.KubeClientQPS == 0 || f.operator.KubeClientBurst < 1 {
+		return f, fmt.Errorf("--kube-client-qps must not be 0 (negative disables the limit) and --kube-client-burst must be at least 1, not %g and %d",
+			f.operator.KubeClientQPS, f.operator.KubeClientBurst)
+	}
 	if f.logFormat != "json" && f.logFormat != "console" {
 		return f, fmt.Errorf("--log-format must be json or console, not %q", f.logFormat)
 	}
 	return f, nil
 }
+
+// defaultKubeClientQPS and defaultKubeClientBurst: see docs/benchmarks.md for the figures behind them.
+const (
+	defaultKubeClientQPS   = -1
+	defaultKubeClientBurst = 300
+)
 
 func main() {
 	f, err := parseFlags(flag.CommandLine, os.Args[1:])

@@ -176,10 +176,9 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 		}
 		return horizontalautoscaler.New(horizontalautoscaler.Options{
 			Client:        mgr.GetClient(),
-			Reader:        mgr.GetAPIReader(),
 			Config:        mgr.GetConfig(),
 			Mapper:        mgr.GetRESTMapper(),
-			Metrics:       prometheus,
+			Metrics:       clients.NewSharedQueries(prometheus),
 			Recorder:      recorderFor(mgr, name),
 			Clock:         opts.Clock,
 			Period:        cmp.Or(opts.HorizontalAutoscalerPeriod, opts.ResyncPeriod),

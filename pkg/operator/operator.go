@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
@@ -70,6 +71,11 @@ type Options struct {
 	// WedgedReconcileTimeout is how long one reconcile may run before /healthz fails;
 	// DefaultWedgedReconcileTimeout when zero.
 	WedgedReconcileTimeout time.Duration
+	// KubeClientQPS and KubeClientBurst limit the controller's requests to the API server per
+	// second, and how many may go at once above that rate; a negative QPS disables the limit,
+	// zero keeps the rest config's.
+	KubeClientQPS   float32
+	KubeClientBurst int
 	// SkipNameValidation lets one process build controllers of the same name more than once,
 	// as tests that start a manager per test do.
 	SkipNameValidation bool
@@ -103,6 +109,14 @@ func Run(ctx context.Context, options Options) error {
 
 // New builds the manager with every field index, probe and controller; Start runs it.
 func New(ctx context.Context, restConfig *rest.Config, options Options) (manager.Manager, error) {
+	restConfig = rest.CopyConfig(restConfig)
+	if options.KubeClientQPS != 0 {
+		restConfig.QPS = options.KubeClientQPS
+	}
+	if options.KubeClientBurst != 0 {
+		restConfig.Burst = options.KubeClientBurst
+	}
+	restConfig.Wrap(func(next http.RoundTripper) http.RoundTripper { return countedRequests{next: next} })
 	if options.Controllers.Clock == nil {
 		options.Controllers.Clock = clock.RealClock{}
 	}

@@ -77,6 +77,8 @@ type Options struct {
 	// --consolidation-period and --consolidation-min-node-age; 2 s and 10 s when zero, so that
 	// a Provisioner that opts in is consolidated within the story.
 	ConsolidationPeriod, ConsolidationMinNodeAge time.Duration
+	// ControllerArgs are more flags of the controller, after (so overriding) the sandbox's own.
+	ControllerArgs []string
 	// Logf receives progress; nil discards it.
 	Logf func(format string, args ...any)
 }
@@ -230,6 +232,7 @@ func (s *Stack) StartController(ctx context.Context) error {
 	if s.options.BatchIdleDuration != 0 {
 		args = append(args, "--batch-idle-duration="+s.options.BatchIdleDuration.String())
 	}
+	args = append(args, s.options.ControllerArgs...)
 	begin := time.Now()
 	proc, err := s.Env.StartProcess(ctx, environment.ProcessOptions{
 		Name: "controller",

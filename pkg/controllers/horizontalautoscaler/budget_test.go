@@ -78,7 +78,8 @@ func (p *prometheusStub) counts(queries []string) (asked []int, maxInFlight int)
 // for longer than the test; the 49 others keep being evaluated every period, and no more
 // queries run at once than the controller has workers.
 func TestSlowQueryDoesNotStarveTheOthers(t *testing.T) {
-	const autoscalers, ns = 50, "budget"
+	// Fewer workers than autoscalers, so that the bound on queries at once shows.
+	const autoscalers, workers, ns = 50, 10, "budget"
 	stub := &prometheusStub{released: make(chan struct{}), asked: map[string]int{}}
 	server := httptest.NewServer(stub)
 	defer server.Close()
@@ -121,8 +122,9 @@ func TestSlowQueryDoesNotStarveTheOthers(t *testing.T) {
 			Enabled:       []string{horizontalautoscaler.Name},
 			PrometheusURI: server.URL,
 			// Longer than the test: the slow query holds its worker throughout.
-			PrometheusTimeout:          10 * time.Minute,
-			HorizontalAutoscalerPeriod: period,
+			PrometheusTimeout:           10 * time.Minute,
+			HorizontalAutoscalerPeriod:  period,
+			HorizontalAutoscalerWorkers: workers,
 		},
 	})
 
@@ -136,7 +138,7 @@ func TestSlowQueryDoesNotStarveTheOthers(t *testing.T) {
 		slow, _ := stub.counts([]string{`budget{widget="slow"}`})
 		return least >= 3 && slow[0] == 1, fmt.Sprintf("the least evaluated was asked %d times, the slow one %d", least, slow[0]), nil
 	}, eventually.Timeout(2*time.Minute))
-	if _, maxInFlight := stub.counts(nil); maxInFlight > horizontalautoscaler.DefaultWorkers {
-		t.Errorf("%d queries ran at once, more than the %d workers", maxInFlight, horizontalautoscaler.DefaultWorkers)
+	if _, maxInFlight := stub.counts(nil); maxInFlight > workers {
+		t.Errorf("%d queries ran at once, more than the %d workers", maxInFlight, workers)
 	}
 }

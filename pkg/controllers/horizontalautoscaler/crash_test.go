@@ -117,7 +117,9 @@ func (t faultyScales) RoundTrip(req *http.Request) (*http.Response, error) {
 
 type constantMetric float64
 
-func (m constantMetric) Query(context.Context, string) (float64, error) { return float64(m), nil }
+func (m constantMetric) QueryAt(context.Context, string, time.Time) (float64, error) {
+	return float64(m), nil
+}
 
 // TestNoDoubleStepAfterAFailureBetweenTheWrites injects a failure at each point of an
 // evaluation that scales — before, between and after the scale write and the status write —
@@ -165,7 +167,7 @@ func TestNoDoubleStepAfterAFailureBetweenTheWrites(t *testing.T) {
 			config := rest.CopyConfig(env.Config)
 			config.Wrap(func(next http.RoundTripper) http.RoundTripper { return faultyScales{next: next, faults: injected} })
 			controller, err := horizontalautoscaler.New(horizontalautoscaler.Options{
-				Client: faultyClient{Client: env.Client, faults: injected}, Reader: env.Client, Config: config, Mapper: env.Client.RESTMapper(),
+				Client: faultyClient{Client: env.Client, faults: injected}, Config: config, Mapper: env.Client.RESTMapper(),
 				Metrics: constantMetric(100), Recorder: record.NewFakeRecorder(100), Clock: clock,
 			})
 			if err != nil {
@@ -250,4 +252,87 @@ func getHA(t *testing.T, env *environment.Environment, ha *v1alpha1.HorizontalAu
 		t.Fatal(err)
 	}
 	return got
+}
+
+// staleClient answers reads of HorizontalAutoscalers with a copy taken earlier, as a cache that
+// has not seen the latest write yet.
+type staleClient struct {
+	client.Client
+	stale *v1alpha1.HorizontalAutoscaler
+}
+
+func (c staleClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if ha, ok := obj.(*v1alpha1.HorizontalAutoscaler); ok && c.stale != nil {
+		c.stale.DeepCopyInto(ha)
+		return nil
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// TestStaleReadNeverScalesTwice: an evaluation that reads a HorizontalAutoscaler older than the
+// last status write (the cache lagging) scales nothing and writes nothing; the evaluation after
+// it, on fresh state, does what the rate policy allows.
+func TestStaleReadNeverScalesTwice(t *testing.T) {
+	env := environment.New(t, environment.Options{
+		AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme},
+		CRDs:        []*apiextensionsv1.CustomResourceDefinition{widgetCRD},
+	})
+	ctx := context.Background()
+	const ns, name = "stale", "stale"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	widget := createWidget(t, env, ns, name, 10)
+	// The metric asks for 100; scale-up doubles at most once per 15s.
+	ha := horizontalAutoscaler(ns, name, v1alpha1.CrossVersionObjectReference{APIVersion: "test.karpenter.sh/v1", Kind: "Widget", Name: name},
+		1, 100, v1alpha1.AverageValueMetricType, "1", v1alpha1.Behavior{
+			ScaleUp: scalingRules(0, v1alpha1.ScalingPolicy{Type: v1alpha1.PercentScalingPolicy, Value: 100, PeriodSeconds: 15}),
+		})
+	if err := env.Client.Create(ctx, ha); err != nil {
+		t.Fatal(err)
+	}
+	reads := &staleClient{Client: env.Client}
+	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	controller, err := horizontalautoscaler.New(horizontalautoscaler.Options{
+		Client: reads, Config: env.Config, Mapper: env.Client.RESTMapper(),
+		Metrics: constantMetric(100), Recorder: record.NewFakeRecorder(100), Clock: clock,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evaluate := func() (reconcile.Result, error) {
+		return controller.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ha)})
+	}
+	before := getHA(t, env, ha)
+	if _, err := evaluate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := widgetReplicas(t, env, widget); got != 20 {
+		t.Fatalf("spec.replicas %d after the first evaluation, want 20", got)
+	}
+	written := getHA(t, env, ha)
+
+	// A second later the cache still holds the object as it was before the first evaluation,
+	// without its scale event: the policy would seem to allow 40.
+	reads.stale = before
+	clock.Step(time.Second)
+	result, err := evaluate()
+	if err != nil || !result.Requeue { //nolint:staticcheck // SA1019: Requeue is what the controller returns.
+		t.Fatalf("the evaluation on a stale read returned %+v, %v; want a requeue", result, err)
+	}
+	if got := widgetReplicas(t, env, widget); got != 20 {
+		t.Errorf("spec.replicas %d after an evaluation on a stale read, want still 20", got)
+	}
+	if after := getHA(t, env, ha); after.ResourceVersion != written.ResourceVersion {
+		t.Errorf("the status was written on a stale read: %+v", after.Status)
+	}
+
+	// Fresh again: still inside the policy period, 20 stays.
+	reads.stale = nil
+	if _, err := evaluate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := widgetReplicas(t, env, widget); got != 20 {
+		t.Errorf("spec.replicas %d inside the policy period, want the 20 it allows", got)
+	}
 }

@@ -122,14 +122,19 @@ func NewPrometheus(ctx context.Context, options PrometheusOptions) (*Prometheus,
 	return &Prometheus{api: promv1.NewAPI(client), timeout: timeout}, nil
 }
 
-// Query evaluates an instant query at the server's current time. It returns a value only when
+// Query evaluates an instant query at the server's current time; see QueryAt.
+func (p *Prometheus) Query(ctx context.Context, query string) (float64, error) {
+	return p.QueryAt(ctx, query, time.Time{})
+}
+
+// QueryAt evaluates an instant query at a time, the server's current time when zero. It returns a value only when
 // the result is a scalar or a vector of exactly one sample, and that value is finite; any other
 // outcome is an error that explains, in a sentence fit for a status condition, why the metric
 // is unavailable.
-func (p *Prometheus) Query(ctx context.Context, query string) (float64, error) {
+func (p *Prometheus) QueryAt(ctx context.Context, query string, at time.Time) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	result, _, err := p.api.Query(ctx, query, time.Time{}, promv1.WithTimeout(p.timeout))
+	result, _, err := p.api.Query(ctx, query, at, promv1.WithTimeout(p.timeout))
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return 0, fmt.Errorf("query timed out after %s", p.timeout)

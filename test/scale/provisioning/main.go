@@ -22,9 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,9 +37,9 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/test/builders"
-	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/test/sandbox"
 	"karpenter.sh/karpenter/test/scale/provisioning/workload"
+	"karpenter.sh/karpenter/test/scale/scaletest"
 )
 
 const (
@@ -70,16 +68,9 @@ func run(workloadName, podCounts, idleDurations string) error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	binaries := filepath.Join(dir, "bin")
-	root, err := environment.RepositoryRoot()
+	binaries, err := scaletest.Build(filepath.Join(dir, "bin"))
 	if err != nil {
 		return err
-	}
-	//nolint:gosec // G204: this repository's own commands, built into a temporary directory.
-	build := exec.Command("go", "build", "-o", binaries+string(filepath.Separator), "./cmd/controller", "./cmd/webhook")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building the controller and the webhook, %w\n%s", err, out)
 	}
 	if workloadName == "diverse" {
 		fmt.Printf("| batch idle | pods | nodes launched | before the first bind | extra launches | pods pending at the end | pending → Running p50 / p99 |\n")
@@ -105,7 +96,7 @@ func run(workloadName, podCounts, idleDurations string) error {
 					return fmt.Errorf("%d diverse pods with a %s idle window, %w", pods, idle, err)
 				}
 				fmt.Printf("| %s | %d | %d | %d | %d | %d | %s / %s |\n", idleDuration, d.pods, d.planned+d.extra, d.planned, d.extra, d.pending,
-					percentile(d.toRunning, 50), percentile(d.toRunning, 99))
+					scaletest.FormatPercentile(d.toRunning, 50), scaletest.FormatPercentile(d.toRunning, 99))
 				if len(d.extraFor) > 0 {
 					fmt.Printf("\npods on extra launches, by group: %v\n\n", d.extraFor)
 				}
@@ -116,7 +107,7 @@ func run(workloadName, podCounts, idleDurations string) error {
 				return fmt.Errorf("%d pods with a %s idle window, %w", pods, idle, err)
 			}
 			fmt.Printf("| %s | %d | %d | %d | %s / %s | %s / %s |\n", idleDuration, pods, r.fleetCalls, r.nodes,
-				percentile(r.toLaunch, 50), percentile(r.toLaunch, 99), percentile(r.toRunning, 50), percentile(r.toRunning, 99))
+				scaletest.FormatPercentile(r.toLaunch, 50), scaletest.FormatPercentile(r.toLaunch, 99), scaletest.FormatPercentile(r.toRunning, 50), scaletest.FormatPercentile(r.toRunning, 99))
 		}
 	}
 	return nil
@@ -128,11 +119,11 @@ type result struct {
 }
 
 // measure starts a stack, creates pods at once and waits until all run.
-func measure(dir, binaries string, idle time.Duration, count int) (result, error) {
+func measure(dir string, binaries scaletest.Binaries, idle time.Duration, count int) (result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	stack, err := sandbox.Start(ctx, sandbox.Options{
-		Dir: dir, ControllerBinary: filepath.Join(binaries, "controller"), WebhookBinary: filepath.Join(binaries, "webhook"),
+		Dir: dir, ControllerBinary: binaries.Controller, WebhookBinary: binaries.Webhook,
 		BatchIdleDuration: idle,
 	})
 	if err != nil {
@@ -268,15 +259,6 @@ func (o *observations) result(stack *sandbox.Stack) (result, error) {
 	return r, nil
 }
 
-func percentile(values []time.Duration, p int) string {
-	if len(values) == 0 {
-		return "n/a"
-	}
-	sorted := slices.Sorted(slices.Values(values))
-	i := (len(sorted)*p+99)/100 - 1
-	return sorted[max(i, 0)].Round(10 * time.Millisecond).String()
-}
-
 // diverseResult is what a diverse run saw.
 type diverseResult struct {
 	pods, planned, extra, pending int
@@ -291,12 +273,12 @@ const settle = time.Minute
 
 // measureDiverse starts a stack, creates the diverse workload at once and waits until every
 // pod runs, or until nothing changed for settle.
-func measureDiverse(dir, binaries string, idle time.Duration, count int) (diverseResult, error) {
+func measureDiverse(dir string, binaries scaletest.Binaries, idle time.Duration, count int) (diverseResult, error) {
 	const name = "diverse"
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	stack, err := sandbox.Start(ctx, sandbox.Options{
-		Dir: dir, ControllerBinary: filepath.Join(binaries, "controller"), WebhookBinary: filepath.Join(binaries, "webhook"),
+		Dir: dir, ControllerBinary: binaries.Controller, WebhookBinary: binaries.Webhook,
 		BatchIdleDuration: idle,
 	})
 	if err != nil {

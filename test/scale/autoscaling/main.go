@@ -1,0 +1,535 @@
+// Command autoscaling measures the controller at scale on the sandbox's stack (real control
+// plane, kwok, Prometheus, the AWS emulator, the controller as a process with its real flags):
+// it creates N HorizontalAutoscalers, each on its own Deployment, N MetricsProducers of each
+// kind, P pods on K kwok nodes, lets them settle, then samples for a while the controller's
+// CPU and RSS, kube-apiserver's CPU, the controller's API requests by verb and resource,
+// Prometheus queries, reconciles against N ÷ period, the workqueue depth, and the decision lag
+// of a few dozen targets whose metric is a square wave. See docs/benchmarks.md.
+//
+//	go run ./test/scale/autoscaling --autoscalers 100 --pods 1000 --nodes 100
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/test/sandbox"
+	"karpenter.sh/karpenter/test/scale/scaletest"
+)
+
+const (
+	namespace  = sandbox.Namespace
+	lagLabel   = "scale.karpenter.sh/lag"
+	nodeGroup  = "scale"
+	creations  = 32 // in flight at once
+	setupLimit = 20 * time.Minute
+)
+
+type options struct {
+	autoscalers, producersPerKind, pods, nodes, lagTargets int
+	period, duration                                       time.Duration
+	controllerArgs                                         []string
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.autoscalers, "autoscalers", 100, "HorizontalAutoscalers (N), each on its own Deployment")
+	flag.IntVar(&o.producersPerKind, "producers-per-kind", -1, "MetricsProducers of each kind; N when negative")
+	flag.IntVar(&o.pods, "pods", 1000, "pods (P), the targets' own included, on the kwok nodes")
+	flag.IntVar(&o.nodes, "nodes", 100, "kwok nodes (K)")
+	flag.IntVar(&o.lagTargets, "lag-targets", 30, "autoscalers, among the N, whose metric is a square wave whose changes are timed")
+	flag.DurationVar(&o.period, "period", 10*time.Second, "the controller's --horizontalautoscaler-period, --metricsproducer-period and --resync-period")
+	flag.DurationVar(&o.duration, "duration", time.Minute, "how long to sample once settled")
+	args := flag.String("controller-args", "", "more controller flags, space-separated, e.g. \"--horizontalautoscaler-workers=20\"")
+	flag.Parse()
+	// envtest logs through controller-runtime; the processes' own logs are in the stack's directory.
+	ctrllog.SetLogger(logr.Discard())
+	o.controllerArgs = strings.Fields(*args)
+	if o.producersPerKind < 0 {
+		o.producersPerKind = o.autoscalers
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintf(os.Stderr, "autoscaling scale: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	if o.autoscalers < 1 || o.nodes < 1 || o.lagTargets > o.autoscalers || o.period <= 0 || o.duration <= 0 {
+		return fmt.Errorf("need at least one autoscaler and node, at most as many lag targets as autoscalers, and positive durations")
+	}
+	dir, err := os.MkdirTemp("", "karpenter-scale-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	binaries, err := scaletest.Build(filepath.Join(dir, "bin"))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), setupLimit+o.duration)
+	defer cancel()
+	stack, err := sandbox.Start(ctx, sandbox.Options{
+		Dir: filepath.Join(dir, "stack"), ControllerBinary: binaries.Controller, WebhookBinary: binaries.Webhook,
+		Period: o.period, ControllerArgs: o.controllerArgs,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = stack.Stop() }()
+
+	// The harness's own client, without client-go's default limit of 5 requests per second.
+	config := rest.CopyConfig(stack.Env.Config)
+	config.QPS, config.Burst = -1, 0
+	c, err := client.New(config, client.Options{Scheme: stack.Env.Scheme})
+	if err != nil {
+		return err
+	}
+	begin := time.Now()
+	lag, err := followLagTargets(ctx, stack)
+	if err != nil {
+		return err
+	}
+	defer lag.stop()
+	waves := lagWaves(o)
+	if err := create(ctx, c, o, waves); err != nil {
+		return err
+	}
+	if err := settle(ctx, c, o); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "created and settled in %s; sampling for %s\n", time.Since(begin).Round(time.Second), o.duration)
+	m, err := sample(ctx, stack, o)
+	if err != nil {
+		return err
+	}
+	m.lag, m.lagAfterBoundary = lag.lags(waves, m.start, m.end, o.period)
+	m.print(o)
+	return nil
+}
+
+// lagWaves are the square waves of the lag targets: a cycle of 1.7 periods, so that changes
+// fall at every phase of the period, and the targets spread over one cycle.
+func lagWaves(o options) []square {
+	cycle := (o.period * 17 / 10).Round(100 * time.Millisecond)
+	waves := make([]square, o.lagTargets)
+	for i := range waves {
+		waves[i] = square{cycle: cycle, offset: (cycle * time.Duration(i) / time.Duration(max(o.lagTargets, 1))).Round(10 * time.Millisecond)}
+	}
+	return waves
+}
+
+func targetName(i int) string { return fmt.Sprintf("target-%05d", i) }
+
+// create makes the nodes, the targets and their autoscalers, the other pods and the producers.
+func create(ctx context.Context, c client.Client, o options, waves []square) error {
+	g, nodesCtx := errgroup.WithContext(ctx)
+	g.SetLimit(creations)
+	nodeNames := make([]string, o.nodes)
+	for i := range o.nodes {
+		nodeNames[i] = fmt.Sprintf("scale-node-%04d", i)
+		node := environment.KwokNode(nodeNames[i], map[string]string{"karpenter.sh/node-group": nodeGroup},
+			builders.Resources("cpu", "64", "memory", "256Gi", "pods", "250"))
+		g.Go(func() error { return c.Create(nodesCtx, node) })
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("creating nodes, %w", err)
+	}
+	g, ctx = errgroup.WithContext(ctx)
+	g.SetLimit(creations)
+	for i := range o.autoscalers {
+		deployment := builders.Deployment(builders.DeploymentOptions{Name: targetName(i), Namespace: namespace, Replicas: 1,
+			Pod: builders.PodOptions{Requests: builders.Resources("cpu", "10m", "memory", "16Mi")}})
+		ha := &v1alpha1.HorizontalAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Name: targetName(i), Namespace: namespace},
+			Spec: v1alpha1.HorizontalAutoscalerSpec{
+				ScaleTargetRef: v1alpha1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: targetName(i)},
+				MinReplicas:    ptr.To[int32](1),
+				MaxReplicas:    10,
+				Metrics: []v1alpha1.Metric{{Prometheus: &v1alpha1.PrometheusMetricSource{
+					Query:  "vector(5)",
+					Target: v1alpha1.MetricTarget{Type: v1alpha1.AverageValueMetricType, Value: resource.MustParse("5")},
+				}}},
+			},
+		}
+		if i < len(waves) {
+			deployment.Labels = map[string]string{lagLabel: "true"}
+			ha.Spec.Metrics[0].Prometheus.Query = waves[i].query()
+			// Every change of the wave is acted on at once.
+			ha.Spec.Behavior.ScaleDown = &v1alpha1.ScalingRules{StabilizationWindowSeconds: ptr.To[int32](0)}
+		}
+		g.Go(func() error {
+			if err := c.Create(ctx, deployment); err != nil {
+				return err
+			}
+			return c.Create(ctx, ha)
+		})
+	}
+	// The pods beyond the targets' own, bound to the nodes in turn.
+	for i := range max(o.pods-o.autoscalers, 0) {
+		pod := builders.Pod(builders.PodOptions{Name: fmt.Sprintf("filler-%05d", i), Namespace: namespace,
+			Labels: map[string]string{"app": "filler"}, NodeName: nodeNames[i%len(nodeNames)],
+			Requests: builders.Resources("cpu", "10m", "memory", "16Mi")})
+		g.Go(func() error { return c.Create(ctx, pod) })
+	}
+	for i := range o.producersPerKind {
+		for _, mp := range producers(i) {
+			g.Go(func() error { return c.Create(ctx, mp) })
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("creating the objects, %w", err)
+	}
+	return nil
+}
+
+// producers are one MetricsProducer of each kind.
+func producers(i int) []*v1alpha1.MetricsProducer {
+	selector := map[string]string{"karpenter.sh/node-group": nodeGroup}
+	specs := map[string]v1alpha1.MetricsProducerSpec{
+		"pending":  {PendingCapacity: &v1alpha1.PendingCapacitySpec{NodeSelector: selector}},
+		"reserved": {ReservedCapacity: &v1alpha1.ReservedCapacitySpec{NodeSelector: selector}},
+		"queue":    {Queue: &v1alpha1.QueueSpec{Type: v1alpha1.AWSSQSQueueType, ID: "arn:aws:sqs:us-west-2:123456789012:" + sandbox.QueueName}},
+		"schedule": {ScheduleSpec: &v1alpha1.ScheduleSpec{DefaultReplicas: 1}},
+	}
+	var out []*v1alpha1.MetricsProducer
+	for _, kind := range slices.Sorted(func(yield func(string) bool) {
+		for k := range specs {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		out = append(out, &v1alpha1.MetricsProducer{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%05d", kind, i), Namespace: namespace},
+			Spec:       specs[kind],
+		})
+	}
+	return out
+}
+
+// settle waits until every autoscaler has decided once and every pod runs.
+func settle(ctx context.Context, c client.Client, o options) error {
+	ticker := time.NewTicker(2 * time.Second)
+	defer ticker.Stop()
+	for {
+		decided, running, err := progress(ctx, c)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "settling: %d of %d autoscalers decided, %d of %d pods running\n", decided, o.autoscalers, running, max(o.pods, o.autoscalers))
+		if decided >= o.autoscalers && running >= max(o.pods, o.autoscalers) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not settled, %w", ctx.Err())
+		case <-ticker.C:
+		}
+	}
+}
+
+func progress(ctx context.Context, c client.Client) (decided, running int, err error) {
+	has := &v1alpha1.HorizontalAutoscalerList{}
+	if err := c.List(ctx, has, client.InNamespace(namespace)); err != nil {
+		return 0, 0, err
+	}
+	for _, ha := range has.Items {
+		if ha.Status.DesiredReplicas != nil {
+			decided++
+		}
+	}
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(namespace)); err != nil {
+		return 0, 0, err
+	}
+	for _, pod := range pods.Items {
+		if pod.Status.Phase == corev1.PodRunning {
+			running++
+		}
+	}
+	return decided, running, nil
+}
+
+// lagFollower records each change of a lag target's spec.replicas, when the harness sees it.
+type lagFollower struct {
+	mu      sync.Mutex
+	changes []replicasChange
+	stop    context.CancelFunc
+}
+
+type replicasChange struct {
+	target   int
+	replicas int32
+	seen     time.Time
+}
+
+func followLagTargets(ctx context.Context, stack *sandbox.Stack) (*lagFollower, error) {
+	clientset, err := kubernetes.NewForConfig(stack.Env.Config)
+	if err != nil {
+		return nil, err
+	}
+	f := &lagFollower{}
+	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = lagLabel + "=true" }))
+	if _, err := factory.Apps().V1().Deployments().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(before, after any) {
+			old, cur := before.(*appsv1.Deployment), after.(*appsv1.Deployment)
+			if ptr.Deref(old.Spec.Replicas, 0) == ptr.Deref(cur.Spec.Replicas, 0) {
+				return
+			}
+			target, err := strconv.Atoi(strings.TrimPrefix(cur.Name, "target-"))
+			if err != nil {
+				return
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.changes = append(f.changes, replicasChange{target: target, replicas: ptr.Deref(cur.Spec.Replicas, 0), seen: time.Now()})
+		},
+	}); err != nil {
+		return nil, err
+	}
+	informing, stop := context.WithCancel(ctx)
+	f.stop = func() {
+		stop()
+		factory.Shutdown()
+	}
+	factory.Start(informing.Done())
+	factory.WaitForCacheSync(informing.Done())
+	return f, nil
+}
+
+// lags are, for each change seen within [start, end] whose metric change also was, the time
+// from the metric change, and from the first period boundary at or after it, to the new
+// spec.replicas.
+func (f *lagFollower) lags(waves []square, start, end time.Time, period time.Duration) (lag, afterBoundary []time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.changes {
+		if c.target >= len(waves) || c.seen.Before(start) || c.seen.After(end) {
+			continue
+		}
+		changed := waves[c.target].changeFor(c.replicas, c.seen)
+		if changed.Before(start) {
+			continue
+		}
+		lag = append(lag, c.seen.Sub(changed))
+		afterBoundary = append(afterBoundary, c.seen.Sub(nextBoundary(changed, period)))
+	}
+	return lag, afterBoundary
+}
+
+// measurements are what sample saw.
+type measurements struct {
+	start, end                  time.Time
+	controllerCPU, apiserverCPU float64 // cores
+	controllerRSSMax            int64
+	reconciles                  float64 // per second
+	reconcileErrors             float64 // per second
+	depthMean, depthMax         float64
+	promQueries                 float64 // per second
+	requests                    map[string]float64
+	reconcileTime, queryTime    time.Duration // mean
+	metricsBytes                int
+	lag, lagAfterBoundary       []time.Duration
+}
+
+// sample reads /proc of the controller and kube-apiserver every second for the duration, and
+// the counters of the controller and Prometheus at both ends.
+func sample(ctx context.Context, stack *sandbox.Stack, o options) (*measurements, error) {
+	controllerPID, err := pid(stack.Env.Dir, "controller")
+	if err != nil {
+		return nil, err
+	}
+	apiserverPID, err := pid(stack.Env.Dir, "kube-apiserver")
+	if err != nil {
+		return nil, err
+	}
+	controllerMetrics := "http://" + stack.MetricsAddress + "/metrics"
+	promMetrics := stack.Env.Prometheus.URL + "/metrics"
+	m := &measurements{start: time.Now()}
+	beforeController, _, err := scrape(ctx, controllerMetrics)
+	if err != nil {
+		return nil, err
+	}
+	beforeProm, _, err := scrape(ctx, promMetrics)
+	if err != nil {
+		return nil, err
+	}
+	firstController, err := readProc(controllerPID)
+	if err != nil {
+		return nil, err
+	}
+	firstAPIServer, err := readProc(apiserverPID)
+	if err != nil {
+		return nil, err
+	}
+	var depths []float64
+	lastController, lastAPIServer := firstController, firstAPIServer
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	for deadline := m.start.Add(o.duration); time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-ticker.C:
+		}
+		if lastController, err = readProc(controllerPID); err != nil {
+			return nil, err
+		}
+		if lastAPIServer, err = readProc(apiserverPID); err != nil {
+			return nil, err
+		}
+		m.controllerRSSMax = max(m.controllerRSSMax, lastController.rss)
+		if depth, err := queryScalar(ctx, stack.Env.Prometheus.URL, `sum(workqueue_depth{name="horizontalautoscaler"})`); err == nil {
+			depths = append(depths, depth)
+		}
+	}
+	m.end = time.Now()
+	afterController, size, err := scrape(ctx, controllerMetrics)
+	if err != nil {
+		return nil, err
+	}
+	afterProm, _, err := scrape(ctx, promMetrics)
+	if err != nil {
+		return nil, err
+	}
+	seconds := m.end.Sub(m.start).Seconds()
+	m.controllerCPU = (lastController.cpu - firstController.cpu).Seconds() / seconds
+	m.apiserverCPU = (lastAPIServer.cpu - firstAPIServer.cpu).Seconds() / seconds
+	m.metricsBytes = size
+	reconciles := map[string]string{"controller": "horizontalautoscaler"}
+	m.reconciles = rates(beforeController.sum("controller_runtime_reconcile_total", reconciles), afterController.sum("controller_runtime_reconcile_total", reconciles), seconds)[""]
+	errs := map[string]string{"controller": "horizontalautoscaler", "result": "error"}
+	m.reconcileErrors = rates(beforeController.sum("controller_runtime_reconcile_total", errs), afterController.sum("controller_runtime_reconcile_total", errs), seconds)[""]
+	query := map[string]string{"handler": "/api/v1/query"}
+	m.promQueries = rates(beforeProm.sum("prometheus_http_requests_total", query), afterProm.sum("prometheus_http_requests_total", query), seconds)[""]
+	m.requests = rates(beforeController.sum("karpenter_kube_client_requests_total", nil, "verb", "resource", "code"),
+		afterController.sum("karpenter_kube_client_requests_total", nil, "verb", "resource", "code"), seconds)
+	m.reconcileTime = meanDuration(beforeController, afterController, "controller_runtime_reconcile_time_seconds", reconciles)
+	m.queryTime = meanDuration(beforeController, afterController, "karpenter_horizontalautoscaler_query_duration_seconds", nil)
+	for _, d := range depths {
+		m.depthMean += d / float64(len(depths))
+		m.depthMax = max(m.depthMax, d)
+	}
+	return m, nil
+}
+
+func pid(dir, process string) (int, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "pids", process+".pid")) //nolint:gosec // G304: the stack's own pid file.
+	if err != nil {
+		return 0, fmt.Errorf("the pid of %s, %w", process, err)
+	}
+	return strconv.Atoi(strings.TrimSpace(string(data)))
+}
+
+func scrape(ctx context.Context, url string) (series, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, 0, fmt.Errorf("scraping %s, %w", url, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, 0, fmt.Errorf("scraping %s: %s", url, resp.Status)
+	}
+	counted := &countingReader{r: resp.Body}
+	s, err := parseExposition(counted)
+	return s, counted.n, err
+}
+
+func (m *measurements) print(o options) {
+	fmt.Printf("\n| N | producers per kind | pods / nodes | period | duration |\n|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("| %d | %d | %d / %d | %s | %s |\n\n", o.autoscalers, o.producersPerKind, max(o.pods, o.autoscalers), o.nodes, o.period, m.end.Sub(m.start).Round(time.Second))
+	fmt.Printf("| measure | value |\n|---|---:|\n")
+	row := func(name, format string, args ...any) {
+		fmt.Printf("| %s | "+format+" |\n", append([]any{name}, args...)...)
+	}
+	row("controller CPU (cores)", "%.3f", m.controllerCPU)
+	row("controller RSS, max (MiB)", "%.1f", float64(m.controllerRSSMax)/(1<<20))
+	row("kube-apiserver CPU (cores)", "%.3f", m.apiserverCPU)
+	row("HorizontalAutoscaler reconciles/s (N ÷ period)", "%.1f (%.1f)", m.reconciles, float64(o.autoscalers)/o.period.Seconds())
+	row("HorizontalAutoscaler reconcile errors/s", "%.2f", m.reconcileErrors)
+	row("workqueue depth, mean / max", "%.1f / %.0f", m.depthMean, m.depthMax)
+	row("HorizontalAutoscaler reconcile time, mean", "%s", m.reconcileTime.Round(time.Millisecond))
+	row("metric query time as the controller sees it, mean", "%s", m.queryTime.Round(time.Millisecond))
+	row("Prometheus queries/s", "%.1f", m.promQueries)
+	row("controller /metrics (KiB)", "%.0f", float64(m.metricsBytes)/1024)
+	var total float64
+	for _, key := range slices.Sorted(func(yield func(string) bool) {
+		for k := range m.requests {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		row("API requests/s: "+key, "%.2f", m.requests[key])
+		total += m.requests[key]
+	}
+	row("API requests/s, total", "%.1f", total)
+	row(fmt.Sprintf("decision lag from the metric change, p50 / p99 (%d changes)", len(m.lag)), "%s / %s",
+		scaletest.FormatPercentile(m.lag, 50), scaletest.FormatPercentile(m.lag, 99))
+	row("decision lag after the period boundary, p50 / p99", "%s / %s",
+		scaletest.FormatPercentile(m.lagAfterBoundary, 50), scaletest.FormatPercentile(m.lagAfterBoundary, 99))
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r interface{ Read([]byte) (int, error) }
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// queryScalar is the one value of an instant query.
+func queryScalar(ctx context.Context, url, query string) (float64, error) {
+	client, err := api.NewClient(api.Config{Address: url})
+	if err != nil {
+		return 0, err
+	}
+	result, _, err := promv1.NewAPI(client).Query(ctx, query, time.Now())
+	if err != nil {
+		return 0, err
+	}
+	vector, ok := result.(model.Vector)
+	if !ok || len(vector) != 1 {
+		return 0, fmt.Errorf("%s returned %s, want one sample", query, result)
+	}
+	return float64(vector[0].Value), nil
+}
