@@ -40,6 +40,7 @@ const (
 	ReasonConsolidationDisabled = "ConsolidationDisabled"
 	ReasonDeleting              = "Deleting"
 	ReasonOutsaved              = "OtherActionSavesMore"
+	ReasonSavesNothing          = "SavesNothing"
 )
 
 // Consolidate runs consolidation's decision on the snapshot, as a pass of the controller
@@ -78,8 +79,10 @@ func Consolidate(snapshot consolidation.Snapshot, settings consolidation.Setting
 			kept.Reason, kept.Message = ReasonDeleting, "the node is being deleted"
 		case !consolidating[node.Labels[v1alpha5.ProvisionerNameLabelKey]]:
 			kept.Reason, kept.Message = ReasonConsolidationDisabled, "provisioner "+node.Labels[v1alpha5.ProvisionerNameLabelKey]+" does not have spec.consolidation.enabled"
-		default:
+		case decision.Action != consolidation.None:
 			kept.Reason, kept.Message = ReasonOutsaved, "removing it would save less than the action chosen; a pass takes one action"
+		default:
+			kept.Reason, kept.Message = ReasonSavesNothing, "its pods fit elsewhere, but removing it would save nothing"
 		}
 		out.Kept = append(out.Kept, kept)
 	}

@@ -147,15 +147,23 @@ var documentSeparator = regexp.MustCompile(`^---(\s.*)?$`)
 func splitDocuments(data []byte) []document {
 	var docs []document
 	current := document{line: 1}
+	// Errors name the document by its first line that is not blank or a comment.
+	started := false
 	scanner := bufio.NewScanner(bytes.NewReader(data))
 	scanner.Buffer(nil, len(data)+1)
 	for line := 1; scanner.Scan(); line++ {
 		if documentSeparator.Match(scanner.Bytes()) {
 			docs = append(docs, current)
-			current = document{line: line + 1}
+			current, started = document{line: line + 1}, false
 			continue
 		}
-		current.text = append(current.text, scanner.Bytes()...)
+		if !started && !isBlank(scanner.Bytes()) {
+			// The text starts there, so that the YAML parser's line numbers count from it.
+			current.line, current.text, started = line, nil, true
+		}
+		if started {
+			current.text = append(current.text, scanner.Bytes()...)
+		}
 		current.text = append(current.text, '\n')
 	}
 	return append(docs, current)
