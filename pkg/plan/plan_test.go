@@ -106,7 +106,9 @@ func TestLimitsCountTheNodes(t *testing.T) {
 		Pods:          []corev1.Pod{*builders.Pod(builders.PodOptions{Name: "big", Requests: builders.Resources("cpu", "6"), Unschedulable: true})},
 		InstanceTypes: map[string]*cloudprovider.InstanceType{},
 	}
-	limited := onDemand("default", func(p *v1alpha5.Provisioner) { p.Spec.Limits = &v1alpha5.Limits{Resources: builders.Resources("cpu", "8")} })
+	limited := onDemand("default", func(p *v1alpha5.Provisioner) {
+		p.Spec.Limits = &v1alpha5.Limits{Resources: builders.Resources("cpu", "8")}
+	})
 	report := plan.Provisioning(context.Background(), snapshot, []v1alpha5.Provisioner{limited}, lister{})
 	if len(report.NewNodes) != 0 || len(report.Unschedulable) != 1 {
 		t.Errorf("report %+v, want no new node and big unschedulable under the limit", report)
