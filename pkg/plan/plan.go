@@ -106,19 +106,19 @@ func Provisioning(ctx context.Context, snapshot *provisioning.Snapshot, provisio
 	}
 	report.PricePerHour = plan.Results.Price()
 	launching := snapshot.LaunchingNodes()
-	byNode := map[string]*ExistingNode{}
+	byNode := map[string]int{}
 	for _, b := range plan.Results.Bindings {
 		if slices.ContainsFunc(plan.Results.NewNodes, func(n *scheduling.NewNode) bool { return n.Hostname == b.NodeName }) {
 			continue
 		}
-		e, ok := byNode[b.NodeName]
+		i, ok := byNode[b.NodeName]
 		if !ok {
 			_, isLaunching := launching[b.NodeName]
+			i = len(report.ExistingNodes)
+			byNode[b.NodeName] = i
 			report.ExistingNodes = append(report.ExistingNodes, ExistingNode{Name: b.NodeName, Launching: isLaunching})
-			e = &report.ExistingNodes[len(report.ExistingNodes)-1]
-			byNode[b.NodeName] = e
 		}
-		e.Pods = append(e.Pods, podName(b.Pod))
+		report.ExistingNodes[i].Pods = append(report.ExistingNodes[i].Pods, podName(b.Pod))
 	}
 	for i := range report.ExistingNodes {
 		slices.Sort(report.ExistingNodes[i].Pods)

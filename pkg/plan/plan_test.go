@@ -65,6 +65,7 @@ func TestProvisioningReport(t *testing.T) {
 			pending("b-launching", "3", map[string]string{corev1.LabelHostname: "launching"}),
 			pending("c-big", "6", nil),
 			pending("d-nowhere", "1", map[string]string{"team": "none"}),
+			pending("e-small", "100m", map[string]string{corev1.LabelHostname: "launching"}),
 		},
 		InstanceTypes: map[string]*cloudprovider.InstanceType{},
 	}
@@ -83,7 +84,7 @@ func TestProvisioningReport(t *testing.T) {
 	if report.PricePerHour != n.PricePerHour {
 		t.Errorf("total $%.4f/h, want the one node's $%.4f/h", report.PricePerHour, n.PricePerHour)
 	}
-	wantExisting := []plan.ExistingNode{{Name: "existing", Pods: []string{"default/a-small"}}, {Name: "launching", Launching: true, Pods: []string{"default/b-launching"}}}
+	wantExisting := []plan.ExistingNode{{Name: "existing", Pods: []string{"default/a-small"}}, {Name: "launching", Launching: true, Pods: []string{"default/b-launching", "default/e-small"}}}
 	if got, _ := json.Marshal(report.ExistingNodes); string(got) != mustJSON(t, wantExisting) {
 		t.Errorf("existing room %s, want %s", got, mustJSON(t, wantExisting))
 	}
