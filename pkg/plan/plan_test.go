@@ -25,8 +25,8 @@ import (
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
-// lister gives the fake catalogue, or fails for the provisioners named in failing.
-type lister struct{ failing map[string]bool }
+// lister gives the fake catalogue, or fails for a provisioner with a requirement on key "fail".
+type lister struct{}
 
 func (l lister) InstanceTypes(_ context.Context, c cloudprovider.Constraints) ([]*cloudprovider.InstanceType, error) {
 	for _, r := range c.Requirements {
