@@ -36,6 +36,7 @@ type KeptNode struct {
 // Reasons a node is not considered by consolidation at all; those of a node considered and
 // kept are consolidation's Reason constants.
 const (
+	ReasonUnsettled             = "Unsettled"
 	ReasonNotKarpenter          = "NotLaunchedByKarpenter"
 	ReasonConsolidationDisabled = "ConsolidationDisabled"
 	ReasonDeleting              = "Deleting"
@@ -72,7 +73,7 @@ func Consolidate(snapshot consolidation.Snapshot, settings consolidation.Setting
 		case explained:
 			kept.Reason, kept.Message = string(why.Reason), why.Message
 		case decision.Unsettled != "":
-			kept.Reason, kept.Message = "Unsettled", decision.Unsettled
+			kept.Reason, kept.Message = ReasonUnsettled, decision.Unsettled
 		case !nodes.IsLaunchedByKarpenter(node):
 			kept.Reason, kept.Message = ReasonNotKarpenter, "no Provisioner launched the node"
 		case node.DeletionTimestamp != nil:
