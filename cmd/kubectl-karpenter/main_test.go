@@ -79,8 +79,8 @@ func TestYAMLOutput(t *testing.T) {
 			}
 		}
 	}
-	if pods != 10 {
-		t.Errorf("%d pods on new nodes, want the workload's 10", pods)
+	if pods != 11 {
+		t.Errorf("%d pods on new nodes, want the workload's 11", pods)
 	}
 	if diff := total - report.PricePerHour; diff > 1e-9 || diff < -1e-9 {
 		t.Errorf("total $%f/h, want the sum of the nodes' $%f/h", report.PricePerHour, total)
