@@ -218,14 +218,15 @@ func planNow(ctx context.Context, f planFlags, stdout io.Writer) (*plan.Report, 
 			return nil, err
 		}
 	}
-	snapshot := &provisioning.Snapshot{InstanceTypes: map[string]*cloudprovider.InstanceType{}}
+	now := time.Now()
+	snapshot := &provisioning.Snapshot{Now: now, InstanceTypes: map[string]*cloudprovider.InstanceType{}}
 	var reader client.Reader
 	if !f.offline {
 		var err error
 		if reader, err = clusterClient(f); err != nil {
 			return nil, err
 		}
-		if snapshot, err = provisioning.ReadSnapshot(ctx, reader); err != nil {
+		if snapshot, err = provisioning.ReadSnapshot(ctx, reader, now); err != nil {
 			return nil, fmt.Errorf("reading the cluster, %w", err)
 		}
 		if f.provisioners == "" {
@@ -239,7 +240,8 @@ func planNow(ctx context.Context, f planFlags, stdout io.Writer) (*plan.Report, 
 	whatIf(snapshot, workload, f.empty)
 	report := plan.Provisioning(ctx, snapshot, provisioners, lister)
 	if f.consolidation {
-		s, _, err := consolidation.Read(ctx, reader, lister, time.Now())
+		// A fresh ledger: the plugin has no launches in flight of its own.
+		s, _, err := consolidation.Read(ctx, reader, lister, provisioning.NewLedger(), now)
 		if err != nil {
 			return nil, fmt.Errorf("reading the cluster for consolidation, %w", err)
 		}
