@@ -54,10 +54,12 @@ build:
 image:
 	hack/image.sh "$(or $(VERSION),dev)" bin/karpenter-image.oci.tar
 
-## A release: the image archive and the chart package in bin/release/$(VERSION)/, and the install
-## of config/ in releases/aws/$(VERSION).yaml, both naming the image by the digest just built.
+## A release: the image archive, the chart package and the kubectl plugin for each of
+## PLUGIN_PLATFORMS in bin/release/$(VERSION)/, and the install of config/ in
+## releases/aws/$(VERSION).yaml, both naming the image by the digest just built.
 IMAGE ?= public.ecr.aws/karpenter/karpenter
 RELEASE_DIR = bin/release/$(VERSION)
+PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 .PHONY: release
 release:
 	@[ -n "$(VERSION)" ] || { echo "usage: make release VERSION=v0.1.0 [IMAGE=registry/karpenter]" >&2; exit 1; }
@@ -66,7 +68,11 @@ release:
 	hack/release.sh "$(VERSION)" "$(IMAGE)" "$$(cat $(RELEASE_DIR)/karpenter-$(VERSION).oci.tar.digest)" > releases/aws/$(VERSION).yaml.tmp || { rm -f releases/aws/$(VERSION).yaml.tmp; exit 1; }
 	@mv releases/aws/$(VERSION).yaml.tmp releases/aws/$(VERSION).yaml
 	hack/package-chart.sh "$(VERSION)" "$(IMAGE)" "$$(cat $(RELEASE_DIR)/karpenter-$(VERSION).oci.tar.digest)" $(RELEASE_DIR)
-	@echo "release $(VERSION): releases/aws/$(VERSION).yaml, $(RELEASE_DIR)/karpenter-$(VERSION:v%=%).tgz, $(RELEASE_DIR)/karpenter-$(VERSION).oci.tar"
+	@for platform in $(PLUGIN_PLATFORMS); do \
+	  os=$${platform%/*}; arch=$${platform#*/}; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -o $(RELEASE_DIR)/kubectl-karpenter-$(VERSION)-$$os-$$arch ./cmd/kubectl-karpenter || exit 1; \
+	done
+	@echo "release $(VERSION): releases/aws/$(VERSION).yaml, $(RELEASE_DIR)/karpenter-$(VERSION:v%=%).tgz, $(RELEASE_DIR)/karpenter-$(VERSION).oci.tar, $(RELEASE_DIR)/kubectl-karpenter-$(VERSION)-<os>-<arch>"
 
 ## Control plane, kwok, etcd and Prometheus for the tests (cached in bin/).
 .PHONY: test-assets

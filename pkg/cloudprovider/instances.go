@@ -43,6 +43,12 @@ type InstanceProvider interface {
 	ProviderValidator
 }
 
+// InstanceTypeLister is the part of an InstanceProvider that planning reads: `kubectl
+// karpenter plan` reads instance types from the cloud or from a file.
+type InstanceTypeLister interface {
+	InstanceTypes(ctx context.Context, constraints Constraints) ([]*InstanceType, error)
+}
+
 // ProviderValidator defaults and validates a Provisioner's spec.provider block,
 // the cloud-specific part of its constraints, without I/O or credentials.
 type ProviderValidator interface {

@@ -182,7 +182,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 // Provisioners with their instance types, nodes with their pods, PodDisruptionBudgets and
 // DaemonSets. What counts against each Provisioner's limits is the ledger's, launches in
 // flight included, never a status that may lag. Node expiry decides on the same snapshot.
-func Read(ctx context.Context, reader client.Reader, instances cloudprovider.InstanceProvider, ledger *provisioning.Ledger, now time.Time) (*Snapshot, map[string]*v1alpha5.Provisioner, error) {
+func Read(ctx context.Context, reader client.Reader, instances cloudprovider.InstanceTypeLister, ledger *provisioning.Ledger, now time.Time) (*Snapshot, map[string]*v1alpha5.Provisioner, error) {
 	var provisionerList v1alpha5.ProvisionerList
 	if err := reader.List(ctx, &provisionerList); err != nil {
 		return nil, nil, fmt.Errorf("listing provisioners, %w", err)

@@ -15,9 +15,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -251,8 +249,7 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 		log.FromContext(ctx).WithName(Name).Error(err, "opening nodes a batch left held")
 		retry = true
 	}
-	pending := snapshot.pending()
-	var input scheduling.Input
+	var provisioners []scheduling.Provisioner
 	for _, name := range sortedNames(plans) {
 		p := plans[name]
 		// Instance types not read yet (the provider's first refresh) or unreadable: try again,
@@ -261,20 +258,15 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 		if p.instanceTypes != nil {
 			// What counts against the limits is the ledger's: the nodes seen and the launches
 			// in flight, never a status that may lag.
-			limited := p.updated.DeepCopy()
-			limited.Status.Resources = c.ledger.Used(name, p.nodes)
-			input.Provisioners = append(input.Provisioners, scheduling.Provisioner{Provisioner: limited, InstanceTypes: p.instanceTypes})
+			provisioners = append(provisioners, Limited(p.updated, p.instanceTypes, c.ledger.Used(name, p.nodes)))
 		}
 	}
-	var results *scheduling.Results
-	if len(pending) > 0 {
-		input.Pods = pending
-		input.Nodes = snapshot.schedulingNodes()
-		input.DaemonSetPods = snapshot.daemonSetPods()
-		results = scheduling.Schedule(snapshot.withVolumes(input))
+	plan := snapshot.Plan(provisioners)
+	results := plan.Results
+	if len(plan.Pending) > 0 {
 		schedulingDuration.Observe(c.clock.Since(start).Seconds())
 		retry = c.launchAll(ctx, results.NewNodes, plans) || retry
-		c.tell(snapshot, pending, results)
+		c.tell(snapshot, plan.Pending, results)
 		// A pod no Provisioner can take now may be taken later without any change to the pod
 		// (an offering's capacity returns, a node goes away under a limit): look again.
 		retry = retry || len(results.Unschedulable) > 0
@@ -295,37 +287,15 @@ func sortedNames(plans map[string]*provisionerPlan) []string {
 
 // snapshot reads the cluster from the cache and each Provisioner's instance types from the
 // cloud, marking the Provisioner not Ready when they cannot be resolved.
-func (c *Controller) snapshot(ctx context.Context) (*cluster, map[string]*provisionerPlan, error) {
+func (c *Controller) snapshot(ctx context.Context) (*Snapshot, map[string]*provisionerPlan, error) {
 	var provisioners v1alpha5.ProvisionerList
 	if err := c.client.List(ctx, &provisioners); err != nil {
 		return nil, nil, fmt.Errorf("listing provisioners, %w", err)
 	}
-	var podList corev1.PodList
-	if err := c.client.List(ctx, &podList); err != nil {
-		return nil, nil, fmt.Errorf("listing pods, %w", err)
+	snapshot, err := ReadSnapshot(ctx, c.client, c.clock.Now())
+	if err != nil {
+		return nil, nil, err
 	}
-	var nodeList corev1.NodeList
-	if err := c.client.List(ctx, &nodeList); err != nil {
-		return nil, nil, fmt.Errorf("listing nodes, %w", err)
-	}
-	var daemonSets appsv1.DaemonSetList
-	if err := c.client.List(ctx, &daemonSets); err != nil {
-		return nil, nil, fmt.Errorf("listing daemonsets, %w", err)
-	}
-	var claims corev1.PersistentVolumeClaimList
-	if err := c.client.List(ctx, &claims); err != nil {
-		return nil, nil, fmt.Errorf("listing persistent volume claims, %w", err)
-	}
-	var volumes corev1.PersistentVolumeList
-	if err := c.client.List(ctx, &volumes); err != nil {
-		return nil, nil, fmt.Errorf("listing persistent volumes, %w", err)
-	}
-	var classes storagev1.StorageClassList
-	if err := c.client.List(ctx, &classes); err != nil {
-		return nil, nil, fmt.Errorf("listing storage classes, %w", err)
-	}
-	snapshot := &cluster{now: c.clock.Now(), pods: podList.Items, nodes: nodeList.Items, daemonSets: daemonSets.Items,
-		claims: claims.Items, volumes: volumes.Items, classes: classes.Items, instanceTypes: map[string]*cloudprovider.InstanceType{}}
 	plans := map[string]*provisionerPlan{}
 	for i := range provisioners.Items {
 		stored := &provisioners.Items[i]
@@ -350,7 +320,7 @@ func (c *Controller) snapshot(ctx context.Context) (*cluster, map[string]*provis
 		}
 		p.instanceTypes = types
 		for _, it := range types {
-			snapshot.instanceTypes[it.Name] = it
+			snapshot.InstanceTypes[it.Name] = it
 		}
 	}
 	for name, p := range plans {
@@ -440,7 +410,7 @@ func (c *Controller) awaitCached(ctx context.Context, created []*corev1.Node, op
 // releaseLeftovers opens the nodes a batch left held: one of a controller that stopped
 // mid-batch, or whose release failed. A pass starts once the cache shows the previous one's
 // nodes opened, so what still looks held is.
-func (c *Controller) releaseLeftovers(ctx context.Context, snapshot *cluster) error {
+func (c *Controller) releaseLeftovers(ctx context.Context, snapshot *Snapshot) error {
 	return c.release(ctx, snapshot.heldNodes())
 }
 
@@ -512,8 +482,8 @@ func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alp
 
 // tell gives each pending pod an Event when what it waits for changed: the launching node
 // planned for it, or why no Provisioner can take it.
-func (c *Controller) tell(snapshot *cluster, pending []*corev1.Pod, results *scheduling.Results) {
-	launching := snapshot.launchingNodes()
+func (c *Controller) tell(snapshot *Snapshot, pending []*corev1.Pod, results *scheduling.Results) {
+	launching := snapshot.LaunchingNodes()
 	for _, b := range results.Bindings {
 		if _, ok := launching[b.NodeName]; !ok || c.told[b.Pod.UID] == b.NodeName {
 			continue
@@ -542,13 +512,13 @@ func (c *Controller) tell(snapshot *cluster, pending []*corev1.Pod, results *sch
 
 // recordPending sets karpenter_pods_pending: the pending pods by the provisioner whose new or
 // launching node they were planned onto, "" for those no provisioner can take.
-func (c *Controller) recordPending(snapshot *cluster, results *scheduling.Results) {
+func (c *Controller) recordPending(snapshot *Snapshot, results *scheduling.Results) {
 	counts := map[string]float64{}
 	if results != nil {
 		for _, n := range results.NewNodes {
 			counts[n.Provisioner] += float64(len(n.Pods))
 		}
-		launching := snapshot.launchingNodes()
+		launching := snapshot.LaunchingNodes()
 		for _, b := range results.Bindings {
 			if provisioner, ok := launching[b.NodeName]; ok {
 				counts[provisioner]++

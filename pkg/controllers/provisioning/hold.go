@@ -97,10 +97,10 @@ func (c *Controller) release(ctx context.Context, held []*corev1.Node) error {
 // heldNodes are the snapshot's nodes still carrying the launching taint. A pass starts after
 // the previous one released its batch, so these were left by a controller that stopped
 // mid-batch or a release that failed.
-func (c *cluster) heldNodes() []*corev1.Node {
+func (c *Snapshot) heldNodes() []*corev1.Node {
 	var out []*corev1.Node
-	for i := range c.nodes {
-		if node := &c.nodes[i]; node.DeletionTimestamp == nil && slices.ContainsFunc(node.Spec.Taints, isLaunchingTaint) {
+	for i := range c.Nodes {
+		if node := &c.Nodes[i]; node.DeletionTimestamp == nil && slices.ContainsFunc(node.Spec.Taints, isLaunchingTaint) {
 			out = append(out, node)
 		}
 	}

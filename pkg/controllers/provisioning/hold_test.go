@@ -124,7 +124,7 @@ func TestLeftoverHoldsAreReleased(t *testing.T) {
 			return cl.Patch(ctx, obj, patch, opts...)
 		},
 	}, left, open)
-	snapshot := &cluster{nodes: []corev1.Node{*left, *open}}
+	snapshot := &Snapshot{Nodes: []corev1.Node{*left, *open}}
 	if err := c.releaseLeftovers(context.Background(), snapshot); err != nil {
 		t.Fatal(err)
 	}

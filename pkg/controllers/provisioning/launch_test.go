@@ -141,7 +141,7 @@ func TestTellOncePerCause(t *testing.T) {
 	recorder := c.recorder.(*record.FakeRecorder)
 	pod := builders.Pod(builders.PodOptions{Name: "p", Unschedulable: true})
 	pod.UID = "uid-p"
-	snapshot := &cluster{}
+	snapshot := &Snapshot{}
 	results := func(reason string) *scheduling.Results {
 		return &scheduling.Results{Unschedulable: []scheduling.PodError{{Pod: pod, Reason: reason}}}
 	}

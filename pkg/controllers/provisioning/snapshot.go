@@ -17,26 +17,26 @@ import (
 	"karpenter.sh/karpenter/pkg/pods"
 )
 
-// cluster is what one pass reads, at now: every pod, node and DaemonSet, the claims, volumes
+// Snapshot is what one pass reads, at Now: every pod, node and DaemonSet, the claims, volumes
 // and storage classes that keep pods to zones, and the instance types each Provisioner may
 // launch, by instance type name.
-type cluster struct {
-	now           time.Time
-	pods          []corev1.Pod
-	nodes         []corev1.Node
-	daemonSets    []appsv1.DaemonSet
-	claims        []corev1.PersistentVolumeClaim
-	volumes       []corev1.PersistentVolume
-	classes       []storagev1.StorageClass
-	instanceTypes map[string]*cloudprovider.InstanceType
+type Snapshot struct {
+	Now           time.Time
+	Pods          []corev1.Pod
+	Nodes         []corev1.Node
+	DaemonSets    []appsv1.DaemonSet
+	Claims        []corev1.PersistentVolumeClaim
+	Volumes       []corev1.PersistentVolume
+	Classes       []storagev1.StorageClass
+	InstanceTypes map[string]*cloudprovider.InstanceType
 }
 
 // pending are the pods a new node would help, in a stable order.
-func (c *cluster) pending() []*corev1.Pod {
+func (c *Snapshot) pending() []*corev1.Pod {
 	var out []*corev1.Pod
-	for i := range c.pods {
-		if pods.IsProvisionable(&c.pods[i]) {
-			out = append(out, &c.pods[i])
+	for i := range c.Pods {
+		if pods.IsProvisionable(&c.Pods[i]) {
+			out = append(out, &c.Pods[i])
 		}
 	}
 	slices.SortFunc(out, func(a, b *corev1.Pod) int {
@@ -52,17 +52,17 @@ func (c *cluster) pending() []*corev1.Pod {
 // kubelet reports its allocatable the instance type's stands for it. Another node that has
 // joined but is not Ready yet is room too while it is joining (see joining). Nodes being
 // deleted take nothing.
-func (c *cluster) schedulingNodes() []scheduling.Node {
+func (c *Snapshot) schedulingNodes() []scheduling.Node {
 	bound := map[string][]*corev1.Pod{}
-	for i := range c.pods {
-		pod := &c.pods[i]
+	for i := range c.Pods {
+		pod := &c.Pods[i]
 		if pod.Spec.NodeName != "" && !pods.IsTerminal(pod) {
 			bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
 		}
 	}
 	var out []scheduling.Node
-	for i := range c.nodes {
-		node := &c.nodes[i]
+	for i := range c.Nodes {
+		node := &c.Nodes[i]
 		if node.DeletionTimestamp != nil {
 			continue
 		}
@@ -70,11 +70,11 @@ func (c *cluster) schedulingNodes() []scheduling.Node {
 			node = node.DeepCopy()
 			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return launchingTaints.Has(t.Key) })
 			if len(node.Status.Allocatable) == 0 {
-				if it, ok := c.instanceTypes[node.Labels[corev1.LabelInstanceTypeStable]]; ok {
+				if it, ok := c.InstanceTypes[node.Labels[corev1.LabelInstanceTypeStable]]; ok {
 					node.Status.Allocatable = it.Allocatable()
 				}
 			}
-		} else if joining(node, c.now) {
+		} else if joining(node, c.Now) {
 			node = node.DeepCopy()
 			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
 		}
@@ -111,26 +111,26 @@ func joining(node *corev1.Node, now time.Time) bool {
 
 // provisionerNodes is the capacity, by node name, of the nodes the provisioner launched:
 // what its limits count.
-func (c *cluster) provisionerNodes(provisioner string) map[string]corev1.ResourceList {
-	return Counted(c.nodes, provisioner, c.instanceTypes)
+func (c *Snapshot) provisionerNodes(provisioner string) map[string]corev1.ResourceList {
+	return Counted(c.Nodes, provisioner, c.InstanceTypes)
 }
 
 // daemonSetPods stands one pod for each DaemonSet, as it would run on a new node: the
 // scheduler reserves its requests on every new node it tolerates and selects.
-func (c *cluster) daemonSetPods() []*corev1.Pod {
+func (c *Snapshot) daemonSetPods() []*corev1.Pod {
 	var out []*corev1.Pod
-	for i := range c.daemonSets {
-		out = append(out, pods.ForDaemonSet(&c.daemonSets[i]))
+	for i := range c.DaemonSets {
+		out = append(out, pods.ForDaemonSet(&c.DaemonSets[i]))
 	}
 	return out
 }
 
 // withVolumes gives the scheduler what it needs to keep pods with persistent volumes to their
 // volumes' zones: without them, it refuses such pods as kube-scheduler would a missing claim.
-func (c *cluster) withVolumes(input scheduling.Input) scheduling.Input {
-	input.PersistentVolumeClaims = pointers(c.claims)
-	input.PersistentVolumes = pointers(c.volumes)
-	input.StorageClasses = pointers(c.classes)
+func (c *Snapshot) withVolumes(input scheduling.Input) scheduling.Input {
+	input.PersistentVolumeClaims = pointers(c.Claims)
+	input.PersistentVolumes = pointers(c.Volumes)
+	input.StorageClasses = pointers(c.Classes)
 	return input
 }
 
@@ -146,11 +146,11 @@ func pointers[T any](items []T) []*T {
 // batch has launched.
 var launchingTaints = sets.New(v1alpha5.NotReadyTaintKey, v1alpha5.LaunchingTaintKey, corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable)
 
-// launchingNodes are the nodes still launching, with the provisioner that launched each.
-func (c *cluster) launchingNodes() map[string]string {
+// LaunchingNodes are the nodes still launching, with the provisioner that launched each.
+func (c *Snapshot) LaunchingNodes() map[string]string {
 	out := map[string]string{}
-	for i := range c.nodes {
-		if node := &c.nodes[i]; nodes.IsLaunching(node) {
+	for i := range c.Nodes {
+		if node := &c.Nodes[i]; nodes.IsLaunching(node) {
 			out[node.Name] = node.Labels[v1alpha5.ProvisionerNameLabelKey]
 		}
 	}

@@ -37,14 +37,14 @@ func TestSchedulingNodes(t *testing.T) {
 	deleting := builders.Node(builders.NodeOptions{Name: "deleting", Allocatable: cpu("4")})
 	deleting.DeletionTimestamp = &metav1.Time{}
 	deleting.Finalizers = []string{v1alpha5.TerminationFinalizer}
-	c := &cluster{
-		nodes: []corev1.Node{*ready, *launching, *deleting},
-		pods: []corev1.Pod{
+	c := &Snapshot{
+		Nodes: []corev1.Node{*ready, *launching, *deleting},
+		Pods: []corev1.Pod{
 			*builders.Pod(builders.PodOptions{Name: "running", NodeName: "ready", Phase: corev1.PodRunning}),
 			*builders.Pod(builders.PodOptions{Name: "done", NodeName: "ready", Phase: corev1.PodSucceeded}),
 			*builders.Pod(builders.PodOptions{Name: "pending", Unschedulable: true}),
 		},
-		instanceTypes: catalogue(),
+		InstanceTypes: catalogue(),
 	}
 	got := c.schedulingNodes()
 	if len(got) != 2 || got[0].Node.Name != "ready" || got[1].Node.Name != "launching" {
@@ -105,7 +105,7 @@ func TestSchedulingNodesCountsJoiningNodes(t *testing.T) {
 	young.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
 	stale := builders.Node(builders.NodeOptions{Name: "stale", Allocatable: cpu("4"), Ready: corev1.ConditionFalse, Taints: []corev1.Taint{kubeNotReady}})
 	stale.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour))
-	c := &cluster{now: now, nodes: []corev1.Node{*young, *stale}, instanceTypes: catalogue()}
+	c := &Snapshot{Now: now, Nodes: []corev1.Node{*young, *stale}, InstanceTypes: catalogue()}
 	got := c.schedulingNodes()
 	if len(got) != 2 {
 		t.Fatalf("nodes %v, want both", got)
@@ -129,7 +129,7 @@ func TestProvisionerNodes(t *testing.T) {
 	unreported.Status = corev1.NodeStatus{}
 	other := builders.Node(builders.NodeOptions{Name: "other", Capacity: cpu("8"), Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "other"}})
 	unmanaged := builders.Node(builders.NodeOptions{Name: "unmanaged", Capacity: cpu("8")})
-	c := &cluster{nodes: []corev1.Node{*reported, *unreported, *other, *unmanaged}, instanceTypes: catalogue()}
+	c := &Snapshot{Nodes: []corev1.Node{*reported, *unreported, *other, *unmanaged}, InstanceTypes: catalogue()}
 	got := c.provisionerNodes("default")
 	reportedCPU, unreportedCPU := got["reported"][corev1.ResourceCPU], got["unreported"][corev1.ResourceCPU]
 	if len(got) != 2 || !reportedCPU.Equal(resource.MustParse("3")) || !unreportedCPU.Equal(resource.MustParse("4")) {
@@ -145,7 +145,7 @@ func TestDaemonSetPods(t *testing.T) {
 			Spec:       builders.Pod(builders.PodOptions{Requests: cpu("100m")}).Spec,
 		}},
 	}
-	got := (&cluster{daemonSets: []appsv1.DaemonSet{ds}}).daemonSetPods()
+	got := (&Snapshot{DaemonSets: []appsv1.DaemonSet{ds}}).daemonSetPods()
 	if len(got) != 1 || got[0].Namespace != "kube-system" || got[0].Labels["app"] != "logs" || !got[0].Spec.Containers[0].Resources.Requests.Cpu().Equal(resource.MustParse("100m")) {
 		t.Errorf("daemonset pods %v", got)
 	}

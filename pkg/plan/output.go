@@ -1,0 +1,131 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Formats of -o.
+const (
+	FormatTable = "table"
+	FormatYAML  = "yaml"
+	FormatJSON  = "json"
+)
+
+// Write prints the report in the format: a table for people, YAML or JSON for scripts.
+func Write(w io.Writer, report *Report, format string) error {
+	switch format {
+	case FormatJSON:
+		encoder := json.NewEncoder(w)
+		encoder.SetIndent("", "  ")
+		if err := encoder.Encode(report); err != nil {
+			return fmt.Errorf("writing JSON, %w", err)
+		}
+		return nil
+	case FormatYAML:
+		out, err := yaml.Marshal(report)
+		if err != nil {
+			return fmt.Errorf("writing YAML, %w", err)
+		}
+		_, err = w.Write(out)
+		return err
+	case FormatTable, "":
+		return writeTable(w, report)
+	}
+	return fmt.Errorf("unknown output format %q: use table, yaml or json", format)
+}
+
+func writeTable(w io.Writer, r *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if len(r.NewNodes) > 0 {
+		fmt.Fprintln(tw, "NEW NODE\tPROVISIONER\tINSTANCE TYPE\tZONE\tCAPACITY TYPE\t$/H\tPODS\tALSO FITS")
+		for i, n := range r.NewNodes {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.4f\t%d\t%s\n", i+1, n.Provisioner, n.InstanceType, n.Zone, n.CapacityType, n.PricePerHour, len(n.Pods), alsoFits(n))
+		}
+		fmt.Fprintln(tw)
+	} else {
+		fmt.Fprintln(tw, "No new nodes.")
+		fmt.Fprintln(tw)
+	}
+	if len(r.NewNodes) > 0 || len(r.ExistingNodes) > 0 {
+		fmt.Fprintln(tw, "POD\tGOES TO")
+		for i, n := range r.NewNodes {
+			for _, pod := range n.Pods {
+				fmt.Fprintf(tw, "%s\tnew node %d (%s)\n", pod, i+1, n.InstanceType)
+			}
+		}
+		for _, n := range r.ExistingNodes {
+			where := "existing node " + n.Name
+			if n.Launching {
+				where = "launching node " + n.Name
+			}
+			for _, pod := range n.Pods {
+				fmt.Fprintf(tw, "%s\t%s\n", pod, where)
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	if len(r.Unschedulable) > 0 {
+		fmt.Fprintln(tw, "UNSCHEDULABLE POD\tREASON")
+		for _, u := range r.Unschedulable {
+			fmt.Fprintf(tw, "%s\t%s\n", u.Pod, u.Reason)
+		}
+		fmt.Fprintln(tw)
+	}
+	for _, s := range r.SkippedProvisioners {
+		fmt.Fprintf(tw, "Provisioner %s plans no node: %s\n", s.Name, s.Reason)
+	}
+	existing := 0
+	for _, n := range r.ExistingNodes {
+		existing += len(n.Pods)
+	}
+	fmt.Fprintf(tw, "%d new nodes add $%.4f/h; %d pods go to existing or launching nodes; %d pods cannot be placed.\n", len(r.NewNodes), r.PricePerHour, existing, len(r.Unschedulable))
+	if c := r.Consolidation; c != nil {
+		fmt.Fprintln(tw)
+		writeConsolidation(tw, c)
+	}
+	return tw.Flush()
+}
+
+// alsoFits are the other candidates a capacity error would fall through to, a few of them.
+func alsoFits(n NewNode) string {
+	const shown = 3
+	var others []string
+	for _, name := range n.InstanceTypes {
+		if name != n.InstanceType {
+			others = append(others, name)
+		}
+	}
+	if len(others) > shown {
+		return strings.Join(others[:shown], ",") + fmt.Sprintf(" +%d", len(others)-shown)
+	}
+	if len(others) == 0 {
+		return "-"
+	}
+	return strings.Join(others, ",")
+}
+
+func writeConsolidation(w io.Writer, c *Consolidation) {
+	switch {
+	case c.Unsettled != "":
+		fmt.Fprintf(w, "Consolidation: nothing now, the cluster is not settled: %s.\n", c.Unsettled)
+	case c.Action == "":
+		fmt.Fprintln(w, "Consolidation: nothing to delete or replace.")
+	case c.Replacement != nil:
+		fmt.Fprintf(w, "Consolidation: replace %s ($%.4f/h) with %s in %s (%s, $%.4f/h), saving $%.4f/h.\n", strings.Join(c.Nodes, ", "), c.PricePerHour,
+			c.Replacement.InstanceType, c.Replacement.Zone, c.Replacement.CapacityType, c.Replacement.PricePerHour, c.SavingPerHour)
+	default:
+		fmt.Fprintf(w, "Consolidation: delete %s, saving $%.4f/h.\n", strings.Join(c.Nodes, ", "), c.SavingPerHour)
+	}
+	if len(c.Kept) > 0 {
+		fmt.Fprintln(w, "KEPT NODE\tREASON\tWHY")
+		for _, k := range c.Kept {
+			fmt.Fprintf(w, "%s\t%s\t%s\n", k.Name, k.Reason, k.Message)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+// Package plan is `kubectl karpenter plan`: it runs the provisioning controller's own pass
+// (provisioning.Snapshot.Plan) and consolidation's decision (consolidation.Decide) on the
+// cluster as it is, or on manifests not applied yet, and reports what Karpenter would launch,
+// delete or replace, at what price, without doing any of it.
+package plan
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+)
+
+// Report is what one provisioning pass would do now, and what consolidation would.
+type Report struct {
+	// NewNodes would be launched, in the order the pass opened them.
+	NewNodes []NewNode `json:"newNodes"`
+	// ExistingNodes are the nodes, Ready or still launching, pending pods would go to.
+	ExistingNodes []ExistingNode `json:"existingNodes"`
+	// Unschedulable are the pods no provisioner can take, with the scheduler's reason.
+	Unschedulable []UnschedulablePod `json:"unschedulable"`
+	// Provisioners that cannot launch now: their instance types could not be resolved.
+	SkippedProvisioners []SkippedProvisioner `json:"skippedProvisioners,omitempty"`
+	// PricePerHour is what the new nodes add, each at its cheapest offering, in US dollars.
+	PricePerHour float64 `json:"pricePerHour"`
+	// Consolidation is set by --consolidation.
+	Consolidation *Consolidation `json:"consolidation,omitempty"`
+}
+
+// NewNode is a node the pass would launch. InstanceType, Zone and CapacityType are the
+// cheapest offering, the one the cloud is asked for first; InstanceTypes are every candidate,
+// cheapest first, that a capacity error falls through to.
+type NewNode struct {
+	Provisioner   string   `json:"provisioner"`
+	InstanceType  string   `json:"instanceType"`
+	Zone          string   `json:"zone"`
+	CapacityType  string   `json:"capacityType"`
+	PricePerHour  float64  `json:"pricePerHour"`
+	InstanceTypes []string `json:"instanceTypes"`
+	Pods          []string `json:"pods"`
+}
+
+// ExistingNode is room on a node that exists, or is launching, that the pass uses.
+type ExistingNode struct {
+	Name      string   `json:"name"`
+	Launching bool     `json:"launching,omitempty"`
+	Pods      []string `json:"pods"`
+}
+
+// UnschedulablePod is a pod no provisioner can take.
+type UnschedulablePod struct {
+	Pod    string `json:"pod"`
+	Reason string `json:"reason"`
+}
+
+// SkippedProvisioner is a Provisioner the pass plans no node for, and why.
+type SkippedProvisioner struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// Provisioning plans the snapshot's pending pods as the provisioning controller does: each
+// Provisioner with the instance types the lister gives for it (added to the snapshot, as the
+// controller does) and what its nodes hold against its limits.
+func Provisioning(ctx context.Context, snapshot *provisioning.Snapshot, provisioners []v1alpha5.Provisioner, lister cloudprovider.InstanceTypeLister) *Report {
+	report := &Report{NewNodes: []NewNode{}, ExistingNodes: []ExistingNode{}, Unschedulable: []UnschedulablePod{}}
+	slices.SortFunc(provisioners, func(a, b v1alpha5.Provisioner) int { return cmp.Compare(a.Name, b.Name) })
+	resolved := map[string][]*cloudprovider.InstanceType{}
+	for i := range provisioners {
+		p := &provisioners[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		types, err := lister.InstanceTypes(ctx, provisioning.Constraints(p))
+		switch {
+		case err != nil:
+			report.SkippedProvisioners = append(report.SkippedProvisioners, SkippedProvisioner{p.Name, "resolving instance types, " + err.Error()})
+			continue
+		case len(types) == 0:
+			report.SkippedProvisioners = append(report.SkippedProvisioners, SkippedProvisioner{p.Name, "no instance type satisfies the requirements"})
+			continue
+		}
+		resolved[p.Name] = types
+		for _, it := range types {
+			snapshot.InstanceTypes[it.Name] = it
+		}
+	}
+	var planned []scheduling.Provisioner
+	for i := range provisioners {
+		if types, ok := resolved[provisioners[i].Name]; ok {
+			planned = append(planned, provisioning.Limited(&provisioners[i], types, snapshot.Used(provisioners[i].Name)))
+		}
+	}
+	plan := snapshot.Plan(planned)
+	if plan.Results == nil {
+		return report
+	}
+	for _, n := range plan.Results.NewNodes {
+		report.NewNodes = append(report.NewNodes, newNode(n))
+	}
+	report.PricePerHour = plan.Results.Price()
+	launching := snapshot.LaunchingNodes()
+	byNode := map[string]int{}
+	for _, b := range plan.Results.Bindings {
+		if slices.ContainsFunc(plan.Results.NewNodes, func(n *scheduling.NewNode) bool { return n.Hostname == b.NodeName }) {
+			continue
+		}
+		i, ok := byNode[b.NodeName]
+		if !ok {
+			_, isLaunching := launching[b.NodeName]
+			i = len(report.ExistingNodes)
+			byNode[b.NodeName] = i
+			report.ExistingNodes = append(report.ExistingNodes, ExistingNode{Name: b.NodeName, Launching: isLaunching})
+		}
+		report.ExistingNodes[i].Pods = append(report.ExistingNodes[i].Pods, podName(b.Pod))
+	}
+	for i := range report.ExistingNodes {
+		slices.Sort(report.ExistingNodes[i].Pods)
+	}
+	slices.SortFunc(report.ExistingNodes, func(a, b ExistingNode) int { return cmp.Compare(a.Name, b.Name) })
+	for _, u := range plan.Results.Unschedulable {
+		report.Unschedulable = append(report.Unschedulable, UnschedulablePod{Pod: podName(u.Pod), Reason: u.Reason})
+	}
+	slices.SortFunc(report.Unschedulable, func(a, b UnschedulablePod) int { return cmp.Compare(a.Pod, b.Pod) })
+	return report
+}
+
+// newNode reports a planned node as the controller would launch it: its candidates, cheapest
+// first, are those provisioning.Candidates gives the cloud.
+func newNode(n *scheduling.NewNode) NewNode {
+	out := NewNode{Provisioner: n.Provisioner, PricePerHour: n.Price}
+	for _, it := range n.InstanceTypes {
+		out.InstanceTypes = append(out.InstanceTypes, it.Name)
+	}
+	if candidates := provisioning.Candidates(n); len(candidates) > 0 {
+		first := candidates[0]
+		out.InstanceType, out.Zone, out.CapacityType, out.PricePerHour = first.InstanceType.Name, first.Offering.Zone, first.Offering.CapacityType, first.Offering.Price
+	}
+	for _, pod := range n.Pods {
+		out.Pods = append(out.Pods, podName(pod))
+	}
+	slices.Sort(out.Pods)
+	return out
+}
+
+func podName(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
