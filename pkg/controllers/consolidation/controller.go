@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -141,6 +141,8 @@ func (c *Controller) Name() string { return Name }
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
@@ -179,20 +181,22 @@ func (c *Controller) Pass(ctx context.Context) error {
 }
 
 // Read takes the snapshot a pass decides on, and the Provisioners by name: the cluster's
-// Provisioners with their instance types, nodes with their pods, PodDisruptionBudgets and
-// DaemonSets. What counts against each Provisioner's limits is the ledger's, launches in
+// Provisioners with their instance types, nodes with their pods (and CSINodes),
+// PodDisruptionBudgets, DaemonSets, and the claims, volumes and classes that keep pods to
+// their volumes' zones. What counts against each Provisioner's limits is the ledger's, launches in
 // flight included, never a status that may lag. Node expiry decides on the same snapshot.
 func Read(ctx context.Context, reader client.Reader, instances cloudprovider.InstanceTypeLister, ledger *provisioning.Ledger, now time.Time) (*Snapshot, map[string]*v1alpha5.Provisioner, error) {
 	var provisionerList v1alpha5.ProvisionerList
 	if err := reader.List(ctx, &provisionerList); err != nil {
 		return nil, nil, fmt.Errorf("listing provisioners, %w", err)
 	}
-	var nodeList corev1.NodeList
-	if err := reader.List(ctx, &nodeList); err != nil {
-		return nil, nil, fmt.Errorf("listing nodes, %w", err)
+	cluster, err := provisioning.ReadSnapshot(ctx, reader, now)
+	if err != nil {
+		return nil, nil, err
 	}
 	byName := map[string]*v1alpha5.Provisioner{}
-	snapshot := &Snapshot{Now: now, Counted: map[string]map[string]corev1.ResourceList{}}
+	snapshot := &Snapshot{Now: now, Counted: map[string]map[string]corev1.ResourceList{},
+		Claims: pointers(cluster.Claims), Volumes: pointers(cluster.Volumes), Classes: pointers(cluster.Classes)}
 	for i := range provisionerList.Items {
 		p := &provisionerList.Items[i]
 		if p.DeletionTimestamp != nil {
@@ -207,18 +211,10 @@ func Read(ctx context.Context, reader client.Reader, instances cloudprovider.Ins
 			typesByName[it.Name] = it
 		}
 		byName[p.Name] = p
-		snapshot.Counted[p.Name] = provisioning.Counted(nodeList.Items, p.Name, typesByName)
+		snapshot.Counted[p.Name] = provisioning.Counted(cluster.Nodes, p.Name, typesByName)
 		limited := p.DeepCopy()
 		limited.Status.Resources = ledger.Used(p.Name, snapshot.Counted[p.Name])
 		snapshot.Provisioners = append(snapshot.Provisioners, scheduling.Provisioner{Provisioner: limited, InstanceTypes: types})
-	}
-	var podList corev1.PodList
-	if err := reader.List(ctx, &podList); err != nil {
-		return nil, nil, fmt.Errorf("listing pods, %w", err)
-	}
-	var daemonSets appsv1.DaemonSetList
-	if err := reader.List(ctx, &daemonSets); err != nil {
-		return nil, nil, fmt.Errorf("listing daemonsets, %w", err)
 	}
 	var budgets policyv1.PodDisruptionBudgetList
 	if err := reader.List(ctx, &budgets); err != nil {
@@ -226,8 +222,8 @@ func Read(ctx context.Context, reader client.Reader, instances cloudprovider.Ins
 	}
 	snapshot.Budgets = budgets.Items
 	bound := map[string][]*corev1.Pod{}
-	for i := range podList.Items {
-		pod := &podList.Items[i]
+	for i := range cluster.Pods {
+		pod := &cluster.Pods[i]
 		switch {
 		case pods.IsProvisionable(pod):
 			snapshot.Pending++
@@ -235,12 +231,16 @@ func Read(ctx context.Context, reader client.Reader, instances cloudprovider.Ins
 			bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
 		}
 	}
-	for i := range nodeList.Items {
-		node := &nodeList.Items[i]
-		snapshot.Nodes = append(snapshot.Nodes, scheduling.Node{Node: node, Pods: bound[node.Name]})
+	csiNodes := map[string]*storagev1.CSINode{}
+	for i := range cluster.CSINodes {
+		csiNodes[cluster.CSINodes[i].Name] = &cluster.CSINodes[i]
 	}
-	for i := range daemonSets.Items {
-		snapshot.DaemonSetPods = append(snapshot.DaemonSetPods, pods.ForDaemonSet(&daemonSets.Items[i]))
+	for i := range cluster.Nodes {
+		node := &cluster.Nodes[i]
+		snapshot.Nodes = append(snapshot.Nodes, scheduling.Node{Node: node, Pods: bound[node.Name], CSINode: csiNodes[node.Name]})
+	}
+	for i := range cluster.DaemonSets {
+		snapshot.DaemonSetPods = append(snapshot.DaemonSetPods, pods.ForDaemonSet(&cluster.DaemonSets[i]))
 	}
 	return snapshot, byName, nil
 }
@@ -415,4 +415,12 @@ func Launch(ctx context.Context, c client.Client, instances cloudprovider.Instan
 		return nil, fmt.Errorf("creating node %s, %w", node.Name, err)
 	}
 	return node, nil
+}
+
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
 }

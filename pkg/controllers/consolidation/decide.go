@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -33,6 +34,11 @@ type Snapshot struct {
 	Provisioners []scheduling.Provisioner
 	// DaemonSetPods are one pod per DaemonSet, as the scheduler reserves them on new nodes.
 	DaemonSetPods []*corev1.Pod
+	// Claims, Volumes and Classes resolve the moved pods' volumes, as provisioning's do: a pod
+	// stays in its volume's zone, and within every node's attach limits.
+	Claims  []*corev1.PersistentVolumeClaim
+	Volumes []*corev1.PersistentVolume
+	Classes []*storagev1.StorageClass
 	// Budgets are the PodDisruptionBudgets, with the disruptions they allow now.
 	Budgets []policyv1.PodDisruptionBudget
 	// Pending is how many pods wait for capacity: while any do, the cluster is not settled.
@@ -377,12 +383,12 @@ func simulate(s Snapshot, removed []*candidate, settings Settings) (Decision, *E
 			room = append(room, n)
 		}
 	}
-	results := scheduling.Schedule(scheduling.Input{Pods: moved, Provisioners: s.Provisioners, Nodes: room, DaemonSetPods: s.DaemonSetPods, Requests: s.requests})
+	results := scheduling.Schedule(s.input(moved, s.Provisioners, room))
 	if len(results.Unschedulable) > 0 {
 		u := results.Unschedulable[0]
 		// Told apart from pods that fit nowhere, as raising the limits is the answer.
 		if unlimited := withoutLimits(s.Provisioners); unlimited != nil &&
-			len(scheduling.Schedule(scheduling.Input{Pods: moved, Provisioners: unlimited, Nodes: room, DaemonSetPods: s.DaemonSetPods, Requests: s.requests}).Unschedulable) == 0 {
+			len(scheduling.Schedule(s.input(moved, unlimited, room)).Unschedulable) == 0 {
 			return Decision{}, &Explanation{ReasonLimits, fmt.Sprintf("pod %s/%s fits only on a new node that would exceed its Provisioner's spec.limits", u.Pod.Namespace, u.Pod.Name)}
 		}
 		return Decision{}, &Explanation{ReasonPodsDoNotFit, fmt.Sprintf("pod %s/%s fits neither on the other nodes nor on a new one: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)}
@@ -486,4 +492,11 @@ func multiNode(s Snapshot, candidates []*candidate, available map[string]int, se
 		return false
 	})
 	return best
+}
+
+// input is the scheduler's question: where do the moved pods go, given the room and the
+// provisioners.
+func (s Snapshot) input(moved []*corev1.Pod, provisioners []scheduling.Provisioner, room []scheduling.Node) scheduling.Input {
+	return scheduling.Input{Pods: moved, Provisioners: provisioners, Nodes: room, DaemonSetPods: s.DaemonSetPods,
+		PersistentVolumeClaims: s.Claims, PersistentVolumes: s.Volumes, StorageClasses: s.Classes, Requests: s.requests}
 }

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -349,4 +350,53 @@ func orEmpty(m map[string]consolidation.Reason) map[string]consolidation.Reason 
 		return map[string]consolidation.Reason{}
 	}
 	return m
+}
+
+// A pod with a volume moves only where its volume can follow: consolidation resolves claims
+// as provisioning does, and respects an existing node's attach limit.
+func TestDecideMovesPodsWithVolumes(t *testing.T) {
+	withClaim := func(p *corev1.Pod) {
+		p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+	}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
+		Spec:   corev1.PersistentVolumeClaimSpec{VolumeName: "pv-data"},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+	volume := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-data"},
+		Spec: corev1.PersistentVolumeSpec{
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: cloudprovider.EBSCSIDriver, VolumeHandle: "vol-1"}},
+			ClaimRef:               &corev1.ObjectReference{Namespace: "default", Name: "data"},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-west-2a"}}},
+			}}}},
+		}}
+	for _, tc := range []struct {
+		name       string
+		attachable *int32
+		action     consolidation.Action
+	}{
+		{name: "the pod and its volume move to the node with room", action: consolidation.Delete},
+		{name: "the node with room attaches no more EBS volumes: a cheaper node replaces small", attachable: ptr.To[int32](0), action: consolidation.Replace},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			small := node("small", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("db", "500m", "1Gi", withClaim))
+			big := node("big", "default", "m5.2xlarge", v1alpha5.CapacityTypeOnDemand, pod("big-app", "6", "20Gi"))
+			if tc.attachable != nil {
+				big.CSINode = &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "big"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{
+					Name: cloudprovider.EBSCSIDriver, NodeID: "big", Allocatable: &storagev1.VolumeNodeResources{Count: tc.attachable}}}}}
+			}
+			decision := consolidation.Decide(consolidation.Snapshot{
+				Nodes:        []scheduling.Node{small, big},
+				Provisioners: []scheduling.Provisioner{provisioner("default", v1alpha5.CapacityTypeOnDemand, true)},
+				Claims:       []*corev1.PersistentVolumeClaim{claim}, Volumes: []*corev1.PersistentVolume{volume},
+				Now: now,
+			}, consolidation.Settings{Threshold: 0.1, MinNodeAge: time.Minute})
+			if decision.Action != tc.action {
+				t.Fatalf("action %q, want %q (skipped %v)", decision.Action, tc.action, decision.Skipped)
+			}
+			if len(decision.Nodes) != 1 || decision.Nodes[0].Name != "small" {
+				t.Errorf("removes %v, want small", decision.Nodes)
+			}
+		})
+	}
 }

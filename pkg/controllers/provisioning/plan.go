@@ -82,6 +82,10 @@ func ReadSnapshot(ctx context.Context, reader client.Reader, now time.Time) (*Sn
 	if err := reader.List(ctx, &classes); err != nil {
 		return nil, fmt.Errorf("listing storage classes, %w", err)
 	}
+	var csiNodes storagev1.CSINodeList
+	if err := reader.List(ctx, &csiNodes); err != nil {
+		return nil, fmt.Errorf("listing csinodes, %w", err)
+	}
 	return &Snapshot{Now: now, Pods: podList.Items, Nodes: nodeList.Items, DaemonSets: daemonSets.Items,
-		Claims: claims.Items, Volumes: volumes.Items, Classes: classes.Items, InstanceTypes: map[string]*cloudprovider.InstanceType{}}, nil
+		Claims: claims.Items, Volumes: volumes.Items, Classes: classes.Items, CSINodes: csiNodes.Items, InstanceTypes: map[string]*cloudprovider.InstanceType{}}, nil
 }

@@ -21,13 +21,15 @@ import (
 // and storage classes that keep pods to zones, and the instance types each Provisioner may
 // launch, by instance type name.
 type Snapshot struct {
-	Now           time.Time
-	Pods          []corev1.Pod
-	Nodes         []corev1.Node
-	DaemonSets    []appsv1.DaemonSet
-	Claims        []corev1.PersistentVolumeClaim
-	Volumes       []corev1.PersistentVolume
-	Classes       []storagev1.StorageClass
+	Now        time.Time
+	Pods       []corev1.Pod
+	Nodes      []corev1.Node
+	DaemonSets []appsv1.DaemonSet
+	Claims     []corev1.PersistentVolumeClaim
+	Volumes    []corev1.PersistentVolume
+	Classes    []storagev1.StorageClass
+	// CSINodes say, per existing node, how many volumes each CSI driver attaches there.
+	CSINodes      []storagev1.CSINode
 	InstanceTypes map[string]*cloudprovider.InstanceType
 }
 
@@ -60,6 +62,10 @@ func (c *Snapshot) schedulingNodes() []scheduling.Node {
 			bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
 		}
 	}
+	csiNodes := map[string]*storagev1.CSINode{}
+	for i := range c.CSINodes {
+		csiNodes[c.CSINodes[i].Name] = &c.CSINodes[i]
+	}
 	var out []scheduling.Node
 	for i := range c.Nodes {
 		node := &c.Nodes[i]
@@ -78,7 +84,7 @@ func (c *Snapshot) schedulingNodes() []scheduling.Node {
 			node = node.DeepCopy()
 			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
 		}
-		out = append(out, scheduling.Node{Node: node, Pods: bound[node.Name]})
+		out = append(out, scheduling.Node{Node: node, Pods: bound[node.Name], CSINode: csiNodes[node.Name]})
 	}
 	return out
 }

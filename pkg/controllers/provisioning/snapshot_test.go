@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -44,11 +45,15 @@ func TestSchedulingNodes(t *testing.T) {
 			*builders.Pod(builders.PodOptions{Name: "done", NodeName: "ready", Phase: corev1.PodSucceeded}),
 			*builders.Pod(builders.PodOptions{Name: "pending", Unschedulable: true}),
 		},
+		CSINodes:      []storagev1.CSINode{{ObjectMeta: metav1.ObjectMeta{Name: "ready"}}},
 		InstanceTypes: catalogue(),
 	}
 	got := c.schedulingNodes()
 	if len(got) != 2 || got[0].Node.Name != "ready" || got[1].Node.Name != "launching" {
 		t.Fatalf("nodes %v, want ready and launching (a node being deleted takes nothing)", got)
+	}
+	if got[0].CSINode == nil || got[0].CSINode.Name != "ready" || got[1].CSINode != nil {
+		t.Errorf("CSINodes %v, %v: want ready's own and none for launching (its attach limit is its instance type's)", got[0].CSINode, got[1].CSINode)
 	}
 	if len(got[0].Pods) != 1 || got[0].Pods[0].Name != "running" {
 		t.Errorf("pods on ready: %v, want only the running one", got[0].Pods)
