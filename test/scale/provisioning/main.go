@@ -133,28 +133,11 @@ func measure(dir string, binaries scaletest.Binaries, idle time.Duration, count 
 	if err := stack.Env.Client.Create(ctx, builders.Provisioner(builders.ProvisionerOptions{Name: provisionerName})); err != nil {
 		return result{}, err
 	}
-	clientset, err := kubernetes.NewForConfig(stack.Env.Config)
+	seen, stopWatching, err := watchPods(ctx, stack, "app=latency", count)
 	if err != nil {
 		return result{}, err
 	}
-	// An informer, not a bare watch: the apiserver may end a watch (a slow consumer on a busy
-	// machine), and an informer resumes it.
-	seen := &observations{count: count, unschedulable: map[string]time.Time{}, running: map[string]time.Time{}, node: map[string]string{}, done: make(chan struct{})}
-	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0, informers.WithNamespace(sandbox.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app=latency" }))
-	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    seen.observe,
-		UpdateFunc: func(_, pod any) { seen.observe(pod) },
-	}); err != nil {
-		return result{}, err
-	}
-	informing, stopInforming := context.WithCancel(ctx)
-	defer func() {
-		stopInforming()
-		factory.Shutdown()
-	}()
-	factory.Start(informing.Done())
-	factory.WaitForCacheSync(informing.Done())
+	defer stopWatching()
 
 	// At once: as many creations in flight as a burst from a Deployment controller.
 	creating, creatingCtx := errgroup.WithContext(ctx)
@@ -296,26 +279,11 @@ func measureDiverse(dir string, binaries scaletest.Binaries, idle time.Duration,
 			return diverseResult{}, err
 		}
 	}
-	clientset, err := kubernetes.NewForConfig(stack.Env.Config)
+	seen, stopWatching, err := watchPods(ctx, stack, "workload="+name, len(w.Pods))
 	if err != nil {
 		return diverseResult{}, err
 	}
-	seen := &observations{count: len(w.Pods), unschedulable: map[string]time.Time{}, running: map[string]time.Time{}, node: map[string]string{}, done: make(chan struct{})}
-	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0, informers.WithNamespace(sandbox.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "workload=" + name }))
-	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    seen.observe,
-		UpdateFunc: func(_, pod any) { seen.observe(pod) },
-	}); err != nil {
-		return diverseResult{}, err
-	}
-	informing, stopInforming := context.WithCancel(ctx)
-	defer func() {
-		stopInforming()
-		factory.Shutdown()
-	}()
-	factory.Start(informing.Done())
-	factory.WaitForCacheSync(informing.Done())
+	defer stopWatching()
 	creating, creatingCtx := errgroup.WithContext(ctx)
 	creating.SetLimit(32)
 	for _, pod := range w.Pods {
@@ -408,4 +376,30 @@ func (o *observations) diverseResult(launches map[string]time.Time) diverseResul
 		}
 	}
 	return r
+}
+
+// watchPods observes the sandbox namespace's pods the selector picks, count of them, until
+// stop. An informer, not a bare watch: the apiserver may end a watch (a slow consumer on a
+// busy machine), and an informer resumes it.
+func watchPods(ctx context.Context, stack *sandbox.Stack, selector string, count int) (seen *observations, stop func(), err error) {
+	clientset, err := kubernetes.NewForConfig(stack.Env.Config)
+	if err != nil {
+		return nil, nil, err
+	}
+	seen = &observations{count: count, unschedulable: map[string]time.Time{}, running: map[string]time.Time{}, node: map[string]string{}, done: make(chan struct{})}
+	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0, informers.WithNamespace(sandbox.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    seen.observe,
+		UpdateFunc: func(_, pod any) { seen.observe(pod) },
+	}); err != nil {
+		return nil, nil, err
+	}
+	informing, stopInforming := context.WithCancel(ctx)
+	factory.Start(informing.Done())
+	factory.WaitForCacheSync(informing.Done())
+	return seen, func() {
+		stopInforming()
+		factory.Shutdown()
+	}, nil
 }

@@ -43,23 +43,9 @@ func (c *checker) verifyVolumes() {
 }
 
 func (c *checker) verifyVolume(n *node, pod *corev1.Pod, v *corev1.Volume) error {
-	var name string
-	var spec *corev1.PersistentVolumeClaimSpec
-	switch {
-	case v.PersistentVolumeClaim != nil:
-		name = v.PersistentVolumeClaim.ClaimName
-	case v.Ephemeral != nil:
-		name = pod.Name + "-" + v.Name
-		if v.Ephemeral.VolumeClaimTemplate != nil {
-			spec = &v.Ephemeral.VolumeClaimTemplate.Spec
-		}
-	default:
+	name, spec, ok := c.claim(pod, v)
+	if !ok {
 		return nil
-	}
-	for _, claim := range c.in.PersistentVolumeClaims {
-		if claim.Namespace == pod.Namespace && claim.Name == name {
-			spec = &claim.Spec
-		}
 	}
 	if spec == nil {
 		return fmt.Errorf("claim %s not found, yet the pod is bound", name)
@@ -183,25 +169,8 @@ func (c *checker) attachedVolumes(pod *corev1.Pod) map[string][]string {
 			out["ebs.csi.aws.com"] = append(out["ebs.csi.aws.com"], "aws-ebs:"+v.AWSElasticBlockStore.VolumeID)
 			continue
 		}
-		var name string
-		var spec *corev1.PersistentVolumeClaimSpec
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			name = v.PersistentVolumeClaim.ClaimName
-		case v.Ephemeral != nil:
-			name = pod.Name + "-" + v.Name
-			if v.Ephemeral.VolumeClaimTemplate != nil {
-				spec = &v.Ephemeral.VolumeClaimTemplate.Spec
-			}
-		default:
-			continue
-		}
-		for _, claim := range c.in.PersistentVolumeClaims {
-			if claim.Namespace == pod.Namespace && claim.Name == name {
-				spec = &claim.Spec
-			}
-		}
-		if spec == nil {
+		name, spec, ok := c.claim(pod, &v)
+		if !ok || spec == nil {
 			continue
 		}
 		driver, id := "", "claim:"+pod.Namespace+"/"+name
@@ -231,4 +200,29 @@ func (c *checker) attachedVolumes(pod *corev1.Pod) map[string][]string {
 		}
 	}
 	return out
+}
+
+// claim is the name of the claim a volume of the pod uses and its spec: the claim's own
+// when it exists, an ephemeral volume's template otherwise, nil when neither; false when the
+// volume uses no claim.
+func (c *checker) claim(pod *corev1.Pod, v *corev1.Volume) (string, *corev1.PersistentVolumeClaimSpec, bool) {
+	var name string
+	var spec *corev1.PersistentVolumeClaimSpec
+	switch {
+	case v.PersistentVolumeClaim != nil:
+		name = v.PersistentVolumeClaim.ClaimName
+	case v.Ephemeral != nil:
+		name = pod.Name + "-" + v.Name
+		if v.Ephemeral.VolumeClaimTemplate != nil {
+			spec = &v.Ephemeral.VolumeClaimTemplate.Spec
+		}
+	default:
+		return "", nil, false
+	}
+	for _, claim := range c.in.PersistentVolumeClaims {
+		if claim.Namespace == pod.Namespace && claim.Name == name {
+			spec = &claim.Spec
+		}
+	}
+	return name, spec, true
 }
