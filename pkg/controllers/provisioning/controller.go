@@ -270,6 +270,10 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 		// A pod no Provisioner can take now may be taken later without any change to the pod
 		// (an offering's capacity returns, a node goes away under a limit): look again.
 		retry = retry || len(results.Unschedulable) > 0
+		// A pod kube-scheduler found no room for that the plan puts on an open node saw that
+		// node before a binding kube-scheduler had already decided reached the cache; no update
+		// of the pod may follow (its condition stays as it is), so look again.
+		retry = retry || plannedOntoOpenNodes(snapshot, results)
 	}
 	c.recordPending(snapshot, results)
 	c.updateLimitsCondition(plans)
@@ -478,6 +482,15 @@ func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alp
 	nodesCreated.WithLabelValues(p.Name, instance.InstanceType, instance.Zone, instance.CapacityType).Inc()
 	c.recorder.Eventf(p, corev1.EventTypeNormal, ReasonLaunched, "Launched node %s: %s in %s (%s) for %d pods", node.Name, instance.InstanceType, instance.Zone, instance.CapacityType, len(n.Pods))
 	return node, nil
+}
+
+// plannedOntoOpenNodes is whether the plan puts a pending pod on a node that is not launching.
+func plannedOntoOpenNodes(snapshot *Snapshot, results *scheduling.Results) bool {
+	launching := snapshot.LaunchingNodes()
+	return slices.ContainsFunc(results.Bindings, func(b scheduling.Binding) bool {
+		_, ok := launching[b.NodeName]
+		return !ok
+	})
 }
 
 // tell gives each pending pod an Event when what it waits for changed: the launching node

@@ -221,3 +221,26 @@ func TestNodeFor(t *testing.T) {
 		t.Error("the same instance gave another node")
 	}
 }
+
+func TestPlannedOntoOpenNodes(t *testing.T) {
+	ready := builders.Node(builders.NodeOptions{Name: "ready", Allocatable: cpu("4"), Ready: corev1.ConditionTrue})
+	launching := builders.Node(builders.NodeOptions{Name: "launching", Taints: []corev1.Taint{notReady},
+		Labels: map[string]string{corev1.LabelInstanceTypeStable: "m5.xlarge", v1alpha5.ProvisionerNameLabelKey: "default"}})
+	snapshot := &Snapshot{Nodes: []corev1.Node{*ready, *launching}}
+	pod := builders.Pod(builders.PodOptions{Name: "pending", Unschedulable: true})
+	for _, tc := range []struct {
+		name     string
+		bindings []scheduling.Binding
+		want     bool
+	}{
+		{name: "no bindings", want: false},
+		{name: "onto a launching node: its pod waits for it", bindings: []scheduling.Binding{{Pod: pod, NodeName: "launching"}}, want: false},
+		{name: "onto an open node kube-scheduler refused: look again", bindings: []scheduling.Binding{{Pod: pod, NodeName: "launching"}, {Pod: pod, NodeName: "ready"}}, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := plannedOntoOpenNodes(snapshot, &scheduling.Results{Bindings: tc.bindings}); got != tc.want {
+				t.Errorf("plannedOntoOpenNodes = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
