@@ -358,10 +358,11 @@ func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNo
 				retry = true
 				log.FromContext(ctx).WithName(Name).Error(err, "launching nodes", "provisioner", g.provisioner, "nodes", len(g.nodes), "launched", len(nodes))
 			}
-			if len(nodes) > 0 {
-				p.launched = true
-			}
 			for i, node := range nodes {
+				if node == nil {
+					continue
+				}
+				p.launched = true
 				launched = append(launched, node)
 				for _, pod := range g.nodes[i].Pods {
 					c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonPlanned, "Node %s (%s, %s) was launched for this pod by provisioner %s", node.Name,
@@ -420,8 +421,9 @@ func (c *Controller) releaseLeftovers(ctx context.Context, snapshot *Snapshot) e
 // launch makes a group of planned nodes real with one cloud call: it reserves room under the
 // limits for each, asks the cloud for that many of the cheapest candidate with capacity and
 // creates a Node per instance, held when its batch is. The i-th Node returned is for the
-// group's i-th node; fewer come back when the limits or the cloud's capacity allowed fewer
-// (with an error: their pods stay pending for the next pass). When a Node cannot be created,
+// group's i-th node, nil where its Node could not be created; fewer come back when the limits
+// or the cloud's capacity allowed fewer (with an error: their pods stay pending for the next
+// pass). When a Node cannot be created,
 // its instance is terminated rather than left without an owner.
 func (c *Controller) launch(ctx context.Context, g *launchGroup, p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList, hold bool) ([]*corev1.Node, error) {
 	var limits corev1.ResourceList
@@ -480,22 +482,26 @@ func (c *Controller) launch(ctx context.Context, g *launchGroup, p *v1alpha5.Pro
 		launchErrors.WithLabelValues(ReasonInsufficientCapacity).Inc()
 		errs = append(errs, fmt.Errorf("the cloud launched %d of %d instances for provisioner %q", len(instances), len(reservations), p.Name))
 	}
-	var created []*corev1.Node
-	for i, instance := range instances[:min(len(instances), len(reservations))] {
-		node, err := c.register(ctx, instance, reserved.nodes[i], reservations[i], p, kept, hold)
-		if err != nil {
-			// The Nodes after this one would pair with the wrong pods' events; their instances
-			// still get Nodes, so that none is left without an owner.
-			errs = append(errs, err)
-			for j, rest := range instances[i+1:] {
-				if _, err := c.register(ctx, rest, reserved.nodes[i+1+j], reservations[i+1+j], p, kept, hold); err != nil {
-					errs = append(errs, err)
-				}
+	// The Nodes are created several at once: one by one, a large group's would wait on the
+	// API server in turn.
+	created := make([]*corev1.Node, min(len(instances), len(reservations)))
+	var mu sync.Mutex
+	var group errgroup.Group
+	group.SetLimit(c.launchLimit)
+	for i := range created {
+		group.Go(func() error {
+			node, err := c.register(ctx, instances[i], reserved.nodes[i], reservations[i], p, kept, hold)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return nil
 			}
-			break
-		}
-		created = append(created, node)
+			created[i] = node
+			return nil
+		})
 	}
+	_ = group.Wait()
 	return created, errors.Join(errs...)
 }
 
