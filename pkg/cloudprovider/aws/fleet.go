@@ -142,7 +142,7 @@ func (i *Instances) launch(ctx context.Context, request cloudprovider.LaunchRequ
 		Type:                  ec2types.FleetTypeInstant,
 		LaunchTemplateConfigs: configs,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
-			TotalTargetCapacity:       sdkaws.Int32(int32(min(count, math.MaxInt32))),
+			TotalTargetCapacity:       sdkaws.Int32(int32(min(count, math.MaxInt32))), //nolint:gosec // G115: bounded by math.MaxInt32 first.
 			DefaultTargetCapacityType: fleetCapacityTypes[capacityType],
 		},
 		OnDemandOptions: &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice},
