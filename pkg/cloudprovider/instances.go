@@ -18,11 +18,12 @@ type InstanceProvider interface {
 	// with the offerings (zone, capacity type, price) that satisfy them too. An
 	// offering the cloud recently had no capacity for has Available false.
 	InstanceTypes(ctx context.Context, constraints Constraints) ([]*InstanceType, error)
-	// Create launches one instance from the first candidate, in request order,
-	// the cloud has capacity for. When none has, it returns
-	// *InsufficientCapacityError naming the offerings that failed, so that the
-	// caller can stop offering them.
-	Create(ctx context.Context, request LaunchRequest) (*Instance, error)
+	// Create launches request.Count instances (one when Count is 0), each from the first
+	// candidate, in request order, the cloud has capacity for. It may launch fewer than
+	// Count when the candidates run out of capacity (a partial fulfilment), but never none:
+	// when it launched none it returns *InsufficientCapacityError naming the offerings
+	// that failed, so that the caller can stop offering them.
+	Create(ctx context.Context, request LaunchRequest) ([]*Instance, error)
 	// Delete terminates the instance. An instance already gone is not an error:
 	// deleting is idempotent.
 	Delete(ctx context.Context, providerID string) error
@@ -73,8 +74,10 @@ type Constraints struct {
 	Provider *runtime.RawExtension
 }
 
-// LaunchRequest asks for one instance.
+// LaunchRequest asks for Count identical instances: one cloud call launches them all.
 type LaunchRequest struct {
+	// Count is the number of instances wanted; 0 means one.
+	Count int
 	// Candidates are the instance types and offerings the instance may be,
 	// cheapest first: an offering without capacity falls through to the next.
 	Candidates []Candidate
@@ -87,9 +90,14 @@ type LaunchRequest struct {
 	// Provider is the Provisioner's spec.provider block, defaulted and valid.
 	Provider *runtime.RawExtension
 	// IdempotencyKey names the launch: a Create retried with the same key and candidates (after
-	// a crash or a lost answer) returns the instance the first one launched instead of a second.
+	// a crash or a lost answer) returns the instances the first one launched instead of more.
 	// Empty means every call is a new launch.
 	IdempotencyKey string
+}
+
+// Wanted is the number of instances the request asks for.
+func (r LaunchRequest) Wanted() int {
+	return max(r.Count, 1)
 }
 
 // Candidate is one instance type in one of its offerings.

@@ -175,14 +175,14 @@ func TestClientToken(t *testing.T) {
 			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "m5.large", SubnetId: sdkaws.String(subnet)}},
 		}}
 	}
-	if clientToken("", "spot", configs("a")) != nil {
+	if clientToken("", "spot", 1, configs("a")) != nil {
 		t.Error("a launch without a key got a fixed token: two launches would be one")
 	}
-	a := sdkaws.ToString(clientToken("launch-1", "spot", configs("a")))
-	if a != sdkaws.ToString(clientToken("launch-1", "spot", configs("a"))) {
+	a := sdkaws.ToString(clientToken("launch-1", "spot", 1, configs("a")))
+	if a != sdkaws.ToString(clientToken("launch-1", "spot", 1, configs("a"))) {
 		t.Error("a retried launch has a new token: it would launch twice")
 	}
-	for _, other := range []*string{clientToken("launch-2", "spot", configs("a")), clientToken("launch-1", "on-demand", configs("a")), clientToken("launch-1", "spot", configs("b"))} {
+	for _, other := range []*string{clientToken("launch-2", "spot", 1, configs("a")), clientToken("launch-1", "on-demand", 1, configs("a")), clientToken("launch-1", "spot", 1, configs("b")), clientToken("launch-1", "spot", 2, configs("a"))} {
 		if sdkaws.ToString(other) == a {
 			t.Error("a different launch reuses a token: EC2 would answer with the other's instance")
 		}

@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
@@ -42,12 +44,14 @@ var fleetCapacityTypes = map[string]ec2types.DefaultTargetCapacityType{
 	v1alpha5.CapacityTypeSpot:     ec2types.DefaultTargetCapacityTypeSpot,
 }
 
-// Create launches one instance with CreateFleet (Type=instant). The candidates of the first
+// Create launches request.Wanted() instances with CreateFleet (Type=instant), one request of
+// that target capacity for all of them. The candidates of the first
 // candidate's capacity type (up to maxOverrides) go in one request, one override per instance
 // type and zone; when
 // EC2 has no capacity for some, they are marked unavailable and the rest are tried at once, the
-// other capacity type's last, so spot falls back to on-demand when the request allows it.
-func (i *Instances) Create(ctx context.Context, request cloudprovider.LaunchRequest) (*cloudprovider.Instance, error) {
+// other capacity type's last, so spot falls back to on-demand when the request allows it. When
+// the candidates run out with fewer instances launched than wanted, those are returned.
+func (i *Instances) Create(ctx context.Context, request cloudprovider.LaunchRequest) ([]*cloudprovider.Instance, error) {
 	if len(request.Candidates) == 0 {
 		return nil, fmt.Errorf("launching for provisioner %q, no candidate instance types", request.ProvisionerName)
 	}
@@ -62,6 +66,7 @@ func (i *Instances) Create(ctx context.Context, request cloudprovider.LaunchRequ
 	zoneSubnets := subnetPerZone(subnets)
 	capacityErr := &cloudprovider.InsufficientCapacityError{Reasons: map[cloudprovider.OfferingKey]string{}}
 	var remaining []cloudprovider.Candidate
+	var instances []*cloudprovider.Instance
 	for _, c := range request.Candidates {
 		key := c.Key()
 		if reason, ok := i.unavailableReason(key); ok {
@@ -86,8 +91,14 @@ func (i *Instances) Create(ctx context.Context, request cloudprovider.LaunchRequ
 				rest = append(rest, c)
 			}
 		}
-		instance, failed, err := i.launch(ctx, request, block, batch, zoneSubnets, capacityType)
+		launched, failed, err := i.launch(ctx, request, block, batch, zoneSubnets, capacityType, request.Wanted()-len(instances))
+		instances = append(instances, launched...)
 		if err != nil {
+			if len(instances) > 0 {
+				// What launched already has to reach the caller, or it would wait for garbage
+				// collection without a Node.
+				return instances, nil
+			}
 			return nil, err
 		}
 		// EC2 names the offerings it had no capacity for even when another one launched.
@@ -102,21 +113,27 @@ func (i *Instances) Create(ctx context.Context, request cloudprovider.LaunchRequ
 			capacityErr.Offerings = append(capacityErr.Offerings, key)
 			capacityErr.Reasons[key] = reason
 		}
-		if instance != nil {
-			if len(capacityErr.Offerings) > 0 {
-				instance.FellBackFrom = capacityErr
-			}
-			return instance, nil
+		if len(instances) == request.Wanted() {
+			break
 		}
 		remaining = rest
 	}
-	capacityErr.Err = errors.New("EC2 had no capacity for any of them")
-	return nil, capacityErr
+	if len(instances) == 0 {
+		capacityErr.Err = errors.New("EC2 had no capacity for any of them")
+		return nil, capacityErr
+	}
+	if len(capacityErr.Offerings) > 0 {
+		for _, instance := range instances {
+			instance.FellBackFrom = capacityErr
+		}
+	}
+	return instances, nil
 }
 
-// launch sends one CreateFleet request for the batch, all of one capacity type. It returns the
-// instance launched, or the offerings EC2 had no capacity for with the reason, or an error.
-func (i *Instances) launch(ctx context.Context, request cloudprovider.LaunchRequest, block *ProviderBlock, batch []cloudprovider.Candidate, zoneSubnets map[string]subnet, capacityType string) (*cloudprovider.Instance, map[cloudprovider.OfferingKey]string, error) {
+// launch sends one CreateFleet request of count instances for the batch, all of one capacity
+// type. It returns the instances launched (maybe fewer than count) and the offerings EC2 had no
+// capacity for with the reason, or an error.
+func (i *Instances) launch(ctx context.Context, request cloudprovider.LaunchRequest, block *ProviderBlock, batch []cloudprovider.Candidate, zoneSubnets map[string]subnet, capacityType string, count int) ([]*cloudprovider.Instance, map[cloudprovider.OfferingKey]string, error) {
 	configs, err := i.launchTemplateConfigs(ctx, request, block, batch, zoneSubnets)
 	if err != nil {
 		return nil, nil, err
@@ -125,7 +142,7 @@ func (i *Instances) launch(ctx context.Context, request cloudprovider.LaunchRequ
 		Type:                  ec2types.FleetTypeInstant,
 		LaunchTemplateConfigs: configs,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
-			TotalTargetCapacity:       sdkaws.Int32(1),
+			TotalTargetCapacity:       sdkaws.Int32(int32(min(count, math.MaxInt32))), //nolint:gosec // G115: bounded by math.MaxInt32 first.
 			DefaultTargetCapacityType: fleetCapacityTypes[capacityType],
 		},
 		OnDemandOptions: &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice},
@@ -135,7 +152,7 @@ func (i *Instances) launch(ctx context.Context, request cloudprovider.LaunchRequ
 			{ResourceType: ec2types.ResourceTypeInstance, Tags: i.instanceTags(request.ProvisionerName, block.Tags)},
 			{ResourceType: ec2types.ResourceTypeFleet, Tags: i.instanceTags(request.ProvisionerName, block.Tags)},
 		},
-		ClientToken: clientToken(request.IdempotencyKey, capacityType, configs),
+		ClientToken: clientToken(request.IdempotencyKey, capacityType, count, configs),
 	}
 	c, err := i.clients()
 	if err != nil {
@@ -150,16 +167,9 @@ func (i *Instances) launch(ctx context.Context, request cloudprovider.LaunchRequ
 		zoneOfSubnet[s.id] = zone
 	}
 	failed, other := capacityFailures(out.Errors, batch, zoneOfSubnet)
-	for _, launched := range out.Instances {
-		if len(launched.InstanceIds) == 0 {
-			continue
-		}
-		instance, err := i.describeLaunched(ctx, launched.InstanceIds[0])
-		if err != nil {
-			return nil, nil, err
-		}
-		instance.Labels = launchedLabels(request, instance)
-		return instance, failed, nil
+	instances, err := i.describeAllLaunched(ctx, request, out.Instances)
+	if len(instances) > 0 || err != nil {
+		return instances, failed, err
 	}
 	if len(failed) == 0 {
 		if len(other) == 0 {
@@ -168,6 +178,34 @@ func (i *Instances) launch(ctx context.Context, request cloudprovider.LaunchRequ
 		return nil, nil, fmt.Errorf("calling ec2:CreateFleet for provisioner %s, %s", request.ProvisionerName, strings.Join(other, "; "))
 	}
 	return nil, failed, nil
+}
+
+// describeConcurrency bounds the DescribeInstances calls of one launch that run at once.
+const describeConcurrency = 10
+
+// describeAllLaunched reads the instances one CreateFleet launched, several at once. It returns
+// those it could read, and the first error.
+func (i *Instances) describeAllLaunched(ctx context.Context, request cloudprovider.LaunchRequest, launched []ec2types.CreateFleetInstance) ([]*cloudprovider.Instance, error) {
+	var ids []string
+	for _, l := range launched {
+		ids = append(ids, l.InstanceIds...)
+	}
+	described := make([]*cloudprovider.Instance, len(ids))
+	var group errgroup.Group
+	group.SetLimit(describeConcurrency)
+	for n, id := range ids {
+		group.Go(func() error {
+			instance, err := i.describeLaunched(ctx, id)
+			if err != nil {
+				return err
+			}
+			instance.Labels = launchedLabels(request, instance)
+			described[n] = instance
+			return nil
+		})
+	}
+	err := group.Wait()
+	return slices.DeleteFunc(described, func(instance *cloudprovider.Instance) bool { return instance == nil }), err
 }
 
 // capacityFailures maps CreateFleet's errors to the batch's offerings EC2 had no capacity for,
@@ -297,12 +335,12 @@ func (i *Instances) instanceTags(provisionerName string, extra map[string]string
 // clientToken makes CreateFleet idempotent for a launch retried with the same key and the same
 // overrides: EC2 answers with the first request's instances instead of launching again. Without
 // a key the SDK draws a token per call, which its own retries reuse.
-func clientToken(idempotencyKey, capacityType string, configs []ec2types.FleetLaunchTemplateConfigRequest) *string {
+func clientToken(idempotencyKey, capacityType string, count int, configs []ec2types.FleetLaunchTemplateConfigRequest) *string {
 	if idempotencyKey == "" {
 		return nil
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n", idempotencyKey, capacityType)
+	fmt.Fprintf(h, "%s\n%s\n%d\n", idempotencyKey, capacityType, count)
 	for _, config := range configs {
 		fmt.Fprintf(h, "%s\n", sdkaws.ToString(config.LaunchTemplateSpecification.LaunchTemplateName))
 		for _, o := range config.Overrides {

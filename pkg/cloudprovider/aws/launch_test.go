@@ -49,11 +49,11 @@ func (e *instancesEnv) candidates(t *testing.T, names ...string) []cloudprovider
 
 func (e *instancesEnv) create(t *testing.T, request cloudprovider.LaunchRequest) *cloudprovider.Instance {
 	t.Helper()
-	instance, err := e.instances.Create(context.Background(), request)
+	launched, err := e.instances.Create(context.Background(), request)
 	if err != nil {
 		t.Fatalf("Create = %v", err)
 	}
-	return instance
+	return launched[0]
 }
 
 func request(candidates []cloudprovider.Candidate) cloudprovider.LaunchRequest {
@@ -296,7 +296,11 @@ func TestCreateWaitsForThePrivateDNSName(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		instance, err := e.instances.Create(context.Background(), r)
+		launched, err := e.instances.Create(context.Background(), r)
+		var instance *cloudprovider.Instance
+		if len(launched) > 0 {
+			instance = launched[0]
+		}
 		done <- result{instance, err}
 	}()
 	// EC2 knows the name once the instance runs; step the clock each time Create waits.
@@ -472,5 +476,32 @@ func TestFleetOverridesAreBounded(t *testing.T) {
 	}
 	if overrides != 60 {
 		t.Errorf("%d overrides for %d candidates, want 60", overrides, len(candidates))
+	}
+}
+
+func TestCreateLaunchesCountWithOneFleet(t *testing.T) {
+	e := newInstancesEnv(t, launchSeed, 0)
+	e.refresh(t)
+	r := request(e.candidates(t, "m5.large/us-west-2a/on-demand", "m5.large/us-west-2b/on-demand"))
+	r.Count = 3
+	r.IdempotencyKey = "default-group"
+	launched, err := e.instances.Create(context.Background(), r)
+	if err != nil || len(launched) != 3 {
+		t.Fatalf("Create of 3 = %v, %v", launched, err)
+	}
+	names := map[string]bool{}
+	for _, instance := range launched {
+		names[instance.NodeName] = true
+		if instance.NodeName == "" || instance.Labels[corev1.LabelInstanceTypeStable] != "m5.large" {
+			t.Errorf("instance %+v has no node name or labels", instance)
+		}
+	}
+	requests := e.emulator.FleetRequests()
+	if len(names) != 3 || len(requests) != 1 || requests[0].TotalTargetCapacity != 3 {
+		t.Errorf("%d distinct nodes from %d fleet requests (%+v), want 3 from one of capacity 3", len(names), len(requests), requests)
+	}
+	again, err := e.instances.Create(context.Background(), r)
+	if err != nil || len(again) != 3 || len(e.emulator.EC2Instances()) != 3 {
+		t.Errorf("a retried group launch = %d instances (%v), %d in EC2; want the same 3", len(again), err, len(e.emulator.EC2Instances()))
 	}
 }

@@ -45,8 +45,8 @@ type InstanceProvider struct {
 	noCapacity  map[cloudprovider.OfferingKey]bool
 	err         error
 	stalePrices error
-	// launches maps an idempotency key to the provider id it launched.
-	launches    map[string]string
+	// launches maps an idempotency key to the provider ids it launched.
+	launches    map[string][]string
 	typesCalls  []cloudprovider.Constraints
 	createCalls []cloudprovider.LaunchRequest
 	deleteCalls []string
@@ -70,7 +70,7 @@ func NewInstanceProvider(opts InstanceProviderOptions) *InstanceProvider {
 		catalogue:     catalogue,
 		instances:     map[string]*cloudprovider.Instance{},
 		noCapacity:    map[cloudprovider.OfferingKey]bool{},
-		launches:      map[string]string{},
+		launches:      map[string][]string{},
 	}
 }
 
@@ -104,7 +104,7 @@ func (p *InstanceProvider) InstanceTypes(_ context.Context, constraints cloudpro
 	return types, nil
 }
 
-func (p *InstanceProvider) Create(_ context.Context, request cloudprovider.LaunchRequest) (*cloudprovider.Instance, error) {
+func (p *InstanceProvider) Create(_ context.Context, request cloudprovider.LaunchRequest) ([]*cloudprovider.Instance, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.createCalls = append(p.createCalls, request)
@@ -114,11 +114,20 @@ func (p *InstanceProvider) Create(_ context.Context, request cloudprovider.Launc
 	if len(request.Candidates) == 0 {
 		return nil, fmt.Errorf("launching for provisioner %q, no candidate instance types", request.ProvisionerName)
 	}
-	if instance, ok := p.instances[p.launches[request.IdempotencyKey]]; ok && request.IdempotencyKey != "" {
-		return copyInstance(instance), nil
+	if ids, ok := p.launches[request.IdempotencyKey]; ok && request.IdempotencyKey != "" {
+		var out []*cloudprovider.Instance
+		for _, id := range ids {
+			if instance, ok := p.instances[id]; ok {
+				out = append(out, copyInstance(instance))
+			}
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
 	}
 	var failed []cloudprovider.OfferingKey
 	reasons := map[cloudprovider.OfferingKey]string{}
+	var out []*cloudprovider.Instance
 	for _, c := range request.Candidates {
 		key := c.Key()
 		if !p.offered(key) || p.noCapacity[key] {
@@ -126,44 +135,57 @@ func (p *InstanceProvider) Create(_ context.Context, request cloudprovider.Launc
 			reasons[key] = "InsufficientInstanceCapacity"
 			continue
 		}
-		p.launched++
-		id := fmt.Sprintf("i-%017x", p.launched)
-		labels := maps.Clone(c.InstanceType.Labels)
-		if labels == nil {
-			labels = map[string]string{}
+		for len(out) < request.Wanted() {
+			out = append(out, p.launch(request, c))
 		}
-		maps.Copy(labels, request.Labels)
-		maps.Copy(labels, map[string]string{
-			corev1.LabelInstanceTypeStable: key.InstanceType,
-			corev1.LabelTopologyZone:       key.Zone,
-			v1alpha5.CapacityTypeLabelKey:  key.CapacityType,
-		})
-		state := cloudprovider.InstanceStateRunning
-		if p.launchPending {
-			state = cloudprovider.InstanceStatePending
-		}
-		instance := &cloudprovider.Instance{
-			ProviderID:   fmt.Sprintf("fake:///%s/%s", key.Zone, id),
-			ID:           id,
-			InstanceType: key.InstanceType,
-			Zone:         key.Zone,
-			CapacityType: key.CapacityType,
-			NodeName:     fmt.Sprintf("ip-10-%d-%d-%d.us-west-2.compute.internal", p.launched>>16&255, p.launched>>8&255, p.launched&255),
-			LaunchTime:   p.clock.Now(),
-			State:        state,
-			Labels:       labels,
-		}
-		p.instances[instance.ProviderID] = instance
-		if request.IdempotencyKey != "" {
-			p.launches[request.IdempotencyKey] = instance.ProviderID
-		}
-		launched := copyInstance(instance)
+		break
+	}
+	if len(out) == 0 {
+		return nil, &cloudprovider.InsufficientCapacityError{Offerings: failed, Reasons: reasons, Err: errors.New("the fake cloud has no capacity left for them")}
+	}
+	for _, launched := range out {
 		if len(failed) > 0 {
 			launched.FellBackFrom = &cloudprovider.InsufficientCapacityError{Offerings: failed, Reasons: reasons, Err: errors.New("the fake cloud had no capacity for them")}
 		}
-		return launched, nil
 	}
-	return nil, &cloudprovider.InsufficientCapacityError{Offerings: failed, Reasons: reasons, Err: errors.New("the fake cloud has no capacity left for them")}
+	return out, nil
+}
+
+// launch makes one instance of the candidate and returns a copy of it.
+func (p *InstanceProvider) launch(request cloudprovider.LaunchRequest, c cloudprovider.Candidate) *cloudprovider.Instance {
+	key := c.Key()
+	p.launched++
+	id := fmt.Sprintf("i-%017x", p.launched)
+	labels := maps.Clone(c.InstanceType.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, request.Labels)
+	maps.Copy(labels, map[string]string{
+		corev1.LabelInstanceTypeStable: key.InstanceType,
+		corev1.LabelTopologyZone:       key.Zone,
+		v1alpha5.CapacityTypeLabelKey:  key.CapacityType,
+	})
+	state := cloudprovider.InstanceStateRunning
+	if p.launchPending {
+		state = cloudprovider.InstanceStatePending
+	}
+	instance := &cloudprovider.Instance{
+		ProviderID:   fmt.Sprintf("fake:///%s/%s", key.Zone, id),
+		ID:           id,
+		InstanceType: key.InstanceType,
+		Zone:         key.Zone,
+		CapacityType: key.CapacityType,
+		NodeName:     fmt.Sprintf("ip-10-%d-%d-%d.us-west-2.compute.internal", p.launched>>16&255, p.launched>>8&255, p.launched&255),
+		LaunchTime:   p.clock.Now(),
+		State:        state,
+		Labels:       labels,
+	}
+	p.instances[instance.ProviderID] = instance
+	if request.IdempotencyKey != "" {
+		p.launches[request.IdempotencyKey] = append(p.launches[request.IdempotencyKey], instance.ProviderID)
+	}
+	return copyInstance(instance)
 }
 
 // offered reports whether the catalogue has the offering and it is available.

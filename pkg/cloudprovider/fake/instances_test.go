@@ -180,10 +180,11 @@ func TestCreateFallsThroughOfferingsWithoutCapacity(t *testing.T) {
 		Labels:          map[string]string{v1alpha5.ProvisionerNameLabelKey: "default", "team": "a"},
 		Taints:          []corev1.Taint{{Key: "dedicated", Value: "a", Effect: corev1.TaintEffectNoSchedule}},
 	}
-	instance, err := p.Create(ctx, request)
+	launched, err := p.Create(ctx, request)
 	if err != nil {
 		t.Fatal(err)
 	}
+	instance := launched[0]
 	want := cloudprovider.Instance{
 		ProviderID:   "fake:///us-west-2b/i-00000000000000001",
 		ID:           "i-00000000000000001",
@@ -227,7 +228,7 @@ func TestCreateFallsThroughOfferingsWithoutCapacity(t *testing.T) {
 		}
 	}
 	p.ClearInsufficientCapacity()
-	if second, err := p.Create(ctx, request); err != nil || second.Zone != "us-west-2a" || second.ID != "i-00000000000000002" {
+	if second, err := p.Create(ctx, request); err != nil || second[0].Zone != "us-west-2a" || second[0].ID != "i-00000000000000002" {
 		t.Errorf("after capacity returned: %+v, %v", second, err)
 	}
 	if calls := p.CreateCalls(); len(calls) != 2 || calls[0].ProvisionerName != "default" || len(calls[0].Taints) != 1 {
@@ -271,17 +272,34 @@ func TestCreateWithoutCapacityNamesTheOfferings(t *testing.T) {
 func TestCreateWithAnIdempotencyKeyLaunchesOnce(t *testing.T) {
 	p := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	request := cloudprovider.LaunchRequest{Candidates: candidates(t, p, "t3.medium"), IdempotencyKey: "launch-1"}
-	first, err := p.Create(context.Background(), request)
+	launched, err := p.Create(context.Background(), request)
 	if err != nil {
 		t.Fatal(err)
 	}
+	first := launched[0]
 	again, err := p.Create(context.Background(), request)
-	if err != nil || again.ID != first.ID {
+	if err != nil || len(again) != 1 || again[0].ID != first.ID {
 		t.Errorf("retried Create = %v, %v; want the first instance %s", again, err, first.ID)
 	}
 	request.IdempotencyKey = "launch-2"
-	if other, err := p.Create(context.Background(), request); err != nil || other.ID == first.ID {
+	if other, err := p.Create(context.Background(), request); err != nil || other[0].ID == first.ID {
 		t.Errorf("Create with another key = %v, %v; want a new instance", other, err)
+	}
+}
+
+func TestCreateLaunchesCountInstances(t *testing.T) {
+	p := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	request := cloudprovider.LaunchRequest{Count: 3, Candidates: candidates(t, p, "t3.medium"), IdempotencyKey: "group-1"}
+	launched, err := p.Create(context.Background(), request)
+	if err != nil || len(launched) != 3 {
+		t.Fatalf("Create of 3 = %v, %v", launched, err)
+	}
+	again, err := p.Create(context.Background(), request)
+	if err != nil || len(again) != 3 || again[2].ID != launched[2].ID {
+		t.Errorf("retried Create = %v, %v; want the same 3 instances", again, err)
+	}
+	if list, _ := p.List(context.Background()); len(list) != 3 {
+		t.Errorf("instances = %d, want 3", len(list))
 	}
 }
 
@@ -303,10 +321,11 @@ func TestInstanceLifecycle(t *testing.T) {
 	request := cloudprovider.LaunchRequest{Candidates: candidates(t, p, "m5.large", "c5.large")}
 	var ids []string
 	for range 3 {
-		instance, err := p.Create(ctx, request)
+		launched, err := p.Create(ctx, request)
 		if err != nil {
 			t.Fatal(err)
 		}
+		instance := launched[0]
 		if instance.State != cloudprovider.InstanceStatePending {
 			t.Errorf("launched %s", instance.State)
 		}

@@ -378,7 +378,8 @@ func Launch(ctx context.Context, c client.Client, instances cloudprovider.Instan
 			options.Ledger.Release(reservation)
 		}
 	}
-	instance, err := instances.Create(ctx, cloudprovider.LaunchRequest{
+	launched, err := instances.Create(ctx, cloudprovider.LaunchRequest{
+		Count:           1,
 		Candidates:      candidates,
 		ProvisionerName: p.Name,
 		Labels:          provisioning.LaunchLabels(p),
@@ -390,6 +391,7 @@ func Launch(ctx context.Context, c client.Client, instances cloudprovider.Instan
 		release()
 		return nil, fmt.Errorf("launching a node for provisioner %s, %w", p.Name, err)
 	}
+	instance := launched[0]
 	var it *cloudprovider.InstanceType
 	for _, candidate := range candidates {
 		if candidate.InstanceType.Name == instance.InstanceType {

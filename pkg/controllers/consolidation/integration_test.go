@@ -199,11 +199,12 @@ func (f *fleet) launch(t *testing.T, name, provisioner, typeName string) (*corev
 		capacityType = v1alpha5.CapacityTypeSpot
 	}
 	offering := it.Offerings[slices.IndexFunc(it.Offerings, func(o cloudprovider.Offering) bool { return o.CapacityType == capacityType })]
-	instance, err := f.cloud.Create(ctx, cloudprovider.LaunchRequest{ProvisionerName: provisioner,
+	launched, err := f.cloud.Create(ctx, cloudprovider.LaunchRequest{ProvisionerName: provisioner,
 		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: offering}}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	instance := launched[0]
 	n := environment.KwokNode(name, map[string]string{
 		v1alpha5.ProvisionerNameLabelKey: provisioner, "pool": provisioner, corev1.LabelInstanceTypeStable: typeName,
 		corev1.LabelTopologyZone: instance.Zone, v1alpha5.CapacityTypeLabelKey: instance.CapacityType,

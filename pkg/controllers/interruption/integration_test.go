@@ -200,10 +200,11 @@ func (s *suite) node(t *testing.T, name string, spot bool) (*corev1.Node, *cloud
 	}
 	// An earlier spot interruption made its offering unavailable.
 	s.cloud.ClearInsufficientCapacity()
-	instance, err := s.cloud.Create(t.Context(), cloudprovider.LaunchRequest{ProvisionerName: "default", Candidates: []cloudprovider.Candidate{candidate}})
+	launched, err := s.cloud.Create(t.Context(), cloudprovider.LaunchRequest{ProvisionerName: "default", Candidates: []cloudprovider.Candidate{candidate}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	instance := launched[0]
 	labels := map[string]string{v1alpha5.ProvisionerNameLabelKey: "default"}
 	for k, v := range instance.Labels {
 		labels[k] = v

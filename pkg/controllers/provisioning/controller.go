@@ -342,33 +342,37 @@ func Constraints(p *v1alpha5.Provisioner) cloudprovider.Constraints {
 	return cloudprovider.Constraints{Requirements: requirements, Provider: p.Spec.Provider}
 }
 
-// launchAll launches the plan's new nodes, at most launchLimit at once. When the placement of
-// their pods depends on which nodes exist, the nodes are opened to kube-scheduler together
-// once all exist (see launchingTaint). It reports whether any launch or release failed for a
-// reason that may pass.
+// launchAll launches the plan's new nodes, identical ones with one cloud call, at most
+// launchLimit calls at once. When the placement of their pods depends on which nodes exist,
+// the nodes are opened to kube-scheduler together once all exist (see launchingTaint). It
+// reports whether any launch or release failed for a reason that may pass.
 func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNode, plans map[string]*provisionerPlan) (retry bool) {
 	hold := countsDomains(newNodes)
 	var mu sync.Mutex
 	var group errgroup.Group
 	group.SetLimit(c.launchLimit)
 	var launched []*corev1.Node
-	for _, n := range newNodes {
+	for _, g := range groupLaunches(newNodes, (len(newNodes)+c.launchLimit-1)/c.launchLimit) {
 		group.Go(func() error {
-			p := plans[n.Provisioner]
-			node, err := c.launch(ctx, n, p.updated, p.nodes, hold)
+			p := plans[g.provisioner]
+			nodes, err := c.launch(ctx, g, p.updated, p.nodes, hold)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				retry = true
-				log.FromContext(ctx).WithName(Name).Error(err, "launching a node", "provisioner", n.Provisioner, "pods", len(n.Pods))
-				return nil
+				log.FromContext(ctx).WithName(Name).Error(err, "launching nodes", "provisioner", g.provisioner, "nodes", len(g.nodes), "launched", len(nodes))
 			}
-			p.launched = true
-			launched = append(launched, node)
-			for _, pod := range n.Pods {
-				c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonPlanned, "Node %s (%s, %s) was launched for this pod by provisioner %s", node.Name,
-					node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone], n.Provisioner)
-				c.told[pod.UID] = node.Name
+			for i, node := range nodes {
+				if node == nil {
+					continue
+				}
+				p.launched = true
+				launched = append(launched, node)
+				for _, pod := range g.nodes[i].Pods {
+					c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonPlanned, "Node %s (%s, %s) was launched for this pod by provisioner %s", node.Name,
+						node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone], g.provisioner)
+					c.told[pod.UID] = node.Name
+				}
 			}
 			return nil
 		})
@@ -418,43 +422,97 @@ func (c *Controller) releaseLeftovers(ctx context.Context, snapshot *Snapshot) e
 	return c.release(ctx, snapshot.heldNodes())
 }
 
-// launch makes one planned node real: it reserves room under the limits, asks the cloud for
-// the cheapest candidate with capacity and creates the Node, held when its batch is. When
-// the Node cannot be created, the instance is terminated rather than left without an owner.
-func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList, hold bool) (*corev1.Node, error) {
+// launch makes a group of planned nodes real with one cloud call: it reserves room under the
+// limits for each, asks the cloud for that many of the cheapest candidate with capacity and
+// creates a Node per instance, held when its batch is. The i-th Node returned is for the
+// group's i-th node, nil where its Node could not be created; fewer come back when the limits
+// or the cloud's capacity allowed fewer (with an error: their pods stay pending for the next
+// pass). When a Node cannot be created,
+// its instance is terminated rather than left without an owner.
+func (c *Controller) launch(ctx context.Context, g *launchGroup, p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList, hold bool) ([]*corev1.Node, error) {
 	var limits corev1.ResourceList
 	if p.Spec.Limits != nil {
 		limits = p.Spec.Limits.Resources
 	}
-	kept, reservation, err := c.ledger.Reserve(p.Name, limits, nodes, Candidates(n))
-	if err != nil {
-		var exceeded *LimitExceededError
-		if errors.As(err, &exceeded) {
-			launchErrors.WithLabelValues(ReasonLimitExceeded).Inc()
-			c.recorder.Event(p, corev1.EventTypeWarning, ReasonLimitExceeded, fmt.Sprintf("A node for %d pods was not launched, %v", len(n.Pods), err))
+	var kept []cloudprovider.Candidate
+	var reservations []int
+	var errs []error
+	for _, n := range g.nodes {
+		candidates, reservation, err := c.ledger.Reserve(p.Name, limits, nodes, g.candidates)
+		if err != nil {
+			var exceeded *LimitExceededError
+			if errors.As(err, &exceeded) {
+				launchErrors.WithLabelValues(ReasonLimitExceeded).Inc()
+				c.recorder.Event(p, corev1.EventTypeWarning, ReasonLimitExceeded, fmt.Sprintf("A node for %d pods was not launched, %v", len(n.Pods), err))
+			}
+			errs = append(errs, err)
+			break
 		}
-		return nil, err
+		// Each reservation leaves less room, so the last keeps the fewest candidates.
+		kept = candidates
+		reservations = append(reservations, reservation)
 	}
-	instance, err := c.instanceProvider.Create(ctx, cloudprovider.LaunchRequest{
+	if len(reservations) == 0 {
+		return nil, errors.Join(errs...)
+	}
+	reserved := &launchGroup{provisioner: g.provisioner, candidates: kept, nodes: g.nodes[:len(reservations)]}
+	instances, err := c.instanceProvider.Create(ctx, cloudprovider.LaunchRequest{
+		Count:           len(reservations),
 		Candidates:      kept,
 		ProvisionerName: p.Name,
 		Labels:          LaunchLabels(p),
 		Taints:          p.Spec.Taints,
 		Provider:        p.Spec.Provider,
-		IdempotencyKey:  idempotencyKey(p.Name, n.Pods),
+		IdempotencyKey:  idempotencyKey(p.Name, reserved.pods()),
 	})
 	if err != nil {
-		c.ledger.Release(reservation)
+		for _, reservation := range reservations {
+			c.ledger.Release(reservation)
+		}
 		var capacity *cloudprovider.InsufficientCapacityError
 		if errors.As(err, &capacity) {
 			launchErrors.WithLabelValues(ReasonInsufficientCapacity).Inc()
 			c.recorder.Event(p, corev1.EventTypeWarning, ReasonInsufficientCapacity,
-				fmt.Sprintf("No capacity for a node for %d pods in any of %d offerings: %s", len(n.Pods), len(capacity.Offerings), capacityReasons(capacity)))
+				fmt.Sprintf("No capacity for %d nodes for %d pods in any of %d offerings: %s", len(reservations), len(reserved.pods()), len(capacity.Offerings), capacityReasons(capacity)))
 		} else {
 			launchErrors.WithLabelValues(ReasonCloudError).Inc()
 		}
-		return nil, fmt.Errorf("launching an instance for provisioner %q, %w", p.Name, err)
+		return nil, errors.Join(append(errs, fmt.Errorf("launching instances for provisioner %q, %w", p.Name, err))...)
 	}
+	for _, reservation := range reservations[min(len(instances), len(reservations)):] {
+		c.ledger.Release(reservation)
+	}
+	if len(instances) < len(reservations) {
+		launchErrors.WithLabelValues(ReasonInsufficientCapacity).Inc()
+		errs = append(errs, fmt.Errorf("the cloud launched %d of %d instances for provisioner %q", len(instances), len(reservations), p.Name))
+	}
+	// The Nodes are created several at once: one by one, a large group's would wait on the
+	// API server in turn.
+	created := make([]*corev1.Node, min(len(instances), len(reservations)))
+	var mu sync.Mutex
+	var group errgroup.Group
+	group.SetLimit(c.launchLimit)
+	for i := range created {
+		group.Go(func() error {
+			node, err := c.register(ctx, instances[i], reserved.nodes[i], reservations[i], p, kept, hold)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return nil
+			}
+			created[i] = node
+			return nil
+		})
+	}
+	_ = group.Wait()
+	return created, errors.Join(errs...)
+}
+
+// register counts a launched instance in the ledger and creates its Node, held when its batch
+// is. When the Node cannot be created, the instance is terminated at once rather than left to
+// garbage collection's grace.
+func (c *Controller) register(ctx context.Context, instance *cloudprovider.Instance, n *scheduling.NewNode, reservation int, p *v1alpha5.Provisioner, kept []cloudprovider.Candidate, hold bool) (*corev1.Node, error) {
 	it := instanceTypeNamed(kept, instance.InstanceType)
 	if it != nil {
 		c.ledger.Launched(reservation, instance.NodeName, it.Capacity)
@@ -467,7 +525,6 @@ func (c *Controller) launch(ctx context.Context, n *scheduling.NewNode, p *v1alp
 	}
 	if err := c.client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		launchErrors.WithLabelValues(ReasonNodeCreateFailed).Inc()
-		// The instance is terminated at once rather than left to garbage collection's grace.
 		if deleteErr := c.instanceProvider.Delete(ctx, instance.ProviderID); deleteErr != nil {
 			err = errors.Join(err, fmt.Errorf("terminating the instance, %w", deleteErr))
 		}

@@ -46,6 +46,54 @@ func Candidates(n *scheduling.NewNode) []cloudprovider.Candidate {
 	return out
 }
 
+// launchGroup is new nodes of one plan that one cloud call launches: the same Provisioner
+// (so the same labels and taints) and the same candidates, in the same order.
+type launchGroup struct {
+	provisioner string
+	candidates  []cloudprovider.Candidate
+	nodes       []*scheduling.NewNode
+}
+
+// pods are the pods of every node of the group.
+func (g *launchGroup) pods() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, n := range g.nodes {
+		out = append(out, n.Pods...)
+	}
+	return out
+}
+
+// groupLaunches groups the plan's identical new nodes, in plan order, into groups of at most
+// maxSize nodes: one cloud call launches a group, and a cap lets a large plan's groups launch
+// in parallel rather than one call describing and registering hundreds of instances alone.
+func groupLaunches(newNodes []*scheduling.NewNode, maxSize int) []*launchGroup {
+	maxSize = max(maxSize, 1)
+	var out []*launchGroup
+	open := map[string]*launchGroup{}
+	for _, n := range newNodes {
+		candidates := Candidates(n)
+		key := launchKey(n.Provisioner, candidates)
+		g, ok := open[key]
+		if !ok || len(g.nodes) == maxSize {
+			g = &launchGroup{provisioner: n.Provisioner, candidates: candidates}
+			open[key] = g
+			out = append(out, g)
+		}
+		g.nodes = append(g.nodes, n)
+	}
+	return out
+}
+
+// launchKey is equal for launches the cloud cannot tell apart.
+func launchKey(provisioner string, candidates []cloudprovider.Candidate) string {
+	var b strings.Builder
+	b.WriteString(provisioner)
+	for _, c := range candidates {
+		fmt.Fprintf(&b, "\n%s %s %s", c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType)
+	}
+	return b.String()
+}
+
 // LaunchLabels are the labels Karpenter asks the cloud to register the node with: the
 // Provisioner's own and its name.
 func LaunchLabels(p *v1alpha5.Provisioner) map[string]string {
@@ -98,8 +146,8 @@ func instanceTypeNamed(candidates []cloudprovider.Candidate, name string) *cloud
 	return nil
 }
 
-// idempotencyKey names the launch of a node for pods: a launch retried for the same pods
-// (after a lost answer) gets the instance the first one launched rather than a second one.
+// idempotencyKey names the launch of nodes for pods: a launch retried for the same pods
+// (after a lost answer) gets the instances the first one launched rather than more.
 func idempotencyKey(provisioner string, pods []*corev1.Pod) string {
 	uids := make([]string, len(pods))
 	for i, pod := range pods {

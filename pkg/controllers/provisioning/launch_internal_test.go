@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 )
 
 func podsWithUIDs(uids ...string) []*corev1.Pod {
@@ -59,5 +60,44 @@ func TestCapacityReasonsNameTheFirstOfferingsWithTheCloudsReason(t *testing.T) {
 	got := capacityReasons(many)
 	if !strings.HasSuffix(got, ", and 12 more") || strings.Count(got, "us-west-2a") != 8 {
 		t.Errorf("capacityReasons of 20 offerings = %q, want the first 8 and how many more", got)
+	}
+}
+
+func TestGroupLaunches(t *testing.T) {
+	small := &cloudprovider.InstanceType{Name: "small", Offerings: []cloudprovider.Offering{{Zone: "a", CapacityType: "on-demand", Available: true, Price: 1}}}
+	large := &cloudprovider.InstanceType{Name: "large", Offerings: []cloudprovider.Offering{{Zone: "a", CapacityType: "on-demand", Available: true, Price: 2}}}
+	node := func(provisioner string, types ...*cloudprovider.InstanceType) *scheduling.NewNode {
+		return &scheduling.NewNode{Provisioner: provisioner, InstanceTypes: types}
+	}
+	zoneB := node("default", small)
+	zoneB.Requirements = []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}}}
+	for _, tc := range []struct {
+		name    string
+		nodes   []*scheduling.NewNode
+		maxSize int
+		want    []int // the size of each group, in order
+	}{
+		{name: "identical nodes share a call", nodes: []*scheduling.NewNode{node("default", small), node("default", small), node("default", small)}, maxSize: 10, want: []int{3}},
+		{name: "the cap splits a group", nodes: []*scheduling.NewNode{node("default", small), node("default", small), node("default", small)}, maxSize: 2, want: []int{2, 1}},
+		{name: "another provisioner is another call", nodes: []*scheduling.NewNode{node("default", small), node("spot", small), node("default", small)}, maxSize: 10, want: []int{2, 1}},
+		{name: "other candidates are another call", nodes: []*scheduling.NewNode{node("default", small), node("default", small, large), node("default", large, small)}, maxSize: 10, want: []int{1, 2}},
+		{name: "requirements that narrow the offerings count", nodes: []*scheduling.NewNode{node("default", small), zoneB}, maxSize: 10, want: []int{1, 1}},
+		{name: "a cap under one is one", nodes: []*scheduling.NewNode{node("default", small), node("default", small)}, maxSize: 0, want: []int{1, 1}},
+		{name: "nothing to launch", maxSize: 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []int
+			for _, g := range groupLaunches(tc.nodes, tc.maxSize) {
+				got = append(got, len(g.nodes))
+				for _, n := range g.nodes {
+					if n.Provisioner != g.provisioner {
+						t.Errorf("node of %s in a group of %s", n.Provisioner, g.provisioner)
+					}
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("group sizes %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

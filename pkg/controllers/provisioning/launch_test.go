@@ -45,6 +45,11 @@ func plannedNode(t *testing.T, cloud *fake.InstanceProvider, p *v1alpha5.Provisi
 	return &scheduling.NewNode{Provisioner: p.Name, InstanceTypes: types[:2]}
 }
 
+// alone is the launch group of one planned node.
+func alone(n *scheduling.NewNode) *launchGroup {
+	return groupLaunches([]*scheduling.NewNode{n}, 1)[0]
+}
+
 // TestLaunchAcceptsTheNodeAlreadyThere: a retry that creates the Node of an instance again
 // (same name, as the same instance always gives) succeeds without a second Node.
 func TestLaunchAcceptsTheNodeAlreadyThere(t *testing.T) {
@@ -52,10 +57,11 @@ func TestLaunchAcceptsTheNodeAlreadyThere(t *testing.T) {
 	// The fake cloud names its first instance's node so.
 	existing := builders.Node(builders.NodeOptions{Name: "ip-10-0-0-1.us-west-2.compute.internal"})
 	c, cloud, kube := launcher(t, interceptor.Funcs{}, existing)
-	node, err := c.launch(context.Background(), plannedNode(t, cloud, p), p, nil, false)
+	nodes, err := c.launch(context.Background(), alone(plannedNode(t, cloud, p)), p, nil, false)
 	if err != nil {
 		t.Fatalf("launching over an existing Node, %v", err)
 	}
+	node := nodes[0]
 	var list corev1.NodeList
 	if err := kube.List(context.Background(), &list); err != nil {
 		t.Fatal(err)
@@ -72,7 +78,7 @@ func TestLaunchTerminatesAnInstanceWithoutNode(t *testing.T) {
 	c, cloud, _ := launcher(t, interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
 		return errors.New("the apiserver is down")
 	}})
-	if _, err := c.launch(context.Background(), plannedNode(t, cloud, p), p, nil, false); err == nil {
+	if _, err := c.launch(context.Background(), alone(plannedNode(t, cloud, p)), p, nil, false); err == nil {
 		t.Fatal("a launch whose Node failed succeeded")
 	}
 	instances, err := cloud.List(context.Background())
@@ -92,7 +98,7 @@ func TestLaunchRefusedOverTheLimit(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default", Limits: cpu("4")})
 	c, cloud, _ := launcher(t, interceptor.Funcs{})
 	nodes := map[string]corev1.ResourceList{"full": cpu("4")}
-	_, err := c.launch(context.Background(), plannedNode(t, cloud, p), p, nodes, false)
+	_, err := c.launch(context.Background(), alone(plannedNode(t, cloud, p)), p, nodes, false)
 	var exceeded *LimitExceededError
 	if !errors.As(err, &exceeded) || len(cloud.CreateCalls()) != 0 {
 		t.Errorf("launch: %v after %d cloud calls; want a LimitExceededError and no call", err, len(cloud.CreateCalls()))
@@ -107,10 +113,11 @@ func TestLaunchFallsThroughOfferings(t *testing.T) {
 	planned := plannedNode(t, cloud, p)
 	first := Candidates(planned)[0]
 	cloud.SetInsufficientCapacity(first.Key())
-	node, err := c.launch(context.Background(), planned, p, nil, false)
+	nodes, err := c.launch(context.Background(), alone(planned), p, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	node := nodes[0]
 	calls := cloud.CreateCalls()
 	if len(calls) != 1 || calls[0].Candidates[0].Key() != first.Key() || len(calls[0].Candidates) < 2 {
 		t.Fatalf("create calls %v, want one with every candidate, the cheapest first", calls)
@@ -182,10 +189,11 @@ func TestAdoptOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 	candidates := Candidates(&scheduling.NewNode{InstanceTypes: types[:1]})
-	orphan, err := cloud.Create(ctx, cloudprovider.LaunchRequest{Candidates: candidates, ProvisionerName: "default", Labels: LaunchLabels(p)})
+	launched, err := cloud.Create(ctx, cloudprovider.LaunchRequest{Candidates: candidates, ProvisionerName: "default", Labels: LaunchLabels(p)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	orphan := launched[0]
 	if _, err := cloud.Create(ctx, cloudprovider.LaunchRequest{Candidates: candidates, ProvisionerName: "gone", Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "gone"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -231,5 +239,51 @@ func TestSeveralProvisioners(t *testing.T) {
 			}
 			t.Fatalf("launched for %v, want b-cheap once", names)
 		}
+	}
+}
+
+// TestLaunchGroupWithOneCall: identical planned nodes launch with one cloud call for all of
+// them, each instance gets its Node, and the limits count every one.
+func TestLaunchGroupWithOneCall(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	c, cloud, kube := launcher(t, interceptor.Funcs{})
+	planned := plannedNode(t, cloud, p)
+	groups := groupLaunches([]*scheduling.NewNode{planned, planned, planned}, 3)
+	if len(groups) != 1 {
+		t.Fatalf("%d groups, want one", len(groups))
+	}
+	created, err := c.launch(context.Background(), groups[0], p, nil, false)
+	if err != nil || len(created) != 3 {
+		t.Fatalf("launch = %d nodes, %v; want 3", len(created), err)
+	}
+	if calls := cloud.CreateCalls(); len(calls) != 1 || calls[0].Count != 3 {
+		t.Errorf("create calls %+v, want one of count 3", calls)
+	}
+	var list corev1.NodeList
+	if err := kube.List(context.Background(), &list); err != nil || len(list.Items) != 3 {
+		t.Errorf("%d nodes (%v), want 3", len(list.Items), err)
+	}
+	if used := c.ledger.Used("default", nil); used.Cpu().IsZero() {
+		t.Errorf("the ledger counts %v for 3 launched nodes", used)
+	}
+}
+
+// TestLaunchGroupUpToTheLimit: a group the limits allow only part of launches that part in one
+// call and reports the rest, whose pods stay pending.
+func TestLaunchGroupUpToTheLimit(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	c, cloud, _ := launcher(t, interceptor.Funcs{})
+	planned := plannedNode(t, cloud, p)
+	largest := planned.InstanceTypes[len(planned.InstanceTypes)-1].Capacity.Cpu().DeepCopy()
+	limit := largest.DeepCopy()
+	limit.Add(largest)
+	p.Spec.Limits = &v1alpha5.Limits{Resources: corev1.ResourceList{corev1.ResourceCPU: limit}}
+	created, err := c.launch(context.Background(), groupLaunches([]*scheduling.NewNode{planned, planned, planned}, 3)[0], p, nil, false)
+	var exceeded *LimitExceededError
+	if !errors.As(err, &exceeded) || len(created) != 2 {
+		t.Fatalf("launch = %d nodes, %v; want 2 and a LimitExceededError", len(created), err)
+	}
+	if calls := cloud.CreateCalls(); len(calls) != 1 || calls[0].Count != 2 {
+		t.Errorf("create calls %+v, want one of count 2", calls)
 	}
 }

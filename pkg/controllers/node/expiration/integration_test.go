@@ -46,10 +46,11 @@ func TestExpiryReplacesBeforeRemoving(t *testing.T) {
 		t.Fatal(err)
 	}
 	it := fake.DefaultInstanceTypes()[3]
-	instance, err := cloud.Create(ctx, cloudprovider.LaunchRequest{ProvisionerName: p.Name, Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}}})
+	instances, err := cloud.Create(ctx, cloudprovider.LaunchRequest{ProvisionerName: p.Name, Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	instance := instances[0]
 	old := environment.KwokNode("old", map[string]string{
 		v1alpha5.ProvisionerNameLabelKey: p.Name, "pool": "expiring", corev1.LabelInstanceTypeStable: it.Name,
 		corev1.LabelTopologyZone: instance.Zone, v1alpha5.CapacityTypeLabelKey: instance.CapacityType,

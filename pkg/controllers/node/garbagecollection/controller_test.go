@@ -80,7 +80,7 @@ func TestCompare(t *testing.T) {
 func launch(t *testing.T, cloud *fake.InstanceProvider) *cloudprovider.Instance {
 	t.Helper()
 	instanceType := fake.DefaultInstanceTypes()[0]
-	instance, err := cloud.Create(context.Background(), cloudprovider.LaunchRequest{
+	launched, err := cloud.Create(context.Background(), cloudprovider.LaunchRequest{
 		ProvisionerName: "default",
 		Labels:          map[string]string{v1alpha5.ProvisionerNameLabelKey: "default"},
 		Candidates:      []cloudprovider.Candidate{{InstanceType: instanceType, Offering: instanceType.Offerings[0]}},
@@ -88,6 +88,7 @@ func launch(t *testing.T, cloud *fake.InstanceProvider) *cloudprovider.Instance 
 	if err != nil {
 		t.Fatal(err)
 	}
+	instance := launched[0]
 	return instance
 }
 

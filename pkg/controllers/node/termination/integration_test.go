@@ -286,13 +286,14 @@ func TestTermination(t *testing.T) {
 func (s *suite) node(t *testing.T, name, provisioner string, labels map[string]string) (*corev1.Node, *cloudprovider.Instance) {
 	t.Helper()
 	instanceType := fake.DefaultInstanceTypes()[0]
-	instance, err := s.cloud.Create(t.Context(), cloudprovider.LaunchRequest{
+	launched, err := s.cloud.Create(t.Context(), cloudprovider.LaunchRequest{
 		ProvisionerName: provisioner,
 		Candidates:      []cloudprovider.Candidate{{InstanceType: instanceType, Offering: instanceType.Offerings[0]}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	instance := launched[0]
 	nodeLabels := map[string]string{v1alpha5.ProvisionerNameLabelKey: provisioner}
 	for k, v := range labels {
 		nodeLabels[k] = v
