@@ -77,13 +77,9 @@ func Provisioning(ctx context.Context, snapshot *provisioning.Snapshot, provisio
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		types, err := lister.InstanceTypes(ctx, provisioning.Constraints(p))
-		switch {
-		case err != nil:
-			report.SkippedProvisioners = append(report.SkippedProvisioners, SkippedProvisioner{p.Name, "resolving instance types, " + err.Error()})
-			continue
-		case len(types) == 0:
-			report.SkippedProvisioners = append(report.SkippedProvisioners, SkippedProvisioner{p.Name, "no instance type satisfies the requirements"})
+		types, _, err := provisioning.ResolveInstanceTypes(ctx, lister, p)
+		if err != nil {
+			report.SkippedProvisioners = append(report.SkippedProvisioners, SkippedProvisioner{p.Name, err.Error()})
 			continue
 		}
 		resolved[p.Name] = types

@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -195,8 +194,9 @@ func Read(ctx context.Context, reader client.Reader, instances cloudprovider.Ins
 		return nil, nil, err
 	}
 	byName := map[string]*v1alpha5.Provisioner{}
+	volumes := cluster.WithVolumes(scheduling.Input{})
 	snapshot := &Snapshot{Now: now, Counted: map[string]map[string]corev1.ResourceList{},
-		Claims: pointers(cluster.Claims), Volumes: pointers(cluster.Volumes), Classes: pointers(cluster.Classes)}
+		Claims: volumes.PersistentVolumeClaims, Volumes: volumes.PersistentVolumes, Classes: volumes.StorageClasses}
 	for i := range provisionerList.Items {
 		p := &provisionerList.Items[i]
 		if p.DeletionTimestamp != nil {
@@ -231,10 +231,7 @@ func Read(ctx context.Context, reader client.Reader, instances cloudprovider.Ins
 			bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
 		}
 	}
-	csiNodes := map[string]*storagev1.CSINode{}
-	for i := range cluster.CSINodes {
-		csiNodes[cluster.CSINodes[i].Name] = &cluster.CSINodes[i]
-	}
+	csiNodes := cluster.CSINodesByName()
 	for i := range cluster.Nodes {
 		node := &cluster.Nodes[i]
 		snapshot.Nodes = append(snapshot.Nodes, scheduling.Node{Node: node, Pods: bound[node.Name], CSINode: csiNodes[node.Name]})
@@ -417,12 +414,4 @@ func Launch(ctx context.Context, c client.Client, instances cloudprovider.Instan
 		return nil, fmt.Errorf("creating node %s, %w", node.Name, err)
 	}
 	return node, nil
-}
-
-func pointers[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
-	}
-	return out
 }

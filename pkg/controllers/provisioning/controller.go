@@ -263,19 +263,20 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	}
 	plan := snapshot.Plan(provisioners)
 	results := plan.Results
+	launching := snapshot.LaunchingNodes()
 	if len(plan.Pending) > 0 {
 		schedulingDuration.Observe(c.clock.Since(start).Seconds())
 		retry = c.launchAll(ctx, results.NewNodes, plans) || retry
-		c.tell(snapshot, plan.Pending, results)
+		c.tell(launching, plan.Pending, results)
 		// A pod no Provisioner can take now may be taken later without any change to the pod
 		// (an offering's capacity returns, a node goes away under a limit): look again.
 		retry = retry || len(results.Unschedulable) > 0
 		// A pod kube-scheduler found no room for that the plan puts on an open node saw that
 		// node before a binding kube-scheduler had already decided reached the cache; no update
 		// of the pod may follow (its condition stays as it is), so look again.
-		retry = retry || plannedOntoOpenNodes(snapshot, results)
+		retry = retry || plannedOntoOpenNodes(launching, results)
 	}
-	c.recordPending(snapshot, results)
+	c.recordPending(launching, results)
 	c.updateLimitsCondition(plans)
 	return retry, c.writeStatus(ctx, plans)
 }
@@ -308,13 +309,9 @@ func (c *Controller) snapshot(ctx context.Context) (*Snapshot, map[string]*provi
 		}
 		p := &provisionerPlan{stored: stored, updated: stored.DeepCopy()}
 		plans[stored.Name] = p
-		types, err := c.instanceProvider.InstanceTypes(ctx, Constraints(stored))
-		switch {
-		case err != nil:
-			p.updated.StatusConditions().MarkFalse(apis.ConditionReady, ReasonInstanceTypesUnresolved, "resolving instance types, %v", err)
-			continue
-		case len(types) == 0:
-			p.updated.StatusConditions().MarkFalse(apis.ConditionReady, ReasonNoInstanceTypes, "no instance type satisfies the requirements")
+		types, reason, err := ResolveInstanceTypes(ctx, c.instanceProvider, stored)
+		if err != nil {
+			p.updated.StatusConditions().MarkFalse(apis.ConditionReady, reason, "%v", err)
 			continue
 		}
 		if err := c.instanceProvider.StalePrices(); err != nil {
@@ -331,6 +328,19 @@ func (c *Controller) snapshot(ctx context.Context) (*Snapshot, map[string]*provi
 		p.nodes = snapshot.provisionerNodes(name)
 	}
 	return snapshot, plans, nil
+}
+
+// ResolveInstanceTypes are the instance types a Provisioner may launch; when there are none,
+// the reason and why, as its Ready condition says them.
+func ResolveInstanceTypes(ctx context.Context, lister cloudprovider.InstanceTypeLister, p *v1alpha5.Provisioner) ([]*cloudprovider.InstanceType, string, error) {
+	types, err := lister.InstanceTypes(ctx, Constraints(p))
+	switch {
+	case err != nil:
+		return nil, ReasonInstanceTypesUnresolved, fmt.Errorf("resolving instance types, %w", err)
+	case len(types) == 0:
+		return nil, ReasonNoInstanceTypes, errors.New("no instance type satisfies the requirements")
+	}
+	return types, "", nil
 }
 
 // Constraints are what the cloud needs of a Provisioner to list its instance types.
@@ -542,8 +552,7 @@ func (c *Controller) register(ctx context.Context, instance *cloudprovider.Insta
 }
 
 // plannedOntoOpenNodes is whether the plan puts a pending pod on a node that is not launching.
-func plannedOntoOpenNodes(snapshot *Snapshot, results *scheduling.Results) bool {
-	launching := snapshot.LaunchingNodes()
+func plannedOntoOpenNodes(launching map[string]string, results *scheduling.Results) bool {
 	return slices.ContainsFunc(results.Bindings, func(b scheduling.Binding) bool {
 		_, ok := launching[b.NodeName]
 		return !ok
@@ -552,8 +561,7 @@ func plannedOntoOpenNodes(snapshot *Snapshot, results *scheduling.Results) bool 
 
 // tell gives each pending pod an Event when what it waits for changed: the launching node
 // planned for it, or why no Provisioner can take it.
-func (c *Controller) tell(snapshot *Snapshot, pending []*corev1.Pod, results *scheduling.Results) {
-	launching := snapshot.LaunchingNodes()
+func (c *Controller) tell(launching map[string]string, pending []*corev1.Pod, results *scheduling.Results) {
 	for _, b := range results.Bindings {
 		if _, ok := launching[b.NodeName]; !ok || c.told[b.Pod.UID] == b.NodeName {
 			continue
@@ -582,13 +590,12 @@ func (c *Controller) tell(snapshot *Snapshot, pending []*corev1.Pod, results *sc
 
 // recordPending sets karpenter_pods_pending: the pending pods by the provisioner whose new or
 // launching node they were planned onto, "" for those no provisioner can take.
-func (c *Controller) recordPending(snapshot *Snapshot, results *scheduling.Results) {
+func (c *Controller) recordPending(launching map[string]string, results *scheduling.Results) {
 	counts := map[string]float64{}
 	if results != nil {
 		for _, n := range results.NewNodes {
 			counts[n.Provisioner] += float64(len(n.Pods))
 		}
-		launching := snapshot.LaunchingNodes()
 		for _, b := range results.Bindings {
 			if provisioner, ok := launching[b.NodeName]; ok {
 				counts[provisioner]++

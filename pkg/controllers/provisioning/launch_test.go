@@ -167,7 +167,7 @@ func TestTellOncePerCause(t *testing.T) {
 		if step.reason != "" {
 			r = results(step.reason)
 		}
-		c.tell(snapshot, step.pending, r)
+		c.tell(snapshot.LaunchingNodes(), step.pending, r)
 		if got := len(recorder.Events); got != step.events {
 			t.Errorf("after %q: %d Events, want %d", step.reason, got, step.events)
 		}

@@ -33,7 +33,7 @@ func (c *Snapshot) Plan(provisioners []scheduling.Provisioner) Plan {
 	if len(pending) == 0 {
 		return Plan{}
 	}
-	return Plan{Pending: pending, Results: scheduling.Schedule(c.withVolumes(scheduling.Input{
+	return Plan{Pending: pending, Results: scheduling.Schedule(c.WithVolumes(scheduling.Input{
 		Pods:          pending,
 		Provisioners:  provisioners,
 		Nodes:         c.schedulingNodes(),

@@ -62,10 +62,7 @@ func (c *Snapshot) schedulingNodes() []scheduling.Node {
 			bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
 		}
 	}
-	csiNodes := map[string]*storagev1.CSINode{}
-	for i := range c.CSINodes {
-		csiNodes[c.CSINodes[i].Name] = &c.CSINodes[i]
-	}
+	csiNodes := c.CSINodesByName()
 	var out []scheduling.Node
 	for i := range c.Nodes {
 		node := &c.Nodes[i]
@@ -131,9 +128,18 @@ func (c *Snapshot) daemonSetPods() []*corev1.Pod {
 	return out
 }
 
-// withVolumes gives the scheduler what it needs to keep pods with persistent volumes to their
+// CSINodesByName are the CSINodes by the name of their node.
+func (c *Snapshot) CSINodesByName() map[string]*storagev1.CSINode {
+	out := make(map[string]*storagev1.CSINode, len(c.CSINodes))
+	for i := range c.CSINodes {
+		out[c.CSINodes[i].Name] = &c.CSINodes[i]
+	}
+	return out
+}
+
+// WithVolumes gives the scheduler what it needs to keep pods with persistent volumes to their
 // volumes' zones: without them, it refuses such pods as kube-scheduler would a missing claim.
-func (c *Snapshot) withVolumes(input scheduling.Input) scheduling.Input {
+func (c *Snapshot) WithVolumes(input scheduling.Input) scheduling.Input {
 	input.PersistentVolumeClaims = pointers(c.Claims)
 	input.PersistentVolumes = pointers(c.Volumes)
 	input.StorageClasses = pointers(c.Classes)

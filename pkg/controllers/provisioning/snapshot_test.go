@@ -238,7 +238,7 @@ func TestPlannedOntoOpenNodes(t *testing.T) {
 		{name: "onto an open node kube-scheduler refused: look again", bindings: []scheduling.Binding{{Pod: pod, NodeName: "launching"}, {Pod: pod, NodeName: "ready"}}, want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := plannedOntoOpenNodes(snapshot, &scheduling.Results{Bindings: tc.bindings}); got != tc.want {
+			if got := plannedOntoOpenNodes(snapshot.LaunchingNodes(), &scheduling.Results{Bindings: tc.bindings}); got != tc.want {
 				t.Errorf("plannedOntoOpenNodes = %v, want %v", got, tc.want)
 			}
 		})
