@@ -94,7 +94,9 @@ func covers(command, inline string) bool {
 	command = strings.Join(commandWords, " ")
 	pieces := ellipsis.Split(inline, -1)
 	first := strings.Join(strings.Fields(pieces[0]), " ")
-	if command != first && !strings.HasPrefix(command, first+" ") && !(len(pieces) > 1 && strings.HasPrefix(command, first)) {
+	// The first piece ends on a word boundary of the command, unless an ellipsis follows it.
+	starts := command == first || strings.HasPrefix(command, first+" ") || (len(pieces) > 1 && strings.HasPrefix(command, first))
+	if !starts {
 		return false
 	}
 	rest := command[len(first):]
