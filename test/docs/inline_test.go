@@ -16,9 +16,9 @@ import (
 //   - the start of a command of a marked shell block of README.md or docs/*.md (covers), so the
 //     reader has a block to copy and the test runs it, or records why it cannot.
 //
-// Anything else fails TestShellBlocksAreMarked, naming the file and line. Matching is on the
-// span's text, not on what it means, which is what makes it robust: a span cannot be misread as
-// prose, and a recipe rewritten in a table is caught the same as a new one.
+// Anything else fails TestShellBlocksAreMarked, naming the file and line. The rule reads only a
+// span's text, so tables need no marker convention of their own, a recipe is caught wherever it
+// is written (a cell, a sentence, a list), and naming a command in prose stays free.
 var inlineTools = []string{"kubectl", "curl", "aws", "helm", "eksctl"}
 
 // inlineCommand is a code span of a Markdown file, outside fenced blocks, that starts with one
