@@ -132,7 +132,7 @@ func Decide(in Input) Decision {
 		d.DesiredReplicas = current
 		d.Recommendation = current
 		d.Holds = append(d.Holds, Hold{Reason: ScalingSuspended, Message: fmt.Sprintf(
-			"no metric is available, %s stay", Replicas(current))})
+			"no metric is available, so the target stays at %s", Replicas(current))})
 		d.Recommendations = prune(now, in.Recommendations, up, down)
 		return d
 	}
@@ -157,7 +157,7 @@ func Decide(in Input) Decision {
 	d.addHold(hold)
 	if unavailable > 0 && desired < current {
 		d.addHold(&Hold{Reason: ScaleDownSuspended, Message: fmt.Sprintf(
-			"%d of %d metrics are unavailable, so %s stay instead of %d", unavailable, len(in.Spec.Metrics), Replicas(current), desired)})
+			"%d of %d metrics are unavailable, so the target stays at %s instead of %d", unavailable, len(in.Spec.Metrics), Replicas(current), desired)})
 		desired = current
 	}
 	desired, hold = limitRate(now, desired, current, in.ScaleEvents, up, down)

@@ -123,6 +123,17 @@ func TestDecide(t *testing.T) {
 			want: 5, wantHolds: []string{ScalingSuspended},
 		},
 		{
+			name: "one replica held by a missing metric is one replica",
+			in: Input{Spec: spec(0, 10, unlimited, valueMetric("10"), valueMetric("10")),
+				SpecReplicas: 1, StatusReplicas: 1, Observations: []Observation{Unavailable("timeout"), Available(0)}},
+			want: 1, wantHolds: []string{ScaleDownSuspended}, wantMessage: "so the target stays at 1 replica instead of 0",
+		},
+		{
+			name: "one replica held by no metric is one replica",
+			in:   Input{Spec: spec(1, 10, unlimited, valueMetric("10")), SpecReplicas: 1, StatusReplicas: 1},
+			want: 1, wantHolds: []string{ScalingSuspended}, wantMessage: "no metric is available, so the target stays at 1 replica",
+		},
+		{
 			name: "missing observations count as unavailable",
 			in:   Input{Spec: spec(1, 10, unlimited, valueMetric("10")), SpecReplicas: 5, StatusReplicas: 5},
 			want: 5, wantHolds: []string{ScalingSuspended},
