@@ -78,7 +78,7 @@ func run(workloadName, podCounts, idleDurations string) error {
 		fmt.Printf("| batch idle | pods | nodes launched | before the first bind | extra launches | pods pending at the end | pending → Running p50 / p99 |\n")
 		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|\n")
 	} else {
-		fmt.Printf("| batch idle | pods | passes | CreateFleet calls | nodes | created → Unschedulable p50 / p99 | pending → CreateFleet p50 / p99 | pending → Running p50 / p99 |\n")
+		fmt.Printf("| batch idle | pods | passes (mean planning) | CreateFleet calls | nodes | created → Unschedulable p50 / p99 | pending → CreateFleet p50 / p99 | pending → Running p50 / p99 |\n")
 		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	}
 	for idle := range strings.SplitSeq(idleDurations, ",") {
@@ -118,7 +118,7 @@ func run(workloadName, podCounts, idleDurations string) error {
 
 type result struct {
 	// passes is how many batches the controller planned (its karpenter_provisioner_batch_size
-	// count), "n/a" when its metrics could not be read.
+	// count) and their mean planning time, "n/a" when its metrics could not be read.
 	passes                               string
 	fleetCalls, nodes                    int
 	toUnschedulable, toLaunch, toRunning []time.Duration
@@ -174,7 +174,8 @@ func measure(dir string, binaries scaletest.Binaries, idle time.Duration, count 
 	return r, err
 }
 
-// passes reads how many batches the controller planned from its /metrics.
+// passes reads how many batches the controller planned, and how long planning one took on
+// average, from its /metrics.
 func passes(ctx context.Context, stack *sandbox.Stack) string {
 	request, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+stack.MetricsAddress+"/metrics", nil)
 	if err != nil {
@@ -185,13 +186,24 @@ func passes(ctx context.Context, stack *sandbox.Stack) string {
 		return "n/a"
 	}
 	defer func() { _ = response.Body.Close() }()
+	values := map[string]float64{}
 	lines := bufio.NewScanner(response.Body)
 	for lines.Scan() {
-		if count, ok := strings.CutPrefix(lines.Text(), "karpenter_provisioner_batch_size_count "); ok {
-			return count
+		name, value, ok := strings.Cut(lines.Text(), " ")
+		if v, err := strconv.ParseFloat(value, 64); ok && err == nil {
+			values[name] = v
 		}
 	}
-	return "n/a"
+	batches, ok := values["karpenter_provisioner_batch_size_count"]
+	if !ok {
+		return "n/a"
+	}
+	planned := values["karpenter_provisioner_scheduling_duration_seconds_count"]
+	if planned == 0 {
+		return fmt.Sprint(batches)
+	}
+	mean := time.Duration(values["karpenter_provisioner_scheduling_duration_seconds_sum"] / planned * float64(time.Second))
+	return fmt.Sprintf("%v (%v)", batches, mean.Round(time.Millisecond))
 }
 
 // observations are what the watch saw, each at the harness's clock, which is the in-process
