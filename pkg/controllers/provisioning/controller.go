@@ -274,7 +274,7 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	for i := range snapshot.Nodes {
 		shown.Insert(snapshot.Nodes[i].Name)
 	}
-	awaited := c.inFlight.awaited(captured, shown)
+	awaited := awaitedPending(snapshot, c.inFlight.awaited(captured, shown))
 	snapshot.Pods = slices.DeleteFunc(snapshot.Pods, func(pod corev1.Pod) bool {
 		_, ok := awaited[pod.UID]
 		return ok
@@ -321,6 +321,19 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	c.recordPending(launching, awaited, results)
 	c.updateLimitsCondition(plans)
 	return retry, c.writeStatus(ctx, plans)
+}
+
+// awaitedPending keeps the awaited pods the snapshot shows pending: one kube-scheduler bound
+// meanwhile (to another node with room) takes that node's room, and the pass must see it.
+func awaitedPending(snapshot *Snapshot, awaited map[types.UID]string) map[types.UID]string {
+	out := map[types.UID]string{}
+	for i := range snapshot.Pods {
+		pod := &snapshot.Pods[i]
+		if provisioner, ok := awaited[pod.UID]; ok && pods.IsProvisionable(pod) {
+			out[pod.UID] = provisioner
+		}
+	}
+	return out
 }
 
 func sortedNames(plans map[string]*provisionerPlan) []string {

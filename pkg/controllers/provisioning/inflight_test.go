@@ -441,3 +441,33 @@ func TestAwaitedPodsCountAsPending(t *testing.T) {
 		t.Error("the pod awaited was forgotten: it would be told of its node again")
 	}
 }
+
+// TestAPodBoundMeanwhileTakesItsRoom: a pod a batch in flight launches for that kube-scheduler
+// bound meanwhile to another node takes that node's room: a pass does not plan a pod there.
+func TestAPodBoundMeanwhileTakesItsRoom(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	s := newPasses(t, Options{}, interceptor.Funcs{}, onlyFirstCall(), p)
+	a := s.pending(t, nodeSized, "a")[0]
+	if _, err := s.c.provision(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	<-s.cloud.entered
+	other := builders.Node(builders.NodeOptions{Name: "other", Ready: corev1.ConditionTrue,
+		Allocatable: builders.Resources("cpu", "2", "memory", "8Gi", "pods", "10")})
+	if err := s.kube.Create(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	a.Spec.NodeName, a.Status.Conditions = other.Name, nil
+	if err := s.kube.Update(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	s.pending(t, nodeSized, "b")
+	if _, err := s.c.provision(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	close(s.cloud.open)
+	s.settle(t)
+	if calls := s.cloud.CreateCalls(); len(calls) != 2 {
+		t.Errorf("%d create calls, want a second for b: a, bound, fills the other node", len(calls))
+	}
+}
