@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,8 +79,8 @@ func run(workloadName, podCounts, idleDurations string) error {
 		fmt.Printf("| batch idle | pods | nodes launched | before the first bind | extra launches | pods pending at the end | pending → Running p50 / p99 |\n")
 		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|\n")
 	} else {
-		fmt.Printf("| batch idle | pods | passes (mean planning) | CreateFleet calls | nodes | created → Unschedulable p50 / p99 | pending → CreateFleet p50 / p99 | pending → Running p50 / p99 |\n")
-		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Printf("| batch idle | pods | passes (mean planning) | CreateFleet calls | nodes | created → Unschedulable p50 / p99 | pending → CreateFleet p50 / p99 | in order p50 / p99 | pending → Running p50 / p99 |\n")
+		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	}
 	for idle := range strings.SplitSeq(idleDurations, ",") {
 		idleDuration, err := time.ParseDuration(idle)
@@ -108,9 +109,10 @@ func run(workloadName, podCounts, idleDurations string) error {
 			if err != nil {
 				return fmt.Errorf("%d pods with a %s idle window, %w", pods, idle, err)
 			}
-			fmt.Printf("| %s | %d | %s | %d | %d | %s / %s | %s / %s | %s / %s |\n", idleDuration, pods, r.passes, r.fleetCalls, r.nodes,
+			fmt.Printf("| %s | %d | %s | %d | %d | %s / %s | %s / %s | %s / %s | %s / %s |\n", idleDuration, pods, r.passes, r.fleetCalls, r.nodes,
 				scaletest.FormatPercentile(r.toUnschedulable, 50), scaletest.FormatPercentile(r.toUnschedulable, 99),
-				scaletest.FormatPercentile(r.toLaunch, 50), scaletest.FormatPercentile(r.toLaunch, 99), scaletest.FormatPercentile(r.toRunning, 50), scaletest.FormatPercentile(r.toRunning, 99))
+				scaletest.FormatPercentile(r.toLaunch, 50), scaletest.FormatPercentile(r.toLaunch, 99),
+				scaletest.FormatPercentile(r.toLaunchInOrder, 50), scaletest.FormatPercentile(r.toLaunchInOrder, 99), scaletest.FormatPercentile(r.toRunning, 50), scaletest.FormatPercentile(r.toRunning, 99))
 		}
 	}
 	return nil
@@ -122,6 +124,10 @@ type result struct {
 	passes                               string
 	fleetCalls, nodes                    int
 	toUnschedulable, toLaunch, toRunning []time.Duration
+	// toLaunchInOrder pairs the pods marked Unschedulable, earliest first, with the launch
+	// calls of the nodes they ran on, earliest first: the pods are identical, and which of them
+	// kube-scheduler binds to which node is not Karpenter's to choose.
+	toLaunchInOrder []time.Duration
 }
 
 // measure starts a stack, creates pods at once and waits until all run.
@@ -287,6 +293,7 @@ func (o *observations) result(stack *sandbox.Stack) (result, error) {
 			nodeInstance[node.Name] = node.Spec.ProviderID[strings.LastIndex(node.Spec.ProviderID, "/")+1:]
 		}
 	}
+	var pendingTimes, launchTimes []time.Time
 	for pod, pending := range o.unschedulable {
 		launched, ok := fleetReceived[nodeInstance[o.node[pod]]]
 		if !ok {
@@ -297,7 +304,13 @@ func (o *observations) result(stack *sandbox.Stack) (result, error) {
 			r.toUnschedulable = append(r.toUnschedulable, max(pending.Sub(created), 0))
 		}
 		r.toLaunch = append(r.toLaunch, launched.Sub(pending))
+		pendingTimes, launchTimes = append(pendingTimes, pending), append(launchTimes, launched)
 		r.toRunning = append(r.toRunning, o.running[pod].Sub(pending))
+	}
+	slices.SortFunc(pendingTimes, time.Time.Compare)
+	slices.SortFunc(launchTimes, time.Time.Compare)
+	for i := range pendingTimes {
+		r.toLaunchInOrder = append(r.toLaunchInOrder, max(launchTimes[i].Sub(pendingTimes[i]), 0))
 	}
 	return r, nil
 }
