@@ -30,15 +30,13 @@ var launchingTaint = corev1.Taint{Key: v1alpha5.LaunchingTaintKey, Effect: corev
 // batch is held until all do. Pods without either fit any node the plan gave room for, and
 // each node is opened as soon as it is Ready.
 func countsDomains(newNodes []*scheduling.NewNode) bool {
-	for _, n := range newNodes {
-		for _, pod := range n.Pods {
-			affinity := pod.Spec.Affinity
-			if len(pod.Spec.TopologySpreadConstraints) > 0 || (affinity != nil && (affinity.PodAffinity != nil || affinity.PodAntiAffinity != nil)) {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(newNodes, func(n *scheduling.NewNode) bool { return slices.ContainsFunc(n.Pods, dependsOnDomains) })
+}
+
+// dependsOnDomains is true for a pod with a topology spread or pod (anti-)affinity.
+func dependsOnDomains(pod *corev1.Pod) bool {
+	affinity := pod.Spec.Affinity
+	return len(pod.Spec.TopologySpreadConstraints) > 0 || (affinity != nil && (affinity.PodAffinity != nil || affinity.PodAntiAffinity != nil))
 }
 
 func isLaunchingTaint(t corev1.Taint) bool { return t.Key == v1alpha5.LaunchingTaintKey }
@@ -94,9 +92,8 @@ func (c *Controller) release(ctx context.Context, held []*corev1.Node) error {
 	return group.Wait()
 }
 
-// heldNodes are the snapshot's nodes still carrying the launching taint. A pass starts after
-// the previous one released its batch, so these were left by a controller that stopped
-// mid-batch or a release that failed.
+// heldNodes are the snapshot's nodes still carrying the launching taint: those of batches in
+// flight, and those left by a controller that stopped mid-batch or a release that failed.
 func (c *Snapshot) heldNodes() []*corev1.Node {
 	var out []*corev1.Node
 	for i := range c.Nodes {

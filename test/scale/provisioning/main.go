@@ -3,9 +3,9 @@
 // docs/benchmarks.md.
 //
 // --workload latency (the default): pods are created at once for a Provisioner, and for each
-// pod it reports the time from the scheduler marking it Unschedulable to the CreateFleet call
-// that launched its node, and to the pod Running, with the number of CreateFleet calls and
-// of nodes.
+// pod it reports the time from its creation to the scheduler marking it Unschedulable (the
+// scheduler's part), from then to the CreateFleet call that launched its node (Karpenter's),
+// and to the pod Running, with the number of CreateFleet calls and of nodes.
 //
 // --workload diverse: the pods of test/scale/provisioning/workload, covering every constraint
 // kind, are created at once; it reports the nodes launched before kube-scheduler bound the
@@ -18,11 +18,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,8 +79,8 @@ func run(workloadName, podCounts, idleDurations string) error {
 		fmt.Printf("| batch idle | pods | nodes launched | before the first bind | extra launches | pods pending at the end | pending → Running p50 / p99 |\n")
 		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|\n")
 	} else {
-		fmt.Printf("| batch idle | pods | CreateFleet calls | nodes | pending → CreateFleet p50 / p99 | pending → Running p50 / p99 |\n")
-		fmt.Printf("|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Printf("| batch idle | pods | passes (mean planning) | CreateFleet calls | nodes | created → Unschedulable p50 / p99 | pending → CreateFleet p50 / p99 | in order p50 / p99 | pending → Running p50 / p99 |\n")
+		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	}
 	for idle := range strings.SplitSeq(idleDurations, ",") {
 		idleDuration, err := time.ParseDuration(idle)
@@ -106,16 +109,25 @@ func run(workloadName, podCounts, idleDurations string) error {
 			if err != nil {
 				return fmt.Errorf("%d pods with a %s idle window, %w", pods, idle, err)
 			}
-			fmt.Printf("| %s | %d | %d | %d | %s / %s | %s / %s |\n", idleDuration, pods, r.fleetCalls, r.nodes,
-				scaletest.FormatPercentile(r.toLaunch, 50), scaletest.FormatPercentile(r.toLaunch, 99), scaletest.FormatPercentile(r.toRunning, 50), scaletest.FormatPercentile(r.toRunning, 99))
+			fmt.Printf("| %s | %d | %s | %d | %d | %s / %s | %s / %s | %s / %s | %s / %s |\n", idleDuration, pods, r.passes, r.fleetCalls, r.nodes,
+				scaletest.FormatPercentile(r.toUnschedulable, 50), scaletest.FormatPercentile(r.toUnschedulable, 99),
+				scaletest.FormatPercentile(r.toLaunch, 50), scaletest.FormatPercentile(r.toLaunch, 99),
+				scaletest.FormatPercentile(r.toLaunchInOrder, 50), scaletest.FormatPercentile(r.toLaunchInOrder, 99), scaletest.FormatPercentile(r.toRunning, 50), scaletest.FormatPercentile(r.toRunning, 99))
 		}
 	}
 	return nil
 }
 
 type result struct {
-	fleetCalls, nodes   int
-	toLaunch, toRunning []time.Duration
+	// passes is how many batches the controller planned (its karpenter_provisioner_batch_size
+	// count) and their mean planning time, "n/a" when its metrics could not be read.
+	passes                               string
+	fleetCalls, nodes                    int
+	toUnschedulable, toLaunch, toRunning []time.Duration
+	// toLaunchInOrder pairs the pods marked Unschedulable, earliest first, with the launch
+	// calls of the nodes they ran on, earliest first: the pods are identical, and which of them
+	// kube-scheduler binds to which node is not Karpenter's to choose.
+	toLaunchInOrder []time.Duration
 }
 
 // measure starts a stack, creates pods at once and waits until all run.
@@ -147,7 +159,13 @@ func measure(dir string, binaries scaletest.Binaries, idle time.Duration, count 
 			Labels:       map[string]string{"app": "latency"},
 			NodeSelector: map[string]string{v1alpha5.ProvisionerNameLabelKey: provisionerName},
 			Requests:     builders.Resources("cpu", "500m", "memory", "512Mi")})
-		creating.Go(func() error { return stack.Env.Client.Create(creatingCtx, pod) })
+		creating.Go(func() error {
+			if err := stack.Env.Client.Create(creatingCtx, pod); err != nil {
+				return err
+			}
+			seen.created(pod.Name)
+			return nil
+		})
 	}
 	if err := creating.Wait(); err != nil {
 		return result{}, fmt.Errorf("creating pods, %w", err)
@@ -157,7 +175,41 @@ func measure(dir string, binaries scaletest.Binaries, idle time.Duration, count 
 	case <-ctx.Done():
 		return result{}, fmt.Errorf("not every pod Running within %s", timeout)
 	}
-	return seen.result(stack)
+	r, err := seen.result(stack)
+	r.passes = passes(ctx, stack)
+	return r, err
+}
+
+// passes reads how many batches the controller planned, and how long planning one took on
+// average, from its /metrics.
+func passes(ctx context.Context, stack *sandbox.Stack) string {
+	request, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+stack.MetricsAddress+"/metrics", nil)
+	if err != nil {
+		return "n/a"
+	}
+	response, err := http.DefaultClient.Do(request)
+	if err != nil {
+		return "n/a"
+	}
+	defer func() { _ = response.Body.Close() }()
+	values := map[string]float64{}
+	lines := bufio.NewScanner(response.Body)
+	for lines.Scan() {
+		name, value, ok := strings.Cut(lines.Text(), " ")
+		if v, err := strconv.ParseFloat(value, 64); ok && err == nil {
+			values[name] = v
+		}
+	}
+	batches, ok := values["karpenter_provisioner_batch_size_count"]
+	if !ok {
+		return "n/a"
+	}
+	planned := values["karpenter_provisioner_scheduling_duration_seconds_count"]
+	if planned == 0 {
+		return fmt.Sprint(batches)
+	}
+	mean := time.Duration(values["karpenter_provisioner_scheduling_duration_seconds_sum"] / planned * float64(time.Second))
+	return fmt.Sprintf("%v (%v)", batches, mean.Round(time.Millisecond))
 }
 
 // observations are what the watch saw, each at the harness's clock, which is the in-process
@@ -166,10 +218,20 @@ type observations struct {
 	count         int
 	done          chan struct{} // closed once count pods run
 	mu            sync.Mutex
+	creation      map[string]time.Time // pod → its creation returned
 	unschedulable map[string]time.Time // pod → first seen Unschedulable
 	running       map[string]time.Time // pod → first seen Running
 	node          map[string]string    // pod → node
 	firstBound    time.Time            // when a pod was first seen bound
+}
+
+// created notes when the creation of a pod returned: the harness's clock, as the object's
+// creationTimestamp has whole seconds only.
+func (o *observations) created(pod string) {
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.creation[pod] = now
 }
 
 func (o *observations) observe(object any) {
@@ -231,13 +293,24 @@ func (o *observations) result(stack *sandbox.Stack) (result, error) {
 			nodeInstance[node.Name] = node.Spec.ProviderID[strings.LastIndex(node.Spec.ProviderID, "/")+1:]
 		}
 	}
+	var pendingTimes, launchTimes []time.Time
 	for pod, pending := range o.unschedulable {
 		launched, ok := fleetReceived[nodeInstance[o.node[pod]]]
 		if !ok {
 			return r, fmt.Errorf("pod %s runs on %q, which no CreateFleet call of the Provisioner launched", pod, o.node[pod])
 		}
+		if created, ok := o.creation[pod]; ok {
+			// The informer may see the pod marked before its creation call returned.
+			r.toUnschedulable = append(r.toUnschedulable, max(pending.Sub(created), 0))
+		}
 		r.toLaunch = append(r.toLaunch, launched.Sub(pending))
+		pendingTimes, launchTimes = append(pendingTimes, pending), append(launchTimes, launched)
 		r.toRunning = append(r.toRunning, o.running[pod].Sub(pending))
+	}
+	slices.SortFunc(pendingTimes, time.Time.Compare)
+	slices.SortFunc(launchTimes, time.Time.Compare)
+	for i := range pendingTimes {
+		r.toLaunchInOrder = append(r.toLaunchInOrder, max(launchTimes[i].Sub(pendingTimes[i]), 0))
 	}
 	return r, nil
 }
@@ -386,7 +459,7 @@ func watchPods(ctx context.Context, stack *sandbox.Stack, selector string, count
 	if err != nil {
 		return nil, nil, err
 	}
-	seen = &observations{count: count, unschedulable: map[string]time.Time{}, running: map[string]time.Time{}, node: map[string]string{}, done: make(chan struct{})}
+	seen = &observations{count: count, creation: map[string]time.Time{}, unschedulable: map[string]time.Time{}, running: map[string]time.Time{}, node: map[string]string{}, done: make(chan struct{})}
 	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0, informers.WithNamespace(sandbox.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
