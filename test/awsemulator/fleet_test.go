@@ -181,7 +181,7 @@ func TestCreateFleetLaunchesTheCheapestPoolOnce(t *testing.T) {
 
 func TestEC2InstancesRunAndTerminate(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	_, cfg := start(t, awsemulator.Options{Clock: clk, PendingDelay: time.Minute, TerminatingDelay: 30 * time.Second}, launchSeed)
+	e, cfg := start(t, awsemulator.Options{Clock: clk, PendingDelay: time.Minute, TerminatingDelay: 30 * time.Second}, launchSeed)
 	client := ec2.NewFromConfig(cfg)
 	ctx := context.Background()
 	createTemplate(t, client, "nodes")
@@ -230,6 +230,15 @@ func TestEC2InstancesRunAndTerminate(t *testing.T) {
 	out, err := client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: ids[:1]})
 	if err != nil || out.TerminatingInstances[0].CurrentState.Name != ec2types.InstanceStateNameTerminated || out.TerminatingInstances[0].PreviousState.Name != ec2types.InstanceStateNameTerminated {
 		t.Errorf("terminating a terminated instance = %+v, %v", out, err)
+	}
+	// Every call is recorded, the repeated ones too: tests count how often an instance went.
+	var terminations struct {
+		Terminations []awsemulator.TerminationRequest `json:"terminations"`
+	}
+	getJSON(t, sdkaws.ToString(cfg.BaseEndpoint)+"/_emulator/ec2/terminations", &terminations)
+	if calls := terminations.Terminations; len(calls) != 3 || !slices.Equal(calls[2].InstanceIDs, ids[:1]) || !calls[2].Received.After(calls[0].Received) ||
+		!slices.Equal(e.TerminationRequests()[0].InstanceIDs, ids[:1]) {
+		t.Errorf("recorded terminations = %+v, want 3 of %s", calls, ids[0])
 	}
 	running, err := client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
 		filter("instance-state-name", "pending", "running"), filter("tag:karpenter.sh/provisioner-name", "*"),
