@@ -466,15 +466,14 @@ func (c *Controller) launch(ctx context.Context, g *launchGroup, p *v1alpha5.Pro
 		return nil, errors.Join(errs...)
 	}
 	reserved := &launchGroup{provisioner: g.provisioner, candidates: kept, nodes: g.nodes[:len(reservations)]}
-	instances, err := c.instanceProvider.Create(ctx, cloudprovider.LaunchRequest{
+	instances, err := launchUntaken(ctx, c.instanceProvider, cloudprovider.LaunchRequest{
 		Count:           len(reservations),
 		Candidates:      kept,
 		ProvisionerName: p.Name,
 		Labels:          LaunchLabels(p),
 		Taints:          p.Spec.Taints,
 		Provider:        p.Spec.Provider,
-		IdempotencyKey:  idempotencyKey(p.Name, reserved.pods()),
-	})
+	}, reserved.pods(), nodes)
 	if err != nil {
 		for _, reservation := range reservations {
 			c.ledger.Release(reservation)
