@@ -181,7 +181,7 @@ func TestCreateFleetLaunchesTheCheapestPoolOnce(t *testing.T) {
 
 func TestEC2InstancesRunAndTerminate(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e, cfg := start(t, awsemulator.Options{Clock: clk, PendingDelay: time.Minute, TerminatingDelay: 30 * time.Second}, launchSeed)
+	_, cfg := start(t, awsemulator.Options{Clock: clk, PendingDelay: time.Minute, TerminatingDelay: 30 * time.Second}, launchSeed)
 	client := ec2.NewFromConfig(cfg)
 	ctx := context.Background()
 	createTemplate(t, client, "nodes")
@@ -231,15 +231,6 @@ func TestEC2InstancesRunAndTerminate(t *testing.T) {
 	if err != nil || out.TerminatingInstances[0].CurrentState.Name != ec2types.InstanceStateNameTerminated || out.TerminatingInstances[0].PreviousState.Name != ec2types.InstanceStateNameTerminated {
 		t.Errorf("terminating a terminated instance = %+v, %v", out, err)
 	}
-	// Every call is recorded, the repeated ones too: tests count how often an instance went.
-	var terminations struct {
-		Terminations []awsemulator.TerminationRequest `json:"terminations"`
-	}
-	getJSON(t, sdkaws.ToString(cfg.BaseEndpoint)+"/_emulator/ec2/terminations", &terminations)
-	if calls := terminations.Terminations; len(calls) != 3 || !slices.Equal(calls[2].InstanceIDs, ids[:1]) || !calls[2].Received.After(calls[0].Received) ||
-		!slices.Equal(e.TerminationRequests()[0].InstanceIDs, ids[:1]) {
-		t.Errorf("recorded terminations = %+v, want 3 of %s", calls, ids[0])
-	}
 	running, err := client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
 		filter("instance-state-name", "pending", "running"), filter("tag:karpenter.sh/provisioner-name", "*"),
 	}})
@@ -250,6 +241,38 @@ func TestEC2InstancesRunAndTerminate(t *testing.T) {
 	clk.Step(time.Hour)
 	if got := len(describe()); got != 1 {
 		t.Errorf("an hour after termination: %d instances, want 1", got)
+	}
+}
+
+// Every TerminateInstances call is recorded, the repeated ones too: tests count how often an
+// instance was terminated.
+func TestTerminateInstancesCallsAreRecorded(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e, cfg := start(t, awsemulator.Options{Clock: clk}, launchSeed)
+	client := ec2.NewFromConfig(cfg)
+	ctx := context.Background()
+	createTemplate(t, client, "nodes")
+	fleet, err := client.CreateFleet(ctx, fleetInput("", "on-demand", 2, "m5.large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := launched(fleet)
+	for range 2 {
+		clk.Step(time.Second)
+		if _, err := client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: ids[:1]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var terminations struct {
+		Terminations []awsemulator.TerminationRequest `json:"terminations"`
+	}
+	getJSON(t, sdkaws.ToString(cfg.BaseEndpoint)+"/_emulator/ec2/terminations", &terminations)
+	calls := terminations.Terminations
+	if len(calls) != 2 || !slices.Equal(calls[1].InstanceIDs, ids[:1]) || !calls[1].Received.After(calls[0].Received) {
+		t.Errorf("recorded terminations = %+v, want 2 of %s", calls, ids[0])
+	}
+	if direct := e.TerminationRequests(); len(direct) != 2 || !slices.Equal(direct[0].InstanceIDs, ids[:1]) {
+		t.Errorf("TerminationRequests = %+v", direct)
 	}
 }
 
