@@ -542,6 +542,9 @@ type reservedLaunch struct {
 	reservations []int
 	// planned is what the batch in flight says of each node.
 	planned []*plannedLaunch
+	// seen are the Provisioner's nodes the plan saw: a launch answered with one of them was
+	// answered for an earlier plan (see launchUntaken).
+	seen map[string]corev1.ResourceList
 }
 
 // reserve reserves room under the limits for each node of a group, as many as fit, with the
@@ -578,6 +581,7 @@ func (c *Controller) reserve(g *launchGroup, p *v1alpha5.Provisioner, nodes map[
 		provisioner:  p.DeepCopy(),
 		group:        &launchGroup{provisioner: g.provisioner, candidates: kept, nodes: g.nodes[:len(reservations)]},
 		reservations: reservations,
+		seen:         nodes,
 	}
 	for _, n := range r.group.nodes {
 		r.planned = append(r.planned, plannedFor(g.provisioner, n.Pods))
@@ -608,15 +612,14 @@ func (c *Controller) launch(ctx context.Context, r *reservedLaunch, hold bool) (
 		failed(0)
 		return nil, fmt.Errorf("waiting to launch instances for provisioner %q, %w", p.Name, err)
 	}
-	instances, err := c.instanceProvider.Create(ctx, cloudprovider.LaunchRequest{
+	instances, err := launchUntaken(ctx, c.instanceProvider, cloudprovider.LaunchRequest{
 		Count:           len(r.reservations),
 		Candidates:      r.group.candidates,
 		ProvisionerName: p.Name,
 		Labels:          LaunchLabels(p),
 		Taints:          p.Spec.Taints,
 		Provider:        p.Spec.Provider,
-		IdempotencyKey:  idempotencyKey(p.Name, r.group.pods()),
-	})
+	}, r.group.pods(), r.seen)
 	c.cloudCalls.Release(1)
 	if err != nil {
 		failed(0)
