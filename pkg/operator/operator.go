@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -40,6 +41,10 @@ const LeaderElectionID = "karpenter-leader-election"
 type Options struct {
 	// MetricsBindAddress serves /metrics; "0" disables it.
 	MetricsBindAddress string
+	// Profiling serves Go's profiles (net/http/pprof) under /debug/pprof/ on the metrics
+	// server. Off by default: a heap or CPU profile is for measuring, and the metrics port is
+	// reachable by whoever scrapes it.
+	Profiling bool
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
 	HealthProbeBindAddress string
 	// LeaderElection makes only one replica reconcile at a time.
@@ -231,7 +236,7 @@ func managerOptions(options Options) ctrl.Options {
 	}
 	managerOptions := ctrl.Options{
 		Scheme:                  apis.NewScheme(),
-		Metrics:                 metricsserver.Options{BindAddress: options.MetricsBindAddress},
+		Metrics:                 metricsserver.Options{BindAddress: options.MetricsBindAddress, ExtraHandlers: profilingHandlers(options.Profiling)},
 		HealthProbeBindAddress:  options.HealthProbeBindAddress,
 		Cache:                   cacheOptions,
 		LeaderElection:          options.LeaderElection,
@@ -244,4 +249,18 @@ func managerOptions(options Options) ctrl.Options {
 		managerOptions.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
 	}
 	return managerOptions
+}
+
+// profilingHandlers serve net/http/pprof's profiles when enabled, none otherwise.
+func profilingHandlers(enabled bool) map[string]http.Handler {
+	if !enabled {
+		return nil
+	}
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -58,6 +59,7 @@ type options struct {
 	autoscalers, producersPerKind, pods, nodes, lagTargets int
 	period, duration                                       time.Duration
 	controllerArgs                                         []string
+	heapProfile                                            string
 }
 
 func main() {
@@ -69,11 +71,15 @@ func main() {
 	flag.IntVar(&o.lagTargets, "lag-targets", 30, "autoscalers, among the N, whose metric is a square wave whose changes are timed")
 	flag.DurationVar(&o.period, "period", 10*time.Second, "the controller's --horizontalautoscaler-period, --metricsproducer-period and --resync-period")
 	flag.DurationVar(&o.duration, "duration", time.Minute, "how long to sample once settled")
+	flag.StringVar(&o.heapProfile, "heap-profile", "", "file to write the controller's heap profile to at the end of sampling (runs it with --profiling); read it with go tool pprof")
 	args := flag.String("controller-args", "", "more controller flags, space-separated, e.g. \"--horizontalautoscaler-workers=20\"")
 	flag.Parse()
 	// envtest logs through controller-runtime; the processes' own logs are in the stack's directory.
 	ctrllog.SetLogger(logr.Discard())
 	o.controllerArgs = strings.Fields(*args)
+	if o.heapProfile != "" {
+		o.controllerArgs = append([]string{"--profiling"}, o.controllerArgs...)
+	}
 	if o.producersPerKind < 0 {
 		o.producersPerKind = o.autoscalers
 	}
@@ -360,6 +366,7 @@ type measurements struct {
 	requests                    map[string]float64
 	reconcileTime, queryTime    time.Duration // mean
 	metricsBytes                int
+	heapInUse, heapIdle         float64 // bytes, at the end: the Go heap's live spans, and its free ones not yet returned to the OS
 	lag, lagAfterBoundary       []time.Duration
 }
 
@@ -419,6 +426,11 @@ func sample(ctx context.Context, stack *sandbox.Stack, o options) (*measurements
 	if err != nil {
 		return nil, err
 	}
+	if o.heapProfile != "" {
+		if err := download(ctx, "http://"+stack.MetricsAddress+"/debug/pprof/heap", o.heapProfile); err != nil {
+			return nil, err
+		}
+	}
 	afterProm, _, err := scrape(ctx, promMetrics)
 	if err != nil {
 		return nil, err
@@ -427,6 +439,8 @@ func sample(ctx context.Context, stack *sandbox.Stack, o options) (*measurements
 	m.controllerCPU = (lastController.cpu - firstController.cpu).Seconds() / seconds
 	m.apiserverCPU = (lastAPIServer.cpu - firstAPIServer.cpu).Seconds() / seconds
 	m.metricsBytes = size
+	m.heapInUse = afterController.sum("go_memstats_heap_inuse_bytes", nil)[""]
+	m.heapIdle = afterController.sum("go_memstats_heap_idle_bytes", nil)[""] - afterController.sum("go_memstats_heap_released_bytes", nil)[""]
 	reconciles := map[string]string{"controller": "horizontalautoscaler"}
 	m.reconciles = rates(beforeController.sum("controller_runtime_reconcile_total", reconciles), afterController.sum("controller_runtime_reconcile_total", reconciles), seconds)[""]
 	errs := map[string]string{"controller": "horizontalautoscaler", "result": "error"}
@@ -470,6 +484,31 @@ func scrape(ctx context.Context, url string) (series, int, error) {
 	return s, counted.n, err
 }
 
+// download writes the body of a GET of url to file.
+func download(ctx context.Context, url, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("getting %s, %w", url, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("getting %s: %s", url, resp.Status)
+	}
+	out, err := os.Create(file) //nolint:gosec // G304: the file the user named.
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		_ = out.Close()
+		return fmt.Errorf("writing %s, %w", file, err)
+	}
+	return out.Close()
+}
+
 func (m *measurements) print(o options) {
 	fmt.Printf("\n| N | producers per kind | pods / nodes | period | duration |\n|---:|---:|---:|---:|---:|\n")
 	fmt.Printf("| %d | %d | %d / %d | %s | %s |\n\n", o.autoscalers, o.producersPerKind, max(o.pods, o.autoscalers), o.nodes, o.period, m.end.Sub(m.start).Round(time.Second))
@@ -479,6 +518,7 @@ func (m *measurements) print(o options) {
 	}
 	row("controller CPU (cores)", "%.3f", m.controllerCPU)
 	row("controller RSS, max (MiB)", "%.1f", float64(m.controllerRSSMax)/(1<<20))
+	row("controller Go heap in use / idle not released, at the end (MiB)", "%.1f / %.1f", m.heapInUse/(1<<20), m.heapIdle/(1<<20))
 	row("kube-apiserver CPU (cores)", "%.3f", m.apiserverCPU)
 	row("HorizontalAutoscaler reconciles/s (N ÷ period)", "%.1f (%.1f)", m.reconciles, float64(o.autoscalers)/o.period.Seconds())
 	row("HorizontalAutoscaler reconcile errors/s", "%.2f", m.reconcileErrors)
