@@ -31,6 +31,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/controllers"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
 )
 
@@ -94,6 +95,7 @@ type Options struct {
 // registered once, for every controller that selects by it.
 var fieldIndexes = []func(context.Context, client.FieldIndexer) error{
 	pods.IndexNodeName,
+	nodes.IndexProvisioner,
 }
 
 // Run runs the operator against the cluster of the kubeconfig until ctx is done.
