@@ -12,6 +12,7 @@ import (
 	"os"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
@@ -228,8 +229,15 @@ func minorVersion(version *apimachineryversion.Info) (string, error) {
 }
 
 func managerOptions(options Options) ctrl.Options {
-	// Every pod and node of the cluster is cached; their managed fields are never read.
-	cacheOptions := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	// Every pod and node of the cluster is cached: they keep only what the controllers read
+	// (see docs/benchmarks.md for what that saves); no kind's managed fields are ever read.
+	cacheOptions := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:  {Transform: pods.TrimForCache},
+			&corev1.Node{}: {Transform: nodes.TrimForCache},
+		},
+	}
 	if len(options.Namespaces) > 0 {
 		cacheOptions.DefaultNamespaces = map[string]cache.Config{}
 		for _, namespace := range options.Namespaces {
