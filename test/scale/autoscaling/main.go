@@ -51,13 +51,12 @@ const (
 	namespace  = sandbox.Namespace
 	lagLabel   = "scale.karpenter.sh/lag"
 	nodeGroup  = "scale"
-	creations  = 32 // in flight at once
-	setupLimit = 20 * time.Minute
+	creations = 32 // in flight at once
 )
 
 type options struct {
 	autoscalers, producersPerKind, pods, nodes, lagTargets int
-	period, duration                                       time.Duration
+	period, duration, setupTimeout                         time.Duration
 	controllerArgs                                         []string
 	heapProfile                                            string
 }
@@ -71,6 +70,7 @@ func main() {
 	flag.IntVar(&o.lagTargets, "lag-targets", 30, "autoscalers, among the N, whose metric is a square wave whose changes are timed")
 	flag.DurationVar(&o.period, "period", 10*time.Second, "the controller's --horizontalautoscaler-period, --metricsproducer-period and --resync-period")
 	flag.DurationVar(&o.duration, "duration", time.Minute, "how long to sample once settled")
+	flag.DurationVar(&o.setupTimeout, "setup-timeout", 20*time.Minute, "how long the stack may take to start and the objects to settle (5000 pods on a loaded machine take longer)")
 	flag.StringVar(&o.heapProfile, "heap-profile", "", "file to write the controller's heap profile to at the end of sampling (runs it with --profiling); read it with go tool pprof")
 	args := flag.String("controller-args", "", "more controller flags, space-separated, e.g. \"--horizontalautoscaler-workers=20\"")
 	flag.Parse()
@@ -90,7 +90,7 @@ func main() {
 }
 
 func run(o options) error {
-	if o.autoscalers < 1 || o.nodes < 1 || o.lagTargets > o.autoscalers || o.period <= 0 || o.duration <= 0 {
+	if o.autoscalers < 1 || o.nodes < 1 || o.lagTargets > o.autoscalers || o.period <= 0 || o.duration <= 0 || o.setupTimeout <= 0 {
 		return fmt.Errorf("need at least one autoscaler and node, at most as many lag targets as autoscalers, and positive durations")
 	}
 	dir, err := os.MkdirTemp("", "karpenter-scale-")
@@ -102,7 +102,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), setupLimit+o.duration)
+	ctx, cancel := context.WithTimeout(context.Background(), o.setupTimeout+o.duration)
 	defer cancel()
 	stack, err := sandbox.Start(ctx, sandbox.Options{
 		Dir: filepath.Join(dir, "stack"), ControllerBinary: binaries.Controller, WebhookBinary: binaries.Webhook,
