@@ -30,12 +30,15 @@ import (
 	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -48,9 +51,9 @@ import (
 )
 
 const (
-	namespace  = sandbox.Namespace
-	lagLabel   = "scale.karpenter.sh/lag"
-	nodeGroup  = "scale"
+	namespace = sandbox.Namespace
+	lagLabel  = "scale.karpenter.sh/lag"
+	nodeGroup = "scale"
 	creations = 32 // in flight at once
 )
 
@@ -165,7 +168,7 @@ func create(ctx context.Context, c client.Client, o options, waves []square) err
 		nodeNames[i] = fmt.Sprintf("scale-node-%04d", i)
 		node := environment.KwokNode(nodeNames[i], map[string]string{"karpenter.sh/node-group": nodeGroup},
 			builders.Resources("cpu", "64", "memory", "256Gi", "pods", "250"))
-		g.Go(func() error { return c.Create(nodesCtx, node) })
+		g.Go(func() error { return createPatiently(nodesCtx, c, node) })
 	}
 	if err := g.Wait(); err != nil {
 		return fmt.Errorf("creating nodes, %w", err)
@@ -194,10 +197,10 @@ func create(ctx context.Context, c client.Client, o options, waves []square) err
 			ha.Spec.Behavior.ScaleDown = &v1alpha1.ScalingRules{StabilizationWindowSeconds: ptr.To[int32](0)}
 		}
 		g.Go(func() error {
-			if err := c.Create(ctx, deployment); err != nil {
+			if err := createPatiently(ctx, c, deployment); err != nil {
 				return err
 			}
-			return c.Create(ctx, ha)
+			return createPatiently(ctx, c, ha)
 		})
 	}
 	// The pods beyond the targets' own, bound to the nodes in turn.
@@ -205,17 +208,34 @@ func create(ctx context.Context, c client.Client, o options, waves []square) err
 		pod := builders.Pod(builders.PodOptions{Name: fmt.Sprintf("filler-%05d", i), Namespace: namespace,
 			Labels: map[string]string{"app": "filler"}, NodeName: nodeNames[i%len(nodeNames)],
 			Requests: builders.Resources("cpu", "10m", "memory", "16Mi")})
-		g.Go(func() error { return c.Create(ctx, pod) })
+		g.Go(func() error { return createPatiently(ctx, c, pod) })
 	}
 	for i := range o.producersPerKind {
 		for _, mp := range producers(i) {
-			g.Go(func() error { return c.Create(ctx, mp) })
+			g.Go(func() error { return createPatiently(ctx, c, mp) })
 		}
 	}
 	if err := g.Wait(); err != nil {
 		return fmt.Errorf("creating the objects, %w", err)
 	}
 	return nil
+}
+
+// createPatiently creates obj, again after a timeout or an internal error (the webhook or the
+// API server slow on a loaded machine); AlreadyExists then means an earlier try went through.
+func createPatiently(ctx context.Context, c client.Client, obj client.Object) error {
+	retriable := func(err error) bool {
+		return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsInternalError(err) || apierrors.IsTooManyRequests(err)
+	}
+	tries := 0
+	return retry.OnError(wait.Backoff{Steps: 10, Duration: time.Second, Factor: 2, Cap: 30 * time.Second}, retriable, func() error {
+		tries++
+		err := c.Create(ctx, obj)
+		if tries > 1 && apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
 }
 
 // producers are one MetricsProducer of each kind.
