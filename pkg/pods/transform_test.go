@@ -3,6 +3,7 @@ package pods_test
 import (
 	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -233,5 +234,82 @@ func TestTrimForCacheDrops(t *testing.T) {
 	tombstone := cache.DeletedFinalStateUnknown{Key: "default/gone"}
 	if got, err := pods.TrimForCache(tombstone); err != nil || got != tombstone {
 		t.Errorf("a tombstone became %v (%v), want it unchanged", got, err)
+	}
+}
+
+// kwokPod is a pod of the scale harness as the cache receives it: a pause container bound to a
+// kwok node, with what the API server's defaults and kwok's status add.
+func kwokPod() *corev1.Pod {
+	pod := builders.Pod(builders.PodOptions{Name: "filler-00000", Labels: map[string]string{"app": "filler"}, NodeName: "scale-node-0000",
+		Phase: corev1.PodRunning, Requests: builders.Resources("cpu", "10m", "memory", "16Mi")})
+	pod.UID, pod.ResourceVersion, pod.Generation = "0a2eae1c-00c4-45bf-8d69-b4f4a73337d5", "1708", 1
+	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kwok", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{},"f:containerStatuses":{},"f:phase":{},"f:podIP":{},"f:podIPs":{},"f:startTime":{}}}`)}}}
+	c := &pod.Spec.Containers[0]
+	c.TerminationMessagePath, c.TerminationMessagePolicy, c.ImagePullPolicy = "/dev/termination-log", corev1.TerminationMessageReadFile, corev1.PullIfNotPresent
+	pod.Spec.RestartPolicy, pod.Spec.DNSPolicy, pod.Spec.SchedulerName = corev1.RestartPolicyAlways, corev1.DNSClusterFirst, corev1.DefaultSchedulerName
+	pod.Spec.TerminationGracePeriodSeconds, pod.Spec.Priority, pod.Spec.EnableServiceLinks = ptr.To[int64](30), ptr.To[int32](0), ptr.To(true)
+	pod.Spec.PreemptionPolicy, pod.Spec.SecurityContext = ptr.To(corev1.PreemptLowerPriority), &corev1.PodSecurityContext{}
+	pod.Spec.Tolerations = []corev1.Toleration{
+		{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
+		{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
+	}
+	now := metav1.Now()
+	for _, condition := range []corev1.PodConditionType{corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled} {
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: condition, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	}
+	pod.Status.PodIP, pod.Status.PodIPs, pod.Status.StartTime, pod.Status.QOSClass = "10.0.0.16", []corev1.PodIP{{IP: "10.0.0.16"}}, &now, corev1.PodQOSBurstable
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Ready: true, Image: builders.PauseImage,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
+	return pod
+}
+
+// BenchmarkCachedPod reports what a cached pod holds on the heap (B/pod), whole (managed
+// fields stripped, as every kind's are) and trimmed: pods decoded from protobuf, as the
+// informers decode them, then measured after a garbage collection.
+//
+//	go test ./pkg/pods -run '^$' -bench CachedPod -benchtime 5x
+func BenchmarkCachedPod(b *testing.B) {
+	const n = 1000
+	for _, shape := range []struct {
+		name string
+		pod  *corev1.Pod
+	}{
+		{name: "kwok", pod: kwokPod()},
+		{name: "lived", pod: lived(pending()[0])},
+	} {
+		data, err := shape.pod.Marshal()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, trim := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/trimmed=%t", shape.name, trim), func(b *testing.B) {
+				var perPod float64
+				for b.Loop() {
+					var before, after runtime.MemStats
+					runtime.GC()
+					runtime.ReadMemStats(&before)
+					cached := make([]*corev1.Pod, n)
+					for i := range cached {
+						pod := &corev1.Pod{}
+						if err := pod.Unmarshal(data); err != nil {
+							b.Fatal(err)
+						}
+						pod.ManagedFields = nil
+						if trim {
+							if _, err := pods.TrimForCache(pod); err != nil {
+								b.Fatal(err)
+							}
+						}
+						cached[i] = pod
+					}
+					runtime.GC()
+					runtime.ReadMemStats(&after)
+					perPod = float64(after.HeapAlloc-before.HeapAlloc) / n
+					runtime.KeepAlive(cached)
+				}
+				b.ReportMetric(perPod, "B/pod")
+			})
+		}
 	}
 }
