@@ -268,13 +268,14 @@ func settle(ctx context.Context, c client.Client, o options) error {
 	ticker := time.NewTicker(2 * time.Second)
 	defer ticker.Stop()
 	for {
-		decided, running, err := progress(ctx, c)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "settling: %d of %d autoscalers decided, %d of %d pods running\n", decided, o.autoscalers, running, max(o.pods, o.autoscalers))
-		if decided >= o.autoscalers && running >= max(o.pods, o.autoscalers) {
-			return nil
+		// A loaded API server times out now and then; the next tick asks again, until the deadline.
+		if decided, running, err := progress(ctx, c); err != nil {
+			fmt.Fprintf(os.Stderr, "settling: %v\n", err)
+		} else {
+			fmt.Fprintf(os.Stderr, "settling: %d of %d autoscalers decided, %d of %d pods running\n", decided, o.autoscalers, running, max(o.pods, o.autoscalers))
+			if decided >= o.autoscalers && running >= max(o.pods, o.autoscalers) {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
