@@ -18,7 +18,8 @@ import (
 // containers; image pull secrets, host aliases, DNS config, readiness gates and the pod's
 // security context; the contents (not the presence) of configMap, secret, downwardAPI and
 // projected volumes; the status's other conditions, IPs, message and container statuses.
-// Every read of a pod must stay within what is kept (TestTrimForCacheKeepsWhatIsRead).
+// Every read of a pod must stay within what is kept (pkg/operator's
+// TestTrimForCacheKeepsWhatIsRead).
 //
 // The cache's pods are then partial: a controller may patch one (a patch of the difference
 // carries only what it changed) but must never Update it whole. Non-pods, such as the

@@ -1,4 +1,4 @@
-package pods_test
+package operator_test
 
 import (
 	"fmt"
@@ -268,7 +268,7 @@ func kwokPod() *corev1.Pod {
 // fields stripped, as every kind's are) and trimmed: pods decoded from protobuf, as the
 // informers decode them, then measured after a garbage collection.
 //
-//	go test ./pkg/pods -run '^$' -bench CachedPod -benchtime 5x
+//	go test ./pkg/operator -run '^$' -bench CachedPod -benchtime 5x
 func BenchmarkCachedPod(b *testing.B) {
 	const n = 1000
 	for _, shape := range []struct {
