@@ -266,6 +266,10 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	launching := snapshot.LaunchingNodes()
 	if len(plan.Pending) > 0 {
 		schedulingDuration.Observe(c.clock.Since(start).Seconds())
+		if err := c.nominate(ctx, plannedOntoNodes(results)); err != nil {
+			log.FromContext(ctx).WithName(Name).Error(err, "nominating pods to the nodes planned for them")
+			retry = true
+		}
 		retry = c.launchAll(ctx, results.NewNodes, plans) || retry
 		c.tell(launching, plan.Pending, results)
 		// A pod no Provisioner can take now may be taken later without any change to the pod
@@ -362,6 +366,7 @@ func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNo
 	var group errgroup.Group
 	group.SetLimit(c.launchLimit)
 	var launched []*corev1.Node
+	var nominations []nomination
 	for _, g := range groupLaunches(newNodes, (len(newNodes)+c.launchLimit-1)/c.launchLimit) {
 		group.Go(func() error {
 			p := plans[g.provisioner]
@@ -382,12 +387,18 @@ func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNo
 					c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonPlanned, "Node %s (%s, %s) was launched for this pod by provisioner %s", node.Name,
 						node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone], g.provisioner)
 					c.told[pod.UID] = node.Name
+					nominations = append(nominations, nomination{pod: pod, node: node.Name})
 				}
 			}
 			return nil
 		})
 	}
 	_ = group.Wait()
+	// Nominated before they are opened, so that no pod takes the room planned for another.
+	if err := c.nominate(ctx, nominations); err != nil {
+		log.FromContext(ctx).WithName(Name).Error(err, "nominating pods to the nodes launched for them")
+		retry = true
+	}
 	opened := true
 	if hold {
 		if err := c.release(ctx, launched); err != nil {

@@ -1,0 +1,119 @@
+package provisioning
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/pods"
+)
+
+// The plan is honoured by nominating each pod to the node planned for it, not by binding it.
+// kube-scheduler (1.34, no feature gate needed) reads status.nominatedNodeName of a pod it
+// has not bound: it counts the pod on that node's room when it filters nodes for any pod of
+// the same or lower priority, so the small pods it spreads over the least allocated nodes no
+// longer take the room planned for a large one; and at the pod's next attempt it tries the
+// nominated node first and takes it when it fits, without scoring. Setting the field is an
+// update no scheduling plugin requeues a pod for, so it waits for its node as before.
+//
+// A nomination never strands a pod: when the nominated node does not fit (gone, never Ready,
+// full), kube-scheduler tries every other node, and when none fits either its preemption
+// finds no victim and clears the nomination, which makes the pod pending again. The pass
+// that then plans it nominates it again (see Snapshot.pending for pods whose nominated node
+// is gone). The cost is that a pod tried while its node is still launching loses its
+// nomination until that pass.
+
+// nomination is a pod and the node planned for it.
+type nomination struct {
+	pod  *corev1.Pod
+	node string
+}
+
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
+
+// nominatePatch is the merge patch that nominates a pod to the node. It leaves the rest of the
+// status as kube-scheduler last wrote it.
+func nominatePatch(node string) ([]byte, error) {
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"nominatedNodeName": node}})
+	if err != nil {
+		return nil, fmt.Errorf("building the patch, %w", err)
+	}
+	return patch, nil
+}
+
+// nominate patches status.nominatedNodeName of each pod not already nominated to its node, at
+// most launchLimit at once. A pod deleted meanwhile is skipped; one replaced by a pod of the
+// same name is nominated all the same, which is harmless (see above).
+func (c *Controller) nominate(ctx context.Context, nominations []nomination) error {
+	var group errgroup.Group
+	group.SetLimit(c.launchLimit)
+	for _, n := range nominations {
+		if n.pod.Status.NominatedNodeName == n.node {
+			continue
+		}
+		group.Go(func() error {
+			patch, err := nominatePatch(n.node)
+			if err != nil {
+				return err
+			}
+			target := &corev1.Pod{ObjectMeta: *n.pod.ObjectMeta.DeepCopy()}
+			err = c.client.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch))
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("nominating pod %s/%s to node %s, %w", n.pod.Namespace, n.pod.Name, n.node, err)
+			}
+			return nil
+		})
+	}
+	return group.Wait()
+}
+
+// plannedOntoNodes are the plan's pods placed on the room of nodes that exist, each with its
+// node: those pods are nominated at once, as their nodes are open or about to be.
+func plannedOntoNodes(results *scheduling.Results) []nomination {
+	out := make([]nomination, 0, len(results.Bindings))
+	for _, b := range results.Bindings {
+		out = append(out, nomination{pod: b.Pod, node: b.NodeName})
+	}
+	return out
+}
+
+// nominatedNode is the node an unbound pod still waiting to be placed is nominated to, "" when
+// none.
+func nominatedNode(pod *corev1.Pod) string {
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pods.IsTerminal(pod) {
+		return ""
+	}
+	return pod.Status.NominatedNodeName
+}
+
+// nominable are the names of the nodes a nomination may stand on: those not being deleted.
+func (c *Snapshot) nominable() sets.Set[string] {
+	out := sets.New[string]()
+	for i := range c.Nodes {
+		if c.Nodes[i].DeletionTimestamp == nil {
+			out.Insert(c.Nodes[i].Name)
+		}
+	}
+	return out
+}
+
+// nominationLapsed is true for a pod kube-scheduler found no room for that is nominated to a
+// node not among standing (gone, or being deleted): it waits for a node as if not nominated,
+// though kube-scheduler clears the nomination only at the pod's next attempt, and never for a
+// pod that may not preempt.
+func nominationLapsed(pod *corev1.Pod, standing sets.Set[string]) bool {
+	if node := nominatedNode(pod); node == "" || standing.Has(node) {
+		return false
+	}
+	unnominated := *pod
+	unnominated.Status.NominatedNodeName = ""
+	return pods.IsProvisionable(&unnominated)
+}

@@ -1,0 +1,138 @@
+package provisioning
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/test/builders"
+)
+
+func TestNominatePatch(t *testing.T) {
+	patch, err := nominatePatch("ip-10-0-0-1.ec2.internal")
+	if want := `{"status":{"nominatedNodeName":"ip-10-0-0-1.ec2.internal"}}`; err != nil || string(patch) != want {
+		t.Errorf("patch %s, %v; want %s", patch, err, want)
+	}
+}
+
+// TestNominatedPods: a pod nominated to a node takes its room there and is not planned again,
+// as kube-scheduler counts it; one nominated to a node gone or going waits for a node as if it
+// were not nominated.
+func TestNominatedPods(t *testing.T) {
+	launching := builders.Node(builders.NodeOptions{Name: "launching", Taints: []corev1.Taint{notReady},
+		Labels: map[string]string{corev1.LabelInstanceTypeStable: "m5.xlarge", v1alpha5.ProvisionerNameLabelKey: "default"}})
+	deleting := builders.Node(builders.NodeOptions{Name: "deleting", Allocatable: cpu("4")})
+	deleting.DeletionTimestamp = &metav1.Time{}
+	deleting.Finalizers = []string{v1alpha5.TerminationFinalizer}
+	nominated := func(name, node string, o builders.PodOptions) corev1.Pod {
+		o.Name = name
+		pod := builders.Pod(o)
+		pod.Status.NominatedNodeName = node
+		return *pod
+	}
+	terminating := nominated("terminating", "launching", builders.PodOptions{Unschedulable: true})
+	terminating.DeletionTimestamp = &metav1.Time{}
+	terminating.Finalizers = []string{"example.com/keep"}
+	c := &Snapshot{
+		Nodes: []corev1.Node{*launching, *deleting},
+		Pods: []corev1.Pod{
+			nominated("waiting", "launching", builders.PodOptions{Unschedulable: true}),
+			nominated("bound", "launching", builders.PodOptions{NodeName: "launching", Phase: corev1.PodRunning}),
+			nominated("done", "launching", builders.PodOptions{Phase: corev1.PodSucceeded}),
+			terminating,
+			nominated("to-a-gone-node", "gone", builders.PodOptions{Unschedulable: true}),
+			nominated("to-a-deleted-node", "deleting", builders.PodOptions{Unschedulable: true}),
+			nominated("not-tried-yet", "gone", builders.PodOptions{}),
+			nominated("unnominated", "", builders.PodOptions{Unschedulable: true}),
+		},
+		InstanceTypes: catalogue(),
+	}
+	var pending []string
+	for _, pod := range c.pending() {
+		pending = append(pending, pod.Name)
+	}
+	if want := []string{"to-a-deleted-node", "to-a-gone-node", "unnominated"}; !slices.Equal(pending, want) {
+		t.Errorf("pending %v, want %v", pending, want)
+	}
+	nodes := c.schedulingNodes()
+	if len(nodes) != 1 {
+		t.Fatalf("nodes %v, want launching only", nodes)
+	}
+	var on []string
+	for _, pod := range nodes[0].Pods {
+		on = append(on, pod.Name)
+	}
+	if want := []string{"waiting", "bound"}; !slices.Equal(on, want) {
+		t.Errorf("pods on launching %v, want %v", on, want)
+	}
+}
+
+// TestBatchPodsNominatedBeforeOpening: each pod of a batch is nominated to the node launched
+// for it before any node of the batch is opened, so that kube-scheduler, once it sees the
+// nodes, already counts every pod on its planned node.
+func TestBatchPodsNominatedBeforeOpening(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	var pods []client.Object
+	var plan []*scheduling.NewNode
+	var mu sync.Mutex
+	nominatedAfterRelease, released := false, 0
+	c, cloud, kube := launcher(t, interceptor.Funcs{
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			mu.Lock()
+			released++
+			mu.Unlock()
+			return cl.Patch(ctx, obj, patch, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, cl client.Client, subResource string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			mu.Lock()
+			nominatedAfterRelease = nominatedAfterRelease || released > 0
+			mu.Unlock()
+			return cl.SubResource(subResource).Patch(ctx, obj, patch, opts...)
+		},
+	}, p)
+	n := plannedNode(t, cloud, p)
+	for _, name := range []string{"a", "b", "c"} {
+		pod := builders.Pod(builders.PodOptions{Name: name, Unschedulable: true, Labels: map[string]string{"app": "spread"},
+			TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, map[string]string{"app": "spread"})}})
+		pod.UID = types.UID(name)
+		pods = append(pods, pod)
+		plan = append(plan, &scheduling.NewNode{Provisioner: n.Provisioner, InstanceTypes: n.InstanceTypes, Pods: []*corev1.Pod{pod}})
+	}
+	for _, pod := range pods {
+		if err := kube.Create(context.Background(), pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plans := map[string]*provisionerPlan{p.Name: {stored: p, updated: p.DeepCopy(), nodes: map[string]corev1.ResourceList{}}}
+	if retry := c.launchAll(context.Background(), plan, plans); retry {
+		t.Fatal("a launch failed")
+	}
+	nodeOf := map[string]string{}
+	for _, pod := range pods {
+		nodeOf[pod.GetName()] = c.told[pod.(*corev1.Pod).UID]
+	}
+	for _, pod := range pods {
+		got := &corev1.Pod{}
+		if err := kube.Get(context.Background(), client.ObjectKeyFromObject(pod), got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.NominatedNodeName == "" || got.Status.NominatedNodeName != nodeOf[got.Name] {
+			t.Errorf("pod %s nominated to %q, want the node launched for it, %q", got.Name, got.Status.NominatedNodeName, nodeOf[got.Name])
+		}
+		if len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Reason != corev1.PodReasonUnschedulable {
+			t.Errorf("pod %s conditions %v, want kube-scheduler's as they were", got.Name, got.Status.Conditions)
+		}
+	}
+	if released != 3 || nominatedAfterRelease {
+		t.Errorf("%d nodes released, a pod nominated after a release: %t; want 3 released after every nomination", released, nominatedAfterRelease)
+	}
+}
