@@ -266,7 +266,7 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	launching := snapshot.LaunchingNodes()
 	if len(plan.Pending) > 0 {
 		schedulingDuration.Observe(c.clock.Since(start).Seconds())
-		if err := c.nominate(ctx, plannedOntoNodes(results)); err != nil {
+		if err := c.nominate(ctx, plannedOntoNodes(results, snapshot.nominable())); err != nil {
 			log.FromContext(ctx).WithName(Name).Error(err, "nominating pods to the nodes planned for them")
 			retry = true
 		}

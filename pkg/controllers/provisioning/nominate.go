@@ -75,12 +75,15 @@ func (c *Controller) nominate(ctx context.Context, nominations []nomination) err
 	return group.Wait()
 }
 
-// plannedOntoNodes are the plan's pods placed on the room of nodes that exist, each with its
-// node: those pods are nominated at once, as their nodes are open or about to be.
-func plannedOntoNodes(results *scheduling.Results) []nomination {
-	out := make([]nomination, 0, len(results.Bindings))
+// plannedOntoNodes are the plan's pods placed on the room of nodes that exist (among
+// standing), each with its node: those pods are nominated at once, as their nodes are open or
+// about to be. The pods of new nodes are nominated once their nodes exist (launchAll).
+func plannedOntoNodes(results *scheduling.Results, standing sets.Set[string]) []nomination {
+	var out []nomination
 	for _, b := range results.Bindings {
-		out = append(out, nomination{pod: b.Pod, node: b.NodeName})
+		if standing.Has(b.NodeName) {
+			out = append(out, nomination{pod: b.Pod, node: b.NodeName})
+		}
 	}
 	return out
 }
