@@ -357,11 +357,11 @@ func Constraints(p *v1alpha5.Provisioner) cloudprovider.Constraints {
 }
 
 // launchAll launches the plan's new nodes, identical ones with one cloud call, at most
-// launchLimit calls at once. When the placement of their pods depends on which nodes exist,
-// the nodes are opened to kube-scheduler together once all exist (see launchingTaint). It
-// reports whether any launch or release failed for a reason that may pass.
+// launchLimit calls at once. The pods are nominated to their nodes, and the nodes of a batch
+// of several are opened to kube-scheduler together once all exist (see launchingTaint). It
+// reports whether any launch, nomination or release failed for a reason that may pass.
 func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNode, plans map[string]*provisionerPlan) (retry bool) {
-	hold := countsDomains(newNodes)
+	hold := held(newNodes)
 	var mu sync.Mutex
 	var group errgroup.Group
 	group.SetLimit(c.launchLimit)

@@ -91,22 +91,19 @@ func TestBatchNodesOpenTogether(t *testing.T) {
 	}
 }
 
-func TestCountsDomains(t *testing.T) {
-	labels := map[string]string{"app": "x"}
+func TestHeld(t *testing.T) {
+	node := &scheduling.NewNode{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{})}}
 	for _, tc := range []struct {
-		name string
-		pod  builders.PodOptions
-		want bool
+		name  string
+		nodes []*scheduling.NewNode
+		want  bool
 	}{
-		{name: "plain pods fit any node planned for them", pod: builders.PodOptions{NodeSelector: map[string]string{"zone": "a"}}, want: false},
-		{name: "topology spread", pod: builders.PodOptions{TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelHostname, corev1.ScheduleAnyway, labels)}}, want: true},
-		{name: "pod affinity", pod: builders.PodOptions{PodAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelTopologyZone, labels)}}, want: true},
-		{name: "pod anti-affinity", pod: builders.PodOptions{PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, labels)}}, want: true},
+		{name: "one node: its pods go nowhere else", nodes: []*scheduling.NewNode{node}, want: false},
+		{name: "several nodes: opened together", nodes: []*scheduling.NewNode{node, node}, want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := []*scheduling.NewNode{{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{})}}, {Pods: []*corev1.Pod{builders.Pod(tc.pod)}}}
-			if got := countsDomains(plan); got != tc.want {
-				t.Errorf("countsDomains = %t, want %t", got, tc.want)
+			if got := held(tc.nodes); got != tc.want {
+				t.Errorf("held = %t, want %t", got, tc.want)
 			}
 		})
 	}
