@@ -10,7 +10,11 @@
 // --workload diverse: the pods of test/scale/provisioning/workload, covering every constraint
 // kind, are created at once; it reports the nodes launched before kube-scheduler bound the
 // first pod (the plan of the batch) and after it (extra launches: the plan and kube-scheduler
-// disagreed), and the pods still pending at the end.
+// disagreed), the pods a node was launched for more than once (a pod the plan had given a
+// node that kube-scheduler then gave to others), and the pods still pending at the end. Extra
+// launches without pods launched for twice are for pods that reached the controller after its
+// first batch had closed (kube-scheduler marking them unschedulable more than the idle window
+// apart).
 //
 //	go run ./test/scale/provisioning [--workload latency|diverse] [--pods 1000,1] [--batch-idle-duration 1s,200ms]
 //
@@ -34,8 +38,10 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/test/sandbox"
 	"karpenter.sh/karpenter/test/scale/provisioning/workload"
@@ -73,8 +79,8 @@ func run(workloadName, podCounts, idleDurations string) error {
 		return err
 	}
 	if workloadName == "diverse" {
-		fmt.Printf("| batch idle | pods | nodes launched | before the first bind | extra launches | pods pending at the end | pending → Running p50 / p99 |\n")
-		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Printf("| batch idle | pods | nodes launched | before the first bind | extra launches | pods launched for twice | pods pending at the end | pending → Running p50 / p99 |\n")
+		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	} else {
 		fmt.Printf("| batch idle | pods | CreateFleet calls | nodes | pending → CreateFleet p50 / p99 | pending → Running p50 / p99 |\n")
 		fmt.Printf("|---:|---:|---:|---:|---:|---:|\n")
@@ -95,7 +101,7 @@ func run(workloadName, podCounts, idleDurations string) error {
 				if err != nil {
 					return fmt.Errorf("%d diverse pods with a %s idle window, %w", pods, idle, err)
 				}
-				fmt.Printf("| %s | %d | %d | %d | %d | %d | %s / %s |\n", idleDuration, d.pods, d.planned+d.extra, d.planned, d.extra, d.pending,
+				fmt.Printf("| %s | %d | %d | %d | %d | %d | %d | %s / %s |\n", idleDuration, d.pods, d.planned+d.extra, d.planned, d.extra, d.relaunched, d.pending,
 					scaletest.FormatPercentile(d.toRunning, 50), scaletest.FormatPercentile(d.toRunning, 99))
 				if len(d.extraFor) > 0 {
 					fmt.Printf("\npods on extra launches, by group: %v\n\n", d.extraFor)
@@ -246,6 +252,8 @@ func (o *observations) result(stack *sandbox.Stack) (result, error) {
 type diverseResult struct {
 	pods, planned, extra, pending int
 	toRunning                     []time.Duration
+	// relaunched counts the pods a node was launched for more than once.
+	relaunched int
 	// extraFor counts, by the workload's app label, the pods that run on extra launches.
 	extraFor map[string]int
 }
@@ -333,7 +341,8 @@ func measureDiverse(dir string, binaries scaletest.Binaries, idle time.Duration,
 			r.extraFor[pod.Labels["app"]]++
 		}
 	}
-	return r, nil
+	r.relaunched, err = relaunched(ctx, stack)
+	return r, err
 }
 
 // launchTimes are when the CreateFleet call that launched each instance for the workload's
@@ -402,4 +411,26 @@ func watchPods(ctx context.Context, stack *sandbox.Stack, selector string, count
 		stopInforming()
 		factory.Shutdown()
 	}, nil
+}
+
+// relaunched counts the pods told more than once that a node was launched for them (the
+// controller's Provisioning Event names the node).
+func relaunched(ctx context.Context, stack *sandbox.Stack) (int, error) {
+	events := &corev1.EventList{}
+	if err := stack.Env.Client.List(ctx, events, client.InNamespace(sandbox.Namespace), client.MatchingFields{"reason": provisioning.ReasonPlanned}); err != nil {
+		return 0, fmt.Errorf("listing events, %w", err)
+	}
+	launches := map[string]int{}
+	for _, event := range events.Items {
+		if strings.Contains(event.Message, "was launched for this pod") {
+			launches[event.InvolvedObject.Name]++
+		}
+	}
+	n := 0
+	for _, count := range launches {
+		if count > 1 {
+			n++
+		}
+	}
+	return n, nil
 }
