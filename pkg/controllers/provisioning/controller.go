@@ -94,6 +94,9 @@ type Controller struct {
 	// told is what each pending pod was last told (its planned node or why none), so an
 	// Event is emitted once per cause, not once per batch. Only the loop touches it.
 	told map[types.UID]string
+	// nominated is the node each pod waiting for one was last nominated to (nominate.go).
+	// Only the loop touches it.
+	nominated map[types.UID]string
 }
 
 // New builds the controller; SetupWithManager starts it.
@@ -115,6 +118,7 @@ func New(opts Options) (*Controller, error) {
 		window:           w,
 		launchLimit:      cmp.Or(opts.LaunchConcurrency, DefaultLaunchConcurrency),
 		told:             map[types.UID]string{},
+		nominated:        map[types.UID]string{},
 	}, nil
 }
 
@@ -249,6 +253,7 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 		log.FromContext(ctx).WithName(Name).Error(err, "opening nodes a batch left held")
 		retry = true
 	}
+	renominations := c.renominations(snapshot)
 	var provisioners []scheduling.Provisioner
 	for _, name := range sortedNames(plans) {
 		p := plans[name]
@@ -266,7 +271,7 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	launching := snapshot.LaunchingNodes()
 	if len(plan.Pending) > 0 {
 		schedulingDuration.Observe(c.clock.Since(start).Seconds())
-		if err := c.nominate(ctx, plannedOntoNodes(results, snapshot.nominable())); err != nil {
+		if err := c.nominate(ctx, append(renominations, plannedOntoNodes(results, snapshot.nominable())...)); err != nil {
 			log.FromContext(ctx).WithName(Name).Error(err, "nominating pods to the nodes planned for them")
 			retry = true
 		}

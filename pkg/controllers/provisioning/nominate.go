@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
 )
 
@@ -50,12 +51,14 @@ func nominatePatch(node string) ([]byte, error) {
 }
 
 // nominate patches status.nominatedNodeName of each pod not already nominated to its node, at
-// most launchLimit at once. A pod deleted meanwhile is skipped; one replaced by a pod of the
-// same name is nominated all the same, which is harmless (see above).
+// most launchLimit at once, and remembers it (renominations). A pod deleted meanwhile is
+// skipped; one replaced by a pod of the same name is nominated all the same, which is
+// harmless (see above).
 func (c *Controller) nominate(ctx context.Context, nominations []nomination) error {
 	var group errgroup.Group
 	group.SetLimit(c.launchLimit)
 	for _, n := range nominations {
+		c.nominated[n.pod.UID] = n.node
 		if n.pod.Status.NominatedNodeName == n.node {
 			continue
 		}
@@ -119,4 +122,39 @@ func nominationLapsed(pod *corev1.Pod, standing sets.Set[string]) bool {
 	unnominated := *pod
 	unnominated.Status.NominatedNodeName = ""
 	return pods.IsProvisionable(&unnominated)
+}
+
+// renominations are the pods to nominate again to the node they were nominated to: those
+// kube-scheduler took the nomination from (it tried them before their node was Ready) while
+// that node is still launching. The snapshot counts each on its node again, so the pass does
+// not plan them anew: a plan made again for such pods alone may give the room of a pod
+// confined to few instance types to one that fits anywhere, and launch a node for the first.
+// Pods bound or gone are forgotten.
+func (c *Controller) renominations(snapshot *Snapshot) []nomination {
+	launching := sets.New[string]()
+	for i := range snapshot.Nodes {
+		if node := &snapshot.Nodes[i]; node.DeletionTimestamp == nil && nodes.IsLaunching(node) {
+			launching.Insert(node.Name)
+		}
+	}
+	waiting := sets.New[types.UID]()
+	var out []nomination
+	for i := range snapshot.Pods {
+		pod := &snapshot.Pods[i]
+		node, ok := c.nominated[pod.UID]
+		if !ok || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pods.IsTerminal(pod) {
+			continue
+		}
+		waiting.Insert(pod.UID)
+		if pods.IsProvisionable(pod) && launching.Has(node) {
+			out = append(out, nomination{pod: pod.DeepCopy(), node: node})
+			pod.Status.NominatedNodeName = node
+		}
+	}
+	for uid := range c.nominated {
+		if !waiting.Has(uid) {
+			delete(c.nominated, uid)
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -149,5 +150,47 @@ func TestPlannedOntoNodes(t *testing.T) {
 	want := []nomination{{pod: existing, node: "ready"}, {pod: launching, node: "launching"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("nominations %v, want %v", got, want)
+	}
+}
+
+// TestRenominations: a pod kube-scheduler took its nomination from is nominated again to the
+// same node while that node is still launching, and counted there rather than planned anew;
+// once its node is open it is planned again. Pods bound or gone are forgotten.
+func TestRenominations(t *testing.T) {
+	launching := builders.Node(builders.NodeOptions{Name: "launching", Taints: []corev1.Taint{notReady}})
+	open := builders.Node(builders.NodeOptions{Name: "open", Ready: corev1.ConditionTrue})
+	pod := func(name string, o builders.PodOptions) corev1.Pod {
+		o.Name = name
+		p := builders.Pod(o)
+		p.UID = types.UID(name)
+		return *p
+	}
+	stillNominated := pod("still-nominated", builders.PodOptions{Unschedulable: true})
+	stillNominated.Status.NominatedNodeName = "launching"
+	c, _, _ := launcher(t, interceptor.Funcs{})
+	c.nominated = map[types.UID]string{"cleared": "launching", "cleared-open": "open", "still-nominated": "launching", "bound": "open", "gone": "launching"}
+	snapshot := &Snapshot{
+		Nodes: []corev1.Node{*launching, *open},
+		Pods: []corev1.Pod{
+			pod("cleared", builders.PodOptions{Unschedulable: true}),
+			pod("cleared-open", builders.PodOptions{Unschedulable: true}),
+			stillNominated,
+			pod("bound", builders.PodOptions{NodeName: "open", Phase: corev1.PodRunning}),
+			pod("never-nominated", builders.PodOptions{Unschedulable: true}),
+		},
+	}
+	got := c.renominations(snapshot)
+	if len(got) != 1 || got[0].pod.Name != "cleared" || got[0].node != "launching" || got[0].pod.Status.NominatedNodeName != "" {
+		t.Errorf("renominations %v, want cleared to launching (as read, not nominated)", got)
+	}
+	var pending []string
+	for _, p := range snapshot.pending() {
+		pending = append(pending, p.Name)
+	}
+	if want := []string{"cleared-open", "never-nominated"}; !slices.Equal(pending, want) {
+		t.Errorf("pending %v, want %v: the pod nominated again counts on its node", pending, want)
+	}
+	if want := map[types.UID]string{"cleared": "launching", "cleared-open": "open", "still-nominated": "launching"}; !maps.Equal(c.nominated, want) {
+		t.Errorf("remembered %v, want %v", c.nominated, want)
 	}
 }
