@@ -38,10 +38,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
-	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/test/sandbox"
 	"karpenter.sh/karpenter/test/scale/provisioning/workload"
@@ -341,7 +339,7 @@ func measureDiverse(dir string, binaries scaletest.Binaries, idle time.Duration,
 			r.extraFor[pod.Labels["app"]]++
 		}
 	}
-	r.relaunched, err = relaunched(ctx, stack)
+	r.relaunched, err = workload.LaunchedTwice(ctx, stack.Env.Client, sandbox.Namespace)
 	return r, err
 }
 
@@ -411,26 +409,4 @@ func watchPods(ctx context.Context, stack *sandbox.Stack, selector string, count
 		stopInforming()
 		factory.Shutdown()
 	}, nil
-}
-
-// relaunched counts the pods told more than once that a node was launched for them (the
-// controller's Provisioning Event names the node).
-func relaunched(ctx context.Context, stack *sandbox.Stack) (int, error) {
-	events := &corev1.EventList{}
-	if err := stack.Env.Client.List(ctx, events, client.InNamespace(sandbox.Namespace), client.MatchingFields{"reason": provisioning.ReasonPlanned}); err != nil {
-		return 0, fmt.Errorf("listing events, %w", err)
-	}
-	launches := map[string]int{}
-	for _, event := range events.Items {
-		if strings.Contains(event.Message, "was launched for this pod") {
-			launches[event.InvolvedObject.Name]++
-		}
-	}
-	n := 0
-	for _, count := range launches {
-		if count > 1 {
-			n++
-		}
-	}
-	return n, nil
 }
