@@ -27,10 +27,12 @@ import (
 //
 // A nomination never strands a pod: when the nominated node does not fit (gone, never Ready,
 // full), kube-scheduler tries every other node, and when none fits either its preemption
-// finds no victim and clears the nomination, which makes the pod pending again. The pass
-// that then plans it nominates it again (see Snapshot.pending for pods whose nominated node
-// is gone). The cost is that a pod tried while its node is still launching loses its
-// nomination until that pass.
+// finds no victim and clears the nomination, which makes the pod pending again. The next
+// pass nominates it again to the same node while that node is still launching
+// (renominations), and plans it anew otherwise (see Snapshot.pending for pods whose
+// nominated node is gone). The cost is that a pod tried while its node is still launching (a
+// node turning Ready has kube-scheduler try every pending pod that tolerates it) has no
+// nomination until that pass, and may be placed elsewhere meanwhile.
 
 // nomination is a pod and the node planned for it.
 type nomination struct {
