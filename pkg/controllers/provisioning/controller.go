@@ -271,7 +271,7 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	launching := snapshot.LaunchingNodes()
 	if len(plan.Pending) > 0 {
 		schedulingDuration.Observe(c.clock.Since(start).Seconds())
-		if err := c.nominate(ctx, append(renominations, plannedOntoNodes(results, snapshot.nominable())...)); err != nil {
+		if err := c.nominate(ctx, append(renominations, plannedOntoNodes(results, launching)...)); err != nil {
 			log.FromContext(ctx).WithName(Name).Error(err, "nominating pods to the nodes planned for them")
 			retry = true
 		}

@@ -80,13 +80,16 @@ func (c *Controller) nominate(ctx context.Context, nominations []nomination) err
 	return group.Wait()
 }
 
-// plannedOntoNodes are the plan's pods placed on the room of nodes that exist (among
-// standing), each with its node: those pods are nominated at once, as their nodes are open or
-// about to be. The pods of new nodes are nominated once their nodes exist (launchAll).
-func plannedOntoNodes(results *scheduling.Results, standing sets.Set[string]) []nomination {
+// plannedOntoNodes are the plan's pods placed on the room of nodes still launching (launching,
+// by name), each with its node: those pods are nominated at once. A pending pod planned onto
+// an open node is not: kube-scheduler has just tried it there and found no room (the plan saw
+// the node before a binding reached the cache), and, nominated, it would no longer be pending
+// for the pass that looks again. The pods of new nodes are nominated once their nodes exist
+// (launchAll).
+func plannedOntoNodes(results *scheduling.Results, launching map[string]string) []nomination {
 	var out []nomination
 	for _, b := range results.Bindings {
-		if standing.Has(b.NodeName) {
+		if _, ok := launching[b.NodeName]; ok {
 			out = append(out, nomination{pod: b.Pod, node: b.NodeName})
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -139,15 +138,16 @@ func TestBatchPodsNominatedBeforeOpening(t *testing.T) {
 	}
 }
 
-// TestPlannedOntoNodes: pods planned onto the room of nodes that exist are nominated at once;
-// those of the plan's new nodes (named by the plan only) once their nodes are created.
+// TestPlannedOntoNodes: pods planned onto the room of nodes still launching are nominated at
+// once; those planned onto an open node are not (kube-scheduler just found no room there), nor
+// those of the plan's new nodes (named by the plan only), nominated once their nodes exist.
 func TestPlannedOntoNodes(t *testing.T) {
 	existing, launching, onNew := builders.Pod(builders.PodOptions{Name: "existing"}), builders.Pod(builders.PodOptions{Name: "launching"}), builders.Pod(builders.PodOptions{Name: "new"})
 	results := &scheduling.Results{Bindings: []scheduling.Binding{
 		{Pod: existing, NodeName: "ready"}, {Pod: onNew, NodeName: "karpenter-new-node-0"}, {Pod: launching, NodeName: "launching"},
 	}}
-	got := plannedOntoNodes(results, sets.New("ready", "launching"))
-	want := []nomination{{pod: existing, node: "ready"}, {pod: launching, node: "launching"}}
+	got := plannedOntoNodes(results, map[string]string{"launching": "default"})
+	want := []nomination{{pod: launching, node: "launching"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("nominations %v, want %v", got, want)
 	}
