@@ -105,6 +105,10 @@ type Controller struct {
 	// Event is emitted once per cause, not once per batch.
 	toldMu sync.Mutex
 	told   map[types.UID]string
+	// nominated is the node each pod waiting for one was last nominated to (nominate.go):
+	// written by the loop and by the batches launching in the background.
+	nominatedMu sync.Mutex
+	nominated   map[types.UID]string
 }
 
 // New builds the controller; SetupWithManager starts it.
@@ -129,6 +133,7 @@ func New(opts Options) (*Controller, error) {
 		inFlight:         newInFlight(),
 		cloudCalls:       semaphore.NewWeighted(int64(launchLimit)),
 		told:             map[types.UID]string{},
+		nominated:        map[types.UID]string{},
 	}, nil
 }
 
@@ -291,6 +296,7 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 		log.FromContext(ctx).WithName(Name).Error(err, "opening nodes a batch left held")
 		retry = true
 	}
+	renominations := c.renominations(snapshot)
 	var provisioners []scheduling.Provisioner
 	for _, name := range sortedNames(plans) {
 		p := plans[name]
@@ -308,6 +314,10 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	launching := snapshot.LaunchingNodes()
 	if len(plan.Pending) > 0 {
 		schedulingDuration.Observe(c.clock.Since(start).Seconds())
+		if err := c.nominate(ctx, append(renominations, plannedOntoNodes(results, launching)...)); err != nil {
+			log.FromContext(ctx).WithName(Name).Error(err, "nominating pods to the nodes planned for them")
+			retry = true
+		}
 		retry = c.startLaunches(ctx, results.NewNodes, plans) || retry
 		c.tell(launching, plan.Pending, awaited, results)
 		// A pod no Provisioner can take now may be taken later without any change to the pod
@@ -415,7 +425,7 @@ func (c *Controller) startLaunches(ctx context.Context, newNodes []*scheduling.N
 	if batch == nil {
 		return retry
 	}
-	hold := countsDomains(newNodes)
+	hold := held(newNodes)
 	c.background.Add(1)
 	go func() {
 		defer c.background.Done()
@@ -452,16 +462,17 @@ func (c *Controller) reserveAll(ctx context.Context, newNodes []*scheduling.NewN
 	return c.inFlight.start(planned), launches, retry
 }
 
-// launchBatch runs a batch's launches at once (cloudCalls bounds their calls). When the
-// placement of their pods depends on which nodes exist, the nodes are opened to
-// kube-scheduler together once all exist (see launchingTaint). The batch is in flight until
-// the cache shows its Nodes. It reports whether any launch or release failed for a reason
-// that may pass.
+// launchBatch runs a batch's launches at once (cloudCalls bounds their calls). The pods are
+// nominated to their nodes, and the nodes of a batch of several are opened to kube-scheduler
+// together once all exist (see launchingTaint). The batch is in flight until the cache shows
+// its Nodes. It reports whether any launch, nomination or release failed for a reason that
+// may pass.
 func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launches []*reservedLaunch, hold bool) (retry bool) {
 	defer c.inFlight.finish(batch)
 	var mu sync.Mutex
 	var group sync.WaitGroup
 	var launched []*corev1.Node
+	var nominations []nomination
 	for _, r := range launches {
 		group.Add(1)
 		go func() {
@@ -484,11 +495,17 @@ func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launch
 					c.toldMu.Lock()
 					c.told[pod.UID] = node.Name
 					c.toldMu.Unlock()
+					nominations = append(nominations, nomination{pod: pod, node: node.Name})
 				}
 			}
 		}()
 	}
 	group.Wait()
+	// Nominated before they are opened, so that no pod takes the room planned for another.
+	if err := c.nominate(ctx, nominations); err != nil {
+		log.FromContext(ctx).WithName(Name).Error(err, "nominating pods to the nodes launched for them")
+		retry = true
+	}
 	opened := true
 	if hold {
 		if err := c.release(ctx, launched); err != nil {

@@ -75,7 +75,7 @@ func TestBatchNodesOpenTogether(t *testing.T) {
 	}
 	plans := map[string]*provisionerPlan{p.Name: {stored: p, updated: p.DeepCopy(), nodes: map[string]corev1.ResourceList{}}}
 	batch, launches, refused := c.reserveAll(context.Background(), plan, plans)
-	if refused || c.launchBatch(context.Background(), batch, launches, countsDomains(plan)) {
+	if refused || c.launchBatch(context.Background(), batch, launches, held(plan)) {
 		t.Fatal("a launch failed")
 	}
 	var list corev1.NodeList
@@ -93,22 +93,19 @@ func TestBatchNodesOpenTogether(t *testing.T) {
 	}
 }
 
-func TestCountsDomains(t *testing.T) {
-	labels := map[string]string{"app": "x"}
+func TestHeld(t *testing.T) {
+	node := &scheduling.NewNode{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{})}}
 	for _, tc := range []struct {
-		name string
-		pod  builders.PodOptions
-		want bool
+		name  string
+		nodes []*scheduling.NewNode
+		want  bool
 	}{
-		{name: "plain pods fit any node planned for them", pod: builders.PodOptions{NodeSelector: map[string]string{"zone": "a"}}, want: false},
-		{name: "topology spread", pod: builders.PodOptions{TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelHostname, corev1.ScheduleAnyway, labels)}}, want: true},
-		{name: "pod affinity", pod: builders.PodOptions{PodAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelTopologyZone, labels)}}, want: true},
-		{name: "pod anti-affinity", pod: builders.PodOptions{PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, labels)}}, want: true},
+		{name: "one node: its pods go nowhere else", nodes: []*scheduling.NewNode{node}, want: false},
+		{name: "several nodes: opened together", nodes: []*scheduling.NewNode{node, node}, want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := []*scheduling.NewNode{{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{})}}, {Pods: []*corev1.Pod{builders.Pod(tc.pod)}}}
-			if got := countsDomains(plan); got != tc.want {
-				t.Errorf("countsDomains = %t, want %t", got, tc.want)
+			if got := held(tc.nodes); got != tc.want {
+				t.Errorf("held = %t, want %t", got, tc.want)
 			}
 		})
 	}
@@ -156,5 +153,25 @@ func TestReleaseRereadsChangedTaints(t *testing.T) {
 	}
 	if len(got.Spec.Taints) != 0 {
 		t.Errorf("taints %v, want none", got.Spec.Taints)
+	}
+}
+
+func TestDependsOnDomains(t *testing.T) {
+	labels := map[string]string{"app": "x"}
+	for _, tc := range []struct {
+		name string
+		pod  builders.PodOptions
+		want bool
+	}{
+		{name: "plain pods fit any node planned for them", pod: builders.PodOptions{NodeSelector: map[string]string{"zone": "a"}}, want: false},
+		{name: "topology spread", pod: builders.PodOptions{TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelHostname, corev1.ScheduleAnyway, labels)}}, want: true},
+		{name: "pod affinity", pod: builders.PodOptions{PodAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelTopologyZone, labels)}}, want: true},
+		{name: "pod anti-affinity", pod: builders.PodOptions{PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, labels)}}, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := dependsOnDomains(builders.Pod(tc.pod)); got != tc.want {
+				t.Errorf("dependsOnDomains = %t, want %t", got, tc.want)
+			}
+		})
 	}
 }

@@ -10,7 +10,11 @@
 // --workload diverse: the pods of test/scale/provisioning/workload, covering every constraint
 // kind, are created at once; it reports the nodes launched before kube-scheduler bound the
 // first pod (the plan of the batch) and after it (extra launches: the plan and kube-scheduler
-// disagreed), and the pods still pending at the end.
+// disagreed), the pods a node was launched for more than once (a pod the plan had given a
+// node that kube-scheduler then gave to others), and the pods still pending at the end. Extra
+// launches without pods launched for twice are for pods that reached the controller after its
+// first batch had closed (kube-scheduler marking them unschedulable more than the idle window
+// apart).
 //
 //	go run ./test/scale/provisioning [--workload latency|diverse] [--pods 1000,1] [--batch-idle-duration 1s,200ms]
 //
@@ -76,8 +80,8 @@ func run(workloadName, podCounts, idleDurations string) error {
 		return err
 	}
 	if workloadName == "diverse" {
-		fmt.Printf("| batch idle | pods | nodes launched | before the first bind | extra launches | pods pending at the end | pending → Running p50 / p99 |\n")
-		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Printf("| batch idle | pods | nodes launched | before the first bind | extra launches | pods launched for twice | pods pending at the end | pending → Running p50 / p99 |\n")
+		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	} else {
 		fmt.Printf("| batch idle | pods | passes (mean planning) | CreateFleet calls | nodes | created → Unschedulable p50 / p99 | pending → CreateFleet p50 / p99 | in order p50 / p99 | pending → Running p50 / p99 |\n")
 		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -98,7 +102,7 @@ func run(workloadName, podCounts, idleDurations string) error {
 				if err != nil {
 					return fmt.Errorf("%d diverse pods with a %s idle window, %w", pods, idle, err)
 				}
-				fmt.Printf("| %s | %d | %d | %d | %d | %d | %s / %s |\n", idleDuration, d.pods, d.planned+d.extra, d.planned, d.extra, d.pending,
+				fmt.Printf("| %s | %d | %d | %d | %d | %d | %d | %s / %s |\n", idleDuration, d.pods, d.planned+d.extra, d.planned, d.extra, d.relaunched, d.pending,
 					scaletest.FormatPercentile(d.toRunning, 50), scaletest.FormatPercentile(d.toRunning, 99))
 				if len(d.extraFor) > 0 {
 					fmt.Printf("\npods on extra launches, by group: %v\n\n", d.extraFor)
@@ -319,6 +323,8 @@ func (o *observations) result(stack *sandbox.Stack) (result, error) {
 type diverseResult struct {
 	pods, planned, extra, pending int
 	toRunning                     []time.Duration
+	// relaunched counts the pods a node was launched for more than once.
+	relaunched int
 	// extraFor counts, by the workload's app label, the pods that run on extra launches.
 	extraFor map[string]int
 }
@@ -406,7 +412,8 @@ func measureDiverse(dir string, binaries scaletest.Binaries, idle time.Duration,
 			r.extraFor[pod.Labels["app"]]++
 		}
 	}
-	return r, nil
+	r.relaunched, err = workload.LaunchedTwice(ctx, stack.Env.Client, sandbox.Namespace)
+	return r, err
 }
 
 // launchTimes are when the CreateFleet call that launched each instance for the workload's
