@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/autoscaler"
@@ -106,6 +107,11 @@ type Controller struct {
 	discovery *discoveryRefresher
 	// settled is what each HorizontalAutoscaler's last evaluation left behind.
 	settled settledStatuses
+	// busy holds the autoscalers whose evaluation or boundary query is under way.
+	busy busySet
+	// querySlots bounds the metric queries at once, evaluations' and boundaries' together,
+	// to the number of workers.
+	querySlots chan struct{}
 }
 
 // New builds the controller and its scale client over options.Mapper.
@@ -134,12 +140,14 @@ func New(options Options) (*Controller, error) {
 		return nil, fmt.Errorf("creating a discovery client, %w", err)
 	}
 	c := &Controller{
-		options:  options,
-		client:   options.Client,
-		mapper:   options.Mapper,
-		cache:    memory.NewMemCacheClient(discoveryClient),
-		recorder: options.Recorder,
-		settled:  settledStatuses{byName: map[types.NamespacedName]settledStatus{}},
+		options:    options,
+		client:     options.Client,
+		mapper:     options.Mapper,
+		cache:      memory.NewMemCacheClient(discoveryClient),
+		recorder:   options.Recorder,
+		settled:    settledStatuses{byName: map[types.NamespacedName]settledStatus{}},
+		busy:       busySet{names: map[types.NamespacedName]int{}},
+		querySlots: make(chan struct{}, options.Workers),
 	}
 	c.discovery = &discoveryRefresher{cache: c.cache, clock: options.Clock, interval: discoveryRefreshInterval}
 	c.scaleKey = scale.NewDiscoveryScaleKindResolver(c.cache)
@@ -158,17 +166,19 @@ func (c *Controller) Name() string { return Name }
 // +kubebuilder:rbac:groups=*,resources=*/scale,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// SetupWithManager registers the controller: it reconciles on spec changes and then every
-// period.
+// SetupWithManager registers the controller: it reconciles on spec changes and at every
+// period boundary, those whose metric changed first (enqueueAtBoundaries).
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		// Status writes do not change the generation, so the controller's own writes do not
 		// trigger it; the period does.
 		For(&v1alpha1.HorizontalAutoscaler{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Func(c.enqueueAtBoundaries)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: c.options.Workers,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, c.options.MaxRetryDelay),
+			UsePriorityQueue:        ptr.To(true),
 		}).
 		Complete(c)
 }
@@ -182,6 +192,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// nothing writes nothing only when it read the status the last evaluation settled on;
 	// otherwise it writes all the same, conditionally, so that a stale read fails rather than
 	// losing this evaluation's recommendation from the history.
+	c.busy.start(req.NamespacedName)
+	defer c.busy.done(req.NamespacedName)
 	ha := &v1alpha1.HorizontalAutoscaler{}
 	if err := c.client.Get(ctx, req.NamespacedName, ha); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -216,10 +228,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	c.settled.set(req.NamespacedName, settledStatus{resourceVersion: ha.ResourceVersion, lastRecommended: lastRecommended})
 	// Announced once written, so that a decision dropped for a conflict announces nothing.
 	c.announceErrors(original, ha)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	return reconcile.Result{RequeueAfter: c.untilNextEvaluation()}, nil
+	// The next evaluation is at the next period boundary (enqueueAtBoundaries), not a
+	// requeue: the queue would keep this evaluation's priority for it.
+	return reconcile.Result{}, err
 }
 
 // evaluationTime is the period boundary an evaluation now belongs to: its metrics are read as
@@ -228,11 +239,6 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (c *Controller) evaluationTime() time.Time {
 	now := c.options.Clock.Now()
 	return now.Add(-time.Duration(now.UnixNano() % c.options.Period.Nanoseconds()))
-}
-
-// untilNextEvaluation is the time to the next period boundary.
-func (c *Controller) untilNextEvaluation() time.Duration {
-	return c.evaluationTime().Add(c.options.Period).Sub(c.options.Clock.Now())
 }
 
 // statusWriter patches the status with what changed since its last successful write, on
@@ -328,7 +334,10 @@ func (c *Controller) reconcile(ctx context.Context, ha *v1alpha1.HorizontalAutos
 		}
 		ha.Status.PendingScale = nil
 	}
-	observations := c.observe(ctx, ha, c.evaluationTime())
+	observations, failed := c.observe(ctx, ha, c.evaluationTime())
+	if failed > 0 {
+		errorsTotal.WithLabelValues(ha.Name, ha.Namespace, "MetricsUnavailable").Add(float64(failed))
+	}
 	decision := autoscaler.Decide(autoscaler.Input{
 		Now:             now,
 		Spec:            ha.Spec,
@@ -431,25 +440,38 @@ func classify(fallback string, err error) *targetError {
 	return &targetError{reason: fallback, err: err}
 }
 
-// observe reads every metric as of at, timing each query.
-func (c *Controller) observe(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler, at time.Time) []autoscaler.Observation {
+// observe reads every metric as of at, timing each query, and counts the queries that failed.
+func (c *Controller) observe(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler, at time.Time) ([]autoscaler.Observation, int) {
 	observations := make([]autoscaler.Observation, len(ha.Spec.Metrics))
+	failed := 0
 	for i, m := range ha.Spec.Metrics {
 		if m.Prometheus == nil {
 			observations[i] = autoscaler.Unavailable("the metric has no prometheus source")
 			continue
 		}
-		start := time.Now()
-		value, err := c.options.Metrics.QueryAt(ctx, m.Prometheus.Query, at)
-		queryDuration.WithLabelValues(ha.Name, ha.Namespace).Observe(time.Since(start).Seconds())
+		value, err := c.query(ctx, ha, m.Prometheus.Query, at)
 		if err != nil {
-			errorsTotal.WithLabelValues(ha.Name, ha.Namespace, "MetricsUnavailable").Inc()
+			failed++
 			observations[i] = autoscaler.Unavailable(err.Error())
 			continue
 		}
 		observations[i] = autoscaler.Available(value)
 	}
-	return observations
+	return observations, failed
+}
+
+// query runs one query in one of the query slots.
+func (c *Controller) query(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler, query string, at time.Time) (float64, error) {
+	select {
+	case c.querySlots <- struct{}{}:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	defer func() { <-c.querySlots }()
+	start := time.Now()
+	value, err := c.options.Metrics.QueryAt(ctx, query, at)
+	queryDuration.WithLabelValues(ha.Name, ha.Namespace).Observe(time.Since(start).Seconds())
+	return value, err
 }
 
 func currentMetrics(metrics []v1alpha1.Metric, observations []autoscaler.Observation) []v1alpha1.MetricStatus {
