@@ -449,7 +449,7 @@ func (c *Controller) observe(ctx context.Context, ha *v1alpha1.HorizontalAutosca
 			observations[i] = autoscaler.Unavailable("the metric has no prometheus source")
 			continue
 		}
-		value, err := c.query(ctx, ha, m.Prometheus.Query, at)
+		value, err := c.query(ctx, m.Prometheus.Query, at)
 		if err != nil {
 			failed++
 			observations[i] = autoscaler.Unavailable(err.Error())
@@ -461,7 +461,7 @@ func (c *Controller) observe(ctx context.Context, ha *v1alpha1.HorizontalAutosca
 }
 
 // query runs one query in one of the query slots.
-func (c *Controller) query(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler, query string, at time.Time) (float64, error) {
+func (c *Controller) query(ctx context.Context, query string, at time.Time) (float64, error) {
 	select {
 	case c.querySlots <- struct{}{}:
 	case <-ctx.Done():
@@ -470,7 +470,7 @@ func (c *Controller) query(ctx context.Context, ha *v1alpha1.HorizontalAutoscale
 	defer func() { <-c.querySlots }()
 	start := time.Now()
 	value, err := c.options.Metrics.QueryAt(ctx, query, at)
-	queryDuration.WithLabelValues(ha.Name, ha.Namespace).Observe(time.Since(start).Seconds())
+	queryDuration.Observe(time.Since(start).Seconds())
 	return value, err
 }
 
