@@ -3,6 +3,7 @@ package horizontalautoscaler
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +22,6 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis"
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
-	"karpenter.sh/karpenter/pkg/autoscaler"
 	"karpenter.sh/karpenter/pkg/test/eventually"
 )
 
@@ -52,8 +52,11 @@ func autoscalerWithMetric(name, query string, last *float64) *v1alpha1.Horizonta
 		}}}},
 	}
 	if last != nil {
-		// As its last evaluation recorded it.
-		ha.Status.CurrentMetrics = currentMetrics(ha.Spec.Metrics, []autoscaler.Observation{autoscaler.Available(*last)})
+		// As its last evaluation recorded it: three decimals.
+		value := resource.MustParse(strconv.FormatFloat(*last, 'f', 3, 64))
+		ha.Status.CurrentMetrics = []v1alpha1.MetricStatus{{Prometheus: &v1alpha1.PrometheusMetricStatus{
+			Query: query, Current: v1alpha1.MetricValueStatus{Value: &value},
+		}}}
 	}
 	return ha
 }

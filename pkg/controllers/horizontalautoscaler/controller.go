@@ -474,11 +474,10 @@ func (c *Controller) query(ctx context.Context, query string, at time.Time) (flo
 	return value, err
 }
 
-// currentMetrics is the status of metrics as observed, one observation per metric.
 func currentMetrics(metrics []v1alpha1.Metric, observations []autoscaler.Observation) []v1alpha1.MetricStatus {
 	var statuses []v1alpha1.MetricStatus
 	for i, m := range metrics {
-		if m.Prometheus == nil || i >= len(observations) {
+		if m.Prometheus == nil {
 			continue
 		}
 		status := v1alpha1.MetricStatus{Prometheus: &v1alpha1.PrometheusMetricStatus{Query: m.Prometheus.Query}}
