@@ -29,7 +29,8 @@ const (
 // with priorityChanged when they differ from its status's currentMetrics. The queries go
 // through the shared client, so the evaluations that follow ask nothing more of Prometheus.
 // An autoscaler still being evaluated, or whose query of an earlier boundary has not
-// answered, is enqueued without a query: a hung query holds one slot, not one per period.
+// answered, or not yet evaluated by this process, is enqueued without a query: a hung query
+// holds one slot, not one per period.
 func (c *Controller) enqueueAtBoundaries(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	go func() {
 		for {
@@ -89,28 +90,40 @@ func (c *Controller) metricsChanged(ctx context.Context, ha *v1alpha1.Horizontal
 	return !equality.Semantic.DeepEqual(currentMetrics(ha.Spec.Metrics, observations), ha.Status.CurrentMetrics)
 }
 
-// busySet counts, per HorizontalAutoscaler, the evaluations and boundary queries under way.
+// busySet counts, per HorizontalAutoscaler, the evaluations and boundary queries under way,
+// and remembers which were evaluated at all by this process.
 type busySet struct {
-	mu    sync.Mutex
-	names map[types.NamespacedName]int
+	mu        sync.Mutex
+	names     map[types.NamespacedName]int
+	evaluated map[types.NamespacedName]bool
 }
 
-// claimIdle marks name busy if nothing is under way for it, and tells whether it did.
+// claimIdle marks name busy if it was evaluated before and nothing is under way for it, and
+// tells whether it did. One never evaluated is still queued from the watch's initial list:
+// a query now would be a second one if its own hangs.
 func (b *busySet) claimIdle(name types.NamespacedName) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.names[name] > 0 {
+	if b.names[name] > 0 || !b.evaluated[name] {
 		return false
 	}
 	b.names[name] = 1
 	return true
 }
 
-// start marks name busy whatever else is under way for it.
+// start marks name busy, and evaluated, whatever else is under way for it.
 func (b *busySet) start(name types.NamespacedName) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.names[name]++
+	b.evaluated[name] = true
+}
+
+// forget drops a deleted autoscaler.
+func (b *busySet) forget(name types.NamespacedName) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.evaluated, name)
 }
 
 func (b *busySet) done(name types.NamespacedName) {

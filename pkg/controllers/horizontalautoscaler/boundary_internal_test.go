@@ -62,8 +62,8 @@ func autoscalerWithMetric(name, query string, last *float64) *v1alpha1.Horizonta
 }
 
 // TestBoundaryEnqueuesChangedMetricsFirst: at a period boundary every autoscaler is enqueued,
-// those whose metric differs from the status's first; one whose evaluation is under way is
-// enqueued without a query.
+// those whose metric differs from the status's first; one whose evaluation is under way, or
+// that was never evaluated, is enqueued without a query.
 func TestBoundaryEnqueuesChangedMetricsFirst(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := apis.AddToScheme(scheme); err != nil {
@@ -77,6 +77,7 @@ func TestBoundaryEnqueuesChangedMetricsFirst(t *testing.T) {
 		autoscalerWithMetric("new", "shared", nil),
 		autoscalerWithMetric("busy", "busy", &three),
 		autoscalerWithMetric("failing", "missing", &three),
+		autoscalerWithMetric("never-evaluated", "unseen", &three),
 	}
 	builder := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.HorizontalAutoscaler{})
 	for _, o := range objects {
@@ -91,7 +92,14 @@ func TestBoundaryEnqueuesChangedMetricsFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.busy.start(types.NamespacedName{Namespace: "default", Name: "busy"})
+	for _, o := range objects {
+		if name := (types.NamespacedName{Namespace: o.Namespace, Name: o.Name}); o.Name != "never-evaluated" {
+			c.busy.start(name)
+			if o.Name != "busy" {
+				c.busy.done(name)
+			}
+		}
+	}
 	queue := priorityqueue.New[reconcile.Request]("boundary-test")
 	defer queue.ShutDown()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -118,7 +126,7 @@ func TestBoundaryEnqueuesChangedMetricsFirst(t *testing.T) {
 		queue.Done(request)
 	}
 	want := map[string]int{"changed": priorityChanged, "new": priorityChanged, "failing": priorityChanged,
-		"steady": priorityUnchanged, "steady-too": priorityUnchanged, "busy": priorityUnchanged}
+		"steady": priorityUnchanged, "steady-too": priorityUnchanged, "busy": priorityUnchanged, "never-evaluated": priorityUnchanged}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("priorities %v, want %v", got, want)
 	}
@@ -131,8 +139,8 @@ func TestBoundaryEnqueuesChangedMetricsFirst(t *testing.T) {
 	queries.mu.Lock()
 	defer queries.mu.Unlock()
 	for _, asked := range queries.asked {
-		if asked == "busy@12:00:10" {
-			t.Errorf("the query of an autoscaler being evaluated was asked at the boundary: %v", queries.asked)
+		if asked == "busy@12:00:10" || asked == "unseen@12:00:10" {
+			t.Errorf("the query of an autoscaler being evaluated, or never evaluated, was asked at the boundary: %v", queries.asked)
 		}
 		if asked[len(asked)-8:] != "12:00:10" {
 			t.Errorf("asked %s, want every query as of the boundary 12:00:10", asked)

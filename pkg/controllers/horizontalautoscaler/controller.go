@@ -146,7 +146,7 @@ func New(options Options) (*Controller, error) {
 		cache:      memory.NewMemCacheClient(discoveryClient),
 		recorder:   options.Recorder,
 		settled:    settledStatuses{byName: map[types.NamespacedName]settledStatus{}},
-		busy:       busySet{names: map[types.NamespacedName]int{}},
+		busy:       busySet{names: map[types.NamespacedName]int{}, evaluated: map[types.NamespacedName]bool{}},
 		querySlots: make(chan struct{}, options.Workers),
 	}
 	c.discovery = &discoveryRefresher{cache: c.cache, clock: options.Clock, interval: discoveryRefreshInterval}
@@ -199,6 +199,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			forgetMetrics(req.Name, req.Namespace)
 			c.settled.forget(req.NamespacedName)
+			c.busy.forget(req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("getting the horizontal autoscaler, %w", err)
