@@ -30,7 +30,9 @@ const (
 // through the shared client, so the evaluations that follow ask nothing more of Prometheus.
 // An autoscaler still being evaluated, or whose query of an earlier boundary has not
 // answered, or not yet evaluated by this process, is enqueued without a query: a hung query
-// holds one slot, not one per period.
+// holds one slot, not one per period. Whether the metric of one under way changed is unknown,
+// and it is enqueued as changed: the last evaluations of a period run when the next boundary
+// comes, and a change must not wait behind a whole period's evaluations.
 func (c *Controller) enqueueAtBoundaries(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	go func() {
 		for {
@@ -68,8 +70,12 @@ func (c *Controller) enqueueAll(ctx context.Context, queue workqueue.TypedRateLi
 	for i := range list.Items {
 		ha := &list.Items[i]
 		name := types.NamespacedName{Namespace: ha.Namespace, Name: ha.Name}
-		if !c.busy.claimIdle(name) {
-			add(name, priorityUnchanged)
+		if claimed, evaluated := c.busy.claimIdle(name); !claimed {
+			priority := priorityUnchanged
+			if evaluated {
+				priority = priorityChanged
+			}
+			add(name, priority)
 			continue
 		}
 		go func() {
@@ -99,16 +105,17 @@ type busySet struct {
 }
 
 // claimIdle marks name busy if it was evaluated before and nothing is under way for it, and
-// tells whether it did. One never evaluated is still queued from the watch's initial list:
-// a query now would be a second one if its own hangs.
-func (b *busySet) claimIdle(name types.NamespacedName) bool {
+// tells whether it did, and whether name was evaluated before. One never evaluated is still
+// queued from the watch's initial list: a query now would be a second one if its own hangs.
+func (b *busySet) claimIdle(name types.NamespacedName) (claimed, evaluated bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.names[name] > 0 || !b.evaluated[name] {
-		return false
+	evaluated = b.evaluated[name]
+	if b.names[name] > 0 || !evaluated {
+		return false, evaluated
 	}
 	b.names[name] = 1
-	return true
+	return true, true
 }
 
 // start marks name busy, and evaluated, whatever else is under way for it.
