@@ -100,9 +100,9 @@ func plannedOntoNodes(results *scheduling.Results, launching map[string]string) 
 	return out
 }
 
-// nominatedNode is the node an unbound pod still waiting to be placed is nominated to, "" when
+// NominatedNode is the node an unbound pod still waiting to be placed is nominated to, "" when
 // none.
-func nominatedNode(pod *corev1.Pod) string {
+func NominatedNode(pod *corev1.Pod) string {
 	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pods.IsTerminal(pod) {
 		return ""
 	}
@@ -125,7 +125,7 @@ func (c *Snapshot) nominable() sets.Set[string] {
 // though kube-scheduler clears the nomination only at the pod's next attempt, and never for a
 // pod that may not preempt.
 func nominationLapsed(pod *corev1.Pod, standing sets.Set[string]) bool {
-	if node := nominatedNode(pod); node == "" || standing.Has(node) {
+	if node := NominatedNode(pod); node == "" || standing.Has(node) {
 		return false
 	}
 	unnominated := *pod

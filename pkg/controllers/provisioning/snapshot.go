@@ -63,7 +63,7 @@ func (c *Snapshot) schedulingNodes() []scheduling.Node {
 		pod := &c.Pods[i]
 		if pod.Spec.NodeName != "" && !pods.IsTerminal(pod) {
 			bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
-		} else if node := nominatedNode(pod); node != "" {
+		} else if node := NominatedNode(pod); node != "" {
 			bound[node] = append(bound[node], pod)
 		}
 	}
