@@ -124,13 +124,10 @@ func Provisioning(ctx context.Context, snapshot *provisioning.Snapshot, provisio
 	}
 	// A pod nominated to a node that stands waits for it (the controller nominated it there):
 	// the plan counts it on that node's room, not among the pending, and reports it there.
-	standing := map[string]bool{}
-	for i := range snapshot.Nodes {
-		standing[snapshot.Nodes[i].Name] = snapshot.Nodes[i].DeletionTimestamp == nil
-	}
+	standing := snapshot.StandingNodes()
 	for i := range snapshot.Pods {
 		pod := &snapshot.Pods[i]
-		if node := provisioning.NominatedNode(pod); node != "" && standing[node] && !placedByPlan[pod.UID] {
+		if node := provisioning.NominatedNode(pod); node != "" && standing.Has(node) && !placedByPlan[pod.UID] {
 			onNode(node, pod)
 		}
 	}

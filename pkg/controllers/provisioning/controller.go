@@ -296,7 +296,8 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 		log.FromContext(ctx).WithName(Name).Error(err, "opening nodes a batch left held")
 		retry = true
 	}
-	renominations := c.renominations(snapshot)
+	launching := snapshot.LaunchingNodes()
+	renominations := c.renominations(snapshot, launching)
 	var provisioners []scheduling.Provisioner
 	for _, name := range sortedNames(plans) {
 		p := plans[name]
@@ -311,7 +312,6 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	}
 	plan := snapshot.Plan(provisioners)
 	results := plan.Results
-	launching := snapshot.LaunchingNodes()
 	if len(plan.Pending) > 0 {
 		schedulingDuration.Observe(c.clock.Since(start).Seconds())
 		if err := c.nominate(ctx, append(renominations, plannedOntoNodes(results, launching)...)); err != nil {

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
-	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
 )
 
@@ -109,8 +108,8 @@ func NominatedNode(pod *corev1.Pod) string {
 	return pod.Status.NominatedNodeName
 }
 
-// nominable are the names of the nodes a nomination may stand on: those not being deleted.
-func (c *Snapshot) nominable() sets.Set[string] {
+// StandingNodes are the names of the nodes a nomination may stand on: those not being deleted.
+func (c *Snapshot) StandingNodes() sets.Set[string] {
 	out := sets.New[string]()
 	for i := range c.Nodes {
 		if c.Nodes[i].DeletionTimestamp == nil {
@@ -135,17 +134,12 @@ func nominationLapsed(pod *corev1.Pod, standing sets.Set[string]) bool {
 
 // renominations are the pods to nominate again to the node they were nominated to: those
 // kube-scheduler took the nomination from (it tried them before their node was Ready) while
-// that node is still launching. The snapshot counts each on its node again, so the pass does
-// not plan them anew: a plan made again for such pods alone may give the room of a pod
+// that node is still launching (among launching, the pass's LaunchingNodes) and standing. The
+// snapshot counts each on its node again, so the pass does not plan them anew: a plan made again for such pods alone may give the room of a pod
 // confined to few instance types to one that fits anywhere, and launch a node for the first.
 // Pods bound or gone are forgotten.
-func (c *Controller) renominations(snapshot *Snapshot) []nomination {
-	launching := sets.New[string]()
-	for i := range snapshot.Nodes {
-		if node := &snapshot.Nodes[i]; node.DeletionTimestamp == nil && nodes.IsLaunching(node) {
-			launching.Insert(node.Name)
-		}
-	}
+func (c *Controller) renominations(snapshot *Snapshot, launching map[string]string) []nomination {
+	standing := snapshot.StandingNodes()
 	c.nominatedMu.Lock()
 	defer c.nominatedMu.Unlock()
 	waiting := sets.New[types.UID]()
@@ -157,7 +151,7 @@ func (c *Controller) renominations(snapshot *Snapshot) []nomination {
 			continue
 		}
 		waiting.Insert(pod.UID)
-		if pods.IsProvisionable(pod) && launching.Has(node) {
+		if _, ok := launching[node]; ok && standing.Has(node) && pods.IsProvisionable(pod) {
 			out = append(out, nomination{pod: pod.DeepCopy(), node: node})
 			pod.Status.NominatedNodeName = node
 		}

@@ -180,7 +180,7 @@ func TestRenominations(t *testing.T) {
 			pod("never-nominated", builders.PodOptions{Unschedulable: true}),
 		},
 	}
-	got := c.renominations(snapshot)
+	got := c.renominations(snapshot, snapshot.LaunchingNodes())
 	if len(got) != 1 || got[0].pod.Name != "cleared" || got[0].node != "launching" || got[0].pod.Status.NominatedNodeName != "" {
 		t.Errorf("renominations %v, want cleared to launching (as read, not nominated)", got)
 	}

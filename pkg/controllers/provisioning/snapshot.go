@@ -36,7 +36,7 @@ type Snapshot struct {
 // pending are the pods a new node would help, in a stable order: those kube-scheduler found
 // no room for, and those nominated to a node that is gone or going (nominationLapsed).
 func (c *Snapshot) pending() []*corev1.Pod {
-	standing := c.nominable()
+	standing := c.StandingNodes()
 	var out []*corev1.Pod
 	for i := range c.Pods {
 		if pod := &c.Pods[i]; pods.IsProvisionable(pod) || nominationLapsed(pod, standing) {

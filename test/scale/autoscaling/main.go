@@ -14,7 +14,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -405,11 +404,11 @@ func sample(ctx context.Context, stack *sandbox.Stack, o options) (*measurements
 	controllerMetrics := "http://" + stack.MetricsAddress + "/metrics"
 	promMetrics := stack.Env.Prometheus.URL + "/metrics"
 	m := &measurements{start: time.Now()}
-	beforeController, _, err := scrape(ctx, controllerMetrics)
+	beforeController, _, err := scaletest.Scrape(ctx, controllerMetrics)
 	if err != nil {
 		return nil, err
 	}
-	beforeProm, _, err := scrape(ctx, promMetrics)
+	beforeProm, _, err := scaletest.Scrape(ctx, promMetrics)
 	if err != nil {
 		return nil, err
 	}
@@ -443,7 +442,7 @@ func sample(ctx context.Context, stack *sandbox.Stack, o options) (*measurements
 		}
 	}
 	m.end = time.Now()
-	afterController, size, err := scrape(ctx, controllerMetrics)
+	afterController, size, err := scaletest.Scrape(ctx, controllerMetrics)
 	if err != nil {
 		return nil, err
 	}
@@ -452,7 +451,7 @@ func sample(ctx context.Context, stack *sandbox.Stack, o options) (*measurements
 			return nil, err
 		}
 	}
-	afterProm, _, err := scrape(ctx, promMetrics)
+	afterProm, _, err := scaletest.Scrape(ctx, promMetrics)
 	if err != nil {
 		return nil, err
 	}
@@ -460,16 +459,16 @@ func sample(ctx context.Context, stack *sandbox.Stack, o options) (*measurements
 	m.controllerCPU = (lastController.cpu - firstController.cpu).Seconds() / seconds
 	m.apiserverCPU = (lastAPIServer.cpu - firstAPIServer.cpu).Seconds() / seconds
 	m.metricsBytes = size
-	m.heapInUse = afterController.sum("go_memstats_heap_inuse_bytes", nil)[""]
-	m.heapIdle = afterController.sum("go_memstats_heap_idle_bytes", nil)[""] - afterController.sum("go_memstats_heap_released_bytes", nil)[""]
+	m.heapInUse = afterController.Sum("go_memstats_heap_inuse_bytes", nil)[""]
+	m.heapIdle = afterController.Sum("go_memstats_heap_idle_bytes", nil)[""] - afterController.Sum("go_memstats_heap_released_bytes", nil)[""]
 	reconciles := map[string]string{"controller": "horizontalautoscaler"}
-	m.reconciles = rates(beforeController.sum("controller_runtime_reconcile_total", reconciles), afterController.sum("controller_runtime_reconcile_total", reconciles), seconds)[""]
+	m.reconciles = rates(beforeController.Sum("controller_runtime_reconcile_total", reconciles), afterController.Sum("controller_runtime_reconcile_total", reconciles), seconds)[""]
 	errs := map[string]string{"controller": "horizontalautoscaler", "result": "error"}
-	m.reconcileErrors = rates(beforeController.sum("controller_runtime_reconcile_total", errs), afterController.sum("controller_runtime_reconcile_total", errs), seconds)[""]
+	m.reconcileErrors = rates(beforeController.Sum("controller_runtime_reconcile_total", errs), afterController.Sum("controller_runtime_reconcile_total", errs), seconds)[""]
 	query := map[string]string{"handler": "/api/v1/query"}
-	m.promQueries = rates(beforeProm.sum("prometheus_http_requests_total", query), afterProm.sum("prometheus_http_requests_total", query), seconds)[""]
-	m.requests = rates(beforeController.sum("karpenter_kube_client_requests_total", nil, "verb", "resource", "code"),
-		afterController.sum("karpenter_kube_client_requests_total", nil, "verb", "resource", "code"), seconds)
+	m.promQueries = rates(beforeProm.Sum("prometheus_http_requests_total", query), afterProm.Sum("prometheus_http_requests_total", query), seconds)[""]
+	m.requests = rates(beforeController.Sum("karpenter_kube_client_requests_total", nil, "verb", "resource", "code"),
+		afterController.Sum("karpenter_kube_client_requests_total", nil, "verb", "resource", "code"), seconds)
 	m.reconcileTime = meanDuration(beforeController, afterController, "controller_runtime_reconcile_time_seconds", reconciles)
 	m.queryTime = meanDuration(beforeController, afterController, "karpenter_horizontalautoscaler_query_duration_seconds", nil)
 	for _, d := range depths {
@@ -487,43 +486,18 @@ func pid(dir, process string) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(string(data)))
 }
 
-func scrape(ctx context.Context, url string) (series, int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, 0, fmt.Errorf("scraping %s, %w", url, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, 0, fmt.Errorf("scraping %s: %s", url, resp.Status)
-	}
-	counted := &countingReader{r: resp.Body}
-	s, err := parseExposition(counted)
-	return s, counted.n, err
-}
-
 // download writes the body of a GET of url to file.
 func download(ctx context.Context, url, file string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := scaletest.Get(ctx, url)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("getting %s, %w", url, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("getting %s: %s", url, resp.Status)
-	}
+	defer func() { _ = body.Close() }()
 	out, err := os.Create(file) //nolint:gosec // G304: the file the user named.
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, resp.Body); err != nil {
+	if _, err := io.Copy(out, body); err != nil {
 		_ = out.Close()
 		return fmt.Errorf("writing %s, %w", file, err)
 	}
@@ -564,18 +538,6 @@ func (m *measurements) print(o options) {
 		scaletest.FormatPercentile(m.lag, 50), scaletest.FormatPercentile(m.lag, 99))
 	row("decision lag after the period boundary, p50 / p99", "%s / %s",
 		scaletest.FormatPercentile(m.lagAfterBoundary, 50), scaletest.FormatPercentile(m.lagAfterBoundary, 99))
-}
-
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r interface{ Read([]byte) (int, error) }
-	n int
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += n
-	return n, err
 }
 
 // queryScalar is the one value of an instant query.

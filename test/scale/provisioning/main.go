@@ -22,11 +22,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -187,32 +185,19 @@ func measure(dir string, binaries scaletest.Binaries, idle time.Duration, count 
 // passes reads how many batches the controller planned, and how long planning one took on
 // average, from its /metrics.
 func passes(ctx context.Context, stack *sandbox.Stack) string {
-	request, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+stack.MetricsAddress+"/metrics", nil)
+	metrics, _, err := scaletest.Scrape(ctx, "http://"+stack.MetricsAddress+"/metrics")
 	if err != nil {
 		return "n/a"
 	}
-	response, err := http.DefaultClient.Do(request)
-	if err != nil {
+	if _, ok := metrics["karpenter_provisioner_batch_size"]; !ok {
 		return "n/a"
 	}
-	defer func() { _ = response.Body.Close() }()
-	values := map[string]float64{}
-	lines := bufio.NewScanner(response.Body)
-	for lines.Scan() {
-		name, value, ok := strings.Cut(lines.Text(), " ")
-		if v, err := strconv.ParseFloat(value, 64); ok && err == nil {
-			values[name] = v
-		}
-	}
-	batches, ok := values["karpenter_provisioner_batch_size_count"]
-	if !ok {
-		return "n/a"
-	}
-	planned := values["karpenter_provisioner_scheduling_duration_seconds_count"]
+	_, batches := metrics.Histogram("karpenter_provisioner_batch_size", nil)
+	seconds, planned := metrics.Histogram("karpenter_provisioner_scheduling_duration_seconds", nil)
 	if planned == 0 {
 		return fmt.Sprint(batches)
 	}
-	mean := time.Duration(values["karpenter_provisioner_scheduling_duration_seconds_sum"] / planned * float64(time.Second))
+	mean := time.Duration(seconds / planned * float64(time.Second))
 	return fmt.Sprintf("%v (%v)", batches, mean.Round(time.Millisecond))
 }
 
