@@ -266,10 +266,12 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 	case interruption.Name:
 		return interruption.New(interruption.Options{
 			Client:    mgr.GetClient(),
+			Reader:    mgr.GetAPIReader(),
 			Queue:     opts.InterruptionQueue,
 			Instances: opts.InstanceProvider,
 			Recorder:  recorderFor(mgr, name),
 			Clock:     opts.Clock,
+			Grace:     opts.GarbageCollectionGrace,
 		})
 	case provisionerstatus.Name:
 		return provisionerstatus.New(provisionerstatus.Options{Client: mgr.GetClient()})

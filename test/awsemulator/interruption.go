@@ -88,3 +88,20 @@ func (e *Emulator) MessageCount(queueName string) (int, error) {
 	}
 	return len(q.messages), nil
 }
+
+// ReceiveCount is how many times a queue's message was received; an error when the queue
+// holds no such message (never sent, or deleted).
+func (e *Emulator) ReceiveCount(queueName, messageID string) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	q, ok := e.queues[queueName]
+	if !ok {
+		return 0, fmt.Errorf("queue %q does not exist", queueName)
+	}
+	for _, m := range q.messages {
+		if m.id == messageID {
+			return m.receiveCount, nil
+		}
+	}
+	return 0, fmt.Errorf("queue %q holds no message %s", queueName, messageID)
+}

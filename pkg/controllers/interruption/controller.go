@@ -6,6 +6,7 @@
 package interruption
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +25,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
 	"karpenter.sh/karpenter/pkg/controllers/periodic"
 	"karpenter.sh/karpenter/pkg/nodes"
 )
@@ -41,6 +44,10 @@ const (
 	ActionEvent Action = "Event"
 	// ActionIgnore does nothing: no node Karpenter launched runs on the instance.
 	ActionIgnore Action = "Ignore"
+	// ActionWait keeps the message queued: the instance was launched for this cluster within
+	// the grace period and its Node is not created yet, so the message comes back, after the
+	// queue's visibility timeout, to find it.
+	ActionWait Action = "Wait"
 	// ActionDiscard drops a message that could not be read or is about something else.
 	ActionDiscard Action = "Discard"
 )
@@ -104,28 +111,37 @@ func UnavailableOffering(kind cloudprovider.InterruptionKind, node *corev1.Node)
 
 // Options configure the controller.
 type Options struct {
-	Client    client.Client
+	Client client.Client
+	// Reader reads from the API server, not the cache: a node created a moment ago may be
+	// missing from the cache the client reads.
+	Reader    client.Reader
 	Queue     cloudprovider.InterruptionQueue
 	Instances cloudprovider.InstanceProvider
 	Recorder  record.EventRecorder
 	Clock     clock.Clock
+	// Grace is how long after its launch an instance of this cluster may have no Node and
+	// still get one (garbage collection's grace); garbagecollection.DefaultGrace when zero.
+	Grace time.Duration
 }
 
 // Controller reads the interruption queue and acts on its messages.
 type Controller struct {
 	client    client.Client
+	reader    client.Reader
 	queue     cloudprovider.InterruptionQueue
 	instances cloudprovider.InstanceProvider
 	recorder  record.EventRecorder
 	clock     clock.Clock
+	grace     time.Duration
 }
 
 // New builds the controller.
 func New(options Options) (*Controller, error) {
-	if options.Client == nil || options.Queue == nil || options.Instances == nil || options.Recorder == nil || options.Clock == nil {
-		return nil, fmt.Errorf("the %s controller needs a client, an interruption queue, an instance provider, a recorder and a clock", Name)
+	if options.Client == nil || options.Reader == nil || options.Queue == nil || options.Instances == nil || options.Recorder == nil || options.Clock == nil {
+		return nil, fmt.Errorf("the %s controller needs a client, an API reader, an interruption queue, an instance provider, a recorder and a clock", Name)
 	}
-	return &Controller{client: options.Client, queue: options.Queue, instances: options.Instances, recorder: options.Recorder, clock: options.Clock}, nil
+	return &Controller{client: options.Client, reader: options.Reader, queue: options.Queue, instances: options.Instances, recorder: options.Recorder,
+		clock: options.Clock, grace: cmp.Or(options.Grace, garbagecollection.DefaultGrace)}, nil
 }
 
 // Name identifies the controller.
@@ -158,7 +174,9 @@ func (c *Controller) receive(ctx context.Context) error {
 
 // HandleBatch acts on each message and deletes those acted on. A message is deleted only
 // after its action is taken: a crash before that leaves it in the queue, which delivers it
-// again, and acting again is harmless (a node being deleted is not deleted twice).
+// again, and acting again is harmless (a node being deleted is not deleted twice). A message
+// about an instance the cluster launched moments ago whose Node does not exist yet is kept:
+// it comes back to find the Node.
 func (c *Controller) HandleBatch(ctx context.Context, messages []cloudprovider.InterruptionMessage) error {
 	nodeList := &corev1.NodeList{}
 	if err := c.client.List(ctx, nodeList); err != nil {
@@ -171,11 +189,16 @@ func (c *Controller) HandleBatch(ctx context.Context, messages []cloudprovider.I
 			byInstance[id] = node
 		}
 	}
+	lookup := &nodeLookup{controller: c, cached: byInstance}
 	var errs []error
 	for _, message := range messages {
 		receivedTotal.WithLabelValues(string(message.Kind)).Inc()
-		if err := c.handle(ctx, message, byInstance); err != nil {
+		keep, err := c.handle(ctx, message, lookup)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("message %s, %w", message.ID, err))
+			continue
+		}
+		if keep {
 			continue
 		}
 		if err := c.queue.Delete(ctx, message); err != nil {
@@ -196,19 +219,30 @@ func instanceID(providerID string) string {
 	return providerID[strings.LastIndex(providerID, "/")+1:]
 }
 
-func (c *Controller) handle(ctx context.Context, message cloudprovider.InterruptionMessage, byInstance map[string]*corev1.Node) error {
+// handle acts on a message for each instance it names; keep is true when the message must stay
+// queued for an instance whose Node is still to come.
+func (c *Controller) handle(ctx context.Context, message cloudprovider.InterruptionMessage, lookup *nodeLookup) (keep bool, err error) {
 	logger := log.FromContext(ctx).WithValues("message", message.ID, "kind", message.Kind)
 	if message.Kind == cloudprovider.InterruptionUnknown {
 		actionsTotal.WithLabelValues(string(message.Kind), string(ActionDiscard)).Inc()
 		logger.Info("discarding a message that is not an interruption notice", "reason", message.Err)
-		return nil
+		return false, nil
 	}
 	var errs []error
 	for _, id := range message.InstanceIDs {
-		node := byInstance[id]
+		node, young, err := lookup.node(ctx, id)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		action := Decide(message.Kind, node)
-		var err error
+		if action == ActionIgnore && young {
+			action = ActionWait
+		}
 		switch action {
+		case ActionWait:
+			keep = true
+			logger.Info("keeping the message until the Node of the instance, launched moments ago, exists", "instance", id)
 		case ActionIgnore:
 			logger.V(1).Info("no node Karpenter launched runs on the instance", "instance", id)
 		case ActionEvent:
@@ -223,7 +257,49 @@ func (c *Controller) handle(ctx context.Context, message cloudprovider.Interrupt
 		}
 		actionsTotal.WithLabelValues(string(message.Kind), string(action)).Inc()
 	}
-	return errors.Join(errs...)
+	return keep, errors.Join(errs...)
+}
+
+// nodeLookup finds the node of an instance for one batch of messages: in the cache first; for
+// an instance the cache shows no node on, the cloud says whether the cluster launched it, and
+// the API server whether its Node exists already, asked once per batch and instance.
+type nodeLookup struct {
+	controller *Controller
+	cached     map[string]*corev1.Node
+	owned      map[string]*cloudprovider.Instance
+}
+
+// node returns the node running the instance, nil when there is none; young is true when
+// there is none yet but the cluster launched the instance within the grace period, so that
+// its Node is still to come.
+func (l *nodeLookup) node(ctx context.Context, id string) (node *corev1.Node, young bool, err error) {
+	if node := l.cached[id]; node != nil {
+		return node, false, nil
+	}
+	if l.owned == nil {
+		instances, err := l.controller.instances.List(ctx)
+		if err != nil {
+			return nil, false, fmt.Errorf("listing the cluster's instances to find instance %s, %w", id, err)
+		}
+		l.owned = map[string]*cloudprovider.Instance{}
+		for _, instance := range instances {
+			l.owned[instance.ID] = instance
+		}
+	}
+	instance := l.owned[id]
+	if instance == nil {
+		return nil, false, nil
+	}
+	stored := &corev1.Node{}
+	err = l.controller.reader.Get(ctx, client.ObjectKey{Name: instance.NodeName}, stored)
+	switch {
+	case err == nil && stored.Spec.ProviderID == instance.ProviderID:
+		l.cached[id] = stored
+		return stored, false, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, false, fmt.Errorf("reading node %s of instance %s, %w", instance.NodeName, id, err)
+	}
+	return nil, l.controller.clock.Since(instance.LaunchTime) < l.controller.grace, nil
 }
 
 // deleteNode marks a reclaimed offering unavailable and deletes the node; a node already

@@ -106,14 +106,22 @@ type harness struct {
 	queue      *fake.InterruptionQueue
 	cloud      *fake.InstanceProvider
 	recorder   *record.FakeRecorder
+	clock      *clocktesting.FakeClock
 }
 
 func newHarness(t *testing.T, funcs interceptor.Funcs, objects ...client.Object) *harness {
 	t.Helper()
-	scheme := apis.NewScheme()
-	c := crfake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).WithInterceptorFuncs(funcs).Build()
-	h := &harness{client: c, queue: fake.NewInterruptionQueue(), cloud: fake.NewInstanceProvider(fake.InstanceProviderOptions{}), recorder: record.NewFakeRecorder(100)}
-	controller, err := New(Options{Client: c, Queue: h.queue, Instances: h.cloud, Recorder: h.recorder, Clock: clocktesting.NewFakeClock(now)})
+	c := crfake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objects...).WithInterceptorFuncs(funcs).Build()
+	return newHarnessReading(t, c, c)
+}
+
+// newHarnessReading builds the controller on a cache (c) and an API reader that may differ.
+func newHarnessReading(t *testing.T, c client.Client, reader client.Reader) *harness {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(now)
+	h := &harness{client: c, queue: fake.NewInterruptionQueue(), cloud: fake.NewInstanceProvider(fake.InstanceProviderOptions{Clock: clk}),
+		recorder: record.NewFakeRecorder(100), clock: clk}
+	controller, err := New(Options{Client: c, Reader: reader, Queue: h.queue, Instances: h.cloud, Recorder: h.recorder, Clock: clk, Grace: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,4 +259,105 @@ func TestAtLeastOnce(t *testing.T) {
 	if events := h.events(); len(events) != 0 {
 		t.Errorf("events %q on delivery again, want none", events)
 	}
+}
+
+// An interruption of an instance launched moments ago, whose Node the cache does not show yet,
+// is not lost: the API server's Node is acted on; with no Node yet the message stays queued
+// until one exists, or until the grace period says none will (garbage collection's part).
+func TestInterruptionBeforeTheCacheShowsTheNode(t *testing.T) {
+	launch := func(h *harness) *cloudprovider.Instance {
+		t.Helper()
+		instanceType := fake.DefaultInstanceTypes()[0]
+		launched, err := h.cloud.Create(context.Background(), cloudprovider.LaunchRequest{ProvisionerName: "default",
+			Candidates: []cloudprovider.Candidate{{InstanceType: instanceType, Offering: instanceType.Offerings[0]}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return launched[0]
+	}
+	nodeOf := func(instance *cloudprovider.Instance) *corev1.Node {
+		node := karpenterNode(instance.NodeName, instance.ID)
+		node.Spec.ProviderID = instance.ProviderID
+		return node
+	}
+	waits := func() float64 {
+		return value(actionsTotal.WithLabelValues(string(cloudprovider.InterruptionSpot), string(ActionWait)))
+	}
+
+	t.Run("the API server shows the node the cache does not", func(t *testing.T) {
+		empty := crfake.NewClientBuilder().WithScheme(apis.NewScheme()).Build()
+		apiServer := crfake.NewClientBuilder().WithScheme(apis.NewScheme()).Build()
+		h := newHarnessReading(t, empty, apiServer)
+		instance := launch(h)
+		if err := apiServer.Create(context.Background(), nodeOf(instance)); err != nil {
+			t.Fatal(err)
+		}
+		h.queue.Send(cloudprovider.InterruptionMessage{Kind: cloudprovider.InterruptionSpot, InstanceIDs: []string{instance.ID}, Time: now})
+		// The node is deleted through the client; the fake cache has no such node, so the
+		// deletion finds none, which is what a node deleted meanwhile looks like: not an error.
+		if err := h.handleAll(t); err != nil {
+			t.Fatal(err)
+		}
+		if h.queue.Len() != 0 {
+			t.Error("the message was kept, want it handled and deleted")
+		}
+		if events := h.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Warning SpotInterruption") {
+			t.Errorf("events %q, want the interruption's", events)
+		}
+	})
+
+	t.Run("no node yet: kept within the grace, then dropped", func(t *testing.T) {
+		h := newHarness(t, interceptor.Funcs{})
+		instance := launch(h)
+		h.queue.Send(cloudprovider.InterruptionMessage{Kind: cloudprovider.InterruptionSpot, InstanceIDs: []string{instance.ID}, Time: now})
+		before := waits()
+		if err := h.handleAll(t); err != nil {
+			t.Fatal(err)
+		}
+		if h.queue.Len() != 1 {
+			t.Fatal("the message was deleted, want it kept until the node exists")
+		}
+		if d := waits() - before; d != 1 {
+			t.Errorf("Wait actions went up by %v, want 1", d)
+		}
+
+		// The Node is created; the message, delivered again, deletes it.
+		node := nodeOf(instance)
+		if err := h.client.Create(context.Background(), node); err != nil {
+			t.Fatal(err)
+		}
+		h.queue.Redeliver()
+		if err := h.handleAll(t); err != nil {
+			t.Fatal(err)
+		}
+		if h.queue.Len() != 0 {
+			t.Error("the message was kept once the node existed")
+		}
+		if err := h.client.Get(context.Background(), client.ObjectKeyFromObject(node), &corev1.Node{}); !apierrors.IsNotFound(err) {
+			t.Errorf("node %s: %v, want it deleted", node.Name, err)
+		}
+
+		// An instance past the grace with no node is garbage collection's: the message goes.
+		late := launch(h)
+		h.clock.Step(time.Minute)
+		h.queue.Send(cloudprovider.InterruptionMessage{Kind: cloudprovider.InterruptionSpot, InstanceIDs: []string{late.ID}, Time: now})
+		if err := h.handleAll(t); err != nil {
+			t.Fatal(err)
+		}
+		if h.queue.Len() != 0 {
+			t.Error("the message about an instance past the grace was kept")
+		}
+	})
+
+	t.Run("the cloud cannot say whether the instance is the cluster's: the message stays", func(t *testing.T) {
+		h := newHarness(t, interceptor.Funcs{})
+		h.cloud.SetError(errors.New("EC2 is away"))
+		h.queue.Send(cloudprovider.InterruptionMessage{Kind: cloudprovider.InterruptionSpot, InstanceIDs: []string{"i-0000000000000000e"}, Time: now})
+		if err := h.handleAll(t); err == nil || !strings.Contains(err.Error(), "EC2 is away") {
+			t.Fatalf("HandleBatch: %v, want the cloud's error", err)
+		}
+		if h.queue.Len() != 1 {
+			t.Error("the message was deleted although the instance's owner is unknown")
+		}
+	})
 }

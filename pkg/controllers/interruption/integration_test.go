@@ -145,6 +145,23 @@ func TestInterruption(t *testing.T) {
 		}
 	})
 
+	t.Run("an interruption before the instance's Node exists waits for the Node", func(t *testing.T) {
+		instance := s.launch(t, true)
+		id, err := s.emulator.Interrupt(queueName, instance.ID, awsemulator.InterruptSpot, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Received, kept, and received again: the controller waits for the Node.
+		eventually.Holds(t, "the message received twice", func() (bool, string, error) {
+			n, err := s.emulator.ReceiveCount(queueName, id)
+			return n >= 2, fmt.Sprintf("received %d times", n), err
+		})
+		node := s.register(t, instance.NodeName, instance)
+		s.expectEvent(t, node.Name, string(cloudprovider.InterruptionSpot), instance.ID)
+		s.expectGone(t, node)
+		s.expectQueueEmpty(t)
+	})
+
 	// Last: it restarts the operator.
 	t.Run("a crash before the message is deleted: it comes back and is handled harmlessly", func(t *testing.T) {
 		node, instance := s.node(t, "crashed", true)
@@ -191,6 +208,13 @@ func (s *suite) start(t *testing.T) func() {
 // the fake cloud.
 func (s *suite) node(t *testing.T, name string, spot bool) (*corev1.Node, *cloudprovider.Instance) {
 	t.Helper()
+	instance := s.launch(t, spot)
+	return s.register(t, name, instance), instance
+}
+
+// launch launches a spot or an on-demand instance in the fake cloud.
+func (s *suite) launch(t *testing.T, spot bool) *cloudprovider.Instance {
+	t.Helper()
 	var candidate cloudprovider.Candidate
 	for _, instanceType := range fake.DefaultInstanceTypes() {
 		for _, offering := range instanceType.Offerings {
@@ -205,7 +229,12 @@ func (s *suite) node(t *testing.T, name string, spot bool) (*corev1.Node, *cloud
 	if err != nil {
 		t.Fatal(err)
 	}
-	instance := launched[0]
+	return launched[0]
+}
+
+// register creates the instance's Node as Karpenter does, and waits for kwok to make it Ready.
+func (s *suite) register(t *testing.T, name string, instance *cloudprovider.Instance) *corev1.Node {
+	t.Helper()
 	labels := map[string]string{v1alpha5.ProvisionerNameLabelKey: "default"}
 	for k, v := range instance.Labels {
 		labels[k] = v
@@ -214,9 +243,7 @@ func (s *suite) node(t *testing.T, name string, spot bool) (*corev1.Node, *cloud
 	node.Spec.ProviderID = instance.ProviderID
 	node.Finalizers = []string{v1alpha5.TerminationFinalizer}
 	s.create(t, node)
-	// The controller reads nodes from its cache: a message handled before the cache shows the
-	// node finds no node on the instance. Once kwok's update (Ready) is visible here, the
-	// controller's watch, which delivers it after the creation, has almost surely seen it too.
+	// Pods run on the node once kwok made it Ready.
 	eventually.Holds(t, "node "+name+" Ready", func() (bool, string, error) {
 		current := &corev1.Node{}
 		if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), current); err != nil {
@@ -224,7 +251,7 @@ func (s *suite) node(t *testing.T, name string, spot bool) (*corev1.Node, *cloud
 		}
 		return nodes.IsReady(current), "not Ready", nil
 	})
-	return node, instance
+	return node
 }
 
 func (s *suite) create(t *testing.T, object client.Object) {
