@@ -381,7 +381,9 @@ func Launch(ctx context.Context, c client.Client, instances cloudprovider.Instan
 			options.Ledger.Release(reservation)
 		}
 	}
-	launched, err := instances.Create(ctx, cloudprovider.LaunchRequest{
+	// A node the snapshot counts already is not this launch's: other pods took the room it
+	// was launched for, and the same decision, made again, needs another.
+	launched, err := provisioning.LaunchUntaken(ctx, instances, cloudprovider.LaunchRequest{
 		Count:           1,
 		Candidates:      candidates,
 		ProvisionerName: p.Name,
@@ -389,7 +391,7 @@ func Launch(ctx context.Context, c client.Client, instances cloudprovider.Instan
 		Taints:          p.Spec.Taints,
 		Provider:        p.Spec.Provider,
 		IdempotencyKey:  options.IdempotencyKey,
-	})
+	}, options.Counted)
 	if err != nil {
 		release()
 		return nil, fmt.Errorf("launching a node for provisioner %s, %w", p.Name, err)

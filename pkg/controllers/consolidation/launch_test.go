@@ -46,3 +46,41 @@ func TestLaunchReservesUnderLimits(t *testing.T) {
 		t.Errorf("used %s cpu, want 10", used.Cpu())
 	}
 }
+
+// TestLaunchRetriedGetsItsNodeUnlessOthersTookIt: the same decision launched again (a pass
+// after a crash) gets the instance the first launch made, unless the snapshot counts that node
+// already: then other pods took the room it was launched for (as with an expired node's
+// replacement that kube-scheduler filled before the expired node was deleted), and answering
+// with it again would make the decision come back for ever.
+func TestLaunchRetriedGetsItsNodeUnlessOthersTookIt(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	planned := &scheduling.NewNode{Provisioner: p.Name, InstanceTypes: []*cloudprovider.InstanceType{instanceType("t3.medium")}}
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	c := clientfake.NewClientBuilder().Build()
+	launch := func(counted ...string) string {
+		t.Helper()
+		existing := map[string]corev1.ResourceList{"old": builders.Resources("cpu", "8")}
+		for _, name := range counted {
+			existing[name] = instanceType("t3.medium").Capacity
+		}
+		node, err := consolidation.Launch(t.Context(), c, cloud, planned, p, consolidation.LaunchOptions{Counted: existing, IdempotencyKey: "expiration\nold"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return node.Name
+	}
+	first := launch()
+	if again := launch(); again != first {
+		t.Errorf("retried before the snapshot counted %s: launched %s", first, again)
+	}
+	second := launch(first)
+	if second == first {
+		t.Fatalf("a node the snapshot counts (%s) was given again", first)
+	}
+	if again := launch(first); again != second {
+		t.Errorf("retried once %s was taken: launched %s, want %s again", first, again, second)
+	}
+	if instances, err := cloud.List(t.Context()); err != nil || len(instances) != 2 {
+		t.Errorf("%d instances (%v), want 2", len(instances), err)
+	}
+}

@@ -560,7 +560,7 @@ type reservedLaunch struct {
 	// planned is what the batch in flight says of each node.
 	planned []*plannedLaunch
 	// seen are the Provisioner's nodes the plan saw: a launch answered with one of them was
-	// answered for an earlier plan (see launchUntaken).
+	// answered for an earlier plan (see LaunchUntaken).
 	seen map[string]corev1.ResourceList
 }
 
@@ -629,14 +629,15 @@ func (c *Controller) launch(ctx context.Context, r *reservedLaunch, hold bool) (
 		failed(0)
 		return nil, fmt.Errorf("waiting to launch instances for provisioner %q, %w", p.Name, err)
 	}
-	instances, err := launchUntaken(ctx, c.instanceProvider, cloudprovider.LaunchRequest{
+	instances, err := LaunchUntaken(ctx, c.instanceProvider, cloudprovider.LaunchRequest{
 		Count:           len(r.reservations),
 		Candidates:      r.group.candidates,
 		ProvisionerName: p.Name,
 		Labels:          LaunchLabels(p),
 		Taints:          p.Spec.Taints,
 		Provider:        p.Spec.Provider,
-	}, r.group.pods(), r.seen)
+		IdempotencyKey:  idempotencyKey(p.Name, r.group.pods()),
+	}, r.seen)
 	c.cloudCalls.Release(1)
 	if err != nil {
 		failed(0)

@@ -246,7 +246,7 @@ func TestOverlappingBatchesNeverLaunchTwice(t *testing.T) {
 			s.settle(t)
 			s.pass(t)
 			calls := s.cloud.CreateCalls()
-			keys := []string{idempotencyKey(p.Name, first, nil), idempotencyKey(p.Name, second, nil)}
+			keys := []string{idempotencyKey(p.Name, first), idempotencyKey(p.Name, second)}
 			var got []string
 			for _, call := range calls {
 				got = append(got, call.IdempotencyKey)

@@ -148,9 +148,8 @@ func instanceTypeNamed(candidates []cloudprovider.Candidate, name string) *cloud
 }
 
 // idempotencyKey names the launch of nodes for pods: a launch retried for the same pods
-// (after a lost answer) gets the instances the first one launched rather than more. taken
-// names the nodes earlier launches for them gave that other pods took (see launchUntaken).
-func idempotencyKey(provisioner string, pods []*corev1.Pod, taken []string) string {
+// (after a lost answer) gets the instances the first one launched rather than more.
+func idempotencyKey(provisioner string, pods []*corev1.Pod) string {
 	uids := make([]string, len(pods))
 	for i, pod := range pods {
 		uids[i] = string(pod.UID)
@@ -158,34 +157,45 @@ func idempotencyKey(provisioner string, pods []*corev1.Pod, taken []string) stri
 	slices.Sort(uids)
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s", provisioner, strings.Join(uids, "\n"))
-	if len(taken) > 0 {
-		fmt.Fprintf(h, "\ntaken\n%s", strings.Join(slices.Sorted(slices.Values(taken)), "\n"))
-	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// launchUntaken asks the cloud for the request's instances under the key of the pods, so that
-// a launch retried for them gets the instances the first attempt launched. When one of those
-// is a node the plan already saw (planned, the Provisioner's nodes by name), the plan found no
-// room for these pods there: another pod took it (kube-scheduler binds any pending pod to any
-// node that fits). Answering with it again would leave the pods pending for good, so the launch
-// is asked again under a key that also names the taken nodes, which a retry derives the same
-// way. Instances of such an answer that were not taken are left to garbage collection.
-func launchUntaken(ctx context.Context, instances cloudprovider.InstanceProvider, request cloudprovider.LaunchRequest, pods []*corev1.Pod, planned map[string]corev1.ResourceList) ([]*cloudprovider.Instance, error) {
+// untakenKey is the key of a launch whose earlier answers under key were the taken nodes
+// (see LaunchUntaken); key itself when none was.
+func untakenKey(key string, taken []string) string {
+	if len(taken) == 0 {
+		return key
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\ntaken\n%s", key, strings.Join(slices.Sorted(slices.Values(taken)), "\n"))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// LaunchUntaken asks the cloud for the request's instances under its idempotency key, so that
+// a launch retried (after a crash or a lost answer) gets the instances the first attempt
+// launched. When one of those is a node the caller's plan already saw (existing, the
+// Provisioner's nodes by name), the plan found no room there for what this launch is for:
+// other pods took it (kube-scheduler binds any pending pod to any node that fits). Answering
+// with it again would leave the pods pending for good, or a replacement never made, so the
+// launch is asked again under a key that also names the taken nodes, which a retry derives
+// the same way. Instances of such an answer that were not taken are left to garbage
+// collection. An empty key launches anew, once.
+func LaunchUntaken(ctx context.Context, instances cloudprovider.InstanceProvider, request cloudprovider.LaunchRequest, existing map[string]corev1.ResourceList) ([]*cloudprovider.Instance, error) {
+	key := request.IdempotencyKey
 	var taken []string
 	for {
-		request.IdempotencyKey = idempotencyKey(request.ProvisionerName, pods, taken)
+		request.IdempotencyKey = untakenKey(key, taken)
 		launched, err := instances.Create(ctx, request)
-		if err != nil {
-			return nil, err
+		if err != nil || key == "" {
+			return launched, err
 		}
 		var stale []string
 		for _, instance := range launched {
-			if _, ok := planned[instance.NodeName]; ok && !slices.Contains(taken, instance.NodeName) {
+			if _, ok := existing[instance.NodeName]; ok && !slices.Contains(taken, instance.NodeName) {
 				stale = append(stale, instance.NodeName)
 			}
 		}
-		// Each round names at least one more of the finitely many planned nodes.
+		// Each round names at least one more of the finitely many existing nodes.
 		if len(stale) == 0 {
 			return launched, nil
 		}

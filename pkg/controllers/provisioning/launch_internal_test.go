@@ -24,26 +24,34 @@ func podsWithUIDs(uids ...string) []*corev1.Pod {
 }
 
 func TestIdempotencyKeyNamesTheProvisionerPodsAndTakenNodes(t *testing.T) {
-	key := idempotencyKey("default", podsWithUIDs("a", "b"), nil)
-	if got := idempotencyKey("default", podsWithUIDs("b", "a"), nil); got != key {
+	key := idempotencyKey("default", podsWithUIDs("a", "b"))
+	if got := idempotencyKey("default", podsWithUIDs("b", "a")); got != key {
 		t.Errorf("the same pods in another order give another key: %s, %s", got, key)
 	}
-	taken := idempotencyKey("default", podsWithUIDs("a", "b"), []string{"node-1", "node-2"})
-	if got := idempotencyKey("default", podsWithUIDs("a", "b"), []string{"node-2", "node-1"}); got != taken {
+	if got := untakenKey(key, nil); got != key {
+		t.Errorf("no taken node changes the key: %s, %s", got, key)
+	}
+	taken := untakenKey(key, []string{"node-1", "node-2"})
+	if got := untakenKey(key, []string{"node-2", "node-1"}); got != taken {
 		t.Errorf("the same taken nodes in another order give another key: %s, %s", got, taken)
 	}
 	for name, other := range map[string]string{
-		"another provisioner": idempotencyKey("spot", podsWithUIDs("a", "b"), nil),
-		"another pod":         idempotencyKey("default", podsWithUIDs("a", "c"), nil),
-		"fewer pods":          idempotencyKey("default", podsWithUIDs("a"), nil),
+		"another provisioner": idempotencyKey("spot", podsWithUIDs("a", "b")),
+		"another pod":         idempotencyKey("default", podsWithUIDs("a", "c")),
+		"fewer pods":          idempotencyKey("default", podsWithUIDs("a")),
 		"a taken node":        taken,
 	} {
 		if other == key {
 			t.Errorf("%s gives the same key", name)
 		}
 	}
-	if len(key) > 64 {
-		t.Errorf("key %q is longer than the 64 characters an EC2 client token takes", key)
+	if untakenKey(key, []string{"node-1"}) == taken {
+		t.Error("fewer taken nodes give the same key")
+	}
+	for _, k := range []string{key, taken} {
+		if len(k) > 64 {
+			t.Errorf("key %q is longer than the 64 characters an EC2 client token takes", k)
+		}
 	}
 }
 
@@ -51,17 +59,17 @@ func TestLaunchUntakenRetriesGetTheFirstInstanceUnlessThePlanSawItTaken(t *testi
 	ctx := t.Context()
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	it := fake.DefaultInstanceTypes()[0]
-	request := cloudprovider.LaunchRequest{ProvisionerName: "default", Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}}}
-	pods := podsWithUIDs("pod")
+	request := cloudprovider.LaunchRequest{ProvisionerName: "default", Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
+		IdempotencyKey: idempotencyKey("default", podsWithUIDs("pod"))}
 	launch := func(planned ...string) string {
 		t.Helper()
 		nodes := map[string]corev1.ResourceList{}
 		for _, name := range planned {
 			nodes[name] = nil
 		}
-		instances, err := launchUntaken(ctx, cloud, request, pods, nodes)
+		instances, err := LaunchUntaken(ctx, cloud, request, nodes)
 		if err != nil || len(instances) != 1 {
-			t.Fatalf("launchUntaken = %v, %v", instances, err)
+			t.Fatalf("LaunchUntaken = %v, %v", instances, err)
 		}
 		return instances[0].NodeName
 	}
