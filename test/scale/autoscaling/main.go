@@ -141,6 +141,7 @@ func run(o options) error {
 		return err
 	}
 	m.lag, m.lagAfterBoundary = lag.lags(waves, m.start, m.end, o.period)
+	m.catchUp = lag.catchUpTimes(m.start, m.end)
 	m.print(o)
 	return nil
 }
@@ -306,11 +307,21 @@ func progress(ctx context.Context, c client.Client) (decided, running int, err e
 	return decided, running, nil
 }
 
-// lagFollower records each change of a lag target's spec.replicas, when the harness sees it.
+// lagFollower records each change of a lag target's spec.replicas, when the harness sees it,
+// and how long the target's status.replicas took to follow: the decisions read the status
+// (an AverageValue metric within its tolerance recommends no change from spec, see
+// docs/horizontalautoscaler.md), so a status lagging a period makes the next change late.
 type lagFollower struct {
-	mu      sync.Mutex
-	changes []replicasChange
-	stop    context.CancelFunc
+	mu       sync.Mutex
+	changes  []replicasChange
+	asked    map[int]time.Time // targets whose status has not reached a new spec yet
+	catchUps []catchUp
+	stop     context.CancelFunc
+}
+
+type catchUp struct {
+	seen  time.Time
+	after time.Duration
 }
 
 type replicasChange struct {
@@ -324,22 +335,28 @@ func followLagTargets(ctx context.Context, stack *sandbox.Stack) (*lagFollower, 
 	if err != nil {
 		return nil, err
 	}
-	f := &lagFollower{}
+	f := &lagFollower{asked: map[int]time.Time{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0, informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = lagLabel + "=true" }))
 	if _, err := factory.Apps().V1().Deployments().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(before, after any) {
 			old, cur := before.(*appsv1.Deployment), after.(*appsv1.Deployment)
-			if ptr.Deref(old.Spec.Replicas, 0) == ptr.Deref(cur.Spec.Replicas, 0) {
-				return
-			}
 			target, err := strconv.Atoi(strings.TrimPrefix(cur.Name, "target-"))
 			if err != nil {
 				return
 			}
+			now := time.Now()
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			f.changes = append(f.changes, replicasChange{target: target, replicas: ptr.Deref(cur.Spec.Replicas, 0), seen: time.Now()})
+			spec := ptr.Deref(cur.Spec.Replicas, 0)
+			if ptr.Deref(old.Spec.Replicas, 0) != spec {
+				f.changes = append(f.changes, replicasChange{target: target, replicas: spec, seen: now})
+				f.asked[target] = now
+			}
+			if asked, ok := f.asked[target]; ok && cur.Status.Replicas == spec {
+				f.catchUps = append(f.catchUps, catchUp{seen: now, after: now.Sub(asked)})
+				delete(f.asked, target)
+			}
 		},
 	}); err != nil {
 		return nil, err
@@ -352,6 +369,20 @@ func followLagTargets(ctx context.Context, stack *sandbox.Stack) (*lagFollower, 
 	factory.Start(informing.Done())
 	factory.WaitForCacheSync(informing.Done())
 	return f, nil
+}
+
+// catchUpTimes are the times the targets' status.replicas took to follow a new spec.replicas,
+// for those it followed within [start, end].
+func (f *lagFollower) catchUpTimes(start, end time.Time) []time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []time.Duration
+	for _, c := range f.catchUps {
+		if !c.seen.Before(start) && !c.seen.After(end) {
+			out = append(out, c.after)
+		}
+	}
+	return out
 }
 
 // lags are, for each change seen within [start, end] whose metric change also was, the time
@@ -388,6 +419,7 @@ type measurements struct {
 	metricsBytes                int
 	heapInUse, heapIdle         float64 // bytes, at the end: the Go heap's live spans, and its free ones not yet returned to the OS
 	lag, lagAfterBoundary       []time.Duration
+	catchUp                     []time.Duration
 }
 
 // sample reads /proc of the controller and kube-apiserver every second for the duration, and
@@ -538,6 +570,8 @@ func (m *measurements) print(o options) {
 		scaletest.FormatPercentile(m.lag, 50), scaletest.FormatPercentile(m.lag, 99))
 	row("decision lag after the period boundary, p50 / p99", "%s / %s",
 		scaletest.FormatPercentile(m.lagAfterBoundary, 50), scaletest.FormatPercentile(m.lagAfterBoundary, 99))
+	row(fmt.Sprintf("lag targets' status.replicas following a new spec, p50 / p99 (%d)", len(m.catchUp)), "%s / %s",
+		scaletest.FormatPercentile(m.catchUp, 50), scaletest.FormatPercentile(m.catchUp, 99))
 }
 
 // queryScalar is the one value of an instant query.
