@@ -13,7 +13,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -479,7 +478,7 @@ func sample(ctx context.Context, stack *sandbox.Stack, o options) (*measurements
 		return nil, err
 	}
 	if o.heapProfile != "" {
-		if err := download(ctx, "http://"+stack.MetricsAddress+"/debug/pprof/heap", o.heapProfile); err != nil {
+		if err := scaletest.Download(ctx, "http://"+stack.MetricsAddress+"/debug/pprof/heap", o.heapProfile); err != nil {
 			return nil, err
 		}
 	}
@@ -516,24 +515,6 @@ func pid(dir, process string) (int, error) {
 		return 0, fmt.Errorf("the pid of %s, %w", process, err)
 	}
 	return strconv.Atoi(strings.TrimSpace(string(data)))
-}
-
-// download writes the body of a GET of url to file.
-func download(ctx context.Context, url, file string) error {
-	body, err := scaletest.Get(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = body.Close() }()
-	out, err := os.Create(file) //nolint:gosec // G304: the file the user named.
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, body); err != nil {
-		_ = out.Close()
-		return fmt.Errorf("writing %s, %w", file, err)
-	}
-	return out.Close()
 }
 
 func (m *measurements) print(o options) {

@@ -16,7 +16,7 @@
 // first batch had closed (kube-scheduler marking them unschedulable more than the idle window
 // apart).
 //
-//	go run ./test/scale/provisioning [--workload latency|diverse] [--pods 1000,1] [--batch-idle-duration 1s,200ms]
+//	go run ./test/scale/provisioning [--workload latency|diverse] [--pods 1000,1] [--batch-idle-duration 1s,200ms] [--cpu-profile FILE]
 //
 // Each (batch idle duration, pod count) pair runs on a fresh stack.
 package main
@@ -33,12 +33,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/test/builders"
@@ -52,11 +54,21 @@ const (
 	timeout         = 10 * time.Minute
 )
 
+// cpuProfile names the file of the latency runs' CPU profiles; none when empty.
+var (
+	cpuProfile         string
+	cpuProfileDuration time.Duration
+)
+
 func main() {
 	workloadName := flag.String("workload", "latency", "latency: identical pods, timed; diverse: every constraint kind, launches counted")
 	podCounts := flag.String("pods", "1000,1", "pod counts to measure, comma-separated")
 	idleDurations := flag.String("batch-idle-duration", "1s,200ms", "the controller's --batch-idle-duration values to measure, comma-separated")
+	flag.StringVar(&cpuProfile, "cpu-profile", "", "latency workload: file to write a CPU profile of the controller to, taken from the first pod's creation for --cpu-profile-duration (runs it with --profiling); with several runs the file name gets -<idle>-<pods>; read it with go tool pprof")
+	flag.DurationVar(&cpuProfileDuration, "cpu-profile-duration", 30*time.Second, "how long --cpu-profile samples")
 	flag.Parse()
+	// envtest logs through controller-runtime's logger; the harness prints only its table.
+	ctrllog.SetLogger(logr.Discard())
 	if *workloadName != "latency" && *workloadName != "diverse" {
 		fmt.Fprintf(os.Stderr, "provisioning: --workload %q is neither latency nor diverse\n", *workloadName)
 		os.Exit(2)
@@ -107,7 +119,11 @@ func run(workloadName, podCounts, idleDurations string) error {
 				}
 				continue
 			}
-			r, err := measure(stackDir, binaries, idleDuration, pods)
+			profile := cpuProfile
+			if profile != "" && (strings.Contains(idleDurations, ",") || strings.Contains(podCounts, ",")) {
+				profile = fmt.Sprintf("%s-%s-%d", profile, idleDuration, pods)
+			}
+			r, err := measure(stackDir, binaries, idleDuration, pods, profile)
 			if err != nil {
 				return fmt.Errorf("%d pods with a %s idle window, %w", pods, idle, err)
 			}
@@ -132,13 +148,18 @@ type result struct {
 	toLaunchInOrder []time.Duration
 }
 
-// measure starts a stack, creates pods at once and waits until all run.
-func measure(dir string, binaries scaletest.Binaries, idle time.Duration, count int) (result, error) {
+// measure starts a stack, creates pods at once and waits until all run; with a profile file it
+// also profiles the controller's CPU from the first creation on.
+func measure(dir string, binaries scaletest.Binaries, idle time.Duration, count int, profile string) (result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	var controllerArgs []string
+	if profile != "" {
+		controllerArgs = []string{"--profiling"}
+	}
 	stack, err := sandbox.Start(ctx, sandbox.Options{
 		Dir: dir, ControllerBinary: binaries.Controller, WebhookBinary: binaries.Webhook,
-		BatchIdleDuration: idle,
+		BatchIdleDuration: idle, ControllerArgs: controllerArgs,
 	})
 	if err != nil {
 		return result{}, err
@@ -153,6 +174,14 @@ func measure(dir string, binaries scaletest.Binaries, idle time.Duration, count 
 	}
 	defer stopWatching()
 
+	profiled := make(chan error, 1)
+	if profile != "" {
+		go func() {
+			profiled <- scaletest.Download(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", stack.MetricsAddress, int(cpuProfileDuration.Seconds())), profile)
+		}()
+	} else {
+		profiled <- nil
+	}
 	// At once: as many creations in flight as a burst from a Deployment controller.
 	creating, creatingCtx := errgroup.WithContext(ctx)
 	creating.SetLimit(32)
@@ -179,6 +208,9 @@ func measure(dir string, binaries scaletest.Binaries, idle time.Duration, count 
 	}
 	r, err := seen.result(stack)
 	r.passes = passes(ctx, stack)
+	if profileErr := <-profiled; profileErr != nil {
+		return r, fmt.Errorf("profiling the controller, %w", profileErr)
+	}
 	return r, err
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
@@ -52,6 +53,24 @@ func Get(ctx context.Context, url string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("getting %s: %s", url, resp.Status)
 	}
 	return resp.Body, nil
+}
+
+// Download writes the body of a successful GET of url to file.
+func Download(ctx context.Context, url, file string) error {
+	body, err := Get(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = body.Close() }()
+	out, err := os.Create(file) //nolint:gosec // G304: the file the user named.
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, body); err != nil {
+		_ = out.Close()
+		return fmt.Errorf("writing %s, %w", file, err)
+	}
+	return out.Close()
 }
 
 // Sum adds the counter or gauge values of a metric whose labels include match, grouped by
