@@ -54,8 +54,10 @@ const (
 	timeout         = 10 * time.Minute
 )
 
-// cpuProfile names the file of the latency runs' CPU profiles; none when empty.
+// The flags every run shares: the controller's batch maximum, and the file of the latency runs'
+// CPU profiles (none when empty).
 var (
+	batchMaxDuration   time.Duration
 	cpuProfile         string
 	cpuProfileDuration time.Duration
 )
@@ -64,6 +66,7 @@ func main() {
 	workloadName := flag.String("workload", "latency", "latency: identical pods, timed; diverse: every constraint kind, launches counted")
 	podCounts := flag.String("pods", "1000,1", "pod counts to measure, comma-separated")
 	idleDurations := flag.String("batch-idle-duration", "1s,200ms", "the controller's --batch-idle-duration values to measure, comma-separated")
+	flag.DurationVar(&batchMaxDuration, "batch-max-duration", 0, "the controller's --batch-max-duration; its default when zero")
 	flag.StringVar(&cpuProfile, "cpu-profile", "", "latency workload: file to write a CPU profile of the controller to, taken from the first pod's creation for --cpu-profile-duration (runs it with --profiling); with several runs the file name gets -<idle>-<pods>; read it with go tool pprof")
 	flag.DurationVar(&cpuProfileDuration, "cpu-profile-duration", 30*time.Second, "how long --cpu-profile samples")
 	flag.Parse()
@@ -88,6 +91,9 @@ func run(workloadName, podCounts, idleDurations string) error {
 	binaries, err := scaletest.Build(filepath.Join(dir, "bin"))
 	if err != nil {
 		return err
+	}
+	if batchMaxDuration > 0 {
+		fmt.Printf("controller --batch-max-duration=%s\n\n", batchMaxDuration)
 	}
 	if workloadName == "diverse" {
 		fmt.Printf("| batch idle | pods | nodes launched | before the first bind | extra launches | pods launched for twice | pods pending at the end | pending → Running p50 / p99 |\n")
@@ -148,18 +154,26 @@ type result struct {
 	toLaunchInOrder []time.Duration
 }
 
+// controllerArgs are the controller flags the harness's own flags ask for.
+func controllerArgs(profiling bool) []string {
+	var args []string
+	if profiling {
+		args = append(args, "--profiling")
+	}
+	if batchMaxDuration > 0 {
+		args = append(args, "--batch-max-duration="+batchMaxDuration.String())
+	}
+	return args
+}
+
 // measure starts a stack, creates pods at once and waits until all run; with a profile file it
 // also profiles the controller's CPU from the first creation on.
 func measure(dir string, binaries scaletest.Binaries, idle time.Duration, count int, profile string) (result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	var controllerArgs []string
-	if profile != "" {
-		controllerArgs = []string{"--profiling"}
-	}
 	stack, err := sandbox.Start(ctx, sandbox.Options{
 		Dir: dir, ControllerBinary: binaries.Controller, WebhookBinary: binaries.Webhook,
-		BatchIdleDuration: idle, ControllerArgs: controllerArgs,
+		BatchIdleDuration: idle, ControllerArgs: controllerArgs(profile != ""),
 	})
 	if err != nil {
 		return result{}, err
@@ -358,7 +372,7 @@ func measureDiverse(dir string, binaries scaletest.Binaries, idle time.Duration,
 	defer cancel()
 	stack, err := sandbox.Start(ctx, sandbox.Options{
 		Dir: dir, ControllerBinary: binaries.Controller, WebhookBinary: binaries.Webhook,
-		BatchIdleDuration: idle,
+		BatchIdleDuration: idle, ControllerArgs: controllerArgs(false),
 	})
 	if err != nil {
 		return diverseResult{}, err
