@@ -176,10 +176,13 @@ func (c *CapacityCache) reservation(ctx context.Context, reader client.Reader, s
 func (c *CapacityCache) nodeReservation(ctx context.Context, reader client.Reader, node *corev1.Node, at uint64, fed bool) (map[corev1.ResourceName]capacity.Reservation, error) {
 	if fed {
 		c.mu.Lock()
-		entry, ok := c.nodes[node.Name]
+		var kept map[corev1.ResourceName]capacity.Reservation
+		if entry, ok := c.nodes[node.Name]; ok {
+			kept = entry.reservation
+		}
 		c.mu.Unlock()
-		if ok && entry.reservation != nil {
-			return entry.reservation, nil
+		if kept != nil {
+			return kept, nil
 		}
 	}
 	bound, err := podsOn(ctx, reader, node.Name)

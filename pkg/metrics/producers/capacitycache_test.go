@@ -2,7 +2,9 @@ package producers
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"sync"
 	"testing"
 	"time"
 
@@ -317,4 +319,44 @@ func TestCapacityCacheFollowsEventsNotTime(t *testing.T) {
 	if got := reserved(); got != "75.00%, 3/4" {
 		t.Errorf("cpu %q after the event, want 75.00%%, 3/4", got)
 	}
+}
+
+// TestCapacityCacheEventsDuringComputations changes pods while producers compute, as informers
+// and workers do at once: once the changes stop, what the cache gives is what the reader holds.
+func TestCapacityCacheEventsDuringComputations(t *testing.T) {
+	group := map[string]string{"group": "a"}
+	c := newCluster(t, readyNode("a1", group, builders.Resources("cpu", "100", "pods", "100")), readyNode("a2", group, builders.Resources("cpu", "100", "pods", "100")))
+	mp := producer("reserved", v1alpha1.MetricsProducerSpec{ReservedCapacity: &v1alpha1.ReservedCapacitySpec{NodeSelector: group}})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 50 {
+			created := pod(fmt.Sprintf("p%d", i), []string{"a1", "a2"}[i%2], builders.Resources("cpu", "1"))
+			if err := c.client.Create(context.Background(), created); err != nil {
+				t.Error(err)
+				return
+			}
+			c.feed(nil, created)
+		}
+	}()
+	var computations sync.WaitGroup
+	for range 4 {
+		computations.Add(1)
+		go func() {
+			defer computations.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+					if _, err := c.cache.reservation(context.Background(), c.client, group); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	computations.Wait()
+	c.produce(mp)
 }
