@@ -82,9 +82,10 @@ func (c *CapacityCache) NodeChanged(old, updated *corev1.Node) {
 
 // PodChanged records a pod event: old is nil for a creation, updated nil for a deletion. Any
 // change counts: what a pod reserves depends on much of it, and pods, unlike nodes, do not
-// report a heartbeat.
+// report a heartbeat. An informer's resync, which hands out the same object again, drops
+// nothing.
 func (c *CapacityCache) PodChanged(old, updated *corev1.Pod) {
-	if c == nil {
+	if c == nil || (old != nil && updated != nil && old.ResourceVersion != "" && old.ResourceVersion == updated.ResourceVersion) {
 		return
 	}
 	c.mu.Lock()

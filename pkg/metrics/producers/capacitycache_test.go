@@ -174,6 +174,13 @@ func TestCapacityCacheReadsOnlyWhatChanged(t *testing.T) {
 			node := a1.DeepCopy()
 			c.update(node, func() { node.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(time.Now()) })
 		}, reads: map[string]int{}},
+		{name: "an informer's resync", change: func(c *cluster) {
+			same := p1.DeepCopy()
+			if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(same), same); err != nil {
+				t.Fatal(err)
+			}
+			c.feed(same, same)
+		}, reads: map[string]int{}},
 		{name: "an unscheduled pod changes", change: func(c *cluster) {
 			c.update(unscheduled.DeepCopy(), func() {})
 		}, reads: map[string]int{}},
