@@ -75,9 +75,12 @@ func BenchmarkReservedCapacityPeriod(b *testing.B) {
 			period(b, &ReservedCapacityProducer{Reader: reader})
 		}
 	})
+	shared := &ReservedCapacityProducer{Reader: reader, Cache: cache}
+	// The first period computes everything; b.Loop times what comes after.
+	period(b, shared)
 	b.Run("shared, nothing changed", func(b *testing.B) {
 		for b.Loop() {
-			period(b, &ReservedCapacityProducer{Reader: reader, Cache: cache})
+			period(b, shared)
 		}
 	})
 	b.Run("shared, a pod changed each period", func(b *testing.B) {
@@ -85,7 +88,7 @@ func BenchmarkReservedCapacityPeriod(b *testing.B) {
 		updated.ResourceVersion = "2"
 		for b.Loop() {
 			cache.PodChanged(old, updated)
-			period(b, &ReservedCapacityProducer{Reader: reader, Cache: cache})
+			period(b, shared)
 		}
 	})
 }
