@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"knative.dev/pkg/apis"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,7 +32,6 @@ import (
 	"karpenter.sh/karpenter/pkg/conditions"
 	"karpenter.sh/karpenter/pkg/events"
 	"karpenter.sh/karpenter/pkg/metrics/producers"
-	"karpenter.sh/karpenter/pkg/nodes"
 )
 
 // ReasonCalculated is the reason of the Event emitted when a producer recovers.
@@ -86,16 +86,58 @@ func New(options Options) (*Controller, error) {
 func (c *Controller) Name() string { return Name }
 
 // SetupWithManager watches MetricsProducers' specs, and nodes and pods for the capacity
-// producers.
+// producers. Every node and pod event feeds the producers' cache before it enqueues the
+// producers it concerns, so that their reconciles never find a value the event invalidated.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	enqueueCapacityProducers := handler.EnqueueRequestsFromMapFunc(c.capacityProducers)
+	cache := c.kinds.CapacityCache()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(c.Name()).
 		// Status writes of our own do not change the generation and need no reconcile.
 		For(&v1alpha1.MetricsProducer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Node{}, enqueueCapacityProducers, builder.WithPredicates(nodeCapacityChanged)).
-		Watches(&corev1.Pod{}, enqueueCapacityProducers, builder.WithPredicates(podPlacementChanged)).
+		Watches(&corev1.Node{}, recordThenEnqueue(cache.NodeChanged, nodeCapacityChanged, enqueueCapacityProducers)).
+		Watches(&corev1.Pod{}, recordThenEnqueue(cache.PodChanged, podPlacementChanged, enqueueCapacityProducers)).
 		Complete(c)
+}
+
+// recordThenEnqueue passes every event of a T to record (old nil for a creation, updated nil for
+// a deletion), then to enqueue if filter passes it: in this order, so that a reconcile the event
+// enqueues reads what record changed.
+func recordThenEnqueue[T client.Object](record func(old, updated T), filter predicate.Predicate, enqueue handler.EventHandler) handler.EventHandler {
+	var none T
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if created, ok := e.Object.(T); ok {
+				record(none, created)
+			}
+			if filter.Create(e) {
+				enqueue.Create(ctx, e, q)
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			old, okOld := e.ObjectOld.(T)
+			updated, okNew := e.ObjectNew.(T)
+			if okOld && okNew {
+				record(old, updated)
+			}
+			if filter.Update(e) {
+				enqueue.Update(ctx, e, q)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if deleted, ok := e.Object.(T); ok {
+				record(deleted, none)
+			}
+			if filter.Delete(e) {
+				enqueue.Delete(ctx, e, q)
+			}
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if filter.Generic(e) {
+				enqueue.Generic(ctx, e, q)
+			}
+		},
+	}
 }
 
 // controller-gen reads RBAC markers only from comments that document no declaration.
@@ -197,12 +239,7 @@ func (c *Controller) capacityProducers(ctx context.Context, _ client.Object) []r
 // the heartbeats that update a node's status every few seconds.
 var nodeCapacityChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		old, updated := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
-		return !equality.Semantic.DeepEqual(old.Labels, updated.Labels) ||
-			old.Spec.Unschedulable != updated.Spec.Unschedulable ||
-			!equality.Semantic.DeepEqual(old.Spec.Taints, updated.Spec.Taints) ||
-			!equality.Semantic.DeepEqual(old.Status.Allocatable, updated.Status.Allocatable) ||
-			nodes.ReadyStatus(old) != nodes.ReadyStatus(updated)
+		return producers.NodeInputsChanged(e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node))
 	},
 }
 

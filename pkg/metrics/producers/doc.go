@@ -13,4 +13,8 @@
 // adapts API objects to them and performs the reads. Export and Delete keep the registry
 // exactly in step with the producers: every series of a MetricsProducer that the last
 // computation did not produce is removed, so a stale value never reaches Prometheus.
+//
+// The capacity producers share a CapacityCache: a nodeSelector's reservation, each node's and
+// the unschedulable pods are computed once and kept until a node or pod event of the informers
+// says they changed, so that many producers over the same nodes cost one computation per change.
 package producers

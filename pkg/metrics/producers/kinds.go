@@ -25,7 +25,7 @@ var kinds = []kind{
 		gauges:            []*prometheus.GaugeVec{PendingCapacityNodes},
 		typed: typed[*v1alpha1.PendingCapacityStatus]{
 			build: func(in inputs) Producer[*v1alpha1.PendingCapacityStatus] {
-				return &PendingCapacityProducer{Reader: in.reader}
+				return &PendingCapacityProducer{Reader: in.reader, Cache: in.capacity}
 			},
 			status: func(s *v1alpha1.MetricsProducerStatus) **v1alpha1.PendingCapacityStatus { return &s.PendingCapacity },
 		},
@@ -37,7 +37,7 @@ var kinds = []kind{
 		gauges:            reservedCapacityGaugeList(),
 		typed: typed[map[corev1.ResourceName]string]{
 			build: func(in inputs) Producer[map[corev1.ResourceName]string] {
-				return &ReservedCapacityProducer{Reader: in.reader}
+				return &ReservedCapacityProducer{Reader: in.reader, Cache: in.capacity}
 			},
 			status: func(s *v1alpha1.MetricsProducerStatus) *map[corev1.ResourceName]string { return &s.ReservedCapacity },
 		},
@@ -85,9 +85,10 @@ type kind struct {
 
 // inputs are what producers read.
 type inputs struct {
-	reader client.Reader
-	clouds cloudprovider.Factory
-	clock  clock.PassiveClock
+	reader   client.Reader
+	capacity *CapacityCache
+	clouds   cloudprovider.Factory
+	clock    clock.PassiveClock
 }
 
 // typed ties a kind's producer to its field of the status, both of the kind's status type S,
@@ -168,14 +169,17 @@ func (r Result) WriteStatus(status *v1alpha1.MetricsProducerStatus) {
 type Kinds struct {
 	// producers holds the producer of each entry of kinds, at the same index.
 	producers []untypedProducer
+	capacity  *CapacityCache
 }
 
 // NewKinds builds the producers. reader lists nodes and pods; for pods it must support the
 // field selector pods.NodeNameField (the API server does, a cache needs pods.IndexNodeName).
-// clouds resolves queues; when nil, queue producers fail with a condition saying so.
+// clouds resolves queues; when nil, queue producers fail with a condition saying so. The
+// capacity producers share a CapacityCache, which keeps nothing until it is fed the events of
+// reader's informers (see CapacityCache).
 func NewKinds(reader client.Reader, clouds cloudprovider.Factory, clk clock.PassiveClock) Kinds {
-	in := inputs{reader: reader, clouds: clouds, clock: clk}
-	var k Kinds
+	in := inputs{reader: reader, capacity: &CapacityCache{}, clouds: clouds, clock: clk}
+	k := Kinds{capacity: in.capacity}
 	for _, kind := range kinds {
 		k.producers = append(k.producers, kind.typed.newProducer(in))
 	}
@@ -196,6 +200,10 @@ func (k Kinds) Produce(ctx context.Context, mp *v1alpha1.MetricsProducer) (Resul
 	}
 	return k.producers[i].produce(ctx, mp)
 }
+
+// CapacityCache is the cache the capacity producers share, for the caller to feed the node and
+// pod events of the reader's informers.
+func (k Kinds) CapacityCache() *CapacityCache { return k.capacity }
 
 // Forget drops whatever the producers keep for a deleted MetricsProducer.
 func (k Kinds) Forget(key types.NamespacedName) {

@@ -13,7 +13,6 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/metrics/producers/capacity"
 	"karpenter.sh/karpenter/pkg/nodes"
-	"karpenter.sh/karpenter/pkg/pods"
 )
 
 // PendingCapacityNodes is how many more nodes of a group its pending pods need.
@@ -24,19 +23,16 @@ var PendingCapacityNodes = newGauge("pending_capacity", "nodes",
 // scheduler could not place run.
 type PendingCapacityProducer struct {
 	Reader client.Reader
+	// Cache, when set, shares the unschedulable pods with the other producers and across
+	// periods until a pod without a node changes; nil reads them every time.
+	Cache *CapacityCache
 }
 
 func (p *PendingCapacityProducer) Produce(ctx context.Context, mp *v1alpha1.MetricsProducer) (Output[*v1alpha1.PendingCapacityStatus], error) {
 	spec := mp.Spec.PendingCapacity
-	unscheduled, err := podsOn(ctx, p.Reader, "")
+	pending, err := p.Cache.unschedulablePods(ctx, p.Reader)
 	if err != nil {
 		return Output[*v1alpha1.PendingCapacityStatus]{}, err
-	}
-	var pending []*corev1.Pod
-	for i := range unscheduled {
-		if pods.IsUnschedulable(&unscheduled[i]) {
-			pending = append(pending, &unscheduled[i])
-		}
 	}
 	var packing capacity.Packing
 	if len(pending) > 0 {

@@ -9,7 +9,6 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/metrics/producers/capacity"
-	"karpenter.sh/karpenter/pkg/nodes"
 )
 
 // ReservedCapacityGauges are the three gauges of one resource of a reservedCapacity producer.
@@ -49,36 +48,28 @@ func reservedCapacityGaugeList() []*prometheus.GaugeVec {
 // pods its pods reserve.
 type ReservedCapacityProducer struct {
 	Reader client.Reader
+	// Cache, when set, shares the reservation of a nodeSelector with the other producers and
+	// across periods until Reader's nodes or pods change; nil reads them every time.
+	Cache *CapacityCache
 }
 
 func (p *ReservedCapacityProducer) Produce(ctx context.Context, mp *v1alpha1.MetricsProducer) (Output[map[corev1.ResourceName]string], error) {
 	selector := mp.Spec.ReservedCapacity.NodeSelector
-	group, err := nodesMatching(ctx, p.Reader, selector)
+	group, err := p.Cache.reservation(ctx, p.Reader, selector)
 	if err != nil {
 		return Output[map[corev1.ResourceName]string]{}, err
 	}
-	var bound []corev1.Pod
-	for i := range group {
-		if !nodes.IsReady(&group[i]) || group[i].Spec.Unschedulable {
-			continue
-		}
-		onNode, err := podsOn(ctx, p.Reader, group[i].Name)
-		if err != nil {
-			return Output[map[corev1.ResourceName]string]{}, err
-		}
-		bound = append(bound, onNode...)
-	}
-	reservations := capacity.Reserve(group, bound)
+	reservations := group.reservations
 	result := Output[map[corev1.ResourceName]string]{Status: map[corev1.ResourceName]string{}}
 	for _, name := range capacity.ReservedResources {
 		r := reservations[name]
 		utilization, ok := r.Utilization()
 		if !ok {
-			if len(group) == 0 {
+			if group.nodes == 0 {
 				return Output[map[corev1.ResourceName]string]{}, failure(ReasonNoCapacity, "no node matches nodeSelector %s", selectorString(selector))
 			}
 			return Output[map[corev1.ResourceName]string]{}, failure(ReasonNoCapacity, "none of the %d nodes matching nodeSelector %s is Ready, schedulable and offering %s",
-				len(group), selectorString(selector), name)
+				group.nodes, selectorString(selector), name)
 		}
 		g := ReservedCapacity[name]
 		result.Samples = append(result.Samples,

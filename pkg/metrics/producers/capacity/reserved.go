@@ -74,3 +74,18 @@ func Reserve(group []corev1.Node, bound []corev1.Pod) map[corev1.ResourceName]Re
 	}
 	return reservations
 }
+
+// Sum adds reservations up, resource by resource: Reserve of a group is Sum of Reserve of each
+// of its nodes, so that a node's part can be kept until its node or pods change.
+func Sum(parts ...map[corev1.ResourceName]Reservation) map[corev1.ResourceName]Reservation {
+	total := map[corev1.ResourceName]Reservation{}
+	for _, name := range ReservedResources {
+		var sum Reservation
+		for _, part := range parts {
+			sum.Reserved.Add(part[name].Reserved)
+			sum.Capacity.Add(part[name].Capacity)
+		}
+		total[name] = sum
+	}
+	return total
+}

@@ -69,3 +69,46 @@ func TestReserveWithoutCapacity(t *testing.T) {
 		t.Errorf("cpu = %q", s)
 	}
 }
+
+func TestSumOfEachNodeIsReserveOfTheGroup(t *testing.T) {
+	cordoned := node("cordoned", true, builders.Resources("cpu", "8", "memory", "8Gi", "pods", "10"))
+	cordoned.Spec.Unschedulable = true
+	a := node("a", true, builders.Resources("cpu", "8", "memory", "16Gi", "pods", "10"))
+	b := node("b", true, builders.Resources("cpu", "3500m", "memory", "16G", "pods", "110"))
+	notReady := node("not-ready", false, builders.Resources("cpu", "8", "memory", "8Gi", "pods", "10"))
+	pods := []corev1.Pod{
+		boundPod("web-1", "a", corev1.PodRunning, builders.Requesting("cpu", "4", "memory", "4Gi")),
+		boundPod("milli", "a", corev1.PodRunning, builders.Requesting("cpu", "250m", "memory", "100M")),
+		boundPod("web-2", "b", corev1.PodRunning, builders.Requesting("cpu", "4", "memory", "4Gi")),
+		boundPod("no-requests", "b", corev1.PodRunning, corev1.Container{}),
+		boundPod("done", "a", corev1.PodSucceeded, builders.Requesting("cpu", "8")),
+		boundPod("on-not-ready", "not-ready", corev1.PodRunning, builders.Requesting("cpu", "8")),
+		boundPod("on-cordoned", "cordoned", corev1.PodRunning, builders.Requesting("cpu", "8")),
+	}
+	for _, tc := range []struct {
+		name  string
+		group []corev1.Node
+	}{
+		{"no node", nil},
+		{"one node", []corev1.Node{a}},
+		{"two nodes of different units", []corev1.Node{a, b}},
+		{"the other order", []corev1.Node{b, a}},
+		{"nodes that take no pods count nothing", []corev1.Node{notReady, a, cordoned}},
+		{"only nodes that take no pods", []corev1.Node{notReady, cordoned}},
+		{"a node without pods first", []corev1.Node{node("empty", true, builders.Resources("cpu", "1")), b, a}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var parts []map[corev1.ResourceName]Reservation
+			for i := range tc.group {
+				parts = append(parts, Reserve(tc.group[i:i+1], pods))
+			}
+			want, got := Reserve(tc.group, pods), Sum(parts...)
+			for _, name := range ReservedResources {
+				g, w := got[name], want[name]
+				if g.String() != w.String() || g.Reserved.Cmp(w.Reserved) != 0 || g.Capacity.Cmp(w.Capacity) != 0 {
+					t.Errorf("%s: sum of the nodes %s, reserve of the group %s", name, g.String(), w.String())
+				}
+			}
+		})
+	}
+}
