@@ -1,7 +1,8 @@
 // Command autoscaling measures the controller at scale on the sandbox's stack (real control
 // plane, kwok, Prometheus, the AWS emulator, the controller as a process with its real flags):
-// it creates N HorizontalAutoscalers, each on its own Deployment, N MetricsProducers of each
-// kind, P pods on K kwok nodes, lets them settle, then samples for a while the controller's
+// it creates N HorizontalAutoscalers, each on its own target (a Deployment; for the few whose
+// decision lag is timed, a LagTarget whose status the harness keeps equal to its spec, see
+// lagtarget.go), N MetricsProducers of each kind, P pods on K kwok nodes, lets them settle, then samples for a while the controller's
 // CPU and RSS, kube-apiserver's CPU, the controller's API requests by verb and resource,
 // Prometheus queries, reconciles against N ÷ period, the workqueue depth, and the decision lag
 // of a few dozen targets whose metric is a square wave. See docs/benchmarks.md.
@@ -18,7 +19,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,16 +26,12 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 	"golang.org/x/sync/errgroup"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,7 +46,6 @@ import (
 
 const (
 	namespace = sandbox.Namespace
-	lagLabel  = "scale.karpenter.sh/lag"
 	nodeGroup = "scale"
 	creations = 32 // in flight at once
 )
@@ -122,6 +117,9 @@ func run(o options) error {
 		return err
 	}
 	begin := time.Now()
+	if err := installLagTargets(ctx, c); err != nil {
+		return err
+	}
 	lag, err := followLagTargets(ctx, stack)
 	if err != nil {
 		return err
@@ -140,7 +138,6 @@ func run(o options) error {
 		return err
 	}
 	m.lag, m.lagAfterBoundary = lag.lags(waves, m.start, m.end, o.period)
-	m.catchUp = lag.catchUpTimes(m.start, m.end)
 	m.print(o)
 	return nil
 }
@@ -157,6 +154,9 @@ func lagWaves(o options) []square {
 }
 
 func targetName(i int) string { return fmt.Sprintf("target-%05d", i) }
+
+// deploymentTargets is how many autoscalers scale a Deployment: all but the lag targets.
+func deploymentTargets(o options) int { return o.autoscalers - o.lagTargets }
 
 // create makes the nodes, the targets and their autoscalers, the other pods and the producers.
 func create(ctx context.Context, c client.Client, o options, waves []square) error {
@@ -175,7 +175,7 @@ func create(ctx context.Context, c client.Client, o options, waves []square) err
 	g, ctx = errgroup.WithContext(ctx)
 	g.SetLimit(creations)
 	for i := range o.autoscalers {
-		deployment := builders.Deployment(builders.DeploymentOptions{Name: targetName(i), Namespace: namespace, Replicas: 1,
+		var target client.Object = builders.Deployment(builders.DeploymentOptions{Name: targetName(i), Namespace: namespace, Replicas: 1,
 			Pod: builders.PodOptions{Requests: builders.Resources("cpu", "10m", "memory", "16Mi")}})
 		ha := &v1alpha1.HorizontalAutoscaler{
 			ObjectMeta: metav1.ObjectMeta{Name: targetName(i), Namespace: namespace},
@@ -190,20 +190,21 @@ func create(ctx context.Context, c client.Client, o options, waves []square) err
 			},
 		}
 		if i < len(waves) {
-			deployment.Labels = map[string]string{lagLabel: "true"}
+			target = newLagTarget(targetName(i))
+			ha.Spec.ScaleTargetRef = v1alpha1.CrossVersionObjectReference{APIVersion: lagTargetGVR.GroupVersion().String(), Kind: lagTargetKind, Name: targetName(i)}
 			ha.Spec.Metrics[0].Prometheus.Query = waves[i].query()
 			// Every change of the wave is acted on at once.
 			ha.Spec.Behavior.ScaleDown = &v1alpha1.ScalingRules{StabilizationWindowSeconds: ptr.To[int32](0)}
 		}
 		g.Go(func() error {
-			if err := createPatiently(ctx, c, deployment); err != nil {
+			if err := createPatiently(ctx, c, target); err != nil {
 				return err
 			}
 			return createPatiently(ctx, c, ha)
 		})
 	}
-	// The pods beyond the targets' own, bound to the nodes in turn.
-	for i := range max(o.pods-o.autoscalers, 0) {
+	// The pods beyond the Deployments' own, bound to the nodes in turn.
+	for i := range max(o.pods-deploymentTargets(o), 0) {
 		pod := builders.Pod(builders.PodOptions{Name: fmt.Sprintf("filler-%05d", i), Namespace: namespace,
 			Labels: map[string]string{"app": "filler"}, NodeName: nodeNames[i%len(nodeNames)],
 			Requests: builders.Resources("cpu", "10m", "memory", "16Mi")})
@@ -271,8 +272,8 @@ func settle(ctx context.Context, c client.Client, o options) error {
 		if decided, running, err := progress(ctx, c); err != nil {
 			fmt.Fprintf(os.Stderr, "settling: %v\n", err)
 		} else {
-			fmt.Fprintf(os.Stderr, "settling: %d of %d autoscalers decided, %d of %d pods running\n", decided, o.autoscalers, running, max(o.pods, o.autoscalers))
-			if decided >= o.autoscalers && running >= max(o.pods, o.autoscalers) {
+			fmt.Fprintf(os.Stderr, "settling: %d of %d autoscalers decided, %d of %d pods running\n", decided, o.autoscalers, running, max(o.pods, deploymentTargets(o)))
+			if decided >= o.autoscalers && running >= max(o.pods, deploymentTargets(o)) {
 				return nil
 			}
 		}
@@ -304,84 +305,6 @@ func progress(ctx context.Context, c client.Client) (decided, running int, err e
 		}
 	}
 	return decided, running, nil
-}
-
-// lagFollower records each change of a lag target's spec.replicas, when the harness sees it,
-// and how long the target's status.replicas took to follow: the decisions read the status
-// (an AverageValue metric within its tolerance recommends no change from spec, see
-// docs/horizontalautoscaler.md), so a status lagging a period makes the next change late.
-type lagFollower struct {
-	mu       sync.Mutex
-	changes  []replicasChange
-	asked    map[int]time.Time // targets whose status has not reached a new spec yet
-	catchUps []catchUp
-	stop     context.CancelFunc
-}
-
-type catchUp struct {
-	seen  time.Time
-	after time.Duration
-}
-
-type replicasChange struct {
-	target   int
-	replicas int32
-	seen     time.Time
-}
-
-func followLagTargets(ctx context.Context, stack *sandbox.Stack) (*lagFollower, error) {
-	clientset, err := kubernetes.NewForConfig(stack.Env.Config)
-	if err != nil {
-		return nil, err
-	}
-	f := &lagFollower{asked: map[int]time.Time{}}
-	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0, informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = lagLabel + "=true" }))
-	if _, err := factory.Apps().V1().Deployments().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(before, after any) {
-			old, cur := before.(*appsv1.Deployment), after.(*appsv1.Deployment)
-			target, err := strconv.Atoi(strings.TrimPrefix(cur.Name, "target-"))
-			if err != nil {
-				return
-			}
-			now := time.Now()
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			spec := ptr.Deref(cur.Spec.Replicas, 0)
-			if ptr.Deref(old.Spec.Replicas, 0) != spec {
-				f.changes = append(f.changes, replicasChange{target: target, replicas: spec, seen: now})
-				f.asked[target] = now
-			}
-			if asked, ok := f.asked[target]; ok && cur.Status.Replicas == spec {
-				f.catchUps = append(f.catchUps, catchUp{seen: now, after: now.Sub(asked)})
-				delete(f.asked, target)
-			}
-		},
-	}); err != nil {
-		return nil, err
-	}
-	informing, stop := context.WithCancel(ctx)
-	f.stop = func() {
-		stop()
-		factory.Shutdown()
-	}
-	factory.Start(informing.Done())
-	factory.WaitForCacheSync(informing.Done())
-	return f, nil
-}
-
-// catchUpTimes are the times the targets' status.replicas took to follow a new spec.replicas,
-// for those it followed within [start, end].
-func (f *lagFollower) catchUpTimes(start, end time.Time) []time.Duration {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []time.Duration
-	for _, c := range f.catchUps {
-		if !c.seen.Before(start) && !c.seen.After(end) {
-			out = append(out, c.after)
-		}
-	}
-	return out
 }
 
 // lags are, for each change seen within [start, end] whose metric change also was, the time
@@ -418,7 +341,6 @@ type measurements struct {
 	metricsBytes                int
 	heapInUse, heapIdle         float64 // bytes, at the end: the Go heap's live spans, and its free ones not yet returned to the OS
 	lag, lagAfterBoundary       []time.Duration
-	catchUp                     []time.Duration
 }
 
 // sample reads /proc of the controller and kube-apiserver every second for the duration, and
@@ -519,7 +441,7 @@ func pid(dir, process string) (int, error) {
 
 func (m *measurements) print(o options) {
 	fmt.Printf("\n| N | producers per kind | pods / nodes | period | duration |\n|---:|---:|---:|---:|---:|\n")
-	fmt.Printf("| %d | %d | %d / %d | %s | %s |\n\n", o.autoscalers, o.producersPerKind, max(o.pods, o.autoscalers), o.nodes, o.period, m.end.Sub(m.start).Round(time.Second))
+	fmt.Printf("| %d | %d | %d / %d | %s | %s |\n\n", o.autoscalers, o.producersPerKind, max(o.pods, deploymentTargets(o)), o.nodes, o.period, m.end.Sub(m.start).Round(time.Second))
 	fmt.Printf("| measure | value |\n|---|---:|\n")
 	row := func(name, format string, args ...any) {
 		fmt.Printf("| %s | "+format+" |\n", append([]any{name}, args...)...)
@@ -551,8 +473,6 @@ func (m *measurements) print(o options) {
 		scaletest.FormatPercentile(m.lag, 50), scaletest.FormatPercentile(m.lag, 99))
 	row("decision lag after the period boundary, p50 / p99", "%s / %s",
 		scaletest.FormatPercentile(m.lagAfterBoundary, 50), scaletest.FormatPercentile(m.lagAfterBoundary, 99))
-	row(fmt.Sprintf("lag targets' status.replicas following a new spec, p50 / p99 (%d)", len(m.catchUp)), "%s / %s",
-		scaletest.FormatPercentile(m.catchUp, 50), scaletest.FormatPercentile(m.catchUp, 99))
 }
 
 // queryScalar is the one value of an instant query.

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"karpenter.sh/karpenter/test/sandbox"
+)
+
+// The lag targets are LagTargets, a resource of the harness's own with a scale subresource,
+// rather than Deployments: a decision reads the target's status.replicas, and a Deployment's
+// follows its spec only as fast as kube-controller-manager gets to it (seconds, and minutes
+// for some at N = 1000 on this machine), which would be measured as the controller's lag. The
+// harness plays the LagTargets' controller and sets status.replicas to spec.replicas as soon as
+// it sees a change.
+const lagTargetKind = "LagTarget"
+
+var lagTargetGVR = schema.GroupVersionResource{Group: "scale.karpenter.sh", Version: "v1", Resource: "lagtargets"}
+
+func lagTargetCRD() *apiextensionsv1.CustomResourceDefinition {
+	replicas := apiextensionsv1.JSONSchemaProps{Type: "integer", Format: "int32"}
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: lagTargetGVR.Resource + "." + lagTargetGVR.Group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: lagTargetGVR.Group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: lagTargetGVR.Resource, Singular: "lagtarget", Kind: lagTargetKind, ListKind: lagTargetKind + "List"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: lagTargetGVR.Version, Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object",
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"spec":   {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"replicas": replicas}},
+						"status": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"replicas": replicas}},
+					},
+				}},
+				Subresources: &apiextensionsv1.CustomResourceSubresources{
+					Status: &apiextensionsv1.CustomResourceSubresourceStatus{},
+					Scale:  &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"},
+				},
+			}},
+		},
+	}
+}
+
+// installLagTargets creates the LagTarget CRD and waits until it is served.
+func installLagTargets(ctx context.Context, c client.Client) error {
+	crd := lagTargetCRD()
+	if err := createPatiently(ctx, c, crd); err != nil {
+		return fmt.Errorf("creating the LagTarget CRD, %w", err)
+	}
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
+			return err
+		}
+		for _, condition := range crd.Status.Conditions {
+			if condition.Type == apiextensionsv1.Established && condition.Status == apiextensionsv1.ConditionTrue {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the LagTarget CRD is not established, %w", ctx.Err())
+		case <-ticker.C:
+		}
+	}
+}
+
+// newLagTarget is a LagTarget at one replica.
+func newLagTarget(name string) *unstructured.Unstructured {
+	target := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{"replicas": int64(1)},
+	}}
+	target.SetGroupVersionKind(lagTargetGVR.GroupVersion().WithKind(lagTargetKind))
+	target.SetNamespace(namespace)
+	target.SetName(name)
+	return target
+}
+
+// lagFollower plays the LagTargets' controller: it records each change of a target's
+// spec.replicas, when the harness sees it, and sets status.replicas to it at once.
+type lagFollower struct {
+	mu      sync.Mutex
+	changes []replicasChange
+	stop    context.CancelFunc
+}
+
+type replicasChange struct {
+	target   int
+	replicas int32
+	seen     time.Time
+}
+
+func followLagTargets(ctx context.Context, stack *sandbox.Stack) (*lagFollower, error) {
+	clientset, err := dynamic.NewForConfig(stack.Env.Config)
+	if err != nil {
+		return nil, err
+	}
+	targets := clientset.Resource(lagTargetGVR).Namespace(namespace)
+	informing, stop := context.WithCancel(ctx)
+	f := &lagFollower{}
+	follow := func(obj any, old any) {
+		target, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		spec, _, _ := unstructured.NestedInt64(target.Object, "spec", "replicas")
+		status, found, _ := unstructured.NestedInt64(target.Object, "status", "replicas")
+		if previous, ok := old.(*unstructured.Unstructured); ok {
+			before, _, _ := unstructured.NestedInt64(previous.Object, "spec", "replicas")
+			if i, err := strconv.Atoi(strings.TrimPrefix(target.GetName(), "target-")); err == nil && before != spec {
+				f.mu.Lock()
+				f.changes = append(f.changes, replicasChange{target: i, replicas: int32(spec), seen: time.Now()})
+				f.mu.Unlock()
+			}
+		}
+		if found && status == spec {
+			return
+		}
+		patch := fmt.Appendf(nil, `{"status":{"replicas":%d}}`, spec)
+		// A failed write is retried at the informer's next event for the target.
+		_, _ = targets.Patch(informing, target.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	}
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(clientset, time.Minute, namespace, nil)
+	if _, err := factory.ForResource(lagTargetGVR).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { follow(obj, nil) },
+		UpdateFunc: func(old, obj any) { follow(obj, old) },
+	}); err != nil {
+		stop()
+		return nil, err
+	}
+	f.stop = func() {
+		stop()
+		factory.Shutdown()
+	}
+	factory.Start(informing.Done())
+	factory.WaitForCacheSync(informing.Done())
+	return f, nil
+}
