@@ -71,6 +71,14 @@ type provisioner struct {
 
 // Schedule places the input's pending pods.
 func Schedule(in Input) *Results {
+	s := pack(in)
+	s.shrink()
+	s.finish()
+	return s.results
+}
+
+// pack places the pods one at a time, before shrink improves the plan.
+func pack(in Input) *scheduler {
 	s := &scheduler{
 		resources:     newResourceIndex(),
 		zones:         newInterner(),
@@ -111,9 +119,7 @@ func Schedule(in Input) *Results {
 	for _, p := range failed {
 		s.results.Unschedulable = append(s.results.Unschedulable, PodError{Pod: p.pod, Reason: p.reason})
 	}
-	s.shrink()
-	s.finish()
-	return s.results
+	return s
 }
 
 // schedule tries the pod's attempts in order of preference: on each, existing nodes first, then

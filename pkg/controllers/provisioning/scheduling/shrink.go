@@ -137,7 +137,7 @@ func relieves(excess, requests resources) bool {
 
 // roomFor is the new node other than from, opened before the pod's binding, whose cheapest
 // instance type has room for the pod as it is and that accepts it, in the same domains as from
-// if sameDomains, tightest of the first few; nil for none.
+// if sameDomains, tightest of the first few; nil for none, or if the tightest would cost more.
 func (s *scheduler) roomFor(from *node, p *podInfo, sameDomains bool) *node {
 	a := &p.attempts[0]
 	allowed, key := s.allowedDomains(p, a)
@@ -152,16 +152,19 @@ func (s *scheduler) roomFor(from *node, p *podInfo, sameDomains bool) *node {
 			(sameDomains && !sameDomainsFor(p, from, n)) || !s.compatibleNew(n, p, a, allowed) {
 			return true
 		}
-		nw, refusal := s.constrain(n, p, a, allowed)
-		if refusal != "" || nw.candidates[nw.first] != n.candidates[n.first] {
-			return true
-		}
 		if score := fitScore(n, p.requests); best == nil || score > bestScore {
 			best, bestScore = n, score
 		}
 		found++
 		return found < fitCandidates
 	})
+	if best == nil {
+		return nil
+	}
+	// The move must cost the node nothing: no narrowing it refuses, no dearer instance type.
+	if nw, refusal := s.constrain(best, p, a, allowed); refusal != "" || nw.candidates[nw.first] != best.candidates[best.first] {
+		return nil
+	}
 	return best
 }
 
