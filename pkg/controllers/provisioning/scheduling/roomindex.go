@@ -6,7 +6,8 @@ import (
 
 // fitCandidates is how many compatible nodes placeOnNewNodes weighs for a best fit, and for the
 // cheapest growth, before it takes the best of them: the index visits them in the order that
-// makes the best likely among the first, so looking further costs time for little price.
+// makes the best likely among the first. The number was chosen on the benchmark workload
+// (docs/benchmarks.md); the plan's cost is sensitive to it.
 const fitCandidates = 64
 
 // roomIndex orders the nodes opened in the pass by the cpu their cheapest instance type has

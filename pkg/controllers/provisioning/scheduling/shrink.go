@@ -76,7 +76,7 @@ func (s *scheduler) shrinkNode(n *node, hostFreeFrom, freeFrom int) bool {
 		return false
 	}
 	target := n.candidates[n.first-1]
-	excess := n.used.plus(make(resources, len(n.used)))
+	excess := slices.Clone(n.used)
 	excess.sub(target.alloc)
 	var pods []*podInfo
 	for _, p := range n.placed {
@@ -91,7 +91,7 @@ func (s *scheduler) shrinkNode(n *node, hostFreeFrom, freeFrom int) bool {
 	}
 	var moves []move
 	for _, p := range pods {
-		if within(make(resources, len(excess)), excess) {
+		if !anyPositive(excess) {
 			break
 		}
 		if !relieves(excess, p.requests) {
@@ -105,7 +105,7 @@ func (s *scheduler) shrinkNode(n *node, hostFreeFrom, freeFrom int) bool {
 		moves = append(moves, move{p: p, to: to})
 		excess.sub(p.requests)
 	}
-	if !within(make(resources, len(excess)), excess) {
+	if anyPositive(excess) {
 		for i := len(moves) - 1; i >= 0; i-- {
 			s.move(moves[i].p, moves[i].to, n)
 		}
@@ -123,6 +123,10 @@ func sameDomainsFor(p *podInfo, a, b *node) bool {
 		}
 	}
 	return true
+}
+
+func anyPositive(r resources) bool {
+	return slices.ContainsFunc(r, func(v int64) bool { return v > 0 })
 }
 
 // relieves reports whether taking requests off a node reduces a resource it has in excess.
@@ -174,7 +178,8 @@ func (s *scheduler) move(p *podInfo, from, to *node) {
 	s.room.remove(from)
 	i := slices.Index(from.placed, p)
 	from.placed = slices.Delete(from.placed, i, i+1)
-	from.pods = slices.Delete(from.pods, slices.Index(from.pods, p.pod), slices.Index(from.pods, p.pod)+1)
+	i = slices.Index(from.pods, p.pod)
+	from.pods = slices.Delete(from.pods, i, i+1)
 	from.used.sub(p.requests)
 	s.uncount(from, p.matches)
 	for j := 0; j <= from.first; j++ {
