@@ -241,35 +241,43 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 		if out.first < 0 {
 			return nil, "no instance type has room for the pod's requests and daemonset overhead"
 		}
-	} else {
-		out.zones = s.zones.mask(reqs[corev1.LabelTopologyZone])
-		out.capacityTypes = s.capacityTypes.mask(reqs[v1alpha5.CapacityTypeLabelKey])
-		for _, t := range n.candidates[n.first:] {
-			if !within(t.alloc, used) || (typeKeysChanged && !n.prov.compatibleType(t, reqs)) {
-				continue
-			}
-			price := t.price(out.zones, out.capacityTypes)
-			if math.IsInf(price, 1) {
-				continue
-			}
-			out.candidates = append(out.candidates, t)
-			out.prices = append(out.prices, price)
-		}
-		if len(out.candidates) == 0 {
-			return nil, "no instance type has room for the pod's requests and daemonset overhead and meets its requirements in an available offering"
-		}
-		sort.Sort(byPrice{out})
-		out.maxAlloc = maxAllocatable(out.candidates)
-		var reachable uint64
-		for _, t := range out.candidates {
-			reachable |= t.zones(out.capacityTypes)
-		}
-		out.zones &= reachable
+	} else if !s.narrowCandidates(n, out, used, typeKeysChanged) {
+		return nil, "no instance type has room for the pod's requests and daemonset overhead and meets its requirements in an available offering"
 	}
 	if !n.prov.withinLimits(n.cheapest, out.candidates[out.first]) {
 		return nil, "no instance type fits within the provisioner's limits"
 	}
 	return out, ""
+}
+
+// narrowCandidates fills out's instance types, cheapest first, with node n's that hold used and
+// meet out's requirements (checking instance type labels only if typeKeys) in an available
+// offering; false if none does.
+func (s *scheduler) narrowCandidates(n *node, out *narrowing, used resources, typeKeys bool) bool {
+	out.zones = s.zones.mask(out.requirements[corev1.LabelTopologyZone])
+	out.capacityTypes = s.capacityTypes.mask(out.requirements[v1alpha5.CapacityTypeLabelKey])
+	for _, t := range n.candidates[n.first:] {
+		if !within(t.alloc, used) || (typeKeys && !n.prov.compatibleType(t, out.requirements)) {
+			continue
+		}
+		price := t.price(out.zones, out.capacityTypes)
+		if math.IsInf(price, 1) {
+			continue
+		}
+		out.candidates = append(out.candidates, t)
+		out.prices = append(out.prices, price)
+	}
+	if len(out.candidates) == 0 {
+		return false
+	}
+	sort.Sort(byPrice{out})
+	out.maxAlloc = maxAllocatable(out.candidates)
+	var reachable uint64
+	for _, t := range out.candidates {
+		reachable |= t.zones(out.capacityTypes)
+	}
+	out.zones &= reachable
+	return true
 }
 
 type byPrice struct{ n *narrowing }
