@@ -38,6 +38,7 @@ type flags struct {
 func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	var f flags
 	fs.StringVar(&f.operator.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint.")
+	fs.BoolVar(&f.operator.Profiling, "profiling", false, "Serve Go's heap, CPU and goroutine profiles under /debug/pprof/ on the metrics address.")
 	fs.StringVar(&f.operator.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes.")
 	fs.DurationVar(&f.operator.WedgedReconcileTimeout, "wedged-reconcile-timeout", operator.DefaultWedgedReconcileTimeout, "How long one reconcile may run before /healthz fails and the pod is restarted.")
 	fs.BoolVar(&f.operator.LeaderElection, "leader-elect", true, "Elect a leader so that only one replica reconciles at a time.")

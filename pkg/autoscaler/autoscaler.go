@@ -42,7 +42,16 @@ type Input struct {
 	// Observations holds one entry per Spec.Metrics, in the same order.
 	Observations []Observation
 	// Recommendations and ScaleEvents are the history kept in the HorizontalAutoscaler's status.
+	// Every recommendation but the newest is a point: its replicas were last recommended at its
+	// time. The newest is a run: its replicas have been recommended at every complete
+	// evaluation since its time, up to LastRecommended. Storing the newest's start rather than
+	// its latest instant is what lets a steady evaluation leave the status as it is.
 	Recommendations []v1alpha1.Recommendation
+	// LastRecommended is when the newest of Recommendations was last recommended, as the
+	// previous Decision's LastRecommended said; zero when unknown (after a restart), and then
+	// the run counts as recommended until now, which holds a window at most one evaluation
+	// longer, never shorter.
+	LastRecommended time.Time
 	ScaleEvents     []v1alpha1.ScaleEvent
 	// Tolerance is the fraction within which a metric counts as on target, e.g. 0.1, for a
 	// direction whose behavior sets none.
@@ -65,8 +74,13 @@ type Decision struct {
 	// recommendation lies outside them.
 	Clamp *Clamp
 	// Recommendations is the history to keep in status, including this decision's when every
-	// metric was available.
+	// metric was available: a new run when it differs from the newest, else the newest run
+	// unchanged.
 	Recommendations []v1alpha1.Recommendation
+	// LastRecommended is when the newest of Recommendations was last recommended: Now when
+	// every metric was available, else Input.LastRecommended. The caller passes it back in the
+	// next Input as long as the status it reads is the one this decision was written to.
+	LastRecommended time.Time
 	// Disabled is set when the target is at zero replicas while minReplicas is above zero:
 	// scaling is switched off and DesiredReplicas stays 0.
 	Disabled bool
@@ -97,7 +111,7 @@ func Decide(in Input) Decision {
 		// The HorizontalPodAutoscaler's rule: a target someone scaled to zero is switched off,
 		// not scaled back up, unless minReplicas 0 opts into scaling from zero.
 		d.Disabled = true
-		d.Recommendations = in.Recommendations
+		d.Recommendations, d.LastRecommended = in.Recommendations, in.LastRecommended
 		return d
 	}
 
@@ -124,6 +138,9 @@ func Decide(in Input) Decision {
 		}
 	}
 
+	// The newest run, as the point of its last recommendation: decisions are made on points.
+	points, newest := asPoints(now, in.Recommendations, in.LastRecommended)
+	d.LastRecommended = in.LastRecommended
 	switch {
 	case len(in.Spec.Metrics) == 0:
 		// Without metrics the autoscaler only enforces the bounds.
@@ -132,13 +149,13 @@ func Decide(in Input) Decision {
 		d.DesiredReplicas = current
 		d.Recommendation = current
 		d.Holds = append(d.Holds, Hold{Reason: ScalingSuspended, Message: fmt.Sprintf(
-			"no metric is available, %s stay", Replicas(current))})
-		d.Recommendations = prune(now, in.Recommendations, up, down)
+			"no metric is available, so the target stays at %s", Replicas(current))})
+		d.Recommendations = asRuns(prune(now, points, up, down), newest)
 		return d
 	}
 	d.Recommendation = recommendation
 
-	past, history := in.Recommendations, in.Recommendations
+	past, history := points, points
 	if len(past) == 0 {
 		// First sight, or nothing recent: as the HorizontalPodAutoscaler, the current replicas
 		// count as recommended now, so that the scale-down window protects a new object too.
@@ -150,14 +167,15 @@ func Decide(in Input) Decision {
 		// Only a recommendation informed by every metric enters the history: a partial one
 		// could understate what the missing metric asks for.
 		history = append(slices.Clone(history), v1alpha1.Recommendation{Time: metav1.NewTime(stamp(now)), Replicas: recommendation})
+		d.LastRecommended = now
 	}
-	d.Recommendations = prune(now, history, up, down)
+	d.Recommendations = asRuns(prune(now, history, up, down), newest)
 
 	desired, hold := stabilize(now, recommendation, current, past, up, down)
 	d.addHold(hold)
 	if unavailable > 0 && desired < current {
 		d.addHold(&Hold{Reason: ScaleDownSuspended, Message: fmt.Sprintf(
-			"%d of %d metrics are unavailable, so %s stay instead of %d", unavailable, len(in.Spec.Metrics), Replicas(current), desired)})
+			"%d of %d metrics are unavailable, so the target stays at %s instead of %d", unavailable, len(in.Spec.Metrics), Replicas(current), desired)})
 		desired = current
 	}
 	desired, hold = limitRate(now, desired, current, in.ScaleEvents, up, down)
@@ -253,6 +271,36 @@ func SettlePending(now time.Time, pending v1alpha1.PendingScale, specReplicas in
 	}
 	events = append(slices.Clone(events), v1alpha1.ScaleEvent{Time: pending.Time, ReplicaChange: pending.To - pending.From})
 	return RecordScale(now, events, 0, behavior), true
+}
+
+// asPoints turns the status's history into points, the newest run becoming the point of its
+// last recommendation (now when unknown), and returns that run as read.
+func asPoints(now time.Time, runs []v1alpha1.Recommendation, lastRecommended time.Time) ([]v1alpha1.Recommendation, *v1alpha1.Recommendation) {
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	newest := runs[len(runs)-1]
+	last := now
+	if !lastRecommended.IsZero() {
+		last = stamp(lastRecommended)
+	}
+	points := slices.Clone(runs)
+	points[len(points)-1].Time = metav1.NewTime(last)
+	return points, &newest
+}
+
+// asRuns turns points back into the status's history: when the newest point continues the
+// newest run (the same replicas, recommended again or not at all), the run keeps its start, so
+// that an evaluation that recommends what it did before changes nothing.
+func asRuns(points []v1alpha1.Recommendation, newest *v1alpha1.Recommendation) []v1alpha1.Recommendation {
+	if len(points) == 0 || newest == nil {
+		return points
+	}
+	last := &points[len(points)-1]
+	if last.Replicas == newest.Replicas && !last.Time.Before(&newest.Time) {
+		last.Time = newest.Time
+	}
+	return points
 }
 
 // prune drops recommendations that no window will look at again: those older than the longest

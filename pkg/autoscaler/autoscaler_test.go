@@ -123,6 +123,17 @@ func TestDecide(t *testing.T) {
 			want: 5, wantHolds: []string{ScalingSuspended},
 		},
 		{
+			name: "one replica held by a missing metric is one replica",
+			in: Input{Spec: spec(0, 10, unlimited, valueMetric("10"), valueMetric("10")),
+				SpecReplicas: 1, StatusReplicas: 1, Observations: []Observation{Unavailable("timeout"), Available(0)}},
+			want: 1, wantHolds: []string{ScaleDownSuspended}, wantMessage: "so the target stays at 1 replica instead of 0",
+		},
+		{
+			name: "one replica held by no metric is one replica",
+			in:   Input{Spec: spec(1, 10, unlimited, valueMetric("10")), SpecReplicas: 1, StatusReplicas: 1},
+			want: 1, wantHolds: []string{ScalingSuspended}, wantMessage: "no metric is available, so the target stays at 1 replica",
+		},
+		{
 			name: "missing observations count as unavailable",
 			in:   Input{Spec: spec(1, 10, unlimited, valueMetric("10")), SpecReplicas: 5, StatusReplicas: 5},
 			want: 5, wantHolds: []string{ScalingSuspended},
@@ -330,6 +341,10 @@ func TestDecide(t *testing.T) {
 			if tc.in.Tolerance == 0 {
 				tc.in.Tolerance = DefaultTolerance
 			}
+			if n := len(tc.in.Recommendations); n > 0 {
+				// The tables' histories are points: the newest was last recommended at its time.
+				tc.in.LastRecommended = tc.in.Recommendations[n-1].Time.Time
+			}
 			d := Decide(tc.in)
 			if d.DesiredReplicas != tc.want {
 				t.Errorf("desired = %d, want %d; %s", d.DesiredReplicas, tc.want, d.Summary())
@@ -366,23 +381,24 @@ type step struct {
 }
 
 // simulate runs Decide as the controller does: history and scale events carried from one
-// reconcile to the next through a JSON round trip of the status, and the target following
-// its spec at once.
+// reconcile to the next through a JSON round trip of the status, LastRecommended in memory,
+// and the target following its spec at once.
 func simulate(t *testing.T, s v1alpha1.HorizontalAutoscalerSpec, start int32, steps []step) {
 	t.Helper()
 	status := v1alpha1.HorizontalAutoscalerStatus{}
 	replicas := start
+	var lastRecommended time.Time
 	for _, st := range steps {
 		o := Available(st.value)
 		if st.down {
 			o = Unavailable("down")
 		}
 		d := Decide(Input{Now: at(st.at), Spec: s, SpecReplicas: replicas, StatusReplicas: replicas,
-			Observations: []Observation{o}, Recommendations: status.Recommendations, ScaleEvents: status.ScaleEvents, Tolerance: DefaultTolerance})
+			Observations: []Observation{o}, Recommendations: status.Recommendations, LastRecommended: lastRecommended, ScaleEvents: status.ScaleEvents, Tolerance: DefaultTolerance})
 		if d.DesiredReplicas != st.want {
 			t.Fatalf("at %ds with value %v: desired %d, want %d; %s", st.at, st.value, d.DesiredReplicas, st.want, d.Summary())
 		}
-		status.Recommendations = d.Recommendations
+		status.Recommendations, lastRecommended = d.Recommendations, d.LastRecommended
 		status.ScaleEvents = RecordScale(at(st.at), status.ScaleEvents, d.DesiredReplicas-replicas, s.Behavior)
 		replicas = d.DesiredReplicas
 		raw, err := json.Marshal(status)
@@ -461,6 +477,7 @@ func TestMixedAvailabilityOverTime(t *testing.T) {
 	s := spec(1, 100000, unlimited, valueMetric("10"), averageMetric("10"))
 	replicas := int32(4)
 	var history []v1alpha1.Recommendation
+	var lastRecommended time.Time
 	for _, st := range []struct {
 		at     int
 		first  Observation
@@ -475,11 +492,11 @@ func TestMixedAvailabilityOverTime(t *testing.T) {
 		{50, Available(1), Available(10), 2},
 	} {
 		d := Decide(Input{Now: at(st.at), Spec: s, SpecReplicas: replicas, StatusReplicas: replicas,
-			Observations: []Observation{st.first, st.second}, Recommendations: history, Tolerance: DefaultTolerance})
+			Observations: []Observation{st.first, st.second}, Recommendations: history, LastRecommended: lastRecommended, Tolerance: DefaultTolerance})
 		if d.DesiredReplicas != st.want {
 			t.Fatalf("at %ds: desired %d, want %d; %s", st.at, d.DesiredReplicas, st.want, d.Summary())
 		}
-		history, replicas = d.Recommendations, d.DesiredReplicas
+		history, lastRecommended, replicas = d.Recommendations, d.LastRecommended, d.DesiredReplicas
 	}
 }
 
@@ -521,14 +538,15 @@ func TestDefaults(t *testing.T) {
 func TestHistoryIsBounded(t *testing.T) {
 	s := spec(1, 1000, v1alpha1.Behavior{ScaleUp: rules(60, "", count(1000, 10)), ScaleDown: rules(120, "", percent(100, 30))}, averageMetric("1"))
 	var history []v1alpha1.Recommendation
+	var lastRecommended time.Time
 	var scaleEvents []v1alpha1.ScaleEvent
 	replicas := int32(1)
 	for i := range 2000 {
 		// A sawtooth with a long period: many distinct values, many redundant ones.
 		value := float64(1 + (i*7)%50)
 		d := Decide(Input{Now: at(i * 5), Spec: s, SpecReplicas: replicas, StatusReplicas: replicas,
-			Observations: []Observation{Available(value)}, Recommendations: history, ScaleEvents: scaleEvents, Tolerance: DefaultTolerance})
-		history = d.Recommendations
+			Observations: []Observation{Available(value)}, Recommendations: history, LastRecommended: lastRecommended, ScaleEvents: scaleEvents, Tolerance: DefaultTolerance})
+		history, lastRecommended = d.Recommendations, d.LastRecommended
 		scaleEvents = RecordScale(at(i*5), scaleEvents, d.DesiredReplicas-replicas, s.Behavior)
 		replicas = d.DesiredReplicas
 		if len(history) > 120/5+1 {
@@ -594,6 +612,7 @@ func TestWorkedExample(t *testing.T) {
 	s := spec(1, 12, v1alpha1.Behavior{ScaleDown: &v1alpha1.ScalingRules{StabilizationWindowSeconds: ptr.To[int32](60)}}, averageMetric("10"))
 	status := v1alpha1.HorizontalAutoscalerStatus{}
 	replicas := int32(2)
+	var lastRecommended time.Time
 	for _, st := range []struct {
 		at        int
 		value     float64
@@ -612,7 +631,7 @@ func TestWorkedExample(t *testing.T) {
 		{at: 90, value: 30, raw: 3, want: 3},
 	} {
 		d := Decide(Input{Now: at(st.at), Spec: s, SpecReplicas: replicas, StatusReplicas: replicas,
-			Observations: []Observation{Available(st.value)}, Recommendations: status.Recommendations, ScaleEvents: status.ScaleEvents, Tolerance: DefaultTolerance})
+			Observations: []Observation{Available(st.value)}, Recommendations: status.Recommendations, LastRecommended: lastRecommended, ScaleEvents: status.ScaleEvents, Tolerance: DefaultTolerance})
 		if d.Recommendation != st.raw || d.DesiredReplicas != st.want {
 			t.Fatalf("at %ds: raw %d desired %d, want %d and %d; %s", st.at, d.Recommendation, d.DesiredReplicas, st.raw, st.want, d.Summary())
 		}
@@ -630,7 +649,7 @@ func TestWorkedExample(t *testing.T) {
 		if clamp != st.clamp {
 			t.Errorf("at %ds: clamp %q, want %q", st.at, clamp, st.clamp)
 		}
-		status.Recommendations = d.Recommendations
+		status.Recommendations, lastRecommended = d.Recommendations, d.LastRecommended
 		status.ScaleEvents = RecordScale(at(st.at), status.ScaleEvents, d.DesiredReplicas-replicas, s.Behavior)
 		replicas = d.DesiredReplicas
 	}

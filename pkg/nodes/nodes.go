@@ -1,5 +1,6 @@
 // Package nodes holds what Karpenter asks of a node: whether it is Ready and whether
-// Karpenter launched it. It is pure: every predicate reads only the node it is given.
+// Karpenter launched it. It is pure: every predicate reads only the node it is given. It also
+// holds the node field index (index.go) that the operator registers once.
 package nodes
 
 import (

@@ -8,9 +8,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
@@ -30,6 +32,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/controllers"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
 )
 
@@ -40,6 +43,10 @@ const LeaderElectionID = "karpenter-leader-election"
 type Options struct {
 	// MetricsBindAddress serves /metrics; "0" disables it.
 	MetricsBindAddress string
+	// Profiling serves Go's profiles (net/http/pprof) under /debug/pprof/ on the metrics
+	// server. Off by default: a heap or CPU profile is for measuring, and the metrics port is
+	// reachable by whoever scrapes it.
+	Profiling bool
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
 	HealthProbeBindAddress string
 	// LeaderElection makes only one replica reconcile at a time.
@@ -89,6 +96,7 @@ type Options struct {
 // registered once, for every controller that selects by it.
 var fieldIndexes = []func(context.Context, client.FieldIndexer) error{
 	pods.IndexNodeName,
+	nodes.IndexProvisioner,
 }
 
 // Run runs the operator against the cluster of the kubeconfig until ctx is done.
@@ -221,8 +229,15 @@ func minorVersion(version *apimachineryversion.Info) (string, error) {
 }
 
 func managerOptions(options Options) ctrl.Options {
-	// Every pod and node of the cluster is cached; their managed fields are never read.
-	cacheOptions := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	// Every pod and node of the cluster is cached: they keep only what the controllers read
+	// (see docs/benchmarks.md for what that saves); no kind's managed fields are ever read.
+	cacheOptions := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:  {Transform: pods.TrimForCache},
+			&corev1.Node{}: {Transform: nodes.TrimForCache},
+		},
+	}
 	if len(options.Namespaces) > 0 {
 		cacheOptions.DefaultNamespaces = map[string]cache.Config{}
 		for _, namespace := range options.Namespaces {
@@ -231,7 +246,7 @@ func managerOptions(options Options) ctrl.Options {
 	}
 	managerOptions := ctrl.Options{
 		Scheme:                  apis.NewScheme(),
-		Metrics:                 metricsserver.Options{BindAddress: options.MetricsBindAddress},
+		Metrics:                 metricsserver.Options{BindAddress: options.MetricsBindAddress, ExtraHandlers: profilingHandlers(options.Profiling)},
 		HealthProbeBindAddress:  options.HealthProbeBindAddress,
 		Cache:                   cacheOptions,
 		LeaderElection:          options.LeaderElection,
@@ -244,4 +259,18 @@ func managerOptions(options Options) ctrl.Options {
 		managerOptions.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
 	}
 	return managerOptions
+}
+
+// profilingHandlers serve net/http/pprof's profiles when enabled, none otherwise.
+func profilingHandlers(enabled bool) map[string]http.Handler {
+	if !enabled {
+		return nil
+	}
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -95,7 +96,8 @@ func Provisioning(ctx context.Context, snapshot *provisioning.Snapshot, provisio
 	}
 	plan := snapshot.Plan(planned)
 	if plan.Results == nil {
-		return report
+		// Nothing pending: pods may still wait for the nodes they are nominated to.
+		plan.Results = &scheduling.Results{}
 	}
 	for _, n := range plan.Results.NewNodes {
 		report.NewNodes = append(report.NewNodes, newNode(n))
@@ -103,18 +105,31 @@ func Provisioning(ctx context.Context, snapshot *provisioning.Snapshot, provisio
 	report.PricePerHour = plan.Results.Price()
 	launching := snapshot.LaunchingNodes()
 	byNode := map[string]int{}
-	for _, b := range plan.Results.Bindings {
-		if slices.ContainsFunc(plan.Results.NewNodes, func(n *scheduling.NewNode) bool { return n.Hostname == b.NodeName }) {
-			continue
-		}
-		i, ok := byNode[b.NodeName]
+	onNode := func(name string, pod *corev1.Pod) {
+		i, ok := byNode[name]
 		if !ok {
-			_, isLaunching := launching[b.NodeName]
+			_, isLaunching := launching[name]
 			i = len(report.ExistingNodes)
-			byNode[b.NodeName] = i
-			report.ExistingNodes = append(report.ExistingNodes, ExistingNode{Name: b.NodeName, Launching: isLaunching})
+			byNode[name] = i
+			report.ExistingNodes = append(report.ExistingNodes, ExistingNode{Name: name, Launching: isLaunching})
 		}
-		report.ExistingNodes[i].Pods = append(report.ExistingNodes[i].Pods, podName(b.Pod))
+		report.ExistingNodes[i].Pods = append(report.ExistingNodes[i].Pods, podName(pod))
+	}
+	placedByPlan := map[types.UID]bool{}
+	for _, b := range plan.Results.Bindings {
+		placedByPlan[b.Pod.UID] = true
+		if !slices.ContainsFunc(plan.Results.NewNodes, func(n *scheduling.NewNode) bool { return n.Hostname == b.NodeName }) {
+			onNode(b.NodeName, b.Pod)
+		}
+	}
+	// A pod nominated to a node that stands waits for it (the controller nominated it there):
+	// the plan counts it on that node's room, not among the pending, and reports it there.
+	standing := snapshot.StandingNodes()
+	for i := range snapshot.Pods {
+		pod := &snapshot.Pods[i]
+		if node := provisioning.NominatedNode(pod); node != "" && standing.Has(node) && !placedByPlan[pod.UID] {
+			onNode(node, pod)
+		}
 	}
 	for i := range report.ExistingNodes {
 		slices.Sort(report.ExistingNodes[i].Pods)

@@ -21,6 +21,7 @@ import (
 //	GET    /_emulator/ec2/instances                 free-standing EC2 instances, with tags
 //	POST   /_emulator/ec2/instances/terminate       {"instanceIds": [...]}; none: all (drain)
 //	GET    /_emulator/ec2/fleets                    CreateFleet requests as received
+//	GET    /_emulator/ec2/terminations              TerminateInstances calls answered, in order
 //	GET    /_emulator/ec2/launchtemplates           launch templates with their data
 //	POST   /_emulator/instances/{id}/interrupt?queue=<name>&kind=spot|rebalance|scheduled-change|state-change[&state=terminated]
 //	                                                an EventBridge event about the instance on the queue
@@ -218,6 +219,9 @@ func (e *Emulator) adminHandler() http.Handler {
 	})
 	mux.HandleFunc("GET /_emulator/ec2/fleets", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, "application/json", map[string][]FleetRequest{"fleets": e.FleetRequests()})
+	})
+	mux.HandleFunc("GET /_emulator/ec2/terminations", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, "application/json", map[string][]TerminationRequest{"terminations": e.TerminationRequests()})
 	})
 	mux.HandleFunc("GET /_emulator/ec2/launchtemplates", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, "application/json", map[string][]LaunchTemplate{"launchTemplates": e.LaunchTemplates()})

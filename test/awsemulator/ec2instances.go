@@ -305,6 +305,7 @@ func (e *Emulator) terminateInstances(q ec2Query, now time.Time) (any, *apiError
 	if aerr != nil {
 		return nil, aerr
 	}
+	e.terminations = append(e.terminations, TerminationRequest{InstanceIDs: ids, Received: now})
 	var changes []xmlInstanceStateChange
 	for _, i := range instances {
 		previous := e.instanceState(i, now)
@@ -405,6 +406,20 @@ func (e *Emulator) EC2Instances() []EC2Instance {
 		})
 	}
 	return out
+}
+
+// TerminationRequest is a TerminateInstances call the emulator answered.
+type TerminationRequest struct {
+	InstanceIDs []string  `json:"instanceIds"`
+	Received    time.Time `json:"received"`
+}
+
+// TerminationRequests lists the TerminateInstances calls answered, in order, repeated ones
+// included: a test counts how often an instance was terminated.
+func (e *Emulator) TerminationRequests() []TerminationRequest {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.terminations)
 }
 
 // TerminateEC2Instances terminates the given free-standing instances, or all of them when

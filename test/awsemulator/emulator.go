@@ -90,6 +90,7 @@ type Emulator struct {
 	instances        map[string]*ec2Instance    // free-standing instances by id
 	fleets           map[string]*fleet          // by client token
 	fleetRequests    []FleetRequest
+	terminations     []TerminationRequest
 	ssmParameters    map[string]string
 }
 

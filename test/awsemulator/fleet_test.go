@@ -244,6 +244,38 @@ func TestEC2InstancesRunAndTerminate(t *testing.T) {
 	}
 }
 
+// Every TerminateInstances call is recorded, the repeated ones too: tests count how often an
+// instance was terminated.
+func TestTerminateInstancesCallsAreRecorded(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e, cfg := start(t, awsemulator.Options{Clock: clk}, launchSeed)
+	client := ec2.NewFromConfig(cfg)
+	ctx := context.Background()
+	createTemplate(t, client, "nodes")
+	fleet, err := client.CreateFleet(ctx, fleetInput("", "on-demand", 2, "m5.large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := launched(fleet)
+	for range 2 {
+		clk.Step(time.Second)
+		if _, err := client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: ids[:1]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var terminations struct {
+		Terminations []awsemulator.TerminationRequest `json:"terminations"`
+	}
+	getJSON(t, sdkaws.ToString(cfg.BaseEndpoint)+"/_emulator/ec2/terminations", &terminations)
+	calls := terminations.Terminations
+	if len(calls) != 2 || !slices.Equal(calls[1].InstanceIDs, ids[:1]) || !calls[1].Received.After(calls[0].Received) {
+		t.Errorf("recorded terminations = %+v, want 2 of %s", calls, ids[0])
+	}
+	if direct := e.TerminationRequests(); len(direct) != 2 || !slices.Equal(direct[0].InstanceIDs, ids[:1]) {
+		t.Errorf("TerminationRequests = %+v", direct)
+	}
+}
+
 func TestCreateFleetReportsCapacityErrorsPerOverride(t *testing.T) {
 	e, cfg := start(t, awsemulator.Options{}, launchSeed)
 	client := ec2.NewFromConfig(cfg)

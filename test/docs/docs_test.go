@@ -12,7 +12,8 @@
 //
 // The docs' commands run as well (TestDocCommands): every block marked
 // `<!-- docs-test: run -->` runs against the sandbox's stack, and every shell block is marked
-// either that or `<!-- docs-test: skip <reason> -->` (extract_test.go lists the markers).
+// either that or `<!-- docs-test: skip <reason> -->` (extract_test.go lists the markers); a
+// command written inline must be in such a block too (inline_test.go).
 package docs_test
 
 import (

@@ -194,3 +194,52 @@ func TestCommandWantsFailure(t *testing.T) {
 		}
 	}
 }
+
+func TestInlineCommands(t *testing.T) {
+	markdown := "Run `kubectl get ha` or ``kubectl describe\n  ha web``.\n\n" +
+		"```sh\nkubectl `not inline`\n```\n\n" +
+		"| symptom | fix |\n|---|---|\n| x | `kubectl get pod <pod> -o yaml \\| grep ARN` |\n\n" +
+		"Not commands: `make test`, `kubectlx get`, `kubectl`.\n"
+	want := []inlineCommand{
+		{line: 1, text: "kubectl get ha"},
+		{line: 1, text: "kubectl describe ha web"},
+		{line: 10, text: "kubectl get pod <pod> -o yaml | grep ARN"},
+		{line: 12, text: "kubectl"},
+	}
+	if got := inlineCommands(markdown); !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+}
+
+func TestCovers(t *testing.T) {
+	for _, tc := range []struct {
+		command, inline string
+		want            bool
+	}{
+		{"kubectl get ha,mp,sng -A", "kubectl get ha,mp,sng -A", true},
+		{"kubectl describe node <node>   # its Events", "kubectl describe node <node>", true},
+		{"kubectl -n karpenter get pod <pod> -o yaml |\n  grep AWS_ROLE_ARN", "kubectl -n karpenter get pod <pod> -o yaml | grep AWS_ROLE_ARN", true},
+		{"kubectl apply --server-side -f releases/aws/$VERSION.yaml", "kubectl apply --server-side -f releases/aws/…", true},
+		{"helm upgrade --install karpenter charts/karpenter --set a=1 --set b=2", "helm upgrade --install karpenter charts/karpenter ... --set b=...", true},
+		{"kubectl get hax", "kubectl get ha", false},
+		{"kubectl get ha", "kubectl get ha -A", false},
+		{"helm upgrade --install karpenter charts/karpenter --set a=1", "helm upgrade --install karpenter charts/karpenter ... --set b=...", false},
+	} {
+		if got := covers(tc.command, tc.inline); got != tc.want {
+			t.Errorf("covers(%q, %q) = %t, want %t", tc.command, tc.inline, got, tc.want)
+		}
+	}
+	for text, want := range map[string]bool{"kubectl": true, "kubectl apply": true, "kubectl get ha": false} {
+		if got := (inlineCommand{text: text}).names(); got != want {
+			t.Errorf("%q names a command: %t, want %t", text, got, want)
+		}
+	}
+}
+
+func TestIsTranscript(t *testing.T) {
+	for text, want := range map[string]bool{"$ kubectl apply -f ha.yaml\nError from server": true, "\n  $ ls": true, "[01:16] ▶ 30 shop pods": false, "nodes ─┐": false} {
+		if got := isTranscript(text); got != want {
+			t.Errorf("isTranscript(%q) = %t, want %t", text, got, want)
+		}
+	}
+}

@@ -25,7 +25,8 @@ type docCommands struct {
 }
 
 // readCommands returns the run-marked blocks of README.md and docs/*.md as commands, and
-// fails naming file:line for a shell block marked neither run nor skip.
+// fails naming file:line for a shell block marked neither run nor skip, a transcript outside a
+// shell block, and an inline command no marked block holds (inline_test.go says why).
 func readCommands(t *testing.T) []docCommands {
 	t.Helper()
 	root, err := environment.RepositoryRoot()
@@ -37,15 +38,34 @@ func readCommands(t *testing.T) []docCommands {
 		t.Fatal(err)
 	}
 	var docs []docCommands
+	// marked are the commands of every run- or skip-marked shell block, for inline commands to match.
+	var marked []string
+	inline := map[string][]inlineCommand{}
 	for _, path := range append([]string{filepath.Join(root, "README.md")}, markdown...) {
 		file, text := read(t, root, path)
 		blocks, err := fencedBlocks(text)
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
+		inline[file] = inlineCommands(text)
 		doc := docCommands{file: file}
 		for _, b := range blocks {
+			if isShell(b.lang) && (b.run || b.skip != "") {
+				// As written, placeholders and all, as an inline command shows them too.
+				written := b
+				written.placeholders = nil
+				commands, err := blockCommands(file, written)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range commands {
+					marked = append(marked, c.text)
+				}
+			}
 			switch {
+			case b.lang == "" && isTranscript(b.text):
+				t.Errorf("%s:%d: a transcript (`$ ` commands) in a block with no language, so it never runs: "+
+					"write it as a marked sh block, the output as comment lines under its command", file, b.line-1)
 			case b.run && b.lang != "sh" && b.lang != "bash" && b.lang != "shell" && b.lang != "yaml" && b.lang != "yml":
 				t.Errorf("%s:%d: only sh, bash, shell and yaml blocks run, not %q; write a transcript as sh with its output as comments under the command", file, b.line-1, b.lang)
 			case b.run:
@@ -61,6 +81,14 @@ func readCommands(t *testing.T) []docCommands {
 		}
 		if len(doc.commands) > 0 {
 			docs = append(docs, doc)
+		}
+	}
+	for _, file := range slices.Sorted(maps.Keys(inline)) {
+		for _, c := range inline[file] {
+			if !c.names() && !slices.ContainsFunc(marked, func(command string) bool { return covers(command, c.text) }) {
+				t.Errorf("%s:%d: the command `%s` is written inline, and no marked shell block holds it, so nothing runs it: "+
+					"put it in a fenced sh block marked run (or skip, saying why) where the reader needs it", file, c.line, c.text)
+			}
 		}
 	}
 	return docs

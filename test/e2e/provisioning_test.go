@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -240,40 +241,57 @@ func TestControllerKilledMidBatchLaunchesExactlyTheNeededInstances(t *testing.T)
 	waitRunning(t, pods...)
 	// An instance launched but left without a Node by the kill is terminated after the grace.
 	eventually.Holds(t, "exactly one instance per pod, each with its Node", func() (bool, string, error) {
-		live := liveInstances(name)
-		nodeList := &corev1.NodeList{}
-		if err := stack.Env.Client.List(context.Background(), nodeList, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: name}); err != nil {
-			return false, "", err
-		}
-		providerIDs := map[string]bool{}
-		for _, node := range nodeList.Items {
-			providerIDs[node.Spec.ProviderID] = true
-		}
-		orphans := 0
-		for _, instance := range live {
-			if !providerIDs[instance.ProviderID] {
-				orphans++
-			}
-		}
-		return len(live) == replicas && orphans == 0 && len(nodeList.Items) == replicas,
-			fmt.Sprintf("%d live instances, %d without a Node, %d nodes", len(live), orphans, len(nodeList.Items)), nil
+		return instancesMatchNodes(name, replicas)
 	}, eventually.Timeout(waitTimeout))
 }
 
+// createProvisioner creates the Provisioner, once what a previous run of the test (-count) left
+// of it is gone; when the test ends the Provisioner and its nodes are deleted, and their
+// termination finalizer drains them and terminates their instances.
 func createProvisioner(t *testing.T, o builders.ProvisionerOptions) {
 	t.Helper()
+	ctx := context.Background()
 	p := builders.Provisioner(o)
-	if err := stack.Env.Client.Create(context.Background(), p); err != nil {
+	deleteProvisioner := func() error {
+		if err := stack.Env.Client.Delete(ctx, p.DeepCopy()); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		nodeList := &corev1.NodeList{}
+		if err := stack.Env.Client.List(ctx, nodeList, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: p.Name}); err != nil {
+			return err
+		}
+		for i := range nodeList.Items {
+			if err := stack.Env.Client.Delete(ctx, &nodeList.Items[i]); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	eventually.Holds(t, "nothing left of provisioner "+p.Name, func() (bool, string, error) {
+		if err := deleteProvisioner(); err != nil {
+			return false, "", err
+		}
+		err := stack.Env.Client.Get(ctx, client.ObjectKeyFromObject(p), &v1alpha5.Provisioner{})
+		if !apierrors.IsNotFound(err) {
+			return false, "the Provisioner still exists", client.IgnoreNotFound(err)
+		}
+		return instancesMatchNodes(p.Name, 0)
+	}, eventually.Timeout(waitTimeout))
+	if err := stack.Env.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := deleteProvisioner(); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
+// createPods creates the pods and deletes them when the test ends.
 func createPods(t *testing.T, pods ...*corev1.Pod) {
 	t.Helper()
 	for _, pod := range pods {
-		if err := stack.Env.Client.Create(context.Background(), pod); err != nil {
-			t.Fatal(err)
-		}
+		createObject(t, pod)
 	}
 }
 
@@ -310,6 +328,25 @@ func liveInstances(provisionerName string) []awsemulator.EC2Instance {
 		}
 	}
 	return out
+}
+
+// instancesMatchNodes reports whether the Provisioner's live instances and its Nodes stand for
+// the same want machines: no instance without its Node, no Node without its instance.
+func instancesMatchNodes(provisionerName string, want int) (bool, string, error) {
+	nodeList := &corev1.NodeList{}
+	if err := stack.Env.Client.List(context.Background(), nodeList, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: provisionerName}); err != nil {
+		return false, "", err
+	}
+	var withNodes, launched []string
+	for _, node := range nodeList.Items {
+		withNodes = append(withNodes, node.Spec.ProviderID)
+	}
+	for _, instance := range liveInstances(provisionerName) {
+		launched = append(launched, instance.ProviderID)
+	}
+	slices.Sort(withNodes)
+	slices.Sort(launched)
+	return len(launched) == want && slices.Equal(withNodes, launched), fmt.Sprintf("live instances %v, nodes' %v", launched, withNodes), nil
 }
 
 // hasEvent reports whether the object named has had an Event for reason.

@@ -38,11 +38,13 @@ type InstanceProvider struct {
 	clock         clock.PassiveClock
 	launchPending bool
 
-	mu          sync.Mutex
-	catalogue   []*cloudprovider.InstanceType
-	instances   map[string]*cloudprovider.Instance
-	launched    int
-	noCapacity  map[cloudprovider.OfferingKey]bool
+	mu         sync.Mutex
+	catalogue  []*cloudprovider.InstanceType
+	instances  map[string]*cloudprovider.Instance
+	launched   int
+	noCapacity map[cloudprovider.OfferingKey]bool
+	// perCall caps the instances one Create launches; 0 is no cap.
+	perCall     int
 	err         error
 	stalePrices error
 	// launches maps an idempotency key to the provider ids it launched.
@@ -135,7 +137,7 @@ func (p *InstanceProvider) Create(_ context.Context, request cloudprovider.Launc
 			reasons[key] = "InsufficientInstanceCapacity"
 			continue
 		}
-		for len(out) < request.Wanted() {
+		for len(out) < request.Wanted() && (p.perCall == 0 || len(out) < p.perCall) {
 			out = append(out, p.launch(request, c))
 		}
 		break
@@ -302,6 +304,14 @@ func (p *InstanceProvider) MarkUnavailableCalls() []cloudprovider.OfferingKey {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.unavailable)
+}
+
+// SetCapacityPerCall makes each Create launch at most n instances, without an error when it
+// launches fewer than asked, as EC2's CreateFleet fills a request partially; 0 lifts the cap.
+func (p *InstanceProvider) SetCapacityPerCall(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.perCall = n
 }
 
 // ClearInsufficientCapacity restores the capacity of every offering.

@@ -303,6 +303,21 @@ func TestCreateLaunchesCountInstances(t *testing.T) {
 	}
 }
 
+// TestCreateFillsUpToTheCapacityPerCall: with a cap per call, a Create asking for more
+// launches the cap without an error, as a partially filled fleet; lifting it launches all.
+func TestCreateFillsUpToTheCapacityPerCall(t *testing.T) {
+	p := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	p.SetCapacityPerCall(2)
+	launched, err := p.Create(context.Background(), cloudprovider.LaunchRequest{Count: 3, Candidates: candidates(t, p, "t3.medium")})
+	if err != nil || len(launched) != 2 {
+		t.Fatalf("Create of 3 with 2 a call = %d instances, %v; want 2 and no error", len(launched), err)
+	}
+	p.SetCapacityPerCall(0)
+	if launched, err := p.Create(context.Background(), cloudprovider.LaunchRequest{Count: 3, Candidates: candidates(t, p, "t3.medium")}); err != nil || len(launched) != 3 {
+		t.Errorf("Create of 3 without a cap = %d instances, %v; want 3", len(launched), err)
+	}
+}
+
 func TestStalePrices(t *testing.T) {
 	p := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	if err := p.StalePrices(); err != nil {

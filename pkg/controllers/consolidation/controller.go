@@ -157,12 +157,18 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 // pass finds the old node's pods fit on it and deletes the old node.
 func (c *Controller) Pass(ctx context.Context) error {
 	started := c.clock.Now()
+	// Without a Provisioner that opts in, a pass costs one list of Provisioners, not a copy of
+	// every pod and node of the cluster.
+	var provisionerList v1alpha5.ProvisionerList
+	if err := c.client.List(ctx, &provisionerList); err != nil {
+		return fmt.Errorf("listing provisioners, %w", err)
+	}
+	if !slices.ContainsFunc(provisionerList.Items, func(p v1alpha5.Provisioner) bool { return p.DeletionTimestamp == nil && p.ConsolidationEnabled() }) {
+		return nil
+	}
 	snapshot, provisioners, err := Read(ctx, c.client, c.instances, c.ledger, started)
 	if err != nil {
 		return err
-	}
-	if !slices.ContainsFunc(snapshot.Provisioners, func(p scheduling.Provisioner) bool { return p.Provisioner.ConsolidationEnabled() }) {
-		return nil
 	}
 	if !c.expected.Met(snapshot) {
 		return nil

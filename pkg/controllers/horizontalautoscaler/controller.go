@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -38,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/autoscaler"
@@ -103,6 +105,13 @@ type Controller struct {
 
 	// discovery refreshes cache when a kind seems to serve no /scale, at most once per interval.
 	discovery *discoveryRefresher
+	// settled is what each HorizontalAutoscaler's last evaluation left behind.
+	settled settledStatuses
+	// busy holds the autoscalers whose evaluation or boundary query is under way.
+	busy busySet
+	// querySlots bounds the metric queries at once, evaluations' and boundaries' together,
+	// to the number of workers.
+	querySlots chan struct{}
 }
 
 // New builds the controller and its scale client over options.Mapper.
@@ -131,11 +140,14 @@ func New(options Options) (*Controller, error) {
 		return nil, fmt.Errorf("creating a discovery client, %w", err)
 	}
 	c := &Controller{
-		options:  options,
-		client:   options.Client,
-		mapper:   options.Mapper,
-		cache:    memory.NewMemCacheClient(discoveryClient),
-		recorder: options.Recorder,
+		options:    options,
+		client:     options.Client,
+		mapper:     options.Mapper,
+		cache:      memory.NewMemCacheClient(discoveryClient),
+		recorder:   options.Recorder,
+		settled:    settledStatuses{byName: map[types.NamespacedName]settledStatus{}},
+		busy:       busySet{names: map[types.NamespacedName]int{}, evaluated: map[types.NamespacedName]bool{}},
+		querySlots: make(chan struct{}, options.Workers),
 	}
 	c.discovery = &discoveryRefresher{cache: c.cache, clock: options.Clock, interval: discoveryRefreshInterval}
 	c.scaleKey = scale.NewDiscoveryScaleKindResolver(c.cache)
@@ -154,17 +166,19 @@ func (c *Controller) Name() string { return Name }
 // +kubebuilder:rbac:groups=*,resources=*/scale,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// SetupWithManager registers the controller: it reconciles on spec changes and then every
-// period.
+// SetupWithManager registers the controller: it reconciles on spec changes and at every
+// period boundary, those whose metric changed first (enqueueAtBoundaries).
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		// Status writes do not change the generation, so the controller's own writes do not
 		// trigger it; the period does.
 		For(&v1alpha1.HorizontalAutoscaler{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Func(c.enqueueAtBoundaries)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: c.options.Workers,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, c.options.MaxRetryDelay),
+			UsePriorityQueue:        ptr.To(true),
 		}).
 		Complete(c)
 }
@@ -174,11 +188,18 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// The cache may lag behind this controller's last status write. Every status write is
 	// therefore conditional on the resourceVersion read, and the scale is written only after
 	// such a write (the pending scale): a decision made on a stale history fails with a
-	// conflict and is made again, it never cuts a window short.
+	// conflict and is made again, it never cuts a window short. An evaluation that changes
+	// nothing writes nothing only when it read the status the last evaluation settled on;
+	// otherwise it writes all the same, conditionally, so that a stale read fails rather than
+	// losing this evaluation's recommendation from the history.
+	c.busy.start(req.NamespacedName)
+	defer c.busy.done(req.NamespacedName)
 	ha := &v1alpha1.HorizontalAutoscaler{}
 	if err := c.client.Get(ctx, req.NamespacedName, ha); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetMetrics(req.Name, req.Namespace)
+			c.settled.forget(req.NamespacedName)
+			c.busy.forget(req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("getting the horizontal autoscaler, %w", err)
@@ -186,8 +207,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	original := ha.DeepCopy()
 	ha.StatusConditions().InitializeConditions()
 
-	status := &statusWriter{client: c.client, written: original}
-	err := c.reconcile(ctx, ha, status)
+	settled, confirmed := c.settled.get(req.NamespacedName, ha.ResourceVersion)
+	status := &statusWriter{client: c.client, written: original, confirmed: confirmed}
+	lastRecommended, err := c.reconcile(ctx, ha, status, settled.lastRecommended)
 	if errors.Is(err, errScaleConflict) || apierrors.IsConflict(err) {
 		// The target changed between reading and writing its scale, as it does during a
 		// rollout, or the status changed since it was read: whatever was written is settled
@@ -201,14 +223,15 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // SA1019, see above.
 	}
 	if patchErr != nil {
+		c.settled.forget(req.NamespacedName)
 		return reconcile.Result{}, errors.Join(err, fmt.Errorf("writing the status, %w", patchErr))
 	}
+	c.settled.set(req.NamespacedName, settledStatus{resourceVersion: ha.ResourceVersion, lastRecommended: lastRecommended})
 	// Announced once written, so that a decision dropped for a conflict announces nothing.
 	c.announceErrors(original, ha)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	return reconcile.Result{RequeueAfter: c.untilNextEvaluation()}, nil
+	// The next evaluation is at the next period boundary (enqueueAtBoundaries), not a
+	// requeue: the queue would keep this evaluation's priority for it.
+	return reconcile.Result{}, err
 }
 
 // evaluationTime is the period boundary an evaluation now belongs to: its metrics are read as
@@ -219,30 +242,67 @@ func (c *Controller) evaluationTime() time.Time {
 	return now.Add(-time.Duration(now.UnixNano() % c.options.Period.Nanoseconds()))
 }
 
-// untilNextEvaluation is the time to the next period boundary.
-func (c *Controller) untilNextEvaluation() time.Duration {
-	return c.evaluationTime().Add(c.options.Period).Sub(c.options.Clock.Now())
-}
-
-// statusWriter patches the status with what changed since its last successful write, if
-// anything did, on condition that nothing else wrote it since. An evaluation writes twice when
-// it scales (the pending scale, then the outcome), and the second patch must carry the
-// clearing of what the first one set.
+// statusWriter patches the status with what changed since its last successful write, on
+// condition that nothing else wrote it since. It skips the patch when nothing changed and the
+// status read is known to be the latest (confirmed); unconfirmed, an unchanged status is still
+// patched, with nothing but that condition, to confirm it. An evaluation writes twice when it
+// scales (the pending scale, then the outcome), and the second patch must carry the clearing
+// of what the first one set.
 type statusWriter struct {
-	client  client.Client
-	written *v1alpha1.HorizontalAutoscaler
+	client    client.Client
+	written   *v1alpha1.HorizontalAutoscaler
+	confirmed bool
 }
 
 func (w *statusWriter) write(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler) error {
 	conditions.KeepTransitionTimes(w.written.Status.Conditions, ha.Status.Conditions)
-	if equality.Semantic.DeepEqual(w.written.Status, ha.Status) {
+	if w.confirmed && equality.Semantic.DeepEqual(w.written.Status, ha.Status) {
 		return nil
 	}
 	if err := w.client.Status().Patch(ctx, ha, client.MergeFromWithOptions(w.written, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
-	w.written = ha.DeepCopy()
+	w.written, w.confirmed = ha.DeepCopy(), true
 	return nil
+}
+
+// settledStatus is what an evaluation left behind: the resourceVersion of the status it read
+// or wrote, and when that status's newest recommendation was last recommended, which the
+// status does not record (autoscaler.Input.LastRecommended).
+type settledStatus struct {
+	resourceVersion string
+	lastRecommended time.Time
+}
+
+// settledStatuses remembers the settled status of each HorizontalAutoscaler in this process.
+// Lost on a restart, when every evaluation writes once to confirm what it read and the newest
+// recommendations count as recommended until then.
+type settledStatuses struct {
+	mu     sync.Mutex
+	byName map[types.NamespacedName]settledStatus
+}
+
+// get returns what was settled for name and whether resourceVersion is its status.
+func (s *settledStatuses) get(name types.NamespacedName, resourceVersion string) (settledStatus, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	settled, ok := s.byName[name]
+	if !ok || settled.resourceVersion != resourceVersion {
+		return settledStatus{}, false
+	}
+	return settled, true
+}
+
+func (s *settledStatuses) set(name types.NamespacedName, settled settledStatus) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.byName[name] = settled
+}
+
+func (s *settledStatuses) forget(name types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byName, name)
 }
 
 // errScaleConflict marks a scale update refused because the target changed since it was read.
@@ -257,12 +317,14 @@ type targetError struct {
 func (e *targetError) Error() string { return e.err.Error() }
 func (e *targetError) Unwrap() error { return e.err }
 
-func (c *Controller) reconcile(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler, status *statusWriter) error {
+// reconcile evaluates ha and returns when the newest recommendation of its status was last
+// recommended.
+func (c *Controller) reconcile(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler, status *statusWriter, lastRecommended time.Time) (time.Time, error) {
 	logger := log.FromContext(ctx)
 	resource, target, err := c.getScale(ctx, ha)
 	if err != nil {
 		// A pending scale stays until the target can be read to settle it.
-		return c.markTargetError(ha, err)
+		return lastRecommended, c.markTargetError(ha, err)
 	}
 	now := c.options.Clock.Now()
 	if pending := ha.Status.PendingScale; pending != nil {
@@ -273,7 +335,10 @@ func (c *Controller) reconcile(ctx context.Context, ha *v1alpha1.HorizontalAutos
 		}
 		ha.Status.PendingScale = nil
 	}
-	observations := c.observe(ctx, ha, c.evaluationTime())
+	observations, failed := c.observe(ctx, ha, c.evaluationTime())
+	if failed > 0 {
+		errorsTotal.WithLabelValues(ha.Name, ha.Namespace, "MetricsUnavailable").Add(float64(failed))
+	}
 	decision := autoscaler.Decide(autoscaler.Input{
 		Now:             now,
 		Spec:            ha.Spec,
@@ -281,6 +346,7 @@ func (c *Controller) reconcile(ctx context.Context, ha *v1alpha1.HorizontalAutos
 		StatusReplicas:  target.Status.Replicas,
 		Observations:    observations,
 		Recommendations: ha.Status.Recommendations,
+		LastRecommended: lastRecommended,
 		ScaleEvents:     ha.Status.ScaleEvents,
 		Tolerance:       *c.options.Tolerance,
 	})
@@ -291,16 +357,16 @@ func (c *Controller) reconcile(ctx context.Context, ha *v1alpha1.HorizontalAutos
 		// follows it, the next evaluation finds the change and counts it if it was made.
 		ha.Status.PendingScale = autoscaler.PendingScale(now, from, decision.DesiredReplicas)
 		if err := status.write(ctx, ha); err != nil {
-			return fmt.Errorf("recording the scale of %s from %d to %d before making it, %w", describeTarget(ha), from, decision.DesiredReplicas, err)
+			return lastRecommended, fmt.Errorf("recording the scale of %s from %d to %d before making it, %w", describeTarget(ha), from, decision.DesiredReplicas, err)
 		}
 		target.Spec.Replicas = decision.DesiredReplicas
 		if _, err := c.scales.Scales(ha.Namespace).Update(ctx, resource, target, metav1.UpdateOptions{}); err != nil {
 			// The write may have been made even so (a timeout); the pending scale stays for
 			// the next evaluation to settle against the target.
 			if apierrors.IsConflict(err) {
-				return fmt.Errorf("updating the scale of %s, %w: %w", describeTarget(ha), errScaleConflict, err)
+				return lastRecommended, fmt.Errorf("updating the scale of %s, %w: %w", describeTarget(ha), errScaleConflict, err)
 			}
-			return c.markTargetError(ha, classify("FailedUpdateScale", fmt.Errorf("updating the scale of %s, %w", describeTarget(ha), err)))
+			return lastRecommended, c.markTargetError(ha, classify("FailedUpdateScale", fmt.Errorf("updating the scale of %s, %w", describeTarget(ha), err)))
 		}
 		logger.Info("scaled", "target", describeTarget(ha), "from", from, "to", decision.DesiredReplicas, "reason", decision.Summary())
 		c.recorder.Eventf(ha, corev1.EventTypeNormal, "SuccessfulRescale", "Scaled %s from %d to %d: %s",
@@ -316,7 +382,7 @@ func (c *Controller) reconcile(ctx context.Context, ha *v1alpha1.HorizontalAutos
 	currentReplicasGauge.WithLabelValues(ha.Name, ha.Namespace).Set(float64(target.Status.Replicas))
 	desiredReplicasGauge.WithLabelValues(ha.Name, ha.Namespace).Set(float64(decision.DesiredReplicas))
 	c.markDecision(ha, decision, from)
-	return nil
+	return decision.LastRecommended, nil
 }
 
 // getScale resolves scaleTargetRef to a resource with a scale subresource and reads its scale.
@@ -375,25 +441,38 @@ func classify(fallback string, err error) *targetError {
 	return &targetError{reason: fallback, err: err}
 }
 
-// observe reads every metric as of at, timing each query.
-func (c *Controller) observe(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler, at time.Time) []autoscaler.Observation {
+// observe reads every metric as of at, timing each query, and counts the queries that failed.
+func (c *Controller) observe(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler, at time.Time) ([]autoscaler.Observation, int) {
 	observations := make([]autoscaler.Observation, len(ha.Spec.Metrics))
+	failed := 0
 	for i, m := range ha.Spec.Metrics {
 		if m.Prometheus == nil {
 			observations[i] = autoscaler.Unavailable("the metric has no prometheus source")
 			continue
 		}
-		start := time.Now()
-		value, err := c.options.Metrics.QueryAt(ctx, m.Prometheus.Query, at)
-		queryDuration.WithLabelValues(ha.Name, ha.Namespace).Observe(time.Since(start).Seconds())
+		value, err := c.query(ctx, m.Prometheus.Query, at)
 		if err != nil {
-			errorsTotal.WithLabelValues(ha.Name, ha.Namespace, "MetricsUnavailable").Inc()
+			failed++
 			observations[i] = autoscaler.Unavailable(err.Error())
 			continue
 		}
 		observations[i] = autoscaler.Available(value)
 	}
-	return observations
+	return observations, failed
+}
+
+// query runs one query in one of the query slots.
+func (c *Controller) query(ctx context.Context, query string, at time.Time) (float64, error) {
+	select {
+	case c.querySlots <- struct{}{}:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	defer func() { <-c.querySlots }()
+	start := time.Now()
+	value, err := c.options.Metrics.QueryAt(ctx, query, at)
+	queryDuration.Observe(time.Since(start).Seconds())
+	return value, err
 }
 
 func currentMetrics(metrics []v1alpha1.Metric, observations []autoscaler.Observation) []v1alpha1.MetricStatus {

@@ -635,9 +635,20 @@ func (s *suite) testForbidden(t *testing.T) {
 			{APIGroups: []string{v1alpha1.SchemeGroupVersion.Group}, Resources: []string{"horizontalautoscalers/status"}, Verbs: []string{"get", "update", "patch"}},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments/scale"}, Verbs: []string{"get"}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-			// The operator caches pods for its field index, whichever controllers run.
+			// The operator caches pods and nodes for its field indexes, whichever controllers run.
 			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
 		},
+	})
+	// Nodes are cluster-scoped: a Role cannot grant them. Without them the cache never syncs and
+	// the controller never starts.
+	s.create(t, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}}},
+	})
+	s.create(t, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 	})
 	s.create(t, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},

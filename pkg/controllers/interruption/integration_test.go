@@ -23,6 +23,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers"
 	"karpenter.sh/karpenter/pkg/controllers/interruption"
 	"karpenter.sh/karpenter/pkg/controllers/node/termination"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/test/awstest"
 	"karpenter.sh/karpenter/pkg/test/builders"
@@ -213,6 +214,16 @@ func (s *suite) node(t *testing.T, name string, spot bool) (*corev1.Node, *cloud
 	node.Spec.ProviderID = instance.ProviderID
 	node.Finalizers = []string{v1alpha5.TerminationFinalizer}
 	s.create(t, node)
+	// The controller reads nodes from its cache: a message handled before the cache shows the
+	// node finds no node on the instance. Once kwok's update (Ready) is visible here, the
+	// controller's watch, which delivers it after the creation, has almost surely seen it too.
+	eventually.Holds(t, "node "+name+" Ready", func() (bool, string, error) {
+		current := &corev1.Node{}
+		if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), current); err != nil {
+			return false, "", err
+		}
+		return nodes.IsReady(current), "not Ready", nil
+	})
 	return node, instance
 }
 

@@ -178,7 +178,9 @@ func (c *Controller) forget(key types.NamespacedName) {
 // capacityProducers maps a node or pod event to the producers that read nodes and pods.
 func (c *Controller) capacityProducers(ctx context.Context, _ client.Object) []reconcile.Request {
 	list := &v1alpha1.MetricsProducerList{}
-	if err := c.client.List(ctx, list); err != nil {
+	// Every node and pod event lists every producer; only their keys and specs are read, so the
+	// cache's own objects do, uncopied.
+	if err := c.client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "listing metricsproducers for a node or pod change")
 		return nil
 	}

@@ -15,11 +15,13 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -43,7 +45,7 @@ import (
 // Name identifies the controller in logs, errors and Options.Enabled.
 const Name = "provisioning"
 
-// DefaultLaunchConcurrency bounds the launches of one batch that run at once.
+// DefaultLaunchConcurrency bounds the cloud's launch calls that run at once, of every batch.
 const DefaultLaunchConcurrency = 10
 
 // Reasons of the Provisioner's Ready condition when it is False, and of Events.
@@ -71,16 +73,18 @@ type Options struct {
 	// BatchIdleDuration and BatchMaxDuration close a batch: after no pod arrived for the
 	// first, or the second after it opened. DefaultBatch*Duration when zero.
 	BatchIdleDuration, BatchMaxDuration time.Duration
-	// LaunchConcurrency bounds the launches of one batch at once; DefaultLaunchConcurrency
-	// when zero.
+	// LaunchConcurrency bounds the cloud's launch calls at once, of every batch;
+	// DefaultLaunchConcurrency when zero.
 	LaunchConcurrency int
 	// Ledger counts launches against the Provisioners' limits, shared with the other
 	// controllers that launch; a ledger of its own when nil.
 	Ledger *Ledger
 }
 
-// Controller is the allocator. Batches are planned one at a time by its loop; the ledger
-// keeps limits hard even so, should launches of two batches ever overlap.
+// Controller is the allocator. Batches are planned one at a time by its loop, and each
+// batch's launches run in the background, so the next batch is planned while they do: the
+// ledger keeps limits hard across them, and inFlight keeps a pass from launching again for
+// pods a batch is launching for.
 type Controller struct {
 	client           client.Client
 	instanceProvider cloudprovider.InstanceProvider
@@ -90,10 +94,21 @@ type Controller struct {
 	ledger           *Ledger
 	window           window
 	launchLimit      int
+	inFlight         *inFlight
+	// cloudCalls bounds the cloud's launch calls at once, of every batch in flight.
+	cloudCalls *semaphore.Weighted
+	// background counts the batches launching and the retries waiting: run returns once
+	// they ended.
+	background sync.WaitGroup
 
 	// told is what each pending pod was last told (its planned node or why none), so an
-	// Event is emitted once per cause, not once per batch. Only the loop touches it.
-	told map[types.UID]string
+	// Event is emitted once per cause, not once per batch.
+	toldMu sync.Mutex
+	told   map[types.UID]string
+	// nominated is the node each pod waiting for one was last nominated to (nominate.go):
+	// written by the loop and by the batches launching in the background.
+	nominatedMu sync.Mutex
+	nominated   map[types.UID]string
 }
 
 // New builds the controller; SetupWithManager starts it.
@@ -105,6 +120,7 @@ func New(opts Options) (*Controller, error) {
 	if w.idle < 0 || w.max < w.idle {
 		return nil, fmt.Errorf("batch windows must be positive with the maximum (%s) at least the idle gap (%s)", w.max, w.idle)
 	}
+	launchLimit := cmp.Or(opts.LaunchConcurrency, DefaultLaunchConcurrency)
 	return &Controller{
 		client:           opts.Client,
 		instanceProvider: opts.InstanceProvider,
@@ -113,8 +129,11 @@ func New(opts Options) (*Controller, error) {
 		batcher:          newBatcher(opts.Clock, w),
 		ledger:           cmp.Or(opts.Ledger, NewLedger()),
 		window:           w,
-		launchLimit:      cmp.Or(opts.LaunchConcurrency, DefaultLaunchConcurrency),
+		launchLimit:      launchLimit,
+		inFlight:         newInFlight(),
+		cloudCalls:       semaphore.NewWeighted(int64(launchLimit)),
 		told:             map[types.UID]string{},
+		nominated:        map[types.UID]string{},
 	}, nil
 }
 
@@ -161,10 +180,12 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	return mgr.Add(manager.RunnableFunc(c.run))
 }
 
-// run plans batch after batch until ctx ends. A pass that left pods without a node (a
-// capacity error everywhere, a cloud error, no Provisioner able to take them) is retried
-// after the longest batch window, with whatever pods are then pending.
+// run plans batch after batch until ctx ends, and returns once the launches it started
+// ended too. A pass that left pods without a node (a capacity error everywhere, a cloud
+// error, no Provisioner able to take them) is retried after the longest batch window, with
+// whatever pods are then pending.
 func (c *Controller) run(ctx context.Context) error {
+	defer c.background.Wait()
 	logger := log.FromContext(ctx).WithName(Name)
 	if err := c.adoptOrphans(ctx); err != nil {
 		logger.Error(err, "adopting instances launched without a Node")
@@ -179,17 +200,24 @@ func (c *Controller) run(ctx context.Context) error {
 			if err != nil {
 				logger.Error(err, "provisioning a batch")
 			}
-			retryAfter := c.clock.NewTimer(c.window.max)
-			go func() {
-				defer retryAfter.Stop()
-				select {
-				case <-retryAfter.C():
-					c.batcher.poke()
-				case <-ctx.Done():
-				}
-			}()
+			c.retryLater(ctx)
 		}
 	}
+}
+
+// retryLater runs a pass after the longest batch window, unless ctx ends first.
+func (c *Controller) retryLater(ctx context.Context) {
+	retryAfter := c.clock.NewTimer(c.window.max)
+	c.background.Add(1)
+	go func() {
+		defer c.background.Done()
+		defer retryAfter.Stop()
+		select {
+		case <-retryAfter.C():
+			c.batcher.poke()
+		case <-ctx.Done():
+		}
+	}()
 }
 
 // adoptOrphans creates the Node of every instance a Provisioner launched that has none: a
@@ -234,21 +262,42 @@ type provisionerPlan struct {
 	stored, updated *v1alpha5.Provisioner
 	instanceTypes   []*cloudprovider.InstanceType
 	nodes           map[string]corev1.ResourceList
-	launched        bool
+	// launched is whether the pass started launching a node for it.
+	launched bool
 }
 
-// provision runs one pass: snapshot, plan, launch, report. retry is true when pods were left
-// without a node, for a reason that may pass.
+// provision runs one pass: snapshot, plan, start the launches, report. retry is true when
+// pods were left without a node, for a reason that may pass.
 func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	start := c.clock.Now()
+	captured := c.inFlight.capture()
 	snapshot, plans, err := c.snapshot(ctx)
 	if err != nil {
 		return true, err
 	}
-	if err := c.releaseLeftovers(ctx, snapshot); err != nil {
+	shown := sets.New[string]()
+	for i := range snapshot.Nodes {
+		shown.Insert(snapshot.Nodes[i].Name)
+	}
+	awaited := awaitedPending(snapshot, c.inFlight.awaited(captured, shown))
+	snapshot.Pods = slices.DeleteFunc(snapshot.Pods, func(pod corev1.Pod) bool {
+		_, ok := awaited[pod.UID]
+		return ok
+	})
+	if len(captured) > 0 && slices.ContainsFunc(snapshot.pending(), dependsOnDomains) {
+		// Where kube-scheduler puts such a pod depends on every node of the batches in
+		// flight, which the snapshot does not all show yet: plan once they are in the cache.
+		if !awaitBatches(ctx, captured) {
+			return false, nil
+		}
+		return c.provision(ctx)
+	}
+	if err := c.releaseLeftovers(ctx, snapshot, c.inFlight.nodeNames(captured)); err != nil {
 		log.FromContext(ctx).WithName(Name).Error(err, "opening nodes a batch left held")
 		retry = true
 	}
+	launching := snapshot.LaunchingNodes()
+	renominations := c.renominations(snapshot, launching)
 	var provisioners []scheduling.Provisioner
 	for _, name := range sortedNames(plans) {
 		p := plans[name]
@@ -263,11 +312,14 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	}
 	plan := snapshot.Plan(provisioners)
 	results := plan.Results
-	launching := snapshot.LaunchingNodes()
 	if len(plan.Pending) > 0 {
 		schedulingDuration.Observe(c.clock.Since(start).Seconds())
-		retry = c.launchAll(ctx, results.NewNodes, plans) || retry
-		c.tell(launching, plan.Pending, results)
+		if err := c.nominate(ctx, append(renominations, plannedOntoNodes(results, launching)...)); err != nil {
+			log.FromContext(ctx).WithName(Name).Error(err, "nominating pods to the nodes planned for them")
+			retry = true
+		}
+		retry = c.startLaunches(ctx, results.NewNodes, plans) || retry
+		c.tell(launching, plan.Pending, awaited, results)
 		// A pod no Provisioner can take now may be taken later without any change to the pod
 		// (an offering's capacity returns, a node goes away under a limit): look again.
 		retry = retry || len(results.Unschedulable) > 0
@@ -276,9 +328,22 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 		// of the pod may follow (its condition stays as it is), so look again.
 		retry = retry || plannedOntoOpenNodes(launching, results)
 	}
-	c.recordPending(launching, results)
+	c.recordPending(launching, awaited, results)
 	c.updateLimitsCondition(plans)
 	return retry, c.writeStatus(ctx, plans)
+}
+
+// awaitedPending keeps the awaited pods the snapshot shows pending: one kube-scheduler bound
+// meanwhile (to another node with room) takes that node's room, and the pass must see it.
+func awaitedPending(snapshot *Snapshot, awaited map[types.UID]string) map[types.UID]string {
+	out := map[types.UID]string{}
+	for i := range snapshot.Pods {
+		pod := &snapshot.Pods[i]
+		if provisioner, ok := awaited[pod.UID]; ok && pods.IsProvisionable(pod) {
+			out[pod.UID] = provisioner
+		}
+	}
+	return out
 }
 
 func sortedNames(plans map[string]*provisionerPlan) []string {
@@ -352,42 +417,95 @@ func Constraints(p *v1alpha5.Provisioner) cloudprovider.Constraints {
 	return cloudprovider.Constraints{Requirements: requirements, Provider: p.Spec.Provider}
 }
 
-// launchAll launches the plan's new nodes, identical ones with one cloud call, at most
-// launchLimit calls at once. When the placement of their pods depends on which nodes exist,
-// the nodes are opened to kube-scheduler together once all exist (see launchingTaint). It
-// reports whether any launch or release failed for a reason that may pass.
-func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNode, plans map[string]*provisionerPlan) (retry bool) {
-	hold := countsDomains(newNodes)
-	var mu sync.Mutex
-	var group errgroup.Group
-	group.SetLimit(c.launchLimit)
-	var launched []*corev1.Node
+// startLaunches reserves room under the limits for the plan's new nodes and launches them in
+// the background: the next pass is planned while they run, without their pods until their
+// Nodes are in the cache (inFlight). It reports whether the limits refused some.
+func (c *Controller) startLaunches(ctx context.Context, newNodes []*scheduling.NewNode, plans map[string]*provisionerPlan) (retry bool) {
+	batch, launches, retry := c.reserveAll(ctx, newNodes, plans)
+	if batch == nil {
+		return retry
+	}
+	hold := held(newNodes)
+	c.background.Add(1)
+	go func() {
+		defer c.background.Done()
+		if c.launchBatch(ctx, batch, launches, hold) {
+			c.retryLater(ctx)
+		}
+	}()
+	return retry
+}
+
+// reserveAll groups the plan's identical new nodes for one cloud call each, reserves room
+// under the limits for them, and records them in flight as one batch; nil when the limits
+// allow none. It reports whether the limits refused some.
+func (c *Controller) reserveAll(ctx context.Context, newNodes []*scheduling.NewNode, plans map[string]*provisionerPlan) (*launchBatch, []*reservedLaunch, bool) {
+	retry := false
+	var launches []*reservedLaunch
+	var planned []*plannedLaunch
 	for _, g := range groupLaunches(newNodes, (len(newNodes)+c.launchLimit-1)/c.launchLimit) {
-		group.Go(func() error {
-			p := plans[g.provisioner]
-			nodes, err := c.launch(ctx, g, p.updated, p.nodes, hold)
+		p := plans[g.provisioner]
+		r, err := c.reserve(g, p.updated, p.nodes)
+		if err != nil {
+			retry = true
+			log.FromContext(ctx).WithName(Name).Error(err, "reserving room for nodes", "provisioner", g.provisioner, "nodes", len(g.nodes))
+		}
+		if r != nil {
+			p.launched = true
+			launches = append(launches, r)
+			planned = append(planned, r.planned...)
+		}
+	}
+	if len(launches) == 0 {
+		return nil, nil, retry
+	}
+	return c.inFlight.start(planned), launches, retry
+}
+
+// launchBatch runs a batch's launches at once (cloudCalls bounds their calls). The pods are
+// nominated to their nodes, and the nodes of a batch of several are opened to kube-scheduler
+// together once all exist (see launchingTaint). The batch is in flight until the cache shows
+// its Nodes. It reports whether any launch, nomination or release failed for a reason that
+// may pass.
+func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launches []*reservedLaunch, hold bool) (retry bool) {
+	defer c.inFlight.finish(batch)
+	var mu sync.Mutex
+	var group sync.WaitGroup
+	var launched []*corev1.Node
+	var nominations []nomination
+	for _, r := range launches {
+		group.Add(1)
+		go func() {
+			defer group.Done()
+			nodes, err := c.launch(ctx, r, hold)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				retry = true
-				log.FromContext(ctx).WithName(Name).Error(err, "launching nodes", "provisioner", g.provisioner, "nodes", len(g.nodes), "launched", len(nodes))
+				log.FromContext(ctx).WithName(Name).Error(err, "launching nodes", "provisioner", r.provisioner.Name, "nodes", len(r.group.nodes), "launched", len(nodes))
 			}
 			for i, node := range nodes {
 				if node == nil {
 					continue
 				}
-				p.launched = true
 				launched = append(launched, node)
-				for _, pod := range g.nodes[i].Pods {
+				for _, pod := range r.group.nodes[i].Pods {
 					c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonPlanned, "Node %s (%s, %s) was launched for this pod by provisioner %s", node.Name,
-						node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone], g.provisioner)
+						node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone], r.provisioner.Name)
+					c.toldMu.Lock()
 					c.told[pod.UID] = node.Name
+					c.toldMu.Unlock()
+					nominations = append(nominations, nomination{pod: pod, node: node.Name})
 				}
 			}
-			return nil
-		})
+		}()
 	}
-	_ = group.Wait()
+	group.Wait()
+	// Nominated before they are opened, so that no pod takes the room planned for another.
+	if err := c.nominate(ctx, nominations); err != nil {
+		log.FromContext(ctx).WithName(Name).Error(err, "nominating pods to the nodes launched for them")
+		retry = true
+	}
 	opened := true
 	if hold {
 		if err := c.release(ctx, launched); err != nil {
@@ -405,10 +523,9 @@ func (c *Controller) launchAll(ctx context.Context, newNodes []*scheduling.NewNo
 // cacheSyncTimeout bounds how long a pass waits for the cache to show the Nodes it created.
 const cacheSyncTimeout = 10 * time.Second
 
-// awaitCached returns once the cache the next pass reads shows every node created, and
-// opened if it was: a pass that closes right after this one (its pods arrived meanwhile)
-// would otherwise miss the newest nodes and plan their pods onto a second node each, or take
-// an opened node for one a stopped controller left held.
+// awaitCached returns once the cache the passes read shows every node created, and opened if
+// it was: until then the batch stays in flight, and a pass leaves out the pods of nodes its
+// snapshot does not show, rather than planning them onto a second node each.
 func (c *Controller) awaitCached(ctx context.Context, created []*corev1.Node, opened bool) error {
 	for _, node := range created {
 		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, cacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
@@ -426,36 +543,48 @@ func (c *Controller) awaitCached(ctx context.Context, created []*corev1.Node, op
 }
 
 // releaseLeftovers opens the nodes a batch left held: one of a controller that stopped
-// mid-batch, or whose release failed. A pass starts once the cache shows the previous one's
-// nodes opened, so what still looks held is.
-func (c *Controller) releaseLeftovers(ctx context.Context, snapshot *Snapshot) error {
-	return c.release(ctx, snapshot.heldNodes())
+// mid-batch, or whose release failed. A batch in flight holds its own (launching, by name)
+// until its last launch; a finished batch's are opened in the cache, so what else still
+// looks held was left.
+func (c *Controller) releaseLeftovers(ctx context.Context, snapshot *Snapshot, launching sets.Set[string]) error {
+	return c.release(ctx, slices.DeleteFunc(snapshot.heldNodes(), func(node *corev1.Node) bool { return launching.Has(node.Name) }))
 }
 
-// launch makes a group of planned nodes real with one cloud call: it reserves room under the
-// limits for each, asks the cloud for that many of the cheapest candidate with capacity and
-// creates a Node per instance, held when its batch is. The i-th Node returned is for the
-// group's i-th node, nil where its Node could not be created; fewer come back when the limits
-// or the cloud's capacity allowed fewer (with an error: their pods stay pending for the next
-// pass). When a Node cannot be created,
-// its instance is terminated rather than left without an owner.
-func (c *Controller) launch(ctx context.Context, g *launchGroup, p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList, hold bool) ([]*corev1.Node, error) {
+// reservedLaunch is a launch group with room reserved under the limits for each of its nodes.
+type reservedLaunch struct {
+	// provisioner is the pass's copy: the pass goes on writing its own status.
+	provisioner *v1alpha5.Provisioner
+	// group has the nodes reserved for and the candidates that fit under the limits.
+	group        *launchGroup
+	reservations []int
+	// planned is what the batch in flight says of each node.
+	planned []*plannedLaunch
+	// seen are the Provisioner's nodes the plan saw: a launch answered with one of them was
+	// answered for an earlier plan (see launchUntaken).
+	seen map[string]corev1.ResourceList
+}
+
+// reserve reserves room under the limits for each node of a group, as many as fit, with the
+// candidates that fit beside all of them; fewer than the group's nodes (with an error: their
+// pods stay pending for the next pass) when the limits allow fewer, none when they allow
+// none.
+func (c *Controller) reserve(g *launchGroup, p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList) (*reservedLaunch, error) {
 	var limits corev1.ResourceList
 	if p.Spec.Limits != nil {
 		limits = p.Spec.Limits.Resources
 	}
 	var kept []cloudprovider.Candidate
 	var reservations []int
-	var errs []error
+	var err error
 	for _, n := range g.nodes {
-		candidates, reservation, err := c.ledger.Reserve(p.Name, limits, nodes, g.candidates)
-		if err != nil {
+		candidates, reservation, reserveErr := c.ledger.Reserve(p.Name, limits, nodes, g.candidates)
+		if reserveErr != nil {
 			var exceeded *LimitExceededError
-			if errors.As(err, &exceeded) {
+			if errors.As(reserveErr, &exceeded) {
 				launchErrors.WithLabelValues(ReasonLimitExceeded).Inc()
-				c.recorder.Event(p, corev1.EventTypeWarning, ReasonLimitExceeded, fmt.Sprintf("A node for %d pods was not launched, %v", len(n.Pods), err))
+				c.recorder.Event(p, corev1.EventTypeWarning, ReasonLimitExceeded, fmt.Sprintf("A node for %d pods was not launched, %v", len(n.Pods), reserveErr))
 			}
-			errs = append(errs, err)
+			err = reserveErr
 			break
 		}
 		// Each reservation leaves less room, so the last keeps the fewest candidates.
@@ -463,48 +592,82 @@ func (c *Controller) launch(ctx context.Context, g *launchGroup, p *v1alpha5.Pro
 		reservations = append(reservations, reservation)
 	}
 	if len(reservations) == 0 {
-		return nil, errors.Join(errs...)
+		return nil, err
 	}
-	reserved := &launchGroup{provisioner: g.provisioner, candidates: kept, nodes: g.nodes[:len(reservations)]}
-	instances, err := c.instanceProvider.Create(ctx, cloudprovider.LaunchRequest{
-		Count:           len(reservations),
-		Candidates:      kept,
+	r := &reservedLaunch{
+		provisioner:  p.DeepCopy(),
+		group:        &launchGroup{provisioner: g.provisioner, candidates: kept, nodes: g.nodes[:len(reservations)]},
+		reservations: reservations,
+		seen:         nodes,
+	}
+	for _, n := range r.group.nodes {
+		r.planned = append(r.planned, plannedFor(g.provisioner, n.Pods))
+	}
+	return r, err
+}
+
+// nodeCreateTimeout bounds the creation of a launched instance's Node, which goes on when the
+// controller stops: an instance that exists gets its Node (or is terminated) then, rather than
+// waiting for the next leader to adopt it.
+const nodeCreateTimeout = 30 * time.Second
+
+// launch makes a reserved group real with one cloud call: it asks the cloud for as many of
+// the cheapest candidate with capacity as were reserved and creates a Node per instance, held
+// when its batch is. The i-th Node returned is for the group's i-th node, nil where its Node
+// could not be created; fewer come back when the cloud's capacity allowed fewer (with an
+// error: their pods are pending again for the next pass). When a Node cannot be created, its
+// instance is terminated rather than left without an owner.
+func (c *Controller) launch(ctx context.Context, r *reservedLaunch, hold bool) ([]*corev1.Node, error) {
+	p := r.provisioner
+	failed := func(from int) {
+		for i := from; i < len(r.reservations); i++ {
+			c.ledger.Release(r.reservations[i])
+			c.inFlight.failed(r.planned[i])
+		}
+	}
+	if err := c.cloudCalls.Acquire(ctx, 1); err != nil {
+		failed(0)
+		return nil, fmt.Errorf("waiting to launch instances for provisioner %q, %w", p.Name, err)
+	}
+	instances, err := launchUntaken(ctx, c.instanceProvider, cloudprovider.LaunchRequest{
+		Count:           len(r.reservations),
+		Candidates:      r.group.candidates,
 		ProvisionerName: p.Name,
 		Labels:          LaunchLabels(p),
 		Taints:          p.Spec.Taints,
 		Provider:        p.Spec.Provider,
-		IdempotencyKey:  idempotencyKey(p.Name, reserved.pods()),
-	})
+	}, r.group.pods(), r.seen)
+	c.cloudCalls.Release(1)
 	if err != nil {
-		for _, reservation := range reservations {
-			c.ledger.Release(reservation)
-		}
+		failed(0)
 		var capacity *cloudprovider.InsufficientCapacityError
 		if errors.As(err, &capacity) {
 			launchErrors.WithLabelValues(ReasonInsufficientCapacity).Inc()
 			c.recorder.Event(p, corev1.EventTypeWarning, ReasonInsufficientCapacity,
-				fmt.Sprintf("No capacity for %d nodes for %d pods in any of %d offerings: %s", len(reservations), len(reserved.pods()), len(capacity.Offerings), capacityReasons(capacity)))
+				fmt.Sprintf("No capacity for %d nodes for %d pods in any of %d offerings: %s", len(r.reservations), len(r.group.pods()), len(capacity.Offerings), capacityReasons(capacity)))
 		} else {
 			launchErrors.WithLabelValues(ReasonCloudError).Inc()
 		}
-		return nil, errors.Join(append(errs, fmt.Errorf("launching instances for provisioner %q, %w", p.Name, err))...)
+		return nil, fmt.Errorf("launching instances for provisioner %q, %w", p.Name, err)
 	}
-	for _, reservation := range reservations[min(len(instances), len(reservations)):] {
-		c.ledger.Release(reservation)
-	}
-	if len(instances) < len(reservations) {
+	var errs []error
+	launched := min(len(instances), len(r.reservations))
+	failed(launched)
+	if len(instances) < len(r.reservations) {
 		launchErrors.WithLabelValues(ReasonInsufficientCapacity).Inc()
-		errs = append(errs, fmt.Errorf("the cloud launched %d of %d instances for provisioner %q", len(instances), len(reservations), p.Name))
+		errs = append(errs, fmt.Errorf("the cloud launched %d of %d instances for provisioner %q", len(instances), len(r.reservations), p.Name))
 	}
 	// The Nodes are created several at once: one by one, a large group's would wait on the
 	// API server in turn.
-	created := make([]*corev1.Node, min(len(instances), len(reservations)))
+	created := make([]*corev1.Node, launched)
 	var mu sync.Mutex
 	var group errgroup.Group
 	group.SetLimit(c.launchLimit)
 	for i := range created {
 		group.Go(func() error {
-			node, err := c.register(ctx, instances[i], reserved.nodes[i], reservations[i], p, kept, hold)
+			registering, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeCreateTimeout)
+			defer cancel()
+			node, err := c.register(registering, r, i, instances[i], hold)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -519,16 +682,18 @@ func (c *Controller) launch(ctx context.Context, g *launchGroup, p *v1alpha5.Pro
 	return created, errors.Join(errs...)
 }
 
-// register counts a launched instance in the ledger and creates its Node, held when its batch
-// is. When the Node cannot be created, the instance is terminated at once rather than left to
-// garbage collection's grace.
-func (c *Controller) register(ctx context.Context, instance *cloudprovider.Instance, n *scheduling.NewNode, reservation int, p *v1alpha5.Provisioner, kept []cloudprovider.Candidate, hold bool) (*corev1.Node, error) {
-	it := instanceTypeNamed(kept, instance.InstanceType)
+// register counts the launched instance of a reserved group's i-th node in the ledger and the
+// batch in flight, and creates its Node, held when its batch is. When the Node cannot be
+// created, the instance is terminated at once rather than left to garbage collection's grace.
+func (c *Controller) register(ctx context.Context, r *reservedLaunch, i int, instance *cloudprovider.Instance, hold bool) (*corev1.Node, error) {
+	p := r.provisioner
+	it := instanceTypeNamed(r.group.candidates, instance.InstanceType)
 	if it != nil {
-		c.ledger.Launched(reservation, instance.NodeName, it.Capacity)
+		c.ledger.Launched(r.reservations[i], instance.NodeName, it.Capacity)
 	} else {
-		c.ledger.Launched(reservation, instance.NodeName, nil)
+		c.ledger.Launched(r.reservations[i], instance.NodeName, nil)
 	}
+	c.inFlight.launched(r.planned[i], instance.NodeName)
 	node := NodeFor(instance, p, it)
 	if hold {
 		node.Spec.Taints = append(node.Spec.Taints, launchingTaint)
@@ -538,7 +703,8 @@ func (c *Controller) register(ctx context.Context, instance *cloudprovider.Insta
 		if deleteErr := c.instanceProvider.Delete(ctx, instance.ProviderID); deleteErr != nil {
 			err = errors.Join(err, fmt.Errorf("terminating the instance, %w", deleteErr))
 		}
-		c.ledger.Release(reservation)
+		c.ledger.Release(r.reservations[i])
+		c.inFlight.failed(r.planned[i])
 		return nil, fmt.Errorf("creating node %s for instance %s, %w", node.Name, instance.ProviderID, err)
 	}
 	if instance.FellBackFrom != nil {
@@ -547,7 +713,7 @@ func (c *Controller) register(ctx context.Context, instance *cloudprovider.Insta
 				instance.CapacityType, len(instance.FellBackFrom.Offerings), capacityReasons(instance.FellBackFrom)))
 	}
 	nodesCreated.WithLabelValues(p.Name, instance.InstanceType, instance.Zone, instance.CapacityType).Inc()
-	c.recorder.Eventf(p, corev1.EventTypeNormal, ReasonLaunched, "Launched node %s: %s in %s (%s) for %d pods", node.Name, instance.InstanceType, instance.Zone, instance.CapacityType, len(n.Pods))
+	c.recorder.Eventf(p, corev1.EventTypeNormal, ReasonLaunched, "Launched node %s: %s in %s (%s) for %d pods", node.Name, instance.InstanceType, instance.Zone, instance.CapacityType, len(r.group.nodes[i].Pods))
 	return node, nil
 }
 
@@ -560,8 +726,11 @@ func plannedOntoOpenNodes(launching map[string]string, results *scheduling.Resul
 }
 
 // tell gives each pending pod an Event when what it waits for changed: the launching node
-// planned for it, or why no Provisioner can take it.
-func (c *Controller) tell(launching map[string]string, pending []*corev1.Pod, results *scheduling.Results) {
+// planned for it, or why no Provisioner can take it. Pods awaited by a batch in flight were
+// told of their node when it launched.
+func (c *Controller) tell(launching map[string]string, pending []*corev1.Pod, awaited map[types.UID]string, results *scheduling.Results) {
+	c.toldMu.Lock()
+	defer c.toldMu.Unlock()
 	for _, b := range results.Bindings {
 		if _, ok := launching[b.NodeName]; !ok || c.told[b.Pod.UID] == b.NodeName {
 			continue
@@ -582,16 +751,20 @@ func (c *Controller) tell(launching map[string]string, pending []*corev1.Pod, re
 		stillPending[pod.UID] = true
 	}
 	for uid := range c.told {
-		if !stillPending[uid] {
+		if _, ok := awaited[uid]; !ok && !stillPending[uid] {
 			delete(c.told, uid)
 		}
 	}
 }
 
 // recordPending sets karpenter_pods_pending: the pending pods by the provisioner whose new or
-// launching node they were planned onto, "" for those no provisioner can take.
-func (c *Controller) recordPending(launching map[string]string, results *scheduling.Results) {
+// launching node they were planned onto (or are awaited by), "" for those no provisioner can
+// take.
+func (c *Controller) recordPending(launching map[string]string, awaited map[types.UID]string, results *scheduling.Results) {
 	counts := map[string]float64{}
+	for _, provisioner := range awaited {
+		counts[provisioner]++
+	}
 	if results != nil {
 		for _, n := range results.NewNodes {
 			counts[n.Provisioner] += float64(len(n.Pods))

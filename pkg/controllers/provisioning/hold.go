@@ -18,27 +18,26 @@ import (
 )
 
 // A batch's nodes are created with the launching taint and released together once the last
-// of them exists, when its pods' placement depends on which nodes exist (countsDomains).
-// kube-scheduler counts every node a pod's topology spread or affinity may
-// use as a domain, tainted or not, so a pod bound to the first Ready node of a batch is then
-// placed knowing every zone and host the plan spread it over; without the hold, the first
-// nodes take the whole spread group and the pods planned elsewhere wait for a second launch.
+// of them exists, its pods nominated to their nodes just before (nominate.go). So when
+// kube-scheduler sees the first node it can bind a pod to, every pod of the batch already
+// counts on its planned node: small pods spread over the least allocated nodes do not take
+// the room planned for a large one; and every zone and host the plan spread pods over is
+// already seen (kube-scheduler counts every node a pod's topology spread or affinity may
+// use as a domain, tainted or not), so the first node Ready does not take a whole spread
+// group. Without the hold, pods bound to the first nodes left those planned elsewhere
+// without room, and a second batch launched more nodes.
 var launchingTaint = corev1.Taint{Key: v1alpha5.LaunchingTaintKey, Effect: corev1.TaintEffectNoSchedule}
 
-// countsDomains is true when a pod of the new nodes has a topology spread or pod (anti-)
-// affinity: where kube-scheduler puts it depends on which nodes exist when it binds it, so the
-// batch is held until all do. Pods without either fit any node the plan gave room for, and
-// each node is opened as soon as it is Ready.
-func countsDomains(newNodes []*scheduling.NewNode) bool {
-	for _, n := range newNodes {
-		for _, pod := range n.Pods {
-			affinity := pod.Spec.Affinity
-			if len(pod.Spec.TopologySpreadConstraints) > 0 || (affinity != nil && (affinity.PodAffinity != nil || affinity.PodAntiAffinity != nil)) {
-				return true
-			}
-		}
-	}
-	return false
+// held is true for a batch of several new nodes. The pods of a batch of one all go to its one
+// node: there is nothing to wait for, and they are nominated to it before it can be Ready.
+func held(newNodes []*scheduling.NewNode) bool {
+	return len(newNodes) > 1
+}
+
+// dependsOnDomains is true for a pod with a topology spread or pod (anti-)affinity.
+func dependsOnDomains(pod *corev1.Pod) bool {
+	affinity := pod.Spec.Affinity
+	return len(pod.Spec.TopologySpreadConstraints) > 0 || (affinity != nil && (affinity.PodAffinity != nil || affinity.PodAntiAffinity != nil))
 }
 
 func isLaunchingTaint(t corev1.Taint) bool { return t.Key == v1alpha5.LaunchingTaintKey }
@@ -94,9 +93,8 @@ func (c *Controller) release(ctx context.Context, held []*corev1.Node) error {
 	return group.Wait()
 }
 
-// heldNodes are the snapshot's nodes still carrying the launching taint. A pass starts after
-// the previous one released its batch, so these were left by a controller that stopped
-// mid-batch or a release that failed.
+// heldNodes are the snapshot's nodes still carrying the launching taint: those of batches in
+// flight, and those left by a controller that stopped mid-batch or a release that failed.
 func (c *Snapshot) heldNodes() []*corev1.Node {
 	var out []*corev1.Node
 	for i := range c.Nodes {

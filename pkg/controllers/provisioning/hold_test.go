@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -73,7 +74,8 @@ func TestBatchNodesOpenTogether(t *testing.T) {
 		plan = append(plan, &scheduling.NewNode{Provisioner: n.Provisioner, InstanceTypes: n.InstanceTypes, Pods: []*corev1.Pod{pod}})
 	}
 	plans := map[string]*provisionerPlan{p.Name: {stored: p, updated: p.DeepCopy(), nodes: map[string]corev1.ResourceList{}}}
-	if retry := c.launchAll(context.Background(), plan, plans); retry {
+	batch, launches, refused := c.reserveAll(context.Background(), plan, plans)
+	if refused || c.launchBatch(context.Background(), batch, launches, held(plan)) {
 		t.Fatal("a launch failed")
 	}
 	var list corev1.NodeList
@@ -91,49 +93,47 @@ func TestBatchNodesOpenTogether(t *testing.T) {
 	}
 }
 
-func TestCountsDomains(t *testing.T) {
-	labels := map[string]string{"app": "x"}
+func TestHeld(t *testing.T) {
+	node := &scheduling.NewNode{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{})}}
 	for _, tc := range []struct {
-		name string
-		pod  builders.PodOptions
-		want bool
+		name  string
+		nodes []*scheduling.NewNode
+		want  bool
 	}{
-		{name: "plain pods fit any node planned for them", pod: builders.PodOptions{NodeSelector: map[string]string{"zone": "a"}}, want: false},
-		{name: "topology spread", pod: builders.PodOptions{TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelHostname, corev1.ScheduleAnyway, labels)}}, want: true},
-		{name: "pod affinity", pod: builders.PodOptions{PodAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelTopologyZone, labels)}}, want: true},
-		{name: "pod anti-affinity", pod: builders.PodOptions{PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, labels)}}, want: true},
+		{name: "one node: its pods go nowhere else", nodes: []*scheduling.NewNode{node}, want: false},
+		{name: "several nodes: opened together", nodes: []*scheduling.NewNode{node, node}, want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := []*scheduling.NewNode{{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{})}}, {Pods: []*corev1.Pod{builders.Pod(tc.pod)}}}
-			if got := countsDomains(plan); got != tc.want {
-				t.Errorf("countsDomains = %t, want %t", got, tc.want)
+			if got := held(tc.nodes); got != tc.want {
+				t.Errorf("held = %t, want %t", got, tc.want)
 			}
 		})
 	}
 }
 
 // TestLeftoverHoldsAreReleased: a node a stopped controller left held is opened by the next
-// pass.
+// pass; one a batch still in flight holds is not, its batch opens it after its last launch.
 func TestLeftoverHoldsAreReleased(t *testing.T) {
 	left := builders.Node(builders.NodeOptions{Name: "left", Taints: []corev1.Taint{notReady, launchingTaint}})
 	open := builders.Node(builders.NodeOptions{Name: "open", Taints: []corev1.Taint{notReady}})
+	inFlight := builders.Node(builders.NodeOptions{Name: "in-flight", Taints: []corev1.Taint{notReady, launchingTaint}})
 	patched := map[string]int{}
 	c, _, kube := launcher(t, interceptor.Funcs{
 		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			patched[obj.GetName()]++
 			return cl.Patch(ctx, obj, patch, opts...)
 		},
-	}, left, open)
-	snapshot := &Snapshot{Nodes: []corev1.Node{*left, *open}}
-	if err := c.releaseLeftovers(context.Background(), snapshot); err != nil {
+	}, left, open, inFlight)
+	snapshot := &Snapshot{Nodes: []corev1.Node{*left, *open, *inFlight}}
+	if err := c.releaseLeftovers(context.Background(), snapshot, sets.New(inFlight.Name)); err != nil {
 		t.Fatal(err)
 	}
 	current := &corev1.Node{}
 	if err := kube.Get(context.Background(), client.ObjectKeyFromObject(left), current); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(current.Spec.Taints, []corev1.Taint{notReady}) || patched["left"] != 1 || patched["open"] != 0 {
-		t.Errorf("left's taints %v, patches %v; want left released once and open untouched", current.Spec.Taints, patched)
+	if !slices.Equal(current.Spec.Taints, []corev1.Taint{notReady}) || patched["left"] != 1 || patched["open"] != 0 || patched["in-flight"] != 0 {
+		t.Errorf("left's taints %v, patches %v; want left released once, open and in-flight untouched", current.Spec.Taints, patched)
 	}
 }
 
@@ -153,5 +153,25 @@ func TestReleaseRereadsChangedTaints(t *testing.T) {
 	}
 	if len(got.Spec.Taints) != 0 {
 		t.Errorf("taints %v, want none", got.Spec.Taints)
+	}
+}
+
+func TestDependsOnDomains(t *testing.T) {
+	labels := map[string]string{"app": "x"}
+	for _, tc := range []struct {
+		name string
+		pod  builders.PodOptions
+		want bool
+	}{
+		{name: "plain pods fit any node planned for them", pod: builders.PodOptions{NodeSelector: map[string]string{"zone": "a"}}, want: false},
+		{name: "topology spread", pod: builders.PodOptions{TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelHostname, corev1.ScheduleAnyway, labels)}}, want: true},
+		{name: "pod affinity", pod: builders.PodOptions{PodAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelTopologyZone, labels)}}, want: true},
+		{name: "pod anti-affinity", pod: builders.PodOptions{PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, labels)}}, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := dependsOnDomains(builders.Pod(tc.pod)); got != tc.want {
+				t.Errorf("dependsOnDomains = %t, want %t", got, tc.want)
+			}
+		})
 	}
 }

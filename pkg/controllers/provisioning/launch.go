@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -147,8 +148,9 @@ func instanceTypeNamed(candidates []cloudprovider.Candidate, name string) *cloud
 }
 
 // idempotencyKey names the launch of nodes for pods: a launch retried for the same pods
-// (after a lost answer) gets the instances the first one launched rather than more.
-func idempotencyKey(provisioner string, pods []*corev1.Pod) string {
+// (after a lost answer) gets the instances the first one launched rather than more. taken
+// names the nodes earlier launches for them gave that other pods took (see launchUntaken).
+func idempotencyKey(provisioner string, pods []*corev1.Pod, taken []string) string {
 	uids := make([]string, len(pods))
 	for i, pod := range pods {
 		uids[i] = string(pod.UID)
@@ -156,7 +158,39 @@ func idempotencyKey(provisioner string, pods []*corev1.Pod) string {
 	slices.Sort(uids)
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s", provisioner, strings.Join(uids, "\n"))
+	if len(taken) > 0 {
+		fmt.Fprintf(h, "\ntaken\n%s", strings.Join(slices.Sorted(slices.Values(taken)), "\n"))
+	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// launchUntaken asks the cloud for the request's instances under the key of the pods, so that
+// a launch retried for them gets the instances the first attempt launched. When one of those
+// is a node the plan already saw (planned, the Provisioner's nodes by name), the plan found no
+// room for these pods there: another pod took it (kube-scheduler binds any pending pod to any
+// node that fits). Answering with it again would leave the pods pending for good, so the launch
+// is asked again under a key that also names the taken nodes, which a retry derives the same
+// way. Instances of such an answer that were not taken are left to garbage collection.
+func launchUntaken(ctx context.Context, instances cloudprovider.InstanceProvider, request cloudprovider.LaunchRequest, pods []*corev1.Pod, planned map[string]corev1.ResourceList) ([]*cloudprovider.Instance, error) {
+	var taken []string
+	for {
+		request.IdempotencyKey = idempotencyKey(request.ProvisionerName, pods, taken)
+		launched, err := instances.Create(ctx, request)
+		if err != nil {
+			return nil, err
+		}
+		var stale []string
+		for _, instance := range launched {
+			if _, ok := planned[instance.NodeName]; ok && !slices.Contains(taken, instance.NodeName) {
+				stale = append(stale, instance.NodeName)
+			}
+		}
+		// Each round names at least one more of the finitely many planned nodes.
+		if len(stale) == 0 {
+			return launched, nil
+		}
+		taken = append(taken, stale...)
+	}
 }
 
 // capacityReasons lists the offerings a launch found no capacity in, with the cloud's reason

@@ -45,6 +45,16 @@ func plannedNode(t *testing.T, cloud *fake.InstanceProvider, p *v1alpha5.Provisi
 	return &scheduling.NewNode{Provisioner: p.Name, InstanceTypes: types[:2]}
 }
 
+// reserveAndLaunch launches a group as a pass does: room reserved, then the launch.
+func reserveAndLaunch(c *Controller, g *launchGroup, p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList, hold bool) ([]*corev1.Node, error) {
+	r, err := c.reserve(g, p, nodes)
+	if r == nil {
+		return nil, err
+	}
+	created, launchErr := c.launch(context.Background(), r, hold)
+	return created, errors.Join(err, launchErr)
+}
+
 // alone is the launch group of one planned node.
 func alone(n *scheduling.NewNode) *launchGroup {
 	return groupLaunches([]*scheduling.NewNode{n}, 1)[0]
@@ -57,7 +67,7 @@ func TestLaunchAcceptsTheNodeAlreadyThere(t *testing.T) {
 	// The fake cloud names its first instance's node so.
 	existing := builders.Node(builders.NodeOptions{Name: "ip-10-0-0-1.us-west-2.compute.internal"})
 	c, cloud, kube := launcher(t, interceptor.Funcs{}, existing)
-	nodes, err := c.launch(context.Background(), alone(plannedNode(t, cloud, p)), p, nil, false)
+	nodes, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nil, false)
 	if err != nil {
 		t.Fatalf("launching over an existing Node, %v", err)
 	}
@@ -78,7 +88,7 @@ func TestLaunchTerminatesAnInstanceWithoutNode(t *testing.T) {
 	c, cloud, _ := launcher(t, interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
 		return errors.New("the apiserver is down")
 	}})
-	if _, err := c.launch(context.Background(), alone(plannedNode(t, cloud, p)), p, nil, false); err == nil {
+	if _, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nil, false); err == nil {
 		t.Fatal("a launch whose Node failed succeeded")
 	}
 	instances, err := cloud.List(context.Background())
@@ -98,7 +108,7 @@ func TestLaunchRefusedOverTheLimit(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default", Limits: cpu("4")})
 	c, cloud, _ := launcher(t, interceptor.Funcs{})
 	nodes := map[string]corev1.ResourceList{"full": cpu("4")}
-	_, err := c.launch(context.Background(), alone(plannedNode(t, cloud, p)), p, nodes, false)
+	_, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nodes, false)
 	var exceeded *LimitExceededError
 	if !errors.As(err, &exceeded) || len(cloud.CreateCalls()) != 0 {
 		t.Errorf("launch: %v after %d cloud calls; want a LimitExceededError and no call", err, len(cloud.CreateCalls()))
@@ -113,7 +123,7 @@ func TestLaunchFallsThroughOfferings(t *testing.T) {
 	planned := plannedNode(t, cloud, p)
 	first := Candidates(planned)[0]
 	cloud.SetInsufficientCapacity(first.Key())
-	nodes, err := c.launch(context.Background(), alone(planned), p, nil, false)
+	nodes, err := reserveAndLaunch(c, alone(planned), p, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +177,7 @@ func TestTellOncePerCause(t *testing.T) {
 		if step.reason != "" {
 			r = results(step.reason)
 		}
-		c.tell(snapshot.LaunchingNodes(), step.pending, r)
+		c.tell(snapshot.LaunchingNodes(), step.pending, nil, r)
 		if got := len(recorder.Events); got != step.events {
 			t.Errorf("after %q: %d Events, want %d", step.reason, got, step.events)
 		}
@@ -231,6 +241,7 @@ func TestSeveralProvisioners(t *testing.T) {
 		if _, err := c.provision(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		awaitBatches(context.Background(), c.inFlight.capture())
 		calls := cloud.CreateCalls()
 		if len(calls) != 1 || calls[0].ProvisionerName != "b-cheap" {
 			var names []string
@@ -252,7 +263,7 @@ func TestLaunchGroupWithOneCall(t *testing.T) {
 	if len(groups) != 1 {
 		t.Fatalf("%d groups, want one", len(groups))
 	}
-	created, err := c.launch(context.Background(), groups[0], p, nil, false)
+	created, err := reserveAndLaunch(c, groups[0], p, nil, false)
 	if err != nil || len(created) != 3 {
 		t.Fatalf("launch = %d nodes, %v; want 3", len(created), err)
 	}
@@ -278,7 +289,7 @@ func TestLaunchGroupUpToTheLimit(t *testing.T) {
 	limit := largest.DeepCopy()
 	limit.Add(largest)
 	p.Spec.Limits = &v1alpha5.Limits{Resources: corev1.ResourceList{corev1.ResourceCPU: limit}}
-	created, err := c.launch(context.Background(), groupLaunches([]*scheduling.NewNode{planned, planned, planned}, 3)[0], p, nil, false)
+	created, err := reserveAndLaunch(c, groupLaunches([]*scheduling.NewNode{planned, planned, planned}, 3)[0], p, nil, false)
 	var exceeded *LimitExceededError
 	if !errors.As(err, &exceeded) || len(created) != 2 {
 		t.Fatalf("launch = %d nodes, %v; want 2 and a LimitExceededError", len(created), err)

@@ -33,12 +33,14 @@ type Snapshot struct {
 	InstanceTypes map[string]*cloudprovider.InstanceType
 }
 
-// pending are the pods a new node would help, in a stable order.
+// pending are the pods a new node would help, in a stable order: those kube-scheduler found
+// no room for, and those nominated to a node that is gone or going (nominationLapsed).
 func (c *Snapshot) pending() []*corev1.Pod {
+	standing := c.StandingNodes()
 	var out []*corev1.Pod
 	for i := range c.Pods {
-		if pods.IsProvisionable(&c.Pods[i]) {
-			out = append(out, &c.Pods[i])
+		if pod := &c.Pods[i]; pods.IsProvisionable(pod) || nominationLapsed(pod, standing) {
+			out = append(out, pod)
 		}
 	}
 	slices.SortFunc(out, func(a, b *corev1.Pod) int {
@@ -53,13 +55,16 @@ func (c *Snapshot) pending() []*corev1.Pod {
 // only wait for the kubelet, so they are not taints pods must tolerate, and until the
 // kubelet reports its allocatable the instance type's stands for it. Another node that has
 // joined but is not Ready yet is room too while it is joining (see joining). Nodes being
-// deleted take nothing.
+// deleted take nothing. A pod nominated to a node takes its room there, as kube-scheduler
+// counts it (see nominate.go).
 func (c *Snapshot) schedulingNodes() []scheduling.Node {
 	bound := map[string][]*corev1.Pod{}
 	for i := range c.Pods {
 		pod := &c.Pods[i]
 		if pod.Spec.NodeName != "" && !pods.IsTerminal(pod) {
 			bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
+		} else if node := NominatedNode(pod); node != "" {
+			bound[node] = append(bound[node], pod)
 		}
 	}
 	csiNodes := c.CSINodesByName()

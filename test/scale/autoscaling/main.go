@@ -13,7 +13,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net/http"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,12 +29,15 @@ import (
 	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -47,17 +50,17 @@ import (
 )
 
 const (
-	namespace  = sandbox.Namespace
-	lagLabel   = "scale.karpenter.sh/lag"
-	nodeGroup  = "scale"
-	creations  = 32 // in flight at once
-	setupLimit = 20 * time.Minute
+	namespace = sandbox.Namespace
+	lagLabel  = "scale.karpenter.sh/lag"
+	nodeGroup = "scale"
+	creations = 32 // in flight at once
 )
 
 type options struct {
 	autoscalers, producersPerKind, pods, nodes, lagTargets int
-	period, duration                                       time.Duration
+	period, duration, setupTimeout                         time.Duration
 	controllerArgs                                         []string
+	heapProfile                                            string
 }
 
 func main() {
@@ -69,11 +72,16 @@ func main() {
 	flag.IntVar(&o.lagTargets, "lag-targets", 30, "autoscalers, among the N, whose metric is a square wave whose changes are timed")
 	flag.DurationVar(&o.period, "period", 10*time.Second, "the controller's --horizontalautoscaler-period, --metricsproducer-period and --resync-period")
 	flag.DurationVar(&o.duration, "duration", time.Minute, "how long to sample once settled")
+	flag.DurationVar(&o.setupTimeout, "setup-timeout", 20*time.Minute, "how long the stack may take to start and the objects to settle (5000 pods on a loaded machine take longer)")
+	flag.StringVar(&o.heapProfile, "heap-profile", "", "file to write the controller's heap profile to at the end of sampling (runs it with --profiling); read it with go tool pprof")
 	args := flag.String("controller-args", "", "more controller flags, space-separated, e.g. \"--horizontalautoscaler-workers=20\"")
 	flag.Parse()
 	// envtest logs through controller-runtime; the processes' own logs are in the stack's directory.
 	ctrllog.SetLogger(logr.Discard())
 	o.controllerArgs = strings.Fields(*args)
+	if o.heapProfile != "" {
+		o.controllerArgs = append([]string{"--profiling"}, o.controllerArgs...)
+	}
 	if o.producersPerKind < 0 {
 		o.producersPerKind = o.autoscalers
 	}
@@ -84,7 +92,7 @@ func main() {
 }
 
 func run(o options) error {
-	if o.autoscalers < 1 || o.nodes < 1 || o.lagTargets > o.autoscalers || o.period <= 0 || o.duration <= 0 {
+	if o.autoscalers < 1 || o.nodes < 1 || o.lagTargets > o.autoscalers || o.period <= 0 || o.duration <= 0 || o.setupTimeout <= 0 {
 		return fmt.Errorf("need at least one autoscaler and node, at most as many lag targets as autoscalers, and positive durations")
 	}
 	dir, err := os.MkdirTemp("", "karpenter-scale-")
@@ -96,7 +104,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), setupLimit+o.duration)
+	ctx, cancel := context.WithTimeout(context.Background(), o.setupTimeout+o.duration)
 	defer cancel()
 	stack, err := sandbox.Start(ctx, sandbox.Options{
 		Dir: filepath.Join(dir, "stack"), ControllerBinary: binaries.Controller, WebhookBinary: binaries.Webhook,
@@ -159,7 +167,7 @@ func create(ctx context.Context, c client.Client, o options, waves []square) err
 		nodeNames[i] = fmt.Sprintf("scale-node-%04d", i)
 		node := environment.KwokNode(nodeNames[i], map[string]string{"karpenter.sh/node-group": nodeGroup},
 			builders.Resources("cpu", "64", "memory", "256Gi", "pods", "250"))
-		g.Go(func() error { return c.Create(nodesCtx, node) })
+		g.Go(func() error { return createPatiently(nodesCtx, c, node) })
 	}
 	if err := g.Wait(); err != nil {
 		return fmt.Errorf("creating nodes, %w", err)
@@ -188,10 +196,10 @@ func create(ctx context.Context, c client.Client, o options, waves []square) err
 			ha.Spec.Behavior.ScaleDown = &v1alpha1.ScalingRules{StabilizationWindowSeconds: ptr.To[int32](0)}
 		}
 		g.Go(func() error {
-			if err := c.Create(ctx, deployment); err != nil {
+			if err := createPatiently(ctx, c, deployment); err != nil {
 				return err
 			}
-			return c.Create(ctx, ha)
+			return createPatiently(ctx, c, ha)
 		})
 	}
 	// The pods beyond the targets' own, bound to the nodes in turn.
@@ -199,17 +207,34 @@ func create(ctx context.Context, c client.Client, o options, waves []square) err
 		pod := builders.Pod(builders.PodOptions{Name: fmt.Sprintf("filler-%05d", i), Namespace: namespace,
 			Labels: map[string]string{"app": "filler"}, NodeName: nodeNames[i%len(nodeNames)],
 			Requests: builders.Resources("cpu", "10m", "memory", "16Mi")})
-		g.Go(func() error { return c.Create(ctx, pod) })
+		g.Go(func() error { return createPatiently(ctx, c, pod) })
 	}
 	for i := range o.producersPerKind {
 		for _, mp := range producers(i) {
-			g.Go(func() error { return c.Create(ctx, mp) })
+			g.Go(func() error { return createPatiently(ctx, c, mp) })
 		}
 	}
 	if err := g.Wait(); err != nil {
 		return fmt.Errorf("creating the objects, %w", err)
 	}
 	return nil
+}
+
+// createPatiently creates obj, again after a timeout or an internal error (the webhook or the
+// API server slow on a loaded machine); AlreadyExists then means an earlier try went through.
+func createPatiently(ctx context.Context, c client.Client, obj client.Object) error {
+	retriable := func(err error) bool {
+		return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsInternalError(err) || apierrors.IsTooManyRequests(err)
+	}
+	tries := 0
+	return retry.OnError(wait.Backoff{Steps: 10, Duration: time.Second, Factor: 2, Cap: 30 * time.Second}, retriable, func() error {
+		tries++
+		err := c.Create(ctx, obj)
+		if tries > 1 && apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
 }
 
 // producers are one MetricsProducer of each kind.
@@ -242,13 +267,14 @@ func settle(ctx context.Context, c client.Client, o options) error {
 	ticker := time.NewTicker(2 * time.Second)
 	defer ticker.Stop()
 	for {
-		decided, running, err := progress(ctx, c)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "settling: %d of %d autoscalers decided, %d of %d pods running\n", decided, o.autoscalers, running, max(o.pods, o.autoscalers))
-		if decided >= o.autoscalers && running >= max(o.pods, o.autoscalers) {
-			return nil
+		// A loaded API server times out now and then; the next tick asks again, until the deadline.
+		if decided, running, err := progress(ctx, c); err != nil {
+			fmt.Fprintf(os.Stderr, "settling: %v\n", err)
+		} else {
+			fmt.Fprintf(os.Stderr, "settling: %d of %d autoscalers decided, %d of %d pods running\n", decided, o.autoscalers, running, max(o.pods, o.autoscalers))
+			if decided >= o.autoscalers && running >= max(o.pods, o.autoscalers) {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -360,6 +386,7 @@ type measurements struct {
 	requests                    map[string]float64
 	reconcileTime, queryTime    time.Duration // mean
 	metricsBytes                int
+	heapInUse, heapIdle         float64 // bytes, at the end: the Go heap's live spans, and its free ones not yet returned to the OS
 	lag, lagAfterBoundary       []time.Duration
 }
 
@@ -377,11 +404,11 @@ func sample(ctx context.Context, stack *sandbox.Stack, o options) (*measurements
 	controllerMetrics := "http://" + stack.MetricsAddress + "/metrics"
 	promMetrics := stack.Env.Prometheus.URL + "/metrics"
 	m := &measurements{start: time.Now()}
-	beforeController, _, err := scrape(ctx, controllerMetrics)
+	beforeController, _, err := scaletest.Scrape(ctx, controllerMetrics)
 	if err != nil {
 		return nil, err
 	}
-	beforeProm, _, err := scrape(ctx, promMetrics)
+	beforeProm, _, err := scaletest.Scrape(ctx, promMetrics)
 	if err != nil {
 		return nil, err
 	}
@@ -415,11 +442,16 @@ func sample(ctx context.Context, stack *sandbox.Stack, o options) (*measurements
 		}
 	}
 	m.end = time.Now()
-	afterController, size, err := scrape(ctx, controllerMetrics)
+	afterController, size, err := scaletest.Scrape(ctx, controllerMetrics)
 	if err != nil {
 		return nil, err
 	}
-	afterProm, _, err := scrape(ctx, promMetrics)
+	if o.heapProfile != "" {
+		if err := download(ctx, "http://"+stack.MetricsAddress+"/debug/pprof/heap", o.heapProfile); err != nil {
+			return nil, err
+		}
+	}
+	afterProm, _, err := scaletest.Scrape(ctx, promMetrics)
 	if err != nil {
 		return nil, err
 	}
@@ -427,14 +459,16 @@ func sample(ctx context.Context, stack *sandbox.Stack, o options) (*measurements
 	m.controllerCPU = (lastController.cpu - firstController.cpu).Seconds() / seconds
 	m.apiserverCPU = (lastAPIServer.cpu - firstAPIServer.cpu).Seconds() / seconds
 	m.metricsBytes = size
+	m.heapInUse = afterController.Sum("go_memstats_heap_inuse_bytes", nil)[""]
+	m.heapIdle = afterController.Sum("go_memstats_heap_idle_bytes", nil)[""] - afterController.Sum("go_memstats_heap_released_bytes", nil)[""]
 	reconciles := map[string]string{"controller": "horizontalautoscaler"}
-	m.reconciles = rates(beforeController.sum("controller_runtime_reconcile_total", reconciles), afterController.sum("controller_runtime_reconcile_total", reconciles), seconds)[""]
+	m.reconciles = rates(beforeController.Sum("controller_runtime_reconcile_total", reconciles), afterController.Sum("controller_runtime_reconcile_total", reconciles), seconds)[""]
 	errs := map[string]string{"controller": "horizontalautoscaler", "result": "error"}
-	m.reconcileErrors = rates(beforeController.sum("controller_runtime_reconcile_total", errs), afterController.sum("controller_runtime_reconcile_total", errs), seconds)[""]
+	m.reconcileErrors = rates(beforeController.Sum("controller_runtime_reconcile_total", errs), afterController.Sum("controller_runtime_reconcile_total", errs), seconds)[""]
 	query := map[string]string{"handler": "/api/v1/query"}
-	m.promQueries = rates(beforeProm.sum("prometheus_http_requests_total", query), afterProm.sum("prometheus_http_requests_total", query), seconds)[""]
-	m.requests = rates(beforeController.sum("karpenter_kube_client_requests_total", nil, "verb", "resource", "code"),
-		afterController.sum("karpenter_kube_client_requests_total", nil, "verb", "resource", "code"), seconds)
+	m.promQueries = rates(beforeProm.Sum("prometheus_http_requests_total", query), afterProm.Sum("prometheus_http_requests_total", query), seconds)[""]
+	m.requests = rates(beforeController.Sum("karpenter_kube_client_requests_total", nil, "verb", "resource", "code"),
+		afterController.Sum("karpenter_kube_client_requests_total", nil, "verb", "resource", "code"), seconds)
 	m.reconcileTime = meanDuration(beforeController, afterController, "controller_runtime_reconcile_time_seconds", reconciles)
 	m.queryTime = meanDuration(beforeController, afterController, "karpenter_horizontalautoscaler_query_duration_seconds", nil)
 	for _, d := range depths {
@@ -452,22 +486,22 @@ func pid(dir, process string) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(string(data)))
 }
 
-func scrape(ctx context.Context, url string) (series, int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// download writes the body of a GET of url to file.
+func download(ctx context.Context, url, file string) error {
+	body, err := scaletest.Get(ctx, url)
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	defer func() { _ = body.Close() }()
+	out, err := os.Create(file) //nolint:gosec // G304: the file the user named.
 	if err != nil {
-		return nil, 0, fmt.Errorf("scraping %s, %w", url, err)
+		return err
 	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, 0, fmt.Errorf("scraping %s: %s", url, resp.Status)
+	if _, err := io.Copy(out, body); err != nil {
+		_ = out.Close()
+		return fmt.Errorf("writing %s, %w", file, err)
 	}
-	counted := &countingReader{r: resp.Body}
-	s, err := parseExposition(counted)
-	return s, counted.n, err
+	return out.Close()
 }
 
 func (m *measurements) print(o options) {
@@ -479,6 +513,7 @@ func (m *measurements) print(o options) {
 	}
 	row("controller CPU (cores)", "%.3f", m.controllerCPU)
 	row("controller RSS, max (MiB)", "%.1f", float64(m.controllerRSSMax)/(1<<20))
+	row("controller Go heap in use / idle not released, at the end (MiB)", "%.1f / %.1f", m.heapInUse/(1<<20), m.heapIdle/(1<<20))
 	row("kube-apiserver CPU (cores)", "%.3f", m.apiserverCPU)
 	row("HorizontalAutoscaler reconciles/s (N ÷ period)", "%.1f (%.1f)", m.reconciles, float64(o.autoscalers)/o.period.Seconds())
 	row("HorizontalAutoscaler reconcile errors/s", "%.2f", m.reconcileErrors)
@@ -503,18 +538,6 @@ func (m *measurements) print(o options) {
 		scaletest.FormatPercentile(m.lag, 50), scaletest.FormatPercentile(m.lag, 99))
 	row("decision lag after the period boundary, p50 / p99", "%s / %s",
 		scaletest.FormatPercentile(m.lagAfterBoundary, 50), scaletest.FormatPercentile(m.lagAfterBoundary, 99))
-}
-
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r interface{ Read([]byte) (int, error) }
-	n int
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += n
-	return n, err
 }
 
 // queryScalar is the one value of an instant query.

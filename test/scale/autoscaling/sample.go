@@ -2,16 +2,13 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"karpenter.sh/karpenter/test/scale/scaletest"
 )
 
 // clockTicks is the kernel's USER_HZ, the unit of a process's CPU time in /proc: 100 on every
@@ -87,84 +84,15 @@ func parseStatusRSS(status string) (int64, error) {
 	return 0, fmt.Errorf("no VmRSS line")
 }
 
-// series are the samples of a Prometheus text exposition, by metric name.
-type series map[string]*dto.MetricFamily
-
-func parseExposition(r io.Reader) (series, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(r)
-	if err != nil {
-		return nil, fmt.Errorf("parsing metrics, %w", err)
-	}
-	return families, nil
-}
-
-// sum adds the counter or gauge values of a metric whose labels include match, grouped by
-// the values of the labels by (joined with " "); one group "" without by.
-func (s series) sum(name string, match map[string]string, by ...string) map[string]float64 {
-	sums := map[string]float64{}
-	family, ok := s[name]
-	if !ok {
-		return sums
-	}
-	for _, m := range family.GetMetric() {
-		if !hasLabels(m, match) {
-			continue
-		}
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		var key []string
-		for _, l := range by {
-			key = append(key, labels[l])
-		}
-		value := m.GetCounter().GetValue()
-		if m.GetGauge() != nil {
-			value = m.GetGauge().GetValue()
-		}
-		sums[strings.Join(key, " ")] += value
-	}
-	return sums
-}
-
 // meanDuration is the mean of the observations a histogram or summary of seconds gained
 // between two scrapes.
-func meanDuration(before, after series, name string, match map[string]string) time.Duration {
-	histogram := func(s series) (sum, count float64) {
-		family, ok := s[name]
-		if !ok {
-			return 0, 0
-		}
-		for _, m := range family.GetMetric() {
-			if !hasLabels(m, match) {
-				continue
-			}
-			if h := m.GetHistogram(); h != nil {
-				sum, count = sum+h.GetSampleSum(), count+float64(h.GetSampleCount())
-			}
-		}
-		return sum, count
-	}
-	sumBefore, countBefore := histogram(before)
-	sumAfter, countAfter := histogram(after)
+func meanDuration(before, after scaletest.Series, name string, match map[string]string) time.Duration {
+	sumBefore, countBefore := before.Histogram(name, match)
+	sumAfter, countAfter := after.Histogram(name, match)
 	if countAfter <= countBefore {
 		return 0
 	}
 	return time.Duration((sumAfter - sumBefore) / (countAfter - countBefore) * float64(time.Second))
-}
-
-func hasLabels(m *dto.Metric, match map[string]string) bool {
-	labels := map[string]string{}
-	for _, l := range m.GetLabel() {
-		labels[l.GetName()] = l.GetValue()
-	}
-	for k, v := range match {
-		if labels[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // rates is (after − before) ÷ seconds for every key of after; a key new in after started at 0.

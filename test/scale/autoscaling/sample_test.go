@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"karpenter.sh/karpenter/test/scale/scaletest"
 )
 
 func TestParseProc(t *testing.T) {
@@ -39,20 +41,20 @@ reconcile_seconds_count{controller="b"} 1
 `
 
 func TestSeries(t *testing.T) {
-	before, err := parseExposition(strings.NewReader(exposition))
+	before, err := scaletest.ParseExposition(strings.NewReader(exposition))
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := parseExposition(strings.NewReader(strings.NewReplacer(
+	after, err := scaletest.ParseExposition(strings.NewReader(strings.NewReplacer(
 		`code="200"} 10`, `code="200"} 30`, `reconcile_seconds_sum{controller="a"} 2`, `reconcile_seconds_sum{controller="a"} 5`,
 		`reconcile_seconds_count{controller="a"} 4`, `reconcile_seconds_count{controller="a"} 10`).Replace(exposition)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := after.sum("requests_total", map[string]string{"verb": "get"})[""]; got != 32 {
+	if got := after.Sum("requests_total", map[string]string{"verb": "get"})[""]; got != 32 {
 		t.Errorf("sum of the gets %g, want 32", got)
 	}
-	r := rates(before.sum("requests_total", nil, "verb", "code"), after.sum("requests_total", nil, "verb", "code"), 10)
+	r := rates(before.Sum("requests_total", nil, "verb", "code"), after.Sum("requests_total", nil, "verb", "code"), 10)
 	if len(r) != 1 || r["get 200"] != 2 {
 		t.Errorf("rates %v, want only get 200 at 2/s", r)
 	}

@@ -3,14 +3,18 @@
 // docs/benchmarks.md.
 //
 // --workload latency (the default): pods are created at once for a Provisioner, and for each
-// pod it reports the time from the scheduler marking it Unschedulable to the CreateFleet call
-// that launched its node, and to the pod Running, with the number of CreateFleet calls and
-// of nodes.
+// pod it reports the time from its creation to the scheduler marking it Unschedulable (the
+// scheduler's part), from then to the CreateFleet call that launched its node (Karpenter's),
+// and to the pod Running, with the number of CreateFleet calls and of nodes.
 //
 // --workload diverse: the pods of test/scale/provisioning/workload, covering every constraint
 // kind, are created at once; it reports the nodes launched before kube-scheduler bound the
 // first pod (the plan of the batch) and after it (extra launches: the plan and kube-scheduler
-// disagreed), and the pods still pending at the end.
+// disagreed), the pods a node was launched for more than once (a pod the plan had given a
+// node that kube-scheduler then gave to others), and the pods still pending at the end. Extra
+// launches without pods launched for twice are for pods that reached the controller after its
+// first batch had closed (kube-scheduler marking them unschedulable more than the idle window
+// apart).
 //
 //	go run ./test/scale/provisioning [--workload latency|diverse] [--pods 1000,1] [--batch-idle-duration 1s,200ms]
 //
@@ -23,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,11 +78,11 @@ func run(workloadName, podCounts, idleDurations string) error {
 		return err
 	}
 	if workloadName == "diverse" {
-		fmt.Printf("| batch idle | pods | nodes launched | before the first bind | extra launches | pods pending at the end | pending → Running p50 / p99 |\n")
-		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Printf("| batch idle | pods | nodes launched | before the first bind | extra launches | pods launched for twice | pods pending at the end | pending → Running p50 / p99 |\n")
+		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	} else {
-		fmt.Printf("| batch idle | pods | CreateFleet calls | nodes | pending → CreateFleet p50 / p99 | pending → Running p50 / p99 |\n")
-		fmt.Printf("|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Printf("| batch idle | pods | passes (mean planning) | CreateFleet calls | nodes | created → Unschedulable p50 / p99 | pending → CreateFleet p50 / p99 | in order p50 / p99 | pending → Running p50 / p99 |\n")
+		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	}
 	for idle := range strings.SplitSeq(idleDurations, ",") {
 		idleDuration, err := time.ParseDuration(idle)
@@ -95,7 +100,7 @@ func run(workloadName, podCounts, idleDurations string) error {
 				if err != nil {
 					return fmt.Errorf("%d diverse pods with a %s idle window, %w", pods, idle, err)
 				}
-				fmt.Printf("| %s | %d | %d | %d | %d | %d | %s / %s |\n", idleDuration, d.pods, d.planned+d.extra, d.planned, d.extra, d.pending,
+				fmt.Printf("| %s | %d | %d | %d | %d | %d | %d | %s / %s |\n", idleDuration, d.pods, d.planned+d.extra, d.planned, d.extra, d.relaunched, d.pending,
 					scaletest.FormatPercentile(d.toRunning, 50), scaletest.FormatPercentile(d.toRunning, 99))
 				if len(d.extraFor) > 0 {
 					fmt.Printf("\npods on extra launches, by group: %v\n\n", d.extraFor)
@@ -106,16 +111,25 @@ func run(workloadName, podCounts, idleDurations string) error {
 			if err != nil {
 				return fmt.Errorf("%d pods with a %s idle window, %w", pods, idle, err)
 			}
-			fmt.Printf("| %s | %d | %d | %d | %s / %s | %s / %s |\n", idleDuration, pods, r.fleetCalls, r.nodes,
-				scaletest.FormatPercentile(r.toLaunch, 50), scaletest.FormatPercentile(r.toLaunch, 99), scaletest.FormatPercentile(r.toRunning, 50), scaletest.FormatPercentile(r.toRunning, 99))
+			fmt.Printf("| %s | %d | %s | %d | %d | %s / %s | %s / %s | %s / %s | %s / %s |\n", idleDuration, pods, r.passes, r.fleetCalls, r.nodes,
+				scaletest.FormatPercentile(r.toUnschedulable, 50), scaletest.FormatPercentile(r.toUnschedulable, 99),
+				scaletest.FormatPercentile(r.toLaunch, 50), scaletest.FormatPercentile(r.toLaunch, 99),
+				scaletest.FormatPercentile(r.toLaunchInOrder, 50), scaletest.FormatPercentile(r.toLaunchInOrder, 99), scaletest.FormatPercentile(r.toRunning, 50), scaletest.FormatPercentile(r.toRunning, 99))
 		}
 	}
 	return nil
 }
 
 type result struct {
-	fleetCalls, nodes   int
-	toLaunch, toRunning []time.Duration
+	// passes is how many batches the controller planned (its karpenter_provisioner_batch_size
+	// count) and their mean planning time, "n/a" when its metrics could not be read.
+	passes                               string
+	fleetCalls, nodes                    int
+	toUnschedulable, toLaunch, toRunning []time.Duration
+	// toLaunchInOrder pairs the pods marked Unschedulable, earliest first, with the launch
+	// calls of the nodes they ran on, earliest first: the pods are identical, and which of them
+	// kube-scheduler binds to which node is not Karpenter's to choose.
+	toLaunchInOrder []time.Duration
 }
 
 // measure starts a stack, creates pods at once and waits until all run.
@@ -147,7 +161,13 @@ func measure(dir string, binaries scaletest.Binaries, idle time.Duration, count 
 			Labels:       map[string]string{"app": "latency"},
 			NodeSelector: map[string]string{v1alpha5.ProvisionerNameLabelKey: provisionerName},
 			Requests:     builders.Resources("cpu", "500m", "memory", "512Mi")})
-		creating.Go(func() error { return stack.Env.Client.Create(creatingCtx, pod) })
+		creating.Go(func() error {
+			if err := stack.Env.Client.Create(creatingCtx, pod); err != nil {
+				return err
+			}
+			seen.created(pod.Name)
+			return nil
+		})
 	}
 	if err := creating.Wait(); err != nil {
 		return result{}, fmt.Errorf("creating pods, %w", err)
@@ -157,7 +177,28 @@ func measure(dir string, binaries scaletest.Binaries, idle time.Duration, count 
 	case <-ctx.Done():
 		return result{}, fmt.Errorf("not every pod Running within %s", timeout)
 	}
-	return seen.result(stack)
+	r, err := seen.result(stack)
+	r.passes = passes(ctx, stack)
+	return r, err
+}
+
+// passes reads how many batches the controller planned, and how long planning one took on
+// average, from its /metrics.
+func passes(ctx context.Context, stack *sandbox.Stack) string {
+	metrics, _, err := scaletest.Scrape(ctx, "http://"+stack.MetricsAddress+"/metrics")
+	if err != nil {
+		return "n/a"
+	}
+	if _, ok := metrics["karpenter_provisioner_batch_size"]; !ok {
+		return "n/a"
+	}
+	_, batches := metrics.Histogram("karpenter_provisioner_batch_size", nil)
+	seconds, planned := metrics.Histogram("karpenter_provisioner_scheduling_duration_seconds", nil)
+	if planned == 0 {
+		return fmt.Sprint(batches)
+	}
+	mean := time.Duration(seconds / planned * float64(time.Second))
+	return fmt.Sprintf("%v (%v)", batches, mean.Round(time.Millisecond))
 }
 
 // observations are what the watch saw, each at the harness's clock, which is the in-process
@@ -166,10 +207,20 @@ type observations struct {
 	count         int
 	done          chan struct{} // closed once count pods run
 	mu            sync.Mutex
+	creation      map[string]time.Time // pod → its creation returned
 	unschedulable map[string]time.Time // pod → first seen Unschedulable
 	running       map[string]time.Time // pod → first seen Running
 	node          map[string]string    // pod → node
 	firstBound    time.Time            // when a pod was first seen bound
+}
+
+// created notes when the creation of a pod returned: the harness's clock, as the object's
+// creationTimestamp has whole seconds only.
+func (o *observations) created(pod string) {
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.creation[pod] = now
 }
 
 func (o *observations) observe(object any) {
@@ -231,13 +282,24 @@ func (o *observations) result(stack *sandbox.Stack) (result, error) {
 			nodeInstance[node.Name] = node.Spec.ProviderID[strings.LastIndex(node.Spec.ProviderID, "/")+1:]
 		}
 	}
+	var pendingTimes, launchTimes []time.Time
 	for pod, pending := range o.unschedulable {
 		launched, ok := fleetReceived[nodeInstance[o.node[pod]]]
 		if !ok {
 			return r, fmt.Errorf("pod %s runs on %q, which no CreateFleet call of the Provisioner launched", pod, o.node[pod])
 		}
+		if created, ok := o.creation[pod]; ok {
+			// The informer may see the pod marked before its creation call returned.
+			r.toUnschedulable = append(r.toUnschedulable, max(pending.Sub(created), 0))
+		}
 		r.toLaunch = append(r.toLaunch, launched.Sub(pending))
+		pendingTimes, launchTimes = append(pendingTimes, pending), append(launchTimes, launched)
 		r.toRunning = append(r.toRunning, o.running[pod].Sub(pending))
+	}
+	slices.SortFunc(pendingTimes, time.Time.Compare)
+	slices.SortFunc(launchTimes, time.Time.Compare)
+	for i := range pendingTimes {
+		r.toLaunchInOrder = append(r.toLaunchInOrder, max(launchTimes[i].Sub(pendingTimes[i]), 0))
 	}
 	return r, nil
 }
@@ -246,6 +308,8 @@ func (o *observations) result(stack *sandbox.Stack) (result, error) {
 type diverseResult struct {
 	pods, planned, extra, pending int
 	toRunning                     []time.Duration
+	// relaunched counts the pods a node was launched for more than once.
+	relaunched int
 	// extraFor counts, by the workload's app label, the pods that run on extra launches.
 	extraFor map[string]int
 }
@@ -333,7 +397,8 @@ func measureDiverse(dir string, binaries scaletest.Binaries, idle time.Duration,
 			r.extraFor[pod.Labels["app"]]++
 		}
 	}
-	return r, nil
+	r.relaunched, err = workload.LaunchedTwice(ctx, stack.Env.Client, sandbox.Namespace)
+	return r, err
 }
 
 // launchTimes are when the CreateFleet call that launched each instance for the workload's
@@ -386,7 +451,7 @@ func watchPods(ctx context.Context, stack *sandbox.Stack, selector string, count
 	if err != nil {
 		return nil, nil, err
 	}
-	seen = &observations{count: count, unschedulable: map[string]time.Time{}, running: map[string]time.Time{}, node: map[string]string{}, done: make(chan struct{})}
+	seen = &observations{count: count, creation: map[string]time.Time{}, unschedulable: map[string]time.Time{}, running: map[string]time.Time{}, node: map[string]string{}, done: make(chan struct{})}
 	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0, informers.WithNamespace(sandbox.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

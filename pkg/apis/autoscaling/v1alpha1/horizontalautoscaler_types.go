@@ -184,7 +184,9 @@ type HorizontalAutoscalerStatus struct {
 	// +optional
 	CurrentMetrics []MetricStatus `json:"currentMetrics,omitempty"`
 	// Recommendations are recent raw recommendations, kept so that stabilization windows
-	// survive a controller restart. Bounded by the longest window.
+	// survive a controller restart. Bounded by the longest window. The newest is a run: its
+	// replicas have been recommended since its time, at every complete evaluation; each other
+	// one's time is when its replicas were last recommended.
 	// +optional
 	Recommendations []Recommendation `json:"recommendations,omitempty"`
 	// ScaleEvents are recent changes made to the target, kept so that rate policies survive

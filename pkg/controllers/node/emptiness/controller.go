@@ -91,7 +91,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 // provisionerNodes are the nodes a Provisioner launched, whose TTL may just have changed.
 func (c *Controller) provisionerNodes(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &corev1.NodeList{}
-	if err := c.client.List(ctx, list, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: o.GetName()}); err != nil {
+	if err := c.client.List(ctx, list, client.MatchingFields{nodes.ProvisionerField: o.GetName()}); err != nil {
 		log.FromContext(ctx).Error(err, "listing a provisioner's nodes", "provisioner", o.GetName())
 		return nil
 	}

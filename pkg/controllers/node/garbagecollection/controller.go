@@ -150,7 +150,9 @@ func (c *Controller) Collect(ctx context.Context) error {
 		return fmt.Errorf("listing instances, %w", err)
 	}
 	nodeList := &corev1.NodeList{}
-	if err := c.client.List(ctx, nodeList); err != nil {
+	// Every node each period: Compare only reads the cache's own objects, uncopied; the rare
+	// suspect is copied before it is acted on.
+	if err := c.client.List(ctx, nodeList, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing nodes, %w", err)
 	}
 	orphans := Compare(instances, nodeList.Items, c.clock.Now(), c.grace)
@@ -159,7 +161,7 @@ func (c *Controller) Collect(ctx context.Context) error {
 		errs = append(errs, c.terminate(ctx, instance))
 	}
 	for _, node := range orphans.Suspects {
-		errs = append(errs, c.deleteIfGone(ctx, node))
+		errs = append(errs, c.deleteIfGone(ctx, node.DeepCopy()))
 	}
 	return errors.Join(errs...)
 }

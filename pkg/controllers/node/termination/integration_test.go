@@ -32,6 +32,7 @@ import (
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/operatortest"
+	"karpenter.sh/karpenter/pkg/test/podwatch"
 )
 
 const (
@@ -219,7 +220,7 @@ func TestTermination(t *testing.T) {
 			err := s.env.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "api"}, pdb)
 			return err == nil && pdb.Status.DisruptionsAllowed == 1, fmt.Sprintf("%d allowed", pdb.Status.DisruptionsAllowed), err
 		})
-		fewest := s.watchAvailable(t, "api", 2)
+		fewest := podwatch.Available(t, s.env.Config, metav1.NamespaceDefault, "app=api", 2)
 		spare := environment.KwokNode("minavailable-spare", map[string]string{"group": "minavailable"}, builders.Resources("cpu", "4", "memory", "16Gi"))
 		s.create(t, spare)
 
@@ -424,55 +425,6 @@ func (s *suite) expectEvent(t *testing.T, node, reason, text string) {
 // watchPods records, in order, "<pod> DELETING" when a pod on the node is first seen
 // terminating and "<pod> DELETED" when it is gone; the returned function stops recording and
 // returns what was seen.
-// watchAvailable watches the pods labelled app=name; its result stops the watch and says the
-// fewest of them that ran, not being deleted, at any one time since want first did.
-func (s *suite) watchAvailable(t *testing.T, name string, want int) (fewest func() int) {
-	t.Helper()
-	clientset, err := kubernetes.NewForConfig(s.env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := clientset.CoreV1().Pods(metav1.NamespaceDefault).Watch(t.Context(), metav1.ListOptions{LabelSelector: "app=" + name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu     sync.Mutex
-		lowest = -1
-		done   = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		available := map[string]bool{}
-		for event := range w.ResultChan() {
-			pod, ok := event.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			if event.Type == watch.Deleted || pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
-				delete(available, pod.Name)
-			} else {
-				available[pod.Name] = true
-			}
-			mu.Lock()
-			if lowest >= 0 || len(available) >= want {
-				if lowest < 0 || len(available) < lowest {
-					lowest = len(available)
-				}
-			}
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(w.Stop)
-	return func() int {
-		w.Stop()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		return lowest
-	}
-}
-
 func (s *suite) watchPods(t *testing.T, node string) func() []string {
 	t.Helper()
 	clientset, err := kubernetes.NewForConfig(s.env.Config)

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/nodes"
 )
 
 // Name identifies the controller.
@@ -56,11 +57,11 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		// Status writes, this controller's and the provisioning controller's, change nothing here.
 		For(&v1alpha5.Provisioner{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			name, ok := o.GetLabels()[v1alpha5.ProvisionerNameLabelKey]
-			if !ok {
-				return nil
+			var requests []reconcile.Request
+			for _, name := range nodes.ProvisionerOf(o) {
+				requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 			}
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+			return requests
 		})).
 		Complete(c)
 }
@@ -72,7 +73,9 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	nodeList := &corev1.NodeList{}
-	if err := c.client.List(ctx, nodeList, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: provisioner.Name}); err != nil {
+	// The index reads only this Provisioner's nodes. Capacity only reads them, so the cache's
+	// own objects are summed without a copy; nothing keeps them past the sum.
+	if err := c.client.List(ctx, nodeList, client.MatchingFields{nodes.ProvisionerField: provisioner.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing the provisioner's nodes, %w", err)
 	}
 	resources := Capacity(nodeList.Items)

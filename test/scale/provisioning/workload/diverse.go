@@ -5,7 +5,9 @@
 package workload
 
 import (
+	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -14,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -157,4 +160,27 @@ func (w *Diverse) volumes(name, namespace string, scale int) {
 	}
 	add("bound-volume", "us-west-2b", 3, true)
 	add("wait-volume", "us-west-2a", 3, false)
+}
+
+// LaunchedTwice counts the pods of namespace told more than once that a node was launched for
+// them (the controller's Provisioning Event names the node): pods the plan had given room that
+// kube-scheduler then gave to others.
+func LaunchedTwice(ctx context.Context, reader client.Reader, namespace string) (int, error) {
+	events := &corev1.EventList{}
+	if err := reader.List(ctx, events, client.InNamespace(namespace), client.MatchingFields{"reason": provisioning.ReasonPlanned}); err != nil {
+		return 0, fmt.Errorf("listing events, %w", err)
+	}
+	launches := map[string]int{}
+	for _, event := range events.Items {
+		if strings.Contains(event.Message, "was launched for this pod") {
+			launches[event.InvolvedObject.Name]++
+		}
+	}
+	n := 0
+	for _, count := range launches {
+		if count > 1 {
+			n++
+		}
+	}
+	return n, nil
 }

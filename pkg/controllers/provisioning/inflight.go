@@ -1,0 +1,136 @@
+package provisioning
+
+import (
+	"context"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// inFlight are the batches whose launches run in the background while later passes plan. A
+// pass must not launch again for their pods, yet until a launched node is in the cache the
+// snapshot shows neither the node nor its room. So a pod of a planned node whose Node the
+// snapshot does not show is left out of the pass; once the snapshot shows the Node, the pod
+// is planned again like any pod, onto that node's launching room. Each planned node's pods
+// fit its room, so what is left out and what is not shown are the same room.
+type inFlight struct {
+	mu      sync.Mutex
+	batches sets.Set[*launchBatch]
+}
+
+// launchBatch is one pass's launches: done is closed once the last of them ended, its Nodes
+// were opened (when held) and the cache shows them.
+type launchBatch struct {
+	nodes []*plannedLaunch
+	done  chan struct{}
+}
+
+// plannedLaunch is a planned node of a batch. Its fields change under inFlight.mu.
+type plannedLaunch struct {
+	provisioner string
+	pods        []types.UID
+	// nodeName is set once the instance launched, before its Node is created.
+	nodeName string
+	// failed is set when no instance (or no Node) came of it: its pods are pending again.
+	failed bool
+}
+
+func newInFlight() *inFlight { return &inFlight{batches: sets.New[*launchBatch]()} }
+
+// start records a batch of planned nodes, by provisioner and pods.
+func (f *inFlight) start(nodes []*plannedLaunch) *launchBatch {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := &launchBatch{nodes: nodes, done: make(chan struct{})}
+	f.batches.Insert(b)
+	return b
+}
+
+// plannedFor is the planned node of a batch with the pods of n.
+func plannedFor(provisioner string, pods []*corev1.Pod) *plannedLaunch {
+	uids := make([]types.UID, len(pods))
+	for i, pod := range pods {
+		uids[i] = pod.UID
+	}
+	return &plannedLaunch{provisioner: provisioner, pods: uids}
+}
+
+// launched records the name of the node a planned node's instance registers as.
+func (f *inFlight) launched(n *plannedLaunch, nodeName string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n.nodeName = nodeName
+}
+
+// failed records that a planned node will not come: its pods are planned again.
+func (f *inFlight) failed(n *plannedLaunch) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n.failed = true
+}
+
+// finish forgets a batch whose Nodes the cache shows.
+func (f *inFlight) finish(b *launchBatch) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.batches.Delete(b)
+	close(b.done)
+}
+
+// capture is the batches in flight. A pass captures them before it reads its snapshot: a
+// batch finished by then has its Nodes in the cache the snapshot reads, and one captured
+// keeps its planned nodes' names, read after the snapshot, even if it finishes meanwhile.
+func (f *inFlight) capture() []*launchBatch {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.batches.UnsortedList()
+}
+
+// awaited are the pods of the captured batches that wait for a node the snapshot does not
+// show, by the provisioner planned for them: the pass leaves them out.
+func (f *inFlight) awaited(captured []*launchBatch, shown sets.Set[string]) map[types.UID]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[types.UID]string{}
+	for _, b := range captured {
+		for _, n := range b.nodes {
+			if n.failed || (n.nodeName != "" && shown.Has(n.nodeName)) {
+				continue
+			}
+			for _, uid := range n.pods {
+				out[uid] = n.provisioner
+			}
+		}
+	}
+	return out
+}
+
+// nodeNames are the names of the captured batches' launched nodes: a held one is held by its
+// batch, not left over.
+func (f *inFlight) nodeNames(captured []*launchBatch) sets.Set[string] {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := sets.New[string]()
+	for _, b := range captured {
+		for _, n := range b.nodes {
+			if n.nodeName != "" {
+				out.Insert(n.nodeName)
+			}
+		}
+	}
+	return out
+}
+
+// awaitBatches returns once the captured batches finished, false if ctx ended first.
+func awaitBatches(ctx context.Context, captured []*launchBatch) bool {
+	for _, b := range captured {
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,165 @@
+package provisioning
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/pods"
+)
+
+// The plan is honoured by nominating each pod to the node planned for it, not by binding it.
+// kube-scheduler (1.34, no feature gate needed) reads status.nominatedNodeName of a pod it
+// has not bound: it counts the pod on that node's room when it filters nodes for any pod of
+// the same or lower priority, so the small pods it spreads over the least allocated nodes no
+// longer take the room planned for a large one; and at the pod's next attempt it tries the
+// nominated node first and takes it when it fits, without scoring. Setting the field is an
+// update no scheduling plugin requeues a pod for, so it waits for its node as before.
+//
+// A nomination never strands a pod: when the nominated node does not fit (gone, never Ready,
+// full), kube-scheduler tries every other node, and when none fits either its preemption
+// finds no victim and clears the nomination, which makes the pod pending again. The next
+// pass nominates it again to the same node while that node is still launching
+// (renominations), and plans it anew otherwise (see Snapshot.pending for pods whose
+// nominated node is gone). The cost is that a pod tried while its node is still launching (a
+// node turning Ready has kube-scheduler try every pending pod that tolerates it) has no
+// nomination until that pass, and may be placed elsewhere meanwhile.
+
+// nomination is a pod and the node planned for it.
+type nomination struct {
+	pod  *corev1.Pod
+	node string
+}
+
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
+
+// nominatePatch is the merge patch that nominates a pod to the node. It leaves the rest of the
+// status as kube-scheduler last wrote it.
+func nominatePatch(node string) ([]byte, error) {
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"nominatedNodeName": node}})
+	if err != nil {
+		return nil, fmt.Errorf("building the patch, %w", err)
+	}
+	return patch, nil
+}
+
+// nominate patches status.nominatedNodeName of each pod not already nominated to its node, at
+// most launchLimit at once, and remembers it (renominations). A pod deleted meanwhile is
+// skipped; one replaced by a pod of the same name is nominated all the same, which is
+// harmless (see above).
+func (c *Controller) nominate(ctx context.Context, nominations []nomination) error {
+	var group errgroup.Group
+	group.SetLimit(c.launchLimit)
+	c.nominatedMu.Lock()
+	for _, n := range nominations {
+		c.nominated[n.pod.UID] = n.node
+	}
+	c.nominatedMu.Unlock()
+	for _, n := range nominations {
+		if n.pod.Status.NominatedNodeName == n.node {
+			continue
+		}
+		group.Go(func() error {
+			patch, err := nominatePatch(n.node)
+			if err != nil {
+				return err
+			}
+			target := &corev1.Pod{ObjectMeta: *n.pod.ObjectMeta.DeepCopy()}
+			err = c.client.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch))
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("nominating pod %s/%s to node %s, %w", n.pod.Namespace, n.pod.Name, n.node, err)
+			}
+			return nil
+		})
+	}
+	return group.Wait()
+}
+
+// plannedOntoNodes are the plan's pods placed on the room of nodes still launching (launching,
+// by name), each with its node: those pods are nominated at once. A pending pod planned onto
+// an open node is not: kube-scheduler has just tried it there and found no room (the plan saw
+// the node before a binding reached the cache), and, nominated, it would no longer be pending
+// for the pass that looks again. The pods of new nodes are nominated once their nodes exist
+// (launchBatch).
+func plannedOntoNodes(results *scheduling.Results, launching map[string]string) []nomination {
+	var out []nomination
+	for _, b := range results.Bindings {
+		if _, ok := launching[b.NodeName]; ok {
+			out = append(out, nomination{pod: b.Pod, node: b.NodeName})
+		}
+	}
+	return out
+}
+
+// NominatedNode is the node an unbound pod still waiting to be placed is nominated to, "" when
+// none.
+func NominatedNode(pod *corev1.Pod) string {
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pods.IsTerminal(pod) {
+		return ""
+	}
+	return pod.Status.NominatedNodeName
+}
+
+// StandingNodes are the names of the nodes a nomination may stand on: those not being deleted.
+func (c *Snapshot) StandingNodes() sets.Set[string] {
+	out := sets.New[string]()
+	for i := range c.Nodes {
+		if c.Nodes[i].DeletionTimestamp == nil {
+			out.Insert(c.Nodes[i].Name)
+		}
+	}
+	return out
+}
+
+// nominationLapsed is true for a pod kube-scheduler found no room for that is nominated to a
+// node not among standing (gone, or being deleted): it waits for a node as if not nominated,
+// though kube-scheduler clears the nomination only at the pod's next attempt, and never for a
+// pod that may not preempt.
+func nominationLapsed(pod *corev1.Pod, standing sets.Set[string]) bool {
+	if node := NominatedNode(pod); node == "" || standing.Has(node) {
+		return false
+	}
+	unnominated := *pod
+	unnominated.Status.NominatedNodeName = ""
+	return pods.IsProvisionable(&unnominated)
+}
+
+// renominations are the pods to nominate again to the node they were nominated to: those
+// kube-scheduler took the nomination from (it tried them before their node was Ready) while
+// that node is still launching (among launching, the pass's LaunchingNodes) and standing. The
+// snapshot counts each on its node again, so the pass does not plan them anew: a plan made again for such pods alone may give the room of a pod
+// confined to few instance types to one that fits anywhere, and launch a node for the first.
+// Pods bound or gone are forgotten.
+func (c *Controller) renominations(snapshot *Snapshot, launching map[string]string) []nomination {
+	standing := snapshot.StandingNodes()
+	c.nominatedMu.Lock()
+	defer c.nominatedMu.Unlock()
+	waiting := sets.New[types.UID]()
+	var out []nomination
+	for i := range snapshot.Pods {
+		pod := &snapshot.Pods[i]
+		node, ok := c.nominated[pod.UID]
+		if !ok || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pods.IsTerminal(pod) {
+			continue
+		}
+		waiting.Insert(pod.UID)
+		if _, ok := launching[node]; ok && standing.Has(node) && pods.IsProvisionable(pod) {
+			out = append(out, nomination{pod: pod.DeepCopy(), node: node})
+			pod.Status.NominatedNodeName = node
+		}
+	}
+	for uid := range c.nominated {
+		if !waiting.Has(uid) {
+			delete(c.nominated, uid)
+		}
+	}
+	return out
+}

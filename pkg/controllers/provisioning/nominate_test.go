@@ -1,0 +1,197 @@
+package provisioning
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/test/builders"
+)
+
+func TestNominatePatch(t *testing.T) {
+	patch, err := nominatePatch("ip-10-0-0-1.ec2.internal")
+	if want := `{"status":{"nominatedNodeName":"ip-10-0-0-1.ec2.internal"}}`; err != nil || string(patch) != want {
+		t.Errorf("patch %s, %v; want %s", patch, err, want)
+	}
+}
+
+// TestNominatedPods: a pod nominated to a node takes its room there and is not planned again,
+// as kube-scheduler counts it; one nominated to a node gone or going waits for a node as if it
+// were not nominated.
+func TestNominatedPods(t *testing.T) {
+	launching := builders.Node(builders.NodeOptions{Name: "launching", Taints: []corev1.Taint{notReady},
+		Labels: map[string]string{corev1.LabelInstanceTypeStable: "m5.xlarge", v1alpha5.ProvisionerNameLabelKey: "default"}})
+	deleting := builders.Node(builders.NodeOptions{Name: "deleting", Allocatable: cpu("4")})
+	deleting.DeletionTimestamp = &metav1.Time{}
+	deleting.Finalizers = []string{v1alpha5.TerminationFinalizer}
+	nominated := func(name, node string, o builders.PodOptions) corev1.Pod {
+		o.Name = name
+		pod := builders.Pod(o)
+		pod.Status.NominatedNodeName = node
+		return *pod
+	}
+	terminating := nominated("terminating", "launching", builders.PodOptions{Unschedulable: true})
+	terminating.DeletionTimestamp = &metav1.Time{}
+	terminating.Finalizers = []string{"example.com/keep"}
+	c := &Snapshot{
+		Nodes: []corev1.Node{*launching, *deleting},
+		Pods: []corev1.Pod{
+			nominated("waiting", "launching", builders.PodOptions{Unschedulable: true}),
+			nominated("bound", "launching", builders.PodOptions{NodeName: "launching", Phase: corev1.PodRunning}),
+			nominated("done", "launching", builders.PodOptions{Phase: corev1.PodSucceeded}),
+			terminating,
+			nominated("to-a-gone-node", "gone", builders.PodOptions{Unschedulable: true}),
+			nominated("to-a-deleted-node", "deleting", builders.PodOptions{Unschedulable: true}),
+			nominated("not-tried-yet", "gone", builders.PodOptions{}),
+			nominated("unnominated", "", builders.PodOptions{Unschedulable: true}),
+		},
+		InstanceTypes: catalogue(),
+	}
+	var pending []string
+	for _, pod := range c.pending() {
+		pending = append(pending, pod.Name)
+	}
+	if want := []string{"to-a-deleted-node", "to-a-gone-node", "unnominated"}; !slices.Equal(pending, want) {
+		t.Errorf("pending %v, want %v", pending, want)
+	}
+	nodes := c.schedulingNodes()
+	if len(nodes) != 1 {
+		t.Fatalf("nodes %v, want launching only", nodes)
+	}
+	var on []string
+	for _, pod := range nodes[0].Pods {
+		on = append(on, pod.Name)
+	}
+	if want := []string{"waiting", "bound"}; !slices.Equal(on, want) {
+		t.Errorf("pods on launching %v, want %v", on, want)
+	}
+}
+
+// TestBatchPodsNominatedBeforeOpening: each pod of a batch is nominated to the node launched
+// for it before any node of the batch is opened, so that kube-scheduler, once it sees the
+// nodes, already counts every pod on its planned node.
+func TestBatchPodsNominatedBeforeOpening(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	var pods []client.Object
+	var plan []*scheduling.NewNode
+	var mu sync.Mutex
+	nominatedAfterRelease, released := false, 0
+	c, cloud, kube := launcher(t, interceptor.Funcs{
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			mu.Lock()
+			released++
+			mu.Unlock()
+			return cl.Patch(ctx, obj, patch, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, cl client.Client, subResource string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			mu.Lock()
+			nominatedAfterRelease = nominatedAfterRelease || released > 0
+			mu.Unlock()
+			return cl.SubResource(subResource).Patch(ctx, obj, patch, opts...)
+		},
+	}, p)
+	n := plannedNode(t, cloud, p)
+	for _, name := range []string{"a", "b", "c"} {
+		pod := builders.Pod(builders.PodOptions{Name: name, Unschedulable: true, Labels: map[string]string{"app": "spread"},
+			TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, map[string]string{"app": "spread"})}})
+		pod.UID = types.UID(name)
+		pods = append(pods, pod)
+		plan = append(plan, &scheduling.NewNode{Provisioner: n.Provisioner, InstanceTypes: n.InstanceTypes, Pods: []*corev1.Pod{pod}})
+	}
+	for _, pod := range pods {
+		if err := kube.Create(context.Background(), pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plans := map[string]*provisionerPlan{p.Name: {stored: p, updated: p.DeepCopy(), nodes: map[string]corev1.ResourceList{}}}
+	batch, launches, refused := c.reserveAll(context.Background(), plan, plans)
+	if refused || c.launchBatch(context.Background(), batch, launches, held(plan)) {
+		t.Fatal("a launch failed")
+	}
+	nodeOf := map[string]string{}
+	for _, pod := range pods {
+		nodeOf[pod.GetName()] = c.told[pod.(*corev1.Pod).UID]
+	}
+	for _, pod := range pods {
+		got := &corev1.Pod{}
+		if err := kube.Get(context.Background(), client.ObjectKeyFromObject(pod), got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.NominatedNodeName == "" || got.Status.NominatedNodeName != nodeOf[got.Name] {
+			t.Errorf("pod %s nominated to %q, want the node launched for it, %q", got.Name, got.Status.NominatedNodeName, nodeOf[got.Name])
+		}
+		if len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Reason != corev1.PodReasonUnschedulable {
+			t.Errorf("pod %s conditions %v, want kube-scheduler's as they were", got.Name, got.Status.Conditions)
+		}
+	}
+	if released != 3 || nominatedAfterRelease {
+		t.Errorf("%d nodes released, a pod nominated after a release: %t; want 3 released after every nomination", released, nominatedAfterRelease)
+	}
+}
+
+// TestPlannedOntoNodes: pods planned onto the room of nodes still launching are nominated at
+// once; those planned onto an open node are not (kube-scheduler just found no room there), nor
+// those of the plan's new nodes (named by the plan only), nominated once their nodes exist.
+func TestPlannedOntoNodes(t *testing.T) {
+	existing, launching, onNew := builders.Pod(builders.PodOptions{Name: "existing"}), builders.Pod(builders.PodOptions{Name: "launching"}), builders.Pod(builders.PodOptions{Name: "new"})
+	results := &scheduling.Results{Bindings: []scheduling.Binding{
+		{Pod: existing, NodeName: "ready"}, {Pod: onNew, NodeName: "karpenter-new-node-0"}, {Pod: launching, NodeName: "launching"},
+	}}
+	got := plannedOntoNodes(results, map[string]string{"launching": "default"})
+	want := []nomination{{pod: launching, node: "launching"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("nominations %v, want %v", got, want)
+	}
+}
+
+// TestRenominations: a pod kube-scheduler took its nomination from is nominated again to the
+// same node while that node is still launching, and counted there rather than planned anew;
+// once its node is open it is planned again. Pods bound or gone are forgotten.
+func TestRenominations(t *testing.T) {
+	launching := builders.Node(builders.NodeOptions{Name: "launching", Taints: []corev1.Taint{notReady}})
+	open := builders.Node(builders.NodeOptions{Name: "open", Ready: corev1.ConditionTrue})
+	pod := func(name string, o builders.PodOptions) corev1.Pod {
+		o.Name = name
+		p := builders.Pod(o)
+		p.UID = types.UID(name)
+		return *p
+	}
+	stillNominated := pod("still-nominated", builders.PodOptions{Unschedulable: true})
+	stillNominated.Status.NominatedNodeName = "launching"
+	c, _, _ := launcher(t, interceptor.Funcs{})
+	c.nominated = map[types.UID]string{"cleared": "launching", "cleared-open": "open", "still-nominated": "launching", "bound": "open", "gone": "launching"}
+	snapshot := &Snapshot{
+		Nodes: []corev1.Node{*launching, *open},
+		Pods: []corev1.Pod{
+			pod("cleared", builders.PodOptions{Unschedulable: true}),
+			pod("cleared-open", builders.PodOptions{Unschedulable: true}),
+			stillNominated,
+			pod("bound", builders.PodOptions{NodeName: "open", Phase: corev1.PodRunning}),
+			pod("never-nominated", builders.PodOptions{Unschedulable: true}),
+		},
+	}
+	got := c.renominations(snapshot, snapshot.LaunchingNodes())
+	if len(got) != 1 || got[0].pod.Name != "cleared" || got[0].node != "launching" || got[0].pod.Status.NominatedNodeName != "" {
+		t.Errorf("renominations %v, want cleared to launching (as read, not nominated)", got)
+	}
+	var pending []string
+	for _, p := range snapshot.pending() {
+		pending = append(pending, p.Name)
+	}
+	if want := []string{"cleared-open", "never-nominated"}; !slices.Equal(pending, want) {
+		t.Errorf("pending %v, want %v: the pod nominated again counts on its node", pending, want)
+	}
+	if want := map[types.UID]string{"cleared": "launching", "cleared-open": "open", "still-nominated": "launching"}; !maps.Equal(c.nominated, want) {
+		t.Errorf("remembered %v, want %v", c.nominated, want)
+	}
+}
