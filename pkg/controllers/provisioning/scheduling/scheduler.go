@@ -157,7 +157,9 @@ func (s *scheduler) schedule(p *podInfo) string {
 // after growth on a tie), unless a new node for the pod costs less than the growth. Growth
 // alone would pile a group that must share a zone onto one node of the largest (and, on real
 // catalogues, dearest per core) type, where many small ones cost less. The room index keeps
-// both searches to a few nodes: the tightest with room, the roomiest to grow.
+// both searches to a few nodes, the tightest with room and the roomiest to grow, except where
+// a new node may be cheaper than the growth found: then every node that could grow is weighed.
+// Ties go to the node opened first, whichever order the nodes were visited in.
 func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet) bool {
 	if s.keptFromEveryNewNode(p, a) {
 		return false
@@ -185,28 +187,21 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 			return true
 		}
 	}
-	grow := cheapestGrowth(s.growable(p, a, allowed), p.requests)
+	growable := s.growable(p, a, allowed, fitCandidates)
+	grow, nw := s.acceptingGrowth(growable, p, a, allowed)
 	if grow == nil {
 		return false
 	}
-	nw, refusal := s.constrain(grow, p, a, allowed)
-	if refusal != "" {
-		// Growth failed on the first candidate (e.g. a limit); fall back to a full search.
-		for _, n := range s.nodes[s.existing:] {
-			if n == grow || !fitsWith(n.maxAlloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
-				continue
-			}
-			if nw, refusal = s.constrain(n, p, a, allowed); refusal == "" {
-				grow = n
-				break
-			}
-		}
-		if refusal != "" {
-			return false
-		}
-	}
 	from, grown := grow.candidates[grow.first], nw.candidates[nw.first]
-	if growth := nw.prices[nw.first] - grow.prices[grow.first]; growth > 0 && s.newNodeMayBeCheaper(from, grown, growth, p.requests) {
+	growth := nw.prices[nw.first] - grow.prices[grow.first]
+	if growth > 0 && s.newNodeMayBeCheaper(from, grown, growth, p.requests) {
+		// Where prices are not linear in size, the roomiest nodes need not be those cheapest to
+		// grow, and a growth missed is a node opened: weigh every node that could grow.
+		if len(growable) == fitCandidates {
+			grow, nw = s.acceptingGrowth(s.growable(p, a, allowed, math.MaxInt), p, a, allowed)
+			from, grown = grow.candidates[grow.first], nw.candidates[nw.first]
+			growth = nw.prices[nw.first] - grow.prices[grow.first]
+		}
 		if fresh, freshNarrowing, _ := s.newNodeFor(p, a, allowed); fresh != nil &&
 			cheaperThanGrowth(freshNarrowing, from, grown, growth, p.requests) {
 			s.open(fresh, p, freshNarrowing)
@@ -215,6 +210,28 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 	}
 	s.place(grow, p, nw)
 	return true
+}
+
+// acceptingGrowth is, of growable, the node whose growth for the pod costs least and the
+// narrowing that grows it; if that node refuses the pod (e.g. a limit), the first open node
+// that could grow and accepts it; nil for none.
+func (s *scheduler) acceptingGrowth(growable []*node, p *podInfo, a *attempt, allowed []domainSet) (*node, *narrowing) {
+	grow := cheapestGrowth(growable, p.requests)
+	if grow == nil {
+		return nil, nil
+	}
+	if nw, refusal := s.constrain(grow, p, a, allowed); refusal == "" {
+		return grow, nw
+	}
+	for _, n := range s.nodes[s.existing:] {
+		if n == grow || !fitsWith(n.maxAlloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
+			continue
+		}
+		if nw, refusal := s.constrain(n, p, a, allowed); refusal == "" {
+			return n, nw
+		}
+	}
+	return nil, nil
 }
 
 // keptFromEveryNewNode reports whether a hostname term keeps the pod off every node opened in
@@ -238,7 +255,7 @@ func (s *scheduler) keptFromEveryNewNode(p *podInfo, a *attempt) bool {
 
 // bestFit is, of the first fitCandidates nodes opened in the pass whose cheapest instance type
 // has room for the pod and that accept it, least cpu room first, the one the pod fits tightest
-// by fitScore; nil for none.
+// by fitScore (the one opened first on a tie); nil for none.
 func (s *scheduler) bestFit(p *podInfo, a *attempt, allowed []domainSet) *node {
 	var best *node
 	bestScore := math.Inf(-1)
@@ -247,7 +264,7 @@ func (s *scheduler) bestFit(p *podInfo, a *attempt, allowed []domainSet) *node {
 		if !fitsWith(n.candidates[n.first].alloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
 			return true
 		}
-		if score := fitScore(n, p.requests); score > bestScore {
+		if score := fitScore(n, p.requests); score > bestScore || (score == bestScore && n.seq < best.seq) {
 			best, bestScore = n, score
 		}
 		found++
@@ -256,27 +273,36 @@ func (s *scheduler) bestFit(p *podInfo, a *attempt, allowed []domainSet) *node {
 	return best
 }
 
-// growable are the first fitCandidates nodes opened in the pass, most cpu room first, that
-// accept the pod and could grow to hold it, in s.growable's scratch list.
-func (s *scheduler) growable(p *podInfo, a *attempt, allowed []domainSet) []*node {
+// growable are the first limit nodes opened in the pass, most cpu room first, that accept the
+// pod and could grow to hold it, in s.growableScratch.
+// Without a limit the order does not matter, and the nodes are walked in opening order, which
+// is cheaper than the index.
+func (s *scheduler) growable(p *podInfo, a *attempt, allowed []domainSet, limit int) []*node {
 	growable := s.growableScratch[:0]
-	s.room.roomiestFirst(func(n *node) bool {
+	visit := func(n *node) bool {
 		if fitsWith(n.maxAlloc, n.used, p.requests) && !fitsWith(n.candidates[n.first].alloc, n.used, p.requests) && s.compatibleNew(n, p, a, allowed) {
 			growable = append(growable, n)
 		}
-		return len(growable) < fitCandidates
-	})
+		return len(growable) < limit
+	}
+	if limit == math.MaxInt {
+		for _, n := range s.nodes[s.existing:] {
+			visit(n)
+		}
+	} else {
+		s.room.roomiestFirst(visit)
+	}
 	s.growableScratch = growable
 	return growable
 }
 
 // cheapestGrowth is the node whose growth for requests costs least, the roomiest after growth
-// on a tie; nil for none.
+// on a tie, then the one opened first; nil for none.
 func cheapestGrowth(nodes []*node, requests resources) *node {
 	var grow *node
 	growth, room := math.Inf(1), math.Inf(-1)
 	for _, n := range nodes {
-		if g, r := growthPrice(n, requests); g < growth || (g == growth && r > room) {
+		if g, r := growthPrice(n, requests); g < growth || (g == growth && (r > room || (r == room && n.seq < grow.seq))) {
 			grow, growth, room = n, g, r
 		}
 	}
