@@ -105,12 +105,82 @@ func (s *scheduler) shrinkNode(n *node, hostFreeFrom, freeFrom int) bool {
 		moves = append(moves, move{p: p, to: to})
 		excess.sub(p.requests)
 	}
-	if anyPositive(excess) {
+	if anyPositive(excess) && !s.swapOff(n, target, hostFreeFrom, freeFrom) {
 		for i := len(moves) - 1; i >= 0; i-- {
 			s.move(moves[i].p, moves[i].to, n)
 		}
 		return false
 	}
+	return true
+}
+
+// swapOff trades a pod on new node n for a smaller one on another new node, so that n fits the
+// cheaper instance type target and the other keeps its own; the moves obey shrink's rules.
+// Where moves alone find no room, a swap still can: a node bound by memory trades a pod heavy
+// in memory for one as light in cpu from a node bound by cpu, which has memory to spare. Of
+// the other nodes, the first fitCandidates with enough cpu room, tightest first, are weighed.
+func (s *scheduler) swapOff(n *node, target *instanceType, hostFreeFrom, freeFrom int) bool {
+	for _, x := range n.placed {
+		if x.binding < hostFreeFrom {
+			continue
+		}
+		// room is what target leaves with x gone: what a pod taking x's place may request.
+		room := slices.Clone(target.alloc)
+		room.sub(n.used)
+		room.add(x.requests)
+		if slices.ContainsFunc(room, func(v int64) bool { return v < 0 }) {
+			continue
+		}
+		var y *podInfo
+		var m *node
+		visited := 0
+		s.room.withRoom(max(0, x.requests[0]-room[0]), func(o *node) bool {
+			if o == n || o.opened > x.binding || (x.binding < freeFrom && !sameDomainsFor(x, n, o)) {
+				return true
+			}
+			for _, c := range o.placed {
+				if c.binding >= hostFreeFrom && n.opened <= c.binding && within(room, c.requests) &&
+					fitsSwapped(o.candidates[o.first].alloc, o.used, c.requests, x.requests) &&
+					(c.binding >= freeFrom || sameDomainsFor(c, o, n)) {
+					y, m = c, o
+					return false
+				}
+			}
+			visited++
+			return visited < fitCandidates
+		})
+		if y != nil && s.swap(x, n, y, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// swap puts pod x, on node n, in pod y's place on node m and y in x's, if both accept the
+// other and that makes n cheaper at no cost to m; it reports whether it did.
+func (s *scheduler) swap(x *podInfo, n *node, y *podInfo, m *node) bool {
+	nPrice, mPrice := n.prices[n.first], m.prices[m.first]
+	ax, ay := &x.attempts[0], &y.attempts[0]
+	allowedX, keyX := s.allowedDomains(x, ax)
+	allowedY, keyY := s.allowedDomains(y, ay)
+	if keyX != nil || keyY != nil || !s.compatibleNew(m, x, ax, allowedX) || !s.compatibleNew(n, y, ay, allowedY) {
+		return false
+	}
+	s.take(y, m)
+	toM, refusal := s.constrain(m, x, ax, allowedX)
+	if refusal != "" || toM.prices[toM.first] > mPrice {
+		s.put(y, m)
+		return false
+	}
+	s.take(x, n)
+	toN, refusal := s.constrain(n, y, ay, allowedY)
+	if refusal != "" || toN.prices[toN.first] >= nPrice {
+		s.put(x, n)
+		s.put(y, m)
+		return false
+	}
+	s.rebind(m, x, toM)
+	s.rebind(n, y, toN)
 	return true
 }
 
@@ -175,6 +245,13 @@ func (s *scheduler) roomFor(from *node, p *podInfo, sameDomains bool) *node {
 // move takes placed pod p off node from and puts it on node to, which has room for it in its
 // cheapest instance type; from then launches as the cheapest type that still fits it.
 func (s *scheduler) move(p *podInfo, from, to *node) {
+	s.take(p, from)
+	s.put(p, to)
+}
+
+// take takes placed pod p off node from, which then launches as the cheapest type that still
+// fits it; p keeps its binding until put or rebind places it again.
+func (s *scheduler) take(p *podInfo, from *node) {
 	s.room.remove(from)
 	i := slices.Index(from.placed, p)
 	from.placed = slices.Delete(from.placed, i, i+1)
@@ -193,13 +270,22 @@ func (s *scheduler) move(p *podInfo, from, to *node) {
 		from.cheapest = cheapest
 	}
 	s.room.insert(from)
+}
 
+// put places pod p, taken off its node, on node to.
+func (s *scheduler) put(p *podInfo, to *node) {
 	a := &p.attempts[0]
 	allowed, _ := s.allowedDomains(p, a)
 	nw, _ := s.constrain(to, p, a, allowed)
+	s.rebind(to, p, nw)
+}
+
+// rebind places pod p, taken off its node, on node to as narrowing nw has it, at its place in
+// the binding order.
+func (s *scheduler) rebind(to *node, p *podInfo, nw *narrowing) {
 	binding := p.binding
 	s.place(to, p, nw)
-	// The pod keeps its place in the binding order; place appended it anew.
+	// place appended the binding anew.
 	s.results.Bindings = s.results.Bindings[:len(s.results.Bindings)-1]
 	s.bound = s.bound[:len(s.bound)-1]
 	s.results.Bindings[binding].NodeName = to.name()
