@@ -5,9 +5,10 @@ import (
 )
 
 // fitCandidates is how many compatible nodes placeOnNewNodes weighs for a best fit, and for the
-// cheapest growth, before it takes the best of them: the index visits them in the order that
-// makes the best likely among the first. The number was chosen on the benchmark workload
-// (docs/benchmarks.md); the plan's cost is sensitive to it.
+// cheapest growth where a new node could not be cheaper, and shrink for a move or a swap, before
+// it takes the best of them: the index visits them in the order that makes the best likely
+// among the first. The number was chosen on the benchmark workload; docs/benchmarks.md has the
+// plans' cost on both catalogues for 16 to 256.
 const fitCandidates = 64
 
 // roomIndex orders the nodes opened in the pass by the cpu their cheapest instance type has
