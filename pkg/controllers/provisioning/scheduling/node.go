@@ -43,6 +43,16 @@ type node struct {
 	counts []int32
 	owners []int32
 	pods   []*corev1.Pod
+
+	// seq is a new node's opening order and roomKey its cpu room when the roomIndex last
+	// placed it; indexed is whether the index holds it.
+	seq     int
+	roomKey int64
+	indexed bool
+	// placed are the pods placed here in this pass; opened is how many bindings preceded the
+	// node's first.
+	placed []*podInfo
+	opened int
 }
 
 func (n *node) name() string {
@@ -114,7 +124,7 @@ func mergeRequirements(n *node, add scheduling.Requirements) (scheduling.Require
 // zone and capacity type are checked against offerings separately.
 func (prov *provisioner) compatibleType(t *instanceType, reqs scheduling.Requirements) bool {
 	for k, r := range reqs {
-		if k == corev1.LabelTopologyZone || k == v1alpha5.CapacityTypeLabelKey || prov.fixedKeys.Has(k) {
+		if !prov.typeDecidedKey(k) {
 			continue
 		}
 		if v, ok := t.labels[k]; ok {
@@ -128,6 +138,22 @@ func (prov *provisioner) compatibleType(t *instanceType, reqs scheduling.Require
 	return true
 }
 
+// typeDecidedKey reports whether compatibleType checks key k against instance type labels.
+func (prov *provisioner) typeDecidedKey(k string) bool {
+	return k != corev1.LabelTopologyZone && k != v1alpha5.CapacityTypeLabelKey && !prov.fixedKeys.Has(k)
+}
+
+// typeDecided reports whether compatibleType checks any of reqs' keys against instance type
+// labels.
+func (prov *provisioner) typeDecided(reqs scheduling.Requirements) bool {
+	for k := range reqs {
+		if prov.typeDecidedKey(k) {
+			return true
+		}
+	}
+	return false
+}
+
 // constrain computes the state of new node n with pod p added, or says why p cannot go there.
 func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainSet) (*narrowing, string) {
 	reqs, ok := mergeRequirements(n, a.requirements)
@@ -135,6 +161,10 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 		return nil, "no instance type meets the pod's node selector and affinity"
 	}
 	changed := len(a.requirements) > 0
+	// The candidates already meet the node's requirements: only keys narrowed here that an
+	// instance type's labels decide need checking again, and the common narrowing, to a zone or
+	// capacity type, has none.
+	typeKeysChanged := n.prov.typeDecided(a.requirements)
 	domain, pinned := n.domain, false
 	// Pods on a node without a decided value could not be counted in any domain, so a node
 	// whose pods matter to a topology key gets its value now; narrowing its requirements to it
@@ -181,6 +211,7 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 			reqs[k.name] = r
 			domain[k.index] = v
 			changed = true
+			typeKeysChanged = typeKeysChanged || n.prov.typeDecidedKey(k.name)
 		}
 	}
 	// A pod counted by a spread that honours node affinity must be on a node that either
@@ -192,6 +223,7 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 		if forced, ok := mergeRequirements(&node{requirements: reqs, prov: n.prov}, g.eligibility); ok {
 			if !reqs.Implies(g.eligibility) {
 				reqs, changed = forced, true
+				typeKeysChanged = typeKeysChanged || n.prov.typeDecided(g.eligibility)
 			}
 		}
 	}
@@ -209,35 +241,43 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 		if out.first < 0 {
 			return nil, "no instance type has room for the pod's requests and daemonset overhead"
 		}
-	} else {
-		out.zones = s.zones.mask(reqs[corev1.LabelTopologyZone])
-		out.capacityTypes = s.capacityTypes.mask(reqs[v1alpha5.CapacityTypeLabelKey])
-		for _, t := range n.candidates[n.first:] {
-			if !within(t.alloc, used) || !n.prov.compatibleType(t, reqs) {
-				continue
-			}
-			price := t.price(out.zones, out.capacityTypes)
-			if math.IsInf(price, 1) {
-				continue
-			}
-			out.candidates = append(out.candidates, t)
-			out.prices = append(out.prices, price)
-		}
-		if len(out.candidates) == 0 {
-			return nil, "no instance type has room for the pod's requests and daemonset overhead and meets its requirements in an available offering"
-		}
-		sort.Sort(byPrice{out})
-		out.maxAlloc = maxAllocatable(out.candidates)
-		var reachable uint64
-		for _, t := range out.candidates {
-			reachable |= t.zones(out.capacityTypes)
-		}
-		out.zones &= reachable
+	} else if !s.narrowCandidates(n, out, used, typeKeysChanged) {
+		return nil, "no instance type has room for the pod's requests and daemonset overhead and meets its requirements in an available offering"
 	}
 	if !n.prov.withinLimits(n.cheapest, out.candidates[out.first]) {
 		return nil, "no instance type fits within the provisioner's limits"
 	}
 	return out, ""
+}
+
+// narrowCandidates fills out's instance types, cheapest first, with node n's that hold used and
+// meet out's requirements (checking instance type labels only if typeKeys) in an available
+// offering; false if none does.
+func (s *scheduler) narrowCandidates(n *node, out *narrowing, used resources, typeKeys bool) bool {
+	out.zones = s.zones.mask(out.requirements[corev1.LabelTopologyZone])
+	out.capacityTypes = s.capacityTypes.mask(out.requirements[v1alpha5.CapacityTypeLabelKey])
+	for _, t := range n.candidates[n.first:] {
+		if !within(t.alloc, used) || (typeKeys && !n.prov.compatibleType(t, out.requirements)) {
+			continue
+		}
+		price := t.price(out.zones, out.capacityTypes)
+		if math.IsInf(price, 1) {
+			continue
+		}
+		out.candidates = append(out.candidates, t)
+		out.prices = append(out.prices, price)
+	}
+	if len(out.candidates) == 0 {
+		return false
+	}
+	sort.Sort(byPrice{out})
+	out.maxAlloc = maxAllocatable(out.candidates)
+	var reachable uint64
+	for _, t := range out.candidates {
+		reachable |= t.zones(out.capacityTypes)
+	}
+	out.zones &= reachable
+	return true
 }
 
 type byPrice struct{ n *narrowing }
@@ -524,6 +564,11 @@ func (s *scheduler) unknownDomains() []int {
 
 // place binds the pod to the node and records it in the topology counts.
 func (s *scheduler) place(n *node, p *podInfo, nw *narrowing) {
+	if n.indexed {
+		// The node's room is its key in the index: take it out while it changes.
+		s.room.remove(n)
+		defer s.room.insert(n)
+	}
 	if nw != nil {
 		n.requirements, n.candidates, n.prices, n.first = nw.requirements, nw.candidates, nw.prices, nw.first
 		n.zones, n.capacityTypes, n.maxAlloc, n.domain = nw.zones, nw.capacityTypes, nw.maxAlloc, nw.domain
@@ -535,6 +580,9 @@ func (s *scheduler) place(n *node, p *podInfo, nw *narrowing) {
 	}
 	n.used.add(p.requests)
 	n.pods = append(n.pods, p.pod)
+	n.placed = append(n.placed, p)
+	p.binding = len(s.results.Bindings)
+	s.bound = append(s.bound, p)
 	s.results.Bindings = append(s.results.Bindings, Binding{Pod: p.pod, NodeName: n.name()})
 	s.count(n, p.pod, p.matches, p.owned)
 }
@@ -544,6 +592,9 @@ func (s *scheduler) count(n *node, pod *corev1.Pod, matches []*topologyGroup, ow
 	for _, g := range matches {
 		g.total++
 		if g.key == nil {
+			if n.counts[g.id] == 0 && n.existing == nil {
+				g.newNodesCounted++
+			}
 			n.counts[g.id]++
 			continue
 		}
@@ -553,6 +604,9 @@ func (s *scheduler) count(n *node, pod *corev1.Pod, matches []*topologyGroup, ow
 	}
 	for _, g := range owned {
 		if g.key == nil {
+			if n.owners[g.id] == 0 && n.existing == nil {
+				g.newNodesOwned++
+			}
 			n.owners[g.id]++
 		} else if v := n.domain[g.key.index]; v >= 0 {
 			g.domainOwners[v]++

@@ -43,8 +43,10 @@ type podInfo struct {
 	// tolerationsKey renders the pod's tolerations for caching the domains it can reach.
 	tolerationsKey string
 	class          int
-	err            error
-	reason         string
+	// binding is the position of the pod's binding in the results once placed.
+	binding int
+	err     error
+	reason  string
 }
 
 // attempt is one set of node requirements to try for a pod.

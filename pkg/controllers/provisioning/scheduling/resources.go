@@ -111,3 +111,13 @@ func podRequests(pod *corev1.Pod) corev1.ResourceList {
 	requests[corev1.ResourcePods] = *resourceOne
 	return requests
 }
+
+// fitsSwapped reports whether used - out + in <= limit for every resource.
+func fitsSwapped(limit, used, out, in resources) bool {
+	for i := range limit {
+		if used[i]-out[i]+in[i] > limit[i] {
+			return false
+		}
+	}
+	return true
+}

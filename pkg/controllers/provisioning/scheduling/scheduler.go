@@ -27,13 +27,17 @@ type scheduler struct {
 	existingLabels []map[string]string
 	provisioners   []*provisioner
 	volumes        *volumeIndex
-	// growable is placeOnNewNodes' scratch list of the open nodes a pod could grow.
-	growable []*node
+	// room indexes the nodes opened in the pass by their room.
+	room *roomIndex
+	// growableScratch is placeOnNewNodes' scratch list of the open nodes a pod could grow.
+	growableScratch []*node
 	// volumeDrivers are the CSI drivers whose volumes pods attach, by resource index.
 	volumeDrivers map[string]int
 	nodes         []*node // existing nodes first, then new ones in the order they were opened
 	existing      int
 	results       *Results
+	// bound are the placed pods in the order of results.Bindings.
+	bound []*podInfo
 	// domainCache caches, by rendered requirements and what else decides a group's domains,
 	// the domains a pod with those requirements could be in.
 	domainCache map[domainsCacheKey]domainSet
@@ -67,6 +71,14 @@ type provisioner struct {
 
 // Schedule places the input's pending pods.
 func Schedule(in Input) *Results {
+	s := pack(in)
+	s.shrink()
+	s.finish()
+	return s.results
+}
+
+// pack places the pods one at a time, before shrink improves the plan.
+func pack(in Input) *scheduler {
 	s := &scheduler{
 		resources:     newResourceIndex(),
 		zones:         newInterner(),
@@ -74,6 +86,7 @@ func Schedule(in Input) *Results {
 		results:       &Results{},
 		keyIndex:      map[string]*topologyKey{},
 		domainCache:   map[domainsCacheKey]domainSet{},
+		room:          newRoomIndex(),
 	}
 	s.volumes = newVolumeIndex(in)
 	pods := s.prepare(in)
@@ -106,8 +119,7 @@ func Schedule(in Input) *Results {
 	for _, p := range failed {
 		s.results.Unschedulable = append(s.results.Unschedulable, PodError{Pod: p.pod, Reason: p.reason})
 	}
-	s.finish()
-	return s.results
+	return s
 }
 
 // schedule tries the pod's attempts in order of preference: on each, existing nodes first, then
@@ -144,68 +156,52 @@ func (s *scheduler) schedule(p *podInfo) string {
 // tightest; otherwise the one whose growth to a larger instance type costs least (the roomiest
 // after growth on a tie), unless a new node for the pod costs less than the growth. Growth
 // alone would pile a group that must share a zone onto one node of the largest (and, on real
-// catalogues, dearest per core) type, where many small ones cost less.
+// catalogues, dearest per core) type, where many small ones cost less. The room index keeps
+// both searches to a few nodes, the tightest with room and the roomiest to grow, except where
+// a new node may be cheaper than the growth found: then every node that could grow is weighed.
+// Ties go to the node opened first, whichever order the nodes were visited in.
 func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet) bool {
-	var best *node
-	bestScore := math.Inf(-1)
-	growable := s.growable[:0]
-	for _, n := range s.nodes[s.existing:] {
-		if !fitsWith(n.maxAlloc, n.used, p.requests) {
-			continue
-		}
-		if fitsWith(n.candidates[n.first].alloc, n.used, p.requests) {
-			// Compatibility costs more than the score: check it only for a better fit.
-			if score := fitScore(n, p.requests); score > bestScore && s.compatibleNew(n, p, a, allowed) {
-				best, bestScore = n, score
-			}
-		} else if best == nil && s.compatibleNew(n, p, a, allowed) {
-			growable = append(growable, n)
-		}
+	if s.keptFromEveryNewNode(p, a) {
+		return false
 	}
-	s.growable = growable
-	if best != nil {
+	if best := s.bestFit(p, a, allowed); best != nil {
 		if nw, refusal := s.constrain(best, p, a, allowed); refusal == "" {
 			s.place(best, p, nw)
 			return true
 		}
-		// The best fit's topology refused the pod; take the first that accepts it, or else
-		// grow one, which the scan above stopped listing once it found room.
-		growable = growable[:0]
-		for _, n := range s.nodes[s.existing:] {
-			if n == best || !fitsWith(n.maxAlloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
-				continue
-			}
-			if !fitsWith(n.candidates[n.first].alloc, n.used, p.requests) {
-				growable = append(growable, n)
-			} else if nw, refusal := s.constrain(n, p, a, allowed); refusal == "" {
-				s.place(n, p, nw)
+		// The best fit's topology refused the pod; take the first with room that accepts it.
+		var accepting *node
+		var accepted *narrowing
+		s.room.withRoom(p.requests[0], func(n *node) bool {
+			if n == best || !fitsWith(n.candidates[n.first].alloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
 				return true
 			}
+			if nw, refusal := s.constrain(n, p, a, allowed); refusal == "" {
+				accepting, accepted = n, nw
+				return false
+			}
+			return true
+		})
+		if accepting != nil {
+			s.place(accepting, p, accepted)
+			return true
 		}
-		s.growable = growable
 	}
-	grow := cheapestGrowth(growable, p.requests)
+	growable := s.growable(p, a, allowed, fitCandidates)
+	grow, nw := s.acceptingGrowth(growable, p, a, allowed)
 	if grow == nil {
 		return false
 	}
-	nw, refusal := s.constrain(grow, p, a, allowed)
-	if refusal != "" {
-		// Growth failed on the first candidate (e.g. a limit); fall back to a full search.
-		for _, n := range s.nodes[s.existing:] {
-			if n == grow || !fitsWith(n.maxAlloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
-				continue
-			}
-			if nw, refusal = s.constrain(n, p, a, allowed); refusal == "" {
-				grow = n
-				break
-			}
-		}
-		if refusal != "" {
-			return false
-		}
-	}
 	from, grown := grow.candidates[grow.first], nw.candidates[nw.first]
-	if growth := nw.prices[nw.first] - grow.prices[grow.first]; growth > 0 && s.newNodeMayBeCheaper(from, grown, growth, p.requests) {
+	growth := nw.prices[nw.first] - grow.prices[grow.first]
+	if growth > 0 && s.newNodeMayBeCheaper(from, grown, growth, p.requests) {
+		// Where prices are not linear in size, the roomiest nodes need not be those cheapest to
+		// grow, and a growth missed is a node opened: weigh every node that could grow.
+		if len(growable) == fitCandidates {
+			grow, nw = s.acceptingGrowth(s.growable(p, a, allowed, math.MaxInt), p, a, allowed)
+			from, grown = grow.candidates[grow.first], nw.candidates[nw.first]
+			growth = nw.prices[nw.first] - grow.prices[grow.first]
+		}
 		if fresh, freshNarrowing, _ := s.newNodeFor(p, a, allowed); fresh != nil &&
 			cheaperThanGrowth(freshNarrowing, from, grown, growth, p.requests) {
 			s.open(fresh, p, freshNarrowing)
@@ -216,13 +212,97 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 	return true
 }
 
+// acceptingGrowth is, of growable, the node whose growth for the pod costs least and the
+// narrowing that grows it; if that node refuses the pod (e.g. a limit), the first open node
+// that could grow and accepts it; nil for none.
+func (s *scheduler) acceptingGrowth(growable []*node, p *podInfo, a *attempt, allowed []domainSet) (*node, *narrowing) {
+	grow := cheapestGrowth(growable, p.requests)
+	if grow == nil {
+		return nil, nil
+	}
+	if nw, refusal := s.constrain(grow, p, a, allowed); refusal == "" {
+		return grow, nw
+	}
+	for _, n := range s.nodes[s.existing:] {
+		if n == grow || !fitsWith(n.maxAlloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
+			continue
+		}
+		if nw, refusal := s.constrain(n, p, a, allowed); refusal == "" {
+			return n, nw
+		}
+	}
+	return nil, nil
+}
+
+// keptFromEveryNewNode reports whether a hostname term keeps the pod off every node opened in
+// the pass: its own anti-affinity, or another's that it matches, with a pod on each of them.
+// Then no node need be looked at, which spares a pass that opens a node per pod of such a set
+// from looking at all the others for each.
+func (s *scheduler) keptFromEveryNewNode(p *podInfo, a *attempt) bool {
+	open := len(s.nodes) - s.existing
+	for _, t := range p.hostAntiAffinities {
+		if (!t.soft || a.soft) && t.group.newNodesCounted == open {
+			return true
+		}
+	}
+	for _, g := range p.matchesHostAnti {
+		if g.newNodesOwned == open {
+			return true
+		}
+	}
+	return false
+}
+
+// bestFit is, of the first fitCandidates nodes opened in the pass whose cheapest instance type
+// has room for the pod and that accept it, least cpu room first, the one the pod fits tightest
+// by fitScore (the one opened first on a tie); nil for none.
+func (s *scheduler) bestFit(p *podInfo, a *attempt, allowed []domainSet) *node {
+	var best *node
+	bestScore := math.Inf(-1)
+	found := 0
+	s.room.withRoom(p.requests[0], func(n *node) bool {
+		if !fitsWith(n.candidates[n.first].alloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
+			return true
+		}
+		if score := fitScore(n, p.requests); score > bestScore || (score == bestScore && n.seq < best.seq) {
+			best, bestScore = n, score
+		}
+		found++
+		return found < fitCandidates
+	})
+	return best
+}
+
+// growable are the first limit nodes opened in the pass, most cpu room first, that accept the
+// pod and could grow to hold it, in s.growableScratch.
+// Without a limit the order does not matter, and the nodes are walked in opening order, which
+// is cheaper than the index.
+func (s *scheduler) growable(p *podInfo, a *attempt, allowed []domainSet, limit int) []*node {
+	growable := s.growableScratch[:0]
+	visit := func(n *node) bool {
+		if fitsWith(n.maxAlloc, n.used, p.requests) && !fitsWith(n.candidates[n.first].alloc, n.used, p.requests) && s.compatibleNew(n, p, a, allowed) {
+			growable = append(growable, n)
+		}
+		return len(growable) < limit
+	}
+	if limit == math.MaxInt {
+		for _, n := range s.nodes[s.existing:] {
+			visit(n)
+		}
+	} else {
+		s.room.roomiestFirst(visit)
+	}
+	s.growableScratch = growable
+	return growable
+}
+
 // cheapestGrowth is the node whose growth for requests costs least, the roomiest after growth
-// on a tie; nil for none.
+// on a tie, then the one opened first; nil for none.
 func cheapestGrowth(nodes []*node, requests resources) *node {
 	var grow *node
 	growth, room := math.Inf(1), math.Inf(-1)
 	for _, n := range nodes {
-		if g, r := growthPrice(n, requests); g < growth || (g == growth && r > room) {
+		if g, r := growthPrice(n, requests); g < growth || (g == growth && (r > room || (r == room && n.seq < grow.seq))) {
 			grow, growth, room = n, g, r
 		}
 	}
@@ -372,9 +452,13 @@ func (s *scheduler) newNodeFor(p *podInfo, a *attempt, allowed []domainSet) (*no
 
 // open adds new node n to the plan with pod p on it.
 func (s *scheduler) open(n *node, p *podInfo, nw *narrowing) {
-	n.hostname = fmt.Sprintf("karpenter-new-node-%d", len(s.nodes)-s.existing)
+	n.seq = len(s.nodes) - s.existing
+	n.opened = len(s.results.Bindings)
+	n.hostname = fmt.Sprintf("karpenter-new-node-%d", n.seq)
 	s.nodes = append(s.nodes, n)
 	s.place(n, p, nw)
+	s.room.insert(n)
+	n.indexed = true
 }
 
 func (s *scheduler) emptyNode(prov *provisioner) *node {

@@ -63,6 +63,10 @@ type topologyGroup struct {
 	// total counts matching pods on any node, for the rule that lets the first pod of a
 	// self-affine set go anywhere.
 	total int32
+	// newNodesCounted and newNodesOwned are, for a hostname group, how many nodes opened in the
+	// pass hold a pod it counts, or one that owns its anti-affinity term: once that is every
+	// open node, a pod that such a pod keeps away need not look at any of them.
+	newNodesCounted, newNodesOwned int
 }
 
 func (g *topologyGroup) matches(pod *corev1.Pod) bool {
