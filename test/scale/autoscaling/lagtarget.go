@@ -103,7 +103,7 @@ type lagFollower struct {
 
 type replicasChange struct {
 	target   int
-	replicas int32
+	replicas int64
 	seen     time.Time
 }
 
@@ -126,7 +126,7 @@ func followLagTargets(ctx context.Context, stack *sandbox.Stack) (*lagFollower, 
 			before, _, _ := unstructured.NestedInt64(previous.Object, "spec", "replicas")
 			if i, err := strconv.Atoi(strings.TrimPrefix(target.GetName(), "target-")); err == nil && before != spec {
 				f.mu.Lock()
-				f.changes = append(f.changes, replicasChange{target: i, replicas: int32(spec), seen: time.Now()})
+				f.changes = append(f.changes, replicasChange{target: i, replicas: spec, seen: time.Now()})
 				f.mu.Unlock()
 			}
 		}

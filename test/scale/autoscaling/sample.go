@@ -132,7 +132,7 @@ func (w square) lastChange(t time.Time) time.Time {
 
 // changeFor is the change of the wave a target reached replicas (1 at the low level, 2 at the
 // high one) for, seen at seen: the last change to that level before seen.
-func (w square) changeFor(replicas int32, seen time.Time) time.Time {
+func (w square) changeFor(replicas int64, seen time.Time) time.Time {
 	change := w.lastChange(seen)
 	if w.high(change) != (replicas == 2) {
 		change = change.Add(-w.cycle)

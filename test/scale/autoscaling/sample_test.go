@@ -72,7 +72,7 @@ func TestSquare(t *testing.T) {
 	at := func(s float64) time.Time { return time.Unix(0, int64(s*float64(time.Second))) }
 	for _, tc := range []struct {
 		seen     float64
-		replicas int32
+		replicas int64
 		changed  float64
 	}{
 		{seen: 12.4, replicas: 2, changed: 12},
