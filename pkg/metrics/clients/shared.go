@@ -40,8 +40,8 @@ func NewSharedQueries(next Querier) *SharedQueries {
 }
 
 // QueryAt answers from the result of the same query at the same time, running it if no caller
-// has yet. A caller whose context ends stops waiting; the query itself runs to its own
-// timeout for the others. A zero time is the server's current time and is never shared.
+// has yet. A caller whose context ends stops waiting, the first one included; the query itself
+// runs to its own timeout for the others. A zero time is the server's current time and is never shared.
 func (s *SharedQueries) QueryAt(ctx context.Context, query string, at time.Time) (float64, error) {
 	if at.IsZero() {
 		return s.next.QueryAt(ctx, query, at)
@@ -64,9 +64,13 @@ func (s *SharedQueries) QueryAt(ctx context.Context, query string, at time.Time)
 	}
 	s.mu.Unlock()
 	if !found {
-		// Not the first caller's context: its end must not fail the callers waiting.
-		result.value, result.err = s.next.QueryAt(context.WithoutCancel(ctx), query, at)
-		close(result.done)
+		// Not the first caller's context: its end must not fail the callers waiting. In a
+		// goroutine of its own, so that the first caller too stops waiting when its context
+		// ends (a manager stopping must not wait out a hung query's timeout).
+		go func() {
+			result.value, result.err = s.next.QueryAt(context.WithoutCancel(ctx), query, at)
+			close(result.done)
+		}()
 	}
 	select {
 	case <-result.done:
