@@ -4,9 +4,12 @@
 package operatortest
 
 import (
+	"bytes"
 	"context"
+	"runtime/pprof"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -26,6 +29,10 @@ type Options struct {
 	// Namespaces, when set, limits the operator's cache to them.
 	Namespaces []string
 }
+
+// stuckAfter is how long a stop may take before the goroutines are dumped, within the manager's
+// 30 s grace for its runnables.
+const stuckAfter = 20 * time.Second
 
 // Start runs the operator until the test ends or stop is called; stop waits for the manager
 // to return and fails the test if it returned an error. No metrics or probe port is opened
@@ -59,8 +66,21 @@ func Start(t testing.TB, env *environment.Environment, options Options) (stop fu
 	stop = func() {
 		once.Do(func() {
 			cancel()
-			if err := <-done; err != nil {
+			// The manager gives its runnables 30 s: a goroutine dump before that says which
+			// one did not return, should the stop fail.
+			var stuck bytes.Buffer
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(stuckAfter):
+				_ = pprof.Lookup("goroutine").WriteTo(&stuck, 1)
+				err = <-done
+			}
+			if err != nil {
 				t.Errorf("operator stopped with %v", err)
+				if stuck.Len() > 0 {
+					t.Logf("goroutines %s after the stop began:\n%s", stuckAfter, stuck.String())
+				}
 			}
 		})
 	}
