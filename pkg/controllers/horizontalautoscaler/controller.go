@@ -178,7 +178,9 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: c.options.Workers,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, c.options.MaxRetryDelay),
-			UsePriorityQueue:        ptr.To(true),
+			NewQueue: func(name string, rateLimiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+				return newShutdownSafeQueue(name, rateLimiter)
+			},
 		}).
 		Complete(c)
 }
