@@ -36,6 +36,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/controllers/scalablenodegroup"
 	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/crds"
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/gauges"
@@ -72,28 +73,7 @@ func query(name string) string { return fmt.Sprintf(`test_load{case=%q}`, name) 
 
 // widgetCRD is a kind defined only by this test; its scale subresource is all the controller
 // needs.
-var widgetCRD = &apiextensionsv1.CustomResourceDefinition{
-	ObjectMeta: metav1.ObjectMeta{Name: "widgets.test.karpenter.sh"},
-	Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-		Group: "test.karpenter.sh",
-		Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
-		Scope: apiextensionsv1.NamespaceScoped,
-		Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-			Name: "v1", Served: true, Storage: true,
-			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-				Type: "object",
-				Properties: map[string]apiextensionsv1.JSONSchemaProps{
-					"spec":   {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"replicas": {Type: "integer"}}},
-					"status": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"replicas": {Type: "integer"}}},
-				},
-			}},
-			Subresources: &apiextensionsv1.CustomResourceSubresources{
-				Status: &apiextensionsv1.CustomResourceSubresourceStatus{},
-				Scale:  &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"},
-			},
-		}},
-	},
-}
+var widgetCRD = crds.Scalable(schema.GroupResource{Group: "test.karpenter.sh", Resource: "widgets"}, "Widget")
 
 type suite struct {
 	env     *environment.Environment

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"karpenter.sh/karpenter/pkg/test/crds"
 	"karpenter.sh/karpenter/test/sandbox"
 )
 
@@ -31,35 +32,9 @@ const lagTargetKind = "LagTarget"
 
 var lagTargetGVR = schema.GroupVersionResource{Group: "scale.karpenter.sh", Version: "v1", Resource: "lagtargets"}
 
-func lagTargetCRD() *apiextensionsv1.CustomResourceDefinition {
-	replicas := apiextensionsv1.JSONSchemaProps{Type: "integer", Format: "int32"}
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: lagTargetGVR.Resource + "." + lagTargetGVR.Group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: lagTargetGVR.Group,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: lagTargetGVR.Resource, Singular: "lagtarget", Kind: lagTargetKind, ListKind: lagTargetKind + "List"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: lagTargetGVR.Version, Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object",
-					Properties: map[string]apiextensionsv1.JSONSchemaProps{
-						"spec":   {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"replicas": replicas}},
-						"status": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"replicas": replicas}},
-					},
-				}},
-				Subresources: &apiextensionsv1.CustomResourceSubresources{
-					Status: &apiextensionsv1.CustomResourceSubresourceStatus{},
-					Scale:  &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"},
-				},
-			}},
-		},
-	}
-}
-
 // installLagTargets creates the LagTarget CRD and waits until it is served.
 func installLagTargets(ctx context.Context, c client.Client) error {
-	crd := lagTargetCRD()
+	crd := crds.Scalable(lagTargetGVR.GroupResource(), lagTargetKind)
 	if err := createPatiently(ctx, c, crd); err != nil {
 		return fmt.Errorf("creating the LagTarget CRD, %w", err)
 	}
