@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/test/crds"
@@ -69,11 +70,13 @@ func newLagTarget(name string) *unstructured.Unstructured {
 }
 
 // lagFollower plays the LagTargets' controller: it records each change of a target's
-// spec.replicas, when the harness sees it, and sets status.replicas to it at once.
+// spec.replicas, when the harness sees it, and sets status.replicas to it. The status writes
+// go through a queue of their own: written from the informer's handler, each would hold the
+// events behind it, and a boundary's changes would be seen one write apart.
 type lagFollower struct {
 	mu      sync.Mutex
 	changes []replicasChange
-	stop    context.CancelFunc
+	stop    func()
 }
 
 type replicasChange struct {
@@ -82,6 +85,9 @@ type replicasChange struct {
 	seen     time.Time
 }
 
+// statusWriters set the LagTargets' status.replicas concurrently.
+const statusWriters = 8
+
 func followLagTargets(ctx context.Context, stack *sandbox.Stack) (*lagFollower, error) {
 	clientset, err := dynamic.NewForConfig(stack.Env.Config)
 	if err != nil {
@@ -89,6 +95,9 @@ func followLagTargets(ctx context.Context, stack *sandbox.Stack) (*lagFollower, 
 	}
 	targets := clientset.Resource(lagTargetGVR).Namespace(namespace)
 	informing, stop := context.WithCancel(ctx)
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(clientset, time.Minute, namespace, nil)
+	informer := factory.ForResource(lagTargetGVR).Informer()
+	stale := workqueue.NewTyped[string]()
 	f := &lagFollower{}
 	follow := func(obj any, old any) {
 		target, ok := obj.(*unstructured.Unstructured)
@@ -105,23 +114,47 @@ func followLagTargets(ctx context.Context, stack *sandbox.Stack) (*lagFollower, 
 				f.mu.Unlock()
 			}
 		}
-		if found && status == spec {
+		if !found || status != spec {
+			stale.Add(target.GetName())
+		}
+	}
+	// writeStatus sets one target's status to its spec as the informer has it now; a failed
+	// write is tried again at the informer's next event for the target.
+	writeStatus := func(name string) {
+		obj, exists, err := informer.GetStore().GetByKey(namespace + "/" + name)
+		if err != nil || !exists {
 			return
 		}
+		spec, _, _ := unstructured.NestedInt64(obj.(*unstructured.Unstructured).Object, "spec", "replicas")
 		patch := fmt.Appendf(nil, `{"status":{"replicas":%d}}`, spec)
-		// A failed write is retried at the informer's next event for the target.
-		_, _ = targets.Patch(informing, target.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		_, _ = targets.Patch(informing, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	}
-	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(clientset, time.Minute, namespace, nil)
-	if _, err := factory.ForResource(lagTargetGVR).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { follow(obj, nil) },
 		UpdateFunc: func(old, obj any) { follow(obj, old) },
 	}); err != nil {
 		stop()
 		return nil, err
 	}
+	var writers sync.WaitGroup
+	for range statusWriters {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for {
+				name, shutdown := stale.Get()
+				if shutdown {
+					return
+				}
+				writeStatus(name)
+				stale.Done(name)
+			}
+		}()
+	}
 	f.stop = func() {
 		stop()
+		stale.ShutDown()
+		writers.Wait()
 		factory.Shutdown()
 	}
 	factory.Start(informing.Done())
