@@ -60,6 +60,7 @@ var (
 	batchMaxDuration   time.Duration
 	cpuProfile         string
 	cpuProfileDuration time.Duration
+	keep               bool
 )
 
 func main() {
@@ -69,6 +70,7 @@ func main() {
 	flag.DurationVar(&batchMaxDuration, "batch-max-duration", 0, "the controller's --batch-max-duration; its default when zero")
 	flag.StringVar(&cpuProfile, "cpu-profile", "", "latency workload: file to write a CPU profile of the controller to, taken from the first pod's creation for --cpu-profile-duration (runs it with --profiling); with several runs the file name gets -<idle>-<pods>; read it with go tool pprof")
 	flag.DurationVar(&cpuProfileDuration, "cpu-profile-duration", 30*time.Second, "how long --cpu-profile samples")
+	flag.BoolVar(&keep, "keep", false, "keep the stacks' directory, with every process's log (the controller's passes among them), and print its path")
 	flag.Parse()
 	// envtest logs through controller-runtime's logger; the harness prints only its table.
 	ctrllog.SetLogger(logr.Discard())
@@ -87,7 +89,13 @@ func run(workloadName, podCounts, idleDurations string) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
+	defer func() {
+		if keep {
+			fmt.Fprintf(os.Stderr, "the stacks' logs are in %s\n", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	}()
 	binaries, err := scaletest.Build(filepath.Join(dir, "bin"))
 	if err != nil {
 		return err
