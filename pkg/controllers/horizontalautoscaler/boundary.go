@@ -55,14 +55,17 @@ func (c *Controller) enqueueAtBoundaries(ctx context.Context, queue workqueue.Ty
 				return
 			case <-timer.C():
 			}
-			c.enqueueAll(ctx, queue, boundary)
+			// Its own goroutine: while every query slot is held by a hung query it waits, and
+			// the next boundary must still come.
+			go c.enqueueAll(ctx, queue, boundary)
 		}
 	}()
 	return nil
 }
 
 // enqueueAll enqueues every HorizontalAutoscaler for the evaluation at boundary; it returns
-// once every one is enqueued or has a query under way.
+// once every one is enqueued or has a query under way, and waits for a free boundary slot
+// before starting each query.
 func (c *Controller) enqueueAll(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request], boundary time.Time) {
 	list := &v1alpha1.HorizontalAutoscalerList{}
 	// Read only: the queries need the spec and the status's metrics, nothing is modified.
@@ -94,7 +97,17 @@ func (c *Controller) enqueueAll(ctx context.Context, queue workqueue.TypedRateLi
 			add(name, priority)
 			continue
 		}
+		// At most as many boundary queries as query slots are under way: a goroutine for each
+		// of N autoscalers would mostly wait for a slot, and their stacks would count in the
+		// controller's memory at every boundary.
+		select {
+		case c.boundarySlots <- struct{}{}:
+		case <-ctx.Done():
+			c.busy.done(name)
+			return
+		}
 		go func() {
+			defer func() { <-c.boundarySlots }()
 			defer c.busy.done(name)
 			priority := priorityUnchanged
 			if c.metricsChanged(ctx, ha, boundary) {

@@ -112,6 +112,9 @@ type Controller struct {
 	// querySlots bounds the metric queries at once, evaluations' and boundaries' together,
 	// to the number of workers.
 	querySlots chan struct{}
+	// boundarySlots bounds the boundary's goroutines, each reading one autoscaler's metrics,
+	// to the number of workers.
+	boundarySlots chan struct{}
 }
 
 // New builds the controller and its scale client over options.Mapper.
@@ -140,14 +143,15 @@ func New(options Options) (*Controller, error) {
 		return nil, fmt.Errorf("creating a discovery client, %w", err)
 	}
 	c := &Controller{
-		options:    options,
-		client:     options.Client,
-		mapper:     options.Mapper,
-		cache:      memory.NewMemCacheClient(discoveryClient),
-		recorder:   options.Recorder,
-		settled:    settledStatuses{byName: map[types.NamespacedName]settledStatus{}},
-		busy:       busySet{names: map[types.NamespacedName]int{}, evaluated: map[types.NamespacedName]bool{}},
-		querySlots: make(chan struct{}, options.Workers),
+		options:       options,
+		client:        options.Client,
+		mapper:        options.Mapper,
+		cache:         memory.NewMemCacheClient(discoveryClient),
+		recorder:      options.Recorder,
+		settled:       settledStatuses{byName: map[types.NamespacedName]settledStatus{}},
+		busy:          busySet{names: map[types.NamespacedName]int{}, evaluated: map[types.NamespacedName]bool{}},
+		querySlots:    make(chan struct{}, options.Workers),
+		boundarySlots: make(chan struct{}, options.Workers),
 	}
 	c.discovery = &discoveryRefresher{cache: c.cache, clock: options.Clock, interval: discoveryRefreshInterval}
 	c.scaleKey = scale.NewDiscoveryScaleKindResolver(c.cache)

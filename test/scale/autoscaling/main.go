@@ -340,6 +340,7 @@ type measurements struct {
 	reconcileTime, queryTime    time.Duration // mean
 	metricsBytes                int
 	heapInUse, heapIdle         float64 // bytes, at the end: the Go heap's live spans, and its free ones not yet returned to the OS
+	stackInUse, goroutines      float64 // at the end: bytes of goroutine stacks, and goroutines
 	lag, lagAfterBoundary       []time.Duration
 }
 
@@ -414,6 +415,8 @@ func sample(ctx context.Context, stack *sandbox.Stack, o options) (*measurements
 	m.metricsBytes = size
 	m.heapInUse = afterController.Sum("go_memstats_heap_inuse_bytes", nil)[""]
 	m.heapIdle = afterController.Sum("go_memstats_heap_idle_bytes", nil)[""] - afterController.Sum("go_memstats_heap_released_bytes", nil)[""]
+	m.stackInUse = afterController.Sum("go_memstats_stack_inuse_bytes", nil)[""]
+	m.goroutines = afterController.Sum("go_goroutines", nil)[""]
 	reconciles := map[string]string{"controller": "horizontalautoscaler"}
 	m.reconciles = rates(beforeController.Sum("controller_runtime_reconcile_total", reconciles), afterController.Sum("controller_runtime_reconcile_total", reconciles), seconds)[""]
 	errs := map[string]string{"controller": "horizontalautoscaler", "result": "error"}
@@ -449,6 +452,7 @@ func (m *measurements) print(o options) {
 	row("controller CPU (cores)", "%.3f", m.controllerCPU)
 	row("controller RSS, max (MiB)", "%.1f", float64(m.controllerRSSMax)/(1<<20))
 	row("controller Go heap in use / idle not released, at the end (MiB)", "%.1f / %.1f", m.heapInUse/(1<<20), m.heapIdle/(1<<20))
+	row("controller goroutine stacks (MiB) / goroutines, at the end", "%.1f / %.0f", m.stackInUse/(1<<20), m.goroutines)
 	row("kube-apiserver CPU (cores)", "%.3f", m.apiserverCPU)
 	row("HorizontalAutoscaler reconciles/s (N ÷ period)", "%.1f (%.1f)", m.reconciles, float64(o.autoscalers)/o.period.Seconds())
 	row("HorizontalAutoscaler reconcile errors/s", "%.2f", m.reconcileErrors)
