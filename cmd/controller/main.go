@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -159,7 +160,18 @@ const (
 	defaultKubeClientBurst = 300
 )
 
+// defaultGCPercent is the controller's garbage collection target when GOGC is not set: the heap
+// may grow 75 % over what is live between collections instead of Go's 100 %. With 1000
+// HorizontalAutoscalers, 1000 MetricsProducers, 5000 pods and 500 nodes that kept the resident
+// memory at 141.6 MiB instead of 152.1 for no measurable CPU (0.158 against 0.167 core;
+// docs/benchmarks.md). GOMEMLIMIT, which the manifests set to the container's memory limit,
+// still makes the collector work harder near that limit.
+const defaultGCPercent = 75
+
 func main() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 	f, err := parseFlags(flag.CommandLine, os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -145,6 +145,7 @@ func run(workloadName, podCounts, idleDurations string) error {
 				scaletest.FormatPercentile(r.toUnschedulable, 50), scaletest.FormatPercentile(r.toUnschedulable, 99),
 				scaletest.FormatPercentile(r.toLaunch, 50), scaletest.FormatPercentile(r.toLaunch, 99),
 				scaletest.FormatPercentile(r.toLaunchInOrder, 50), scaletest.FormatPercentile(r.toLaunchInOrder, 99), scaletest.FormatPercentile(r.toRunning, 50), scaletest.FormatPercentile(r.toRunning, 99))
+			fmt.Fprintf(os.Stderr, "%d pods, %s idle: nodes by instance type %v\n", pods, idleDuration, r.nodeTypes)
 		}
 	}
 	return nil
@@ -155,6 +156,7 @@ type result struct {
 	// count) and their mean planning time, "n/a" when its metrics could not be read.
 	passes                               string
 	fleetCalls, nodes                    int
+	nodeTypes                            map[string]int
 	toUnschedulable, toLaunch, toRunning []time.Duration
 	// toLaunchInOrder pairs the pods marked Unschedulable, earliest first, with the launch
 	// calls of the nodes they ran on, earliest first: the pods are identical, and which of them
@@ -333,6 +335,10 @@ func (o *observations) result(stack *sandbox.Stack) (result, error) {
 	for _, node := range nodeList.Items {
 		if node.Labels[v1alpha5.ProvisionerNameLabelKey] == provisionerName {
 			r.nodes++
+			if r.nodeTypes == nil {
+				r.nodeTypes = map[string]int{}
+			}
+			r.nodeTypes[node.Labels[corev1.LabelInstanceTypeStable]]++
 			nodeInstance[node.Name] = node.Spec.ProviderID[strings.LastIndex(node.Spec.ProviderID, "/")+1:]
 		}
 	}
