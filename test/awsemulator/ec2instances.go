@@ -379,9 +379,11 @@ type EC2Instance struct {
 	FleetID            string            `json:"fleetId,omitempty"`
 	LaunchTime         time.Time         `json:"launchTime"`
 	Tags               map[string]string `json:"tags,omitempty"`
-	// Capacity is what a kubelet on the instance reports: the type's vCPUs and memory and the
-	// EKS bootstrap's --max-pods for the VPC CNI, e.g. {cpu: "2", memory: "8192Mi", pods: "29"}.
-	Capacity map[string]string `json:"capacity,omitempty"`
+	// Capacity and Allocatable are what a kubelet on the instance reports (NodeCapacity,
+	// NodeAllocatable), e.g. {cpu: "2", memory: "7577Mi", pods: "29"} and {cpu: "1930m",
+	// memory: "6903Mi", pods: "29"}.
+	Capacity    map[string]string `json:"capacity,omitempty"`
+	Allocatable map[string]string `json:"allocatable,omitempty"`
 	// PricePerHour is what the instance costs in $/h: the type's on-demand price, or the
 	// zone's spot price for spot instances.
 	PricePerHour float64 `json:"pricePerHour"`
@@ -402,7 +404,7 @@ func (e *Emulator) EC2Instances() []EC2Instance {
 			AvailabilityZone: i.zone, CapacityType: i.capacityType, State: x.InstanceState.Name, SubnetID: i.subnetID,
 			PrivateIPAddress: x.PrivateIPAddress, PrivateDNSName: x.PrivateDNSName, ImageID: i.imageID,
 			LaunchTemplateName: i.launchTemplateName, FleetID: i.fleetID, LaunchTime: i.launched, Tags: maps.Clone(i.tags),
-			Capacity: e.NodeCapacity(i.instanceType), PricePerHour: e.price(i.instanceType, i.zone, i.capacityType),
+			Capacity: e.NodeCapacity(i.instanceType), Allocatable: e.NodeAllocatable(i.instanceType), PricePerHour: e.price(i.instanceType, i.zone, i.capacityType),
 		})
 	}
 	return out
@@ -441,21 +443,68 @@ func (e *Emulator) TerminateEC2Instances(ids []string) error {
 	return nil
 }
 
-// NodeCapacity is what a kubelet on an instance of the type reports; nil for a type the
-// catalogue does not describe.
+// NodeCapacity is what a kubelet on an instance of the type reports as its capacity: its
+// vCPUs, its memory less the hypervisor's share, and the pods the VPC CNI has addresses for;
+// nil for a type the catalogue does not describe.
 func (e *Emulator) NodeCapacity(instanceType string) map[string]string {
-	info, ok := e.catalogue.Types[instanceType]
+	shape, ok := e.nodeShape(instanceType)
 	if !ok {
 		return nil
 	}
-	// The VPC CNI gives a pod every address of every ENI but each ENI's primary one; the two
-	// host-network pods (kube-proxy, aws-node) need none.
-	pods := int64(info.MaxNetworkInterfaces)*int64(info.IPv4AddressesPerInterface-1) + 2
 	return map[string]string{
-		"cpu":    strconv.Itoa(int(info.VCPUs)),
-		"memory": strconv.FormatInt(info.MemoryMiB, 10) + "Mi",
-		"pods":   strconv.FormatInt(pods, 10),
+		"cpu":    strconv.FormatInt(shape.cpuMillis/1000, 10),
+		"memory": strconv.FormatInt(shape.memoryMiB, 10) + "Mi",
+		"pods":   strconv.FormatInt(shape.pods, 10),
 	}
+}
+
+// NodeAllocatable is what that kubelet reports allocatable, as an EKS-optimized AMI configures
+// it: the capacity less kube-reserved (CPU: 6 % of the first core, 1 % of the second, 0.5 % of
+// the third and fourth, 0.25 % of every other; memory: 255 MiB and 11 MiB per pod) and the hard
+// eviction threshold (memory.available<100Mi); nil for a type the catalogue does not describe.
+func (e *Emulator) NodeAllocatable(instanceType string) map[string]string {
+	shape, ok := e.nodeShape(instanceType)
+	if !ok {
+		return nil
+	}
+	var reservedMicroCores int64 // thousandths of a millicore, so that 0.25 % of a core stays exact
+	for core := range shape.cpuMillis / 1000 {
+		switch {
+		case core == 0:
+			reservedMicroCores += 60_000
+		case core == 1:
+			reservedMicroCores += 10_000
+		case core < 4:
+			reservedMicroCores += 5_000
+		default:
+			reservedMicroCores += 2_500
+		}
+	}
+	return map[string]string{
+		"cpu":    strconv.FormatInt(shape.cpuMillis-reservedMicroCores/1000, 10) + "m",
+		"memory": strconv.FormatInt(shape.memoryMiB-(255+11*shape.pods)-100, 10) + "Mi",
+		"pods":   strconv.FormatInt(shape.pods, 10),
+	}
+}
+
+// kubeletShape is what a kubelet reports of an instance type's capacity.
+type kubeletShape struct {
+	cpuMillis, memoryMiB, pods int64
+}
+
+func (e *Emulator) nodeShape(instanceType string) (kubeletShape, bool) {
+	info, ok := e.catalogue.Types[instanceType]
+	if !ok {
+		return kubeletShape{}, false
+	}
+	return kubeletShape{
+		cpuMillis: int64(info.VCPUs) * 1000,
+		// The hypervisor and firmware keep about 7.5 % of the nominal memory.
+		memoryMiB: info.MemoryMiB * 925 / 1000,
+		// The VPC CNI gives a pod every address of every ENI but each ENI's primary one; the
+		// two host-network pods (kube-proxy, aws-node) need none.
+		pods: int64(info.MaxNetworkInterfaces)*int64(info.IPv4AddressesPerInterface-1) + 2,
+	}, true
 }
 
 // price is an instance's price in $/h.

@@ -158,9 +158,12 @@ func TestCreateFleetLaunchesTheCheapestPoolOnce(t *testing.T) {
 	if n := len(e.EC2Instances()); n != 2 {
 		t.Errorf("%d instances after a retried request, want 2", n)
 	}
-	// m5.large: 2 vCPUs, 8 GiB, 3 ENIs of 10 addresses → 3×9+2 pods, at its on-demand price.
-	if i := e.EC2Instances()[0]; !maps.Equal(i.Capacity, map[string]string{"cpu": "2", "memory": "8192Mi", "pods": "29"}) || i.PricePerHour != 0.096 {
-		t.Errorf("admin view of an m5.large: capacity %v, $%g/h", i.Capacity, i.PricePerHour)
+	// m5.large: 2 vCPUs, 8 GiB less the hypervisor's 7.5 %, 3 ENIs of 10 addresses → 3×9+2
+	// pods; allocatable less 70m (6 % + 1 % of a core) and 255 + 11×29 + 100 MiB; at its
+	// on-demand price.
+	if i := e.EC2Instances()[0]; !maps.Equal(i.Capacity, map[string]string{"cpu": "2", "memory": "7577Mi", "pods": "29"}) ||
+		!maps.Equal(i.Allocatable, map[string]string{"cpu": "1930m", "memory": "6903Mi", "pods": "29"}) || i.PricePerHour != 0.096 {
+		t.Errorf("admin view of an m5.large: capacity %v, allocatable %v, $%g/h", i.Capacity, i.Allocatable, i.PricePerHour)
 	}
 	requests := e.FleetRequests()
 	if len(requests) != 2 || !requests[1].Replayed || requests[0].ClientToken != "token-1" || requests[0].OnDemandAllocationStrategy != "lowest-price" ||

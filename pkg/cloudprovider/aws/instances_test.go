@@ -208,6 +208,34 @@ func TestInstanceTypesHaveTheNodesCapacityAndOverhead(t *testing.T) {
 	}
 }
 
+// TestInstanceTypesAreWhatTheSandboxKubeletReports: for every type offered, the node shape the
+// provider plans with is what the emulator's kubelet (the sandbox's node joiner) reports, each
+// computed on its own, so that kube-scheduler in the sandbox finds the room the plan counted on.
+func TestInstanceTypesAreWhatTheSandboxKubeletReports(t *testing.T) {
+	e := newInstancesEnv(t, vpcSeed, 0)
+	e.refresh(t)
+	for _, it := range e.instanceTypes(t, "") {
+		allocatable := it.Allocatable()
+		for name, shape := range map[string]struct {
+			provider corev1.ResourceList
+			kubelet  map[string]string
+		}{
+			"capacity":    {it.Capacity, e.emulator.NodeCapacity(it.Name)},
+			"allocatable": {allocatable, e.emulator.NodeAllocatable(it.Name)},
+		} {
+			for _, resourceName := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
+				reported, err := resource.ParseQuantity(shape.kubelet[string(resourceName)])
+				if err != nil {
+					t.Fatalf("%s %s %s = %q, %v", it.Name, name, resourceName, shape.kubelet[string(resourceName)], err)
+				}
+				if planned := shape.provider[resourceName]; planned.Cmp(reported) != 0 {
+					t.Errorf("%s %s %s: planned %s, the kubelet reports %s", it.Name, name, resourceName, planned.String(), reported.String())
+				}
+			}
+		}
+	}
+}
+
 func TestInstanceTypesMeetTheRequirements(t *testing.T) {
 	e := newInstancesEnv(t, vpcSeed, 0)
 	e.refresh(t)

@@ -14,15 +14,16 @@ import (
 	"karpenter.sh/karpenter/pkg/test/environment"
 )
 
-// Capacities tells what a kubelet on an instance of a type reports;
-// *awsemulator.Emulator implements it.
+// Capacities tells what a kubelet on an instance of a type reports as its capacity and as
+// allocatable; *awsemulator.Emulator implements it.
 type Capacities interface {
 	NodeCapacity(instanceType string) map[string]string
+	NodeAllocatable(instanceType string) map[string]string
 }
 
 // Admission is a mutating admission webhook for the Nodes Karpenter creates (those labelled
 // karpenter.sh/provisioner-name): it adds what the instance's kubelet would report — the
-// instance type's capacity — and the annotation that hands the Node to kwok, which then
+// instance type's capacity, and allocatable less what the kubelet reserves — and the annotation that hands the Node to kwok, which then
 // reports it Ready and runs its pods. It must happen as the Node is created: kwok v0.7.0 only
 // takes a Node it sees created (it holds the Node's Lease from then on), never one annotated
 // later. So the Node is Ready about a second after its creation, not after the instance's boot.
@@ -57,11 +58,19 @@ func admit(capacities Capacities, raw []byte) admission.Response {
 	if node.Labels[v1alpha5.ProvisionerNameLabelKey] == "" {
 		return admission.Allowed("not launched by a Provisioner")
 	}
-	capacity, err := resources(node.Name, capacities.NodeCapacity(node.Labels[corev1.LabelInstanceTypeStable]))
+	instanceType := node.Labels[corev1.LabelInstanceTypeStable]
+	capacity, err := resources(node.Name, capacities.NodeCapacity(instanceType))
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	allocatable, err := resources(node.Name, capacities.NodeAllocatable(instanceType))
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	node.Status = environment.KwokNode(node.Name, node.Labels, capacity).Status
+	if len(allocatable) > 0 {
+		node.Status.Allocatable = allocatable
+	}
 	if node.Annotations == nil {
 		node.Annotations = map[string]string{}
 	}

@@ -109,12 +109,20 @@ func TestSyncRegistersInServiceAndRemovesGoneInstances(t *testing.T) {
 	}
 }
 
-type capacities map[string]map[string]string
+// capacities are each instance type's capacity and allocatable.
+type capacities map[string][2]map[string]string
 
-func (c capacities) NodeCapacity(instanceType string) map[string]string { return c[instanceType] }
+func (c capacities) NodeCapacity(instanceType string) map[string]string { return c[instanceType][0] }
+
+func (c capacities) NodeAllocatable(instanceType string) map[string]string {
+	return c[instanceType][1]
+}
 
 func TestAdmissionCompletesTheNodesKarpenterCreates(t *testing.T) {
-	handler := Admission(capacities{"m5.large": {"cpu": "2", "memory": "8192Mi", "pods": "29"}})
+	handler := Admission(capacities{"m5.large": {
+		{"cpu": "2", "memory": "7577Mi", "pods": "29"},
+		{"cpu": "1930m", "memory": "6903Mi", "pods": "29"},
+	}})
 	review := func(node *corev1.Node) *admissionv1.AdmissionResponse {
 		t.Helper()
 		raw, err := json.Marshal(node)
@@ -144,7 +152,8 @@ func TestAdmissionCompletesTheNodesKarpenterCreates(t *testing.T) {
 	response := review(launched)
 	patch := string(response.Patch)
 	if !response.Allowed || !strings.Contains(patch, "/metadata/annotations") || !strings.Contains(patch, environment.KwokNodeAnnotationValue) ||
-		!strings.Contains(patch, `"pods":"29"`) || !strings.Contains(patch, `"memory":"8Gi"`) {
+		!strings.Contains(patch, `"/status/capacity","value":{"cpu":"2","memory":"7577Mi","pods":"29"}`) ||
+		!strings.Contains(patch, `"/status/allocatable","value":{"cpu":"1930m","memory":"6903Mi","pods":"29"}`) {
 		t.Errorf("a launched node's patch = %s (allowed %t)", patch, response.Allowed)
 	}
 	if other := review(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "other"}}); !other.Allowed || len(other.Patch) != 0 {
