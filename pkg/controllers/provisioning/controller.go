@@ -313,7 +313,11 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	plan := snapshot.Plan(provisioners)
 	results := plan.Results
 	if len(plan.Pending) > 0 {
-		schedulingDuration.Observe(c.clock.Since(start).Seconds())
+		planned := c.clock.Since(start)
+		schedulingDuration.Observe(planned.Seconds())
+		log.FromContext(ctx).WithName(Name).Info("planned pending pods", "pending", len(plan.Pending), "newNodes", len(results.NewNodes),
+			"ontoExistingOrLaunchingNodes", len(results.Bindings), "unschedulable", len(results.Unschedulable), "awaitingLaunches", len(awaited),
+			"duration", planned.Round(time.Millisecond))
 		if err := c.nominate(ctx, append(renominations, plannedOntoNodes(results, launching)...)); err != nil {
 			log.FromContext(ctx).WithName(Name).Error(err, "nominating pods to the nodes planned for them")
 			retry = true
