@@ -2,7 +2,6 @@ package provisioning
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -15,6 +14,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/nodes"
 )
 
 // A batch's nodes are created with the launching taint and released together once the last
@@ -42,26 +42,6 @@ func dependsOnDomains(pod *corev1.Pod) bool {
 
 func isLaunchingTaint(t corev1.Taint) bool { return t.Key == v1alpha5.LaunchingTaintKey }
 
-// releasePatch is the JSON patch that removes the launching taint from the node as read, or
-// nil when it has none. Its test operation makes it fail, rather than remove another taint,
-// when the taints changed since (the readiness controller removing not-ready), so it is
-// built again from a fresh read.
-func releasePatch(node *corev1.Node) ([]byte, error) {
-	i := slices.IndexFunc(node.Spec.Taints, isLaunchingTaint)
-	if i < 0 {
-		return nil, nil
-	}
-	path := fmt.Sprintf("/spec/taints/%d", i)
-	patch, err := json.Marshal([]map[string]any{
-		{"op": "test", "path": path, "value": node.Spec.Taints[i]},
-		{"op": "remove", "path": path},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("building the patch, %w", err)
-	}
-	return patch, nil
-}
-
 // release removes the launching taint from the nodes, at most launchLimit at once. Each is
 // given as created or last read; a patch that finds the taints changed reads the node again.
 func (c *Controller) release(ctx context.Context, held []*corev1.Node) error {
@@ -71,7 +51,7 @@ func (c *Controller) release(ctx context.Context, held []*corev1.Node) error {
 		group.Go(func() error {
 			current := node
 			err := retry.OnError(retry.DefaultBackoff, func(err error) bool { return !apierrors.IsNotFound(err) }, func() error {
-				patch, err := releasePatch(current)
+				patch, err := nodes.RemoveTaintPatch(current, v1alpha5.LaunchingTaintKey)
 				if err != nil || patch == nil {
 					return err
 				}

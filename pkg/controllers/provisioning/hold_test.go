@@ -16,28 +16,6 @@ import (
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
-func TestReleasePatch(t *testing.T) {
-	dedicated := corev1.Taint{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}
-	for _, tc := range []struct {
-		name   string
-		taints []corev1.Taint
-		want   string
-	}{
-		{name: "not held", taints: []corev1.Taint{dedicated, notReady}, want: ""},
-		{name: "held after the provisioner's and not-ready", taints: []corev1.Taint{dedicated, notReady, launchingTaint},
-			want: `[{"op":"test","path":"/spec/taints/2","value":{"key":"karpenter.sh/launching","effect":"NoSchedule"}},{"op":"remove","path":"/spec/taints/2"}]`},
-		{name: "held alone, not-ready already lifted", taints: []corev1.Taint{launchingTaint},
-			want: `[{"op":"test","path":"/spec/taints/0","value":{"key":"karpenter.sh/launching","effect":"NoSchedule"}},{"op":"remove","path":"/spec/taints/0"}]`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			patch, err := releasePatch(builders.Node(builders.NodeOptions{Taints: tc.taints}))
-			if err != nil || string(patch) != tc.want {
-				t.Errorf("patch %s, %v; want %s", patch, err, tc.want)
-			}
-		})
-	}
-}
-
 // TestBatchNodesOpenTogether: every Node of a batch is created held and released only after
 // the batch's last launch, so kube-scheduler binds no pod before it sees every planned node.
 func TestBatchNodesOpenTogether(t *testing.T) {

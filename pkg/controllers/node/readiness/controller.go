@@ -5,14 +5,11 @@ package readiness
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -123,13 +120,13 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 	action, recheck := Decide(node, c.clock.Now(), c.timeout)
 	switch action {
 	case RemoveTaint:
-		patch, err := openPatch(node)
+		patch, err := nodes.RemoveTaintPatch(node, v1alpha5.NotReadyTaintKey)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
 		if err := c.client.Patch(ctx, node, client.RawPatch(types.JSONPatchType, patch)); err != nil {
-			if changedSinceRead(err) {
-				// A taint changed since the node was read (as kube-controller-manager's node
+			if nodes.ChangedSinceRead(err) {
+				// The taints moved since the node was read (as kube-controller-manager's node
 				// lifecycle lifts its own not-ready taint): read it again, as after a conflict.
 				log.FromContext(ctx).V(1).Info("taints changed since the node was read; reading it again")
 				return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // SA1019: the rate-limited backoff is the intent.
@@ -152,33 +149,6 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 		}
 	}
 	return reconcile.Result{}, nil
-}
-
-// openPatch is the JSON patch that removes the not-ready taint from the taints as read. Its test
-// makes it fail, rather than drop a taint someone added since the node was read; unlike a
-// resourceVersion lock, it does not fail at every status update of the kubelet (kwok's failed 82
-// of 284 openings at 500 pods, each retry a node kept closed a little longer).
-func openPatch(node *corev1.Node) ([]byte, error) {
-	patch, err := json.Marshal([]map[string]any{
-		{"op": "test", "path": "/spec/taints", "value": node.Spec.Taints},
-		{"op": "replace", "path": "/spec/taints", "value": slices.DeleteFunc(slices.Clone(node.Spec.Taints), isNotReadyTaint)},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("building the patch removing the %s taint, %w", v1alpha5.NotReadyTaintKey, err)
-	}
-	return patch, nil
-}
-
-// changedSinceRead tells the API server's refusal to apply a JSON patch to the object as it is
-// now (422 naming neither the object nor a field), as when a test of the patch failed; the
-// validation of a patched object names both.
-func changedSinceRead(err error) bool {
-	var status apierrors.APIStatus
-	if !apierrors.IsInvalid(err) || !errors.As(err, &status) {
-		return false
-	}
-	details := status.Status().Details
-	return details == nil || (details.Kind == "" && details.Name == "" && len(details.Causes) == 0)
 }
 
 func hasNotReadyTaint(node *corev1.Node) bool {

@@ -19,12 +19,13 @@ import (
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
-// TestOpenFailsOnlyWhenTheTaintsChanged: removing the not-ready taint of a node read earlier
-// applies over the kubelet's status updates since, and fails when a taint was added since, so
-// that the node is read again and the new taint kept.
-func TestOpenFailsOnlyWhenTheTaintsChanged(t *testing.T) {
+// TestOpenFailsOnlyWhenTheTaintMoved: removing the not-ready taint of a node read earlier
+// applies over the kubelet's status updates and taints added after it since, and fails when the
+// taints before it changed, so that the node is read again and every other taint kept.
+func TestOpenFailsOnlyWhenTheTaintMoved(t *testing.T) {
 	notReady := corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule}
 	team := corev1.Taint{Key: "team", Effect: corev1.TaintEffectNoSchedule}
+	drain := corev1.Taint{Key: "drain", Effect: corev1.TaintEffectNoExecute}
 	read := builders.Node(builders.NodeOptions{Name: "launched", Ready: corev1.ConditionTrue,
 		Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "default"},
 		Taints: []corev1.Taint{team, notReady}})
@@ -38,9 +39,10 @@ func TestOpenFailsOnlyWhenTheTaintsChanged(t *testing.T) {
 		{name: "a status update", change: func(n *corev1.Node) { n.Status.Conditions[0].Message = "kubelet is posting ready status" },
 			want: []corev1.Taint{team}},
 		{name: "a label added", change: func(n *corev1.Node) { n.Labels["team"] = "a" }, want: []corev1.Taint{team}},
-		{name: "a taint added", change: func(n *corev1.Node) {
-			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "drain", Effect: corev1.TaintEffectNoExecute})
-		}, fails: true, want: []corev1.Taint{team, notReady, {Key: "drain", Effect: corev1.TaintEffectNoExecute}}},
+		{name: "a taint added after it", change: func(n *corev1.Node) { n.Spec.Taints = append(n.Spec.Taints, drain) },
+			want: []corev1.Taint{team, drain}},
+		{name: "a taint inserted before it", change: func(n *corev1.Node) { n.Spec.Taints = append([]corev1.Taint{drain}, n.Spec.Taints...) },
+			fails: true, want: []corev1.Taint{drain, team, notReady}},
 		{name: "a taint removed", change: func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{notReady} },
 			fails: true, want: []corev1.Taint{notReady}},
 	} {
