@@ -256,8 +256,11 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 func (s *scheduler) narrowCandidates(n *node, out *narrowing, used resources, typeKeys bool) bool {
 	out.zones = s.zones.mask(out.requirements[corev1.LabelTopologyZone])
 	out.capacityTypes = s.capacityTypes.mask(out.requirements[v1alpha5.CapacityTypeLabelKey])
+	if !typeKeys {
+		return s.narrowOfferings(n, out, used)
+	}
 	for _, t := range n.candidates[n.first:] {
-		if !within(t.alloc, used) || (typeKeys && !n.prov.compatibleType(t, out.requirements)) {
+		if !within(t.alloc, used) || !n.prov.compatibleType(t, out.requirements) {
 			continue
 		}
 		price := t.price(out.zones, out.capacityTypes)
@@ -271,13 +274,85 @@ func (s *scheduler) narrowCandidates(n *node, out *narrowing, used resources, ty
 		return false
 	}
 	sort.Sort(byPrice{out})
-	out.maxAlloc = maxAllocatable(out.candidates)
-	var reachable uint64
-	for _, t := range out.candidates {
-		reachable |= t.zones(out.capacityTypes)
-	}
-	out.zones &= reachable
+	out.maxAlloc, out.zones = maxAllocatable(out.candidates), out.zones&reachableZones(out.candidates, out.capacityTypes)
 	return true
+}
+
+// narrowOfferings is narrowCandidates where only the zones and capacity types narrowed, the
+// common case (a spread or affinity pinning a zone). Pods of one shape narrow the same lists to
+// the same masks again and again, so the narrowed list is kept per source list and masks, and
+// shared by the nodes it holds (lists are never written once built).
+func (s *scheduler) narrowOfferings(n *node, out *narrowing, used resources) bool {
+	key := narrowedKey{source: &n.candidates[0], length: len(n.candidates), zones: out.zones, capacityTypes: out.capacityTypes}
+	list, ok := s.narrowed[key]
+	if !ok {
+		list = &narrowedList{}
+		for _, t := range n.candidates {
+			if price := t.price(out.zones, out.capacityTypes); !math.IsInf(price, 1) {
+				list.candidates = append(list.candidates, t)
+				list.prices = append(list.prices, price)
+			}
+		}
+		sort.Sort(byPrice{&narrowing{candidates: list.candidates, prices: list.prices}})
+		s.narrowed[key] = list
+	}
+	first := slices.IndexFunc(list.candidates, func(t *instanceType) bool { return within(t.alloc, used) })
+	if first < 0 {
+		return false
+	}
+	suffix := list.candidates[first:]
+	if slices.IndexFunc(suffix, func(t *instanceType) bool { return !within(t.alloc, used) }) >= 0 {
+		// Some larger type still lacks room in one resource: a list of this node's own.
+		for i, t := range suffix {
+			if within(t.alloc, used) {
+				out.candidates = append(out.candidates, t)
+				out.prices = append(out.prices, list.prices[first+i])
+			}
+		}
+		out.maxAlloc, out.zones = maxAllocatable(out.candidates), out.zones&reachableZones(out.candidates, out.capacityTypes)
+		return true
+	}
+	out.candidates, out.prices = suffix, list.prices[first:]
+	if list.suffixes == nil {
+		list.suffixes = map[int]suffixBounds{}
+	}
+	bounds, ok := list.suffixes[first]
+	if !ok {
+		bounds = suffixBounds{maxAlloc: maxAllocatable(suffix), zones: reachableZones(suffix, out.capacityTypes)}
+		list.suffixes[first] = bounds
+	}
+	out.maxAlloc, out.zones = bounds.maxAlloc, out.zones&bounds.zones
+	return true
+}
+
+// narrowedKey names a candidate list, by the address of its first element and its length,
+// narrowed to zone and capacity type masks.
+type narrowedKey struct {
+	source               **instanceType
+	length               int
+	zones, capacityTypes uint64
+}
+
+// narrowedList is a candidate list narrowed to masks: the types with an available offering,
+// cheapest first, and, per first type that fits, the bounds of the types from there on.
+type narrowedList struct {
+	candidates []*instanceType
+	prices     []float64
+	suffixes   map[int]suffixBounds
+}
+
+type suffixBounds struct {
+	maxAlloc resources
+	zones    uint64
+}
+
+// reachableZones are the zones where one of the types has an offering of the capacity types.
+func reachableZones(types []*instanceType, capacityTypes uint64) uint64 {
+	var reachable uint64
+	for _, t := range types {
+		reachable |= t.zones(capacityTypes)
+	}
+	return reachable
 }
 
 type byPrice struct{ n *narrowing }

@@ -41,6 +41,8 @@ type scheduler struct {
 	// domainCache caches, by rendered requirements and what else decides a group's domains,
 	// the domains a pod with those requirements could be in.
 	domainCache map[domainsCacheKey]domainSet
+	// narrowed holds candidate lists narrowed to zone and capacity type masks.
+	narrowed map[narrowedKey]*narrowedList
 }
 
 type provisioner struct {
@@ -86,6 +88,7 @@ func pack(in Input) *scheduler {
 		results:       &Results{},
 		keyIndex:      map[string]*topologyKey{},
 		domainCache:   map[domainsCacheKey]domainSet{},
+		narrowed:      map[narrowedKey]*narrowedList{},
 		room:          newRoomIndex(),
 	}
 	s.volumes = newVolumeIndex(in)
