@@ -6,12 +6,14 @@ package scheduling
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/scheduling"
 )
 
@@ -513,8 +515,10 @@ func (prov *provisioner) withinLimits(old, new *instanceType) bool {
 }
 
 // finish renders the new nodes, dropping instance types that would break a provisioner's limits
-// if the cloud launched them instead of the cheapest.
+// if the cloud launched them instead of the cheapest. Nodes whose every candidate from the
+// cheapest on fits, under no limits, share the rendered list of their candidates.
 func (s *scheduler) finish() {
+	rendered := map[**instanceType][]*cloudprovider.InstanceType{}
 	for _, n := range s.nodes[s.existing:] {
 		out := &NewNode{
 			Hostname:     n.hostname,
@@ -524,11 +528,26 @@ func (s *scheduler) finish() {
 			Price:        n.prices[n.first],
 			Pods:         n.pods,
 		}
-		for _, t := range n.candidates[n.first:] {
-			if !within(t.alloc, n.used) || (t != n.cheapest && !n.prov.withinLimits(n.cheapest, t)) {
-				continue
+		candidates := n.candidates[n.first:]
+		if n.prov.remaining == nil && !slices.ContainsFunc(candidates, func(t *instanceType) bool { return !within(t.alloc, n.used) }) {
+			// The lists are never written once built: a suffix's first element names it.
+			list, ok := rendered[&candidates[0]]
+			if !ok {
+				list = make([]*cloudprovider.InstanceType, len(candidates))
+				for i, t := range candidates {
+					list[i] = t.it
+				}
+				rendered[&candidates[0]] = list
 			}
-			out.InstanceTypes = append(out.InstanceTypes, t.it)
+			out.InstanceTypes = list
+		} else {
+			out.InstanceTypes = make([]*cloudprovider.InstanceType, 0, len(candidates))
+			for _, t := range candidates {
+				if !within(t.alloc, n.used) || (t != n.cheapest && !n.prov.withinLimits(n.cheapest, t)) {
+					continue
+				}
+				out.InstanceTypes = append(out.InstanceTypes, t.it)
+			}
 		}
 		s.results.NewNodes = append(s.results.NewNodes, out)
 	}

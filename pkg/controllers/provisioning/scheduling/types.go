@@ -60,7 +60,7 @@ type NewNode struct {
 	Requirements []corev1.NodeSelectorRequirement
 	Taints       []corev1.Taint
 	// InstanceTypes may each launch the node, cheapest first; all fit the pods and meet the
-	// requirements in at least one available offering.
+	// requirements in at least one available offering. Nodes may share the list: read it only.
 	InstanceTypes []*cloudprovider.InstanceType
 	// Price is the hourly price of the cheapest offering the node may launch as.
 	Price float64
