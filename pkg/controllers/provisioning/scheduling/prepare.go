@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
@@ -112,7 +113,7 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 	}
 	sort.SliceStable(s.provisioners, func(i, j int) bool { return s.provisioners[i].name < s.provisioners[j].name })
 
-	s.topology = &topologyGroups{bySignature: map[string]*topologyGroup{}, key: s.topologyKey}
+	s.topology = &topologyGroups{bySignature: map[string]*topologyGroup{}, selectors: map[string]labels.Selector{}, key: s.topologyKey}
 	pending := make([]*podInfo, 0, len(in.Pods))
 	for _, pod := range in.Pods {
 		pending = append(pending, s.newPodInfo(pod, requests[pod]))

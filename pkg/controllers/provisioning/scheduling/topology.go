@@ -2,8 +2,10 @@ package scheduling
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,6 +91,9 @@ type ownedTerm struct {
 type topologyGroups struct {
 	bySignature map[string]*topologyGroup
 	all         []*topologyGroup
+	// selectors are the label selectors parsed so far, by selectorKey: the pods of one
+	// workload carry the same selectors, and parsing validates every key and value again.
+	selectors map[string]labels.Selector
 	// key resolves a topology key other than the hostname.
 	key func(name string) *topologyKey
 }
@@ -108,9 +113,50 @@ func (t *topologyGroups) intern(g *topologyGroup, keyName, signature string) *to
 	return g
 }
 
+// selector is metav1.LabelSelectorAsSelector, parsed once per distinct selector.
+func (t *topologyGroups) selector(ls *metav1.LabelSelector) (labels.Selector, error) {
+	key := selectorKey(ls)
+	if selector, ok := t.selectors[key]; ok {
+		return selector, nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return nil, err
+	}
+	t.selectors[key] = selector
+	return selector, nil
+}
+
+// selectorKey renders a label selector so that equal selectors render alike; nil and empty
+// ones, which select nothing and everything, differ.
+func selectorKey(ls *metav1.LabelSelector) string {
+	if ls == nil {
+		return "nil"
+	}
+	var b strings.Builder
+	b.WriteString("{")
+	for _, k := range slices.Sorted(maps.Keys(ls.MatchLabels)) {
+		b.WriteString(strconv.Quote(k))
+		b.WriteString("=")
+		b.WriteString(strconv.Quote(ls.MatchLabels[k]))
+		b.WriteString(",")
+	}
+	b.WriteString("}")
+	for _, e := range ls.MatchExpressions {
+		b.WriteString(strconv.Quote(e.Key))
+		b.WriteString(string(e.Operator))
+		for _, v := range e.Values {
+			b.WriteString(strconv.Quote(v))
+			b.WriteString(",")
+		}
+		b.WriteString(";")
+	}
+	return b.String()
+}
+
 // spreadSelector is the constraint's selector with matchLabelKeys resolved against the pod.
-func spreadSelector(pod *corev1.Pod, c *corev1.TopologySpreadConstraint) (labels.Selector, error) {
-	selector, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+func (t *topologyGroups) spreadSelector(pod *corev1.Pod, c *corev1.TopologySpreadConstraint) (labels.Selector, error) {
+	selector, err := t.selector(c.LabelSelector)
 	if err != nil {
 		return nil, fmt.Errorf("topology spread label selector, %w", err)
 	}
@@ -132,7 +178,7 @@ func spreadSelector(pod *corev1.Pod, c *corev1.TopologySpreadConstraint) (labels
 }
 
 func (t *topologyGroups) addSpread(pod *corev1.Pod, c *corev1.TopologySpreadConstraint, eligibility scheduling.Requirements) (ownedTerm, error) {
-	selector, err := spreadSelector(pod, c)
+	selector, err := t.spreadSelector(pod, c)
 	if err != nil {
 		return ownedTerm{}, err
 	}
@@ -175,7 +221,7 @@ func (t *topologyGroups) addAffinityTerm(pod *corev1.Pod, term *corev1.PodAffini
 	if term.TopologyKey == "" {
 		return ownedTerm{}, fmt.Errorf("pod affinity term without a topology key")
 	}
-	selector, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+	selector, err := t.selector(term.LabelSelector)
 	if err != nil {
 		return ownedTerm{}, fmt.Errorf("pod affinity label selector, %w", err)
 	}
