@@ -283,6 +283,9 @@ func (s *scheduler) narrowCandidates(n *node, out *narrowing, used resources, ty
 // the same masks again and again, so the narrowed list is kept per source list and masks, and
 // shared by the nodes it holds (lists are never written once built).
 func (s *scheduler) narrowOfferings(n *node, out *narrowing, used resources) bool {
+	if len(n.candidates) == 0 {
+		return false
+	}
 	key := narrowedKey{source: &n.candidates[0], length: len(n.candidates), zones: out.zones, capacityTypes: out.capacityTypes}
 	list, ok := s.narrowed[key]
 	if !ok {

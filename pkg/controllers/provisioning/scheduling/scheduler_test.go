@@ -425,3 +425,22 @@ func TestCheckerCatchesViolations(t *testing.T) {
 		t.Error("lost pod not caught")
 	}
 }
+
+// TestProvisionerWithoutInstanceTypes: a provisioner none of whose instance types is compatible
+// (or whose list is not read yet) takes no pod, with a reason, whatever the pod's terms narrow.
+func TestProvisionerWithoutInstanceTypes(t *testing.T) {
+	empty := provisioner(builders.ProvisionerOptions{})
+	empty.InstanceTypes = nil
+	spread := builders.Pod(builders.PodOptions{Requests: requests("1", "1Gi"), Labels: map[string]string{"app": "a"},
+		TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, map[string]string{"app": "a"})}})
+	pinned := builders.Pod(builders.PodOptions{Requests: requests("1", "1Gi"), NodeRequirements: []corev1.NodeSelectorRequirement{builders.In(corev1.LabelTopologyZone, "zone-2")}})
+	r := scheduling.Schedule(scheduling.Input{Pods: []*corev1.Pod{spread, pinned}, Provisioners: []scheduling.Provisioner{empty}})
+	if len(r.NewNodes) != 0 || len(r.Unschedulable) != 2 {
+		t.Fatalf("%d new nodes, %d pods refused; want none and both", len(r.NewNodes), len(r.Unschedulable))
+	}
+	for _, e := range r.Unschedulable {
+		if e.Reason == "" {
+			t.Errorf("pod %s refused without a reason", e.Pod.Name)
+		}
+	}
+}
