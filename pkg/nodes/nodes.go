@@ -56,3 +56,10 @@ func HasConditionTaint(node *corev1.Node) bool {
 	}
 	return false
 }
+
+// AwaitsItsPods is true for a node the pods nominated to it wait for: still launching, or
+// Ready by its kubelet while the node lifecycle controller has yet to lift its not-ready taint.
+// kube-scheduler fits nothing there yet; a node that was Ready and is not any more is not one.
+func AwaitsItsPods(node *corev1.Node) bool {
+	return IsLaunching(node) || (IsReady(node) && HasConditionTaint(node))
+}

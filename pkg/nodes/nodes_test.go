@@ -87,3 +87,25 @@ func TestHasConditionTaint(t *testing.T) {
 		}
 	}
 }
+
+func TestAwaitsItsPods(t *testing.T) {
+	notReady := corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule}
+	lifecycle := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
+	for _, tc := range []struct {
+		name   string
+		ready  corev1.ConditionStatus
+		taints []corev1.Taint
+		want   bool
+	}{
+		{"launching", corev1.ConditionUnknown, []corev1.Taint{notReady}, true},
+		{"ready, lifecycle taint not lifted yet", corev1.ConditionTrue, []corev1.Taint{lifecycle}, true},
+		{"ready and open", corev1.ConditionTrue, nil, false},
+		{"failed since", corev1.ConditionFalse, []corev1.Taint{lifecycle}, false},
+		{"never reported", corev1.ConditionUnknown, []corev1.Taint{lifecycle}, false},
+	} {
+		node := &corev1.Node{Spec: corev1.NodeSpec{Taints: tc.taints}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: tc.ready}}}}
+		if got := AwaitsItsPods(node); got != tc.want {
+			t.Errorf("%s: AwaitsItsPods = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -29,6 +29,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -157,9 +158,15 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 			pod, ok := o.(*corev1.Pod)
 			return ok && pods.IsProvisionable(pod)
 		}))).
-		Complete(reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
-			c.batcher.add(req.String())
-			return reconcile.Result{}, nil
+		// Renominations are one status patch each, as many at once as kube-scheduler clears
+		// when a node turns Ready.
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.launchLimit}).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			renominated, err := c.renominate(ctx, req.NamespacedName)
+			if !renominated {
+				c.batcher.add(req.String())
+			}
+			return reconcile.Result{}, err
 		}))
 	if err != nil {
 		return fmt.Errorf("watching pods, %w", err)
@@ -297,7 +304,7 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 		retry = true
 	}
 	launching := snapshot.LaunchingNodes()
-	renominations := c.renominations(snapshot, launching)
+	renominations := c.renominations(snapshot)
 	var provisioners []scheduling.Provisioner
 	for _, name := range sortedNames(plans) {
 		p := plans[name]

@@ -11,8 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
 )
 
@@ -29,9 +31,11 @@ import (
 // finds no victim and clears the nomination, which makes the pod pending again. The next
 // pass nominates it again to the same node while that node is still launching
 // (renominations), and plans it anew otherwise (see Snapshot.pending for pods whose
-// nominated node is gone). The cost is that a pod tried while its node is still launching (a
-// node turning Ready has kube-scheduler try every pending pod that tolerates it) has no
-// nomination until that pass, and may be placed elsewhere meanwhile.
+// nominated node is gone). A pod tried while its node is still launching (a node turning
+// Ready has kube-scheduler try every pending pod that tolerates it) loses its nomination; it
+// is nominated again as soon as the pod watch sees that (renominate), not a batch window
+// later: without a nomination its room is anyone's, and a node of the batch turning Ready
+// meanwhile took it for another pod (plan ≠ reality, a second launch).
 
 // nomination is a pod and the node planned for it.
 type nomination struct {
@@ -132,14 +136,52 @@ func nominationLapsed(pod *corev1.Pod, standing sets.Set[string]) bool {
 	return pods.IsProvisionable(&unnominated)
 }
 
+// renominate nominates the pod again, at once, to the node it was last nominated to, when
+// kube-scheduler took the nomination (it tried the pod before its node was Ready) and that node
+// still awaits its pods (launching, or its not-ready taints not all lifted yet) and is
+// standing; true when it did. Otherwise the pod is left to the next
+// pass, as any pending pod.
+func (c *Controller) renominate(ctx context.Context, key types.NamespacedName) (bool, error) {
+	pod := &corev1.Pod{}
+	if err := c.client.Get(ctx, key, pod); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if !pods.IsProvisionable(pod) {
+		return false, nil
+	}
+	c.nominatedMu.Lock()
+	name, ok := c.nominated[pod.UID]
+	c.nominatedMu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	node := &corev1.Node{}
+	if err := c.client.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if node.DeletionTimestamp != nil || !nodes.AwaitsItsPods(node) {
+		return false, nil
+	}
+	if err := c.nominate(ctx, []nomination{{pod: pod, node: name}}); err != nil {
+		return false, err
+	}
+	log.FromContext(ctx).V(1).Info("nominated the pod again to its launching node", "node", name)
+	return true, nil
+}
+
 // renominations are the pods to nominate again to the node they were nominated to: those
-// kube-scheduler took the nomination from (it tried them before their node was Ready) while
-// that node is still launching (among launching, the pass's LaunchingNodes) and standing. The
-// snapshot counts each on its node again, so the pass does not plan them anew: a plan made again for such pods alone may give the room of a pod
-// confined to few instance types to one that fits anywhere, and launch a node for the first.
-// Pods bound or gone are forgotten.
-func (c *Controller) renominations(snapshot *Snapshot, launching map[string]string) []nomination {
-	standing := snapshot.StandingNodes()
+// kube-scheduler took the nomination from (it tried them before their node was Ready) and that
+// renominate has not yet, while that node still awaits its pods and is standing. The snapshot
+// counts each on its node again, so the pass does not plan them anew: a plan made again for
+// such pods alone may give the room of a pod confined to few instance types to one that fits
+// anywhere, and launch a node for the first. Pods bound or gone are forgotten.
+func (c *Controller) renominations(snapshot *Snapshot) []nomination {
+	awaiting := sets.New[string]()
+	for i := range snapshot.Nodes {
+		if node := &snapshot.Nodes[i]; node.DeletionTimestamp == nil && nodes.AwaitsItsPods(node) {
+			awaiting.Insert(node.Name)
+		}
+	}
 	c.nominatedMu.Lock()
 	defer c.nominatedMu.Unlock()
 	waiting := sets.New[types.UID]()
@@ -151,7 +193,7 @@ func (c *Controller) renominations(snapshot *Snapshot, launching map[string]stri
 			continue
 		}
 		waiting.Insert(pod.UID)
-		if _, ok := launching[node]; ok && standing.Has(node) && pods.IsProvisionable(pod) {
+		if awaiting.Has(node) && pods.IsProvisionable(pod) {
 			out = append(out, nomination{pod: pod.DeepCopy(), node: node})
 			pod.Status.NominatedNodeName = node
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -180,7 +181,7 @@ func TestRenominations(t *testing.T) {
 			pod("never-nominated", builders.PodOptions{Unschedulable: true}),
 		},
 	}
-	got := c.renominations(snapshot, snapshot.LaunchingNodes())
+	got := c.renominations(snapshot)
 	if len(got) != 1 || got[0].pod.Name != "cleared" || got[0].node != "launching" || got[0].pod.Status.NominatedNodeName != "" {
 		t.Errorf("renominations %v, want cleared to launching (as read, not nominated)", got)
 	}
@@ -193,5 +194,59 @@ func TestRenominations(t *testing.T) {
 	}
 	if want := map[types.UID]string{"cleared": "launching", "cleared-open": "open", "still-nominated": "launching"}; !maps.Equal(c.nominated, want) {
 		t.Errorf("remembered %v, want %v", c.nominated, want)
+	}
+}
+
+// TestRenominate: a pod kube-scheduler took the nomination from is nominated again at once to
+// the node it was last nominated to while that node is launching; otherwise it is left to the
+// next pass.
+func TestRenominate(t *testing.T) {
+	launching := builders.Node(builders.NodeOptions{Name: "launching", Taints: []corev1.Taint{notReady}})
+	open := builders.Node(builders.NodeOptions{Name: "open", Ready: corev1.ConditionTrue})
+	lifecycleTaint := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
+	turningReady := builders.Node(builders.NodeOptions{Name: "turning-ready", Ready: corev1.ConditionTrue, Taints: []corev1.Taint{lifecycleTaint}})
+	failed := builders.Node(builders.NodeOptions{Name: "failed", Ready: corev1.ConditionFalse, Taints: []corev1.Taint{lifecycleTaint}})
+	deleting := builders.Node(builders.NodeOptions{Name: "deleting", Taints: []corev1.Taint{notReady}})
+	deleting.Finalizers = []string{v1alpha5.TerminationFinalizer}
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	pod := func(name string) *corev1.Pod {
+		p := builders.Pod(builders.PodOptions{Name: name, Unschedulable: true})
+		p.UID = types.UID(name)
+		return p
+	}
+	stillNominated := pod("still-nominated")
+	stillNominated.Status.NominatedNodeName = "launching"
+	for _, tc := range []struct {
+		pod         *corev1.Pod
+		remembered  string
+		renominated bool
+		nominatedTo string
+	}{
+		{pod: pod("cleared"), remembered: "launching", renominated: true, nominatedTo: "launching"},
+		{pod: pod("node-turning-ready"), remembered: "turning-ready", renominated: true, nominatedTo: "turning-ready"},
+		{pod: pod("node-ready"), remembered: "open"},
+		{pod: pod("node-failed"), remembered: "failed"},
+		{pod: pod("node-gone"), remembered: "gone"},
+		{pod: pod("node-deleting"), remembered: "deleting"},
+		{pod: pod("never-nominated")},
+		{pod: stillNominated, remembered: "launching", nominatedTo: "launching"},
+	} {
+		t.Run(tc.pod.Name, func(t *testing.T) {
+			c, _, kube := launcher(t, interceptor.Funcs{}, launching.DeepCopy(), open.DeepCopy(), turningReady.DeepCopy(), failed.DeepCopy(), deleting.DeepCopy(), tc.pod.DeepCopy())
+			if tc.remembered != "" {
+				c.nominated[tc.pod.UID] = tc.remembered
+			}
+			renominated, err := c.renominate(context.Background(), client.ObjectKeyFromObject(tc.pod))
+			if err != nil || renominated != tc.renominated {
+				t.Fatalf("renominated %t, %v; want %t", renominated, err, tc.renominated)
+			}
+			got := &corev1.Pod{}
+			if err := kube.Get(context.Background(), client.ObjectKeyFromObject(tc.pod), got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.NominatedNodeName != tc.nominatedTo {
+				t.Errorf("nominated to %q, want %q", got.Status.NominatedNodeName, tc.nominatedTo)
+			}
+		})
 	}
 }
