@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,6 +75,7 @@ func TestAllocator(t *testing.T) {
 	t.Run("pods end Running on launched nodes that satisfy their constraints", s.constraints)
 	t.Run("pods that fit existing nodes launch nothing", s.existingRoom)
 	t.Run("a second batch counts the nodes in flight", s.inFlight)
+	t.Run("a pod whose nomination was taken is nominated again to its launching node", s.renominated)
 	t.Run("limits stop launches", s.limits)
 	t.Run("an offering without capacity falls through to the next", s.insufficientCapacity)
 	t.Run("pods left without capacity are retried once it returns", s.capacityReturns)
@@ -282,6 +284,39 @@ func (s *suite) inFlight(t *testing.T) {
 	}
 	if len(hosts) != 1 || s.launches("inflight") != 1 {
 		t.Errorf("the pods run on %v after %d launches, want one node", hosts, s.launches("inflight"))
+	}
+}
+
+// renominated: kube-scheduler clears a nomination it did not make when it tries the pod before
+// its node is Ready; the pod watch nominates it again to that node while it is launching.
+func (s *suite) renominated(t *testing.T) {
+	selector, tolerations := s.provisioner(t, "renominated", nil)
+	s.joiner.hold("renominated")
+	pods := s.pods(t, 1, builders.PodOptions{Requests: builders.Resources("cpu", "1"), NodeSelector: selector, Tolerations: tolerations})
+	nominatedTo := func() (string, error) {
+		current := &corev1.Pod{}
+		err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(pods[0]), current)
+		return current.Status.NominatedNodeName, err
+	}
+	var node string
+	eventually.Holds(t, "the pod nominated to its launching node", func() (bool, string, error) {
+		var err error
+		node, err = nominatedTo()
+		return node != "", "not nominated", err
+	}, eventually.Timeout(pollTimeout))
+	// As kube-scheduler's failed attempt does: the nomination cleared, the pod unschedulable.
+	cleared := client.RawPatch(types.MergePatchType, []byte(`{"status":{"nominatedNodeName":null}}`))
+	if err := s.env.Client.Status().Patch(t.Context(), pods[0].DeepCopy(), cleared); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Holds(t, "the pod nominated again to the same node", func() (bool, string, error) {
+		got, err := nominatedTo()
+		return got == node, fmt.Sprintf("nominated to %q", got), err
+	}, eventually.Timeout(pollTimeout))
+	s.joiner.release("renominated")
+	on := s.running(t, pods)
+	if on[pods[0].Name].Name != node || s.launches("renominated") != 1 {
+		t.Errorf("the pod runs on %s after %d launches, want %s after one", on[pods[0].Name].Name, s.launches("renominated"), node)
 	}
 }
 
