@@ -28,14 +28,13 @@ import (
 //
 // A nomination never strands a pod: when the nominated node does not fit (gone, never Ready,
 // full), kube-scheduler tries every other node, and when none fits either its preemption
-// finds no victim and clears the nomination, which makes the pod pending again. The next
-// pass nominates it again to the same node while that node is still launching
-// (renominations), and plans it anew otherwise (see Snapshot.pending for pods whose
-// nominated node is gone). A pod tried while its node is still launching (a node turning
-// Ready has kube-scheduler try every pending pod that tolerates it) loses its nomination; it
-// is nominated again as soon as the pod watch sees that (renominate), not a batch window
-// later: without a nomination its room is anyone's, and a node of the batch turning Ready
-// meanwhile took it for another pod (plan ≠ reality, a second launch).
+// finds no victim and clears the nomination, which makes the pod pending again. While the
+// node it was nominated to still awaits its pods, the pod watch nominates it again to that node
+// at once (renominate), and a pass that sees it first does the same (renominations); once the
+// node is open, or gone, it is planned anew (see Snapshot.pending for pods whose nominated node
+// is gone). kube-scheduler takes nominations this way whenever a node of the batch turns Ready
+// (it tries every pending pod that tolerates the node again): left cleared for a batch window,
+// the room was anyone's, and other pods took it (plan ≠ reality, a second launch).
 
 // nomination is a pod and the node planned for it.
 type nomination struct {
@@ -139,8 +138,7 @@ func nominationLapsed(pod *corev1.Pod, standing sets.Set[string]) bool {
 // renominate nominates the pod again, at once, to the node it was last nominated to, when
 // kube-scheduler took the nomination (it tried the pod before its node was Ready) and that node
 // still awaits its pods (launching, or its not-ready taints not all lifted yet) and is
-// standing; true when it did. Otherwise the pod is left to the next
-// pass, as any pending pod.
+// standing; true when it did. Otherwise the pod is left to the next pass, as any pending pod.
 func (c *Controller) renominate(ctx context.Context, key types.NamespacedName) (bool, error) {
 	pod := &corev1.Pod{}
 	if err := c.client.Get(ctx, key, pod); err != nil {
