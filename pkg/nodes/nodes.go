@@ -1,6 +1,7 @@
 // Package nodes holds what Karpenter asks of a node: whether it is Ready and whether
 // Karpenter launched it. It is pure: every predicate reads only the node it is given. It also
-// holds the node field index (index.go) that the operator registers once.
+// holds the node field index (index.go) that the operator registers once, and the JSON patch
+// that removes one taint, with how to tell its refusal (taints.go).
 package nodes
 
 import (

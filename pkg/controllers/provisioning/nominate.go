@@ -157,7 +157,7 @@ func (c *Controller) renominate(ctx context.Context, key types.NamespacedName) (
 	if err := c.client.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	if node.DeletionTimestamp != nil || !nodes.AwaitsItsPods(node) {
+	if !renominatable(node) {
 		return false, nil
 	}
 	if err := c.nominate(ctx, []nomination{{pod: pod, node: name}}); err != nil {
@@ -165,6 +165,12 @@ func (c *Controller) renominate(ctx context.Context, key types.NamespacedName) (
 	}
 	log.FromContext(ctx).V(1).Info("nominated the pod again to its launching node", "node", name)
 	return true, nil
+}
+
+// renominatable is true for a node a pod that lost its nomination to it is nominated to again:
+// standing, and still awaiting its pods.
+func renominatable(node *corev1.Node) bool {
+	return node.DeletionTimestamp == nil && nodes.AwaitsItsPods(node)
 }
 
 // renominations are the pods to nominate again to the node they were nominated to: those
@@ -176,7 +182,7 @@ func (c *Controller) renominate(ctx context.Context, key types.NamespacedName) (
 func (c *Controller) renominations(snapshot *Snapshot) []nomination {
 	awaiting := sets.New[string]()
 	for i := range snapshot.Nodes {
-		if node := &snapshot.Nodes[i]; node.DeletionTimestamp == nil && nodes.AwaitsItsPods(node) {
+		if node := &snapshot.Nodes[i]; renominatable(node) {
 			awaiting.Insert(node.Name)
 		}
 	}

@@ -152,9 +152,5 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 }
 
 func hasNotReadyTaint(node *corev1.Node) bool {
-	return slices.ContainsFunc(node.Spec.Taints, isNotReadyTaint)
-}
-
-func isNotReadyTaint(taint corev1.Taint) bool {
-	return taint.Key == v1alpha5.NotReadyTaintKey
+	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha5.NotReadyTaintKey })
 }

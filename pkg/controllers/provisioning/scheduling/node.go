@@ -289,7 +289,7 @@ func (s *scheduler) narrowOfferings(n *node, out *narrowing, used resources) boo
 	key := narrowedKey{source: &n.candidates[0], length: len(n.candidates), zones: out.zones, capacityTypes: out.capacityTypes}
 	list, ok := s.narrowed[key]
 	if !ok {
-		list = &narrowedList{}
+		list = &narrowedList{suffixes: map[int]suffixBounds{}}
 		for _, t := range n.candidates {
 			if price := t.price(out.zones, out.capacityTypes); !math.IsInf(price, 1) {
 				list.candidates = append(list.candidates, t)
@@ -316,9 +316,6 @@ func (s *scheduler) narrowOfferings(n *node, out *narrowing, used resources) boo
 		return true
 	}
 	out.candidates, out.prices = suffix, list.prices[first:]
-	if list.suffixes == nil {
-		list.suffixes = map[int]suffixBounds{}
-	}
 	bounds, ok := list.suffixes[first]
 	if !ok {
 		bounds = suffixBounds{maxAlloc: maxAllocatable(suffix), zones: reachableZones(suffix, out.capacityTypes)}
