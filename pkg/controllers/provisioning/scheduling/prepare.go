@@ -3,6 +3,7 @@ package scheduling
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -325,11 +326,12 @@ func (s *scheduler) addTerms(p *podInfo) error {
 		c := &pod.Spec.TopologySpreadConstraints[i]
 		// The node's own value for the key decides whether it is a domain, so the key itself
 		// need not be part of eligibility.
-		eligibility := p.attempts[0].base.Copy()
-		delete(eligibility, c.TopologyKey)
-		if len(eligibility) == 0 {
-			eligibility = nil
-		} else if pod.Spec.Affinity != nil && pod.Spec.Affinity.NodeAffinity != nil && pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil &&
+		var eligibility scheduling.Requirements
+		if base := p.attempts[0].base; len(base) > 1 || (len(base) == 1 && base[c.TopologyKey] == nil) {
+			eligibility = base.Copy()
+			delete(eligibility, c.TopologyKey)
+		}
+		if eligibility != nil && pod.Spec.Affinity != nil && pod.Spec.Affinity.NodeAffinity != nil && pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil &&
 			len(pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) > 1 {
 			return fmt.Errorf("topology spread with several required node affinity terms is not supported")
 		}
@@ -400,47 +402,87 @@ func hasHard(terms []ownedTerm) bool {
 	return false
 }
 
+// labelMatches are the groups whose selectors match pods of one namespace and label set.
+type labelMatches struct {
+	all, hostAnti, domainAnti, eligibility []*topologyGroup
+	// keys are the topology keys other than the hostname whose value decides where such a pod
+	// is counted; owns is all false, as a pod only counted over them need not be on a node
+	// carrying them.
+	keys []*topologyKey
+	owns []bool
+}
+
+// matchesOf finds the groups that count the pod. Pods of one workload share their namespace
+// and labels, and so their matches, which are found once.
+func (s *scheduler) matchesOf(pod *corev1.Pod, groups []*topologyGroup) *labelMatches {
+	var buf [256]byte
+	key := keyBuilder(buf[:0])
+	key.str(pod.Namespace)
+	key.labels(pod.Labels)
+	if m, ok := s.labelMatches[string(key)]; ok {
+		return m
+	}
+	m := &labelMatches{}
+	for _, g := range groups {
+		if !g.matches(pod) {
+			continue
+		}
+		m.all = append(m.all, g)
+		if g.kind == antiAffinityGroup {
+			if g.key != nil {
+				m.domainAnti = append(m.domainAnti, g)
+			} else {
+				m.hostAnti = append(m.hostAnti, g)
+			}
+		}
+		if g.key != nil && (g.eligibility != nil || g.honorTaints) {
+			m.eligibility = append(m.eligibility, g)
+		}
+		if g.key != nil {
+			m.keys = appendNew(m.keys, g.key)
+			for _, k := range g.requiredKeys {
+				m.keys = appendNew(m.keys, k)
+			}
+		}
+	}
+	sortKeys(m.keys)
+	m.owns = make([]bool, len(m.keys))
+	s.labelMatches[key.String()] = m
+	return m
+}
+
+// appendNew appends k unless the keys hold it already.
+func appendNew(keys []*topologyKey, k *topologyKey) []*topologyKey {
+	if slices.Contains(keys, k) {
+		return keys
+	}
+	return append(keys, k)
+}
+
 func (s *scheduler) resolveMatches(p *podInfo, groups []*topologyGroup) {
 	if p.err != nil {
 		return
 	}
-	for _, g := range groups {
-		if !g.matches(p.pod) {
-			continue
-		}
-		p.matches = append(p.matches, g)
-		if g.kind == antiAffinityGroup {
-			if g.key != nil {
-				p.matchesDomainAnti = append(p.matchesDomainAnti, g)
-			} else {
-				p.matchesHostAnti = append(p.matchesHostAnti, g)
-			}
-		}
-		if g.key != nil && (g.eligibility != nil || g.honorTaints) {
-			p.matchesEligibility = append(p.matchesEligibility, g)
-		}
+	m := s.matchesOf(p.pod, groups)
+	p.matches, p.matchesHostAnti, p.matchesDomainAnti, p.matchesEligibility = m.all, m.hostAnti, m.domainAnti, m.eligibility
+	if len(p.domainSpreads)+len(p.domainAffinities)+len(p.domainAntiAffinities) == 0 {
+		p.keys, p.owns = m.keys, m.owns
+		return
 	}
-	keys := map[*topologyKey]bool{}
+	p.keys = slices.Clone(m.keys)
 	for _, terms := range [][]ownedTerm{p.domainSpreads, p.domainAffinities, p.domainAntiAffinities} {
 		for _, t := range terms {
-			keys[t.group.key] = keys[t.group.key] || !t.soft
+			p.keys = appendNew(p.keys, t.group.key)
 		}
-	}
-	for _, g := range p.matches {
-		if g.key == nil {
-			continue
-		}
-		// Where the pod is counted depends on these keys' values too, so they are decided.
-		for _, k := range append([]*topologyKey{g.key}, g.requiredKeys...) {
-			keys[k] = keys[k] || false
-		}
-	}
-	for k := range keys {
-		p.keys = append(p.keys, k)
 	}
 	sortKeys(p.keys)
-	for _, k := range p.keys {
-		p.owns = append(p.owns, keys[k])
+	p.owns = make([]bool, len(p.keys))
+	for _, terms := range [][]ownedTerm{p.domainSpreads, p.domainAffinities, p.domainAntiAffinities} {
+		for _, t := range terms {
+			if !t.soft {
+				p.owns[p.slot(t.group.key)] = true
+			}
+		}
 	}
 }
 
@@ -493,7 +535,7 @@ func buildAttempts(pod *corev1.Pod, volumes []scheduling.Requirements) ([]attemp
 			lastErr = fmt.Errorf("node selector and required node affinity cannot both hold")
 			continue
 		}
-		baseKey := fmt.Sprint(base.NodeSelectorRequirements())
+		baseKey := requirementsKey(base)
 		for _, volume := range volumes {
 			reach, reachKey := base, baseKey
 			if volume != nil {
@@ -501,7 +543,7 @@ func buildAttempts(pod *corev1.Pod, volumes []scheduling.Requirements) ([]attemp
 					lastErr = fmt.Errorf("the pod's volumes need nodes its node selector and required node affinity exclude")
 					continue
 				}
-				reachKey = fmt.Sprint(reach.NodeSelectorRequirements())
+				reachKey = requirementsKey(reach)
 			}
 			for k := len(preferred); k >= 0; k-- {
 				reqs := reach
@@ -537,6 +579,14 @@ func buildAttempts(pod *corev1.Pod, volumes []scheduling.Requirements) ([]attemp
 		return nil, fmt.Errorf("node affinity, %w", lastErr)
 	}
 	return attempts, nil
+}
+
+// requirementsKey renders requirements for caching what depends on them.
+func requirementsKey(r scheduling.Requirements) string {
+	if len(r) == 0 {
+		return ""
+	}
+	return fmt.Sprint(r.NodeSelectorRequirements())
 }
 
 // appendByKey appends t to host if its topology key is the hostname, else to domain.

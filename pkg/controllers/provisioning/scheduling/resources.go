@@ -1,6 +1,8 @@
 package scheduling
 
 import (
+	"maps"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -107,7 +109,15 @@ func (c *RequestCache) of(pod *corev1.Pod) corev1.ResourceList {
 // podRequests is what a pod reserves on its node, computed as kube-scheduler does (init and
 // sidecar containers, pod-level resources, overhead), plus the one pod it takes.
 func podRequests(pod *corev1.Pod) corev1.ResourceList {
-	requests := pods.Requests(pod)
+	var requests corev1.ResourceList
+	if spec := &pod.Spec; len(spec.Containers) == 1 && len(spec.InitContainers) == 0 && spec.Overhead == nil && spec.Resources == nil {
+		// Most pods have one container and nothing else that reserves: its requests are the
+		// pod's, without aggregating them.
+		requests = make(corev1.ResourceList, len(spec.Containers[0].Resources.Requests)+1)
+		maps.Copy(requests, spec.Containers[0].Resources.Requests)
+	} else {
+		requests = pods.Requests(pod)
+	}
 	requests[corev1.ResourcePods] = *resourceOne
 	return requests
 }

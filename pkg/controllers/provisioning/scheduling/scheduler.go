@@ -45,6 +45,8 @@ type scheduler struct {
 	domainCache map[domainsCacheKey]domainSet
 	// narrowed holds candidate lists narrowed to zone and capacity type masks.
 	narrowed map[narrowedKey]*narrowedList
+	// labelMatches are the groups matching each namespace and label set seen, by both.
+	labelMatches map[string]*labelMatches
 }
 
 type provisioner struct {
@@ -91,6 +93,7 @@ func pack(in Input) *scheduler {
 		keyIndex:      map[string]*topologyKey{},
 		domainCache:   map[domainsCacheKey]domainSet{},
 		narrowed:      map[narrowedKey]*narrowedList{},
+		labelMatches:  map[string]*labelMatches{},
 		room:          newRoomIndex(),
 	}
 	s.volumes = newVolumeIndex(in)

@@ -2,11 +2,8 @@ package scheduling
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,25 +130,27 @@ func selectorKey(ls *metav1.LabelSelector) string {
 	if ls == nil {
 		return "nil"
 	}
-	var b strings.Builder
-	b.WriteString("{")
-	for _, k := range slices.Sorted(maps.Keys(ls.MatchLabels)) {
-		b.WriteString(strconv.Quote(k))
-		b.WriteString("=")
-		b.WriteString(strconv.Quote(ls.MatchLabels[k]))
-		b.WriteString(",")
+	var buf [128]byte
+	k := keyBuilder(buf[:0])
+	k.selector(ls)
+	return k.String()
+}
+
+func (b *keyBuilder) selector(ls *metav1.LabelSelector) {
+	if ls == nil {
+		b.int(-1)
+		return
 	}
-	b.WriteString("}")
+	b.labels(ls.MatchLabels)
+	b.int(int64(len(ls.MatchExpressions)))
 	for _, e := range ls.MatchExpressions {
-		b.WriteString(strconv.Quote(e.Key))
-		b.WriteString(string(e.Operator))
+		b.str(e.Key)
+		b.str(string(e.Operator))
+		b.int(int64(len(e.Values)))
 		for _, v := range e.Values {
-			b.WriteString(strconv.Quote(v))
-			b.WriteString(",")
+			b.str(v)
 		}
-		b.WriteString(";")
 	}
-	return b.String()
 }
 
 // spreadSelector is the constraint's selector with matchLabelKeys resolved against the pod.
@@ -178,11 +177,6 @@ func (t *topologyGroups) spreadSelector(pod *corev1.Pod, c *corev1.TopologySprea
 }
 
 func (t *topologyGroups) addSpread(pod *corev1.Pod, c *corev1.TopologySpreadConstraint, eligibility scheduling.Requirements) (ownedTerm, error) {
-	selector, err := t.spreadSelector(pod, c)
-	if err != nil {
-		return ownedTerm{}, err
-	}
-	var requiredKeys []*topologyKey
 	var requiredNames []string
 	for _, other := range pod.Spec.TopologySpreadConstraints {
 		if other.WhenUnsatisfiable == c.WhenUnsatisfiable && other.TopologyKey != c.TopologyKey && other.TopologyKey != corev1.LabelHostname &&
@@ -191,9 +185,6 @@ func (t *topologyGroups) addSpread(pod *corev1.Pod, c *corev1.TopologySpreadCons
 		}
 	}
 	sort.Strings(requiredNames)
-	for _, name := range requiredNames {
-		requiredKeys = append(requiredKeys, t.key(name))
-	}
 	var minDomains int32
 	if c.MinDomains != nil {
 		minDomains = *c.MinDomains
@@ -207,19 +198,95 @@ func (t *topologyGroups) addSpread(pod *corev1.Pod, c *corev1.TopologySpreadCons
 	if honorTaints {
 		tolerations = pod.Spec.Tolerations
 	}
-	domainsKey := fmt.Sprintf("%s/%v/%v/%v/%v", c.TopologyKey, honorAffinity, honorTaints, tolerations, requiredNames)
+	// What decides the group's domains besides the pod's node affinity.
+	domainsKey := func() string {
+		return fmt.Sprintf("%s/%v/%v/%v/%v", c.TopologyKey, honorAffinity, honorTaints, tolerations, requiredNames)
+	}
+	var buf [256]byte
+	signature := keyBuilder(buf[:0])
+	signature.str("spread")
+	if honorTaints {
+		signature.str(domainsKey())
+	} else {
+		signature.str(c.TopologyKey)
+		signature.bool(honorAffinity)
+		signature.int(int64(len(requiredNames)))
+		for _, name := range requiredNames {
+			signature.str(name)
+		}
+	}
+	signature.str(pod.Namespace)
+	signature.selector(c.LabelSelector)
+	if c.LabelSelector != nil {
+		signature.labelKeys(pod, c.MatchLabelKeys)
+	}
+	signature.int(int64(c.MaxSkew))
+	signature.int(int64(minDomains))
+	if eligibility != nil {
+		signature.str(requirementsKey(eligibility))
+	}
+	soft := c.WhenUnsatisfiable == corev1.ScheduleAnyway
+	// Pods of one workload carry the same constraint: its group is built once.
+	if g, ok := t.bySignature[string(signature)]; ok {
+		return ownedTerm{group: g, self: g.matches(pod), soft: soft}, nil
+	}
+	selector, err := t.spreadSelector(pod, c)
+	if err != nil {
+		return ownedTerm{}, err
+	}
+	var requiredKeys []*topologyKey
+	for _, name := range requiredNames {
+		requiredKeys = append(requiredKeys, t.key(name))
+	}
 	g := &topologyGroup{
 		kind: spreadGroup, namespaces: sets.New(pod.Namespace), selector: selector, maxSkew: c.MaxSkew, minDomains: minDomains,
-		eligibility: eligibility, honorAffinity: honorAffinity, honorTaints: honorTaints, tolerations: tolerations, requiredKeys: requiredKeys, domainsKey: domainsKey,
+		eligibility: eligibility, honorAffinity: honorAffinity, honorTaints: honorTaints, tolerations: tolerations, requiredKeys: requiredKeys, domainsKey: domainsKey(),
 	}
-	signature := fmt.Sprintf("spread/%s/%s/%s/%d/%d/%v", domainsKey, pod.Namespace, selector, c.MaxSkew, minDomains, eligibility.NodeSelectorRequirements())
-	g = t.intern(g, c.TopologyKey, signature)
-	return ownedTerm{group: g, self: g.matches(pod), soft: c.WhenUnsatisfiable == corev1.ScheduleAnyway}, nil
+	g = t.intern(g, c.TopologyKey, signature.String())
+	return ownedTerm{group: g, self: g.matches(pod), soft: soft}, nil
 }
 
 func (t *topologyGroups) addAffinityTerm(pod *corev1.Pod, term *corev1.PodAffinityTerm, kind groupKind) (ownedTerm, error) {
 	if term.TopologyKey == "" {
 		return ownedTerm{}, fmt.Errorf("pod affinity term without a topology key")
+	}
+	var namespaces sets.Set[string]
+	switch {
+	case term.NamespaceSelector != nil && len(term.NamespaceSelector.MatchLabels) == 0 && len(term.NamespaceSelector.MatchExpressions) == 0:
+		// An empty namespace selector selects every namespace.
+	case term.NamespaceSelector != nil:
+		return ownedTerm{}, fmt.Errorf("pod affinity namespaceSelector other than {} is not supported")
+	case len(term.Namespaces) > 0:
+		namespaces = sets.New(term.Namespaces...)
+	}
+	var buf [256]byte
+	signature := keyBuilder(buf[:0])
+	signature.str("affinity")
+	signature.int(int64(kind))
+	signature.str(term.TopologyKey)
+	switch {
+	case term.NamespaceSelector != nil:
+		signature.int(-1)
+	case namespaces != nil:
+		list := sets.List(namespaces)
+		signature.int(int64(len(list)))
+		for _, name := range list {
+			signature.str(name)
+		}
+	default:
+		signature.int(1)
+		signature.str(pod.Namespace)
+	}
+	signature.selector(term.LabelSelector)
+	if term.LabelSelector != nil {
+		signature.labelKeys(pod, term.MatchLabelKeys)
+		signature.labelKeys(pod, term.MismatchLabelKeys)
+	}
+	if g, ok := t.bySignature[string(signature)]; ok {
+		return ownedTerm{group: g, self: g.matches(pod)}, nil
+	}
+	if term.NamespaceSelector == nil && namespaces == nil {
+		namespaces = sets.New(pod.Namespace)
 	}
 	selector, err := t.selector(term.LabelSelector)
 	if err != nil {
@@ -233,25 +300,8 @@ func (t *topologyGroups) addAffinityTerm(pod *corev1.Pod, term *corev1.PodAffini
 			return ownedTerm{}, fmt.Errorf("pod affinity mismatchLabelKeys, %w", err)
 		}
 	}
-	var namespaces sets.Set[string]
-	switch {
-	case term.NamespaceSelector != nil && len(term.NamespaceSelector.MatchLabels) == 0 && len(term.NamespaceSelector.MatchExpressions) == 0:
-		// An empty namespace selector selects every namespace.
-	case term.NamespaceSelector != nil:
-		return ownedTerm{}, fmt.Errorf("pod affinity namespaceSelector other than {} is not supported")
-	case len(term.Namespaces) > 0:
-		namespaces = sets.New(term.Namespaces...)
-	default:
-		namespaces = sets.New(pod.Namespace)
-	}
-	names := "*"
-	if namespaces != nil {
-		list := sets.List(namespaces)
-		sort.Strings(list)
-		names = strings.Join(list, ",")
-	}
 	g := &topologyGroup{kind: kind, namespaces: namespaces, selector: selector}
-	g = t.intern(g, term.TopologyKey, fmt.Sprintf("affinity/%d/%s/%s/%s", kind, term.TopologyKey, names, selector))
+	g = t.intern(g, term.TopologyKey, signature.String())
 	return ownedTerm{group: g, self: g.matches(pod)}, nil
 }
 
