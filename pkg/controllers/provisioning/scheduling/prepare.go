@@ -416,9 +416,7 @@ type labelMatches struct {
 // and labels, and so their matches, which are found once.
 func (s *scheduler) matchesOf(pod *corev1.Pod, groups []*topologyGroup) *labelMatches {
 	var buf [256]byte
-	key := keyBuilder(buf[:0])
-	key.str(pod.Namespace)
-	key.labels(pod.Labels)
+	key := keyBuilder(buf[:0]).str(pod.Namespace).labels(pod.Labels)
 	if m, ok := s.labelMatches[string(key)]; ok {
 		return m
 	}
@@ -447,7 +445,7 @@ func (s *scheduler) matchesOf(pod *corev1.Pod, groups []*topologyGroup) *labelMa
 	}
 	sortKeys(m.keys)
 	m.owns = make([]bool, len(m.keys))
-	s.labelMatches[key.String()] = m
+	s.labelMatches[string(key)] = m
 	return m
 }
 

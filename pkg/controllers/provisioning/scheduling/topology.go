@@ -127,30 +127,8 @@ func (t *topologyGroups) selector(ls *metav1.LabelSelector) (labels.Selector, er
 // selectorKey renders a label selector so that equal selectors render alike; nil and empty
 // ones, which select nothing and everything, differ.
 func selectorKey(ls *metav1.LabelSelector) string {
-	if ls == nil {
-		return "nil"
-	}
 	var buf [128]byte
-	k := keyBuilder(buf[:0])
-	k.selector(ls)
-	return k.String()
-}
-
-func (b *keyBuilder) selector(ls *metav1.LabelSelector) {
-	if ls == nil {
-		b.int(-1)
-		return
-	}
-	b.labels(ls.MatchLabels)
-	b.int(int64(len(ls.MatchExpressions)))
-	for _, e := range ls.MatchExpressions {
-		b.str(e.Key)
-		b.str(string(e.Operator))
-		b.int(int64(len(e.Values)))
-		for _, v := range e.Values {
-			b.str(v)
-		}
-	}
+	return string(keyBuilder(buf[:0]).selector(ls))
 }
 
 // spreadSelector is the constraint's selector with matchLabelKeys resolved against the pod.
@@ -203,27 +181,22 @@ func (t *topologyGroups) addSpread(pod *corev1.Pod, c *corev1.TopologySpreadCons
 		return fmt.Sprintf("%s/%v/%v/%v/%v", c.TopologyKey, honorAffinity, honorTaints, tolerations, requiredNames)
 	}
 	var buf [256]byte
-	signature := keyBuilder(buf[:0])
-	signature.str("spread")
+	signature := keyBuilder(buf[:0]).str("spread")
 	if honorTaints {
-		signature.str(domainsKey())
+		signature = signature.str(domainsKey())
 	} else {
-		signature.str(c.TopologyKey)
-		signature.bool(honorAffinity)
-		signature.int(int64(len(requiredNames)))
+		signature = signature.str(c.TopologyKey).bool(honorAffinity).int(int64(len(requiredNames)))
 		for _, name := range requiredNames {
-			signature.str(name)
+			signature = signature.str(name)
 		}
 	}
-	signature.str(pod.Namespace)
-	signature.selector(c.LabelSelector)
+	signature = signature.str(pod.Namespace).selector(c.LabelSelector)
 	if c.LabelSelector != nil {
-		signature.labelKeys(pod, c.MatchLabelKeys)
+		signature = signature.labelKeys(pod, c.MatchLabelKeys)
 	}
-	signature.int(int64(c.MaxSkew))
-	signature.int(int64(minDomains))
+	signature = signature.int(int64(c.MaxSkew)).int(int64(minDomains))
 	if eligibility != nil {
-		signature.str(requirementsKey(eligibility))
+		signature = signature.str(requirementsKey(eligibility))
 	}
 	soft := c.WhenUnsatisfiable == corev1.ScheduleAnyway
 	// Pods of one workload carry the same constraint: its group is built once.
@@ -242,7 +215,7 @@ func (t *topologyGroups) addSpread(pod *corev1.Pod, c *corev1.TopologySpreadCons
 		kind: spreadGroup, namespaces: sets.New(pod.Namespace), selector: selector, maxSkew: c.MaxSkew, minDomains: minDomains,
 		eligibility: eligibility, honorAffinity: honorAffinity, honorTaints: honorTaints, tolerations: tolerations, requiredKeys: requiredKeys, domainsKey: domainsKey(),
 	}
-	g = t.intern(g, c.TopologyKey, signature.String())
+	g = t.intern(g, c.TopologyKey, string(signature))
 	return ownedTerm{group: g, self: g.matches(pod), soft: soft}, nil
 }
 
@@ -260,27 +233,22 @@ func (t *topologyGroups) addAffinityTerm(pod *corev1.Pod, term *corev1.PodAffini
 		namespaces = sets.New(term.Namespaces...)
 	}
 	var buf [256]byte
-	signature := keyBuilder(buf[:0])
-	signature.str("affinity")
-	signature.int(int64(kind))
-	signature.str(term.TopologyKey)
+	signature := keyBuilder(buf[:0]).str("affinity").int(int64(kind)).str(term.TopologyKey)
 	switch {
 	case term.NamespaceSelector != nil:
-		signature.int(-1)
+		signature = signature.int(-1)
 	case namespaces != nil:
 		list := sets.List(namespaces)
-		signature.int(int64(len(list)))
+		signature = signature.int(int64(len(list)))
 		for _, name := range list {
-			signature.str(name)
+			signature = signature.str(name)
 		}
 	default:
-		signature.int(1)
-		signature.str(pod.Namespace)
+		signature = signature.int(1).str(pod.Namespace)
 	}
-	signature.selector(term.LabelSelector)
+	signature = signature.selector(term.LabelSelector)
 	if term.LabelSelector != nil {
-		signature.labelKeys(pod, term.MatchLabelKeys)
-		signature.labelKeys(pod, term.MismatchLabelKeys)
+		signature = signature.labelKeys(pod, term.MatchLabelKeys).labelKeys(pod, term.MismatchLabelKeys)
 	}
 	if g, ok := t.bySignature[string(signature)]; ok {
 		return ownedTerm{group: g, self: g.matches(pod)}, nil
@@ -301,7 +269,7 @@ func (t *topologyGroups) addAffinityTerm(pod *corev1.Pod, term *corev1.PodAffini
 		}
 	}
 	g := &topologyGroup{kind: kind, namespaces: namespaces, selector: selector}
-	g = t.intern(g, term.TopologyKey, signature.String())
+	g = t.intern(g, term.TopologyKey, string(signature))
 	return ownedTerm{group: g, self: g.matches(pod)}, nil
 }
 
