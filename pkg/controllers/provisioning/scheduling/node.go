@@ -45,7 +45,7 @@ type node struct {
 	pods   []*corev1.Pod
 
 	// seq is a new node's opening order and roomKey its cpu room when the roomIndex last
-	// placed it; indexed is whether the index holds it.
+	// placed it, which finds its entry; indexed is whether the index holds it.
 	seq     int
 	roomKey int64
 	indexed bool

@@ -6,9 +6,9 @@ import (
 )
 
 // indexedNode is a node whose cheapest instance type has cpu of allocatable (milli-cpu), with
-// used of it taken.
+// used of it taken, and 4Gi of memory, seq Gi of it taken, and 10 pods, one taken.
 func indexedNode(seq int, cpu, used int64) *node {
-	return &node{seq: seq, candidates: []*instanceType{{alloc: resources{cpu}}}, used: resources{used}}
+	return &node{seq: seq, candidates: []*instanceType{{alloc: resources{cpu, 4 << 30, 10}}}, used: resources{used, int64(seq) << 30, 1}}
 }
 
 func TestRoomIndex(t *testing.T) {
@@ -40,6 +40,12 @@ func TestRoomIndex(t *testing.T) {
 		{name: "room of at least 0 is every node", visit: withRoom(0), limit: 10, want: []int{2, 0, 3, 4, 1}},
 		{name: "more room than any node has", visit: withRoom(3001), limit: 10, want: nil},
 		{name: "the visit stops when asked", visit: withRoom(500), limit: 2, want: []int{0, 3}},
+		{name: "nodes without the memory asked for are passed", visit: func(ri *roomIndex) func(func(*node) bool) {
+			return func(visit func(*node) bool) { ri.withRoomFor(resources{100, 2 << 30, 1}, visit) }
+		}, limit: 10, want: []int{0, 1}},
+		{name: "nodes without the pods asked for are passed", visit: func(ri *roomIndex) func(func(*node) bool) {
+			return func(visit func(*node) bool) { ri.withRoom(100, 0, 10, visit) }
+		}, limit: 10, want: nil},
 		{name: "roomiest first", visit: func(ri *roomIndex) func(func(*node) bool) { return ri.roomiestFirst }, limit: 10, want: []int{1, 4, 3, 0, 2}},
 		{name: "a removed node is not visited", removed: []int{0, 4}, visit: withRoom(500), limit: 10, want: []int{3, 1}},
 		{name: "a node re-inserted after its room changed moves", movedUsed: 3800, visit: withRoom(100), limit: 10, want: []int{1, 0, 3, 4}},
@@ -71,6 +77,6 @@ func TestRoomIndex(t *testing.T) {
 
 func withRoom(cpu int64) func(ri *roomIndex) func(func(*node) bool) {
 	return func(ri *roomIndex) func(func(*node) bool) {
-		return func(visit func(*node) bool) { ri.withRoom(cpu, visit) }
+		return func(visit func(*node) bool) { ri.withRoom(cpu, 0, 0, visit) }
 	}
 }

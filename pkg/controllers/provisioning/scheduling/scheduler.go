@@ -180,7 +180,7 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 		// The best fit's topology refused the pod; take the first with room that accepts it.
 		var accepting *node
 		var accepted *narrowing
-		s.room.withRoom(p.requests[0], func(n *node) bool {
+		s.room.withRoomFor(p.requests, func(n *node) bool {
 			if n == best || !fitsWith(n.candidates[n.first].alloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
 				return true
 			}
@@ -268,7 +268,7 @@ func (s *scheduler) bestFit(p *podInfo, a *attempt, allowed []domainSet) *node {
 	var best *node
 	bestScore := math.Inf(-1)
 	found := 0
-	s.room.withRoom(p.requests[0], func(n *node) bool {
+	s.room.withRoomFor(p.requests, func(n *node) bool {
 		if !fitsWith(n.candidates[n.first].alloc, n.used, p.requests) || !s.compatibleNew(n, p, a, allowed) {
 			return true
 		}
@@ -532,7 +532,12 @@ func (s *scheduler) finish() {
 			Pods:         n.pods,
 		}
 		candidates := n.candidates[n.first:]
-		if n.prov.remaining == nil && !slices.ContainsFunc(candidates, func(t *instanceType) bool { return !within(t.alloc, n.used) }) {
+		// An instance type the node outgrew, or one the limits leave no room to grow into, is
+		// no option.
+		excluded := func(t *instanceType) bool {
+			return !within(t.alloc, n.used) || (t != n.cheapest && !n.prov.withinLimits(n.cheapest, t))
+		}
+		if !slices.ContainsFunc(candidates, excluded) {
 			// The lists are never written once built: a suffix's first element names it.
 			list, ok := rendered[&candidates[0]]
 			if !ok {
@@ -546,10 +551,9 @@ func (s *scheduler) finish() {
 		} else {
 			out.InstanceTypes = make([]*cloudprovider.InstanceType, 0, len(candidates))
 			for _, t := range candidates {
-				if !within(t.alloc, n.used) || (t != n.cheapest && !n.prov.withinLimits(n.cheapest, t)) {
-					continue
+				if !excluded(t) {
+					out.InstanceTypes = append(out.InstanceTypes, t.it)
 				}
-				out.InstanceTypes = append(out.InstanceTypes, t.it)
 			}
 		}
 		s.results.NewNodes = append(s.results.NewNodes, out)

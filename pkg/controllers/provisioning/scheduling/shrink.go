@@ -134,7 +134,7 @@ func (s *scheduler) swapOff(n *node, target *instanceType, hostFreeFrom, freeFro
 		var y *podInfo
 		var m *node
 		visited := 0
-		s.room.withRoom(max(0, x.requests[0]-room[0]), func(o *node) bool {
+		s.room.withRoom(max(0, x.requests[0]-room[0]), 0, 0, func(o *node) bool {
 			if o == n || o.opened > x.binding || (x.binding < freeFrom && !sameDomainsFor(x, n, o)) {
 				return true
 			}
@@ -221,7 +221,7 @@ func (s *scheduler) roomFor(from *node, p *podInfo, sameDomains bool) *node {
 	var best *node
 	bestScore := 0.0
 	found := 0
-	s.room.withRoom(p.requests[0], func(n *node) bool {
+	s.room.withRoomFor(p.requests, func(n *node) bool {
 		if n == from || n.opened > p.binding || !fitsWith(n.candidates[n.first].alloc, n.used, p.requests) ||
 			(sameDomains && !sameDomainsFor(p, from, n)) || !s.compatibleNew(n, p, a, allowed) {
 			return true
