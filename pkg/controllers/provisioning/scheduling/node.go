@@ -304,7 +304,12 @@ func (s *scheduler) narrowOfferings(n *node, out *narrowing, used resources) boo
 		return false
 	}
 	suffix := list.candidates[first:]
-	if slices.IndexFunc(suffix, func(t *instanceType) bool { return !within(t.alloc, used) }) >= 0 {
+	bounds, ok := list.suffixes[first]
+	if !ok {
+		bounds = suffixBounds{maxAlloc: maxAllocatable(suffix), minAlloc: optionBoundsOf(suffix).minAlloc, zones: reachableZones(suffix, out.capacityTypes)}
+		list.suffixes[first] = bounds
+	}
+	if !within(bounds.minAlloc, used) {
 		// Some larger type still lacks room in one resource: a list of this node's own.
 		for i, t := range suffix {
 			if within(t.alloc, used) {
@@ -316,11 +321,6 @@ func (s *scheduler) narrowOfferings(n *node, out *narrowing, used resources) boo
 		return true
 	}
 	out.candidates, out.prices = suffix, list.prices[first:]
-	bounds, ok := list.suffixes[first]
-	if !ok {
-		bounds = suffixBounds{maxAlloc: maxAllocatable(suffix), zones: reachableZones(suffix, out.capacityTypes)}
-		list.suffixes[first] = bounds
-	}
 	out.maxAlloc, out.zones = bounds.maxAlloc, out.zones&bounds.zones
 	return true
 }
@@ -342,8 +342,9 @@ type narrowedList struct {
 }
 
 type suffixBounds struct {
-	maxAlloc resources
-	zones    uint64
+	// maxAlloc and minAlloc are the most and the least allocatable of each resource.
+	maxAlloc, minAlloc resources
+	zones              uint64
 }
 
 // reachableZones are the zones where one of the types has an offering of the capacity types.

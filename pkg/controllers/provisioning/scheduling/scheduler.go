@@ -522,6 +522,9 @@ func (prov *provisioner) withinLimits(old, new *instanceType) bool {
 // cheapest on fits, under no limits, share the rendered list of their candidates.
 func (s *scheduler) finish() {
 	rendered := map[**instanceType][]*cloudprovider.InstanceType{}
+	// Nodes of one shape end with the same suffix of the same list: its bounds tell at once
+	// whether every type in it is an option, without visiting each type for each node.
+	bounds := map[suffixKey]optionBounds{}
 	for _, n := range s.nodes[s.existing:] {
 		out := &NewNode{
 			Hostname:     n.hostname,
@@ -532,12 +535,13 @@ func (s *scheduler) finish() {
 			Pods:         n.pods,
 		}
 		candidates := n.candidates[n.first:]
-		// An instance type the node outgrew, or one the limits leave no room to grow into, is
-		// no option.
-		excluded := func(t *instanceType) bool {
-			return !within(t.alloc, n.used) || (t != n.cheapest && !n.prov.withinLimits(n.cheapest, t))
+		key := suffixKey{list: &n.candidates[0], length: len(n.candidates), first: n.first}
+		b, ok := bounds[key]
+		if !ok {
+			b = optionBoundsOf(candidates)
+			bounds[key] = b
 		}
-		if !slices.ContainsFunc(candidates, excluded) {
+		if within(b.minAlloc, n.used) && n.prov.withinLimits(n.cheapest, &instanceType{capacity: b.maxCapacity}) {
 			// The lists are never written once built: a suffix's first element names it.
 			list, ok := rendered[&candidates[0]]
 			if !ok {
@@ -549,15 +553,42 @@ func (s *scheduler) finish() {
 			}
 			out.InstanceTypes = list
 		} else {
+			// An instance type the node outgrew, or one the limits leave no room to grow into,
+			// is no option.
 			out.InstanceTypes = make([]*cloudprovider.InstanceType, 0, len(candidates))
 			for _, t := range candidates {
-				if !excluded(t) {
+				if within(t.alloc, n.used) && (t == n.cheapest || n.prov.withinLimits(n.cheapest, t)) {
 					out.InstanceTypes = append(out.InstanceTypes, t.it)
 				}
 			}
 		}
 		s.results.NewNodes = append(s.results.NewNodes, out)
 	}
+}
+
+// suffixKey names the candidates from first on of a list, by the address of the list's first
+// element and its length.
+type suffixKey struct {
+	list          **instanceType
+	length, first int
+}
+
+// optionBounds are, over some instance types, the least allocatable and the largest capacity
+// of each resource: a node within the first fits in every type, and one that may grow by the
+// second stays under the limits in every type.
+type optionBounds struct {
+	minAlloc, maxCapacity resources
+}
+
+func optionBoundsOf(types []*instanceType) optionBounds {
+	b := optionBounds{minAlloc: slices.Clone(types[0].alloc), maxCapacity: slices.Clone(types[0].capacity)}
+	for _, t := range types[1:] {
+		for i := range b.minAlloc {
+			b.minAlloc[i] = min(b.minAlloc[i], t.alloc[i])
+			b.maxCapacity[i] = max(b.maxCapacity[i], t.capacity[i])
+		}
+	}
+	return b
 }
 
 // sortPods orders pods so the most constrained open nodes first and the rest fill them: pods
