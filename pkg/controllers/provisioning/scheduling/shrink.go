@@ -134,7 +134,7 @@ func (s *scheduler) swapOff(n *node, target *instanceType, hostFreeFrom, freeFro
 		var y *podInfo
 		var m *node
 		visited := 0
-		s.room.withRoom(max(0, x.requests[0]-room[0]), 0, 0, func(o *node) bool {
+		s.room.withRoom(max(0, x.requests[0]-room[0]), max(0, x.requests[1]-room[1]), 0, func(o *node) bool {
 			if o == n || o.opened > x.binding || (x.binding < freeFrom && !sameDomainsFor(x, n, o)) {
 				return true
 			}
