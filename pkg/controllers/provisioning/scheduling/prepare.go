@@ -86,7 +86,7 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 			s.zones.intern(z)
 		}
 	}
-	requests := map[*corev1.Pod]corev1.ResourceList{}
+	requests := make(map[*corev1.Pod]corev1.ResourceList, len(in.Pods)+len(in.DaemonSetPods))
 	podRequestsOf := func(pod *corev1.Pod) corev1.ResourceList {
 		r := s.volumes.withAttachments(pod, in.Requests.of(pod))
 		requests[pod] = r
@@ -174,7 +174,7 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 		}
 		s.nodes = append(s.nodes, en)
 		for _, ep := range existingPods[i] {
-			en.used.add(s.resources.vector(requests[ep.pod]))
+			en.used.add(s.resources.podVector(requests[ep.pod]))
 			var matches []*topologyGroup
 			for _, g := range groups {
 				if g.matches(ep.pod) {
@@ -272,7 +272,7 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 		}
 		for _, a := range attempts {
 			if _, ok := mergeRequirements(empty, a.base); ok {
-				prov.daemonSets.add(s.resources.vector(requests[ds]))
+				prov.daemonSets.add(s.resources.podVector(requests[ds]))
 				break
 			}
 		}
@@ -289,7 +289,7 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 }
 
 func (s *scheduler) newPodInfo(pod *corev1.Pod, requests corev1.ResourceList) *podInfo {
-	p := &podInfo{pod: pod, requests: s.resources.vector(requests), class: 3}
+	p := &podInfo{pod: pod, requests: s.resources.podVector(requests), class: 3}
 	// tolerates is indexed by the provisioner's input position.
 	tolerates := make([]bool, len(s.provisioners))
 	for _, prov := range s.provisioners {

@@ -1,8 +1,6 @@
 package scheduling
 
 import (
-	"maps"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -107,19 +105,22 @@ func (c *RequestCache) of(pod *corev1.Pod) corev1.ResourceList {
 }
 
 // podRequests is what a pod reserves on its node, computed as kube-scheduler does (init and
-// sidecar containers, pod-level resources, overhead), plus the one pod it takes.
+// sidecar containers, pod-level resources, overhead), but for the one pod it takes, which
+// podVector adds. The list may be the pod's own: callers only read it.
 func podRequests(pod *corev1.Pod) corev1.ResourceList {
-	var requests corev1.ResourceList
 	if spec := &pod.Spec; len(spec.Containers) == 1 && len(spec.InitContainers) == 0 && spec.Overhead == nil && spec.Resources == nil {
 		// Most pods have one container and nothing else that reserves: its requests are the
-		// pod's, without aggregating them.
-		requests = make(corev1.ResourceList, len(spec.Containers[0].Resources.Requests)+1)
-		maps.Copy(requests, spec.Containers[0].Resources.Requests)
-	} else {
-		requests = pods.Requests(pod)
+		// pod's, with nothing to aggregate or copy.
+		return spec.Containers[0].Resources.Requests
 	}
-	requests[corev1.ResourcePods] = *resourceOne
-	return requests
+	return pods.Requests(pod)
+}
+
+// podVector is what a pod with requests reserves, the one pod it takes included.
+func (ri resourceIndex) podVector(requests corev1.ResourceList) resources {
+	v := ri.vector(requests)
+	v[ri[corev1.ResourcePods]] = resourceOne.MilliValue()
+	return v
 }
 
 // fitsSwapped reports whether used - out + in <= limit for every resource.

@@ -31,7 +31,8 @@ func TestFitsSwapped(t *testing.T) {
 	}
 }
 
-// TestPodRequests: the one-container shortcut reserves what kube-scheduler's aggregation does.
+// TestPodRequests: the one-container shortcut reserves what kube-scheduler's aggregation does,
+// and podVector adds the pod's slot.
 func TestPodRequests(t *testing.T) {
 	container := func(requests corev1.ResourceList) corev1.Container {
 		return corev1.Container{Resources: corev1.ResourceRequirements{Requests: requests}}
@@ -53,7 +54,6 @@ func TestPodRequests(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			pod := &corev1.Pod{Spec: spec}
 			want := pods.Requests(pod)
-			want[corev1.ResourcePods] = resource.MustParse("1")
 			got := podRequests(pod)
 			if len(got) != len(want) {
 				t.Fatalf("requests %v, want %v", got, want)
@@ -63,8 +63,10 @@ func TestPodRequests(t *testing.T) {
 					t.Errorf("%s: %v, want %v", name, got[name], q)
 				}
 			}
-			if _, ok := spec.Containers[0].Resources.Requests[corev1.ResourcePods]; ok {
-				t.Errorf("the container's requests were changed")
+			index := newResourceIndex()
+			index.register(got)
+			if v := index.podVector(got); v[index[corev1.ResourcePods]] != 1000 {
+				t.Errorf("pod slots %d milli, want 1000", v[index[corev1.ResourcePods]])
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 
@@ -209,6 +210,9 @@ func volumeResource(driver string) corev1.ResourceName {
 // volume whose claim, volume or class is missing counts for none: a pending pod with one is
 // unschedulable anyway.
 func (vi *volumeIndex) withAttachments(pod *corev1.Pod, requests corev1.ResourceList) corev1.ResourceList {
+	if len(pod.Spec.Volumes) == 0 {
+		return requests
+	}
 	seen := sets.New[string]()
 	counts := map[string]int64{}
 	for _, v := range pod.Spec.Volumes {
@@ -236,11 +240,12 @@ func (vi *volumeIndex) withAttachments(pod *corev1.Pod, requests corev1.Resource
 	if len(counts) == 0 {
 		return requests
 	}
-	requests = requests.DeepCopy()
+	out := make(corev1.ResourceList, len(requests)+len(counts))
+	maps.Copy(out, requests)
 	for driver, n := range counts {
-		requests[volumeResource(driver)] = *resource.NewQuantity(n, resource.DecimalSI)
+		out[volumeResource(driver)] = *resource.NewQuantity(n, resource.DecimalSI)
 	}
-	return requests
+	return out
 }
 
 // claimDriver is the CSI driver that attaches the claim's volume (by namespace/name; template
