@@ -53,13 +53,16 @@ type Decision struct {
 }
 
 // Decide finds, per Provisioner with ttlSecondsUntilExpired, its oldest expired node and what
-// replacing it takes. Nothing is done while any node is launching or any pod waits (the
+// replacing it takes. Nothing is done while any node awaits its pods or any pod waits (the
 // cluster is not settled: a replacement is on its way), nor for a Provisioner one of whose
-// nodes is being deleted: one expiry at a time.
+// nodes is being deleted: one expiry at a time. A replacement awaits its pods until the node
+// lifecycle controller lifts its not-ready taint too, some seconds after the kubelet reports
+// Ready: a pass in between found no room for the expired node's pods there and launched a
+// second replacement.
 func Decide(s consolidation.Snapshot) []Decision {
 	deleting := map[string]bool{}
 	for _, n := range s.Nodes {
-		if nodes.IsLaunching(n.Node) || (s.Pending > 0) {
+		if nodes.AwaitsItsPods(n.Node) || (s.Pending > 0) {
 			return nil
 		}
 		if n.Node.DeletionTimestamp != nil {

@@ -49,6 +49,14 @@ func TestDecide(t *testing.T) {
 	deleting.Node.DeletionTimestamp = &metav1.Time{Time: now}
 	launching := node("launching", "forever", time.Minute)
 	launching.Node.Spec.Taints = []corev1.Taint{{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule}}
+	// A replacement Karpenter has opened whose not-ready taint the node lifecycle controller
+	// has yet to lift: the expired node's pods will fit there in a moment.
+	opening := node("opening", "forever", time.Minute)
+	opening.Node.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
+	// A node that went NotReady is not on its way: it does not hold expiry back.
+	broken := node("broken", "forever", time.Minute)
+	broken.Node.Status.Conditions[0].Status = corev1.ConditionFalse
+	broken.Node.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
 	for _, tc := range []struct {
 		name    string
 		nodes   []scheduling.Node
@@ -62,6 +70,8 @@ func TestDecide(t *testing.T) {
 		{"the oldest expires first, one at a time", []scheduling.Node{node("old", "expiring", 2*time.Hour), node("older", "expiring", 3*time.Hour)}, 0, "[older delete]"},
 		{"nothing expires while a node of the provisioner is deleted", []scheduling.Node{node("old", "expiring", 2*time.Hour), deleting}, 0, "[]"},
 		{"nothing expires while a node launches", []scheduling.Node{node("old", "expiring", 2*time.Hour), launching}, 0, "[]"},
+		{"nothing expires while a Ready node still has its not-ready taint", []scheduling.Node{node("old", "expiring", 2*time.Hour, "1"), opening}, 0, "[]"},
+		{"a NotReady node does not hold expiry back", []scheduling.Node{node("old", "expiring", 2*time.Hour), broken}, 0, "[old delete]"},
 		{"nothing expires while pods wait", []scheduling.Node{node("old", "expiring", 2*time.Hour)}, 1, "[]"},
 		{"a provisioner without a TTL keeps its nodes", []scheduling.Node{node("ancient", "forever", 1000*time.Hour)}, 0, "[]"},
 	} {
