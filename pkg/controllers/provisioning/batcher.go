@@ -32,6 +32,9 @@ func (w window) closesAt(first, last time.Time) time.Time {
 }
 
 // batcher gathers the pods that became provisionable into batches of the window's length.
+// While a burst holds a batch open past its idle gap, it also asks for an early pass every
+// idle gap: kube-scheduler marks a burst of a thousand pods over several seconds, and the
+// pods marked first would otherwise wait for the last (see Controller.provision).
 type batcher struct {
 	clock  clock.Clock
 	window window
@@ -39,6 +42,8 @@ type batcher struct {
 	mu          sync.Mutex
 	pending     sets.Set[string]
 	first, last time.Time
+	// early is when the open batch's last early pass was asked for, or when it opened.
+	early time.Time
 	// arrived has room for one signal: a pod arriving while one is unread adds nothing the
 	// waiter would not see.
 	arrived chan struct{}
@@ -60,7 +65,7 @@ func (b *batcher) add(key string) {
 	}
 	now := b.clock.Now()
 	if b.pending.Len() == 0 {
-		b.first = now
+		b.first, b.early = now, now
 	}
 	b.last = now
 	b.pending.Insert(key)
@@ -77,31 +82,58 @@ func (b *batcher) poke() {
 	}
 }
 
-// wait blocks until a batch has opened and closed, and returns how many pods it gathered; ok
-// is false when ctx ended first.
-func (b *batcher) wait(ctx context.Context) (size int, ok bool) {
-	select {
-	case <-b.arrived:
-	case <-ctx.Done():
-		return 0, false
+// pass is what wait returns: the batch closed, or an early pass of a batch still open.
+type pass struct {
+	// size is how many pods the batch gathered so far.
+	size int
+	// early is true while the batch is still open.
+	early bool
+}
+
+// wait blocks until a batch has opened and closed, or until an early pass of it is due, and
+// returns the pass; ok is false when ctx ended first. An early pass is due an idle gap after
+// the batch opened or after its last early pass, as long as that comes before the batch
+// closes: a batch that goes idle closes without one.
+func (b *batcher) wait(ctx context.Context) (p pass, ok bool) {
+	b.mu.Lock()
+	open := b.pending.Len() > 0
+	b.mu.Unlock()
+	if !open {
+		// A batch opens with a pod's arrival, or a poke closes an empty one at once.
+		select {
+		case <-b.arrived:
+		case <-ctx.Done():
+			return pass{}, false
+		}
 	}
 	for {
 		b.mu.Lock()
-		remaining := b.window.closesAt(b.first, b.last).Sub(b.clock.Now())
-		if remaining <= 0 {
-			size = b.pending.Len()
+		now := b.clock.Now()
+		closes, early := b.window.closesAt(b.first, b.last), b.early.Add(b.window.idle)
+		if !now.Before(closes) {
+			p = pass{size: b.pending.Len()}
 			b.pending = sets.New[string]()
 			b.mu.Unlock()
-			return size, true
+			return p, true
+		}
+		if early.Before(closes) && !now.Before(early) {
+			b.early = now
+			p = pass{size: b.pending.Len(), early: true}
+			b.mu.Unlock()
+			return p, true
+		}
+		next := closes
+		if early.Before(closes) {
+			next = early
 		}
 		b.mu.Unlock()
-		timer := b.clock.NewTimer(remaining)
+		timer := b.clock.NewTimer(next.Sub(now))
 		select {
 		case <-b.arrived:
 		case <-timer.C():
 		case <-ctx.Done():
 			timer.Stop()
-			return 0, false
+			return pass{}, false
 		}
 		timer.Stop()
 	}

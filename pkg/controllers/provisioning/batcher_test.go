@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -40,8 +41,8 @@ func TestBatcherGathersABatch(t *testing.T) {
 	}
 	sizes := make(chan int, 1)
 	go func() {
-		size, _ := b.wait(context.Background())
-		sizes <- size
+		p, _ := b.wait(context.Background())
+		sizes <- p.size
 	}()
 	eventually.Holds(t, "the batcher waits for its window", func() (bool, string, error) {
 		return clk.HasWaiters(), "", nil
@@ -53,8 +54,8 @@ func TestBatcherGathersABatch(t *testing.T) {
 	// The next batch starts empty.
 	b.add("d")
 	go func() {
-		size, _ := b.wait(context.Background())
-		sizes <- size
+		p, _ := b.wait(context.Background())
+		sizes <- p.size
 	}()
 	eventually.Holds(t, "the batcher waits for its window", func() (bool, string, error) {
 		return clk.HasWaiters(), "", nil
@@ -77,8 +78,8 @@ func TestBatcherStopsWithContext(t *testing.T) {
 func TestBatcherPokeRunsAnEmptyBatchAtOnce(t *testing.T) {
 	b := newBatcher(clocktesting.NewFakeClock(time.Now()), window{idle: time.Second, max: 10 * time.Second})
 	b.poke()
-	if size, ok := b.wait(context.Background()); !ok || size != 0 {
-		t.Errorf("a poke gave a batch of %d (%v), want an empty one at once", size, ok)
+	if p, ok := b.wait(context.Background()); !ok || p.size != 0 || p.early {
+		t.Errorf("a poke gave %+v (%v), want an empty closed batch at once", p, ok)
 	}
 }
 
@@ -96,5 +97,52 @@ func TestBatcherUpdatesOfAPodDoNotHoldTheBatchOpen(t *testing.T) {
 	b.add("b") // a new pod restarts the idle gap
 	if got := b.window.closesAt(b.first, b.last).Sub(b.first); got != 1900*time.Millisecond {
 		t.Errorf("the batch closes %s after it opened, want 1.9s", got)
+	}
+}
+
+// TestBatcherEarlyPasses: a burst that holds a batch open past its idle gap gets an early pass
+// every idle gap, and the batch still closes as its window says; a batch that goes idle closes
+// without one. (Pods are added while nothing waits, so no wakeup races the fake clock.)
+func TestBatcherEarlyPasses(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := newBatcher(clk, window{idle: time.Second, max: 10 * time.Second})
+	wait := func() pass {
+		p, ok := b.wait(context.Background())
+		if !ok {
+			t.Fatal("wait ended without a pass")
+		}
+		return p
+	}
+	// Pods every 400 ms keep the batch open: early passes at 1 s and 2 s.
+	b.add("a")
+	for i, want := range []pass{{size: 3, early: true}, {size: 5, early: true}} {
+		for range 2 {
+			clk.Step(400 * time.Millisecond)
+			b.add(fmt.Sprint(clk.Now().UnixMilli()))
+		}
+		clk.Step(200 * time.Millisecond)
+		if got := wait(); got != want {
+			t.Fatalf("pass %d: %+v, want %+v", i, got, want)
+		}
+	}
+	// Then the burst ends: the batch closes an idle gap after its last pod (at 1.8 s), with
+	// every pod.
+	clk.Step(800 * time.Millisecond)
+	if got := wait(); got != (pass{size: 5}) {
+		t.Fatalf("closing pass %+v, want the batch of 5 closed", got)
+	}
+	// A lone pod's batch closes after the idle gap, with no early pass on the way.
+	b.add("lone")
+	passes := make(chan pass, 1)
+	go func() {
+		p, _ := b.wait(context.Background())
+		passes <- p
+	}()
+	eventually.Holds(t, "the batcher waits for its window", func() (bool, string, error) {
+		return clk.HasWaiters(), "", nil
+	}, eventually.Interval(time.Millisecond))
+	clk.Step(time.Second)
+	if got := <-passes; got != (pass{size: 1}) {
+		t.Errorf("a lone pod gave %+v, want its batch closed", got)
 	}
 }

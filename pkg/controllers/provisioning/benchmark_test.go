@@ -48,7 +48,7 @@ func BenchmarkProvisionPass(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				if retry, err := c.provision(context.Background()); err != nil || retry {
+				if retry, err := c.provision(context.Background(), false); err != nil || retry {
 					b.Fatalf("pass: retry %v, %v", retry, err)
 				}
 				b.StopTimer()

@@ -198,12 +198,18 @@ func (c *Controller) run(ctx context.Context) error {
 		logger.Error(err, "adopting instances launched without a Node")
 	}
 	for {
-		size, ok := c.batcher.wait(ctx)
+		p, ok := c.batcher.wait(ctx)
 		if !ok {
 			return nil
 		}
-		batchSize.Observe(float64(size))
-		if retry, err := c.provision(ctx); err != nil || retry {
+		if p.early {
+			if _, err := c.provision(ctx, true); err != nil {
+				logger.Error(err, "launching the nodes an open batch has filled")
+			}
+			continue
+		}
+		batchSize.Observe(float64(p.size))
+		if retry, err := c.provision(ctx, false); err != nil || retry {
 			if err != nil {
 				logger.Error(err, "provisioning a batch")
 			}
@@ -275,7 +281,13 @@ type provisionerPlan struct {
 
 // provision runs one pass: snapshot, plan, start the launches, report. retry is true when
 // pods were left without a node, for a reason that may pass.
-func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
+//
+// An early pass, of a batch a burst still holds open, plans the same way but launches only the
+// new nodes the pending pods have filled (scheduling.Filled: none of them fits the room left),
+// which no later pod of the burst could make any cheaper, so that the pods kube-scheduler
+// marked first do not wait for the last; the rest wait for the batch to close. It tells pods
+// nothing and retries nothing: the closing pass does.
+func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err error) {
 	start := c.clock.Now()
 	captured := c.inFlight.capture()
 	snapshot, plans, err := c.snapshot(ctx)
@@ -297,7 +309,7 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 		if !awaitBatches(ctx, captured) {
 			return false, nil
 		}
-		return c.provision(ctx)
+		return c.provision(ctx, early)
 	}
 	if err := c.releaseLeftovers(ctx, snapshot, c.inFlight.nodeNames(captured)); err != nil {
 		log.FromContext(ctx).WithName(Name).Error(err, "opening nodes a batch left held")
@@ -319,6 +331,22 @@ func (c *Controller) provision(ctx context.Context) (retry bool, err error) {
 	}
 	plan := snapshot.Plan(provisioners)
 	results := plan.Results
+	if early {
+		if results == nil {
+			return false, nil
+		}
+		filled := scheduling.Filled(results.NewNodes, plan.Pending)
+		if len(filled) == 0 {
+			return false, nil
+		}
+		log.FromContext(ctx).WithName(Name).Info("launching the nodes an open batch has filled", "pending", len(plan.Pending), "filledNodes", len(filled),
+			"newNodes", len(results.NewNodes), "duration", c.clock.Since(start).Round(time.Millisecond))
+		if err := c.nominate(ctx, append(renominations, plannedOntoNodes(results, launching)...)); err != nil {
+			log.FromContext(ctx).WithName(Name).Error(err, "nominating pods to the nodes planned for them")
+		}
+		c.startLaunches(ctx, filled, plans)
+		return false, c.writeStatus(ctx, plans)
+	}
 	if len(plan.Pending) > 0 {
 		planned := c.clock.Since(start)
 		schedulingDuration.Observe(planned.Seconds())

@@ -156,7 +156,7 @@ func (s *passes) pending(t *testing.T, o builders.PodOptions, names ...string) [
 // pass runs one pass and waits for the launches it started to end.
 func (s *passes) pass(t *testing.T) {
 	t.Helper()
-	if _, err := s.c.provision(t.Context()); err != nil {
+	if _, err := s.c.provision(t.Context(), false); err != nil {
 		t.Fatal(err)
 	}
 	s.settle(t)
@@ -226,7 +226,7 @@ func TestOverlappingBatchesNeverLaunchTwice(t *testing.T) {
 			}
 			s := newPasses(t, Options{}, funcs, gated, p)
 			first := s.pending(t, nodeSized, "a")
-			if _, err := s.c.provision(t.Context()); err != nil {
+			if _, err := s.c.provision(t.Context(), false); err != nil {
 				t.Fatal(err)
 			}
 			if tc.nodeCreated {
@@ -235,7 +235,7 @@ func TestOverlappingBatchesNeverLaunchTwice(t *testing.T) {
 				<-s.cloud.entered
 			}
 			second := s.pending(t, nodeSized, "b")
-			if _, err := s.c.provision(t.Context()); err != nil {
+			if _, err := s.c.provision(t.Context(), false); err != nil {
 				t.Fatal(err)
 			}
 			if tc.nodeCreated {
@@ -268,12 +268,12 @@ func TestConcurrentPassesKeepLimits(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default", Limits: builders.Resources("cpu", "2")})
 	s := newPasses(t, Options{}, interceptor.Funcs{}, onlyFirstCall(), p)
 	s.pending(t, nodeSized, "a")
-	if _, err := s.c.provision(t.Context()); err != nil {
+	if _, err := s.c.provision(t.Context(), false); err != nil {
 		t.Fatal(err)
 	}
 	<-s.cloud.entered
 	s.pending(t, nodeSized, "b")
-	if _, err := s.c.provision(t.Context()); err != nil {
+	if _, err := s.c.provision(t.Context(), false); err != nil {
 		t.Fatal(err)
 	}
 	close(s.cloud.open)
@@ -322,7 +322,7 @@ func TestHoldReleasedAfterTheBatchsLastLaunch(t *testing.T) {
 	}}
 	s := newPasses(t, Options{}, funcs, func(r cloudprovider.LaunchRequest) bool { return r.ProvisionerName == "b" }, a, b)
 	s.pending(t, spread, "x", "y")
-	if _, err := s.c.provision(t.Context()); err != nil {
+	if _, err := s.c.provision(t.Context(), false); err != nil {
 		t.Fatal(err)
 	}
 	<-s.cloud.entered
@@ -331,7 +331,7 @@ func TestHoldReleasedAfterTheBatchsLastLaunch(t *testing.T) {
 	s.pending(t, spread, "z")
 	planned := make(chan error, 1)
 	go func() {
-		_, err := s.c.provision(t.Context())
+		_, err := s.c.provision(t.Context(), false)
 		planned <- err
 	}()
 	select {
@@ -423,11 +423,11 @@ func TestAwaitedPodsCountAsPending(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
 	s := newPasses(t, Options{}, interceptor.Funcs{}, onlyFirstCall(), p)
 	s.pending(t, nodeSized, "a")
-	if _, err := s.c.provision(t.Context()); err != nil {
+	if _, err := s.c.provision(t.Context(), false); err != nil {
 		t.Fatal(err)
 	}
 	<-s.cloud.entered
-	if _, err := s.c.provision(t.Context()); err != nil {
+	if _, err := s.c.provision(t.Context(), false); err != nil {
 		t.Fatal(err)
 	}
 	var pending dto.Metric
@@ -448,7 +448,7 @@ func TestAPodBoundMeanwhileTakesItsRoom(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
 	s := newPasses(t, Options{}, interceptor.Funcs{}, onlyFirstCall(), p)
 	a := s.pending(t, nodeSized, "a")[0]
-	if _, err := s.c.provision(t.Context()); err != nil {
+	if _, err := s.c.provision(t.Context(), false); err != nil {
 		t.Fatal(err)
 	}
 	<-s.cloud.entered
@@ -462,7 +462,7 @@ func TestAPodBoundMeanwhileTakesItsRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.pending(t, nodeSized, "b")
-	if _, err := s.c.provision(t.Context()); err != nil {
+	if _, err := s.c.provision(t.Context(), false); err != nil {
 		t.Fatal(err)
 	}
 	close(s.cloud.open)

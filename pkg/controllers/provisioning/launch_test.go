@@ -238,7 +238,7 @@ func TestSeveralProvisioners(t *testing.T) {
 	pod := builders.Pod(builders.PodOptions{Name: "p", Unschedulable: true, Requests: builders.Resources("cpu", "500m")})
 	for range 3 {
 		c, cloud, _ := launcher(t, interceptor.Funcs{}, expensive, cheap, cheapest, pod)
-		if _, err := c.provision(context.Background()); err != nil {
+		if _, err := c.provision(context.Background(), false); err != nil {
 			t.Fatal(err)
 		}
 		awaitBatches(context.Background(), c.inFlight.capture())

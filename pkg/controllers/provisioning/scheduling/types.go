@@ -1,6 +1,8 @@
 package scheduling
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
@@ -65,6 +67,33 @@ type NewNode struct {
 	// Price is the hourly price of the cheapest offering the node may launch as.
 	Price float64
 	Pods  []*corev1.Pod
+
+	// room is what the cheapest of InstanceTypes has left once the pods and daemonsets are
+	// placed, indexed by index (shared by the nodes of one pass).
+	room  resources
+	index resourceIndex
+}
+
+// Filled are the nodes on which none of pods fits in the room their cheapest instance type has
+// left: more pods would only give them a larger type or open another node. A node whose room
+// is unknown (not from Schedule) is not one.
+func Filled(nodes []*NewNode, pods []*corev1.Pod) []*NewNode {
+	i := slices.IndexFunc(nodes, func(n *NewNode) bool { return n.room != nil })
+	if i < 0 {
+		return nil
+	}
+	index := nodes[i].index
+	requests := make([]resources, 0, len(pods))
+	for _, pod := range pods {
+		requests = append(requests, index.podVector(podRequests(pod)))
+	}
+	var out []*NewNode
+	for _, n := range nodes {
+		if n.room != nil && !slices.ContainsFunc(requests, func(r resources) bool { return within(n.room, r) }) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Binding assigns a pod to an existing node's name or a NewNode's Hostname.
