@@ -85,6 +85,9 @@ type Options struct {
 	// arrived for the first, or the second after the batch opened; the provisioning
 	// package's defaults when zero.
 	BatchIdleDuration, BatchMaxDuration time.Duration
+	// BatchEarlyLaunch launches, while a burst holds a batch open, the nodes its pods have
+	// filled every idle duration, instead of waiting for the batch to close.
+	BatchEarlyLaunch bool
 	// ExpirationPeriod is how often expired nodes are looked for; expiration.DefaultPeriod
 	// when zero.
 	ExpirationPeriod time.Duration
@@ -209,6 +212,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			Clock:             opts.Clock,
 			BatchIdleDuration: opts.BatchIdleDuration,
 			BatchMaxDuration:  opts.BatchMaxDuration,
+			EarlyLaunch:       opts.BatchEarlyLaunch,
 			Ledger:            ledger,
 		})
 	case readiness.Name:

@@ -42,15 +42,17 @@ type batcher struct {
 	mu          sync.Mutex
 	pending     sets.Set[string]
 	first, last time.Time
-	// early is when the open batch's last early pass was asked for, or when it opened.
-	early time.Time
+	// early is when the open batch's last early pass was asked for, or when it opened;
+	// earlyPasses is whether there are any.
+	early       time.Time
+	earlyPasses bool
 	// arrived has room for one signal: a pod arriving while one is unread adds nothing the
 	// waiter would not see.
 	arrived chan struct{}
 }
 
-func newBatcher(clk clock.Clock, w window) *batcher {
-	return &batcher{clock: clk, window: w, pending: sets.New[string](), arrived: make(chan struct{}, 1)}
+func newBatcher(clk clock.Clock, w window, earlyPasses bool) *batcher {
+	return &batcher{clock: clk, window: w, earlyPasses: earlyPasses, pending: sets.New[string](), arrived: make(chan struct{}, 1)}
 }
 
 // add puts a pod, by key, in the open batch, opening one if none is. A pod added again (it
@@ -116,14 +118,15 @@ func (b *batcher) wait(ctx context.Context) (p pass, ok bool) {
 			b.mu.Unlock()
 			return p, true
 		}
-		if early.Before(closes) && !now.Before(early) {
+		earlyDue := b.earlyPasses && early.Before(closes)
+		if earlyDue && !now.Before(early) {
 			b.early = now
 			p = pass{size: b.pending.Len(), early: true}
 			b.mu.Unlock()
 			return p, true
 		}
 		next := closes
-		if early.Before(closes) {
+		if earlyDue {
 			next = early
 		}
 		b.mu.Unlock()

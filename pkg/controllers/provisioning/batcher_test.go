@@ -35,7 +35,7 @@ func TestWindowClosesAt(t *testing.T) {
 // the window.
 func TestBatcherGathersABatch(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	b := newBatcher(clk, window{idle: time.Second, max: 10 * time.Second})
+	b := newBatcher(clk, window{idle: time.Second, max: 10 * time.Second}, false)
 	for _, key := range []string{"a", "b", "a", "c"} {
 		b.add(key)
 	}
@@ -67,7 +67,7 @@ func TestBatcherGathersABatch(t *testing.T) {
 }
 
 func TestBatcherStopsWithContext(t *testing.T) {
-	b := newBatcher(clocktesting.NewFakeClock(time.Now()), window{idle: time.Second, max: 10 * time.Second})
+	b := newBatcher(clocktesting.NewFakeClock(time.Now()), window{idle: time.Second, max: 10 * time.Second}, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, ok := b.wait(ctx); ok {
@@ -76,7 +76,7 @@ func TestBatcherStopsWithContext(t *testing.T) {
 }
 
 func TestBatcherPokeRunsAnEmptyBatchAtOnce(t *testing.T) {
-	b := newBatcher(clocktesting.NewFakeClock(time.Now()), window{idle: time.Second, max: 10 * time.Second})
+	b := newBatcher(clocktesting.NewFakeClock(time.Now()), window{idle: time.Second, max: 10 * time.Second}, false)
 	b.poke()
 	if p, ok := b.wait(context.Background()); !ok || p.size != 0 || p.early {
 		t.Errorf("a poke gave %+v (%v), want an empty closed batch at once", p, ok)
@@ -87,7 +87,7 @@ func TestBatcherPokeRunsAnEmptyBatchAtOnce(t *testing.T) {
 // and those updates arrive as the pod again; only new pods restart the idle gap.
 func TestBatcherUpdatesOfAPodDoNotHoldTheBatchOpen(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	b := newBatcher(clk, window{idle: time.Second, max: 10 * time.Second})
+	b := newBatcher(clk, window{idle: time.Second, max: 10 * time.Second}, false)
 	b.add("a")
 	clk.Step(900 * time.Millisecond)
 	b.add("a") // an update of the same pod, 0.9 s later
@@ -102,10 +102,11 @@ func TestBatcherUpdatesOfAPodDoNotHoldTheBatchOpen(t *testing.T) {
 
 // TestBatcherEarlyPasses: a burst that holds a batch open past its idle gap gets an early pass
 // every idle gap, and the batch still closes as its window says; a batch that goes idle closes
-// without one. (Pods are added while nothing waits, so no wakeup races the fake clock.)
+// without one; a batcher without early passes has none. (Pods are added while nothing waits,
+// so no wakeup races the fake clock.)
 func TestBatcherEarlyPasses(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	b := newBatcher(clk, window{idle: time.Second, max: 10 * time.Second})
+	b := newBatcher(clk, window{idle: time.Second, max: 10 * time.Second}, true)
 	wait := func() pass {
 		p, ok := b.wait(context.Background())
 		if !ok {
@@ -144,5 +145,23 @@ func TestBatcherEarlyPasses(t *testing.T) {
 	clk.Step(time.Second)
 	if got := <-passes; got != (pass{size: 1}) {
 		t.Errorf("a lone pod gave %+v, want its batch closed", got)
+	}
+	// Without early passes, the same burst is one batch.
+	b = newBatcher(clk, window{idle: time.Second, max: 10 * time.Second}, false)
+	b.add("a")
+	for range 5 {
+		clk.Step(400 * time.Millisecond)
+		b.add(fmt.Sprint(clk.Now().UnixMilli()))
+	}
+	go func() {
+		p, _ := b.wait(context.Background())
+		passes <- p
+	}()
+	eventually.Holds(t, "the batcher waits for its window", func() (bool, string, error) {
+		return clk.HasWaiters(), "", nil
+	}, eventually.Interval(time.Millisecond))
+	clk.Step(time.Second)
+	if got := <-passes; got != (pass{size: 6}) {
+		t.Errorf("without early passes the burst gave %+v, want one batch of 6", got)
 	}
 }

@@ -74,6 +74,9 @@ type Options struct {
 	// BatchIdleDuration and BatchMaxDuration close a batch: after no pod arrived for the
 	// first, or the second after it opened. DefaultBatch*Duration when zero.
 	BatchIdleDuration, BatchMaxDuration time.Duration
+	// EarlyLaunch runs an early pass every idle duration while a burst holds a batch open,
+	// launching the nodes its pods have filled (provision).
+	EarlyLaunch bool
 	// LaunchConcurrency bounds the cloud's launch calls at once, of every batch;
 	// DefaultLaunchConcurrency when zero.
 	LaunchConcurrency int
@@ -127,7 +130,7 @@ func New(opts Options) (*Controller, error) {
 		instanceProvider: opts.InstanceProvider,
 		recorder:         opts.Recorder,
 		clock:            opts.Clock,
-		batcher:          newBatcher(opts.Clock, w),
+		batcher:          newBatcher(opts.Clock, w, opts.EarlyLaunch),
 		ledger:           cmp.Or(opts.Ledger, NewLedger()),
 		window:           w,
 		launchLimit:      launchLimit,
@@ -335,7 +338,11 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 		if results == nil {
 			return false, nil
 		}
-		filled := scheduling.Filled(results.NewNodes, plan.Pending)
+		// A node with a pod that counts domains waits for the close: where kube-scheduler puts
+		// the rest of its group turns on every node of the group's plan.
+		filled := slices.DeleteFunc(scheduling.Filled(results.NewNodes, plan.Pending), func(n *scheduling.NewNode) bool {
+			return slices.ContainsFunc(n.Pods, dependsOnDomains)
+		})
 		if len(filled) == 0 {
 			return false, nil
 		}

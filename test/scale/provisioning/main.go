@@ -16,7 +16,7 @@
 // first batch had closed (kube-scheduler marking them unschedulable more than the idle window
 // apart).
 //
-//	go run ./test/scale/provisioning [--workload latency|diverse] [--pods 1000,1] [--batch-idle-duration 1s,200ms] [--cpu-profile FILE]
+//	go run ./test/scale/provisioning [--workload latency|diverse] [--pods 1000,1] [--batch-idle-duration 1s,200ms] [--batch-early-launch=false] [--cpu-profile FILE]
 //
 // Each (batch idle duration, pod count) pair runs on a fresh stack.
 package main
@@ -58,6 +58,7 @@ const (
 // CPU profiles (none when empty).
 var (
 	batchMaxDuration   time.Duration
+	earlyLaunch        bool
 	cpuProfile         string
 	cpuProfileDuration time.Duration
 	keep               bool
@@ -68,6 +69,7 @@ func main() {
 	podCounts := flag.String("pods", "1000,1", "pod counts to measure, comma-separated")
 	idleDurations := flag.String("batch-idle-duration", "1s,200ms", "the controller's --batch-idle-duration values to measure, comma-separated")
 	flag.DurationVar(&batchMaxDuration, "batch-max-duration", 0, "the controller's --batch-max-duration; its default when zero")
+	flag.BoolVar(&earlyLaunch, "batch-early-launch", true, "the controller's --batch-early-launch")
 	flag.StringVar(&cpuProfile, "cpu-profile", "", "latency workload: file to write a CPU profile of the controller to, taken from the first pod's creation for --cpu-profile-duration (runs it with --profiling); with several runs the file name gets -<idle>-<pods>; read it with go tool pprof")
 	flag.DurationVar(&cpuProfileDuration, "cpu-profile-duration", 30*time.Second, "how long --cpu-profile samples")
 	flag.BoolVar(&keep, "keep", false, "keep the stacks' directory, with every process's log (the controller's passes among them), and print its path")
@@ -99,6 +101,9 @@ func run(workloadName, podCounts, idleDurations string) error {
 	binaries, err := scaletest.Build(filepath.Join(dir, "bin"))
 	if err != nil {
 		return err
+	}
+	if !earlyLaunch {
+		fmt.Printf("controller --batch-early-launch=false\n\n")
 	}
 	if batchMaxDuration > 0 {
 		fmt.Printf("controller --batch-max-duration=%s\n\n", batchMaxDuration)
@@ -172,6 +177,9 @@ func controllerArgs(profiling bool) []string {
 	}
 	if batchMaxDuration > 0 {
 		args = append(args, "--batch-max-duration="+batchMaxDuration.String())
+	}
+	if !earlyLaunch {
+		args = append(args, "--batch-early-launch=false")
 	}
 	return args
 }
