@@ -16,7 +16,7 @@
 // first batch had closed (kube-scheduler marking them unschedulable more than the idle window
 // apart).
 //
-//	go run ./test/scale/provisioning [--workload latency|diverse] [--pods 1000,1] [--batch-idle-duration 1s,200ms] [--batch-early-launch=false] [--cpu-profile FILE]
+//	go run ./test/scale/provisioning [--workload latency|diverse] [--pods 1000,1] [--batch-idle-duration 1s,200ms] [--batch-early-launch] [--cpu-profile FILE]
 //
 // Each (batch idle duration, pod count) pair runs on a fresh stack.
 package main
@@ -69,7 +69,7 @@ func main() {
 	podCounts := flag.String("pods", "1000,1", "pod counts to measure, comma-separated")
 	idleDurations := flag.String("batch-idle-duration", "1s,200ms", "the controller's --batch-idle-duration values to measure, comma-separated")
 	flag.DurationVar(&batchMaxDuration, "batch-max-duration", 0, "the controller's --batch-max-duration; its default when zero")
-	flag.BoolVar(&earlyLaunch, "batch-early-launch", true, "the controller's --batch-early-launch")
+	flag.BoolVar(&earlyLaunch, "batch-early-launch", false, "the controller's --batch-early-launch")
 	flag.StringVar(&cpuProfile, "cpu-profile", "", "latency workload: file to write a CPU profile of the controller to, taken from the first pod's creation for --cpu-profile-duration (runs it with --profiling); with several runs the file name gets -<idle>-<pods>; read it with go tool pprof")
 	flag.DurationVar(&cpuProfileDuration, "cpu-profile-duration", 30*time.Second, "how long --cpu-profile samples")
 	flag.BoolVar(&keep, "keep", false, "keep the stacks' directory, with every process's log (the controller's passes among them), and print its path")
@@ -102,8 +102,8 @@ func run(workloadName, podCounts, idleDurations string) error {
 	if err != nil {
 		return err
 	}
-	if !earlyLaunch {
-		fmt.Printf("controller --batch-early-launch=false\n\n")
+	if earlyLaunch {
+		fmt.Printf("controller --batch-early-launch\n\n")
 	}
 	if batchMaxDuration > 0 {
 		fmt.Printf("controller --batch-max-duration=%s\n\n", batchMaxDuration)
@@ -178,8 +178,8 @@ func controllerArgs(profiling bool) []string {
 	if batchMaxDuration > 0 {
 		args = append(args, "--batch-max-duration="+batchMaxDuration.String())
 	}
-	if !earlyLaunch {
-		args = append(args, "--batch-early-launch=false")
+	if earlyLaunch {
+		args = append(args, "--batch-early-launch")
 	}
 	return args
 }
