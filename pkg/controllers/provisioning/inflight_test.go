@@ -471,3 +471,45 @@ func TestAPodBoundMeanwhileTakesItsRoom(t *testing.T) {
 		t.Errorf("%d create calls, want a second for b: a, bound, fills the other node", len(calls))
 	}
 }
+
+// TestEarlyPassLaunchesFilledNodes: an early pass launches the nodes no pending pod fits into
+// any more, leaves a node whose pod counts domains to the closing pass, and the closing pass
+// launches it without launching again for the others.
+func TestEarlyPassLaunchesFilledNodes(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	s := newPasses(t, Options{EarlyLaunch: true}, interceptor.Funcs{}, func(cloudprovider.LaunchRequest) bool { return false }, p)
+	s.pending(t, nodeSized, "a", "b")
+	spread := nodeSized
+	spread.Labels = map[string]string{"app": "spread"}
+	spread.TopologySpread = []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, map[string]string{"app": "spread"})}
+	s.pending(t, spread, "c")
+	if _, err := s.c.provision(t.Context(), true); err != nil {
+		t.Fatal(err)
+	}
+	s.settle(t)
+	if nodes := s.nodes(t); len(nodes) != 2 {
+		t.Fatalf("the early pass launched %d nodes, want 2, for a and b", len(nodes))
+	}
+	s.pass(t)
+	if nodes := s.nodes(t); len(nodes) != 3 {
+		t.Fatalf("%d nodes after the closing pass, want 3", len(nodes))
+	}
+	s.pass(t)
+	if nodes := s.nodes(t); len(nodes) != 3 {
+		t.Errorf("%d nodes after another pass, want still 3", len(nodes))
+	}
+}
+
+// TestEarlyPassLeavesNodesWithRoom: a node a pending pod still fits into waits for the close.
+func TestEarlyPassLeavesNodesWithRoom(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	s := newPasses(t, Options{EarlyLaunch: true}, interceptor.Funcs{}, func(cloudprovider.LaunchRequest) bool { return false }, p)
+	s.pending(t, builders.PodOptions{Requests: builders.Resources("cpu", "100m")}, "small")
+	if _, err := s.c.provision(t.Context(), true); err != nil {
+		t.Fatal(err)
+	}
+	s.settle(t)
+	if nodes := s.nodes(t); len(nodes) != 0 {
+		t.Fatalf("the early pass launched %d nodes, want none: the node has room for another such pod", len(nodes))
+	}
+}
