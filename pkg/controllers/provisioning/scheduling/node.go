@@ -306,7 +306,7 @@ func (s *scheduler) narrowOfferings(n *node, out *narrowing, used resources) boo
 	suffix := list.candidates[first:]
 	bounds, ok := list.suffixes[first]
 	if !ok {
-		bounds = suffixBounds{maxAlloc: maxAllocatable(suffix), minAlloc: optionBoundsOf(suffix).minAlloc, zones: reachableZones(suffix, out.capacityTypes)}
+		bounds = suffixBounds{typeBounds: boundsOf(suffix), zones: reachableZones(suffix, out.capacityTypes)}
 		list.suffixes[first] = bounds
 	}
 	if !within(bounds.minAlloc, used) {
@@ -342,9 +342,8 @@ type narrowedList struct {
 }
 
 type suffixBounds struct {
-	// maxAlloc and minAlloc are the most and the least allocatable of each resource.
-	maxAlloc, minAlloc resources
-	zones              uint64
+	typeBounds
+	zones uint64
 }
 
 // reachableZones are the zones where one of the types has an offering of the capacity types.

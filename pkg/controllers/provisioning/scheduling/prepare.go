@@ -175,13 +175,7 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 		s.nodes = append(s.nodes, en)
 		for _, ep := range existingPods[i] {
 			en.used.add(s.resources.podVector(requests[ep.pod]))
-			var matches []*topologyGroup
-			for _, g := range groups {
-				if g.matches(ep.pod) {
-					matches = append(matches, g)
-				}
-			}
-			s.count(en, ep.pod, matches, ep.owned)
+			s.count(en, ep.pod, s.matchesOf(ep.pod, groups).all, ep.owned)
 		}
 	}
 	s.existing = len(s.nodes)

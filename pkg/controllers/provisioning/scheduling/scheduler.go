@@ -519,12 +519,12 @@ func (prov *provisioner) withinLimits(old, new *instanceType) bool {
 
 // finish renders the new nodes, dropping instance types that would break a provisioner's limits
 // if the cloud launched them instead of the cheapest. Nodes whose every candidate from the
-// cheapest on fits, under no limits, share the rendered list of their candidates.
+// cheapest on fits, within the limits, share the rendered list of their candidates.
 func (s *scheduler) finish() {
 	rendered := map[**instanceType][]*cloudprovider.InstanceType{}
 	// Nodes of one shape end with the same suffix of the same list: its bounds tell at once
 	// whether every type in it is an option, without visiting each type for each node.
-	bounds := map[suffixKey]optionBounds{}
+	bounds := map[suffixKey]typeBounds{}
 	for _, n := range s.nodes[s.existing:] {
 		out := &NewNode{
 			Hostname:     n.hostname,
@@ -541,7 +541,7 @@ func (s *scheduler) finish() {
 		key := suffixKey{list: &n.candidates[0], length: len(n.candidates), first: n.first}
 		b, ok := bounds[key]
 		if !ok {
-			b = optionBoundsOf(candidates)
+			b = boundsOf(candidates)
 			bounds[key] = b
 		}
 		if within(b.minAlloc, n.used) && n.prov.withinLimits(n.cheapest, &instanceType{capacity: b.maxCapacity}) {
@@ -576,18 +576,19 @@ type suffixKey struct {
 	length, first int
 }
 
-// optionBounds are, over some instance types, the least allocatable and the largest capacity
-// of each resource: a node within the first fits in every type, and one that may grow by the
-// second stays under the limits in every type.
-type optionBounds struct {
-	minAlloc, maxCapacity resources
+// typeBounds are, over some instance types, the least and the most allocatable and the largest
+// capacity of each resource: a node within minAlloc fits in every type, and one whose type may
+// grow to maxCapacity stays under the limits in every type.
+type typeBounds struct {
+	minAlloc, maxAlloc, maxCapacity resources
 }
 
-func optionBoundsOf(types []*instanceType) optionBounds {
-	b := optionBounds{minAlloc: slices.Clone(types[0].alloc), maxCapacity: slices.Clone(types[0].capacity)}
+func boundsOf(types []*instanceType) typeBounds {
+	b := typeBounds{minAlloc: slices.Clone(types[0].alloc), maxAlloc: slices.Clone(types[0].alloc), maxCapacity: slices.Clone(types[0].capacity)}
 	for _, t := range types[1:] {
 		for i := range b.minAlloc {
 			b.minAlloc[i] = min(b.minAlloc[i], t.alloc[i])
+			b.maxAlloc[i] = max(b.maxAlloc[i], t.alloc[i])
 			b.maxCapacity[i] = max(b.maxCapacity[i], t.capacity[i])
 		}
 	}
