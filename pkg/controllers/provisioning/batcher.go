@@ -43,7 +43,7 @@ type batcher struct {
 	pending     sets.Set[string]
 	first, last time.Time
 	// early is when the open batch's last early pass was asked for, or when it opened;
-	// earlyPasses is whether there are any.
+	// earlyPasses is whether the batcher asks for early passes at all (--batch-early-launch).
 	early       time.Time
 	earlyPasses bool
 	// arrived has room for one signal: a pod arriving while one is unread adds nothing the
