@@ -132,18 +132,22 @@ func TestBatcherEarlyPasses(t *testing.T) {
 	if got := wait(); got != (pass{size: 5}) {
 		t.Fatalf("closing pass %+v, want the batch of 5 closed", got)
 	}
+	// waitOneSecond is the pass a wait gives once the clock moves on a second.
+	waitOneSecond := func() pass {
+		passes := make(chan pass, 1)
+		go func() {
+			p, _ := b.wait(context.Background())
+			passes <- p
+		}()
+		eventually.Holds(t, "the batcher waits for its window", func() (bool, string, error) {
+			return clk.HasWaiters(), "", nil
+		}, eventually.Interval(time.Millisecond))
+		clk.Step(time.Second)
+		return <-passes
+	}
 	// A lone pod's batch closes after the idle gap, with no early pass on the way.
 	b.add("lone")
-	passes := make(chan pass, 1)
-	go func() {
-		p, _ := b.wait(context.Background())
-		passes <- p
-	}()
-	eventually.Holds(t, "the batcher waits for its window", func() (bool, string, error) {
-		return clk.HasWaiters(), "", nil
-	}, eventually.Interval(time.Millisecond))
-	clk.Step(time.Second)
-	if got := <-passes; got != (pass{size: 1}) {
+	if got := waitOneSecond(); got != (pass{size: 1}) {
 		t.Errorf("a lone pod gave %+v, want its batch closed", got)
 	}
 	// Without early passes, the same burst is one batch.
@@ -153,15 +157,7 @@ func TestBatcherEarlyPasses(t *testing.T) {
 		clk.Step(400 * time.Millisecond)
 		b.add(fmt.Sprint(clk.Now().UnixMilli()))
 	}
-	go func() {
-		p, _ := b.wait(context.Background())
-		passes <- p
-	}()
-	eventually.Holds(t, "the batcher waits for its window", func() (bool, string, error) {
-		return clk.HasWaiters(), "", nil
-	}, eventually.Interval(time.Millisecond))
-	clk.Step(time.Second)
-	if got := <-passes; got != (pass{size: 6}) {
+	if got := waitOneSecond(); got != (pass{size: 6}) {
 		t.Errorf("without early passes the burst gave %+v, want one batch of 6", got)
 	}
 }
