@@ -533,10 +533,10 @@ func (s *scheduler) finish() {
 			Taints:       n.prov.taints,
 			Price:        n.prices[n.first],
 			Pods:         n.pods,
-			room:         slices.Clone(n.candidates[n.first].alloc),
+			alloc:        n.candidates[n.first].alloc,
+			used:         n.used,
 			index:        s.resources,
 		}
-		out.room.sub(n.used)
 		candidates := n.candidates[n.first:]
 		key := suffixKey{list: &n.candidates[0], length: len(n.candidates), first: n.first}
 		b, ok := bounds[key]

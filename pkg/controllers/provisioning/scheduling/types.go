@@ -68,17 +68,17 @@ type NewNode struct {
 	Price float64
 	Pods  []*corev1.Pod
 
-	// room is what the cheapest of InstanceTypes has left once the pods and daemonsets are
-	// placed, indexed by index (shared by the nodes of one pass).
-	room  resources
-	index resourceIndex
+	// alloc is the cheapest of InstanceTypes' allocatable and used what the pods and daemonsets
+	// take of it, indexed by index (shared by the nodes of one pass); read only.
+	alloc, used resources
+	index       resourceIndex
 }
 
 // Filled are the nodes on which none of pods fits in the room their cheapest instance type has
 // left: more pods would only give them a larger type or open another node. A node whose room
 // is unknown (not from Schedule) is not one.
 func Filled(nodes []*NewNode, pods []*corev1.Pod) []*NewNode {
-	i := slices.IndexFunc(nodes, func(n *NewNode) bool { return n.room != nil })
+	i := slices.IndexFunc(nodes, func(n *NewNode) bool { return n.alloc != nil })
 	if i < 0 {
 		return nil
 	}
@@ -89,7 +89,7 @@ func Filled(nodes []*NewNode, pods []*corev1.Pod) []*NewNode {
 	}
 	var out []*NewNode
 	for _, n := range nodes {
-		if n.room != nil && !slices.ContainsFunc(requests, func(r resources) bool { return within(n.room, r) }) {
+		if n.alloc != nil && !slices.ContainsFunc(requests, func(r resources) bool { return fitsWith(n.alloc, n.used, r) }) {
 			out = append(out, n)
 		}
 	}
