@@ -489,7 +489,7 @@ func (c *Controller) reserveAll(ctx context.Context, newNodes []*scheduling.NewN
 	retry := false
 	var launches []*reservedLaunch
 	var planned []*plannedLaunch
-	for _, g := range groupLaunches(newNodes, (len(newNodes)+c.launchLimit-1)/c.launchLimit) {
+	for _, g := range groupLaunches(newNodes, launchGroupSize(len(newNodes), c.launchLimit)) {
 		p := plans[g.provisioner]
 		r, err := c.reserve(g, p.updated, p.nodes)
 		if err != nil {

@@ -64,9 +64,21 @@ func (g *launchGroup) pods() []*corev1.Pod {
 	return out
 }
 
+// minLaunchGroup is the fewest identical nodes a launch group may hold when there are that many:
+// a call for a few instances takes no longer than a call for one, and each call spends the
+// account's EC2 API rate.
+const minLaunchGroup = 10
+
+// launchGroupSize is the most nodes a group of a plan of n new nodes holds: a share of the
+// plan for each launch that may run at once, so that a large plan launches in parallel rather
+// than one call describing and registering hundreds of instances alone, but at least
+// minLaunchGroup, so that a small plan (an early pass's) does not make a call per node.
+func launchGroupSize(n, concurrency int) int {
+	return max((n+concurrency-1)/max(concurrency, 1), minLaunchGroup)
+}
+
 // groupLaunches groups the plan's identical new nodes, in plan order, into groups of at most
-// maxSize nodes: one cloud call launches a group, and a cap lets a large plan's groups launch
-// in parallel rather than one call describing and registering hundreds of instances alone.
+// maxSize nodes; one cloud call launches a group.
 func groupLaunches(newNodes []*scheduling.NewNode, maxSize int) []*launchGroup {
 	maxSize = max(maxSize, 1)
 	var out []*launchGroup

@@ -157,3 +157,21 @@ func TestGroupLaunches(t *testing.T) {
 		})
 	}
 }
+
+func TestLaunchGroupSize(t *testing.T) {
+	for _, tc := range []struct {
+		nodes, concurrency, want int
+	}{
+		{nodes: 1, concurrency: 10, want: minLaunchGroup},
+		{nodes: 8, concurrency: 10, want: minLaunchGroup},
+		{nodes: 100, concurrency: 10, want: 10},
+		{nodes: 500, concurrency: 10, want: 50},
+		{nodes: 501, concurrency: 10, want: 51},
+		{nodes: 30, concurrency: 1, want: 30},
+		{nodes: 5, concurrency: 0, want: minLaunchGroup},
+	} {
+		if got := launchGroupSize(tc.nodes, tc.concurrency); got != tc.want {
+			t.Errorf("launchGroupSize(%d, %d) = %d, want %d", tc.nodes, tc.concurrency, got, tc.want)
+		}
+	}
+}
