@@ -200,10 +200,10 @@ func TestControllerKilledMidReplaceDeletesTheReplacedNodesAndLaunchesOnce(t *tes
 	if it := replacement.Labels[corev1.LabelInstanceTypeStable]; it != "m5.large" {
 		t.Errorf("two m5.xlarge replaced by %s, want the cheaper m5.large", it)
 	}
-	// Two launches for the big pods, one for the replacement; a launch retried with its
+	// Two instances for the big pods, one for the replacement; a launch retried with its
 	// idempotency key would be answered again, not launched.
-	if n := launches(name, launchesBefore); n != 3 {
-		t.Errorf("%d CreateFleet launches for provisioner %s, want 3 (two nodes and one replacement)", n, name)
+	if n := launchedInstances(name, launchesBefore); n != 3 {
+		t.Errorf("%d instances launched for provisioner %s, want 3 (two nodes and one replacement)", n, name)
 	}
 	for _, old := range oldNodes {
 		if n := terminations(instanceIDOf(old)); n != 1 {
@@ -391,13 +391,14 @@ func terminations(instanceID string) int {
 	return n
 }
 
-// launches counts the CreateFleet calls since the first skipped that launched instances for the
-// Provisioner; a call replayed by its client token launches nothing.
-func launches(provisionerName string, skip int) int {
+// launchedInstances counts the instances the CreateFleet calls since the first skipped launched
+// for the Provisioner (one call may launch several); a call replayed by its client token
+// launches nothing.
+func launchedInstances(provisionerName string, skip int) int {
 	n := 0
 	for _, request := range stack.Emulator.FleetRequests()[skip:] {
-		if !request.Replayed && len(request.InstanceIDs) > 0 && request.TagSpecifications["instance"][v1alpha5.ProvisionerNameLabelKey] == provisionerName {
-			n++
+		if !request.Replayed && request.TagSpecifications["instance"][v1alpha5.ProvisionerNameLabelKey] == provisionerName {
+			n += len(request.InstanceIDs)
 		}
 	}
 	return n

@@ -214,12 +214,14 @@ func TestControllerKilledMidBatchLaunchesExactlyTheNeededInstances(t *testing.T)
 	createProvisioner(t, builders.ProvisionerOptions{Name: name, Requirements: []v1alpha5.NodeSelectorRequirement{
 		{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{"m5.large"}},
 	}})
-	// One node per pod: hostname anti-affinity.
+	// One node per pod: hostname anti-affinity. The pods' zones alternate, so that the batch
+	// launches in several calls (one for each zone's identical nodes).
 	labels := map[string]string{"app": name}
+	zones := []string{"us-west-2a", "us-west-2b", "us-west-2c"}
 	var pods []*corev1.Pod
 	for i := range replicas {
 		pods = append(pods, builders.Pod(builders.PodOptions{Name: fmt.Sprintf("%s-%d", name, i), Namespace: sandbox.Namespace, Labels: labels,
-			NodeSelector:    map[string]string{v1alpha5.ProvisionerNameLabelKey: name},
+			NodeSelector:    map[string]string{v1alpha5.ProvisionerNameLabelKey: name, corev1.LabelTopologyZone: zones[i%len(zones)]},
 			PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, labels)}, Requests: builders.Resources("cpu", "500m")}))
 	}
 	// Each CreateFleet call takes a second, so that the kill lands while the batch's launches
