@@ -15,10 +15,13 @@ const NodeNameField = "spec.nodeName"
 // IndexNodeName lets a cache-backed reader serve the NodeNameField selector, as the API
 // server does.
 func IndexNodeName(ctx context.Context, indexer client.FieldIndexer) error {
-	if err := indexer.IndexField(ctx, &corev1.Pod{}, NodeNameField, func(o client.Object) []string {
-		return []string{o.(*corev1.Pod).Spec.NodeName}
-	}); err != nil {
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, NodeNameField, NodeNameOf); err != nil {
 		return fmt.Errorf("indexing pods by %s, %w", NodeNameField, err)
 	}
 	return nil
+}
+
+// NodeNameOf is the index value of a pod for NodeNameField: the node it is bound to.
+func NodeNameOf(o client.Object) []string {
+	return []string{o.(*corev1.Pod).Spec.NodeName}
 }

@@ -37,7 +37,7 @@ func newFixture(t *testing.T, objects ...client.Object) *fixture {
 	t.Helper()
 	kubeClient := fake.NewClientBuilder().WithScheme(apis.NewScheme()).
 		WithStatusSubresource(&v1alpha1.MetricsProducer{}).
-		WithIndex(&corev1.Pod{}, pods.NodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+		WithIndex(&corev1.Pod{}, pods.NodeNameField, pods.NodeNameOf).
 		WithObjects(objects...).Build()
 	clk := clocktesting.NewFakeClock(time.Date(2026, time.March, 6, 8, 59, 55, 0, time.UTC))
 	recorder := record.NewFakeRecorder(16)

@@ -39,7 +39,7 @@ func pod(name, nodeName string, requests corev1.ResourceList) *corev1.Pod {
 
 func newReader(objects ...client.Object) client.Reader {
 	return fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objects...).
-		WithIndex(&corev1.Pod{}, pods.NodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+		WithIndex(&corev1.Pod{}, pods.NodeNameField, pods.NodeNameOf).
 		Build()
 }
 
