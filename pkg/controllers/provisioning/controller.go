@@ -348,9 +348,7 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 		}
 		log.FromContext(ctx).WithName(Name).Info("launching the nodes an open batch has filled", "pending", len(plan.Pending), "filledNodes", len(filled),
 			"newNodes", len(results.NewNodes), "duration", c.clock.Since(start).Round(time.Millisecond))
-		if err := c.nominate(ctx, append(renominations, plannedOntoNodes(results, launching)...)); err != nil {
-			log.FromContext(ctx).WithName(Name).Error(err, "nominating pods to the nodes planned for them")
-		}
+		c.nominatePlanned(ctx, renominations, results, launching)
 		c.startLaunches(ctx, filled, plans)
 		return false, c.writeStatus(ctx, plans)
 	}
@@ -360,10 +358,7 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 		log.FromContext(ctx).WithName(Name).Info("planned pending pods", "pending", len(plan.Pending), "newNodes", len(results.NewNodes),
 			"ontoExistingOrLaunchingNodes", len(results.Bindings), "unschedulable", len(results.Unschedulable), "awaitingLaunches", len(awaited),
 			"duration", planned.Round(time.Millisecond))
-		if err := c.nominate(ctx, append(renominations, plannedOntoNodes(results, launching)...)); err != nil {
-			log.FromContext(ctx).WithName(Name).Error(err, "nominating pods to the nodes planned for them")
-			retry = true
-		}
+		retry = !c.nominatePlanned(ctx, renominations, results, launching) || retry
 		retry = c.startLaunches(ctx, results.NewNodes, plans) || retry
 		c.tell(launching, plan.Pending, awaited, results)
 		// A pod no Provisioner can take now may be taken later without any change to the pod
@@ -377,6 +372,16 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 	c.recordPending(launching, awaited, results)
 	c.updateLimitsCondition(plans)
 	return retry, c.writeStatus(ctx, plans)
+}
+
+// nominatePlanned nominates the pods the pass counts on launching nodes: those nominated again
+// (renominations) and those it planned onto launching room; false when some nomination failed.
+func (c *Controller) nominatePlanned(ctx context.Context, renominations []nomination, results *scheduling.Results, launching map[string]string) bool {
+	if err := c.nominate(ctx, append(renominations, plannedOntoNodes(results, launching)...)); err != nil {
+		log.FromContext(ctx).WithName(Name).Error(err, "nominating pods to the nodes planned for them")
+		return false
+	}
+	return true
 }
 
 // awaitedPending keeps the awaited pods the snapshot shows pending: one kube-scheduler bound

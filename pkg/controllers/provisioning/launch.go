@@ -64,9 +64,9 @@ func (g *launchGroup) pods() []*corev1.Pod {
 	return out
 }
 
-// minLaunchGroup is the fewest identical nodes a launch group may hold when there are that many:
-// a call for a few instances takes no longer than a call for one, and each call spends the
-// account's EC2 API rate.
+// minLaunchGroup is how many identical nodes a launch group may always hold, however small the
+// plan: a call for a few instances takes no longer than a call for one, and each call spends
+// the account's EC2 API rate.
 const minLaunchGroup = 10
 
 // launchGroupSize is the most nodes a group of a plan of n new nodes holds: a share of the
