@@ -465,8 +465,38 @@ func measureDiverse(dir string, binaries scaletest.Binaries, idle time.Duration,
 			r.extraFor[pod.Labels["app"]]++
 		}
 	}
-	r.relaunched, err = workload.LaunchedTwice(ctx, stack.Env.Client, sandbox.Namespace)
+	r.relaunched, err = countRelaunched(ctx, stack, len(w.Pods))
 	return r, err
+}
+
+// countRelaunched counts the pods a node was launched for more than once, from the
+// controller's Events. The controller writes them behind its launches, at its client's rate,
+// so the last may still be on their way when every pod runs: it waits until there is one for
+// each of the workload's pods at least, and no more arrive for a few seconds.
+func countRelaunched(ctx context.Context, stack *sandbox.Stack, pods int) (int, error) {
+	const quiet, patience = 5 * time.Second, time.Minute
+	deadline := time.Now().Add(patience)
+	lastTotal, lastChange := -1, time.Now()
+	for {
+		total, relaunched, err := workload.LaunchEvents(ctx, stack.Env.Client, sandbox.Namespace)
+		if err != nil {
+			return 0, err
+		}
+		if total != lastTotal {
+			lastTotal, lastChange = total, time.Now()
+		}
+		if (total >= pods && time.Since(lastChange) >= quiet) || time.Now().After(deadline) {
+			if total < pods {
+				fmt.Fprintf(os.Stderr, "only %d launch Events for %d pods after %s; counting those\n", total, pods, patience)
+			}
+			return relaunched, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // launchTimes are when the CreateFleet call that launched each instance for the workload's

@@ -162,25 +162,25 @@ func (w *Diverse) volumes(name, namespace string, scale int) {
 	add("wait-volume", "us-west-2a", 3, false)
 }
 
-// LaunchedTwice counts the pods of namespace told more than once that a node was launched for
-// them (the controller's Provisioning Event names the node): pods the plan had given room that
-// kube-scheduler then gave to others.
-func LaunchedTwice(ctx context.Context, reader client.Reader, namespace string) (int, error) {
+// LaunchEvents counts the controller's Events in namespace telling a pod that a node was
+// launched for it (each names its node): all of them, and the pods told so more than once,
+// whom the plan had given room that kube-scheduler then gave to others.
+func LaunchEvents(ctx context.Context, reader client.Reader, namespace string) (total, launchedTwice int, err error) {
 	events := &corev1.EventList{}
 	if err := reader.List(ctx, events, client.InNamespace(namespace), client.MatchingFields{"reason": provisioning.ReasonPlanned}); err != nil {
-		return 0, fmt.Errorf("listing events, %w", err)
+		return 0, 0, fmt.Errorf("listing events, %w", err)
 	}
 	launches := map[string]int{}
 	for _, event := range events.Items {
 		if strings.Contains(event.Message, "was launched for this pod") {
 			launches[event.InvolvedObject.Name]++
+			total++
 		}
 	}
-	n := 0
 	for _, count := range launches {
 		if count > 1 {
-			n++
+			launchedTwice++
 		}
 	}
-	return n, nil
+	return total, launchedTwice, nil
 }
