@@ -24,6 +24,7 @@ require (
 	github.com/prometheus/prometheus v0.307.0
 	go.uber.org/zap v1.27.0
 	golang.org/x/sync v0.17.0
+	gonum.org/v1/gonum v0.17.0
 	k8s.io/api v0.34.4
 	k8s.io/apiextensions-apiserver v0.34.4
 	k8s.io/apimachinery v0.34.4

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/check"
 )
@@ -30,26 +31,33 @@ func verifyWorkload(tb testing.TB, in scheduling.Input, r *scheduling.Results) {
 	}
 }
 
-// TestWorkload runs the benchmark workload at sizes that fit in `go test`, with the checker.
+// TestWorkload runs the benchmark workload at sizes that fit in `go test`, on the synthetic
+// catalogue and the emulator's real one, with the checker and the lower bound.
 func TestWorkload(t *testing.T) {
-	for _, n := range []int{100, 1000} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			in := workloadInput(n)
-			r := scheduling.Schedule(in)
-			verifyWorkload(t, in, r)
-			if len(r.Bindings) != n {
-				t.Fatalf("bound %d pods, want %d", len(r.Bindings), n)
-			}
-			// Every hostname anti-affinity pod needs a node of its own.
-			if len(r.NewNodes) < n/5 {
-				t.Errorf("%d new nodes, want at least %d", len(r.NewNodes), n/5)
-			}
-			lb := lowerBound(in.Provisioners[0].InstanceTypes, in.Pods)
-			if r.Price() < lb*(1-1e-9) {
-				t.Errorf("%.2f usd/hr beats the lower bound %.2f usd/hr, which is then no bound", r.Price(), lb)
-			}
-			t.Logf("%d pods: %d nodes, %.2f usd/hr, lower bound %.2f usd/hr (%.3f×)", n, len(r.NewNodes), r.Price(), lb, r.Price()/lb)
-		})
+	for _, catalogue := range []struct {
+		name  string
+		types []*cloudprovider.InstanceType
+	}{{"synthetic", workloadInstanceTypes()}, {"real", emulatorInstanceTypes(t)}} {
+		name, types := catalogue.name, catalogue.types
+		for _, n := range []int{100, 1000} {
+			t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
+				in := scheduling.Input{Pods: workloadPods(n), Provisioners: []scheduling.Provisioner{workloadProvisioner(types)}}
+				r := scheduling.Schedule(in)
+				verifyWorkload(t, in, r)
+				if len(r.Bindings) != n {
+					t.Fatalf("bound %d pods, want %d", len(r.Bindings), n)
+				}
+				// Every hostname anti-affinity pod needs a node of its own.
+				if len(r.NewNodes) < n/5 {
+					t.Errorf("%d new nodes, want at least %d", len(r.NewNodes), n/5)
+				}
+				lb := lowerBound(t, types, in.Pods)
+				if r.Price() < lb*(1-1e-9) {
+					t.Errorf("%.4f usd/hr beats the lower bound %.4f usd/hr, which is then no bound", r.Price(), lb)
+				}
+				t.Logf("%d pods: %d nodes, %.4f usd/hr, lower bound %.4f usd/hr (%.3f×)", n, len(r.NewNodes), r.Price(), lb, r.Price()/lb)
+			})
+		}
 	}
 }
 
@@ -58,7 +66,7 @@ func BenchmarkScheduling(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000, 10000, 20000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			in := workloadInput(n)
-			lb := lowerBound(in.Provisioners[0].InstanceTypes, in.Pods)
+			lb := lowerBound(b, in.Provisioners[0].InstanceTypes, in.Pods)
 			var r *scheduling.Results
 			var elapsed, cpu time.Duration
 			b.ResetTimer()

@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize/convex/lp"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -98,31 +102,22 @@ func workloadPods(n int) []*corev1.Pod {
 	return pods
 }
 
-// lowerBound is a true floor for the price of any plan that places pods on types: no node costs
-// less per core than the cheapest type's price per core, nor holds more memory or pods per core
-// than the roomiest, and every node reserves its overhead, on at least one node per hostname
-// anti-affinity pod. So the cores launched, and with them the price, are at least what the
-// binding one of cpu, memory and pod count needs.
-func lowerBound(types []*cloudprovider.InstanceType, ps []*corev1.Pod) float64 {
-	pricePerCore, memoryPerCore, podsPerCore := math.Inf(1), 0.0, 0.0
-	overheadCPU, overheadMemory := math.Inf(1), math.Inf(1)
-	for _, it := range types {
-		cores := it.Capacity.Cpu().AsApproximateFloat64()
-		for _, o := range it.Offerings {
-			if o.Available {
-				pricePerCore = math.Min(pricePerCore, o.Price/cores)
-			}
-		}
-		memoryPerCore = math.Max(memoryPerCore, it.Capacity.Memory().AsApproximateFloat64()/cores)
-		podsPerCore = math.Max(podsPerCore, it.Capacity.Pods().AsApproximateFloat64()/cores)
-		overheadCPU = math.Min(overheadCPU, it.Overhead.Cpu().AsApproximateFloat64())
-		overheadMemory = math.Min(overheadMemory, it.Overhead.Memory().AsApproximateFloat64())
-	}
+// lowerBound is a true floor for the price of any plan that places pods on types: the optimum
+// of the linear program that buys nodes of each type in fractions, each at its cheapest
+// offering, so that their allocatable cpu, memory and pods cover the pods' total requests and
+// there is at least one node per hostname anti-affinity pod (each needs a node of its own).
+// Any plan's nodes are such a purchase in whole numbers, so none costs less. It ignores that
+// a pod must fit whole on one node; on a catalogue priced linearly in size, like the
+// synthetic one, it is the price per core of the cores the binding resource needs, with every
+// node's overhead reserved.
+func lowerBound(tb testing.TB, types []*cloudprovider.InstanceType, ps []*corev1.Pod) float64 {
+	tb.Helper()
+	const gib = 1 << 30
 	var cpu, memory, ownNode float64
 	for _, pod := range ps {
 		r := pods.Requests(pod)
 		cpu += r.Cpu().AsApproximateFloat64()
-		memory += r.Memory().AsApproximateFloat64()
+		memory += r.Memory().AsApproximateFloat64() / gib
 		if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
 			for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 				if term.TopologyKey == corev1.LabelHostname {
@@ -132,8 +127,38 @@ func lowerBound(types []*cloudprovider.InstanceType, ps []*corev1.Pod) float64 {
 			}
 		}
 	}
-	minNodes := math.Max(1, ownNode)
-	cores := math.Max(cpu+minNodes*overheadCPU, (memory+minNodes*overheadMemory)/memoryPerCore)
-	cores = math.Max(cores, float64(len(ps))/podsPerCore)
-	return pricePerCore * cores
+	// Standard form, minimise price·x subject to A·x = b, x ≥ 0: one column per type, rows
+	// cpu, memory (GiB), pods and node count, and a surplus column per row that turns "covers"
+	// into an equality.
+	covered := []float64{cpu, memory, float64(len(ps)), math.Max(1, ownNode)}
+	var prices []float64
+	var columns [][]float64
+	for _, it := range types {
+		price := math.Inf(1)
+		for _, o := range it.Offerings {
+			if o.Available {
+				price = math.Min(price, o.Price)
+			}
+		}
+		if math.IsInf(price, 1) {
+			continue
+		}
+		a := it.Allocatable()
+		prices = append(prices, price)
+		columns = append(columns, []float64{a.Cpu().AsApproximateFloat64(), a.Memory().AsApproximateFloat64() / gib, a.Pods().AsApproximateFloat64(), 1})
+	}
+	rows := len(covered)
+	A := mat.NewDense(rows, len(columns)+rows, nil)
+	for j, column := range columns {
+		A.SetCol(j, column)
+	}
+	for i := range rows {
+		A.Set(i, len(columns)+i, -1)
+		prices = append(prices, 0)
+	}
+	bound, _, err := lp.Simplex(prices, A, covered, 1e-10, nil)
+	if err != nil {
+		tb.Fatalf("solving the lower bound's linear program, %v", err)
+	}
+	return bound
 }
