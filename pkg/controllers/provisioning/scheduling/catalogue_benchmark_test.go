@@ -82,6 +82,7 @@ func BenchmarkSchedulingRealCatalogue(b *testing.B) {
 			b.ReportMetric(float64(len(r.NewNodes)), "nodes")
 			b.ReportMetric(r.Price(), "usd/hr")
 			b.ReportMetric(lb, "lb_usd/hr")
+			b.ReportMetric(r.Price()/lb, "usd/lb")
 			b.ReportMetric(singleTypeEstimate(types, in.Pods), "estimate_usd/hr")
 		})
 	}

@@ -2,12 +2,7 @@ package scheduling_test
 
 import (
 	"fmt"
-	"math"
 	"math/rand"
-	"testing"
-
-	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/optimize/convex/lp"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,7 +10,6 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
-	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -100,65 +94,4 @@ func workloadPods(n int) []*corev1.Pod {
 		}
 	}
 	return pods
-}
-
-// lowerBound is a true floor for the price of any plan that places pods on types: the optimum
-// of the linear program that buys nodes of each type in fractions, each at its cheapest
-// offering, so that their allocatable cpu, memory and pods cover the pods' total requests and
-// there is at least one node per hostname anti-affinity pod (each needs a node of its own).
-// Any plan's nodes are such a purchase in whole numbers, so none costs less. It ignores that
-// a pod must fit whole on one node; on a catalogue priced linearly in size, like the
-// synthetic one, it is the price per core of the cores the binding resource needs, with every
-// node's overhead reserved.
-func lowerBound(tb testing.TB, types []*cloudprovider.InstanceType, ps []*corev1.Pod) float64 {
-	tb.Helper()
-	const gib = 1 << 30
-	var cpu, memory, ownNode float64
-	for _, pod := range ps {
-		r := pods.Requests(pod)
-		cpu += r.Cpu().AsApproximateFloat64()
-		memory += r.Memory().AsApproximateFloat64() / gib
-		if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
-			for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				if term.TopologyKey == corev1.LabelHostname {
-					ownNode++
-					break
-				}
-			}
-		}
-	}
-	// Standard form, minimise price·x subject to A·x = b, x ≥ 0: one column per type, rows
-	// cpu, memory (GiB), pods and node count, and a surplus column per row that turns "covers"
-	// into an equality.
-	covered := []float64{cpu, memory, float64(len(ps)), math.Max(1, ownNode)}
-	var prices []float64
-	var columns [][]float64
-	for _, it := range types {
-		price := math.Inf(1)
-		for _, o := range it.Offerings {
-			if o.Available {
-				price = math.Min(price, o.Price)
-			}
-		}
-		if math.IsInf(price, 1) {
-			continue
-		}
-		a := it.Allocatable()
-		prices = append(prices, price)
-		columns = append(columns, []float64{a.Cpu().AsApproximateFloat64(), a.Memory().AsApproximateFloat64() / gib, a.Pods().AsApproximateFloat64(), 1})
-	}
-	rows := len(covered)
-	A := mat.NewDense(rows, len(columns)+rows, nil)
-	for j, column := range columns {
-		A.SetCol(j, column)
-	}
-	for i := range rows {
-		A.Set(i, len(columns)+i, -1)
-		prices = append(prices, 0)
-	}
-	bound, _, err := lp.Simplex(prices, A, covered, 1e-10, nil)
-	if err != nil {
-		tb.Fatalf("solving the lower bound's linear program, %v", err)
-	}
-	return bound
 }
