@@ -443,6 +443,9 @@ func measureDiverse(dir string, binaries scaletest.Binaries, idle time.Duration,
 		break
 	}
 	r := seen.diverseResult(launchTimes(stack, name))
+	if r.relaunched, err = countRelaunched(ctx, stack, len(w.Pods)); err != nil {
+		return r, err
+	}
 	// Which pods the extra launches were for: those running on a node launched after the
 	// first bind, by the workload's group.
 	nodeList := &corev1.NodeList{}
@@ -465,29 +468,29 @@ func measureDiverse(dir string, binaries scaletest.Binaries, idle time.Duration,
 			r.extraFor[pod.Labels["app"]]++
 		}
 	}
-	r.relaunched, err = countRelaunched(ctx, stack, len(w.Pods))
-	return r, err
+	return r, nil
 }
 
 // countRelaunched counts the pods a node was launched for more than once, from the
 // controller's Events. The controller writes them behind its launches, at its client's rate,
-// so the last may still be on their way when every pod runs: it waits until there is one for
-// each of the workload's pods at least, and no more arrive for a few seconds.
+// so the last may still be on their way when every pod runs: it waits until every one of the
+// workload's pods has one and no more arrive for a few seconds, or a minute at most (a pod
+// planned only onto a node another batch launched is told "Waiting for node", not this).
 func countRelaunched(ctx context.Context, stack *sandbox.Stack, pods int) (int, error) {
 	const quiet, patience = 5 * time.Second, time.Minute
 	deadline := time.Now().Add(patience)
 	lastTotal, lastChange := -1, time.Now()
 	for {
-		total, relaunched, err := workload.LaunchEvents(ctx, stack.Env.Client, sandbox.Namespace)
+		total, told, relaunched, err := workload.LaunchEvents(ctx, stack.Env.Client, sandbox.Namespace)
 		if err != nil {
 			return 0, err
 		}
 		if total != lastTotal {
 			lastTotal, lastChange = total, time.Now()
 		}
-		if (total >= pods && time.Since(lastChange) >= quiet) || time.Now().After(deadline) {
-			if total < pods {
-				fmt.Fprintf(os.Stderr, "only %d launch Events for %d pods after %s; counting those\n", total, pods, patience)
+		if (told >= pods && time.Since(lastChange) >= quiet) || time.Now().After(deadline) {
+			if told < pods {
+				fmt.Fprintf(os.Stderr, "launch Events for only %d of %d pods after %s; counting those\n", told, pods, patience)
 			}
 			return relaunched, nil
 		}

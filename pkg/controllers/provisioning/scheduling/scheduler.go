@@ -343,7 +343,7 @@ func growthPrice(n *node, requests resources) (float64, float64) {
 // evenly it leaves them used. The second term is kube-scheduler's NodeResourcesBalancedAllocation
 // (the standard deviation of the used fractions, here of two): room left in one resource only
 // is room no pod of the workload's usual shape can take, and a node full in memory with cores
-// to spare launches larger than its cpu needs. It moves the benchmark plans by up to 0.4 %
+// to spare launches larger than its cpu needs. It moves the benchmark plans by about 0.3 %
 // (docs/benchmarks.md).
 func fitScore(n *node, requests resources) float64 {
 	t := n.candidates[n.first]

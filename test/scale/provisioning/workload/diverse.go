@@ -163,12 +163,12 @@ func (w *Diverse) volumes(name, namespace string, scale int) {
 }
 
 // LaunchEvents counts the controller's Events in namespace telling a pod that a node was
-// launched for it (each names its node): all of them, and the pods told so more than once,
-// whom the plan had given room that kube-scheduler then gave to others.
-func LaunchEvents(ctx context.Context, reader client.Reader, namespace string) (total, launchedTwice int, err error) {
+// launched for it (each names its node): all of them, the pods told so, and the pods told so
+// more than once, whom the plan had given room that kube-scheduler then gave to others.
+func LaunchEvents(ctx context.Context, reader client.Reader, namespace string) (total, told, launchedTwice int, err error) {
 	events := &corev1.EventList{}
 	if err := reader.List(ctx, events, client.InNamespace(namespace), client.MatchingFields{"reason": provisioning.ReasonPlanned}); err != nil {
-		return 0, 0, fmt.Errorf("listing events, %w", err)
+		return 0, 0, 0, fmt.Errorf("listing events, %w", err)
 	}
 	launches := map[string]int{}
 	for _, event := range events.Items {
@@ -182,5 +182,5 @@ func LaunchEvents(ctx context.Context, reader client.Reader, namespace string) (
 			launchedTwice++
 		}
 	}
-	return total, launchedTwice, nil
+	return total, len(launches), launchedTwice, nil
 }
