@@ -74,7 +74,8 @@ const minLaunchGroup = 10
 // than one call describing and registering hundreds of instances alone, but at least
 // minLaunchGroup, so that a small plan (an early pass's) does not make a call per node.
 func launchGroupSize(n, concurrency int) int {
-	return max((n+concurrency-1)/max(concurrency, 1), minLaunchGroup)
+	concurrency = max(concurrency, 1)
+	return max((n+concurrency-1)/concurrency, minLaunchGroup)
 }
 
 // groupLaunches groups the plan's identical new nodes, in plan order, into groups of at most

@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize/convex/lp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/pods"
@@ -35,33 +36,30 @@ type boundInput struct {
 	cheapest float64
 }
 
-// podShape is a pod's requests in cores and GiB, with the number of pods of that shape; fit
-// holds them exactly (millicores, bytes), to tell which types the shape fits.
-type podShape struct {
-	cpu, memory, count float64
-	fit                [2]int64
-}
+// podShape is a pod's requests in cores and GiB, with the number of pods of that shape.
+type podShape struct{ cpu, memory, count float64 }
 
-// nodeShape is an instance type's allocatable in cores, GiB and pods, at its cheapest offering;
-// fit holds its cpu and memory exactly, as podShape's.
-type nodeShape struct {
-	cpu, memory, pods, price float64
-	fit                      [2]int64
-}
+// nodeShape is an instance type's allocatable in cores, GiB and pods, at its cheapest offering.
+type nodeShape struct{ cpu, memory, pods, price float64 }
 
-// fits reports whether a pod of the shape fits alone on a node of the type.
+// fits reports whether a pod of the shape fits alone on a node of the type. Both sides are read
+// the same way (cores and GiB from millicores and bytes, by cores and GiB), and dividing by the
+// same number keeps the order of the exact values, so a pod that exactly fills a type fits it.
 func (t nodeShape) fits(s podShape) bool {
-	return s.fit[0] <= t.fit[0] && s.fit[1] <= t.fit[1] && t.pods >= 1
+	return s.cpu <= t.cpu && s.memory <= t.memory && t.pods >= 1
 }
+
+// cores and gibibytes read a quantity of cpu or memory as nodeShape and podShape hold it.
+func cores(q resource.Quantity) float64     { return float64(q.MilliValue()) / 1000 }
+func gibibytes(q resource.Quantity) float64 { return float64(q.Value()) / (1 << 30) }
 
 func newBoundInput(types []*cloudprovider.InstanceType, ps []*corev1.Pod) boundInput {
-	const gib = 1 << 30
-	in := boundInput{nodes: 1, cheapest: math.Inf(1)}
-	counts := map[[2]int64]float64{}
+	in := boundInput{cheapest: math.Inf(1)}
+	counts := map[[2]float64]float64{}
 	var ownNode float64
 	for _, pod := range ps {
 		r := pods.Requests(pod)
-		counts[[2]int64{r.Cpu().MilliValue(), r.Memory().Value()}]++
+		counts[[2]float64{cores(*r.Cpu()), gibibytes(*r.Memory())}]++
 		if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
 			for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 				if term.TopologyKey == corev1.LabelHostname {
@@ -73,7 +71,7 @@ func newBoundInput(types []*cloudprovider.InstanceType, ps []*corev1.Pod) boundI
 	}
 	in.nodes = math.Max(1, ownNode)
 	for shape, count := range counts {
-		in.shapes = append(in.shapes, podShape{cpu: float64(shape[0]) / 1000, memory: float64(shape[1]) / gib, count: count, fit: shape})
+		in.shapes = append(in.shapes, podShape{cpu: shape[0], memory: shape[1], count: count})
 	}
 	var all []nodeShape
 	for _, it := range types {
@@ -87,8 +85,7 @@ func newBoundInput(types []*cloudprovider.InstanceType, ps []*corev1.Pod) boundI
 			continue
 		}
 		a := it.Allocatable()
-		all = append(all, nodeShape{cpu: a.Cpu().AsApproximateFloat64(), memory: a.Memory().AsApproximateFloat64() / gib, pods: a.Pods().AsApproximateFloat64(), price: price,
-			fit: [2]int64{a.Cpu().MilliValue(), a.Memory().Value()}})
+		all = append(all, nodeShape{cpu: cores(*a.Cpu()), memory: gibibytes(*a.Memory()), pods: float64(a.Pods().Value()), price: price})
 		in.cheapest = math.Min(in.cheapest, price)
 	}
 	for i, t := range all {
@@ -221,7 +218,7 @@ func powersOfTwo(from, to float64) []float64 {
 func TestBounds(t *testing.T) {
 	// Four pods of 1 core and 1 GiB; a cheap type with 2 cores and 0.5 GiB none of them fits,
 	// and one with 1 core and 8 GiB each fits alone.
-	cheapCores, roomy := testNode(2, 0.5, 10, 1), testNode(1, 8, 10, 2)
+	cheapCores, roomy := nodeShape{cpu: 2, memory: 0.5, pods: 10, price: 1}, nodeShape{cpu: 1, memory: 8, pods: 10, price: 2}
 	for name, tc := range map[string]struct {
 		in                   boundInput
 		aggregate, fit, plan float64
@@ -230,12 +227,12 @@ func TestBounds(t *testing.T) {
 		// 12/31 of a node): 80/31 = 2.58; whole pods need four roomy nodes, which the fit
 		// bound sees.
 		"pods fit only the dear type": {
-			in:        boundInput{shapes: []podShape{testPods(1, 1, 4)}, nodes: 1, types: []nodeShape{cheapCores, roomy}, cheapest: 1},
+			in:        boundInput{shapes: []podShape{{cpu: 1, memory: 1, count: 4}}, nodes: 1, types: []nodeShape{cheapCores, roomy}, cheapest: 1},
 			aggregate: 80.0 / 31, fit: 8, plan: 8,
 		},
 		// Three nodes at least, for pods that would share one: each node pays its cheapest.
 		"a node each": {
-			in:        boundInput{shapes: []podShape{testPods(0.25, 0.25, 3)}, nodes: 3, types: []nodeShape{cheapCores, roomy}, cheapest: 1},
+			in:        boundInput{shapes: []podShape{{cpu: 0.25, memory: 0.25, count: 3}}, nodes: 3, types: []nodeShape{cheapCores, roomy}, cheapest: 1},
 			aggregate: 3, fit: 3, plan: 3,
 		},
 	} {
@@ -265,15 +262,7 @@ func TestBoundInput(t *testing.T) {
 		t.Errorf("%d shapes of %v pods, want at most 30 of 100", len(in.shapes), pods)
 	}
 	// fake-it-0 (1 core, 2 GiB less 100m and 10Mi) is the cheapest, and fits no pod of 1 core.
-	if first := in.types[0]; first.fits(podShape{fit: [2]int64{1000, 100 << 20}}) || !first.fits(podShape{fit: [2]int64{500, 1 << 30}}) || in.cheapest != first.price {
+	if first := in.types[0]; first.fits(podShape{cpu: 1, memory: 0.1}) || !first.fits(podShape{cpu: 0.5, memory: 1}) || in.cheapest != first.price {
 		t.Errorf("the smallest type %+v: fits a pod of 1 core, not one of 500m and 1 GiB, or is not the cheapest (%v)", first, in.cheapest)
 	}
-}
-
-func testNode(cpu, memory, pods, price float64) nodeShape {
-	return nodeShape{cpu: cpu, memory: memory, pods: pods, price: price, fit: [2]int64{int64(cpu * 1000), int64(memory * (1 << 30))}}
-}
-
-func testPods(cpu, memory, count float64) podShape {
-	return podShape{cpu: cpu, memory: memory, count: count, fit: [2]int64{int64(cpu * 1000), int64(memory * (1 << 30))}}
 }
