@@ -88,6 +88,9 @@ type Options struct {
 	// BatchEarlyLaunch launches, while a burst holds a batch open, the nodes its pods have
 	// filled every idle duration, instead of waiting for the batch to close.
 	BatchEarlyLaunch bool
+	// BindPods has the allocator bind the pods it planned onto the nodes it launches, as
+	// Karpenter v0.5 did, instead of nominating them for kube-scheduler to bind.
+	BindPods bool
 	// ExpirationPeriod is how often expired nodes are looked for; expiration.DefaultPeriod
 	// when zero.
 	ExpirationPeriod time.Duration
@@ -213,6 +216,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			BatchIdleDuration: opts.BatchIdleDuration,
 			BatchMaxDuration:  opts.BatchMaxDuration,
 			EarlyLaunch:       opts.BatchEarlyLaunch,
+			BindPods:          opts.BindPods,
 			Ledger:            ledger,
 		})
 	case readiness.Name:

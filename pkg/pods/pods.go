@@ -59,6 +59,22 @@ func IsMirror(pod *corev1.Pod) bool {
 	return ok
 }
 
+// ClaimNames are the names of the PersistentVolumeClaims the pod's volumes use, in its
+// namespace: those it names, and those of its generic ephemeral volumes, which their
+// controller names after the pod and the volume.
+func ClaimNames(pod *corev1.Pod) []string {
+	var out []string
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			out = append(out, v.PersistentVolumeClaim.ClaimName)
+		case v.Ephemeral != nil:
+			out = append(out, pod.Name+"-"+v.Name)
+		}
+	}
+	return out
+}
+
 // HasDoNotEvict is true for a pod annotated not to be evicted.
 func HasDoNotEvict(pod *corev1.Pod) bool {
 	return pod.Annotations[DoNotEvictAnnotationKey] == "true"

@@ -1,6 +1,7 @@
 package pods
 
 import (
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -142,5 +143,19 @@ func TestForDaemonSetStandsForItsPod(t *testing.T) {
 	pod.Labels["app"] = "changed"
 	if ds.Spec.Template.Labels["app"] != "agent" {
 		t.Error("the stand-in shares its template's labels")
+	}
+}
+
+func TestClaimNames(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0"}, Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+		{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-db-0"}}},
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
+	}}}
+	if got, want := ClaimNames(pod), []string{"data-db-0", "db-0-scratch"}; !slices.Equal(got, want) {
+		t.Errorf("ClaimNames = %v, want %v", got, want)
+	}
+	if got := ClaimNames(&corev1.Pod{}); got != nil {
+		t.Errorf("ClaimNames of a pod without volumes = %v, want none", got)
 	}
 }

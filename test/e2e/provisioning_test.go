@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/test/awsemulator"
 	"karpenter.sh/karpenter/test/sandbox"
+	"karpenter.sh/karpenter/test/scale/provisioning/workload"
 )
 
 // Each provisioning test has a Provisioner of its own, named after it, and its pods select it
@@ -252,8 +254,13 @@ func TestControllerKilledMidBatchLaunchesExactlyTheNeededInstances(t *testing.T)
 // termination finalizer drains them and terminates their instances.
 func createProvisioner(t *testing.T, o builders.ProvisionerOptions) {
 	t.Helper()
+	createProvisionerObject(t, builders.Provisioner(o))
+}
+
+// createProvisionerObject is createProvisioner of a Provisioner built elsewhere.
+func createProvisionerObject(t *testing.T, p *v1alpha5.Provisioner) {
+	t.Helper()
 	ctx := context.Background()
-	p := builders.Provisioner(o)
 	deleteProvisioner := func() error {
 		if err := stack.Env.Client.Delete(ctx, p.DeepCopy()); client.IgnoreNotFound(err) != nil {
 			return err
@@ -375,4 +382,88 @@ func distinct(values []string) map[string]bool {
 		out[v] = true
 	}
 	return out
+}
+
+// bindRuns numbers the runs of TestBindPodsRunsEveryPodWherePlanned (-count), whose workload's
+// objects, volumes among them, are named after the run: those of the last run may still be
+// going away.
+var bindRuns atomic.Int32
+
+// TestBindPodsRunsEveryPodWherePlanned runs before the parallel tests: it restarts the
+// controller with --bind-pods, and without it again at the end. A batch of every constraint
+// kind (test/scale/provisioning/workload's, 100 pods) runs on the nodes launched for it: each
+// pod the controller bound runs on the node launched for it, kube-scheduler binds the rest
+// (those whose claim waits for a volume), and no pod has a node launched for it twice.
+func TestBindPodsRunsEveryPodWherePlanned(t *testing.T) {
+	if err := stack.RestartController(context.Background(), "--bind-pods"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stack.RestartController(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	w := workload.NewDiverse(fmt.Sprintf("bind%d", bindRuns.Add(1)), sandbox.Namespace, 100)
+	for _, p := range w.Provisioners {
+		createProvisionerObject(t, p)
+	}
+	for _, o := range w.Storage {
+		createObject(t, o)
+	}
+	createPods(t, w.Pods...)
+	placed := waitRunning(t, w.Pods...)
+
+	var launches map[string][]workload.Launch
+	eventually.Holds(t, "an Event for every pod the controller bound", func() (bool, string, error) {
+		var err error
+		if launches, err = workload.Launches(context.Background(), stack.Env.Client, sandbox.Namespace); err != nil {
+			return false, "", err
+		}
+		var untold []string
+		for _, pod := range w.Pods {
+			if slices.ContainsFunc(launches[pod.Name], func(l workload.Launch) bool { return l.Bound }) {
+				continue
+			}
+			scheduled, err := scheduledByKubeScheduler(pod)
+			if err != nil {
+				return false, "", err
+			}
+			if !scheduled {
+				untold = append(untold, pod.Name)
+			}
+		}
+		return len(untold) == 0, fmt.Sprintf("pods neither told they were bound nor scheduled by kube-scheduler: %v", untold), nil
+	}, eventually.Timeout(waitTimeout))
+	bound := 0
+	for _, pod := range w.Pods {
+		launched := 0
+		for _, l := range launches[pod.Name] {
+			if l.Launched {
+				launched++
+			}
+			if l.Bound {
+				bound++
+				if on := placed[pod.Name].Name; on != l.Node {
+					t.Errorf("pod %s was bound to %s and runs on %s", pod.Name, l.Node, on)
+				}
+			}
+		}
+		if launched > 1 {
+			t.Errorf("pod %s had a node launched for it %d times: %v", pod.Name, launched, launches[pod.Name])
+		}
+	}
+	if bound < len(w.Pods)/2 {
+		t.Errorf("the controller bound %d of %d pods, want most", bound, len(w.Pods))
+	}
+	t.Logf("%d of %d pods bound by the controller, %d nodes launched", bound, len(w.Pods), len(liveInstances(w.Provisioners[0].Name))+len(liveInstances(w.Provisioners[1].Name)))
+}
+
+// scheduledByKubeScheduler is whether kube-scheduler bound the pod (its Scheduled Event).
+func scheduledByKubeScheduler(pod *corev1.Pod) (bool, error) {
+	events := &corev1.EventList{}
+	if err := stack.Env.Client.List(context.Background(), events, client.InNamespace(pod.Namespace),
+		client.MatchingFields{"reason": "Scheduled", "involvedObject.name": pod.Name}); err != nil {
+		return false, err
+	}
+	return len(events.Items) > 0, nil
 }

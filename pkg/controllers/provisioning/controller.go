@@ -2,7 +2,8 @@
 // into batches, plans nodes for them with the pure scheduler of ./scheduling against a
 // snapshot of the cluster (nodes still launching counted as room), launches the plan's nodes
 // through the cloud's InstanceProvider within the Provisioners' limits, and creates their
-// Node objects at once. It never binds pods: kube-scheduler does once the nodes are Ready.
+// Node objects at once. kube-scheduler binds the pods once the nodes are Ready, each
+// nominated to its planned node; with BindPods the allocator binds them itself (bind.go).
 package provisioning
 
 import (
@@ -80,6 +81,9 @@ type Options struct {
 	// LaunchConcurrency bounds the cloud's launch calls at once, of every batch;
 	// DefaultLaunchConcurrency when zero.
 	LaunchConcurrency int
+	// BindPods binds the pods planned onto the nodes it launches itself, as Karpenter v0.5
+	// did, instead of nominating them for kube-scheduler to bind (bind.go).
+	BindPods bool
 	// Ledger counts launches against the Provisioners' limits, shared with the other
 	// controllers that launch; a ledger of its own when nil.
 	Ledger *Ledger
@@ -98,6 +102,7 @@ type Controller struct {
 	ledger           *Ledger
 	window           window
 	launchLimit      int
+	bindPods         bool
 	inFlight         *inFlight
 	// cloudCalls bounds the cloud's launch calls at once, of every batch in flight.
 	cloudCalls *semaphore.Weighted
@@ -134,6 +139,7 @@ func New(opts Options) (*Controller, error) {
 		ledger:           cmp.Or(opts.Ledger, NewLedger()),
 		window:           w,
 		launchLimit:      launchLimit,
+		bindPods:         opts.BindPods,
 		inFlight:         newInFlight(),
 		cloudCalls:       semaphore.NewWeighted(int64(launchLimit)),
 		told:             map[types.UID]string{},
@@ -320,6 +326,7 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 	}
 	launching := snapshot.LaunchingNodes()
 	renominations := c.renominations(snapshot)
+	binds := c.bindable(snapshot)
 	var provisioners []scheduling.Provisioner
 	for _, name := range sortedNames(plans) {
 		p := plans[name]
@@ -348,8 +355,8 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 		}
 		log.FromContext(ctx).WithName(Name).Info("launching the nodes an open batch has filled", "pending", len(plan.Pending), "filledNodes", len(filled),
 			"newNodes", len(results.NewNodes), "duration", c.clock.Since(start).Round(time.Millisecond))
-		c.nominatePlanned(ctx, renominations, results, launching)
-		c.startLaunches(ctx, filled, plans)
+		c.nominatePlanned(ctx, renominations, results, launching, binds)
+		c.startLaunches(ctx, filled, plans, binds)
 		return false, c.writeStatus(ctx, plans)
 	}
 	if len(plan.Pending) > 0 {
@@ -358,9 +365,10 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 		log.FromContext(ctx).WithName(Name).Info("planned pending pods", "pending", len(plan.Pending), "newNodes", len(results.NewNodes),
 			"ontoExistingOrLaunchingNodes", len(results.Bindings), "unschedulable", len(results.Unschedulable), "awaitingLaunches", len(awaited),
 			"duration", planned.Round(time.Millisecond))
-		retry = !c.nominatePlanned(ctx, renominations, results, launching) || retry
-		retry = c.startLaunches(ctx, results.NewNodes, plans) || retry
-		c.tell(launching, plan.Pending, awaited, results)
+		bound, placed := c.nominatePlanned(ctx, renominations, results, launching, binds)
+		retry = !placed || retry
+		retry = c.startLaunches(ctx, results.NewNodes, plans, binds) || retry
+		c.tell(launching, plan.Pending, awaited, results, bound)
 		// A pod no Provisioner can take now may be taken later without any change to the pod
 		// (an offering's capacity returns, a node goes away under a limit): look again.
 		retry = retry || len(results.Unschedulable) > 0
@@ -374,14 +382,16 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 	return retry, c.writeStatus(ctx, plans)
 }
 
-// nominatePlanned nominates the pods the pass counts on launching nodes: those nominated again
-// (renominations) and those it planned onto launching room; false when some nomination failed.
-func (c *Controller) nominatePlanned(ctx context.Context, renominations []nomination, results *scheduling.Results, launching map[string]string) bool {
-	if err := c.nominate(ctx, append(renominations, plannedOntoNodes(results, launching)...)); err != nil {
-		log.FromContext(ctx).WithName(Name).Error(err, "nominating pods to the nodes planned for them")
-		return false
+// nominatePlanned binds (those binds allows) or nominates the pods the pass counts on launching
+// nodes: those nominated again (renominations) and those it planned onto launching room. It
+// returns the pods bound, and false when some binding or nomination failed.
+func (c *Controller) nominatePlanned(ctx context.Context, renominations []nomination, results *scheduling.Results, launching map[string]string, binds bindable) (map[*corev1.Pod]bool, bool) {
+	bound, rest, bindErr := c.place(ctx, append(renominations, plannedOntoNodes(results, launching)...), binds)
+	if err := errors.Join(bindErr, c.nominate(ctx, rest)); err != nil {
+		log.FromContext(ctx).WithName(Name).Error(err, "placing pods on the nodes planned for them")
+		return bound, false
 	}
-	return true
+	return bound, true
 }
 
 // awaitedPending keeps the awaited pods the snapshot shows pending: one kube-scheduler bound
@@ -471,7 +481,7 @@ func Constraints(p *v1alpha5.Provisioner) cloudprovider.Constraints {
 // startLaunches reserves room under the limits for the plan's new nodes and launches them in
 // the background: the next pass is planned while they run, without their pods until their
 // Nodes are in the cache (inFlight). It reports whether the limits refused some.
-func (c *Controller) startLaunches(ctx context.Context, newNodes []*scheduling.NewNode, plans map[string]*provisionerPlan) (retry bool) {
+func (c *Controller) startLaunches(ctx context.Context, newNodes []*scheduling.NewNode, plans map[string]*provisionerPlan, binds bindable) (retry bool) {
 	batch, launches, retry := c.reserveAll(ctx, newNodes, plans)
 	if batch == nil {
 		return retry
@@ -480,7 +490,7 @@ func (c *Controller) startLaunches(ctx context.Context, newNodes []*scheduling.N
 	c.background.Add(1)
 	go func() {
 		defer c.background.Done()
-		if c.launchBatch(ctx, batch, launches, hold) {
+		if c.launchBatch(ctx, batch, launches, hold, binds) {
 			c.retryLater(ctx)
 		}
 	}()
@@ -513,12 +523,13 @@ func (c *Controller) reserveAll(ctx context.Context, newNodes []*scheduling.NewN
 	return c.inFlight.start(planned), launches, retry
 }
 
-// launchBatch runs a batch's launches at once (cloudCalls bounds their calls). The pods are
-// nominated to their nodes, and the nodes of a batch of several are opened to kube-scheduler
-// together once all exist (see launchingTaint). The batch is in flight until the cache shows
-// its Nodes. It reports whether any launch, nomination or release failed for a reason that
-// may pass.
-func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launches []*reservedLaunch, hold bool) (retry bool) {
+// launchBatch runs a batch's launches at once (cloudCalls bounds their calls). The pods binds
+// allows are bound to their nodes as each launch's Nodes exist, the rest nominated to theirs,
+// and the nodes of a batch of several are opened to kube-scheduler together once all exist
+// (see launchingTaint). The batch is in flight until the cache shows its Nodes, and its pods
+// bound. It reports whether any launch, binding, nomination or release failed for a reason
+// that may pass.
+func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launches []*reservedLaunch, hold bool, binds bindable) (retry bool) {
 	defer c.inFlight.finish(batch)
 	var mu sync.Mutex
 	var group sync.WaitGroup
@@ -529,26 +540,50 @@ func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launch
 		go func() {
 			defer group.Done()
 			nodes, err := c.launch(ctx, r, hold)
-			mu.Lock()
-			defer mu.Unlock()
 			if err != nil {
-				retry = true
 				log.FromContext(ctx).WithName(Name).Error(err, "launching nodes", "provisioner", r.provisioner.Name, "nodes", len(r.group.nodes), "launched", len(nodes))
+			}
+			var planned []nomination
+			for i, node := range nodes {
+				if node == nil {
+					continue
+				}
+				for _, pod := range r.group.nodes[i].Pods {
+					planned = append(planned, nomination{pod: pod, node: node.Name})
+				}
+			}
+			// Bound at once: a bound pod counts where it is, whatever the hold.
+			bound, rest, bindErr := c.place(ctx, planned, binds)
+			if bindErr != nil {
+				log.FromContext(ctx).WithName(Name).Error(bindErr, "binding pods to the nodes launched for them")
 			}
 			for i, node := range nodes {
 				if node == nil {
 					continue
 				}
-				launched = append(launched, node)
 				for _, pod := range r.group.nodes[i].Pods {
-					c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonPlanned, "Node %s (%s, %s) was launched for this pod by provisioner %s", node.Name,
-						node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone], r.provisioner.Name)
-					c.toldMu.Lock()
-					c.told[pod.UID] = node.Name
-					c.toldMu.Unlock()
-					nominations = append(nominations, nomination{pod: pod, node: node.Name})
+					how := ""
+					if bound[pod] {
+						how = ", and the pod bound to it"
+					}
+					c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonPlanned, "Node %s (%s, %s) was launched for this pod by provisioner %s%s", node.Name,
+						node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone], r.provisioner.Name, how)
 				}
 			}
+			mu.Lock()
+			defer mu.Unlock()
+			retry = retry || err != nil || bindErr != nil
+			for _, node := range nodes {
+				if node != nil {
+					launched = append(launched, node)
+				}
+			}
+			c.toldMu.Lock()
+			for _, n := range planned {
+				c.told[n.pod.UID] = n.node
+			}
+			c.toldMu.Unlock()
+			nominations = append(nominations, rest...)
 		}()
 	}
 	group.Wait()
@@ -778,9 +813,9 @@ func plannedOntoOpenNodes(launching map[string]string, results *scheduling.Resul
 }
 
 // tell gives each pending pod an Event when what it waits for changed: the launching node
-// planned for it, or why no Provisioner can take it. Pods awaited by a batch in flight were
-// told of their node when it launched.
-func (c *Controller) tell(launching map[string]string, pending []*corev1.Pod, awaited map[types.UID]string, results *scheduling.Results) {
+// planned for it (and whether it is bound there), or why no Provisioner can take it. Pods
+// awaited by a batch in flight were told of their node when it launched.
+func (c *Controller) tell(launching map[string]string, pending []*corev1.Pod, awaited map[types.UID]string, results *scheduling.Results, bound map[*corev1.Pod]bool) {
 	c.toldMu.Lock()
 	defer c.toldMu.Unlock()
 	for _, b := range results.Bindings {
@@ -788,6 +823,10 @@ func (c *Controller) tell(launching map[string]string, pending []*corev1.Pod, aw
 			continue
 		}
 		c.told[b.Pod.UID] = b.NodeName
+		if bound[b.Pod] {
+			c.recorder.Eventf(b.Pod, corev1.EventTypeNormal, ReasonPlanned, "Bound to node %s, launching, to run once it is Ready", b.NodeName)
+			continue
+		}
 		c.recorder.Eventf(b.Pod, corev1.EventTypeNormal, ReasonPlanned, "Waiting for node %s, launching, to become Ready", b.NodeName)
 	}
 	for _, e := range results.Unschedulable {

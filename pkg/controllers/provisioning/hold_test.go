@@ -53,7 +53,7 @@ func TestBatchNodesOpenTogether(t *testing.T) {
 	}
 	plans := map[string]*provisionerPlan{p.Name: {stored: p, updated: p.DeepCopy(), nodes: map[string]corev1.ResourceList{}}}
 	batch, launches, refused := c.reserveAll(context.Background(), plan, plans)
-	if refused || c.launchBatch(context.Background(), batch, launches, held(plan)) {
+	if refused || c.launchBatch(context.Background(), batch, launches, held(plan), bindsNone) {
 		t.Fatal("a launch failed")
 	}
 	var list corev1.NodeList

@@ -177,7 +177,7 @@ func TestTellOncePerCause(t *testing.T) {
 		if step.reason != "" {
 			r = results(step.reason)
 		}
-		c.tell(snapshot.LaunchingNodes(), step.pending, nil, r)
+		c.tell(snapshot.LaunchingNodes(), step.pending, nil, r, nil)
 		if got := len(recorder.Events); got != step.events {
 			t.Errorf("after %q: %d Events, want %d", step.reason, got, step.events)
 		}

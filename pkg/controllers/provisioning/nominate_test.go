@@ -116,7 +116,7 @@ func TestBatchPodsNominatedBeforeOpening(t *testing.T) {
 	}
 	plans := map[string]*provisionerPlan{p.Name: {stored: p, updated: p.DeepCopy(), nodes: map[string]corev1.ResourceList{}}}
 	batch, launches, refused := c.reserveAll(context.Background(), plan, plans)
-	if refused || c.launchBatch(context.Background(), batch, launches, held(plan)) {
+	if refused || c.launchBatch(context.Background(), batch, launches, held(plan), bindsNone) {
 		t.Fatal("a launch failed")
 	}
 	nodeOf := map[string]string{}

@@ -8,15 +8,16 @@
 // and to the pod Running, with the number of CreateFleet calls and of nodes.
 //
 // --workload diverse: the pods of test/scale/provisioning/workload, covering every constraint
-// kind, are created at once; it reports the nodes launched before kube-scheduler bound the
-// first pod (the plan of the batch) and after it (extra launches: the plan and kube-scheduler
+// kind, are created at once; it reports the nodes launched before kube-scheduler bound its
+// first pod (the plan of the batch; with --bind-pods the controller binds most pods itself as
+// their nodes launch, and kube-scheduler those with claims still to bind) and after it (extra launches: the plan and kube-scheduler
 // disagreed), the pods a node was launched for more than once (a pod the plan had given a
 // node that kube-scheduler then gave to others), and the pods still pending at the end. Extra
 // launches without pods launched for twice are for pods that reached the controller after its
 // first batch had closed (kube-scheduler marking them unschedulable more than the idle window
 // apart).
 //
-//	go run ./test/scale/provisioning [--workload latency|diverse] [--pods 1000,1] [--batch-idle-duration 1s,200ms] [--batch-early-launch] [--cpu-profile FILE]
+//	go run ./test/scale/provisioning [--workload latency|diverse] [--pods 1000,1] [--batch-idle-duration 1s,200ms] [--batch-early-launch] [--bind-pods] [--cpu-profile FILE]
 //
 // Each (batch idle duration, pod count) pair runs on a fresh stack.
 package main
@@ -59,6 +60,7 @@ const (
 var (
 	batchMaxDuration   time.Duration
 	earlyLaunch        bool
+	bindPods           bool
 	cpuProfile         string
 	cpuProfileDuration time.Duration
 	keep               bool
@@ -70,6 +72,7 @@ func main() {
 	idleDurations := flag.String("batch-idle-duration", "1s,200ms", "the controller's --batch-idle-duration values to measure, comma-separated")
 	flag.DurationVar(&batchMaxDuration, "batch-max-duration", 0, "the controller's --batch-max-duration; its default when zero")
 	flag.BoolVar(&earlyLaunch, "batch-early-launch", false, "the controller's --batch-early-launch")
+	flag.BoolVar(&bindPods, "bind-pods", false, "the controller's --bind-pods")
 	flag.StringVar(&cpuProfile, "cpu-profile", "", "latency workload: file to write a CPU profile of the controller to, taken from the first pod's creation for --cpu-profile-duration (runs it with --profiling); with several runs the file name gets -<idle>-<pods>; read it with go tool pprof")
 	flag.DurationVar(&cpuProfileDuration, "cpu-profile-duration", 30*time.Second, "how long --cpu-profile samples")
 	flag.BoolVar(&keep, "keep", false, "keep the stacks' directory, with every process's log (the controller's passes among them), and print its path")
@@ -108,8 +111,11 @@ func run(workloadName, podCounts, idleDurations string) error {
 	if batchMaxDuration > 0 {
 		fmt.Printf("controller --batch-max-duration=%s\n\n", batchMaxDuration)
 	}
+	if bindPods {
+		fmt.Printf("controller --bind-pods\n\n")
+	}
 	if workloadName == "diverse" {
-		fmt.Printf("| batch idle | pods | nodes launched | before the first bind | extra launches | pods launched for twice | pods pending at the end | pending → Running p50 / p99 |\n")
+		fmt.Printf("| batch idle | pods | nodes launched | before kube-scheduler's first bind | extra launches | pods launched for twice | pods pending at the end | pending → Running p50 / p99 |\n")
 		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	} else {
 		fmt.Printf("| batch idle | pods | passes (mean planning) | CreateFleet calls | nodes | created → Unschedulable p50 / p99 | pending → CreateFleet p50 / p99 | in order p50 / p99 | pending → Running p50 / p99 |\n")
@@ -180,6 +186,9 @@ func controllerArgs(profiling bool) []string {
 	}
 	if earlyLaunch {
 		args = append(args, "--batch-early-launch")
+	}
+	if bindPods {
+		args = append(args, "--bind-pods")
 	}
 	return args
 }
@@ -275,7 +284,6 @@ type observations struct {
 	unschedulable map[string]time.Time // pod → first seen Unschedulable
 	running       map[string]time.Time // pod → first seen Running
 	node          map[string]string    // pod → node
-	firstBound    time.Time            // when a pod was first seen bound
 }
 
 // created notes when the creation of a pod returned: the harness's clock, as the object's
@@ -297,9 +305,6 @@ func (o *observations) observe(object any) {
 	defer o.mu.Unlock()
 	if _, ok := o.unschedulable[pod.Name]; !ok && unschedulable(pod) {
 		o.unschedulable[pod.Name] = now
-	}
-	if o.firstBound.IsZero() && pod.Spec.NodeName != "" {
-		o.firstBound = now
 	}
 	if _, ok := o.running[pod.Name]; !ok && pod.Status.Phase == corev1.PodRunning {
 		o.running[pod.Name] = now
@@ -442,12 +447,16 @@ func measureDiverse(dir string, binaries scaletest.Binaries, idle time.Duration,
 		}
 		break
 	}
-	r := seen.diverseResult(launchTimes(stack, name))
+	firstScheduled, err := workload.FirstScheduled(ctx, stack.Env.Client, sandbox.Namespace)
+	if err != nil {
+		return diverseResult{}, err
+	}
+	r := seen.diverseResult(launchTimes(stack, name), firstScheduled)
 	if r.relaunched, err = countRelaunched(ctx, stack, len(w.Pods)); err != nil {
 		return r, err
 	}
-	// Which pods the extra launches were for: those running on a node launched after the
-	// first bind, by the workload's group.
+	// Which pods the extra launches were for: those running on a node launched after
+	// kube-scheduler's first bind, by the workload's group.
 	nodeList := &corev1.NodeList{}
 	if err := stack.Env.Client.List(ctx, nodeList); err != nil {
 		return r, err
@@ -458,7 +467,7 @@ func measureDiverse(dir string, binaries scaletest.Binaries, idle time.Duration,
 	late := map[string]bool{}
 	for _, node := range nodeList.Items {
 		instance := node.Spec.ProviderID[strings.LastIndex(node.Spec.ProviderID, "/")+1:]
-		if at, ok := launched[instance]; ok && !seen.firstBound.IsZero() && !at.Before(seen.firstBound) {
+		if at, ok := launched[instance]; ok && !firstScheduled.IsZero() && !at.Before(firstScheduled) {
 			late[node.Name] = true
 		}
 	}
@@ -523,14 +532,15 @@ func (o *observations) runningCount() int {
 	return len(o.running)
 }
 
-// diverseResult splits the launches at the first bind: a batch's nodes are opened to pods
-// only once all of them exist, so a launch after it is one the plan did not foresee.
-func (o *observations) diverseResult(launches map[string]time.Time) diverseResult {
+// diverseResult splits the launches at kube-scheduler's first bind (firstScheduled): a batch's
+// nodes are opened to pods only once all of them exist, so a launch after it is one the plan
+// did not foresee.
+func (o *observations) diverseResult(launches map[string]time.Time, firstScheduled time.Time) diverseResult {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	r := diverseResult{pods: o.count, pending: o.count - len(o.running)}
 	for _, t := range launches {
-		if o.firstBound.IsZero() || t.Before(o.firstBound) {
+		if firstScheduled.IsZero() || t.Before(firstScheduled) {
 			r.planned++
 		} else {
 			r.extra++

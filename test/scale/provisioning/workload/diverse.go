@@ -7,7 +7,9 @@ package workload
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -166,21 +168,89 @@ func (w *Diverse) volumes(name, namespace string, scale int) {
 // launched for it (each names its node): all of them, the pods told so, and the pods told so
 // more than once, whom the plan had given room that kube-scheduler then gave to others.
 func LaunchEvents(ctx context.Context, reader client.Reader, namespace string) (total, told, launchedTwice int, err error) {
-	events := &corev1.EventList{}
-	if err := reader.List(ctx, events, client.InNamespace(namespace), client.MatchingFields{"reason": provisioning.ReasonPlanned}); err != nil {
-		return 0, 0, 0, fmt.Errorf("listing events, %w", err)
+	launches, err := Launches(ctx, reader, namespace)
+	if err != nil {
+		return 0, 0, 0, err
 	}
-	launches := map[string]int{}
-	for _, event := range events.Items {
-		if strings.Contains(event.Message, "was launched for this pod") {
-			launches[event.InvolvedObject.Name]++
-			total++
+	for _, l := range launches {
+		n := 0
+		for _, launch := range l {
+			if launch.Launched {
+				n++
+			}
 		}
-	}
-	for _, count := range launches {
-		if count > 1 {
+		total += n
+		if n > 0 {
+			told++
+		}
+		if n > 1 {
 			launchedTwice++
 		}
 	}
-	return total, len(launches), launchedTwice, nil
+	return total, told, launchedTwice, nil
+}
+
+// Launch is one of the controller's Events telling a pod the node planned for it.
+type Launch struct {
+	Node string
+	// Launched is whether the node was launched for the pod; otherwise the pod was planned
+	// onto the room of a node launching already.
+	Launched bool
+	// Bound is whether the controller bound the pod to the node (--bind-pods).
+	Bound bool
+}
+
+// Launches are the controller's Events in namespace naming the node planned for a pod, by pod
+// name, oldest first.
+func Launches(ctx context.Context, reader client.Reader, namespace string) (map[string][]Launch, error) {
+	events := &corev1.EventList{}
+	if err := reader.List(ctx, events, client.InNamespace(namespace), client.MatchingFields{"reason": provisioning.ReasonPlanned}); err != nil {
+		return nil, fmt.Errorf("listing events, %w", err)
+	}
+	slices.SortStableFunc(events.Items, func(a, b corev1.Event) int { return a.FirstTimestamp.Compare(b.FirstTimestamp.Time) })
+	out := map[string][]Launch{}
+	for _, event := range events.Items {
+		if l, ok := parseLaunch(event.Message); ok {
+			out[event.InvolvedObject.Name] = append(out[event.InvolvedObject.Name], l)
+		}
+	}
+	return out, nil
+}
+
+// parseLaunch reads one of the controller's Provisioning Events on a pod: "Node <name> (<type>,
+// <zone>) was launched for this pod by provisioner <name>[, and the pod bound to it]",
+// "Waiting for node <name>, launching, to become Ready" or "Bound to node <name>, launching, to
+// run once it is Ready"; false for any other.
+func parseLaunch(message string) (Launch, bool) {
+	fields := strings.Fields(message)
+	switch {
+	case strings.Contains(message, "was launched for this pod") && len(fields) > 1:
+		return Launch{Node: fields[1], Launched: true, Bound: strings.HasSuffix(message, "and the pod bound to it")}, true
+	case strings.HasPrefix(message, "Waiting for node ") && len(fields) > 3:
+		return Launch{Node: strings.TrimSuffix(fields[3], ",")}, true
+	case strings.HasPrefix(message, "Bound to node ") && len(fields) > 3:
+		return Launch{Node: strings.TrimSuffix(fields[3], ","), Bound: true}, true
+	}
+	return Launch{}, false
+}
+
+// FirstScheduled is when kube-scheduler first bound a pod in namespace (its Scheduled Event),
+// zero when it bound none: pods the controller binds itself (--bind-pods) are bound as their
+// nodes launch, while kube-scheduler binds only once a batch's nodes are opened together.
+func FirstScheduled(ctx context.Context, reader client.Reader, namespace string) (time.Time, error) {
+	events := &corev1.EventList{}
+	if err := reader.List(ctx, events, client.InNamespace(namespace), client.MatchingFields{"reason": "Scheduled"}); err != nil {
+		return time.Time{}, fmt.Errorf("listing events, %w", err)
+	}
+	var first time.Time
+	for _, event := range events.Items {
+		at := event.EventTime.Time
+		if at.IsZero() {
+			at = event.FirstTimestamp.Time
+		}
+		if !at.IsZero() && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first, nil
 }

@@ -1,0 +1,137 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"karpenter.sh/karpenter/pkg/pods"
+)
+
+// With Options.BindPods the allocator binds each pod it planned onto a node it launched (or
+// onto one still launching) itself, as Karpenter v0.5 did, the moment the Node exists, instead
+// of nominating it and leaving the binding to kube-scheduler. kube-scheduler places a pending
+// pod by its own scoring, clears nominations it did not make at a failed attempt, and counts
+// only bound pods in a spread's skew, so where it strays from the plan a pod finds its room
+// taken and a second node is launched for it (docs/benchmarks.md, plan = reality); a bound pod
+// is where the plan put it, and counts in every spread and affinity kube-scheduler then
+// evaluates. The price is the one nominations avoid: a bound pod waits for its node's kubelet,
+// and when the node never becomes Ready the readiness controller deletes it after
+// --node-ready-timeout and its pods with it (their controllers create them again, pending).
+//
+// Pods whose placement needs more than a node are still nominated and bound by kube-scheduler:
+// an unbound claim (its VolumeBinding binds or provisions the volume for the node it picks),
+// resource claims (its DynamicResources allocates them), and pods of another scheduler.
+
+// +kubebuilder:rbac:groups="",resources=pods/binding,verbs=create
+
+// bindable tells which of a pass's pods the controller binds itself.
+type bindable func(*corev1.Pod) bool
+
+// bindsNone is bindable without BindPods.
+func bindsNone(*corev1.Pod) bool { return false }
+
+// bindable are the pods of the snapshot the controller may bind: with BindPods, those of the
+// default scheduler with no resource claims whose every claim is bound to a volume.
+func (c *Controller) bindable(snapshot *Snapshot) bindable {
+	if !c.bindPods {
+		return bindsNone
+	}
+	bound := sets.New[string]()
+	for i := range snapshot.Claims {
+		if claim := &snapshot.Claims[i]; claim.Spec.VolumeName != "" && claim.DeletionTimestamp == nil {
+			bound.Insert(claim.Namespace + "/" + claim.Name)
+		}
+	}
+	return func(pod *corev1.Pod) bool {
+		if pod.Spec.SchedulerName != "" && pod.Spec.SchedulerName != corev1.DefaultSchedulerName || len(pod.Spec.ResourceClaims) > 0 {
+			return false
+		}
+		for _, name := range pods.ClaimNames(pod) {
+			if !bound.Has(pod.Namespace + "/" + name) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// place binds the pods of the nominations that may be bound (at most launchLimit binding calls
+// at once), waits until the cache shows them bound, and returns the rest, to nominate: those
+// bindable refuses, and those whose binding failed for a reason that may pass (with the
+// error). A pod deleted, replaced by another of its name, or bound elsewhere meanwhile (by
+// kube-scheduler, to room that opened) is neither bound nor nominated.
+func (c *Controller) place(ctx context.Context, nominations []nomination, bindable bindable) (bound map[*corev1.Pod]bool, rest []nomination, err error) {
+	bound = map[*corev1.Pod]bool{}
+	var mu sync.Mutex
+	var group errgroup.Group
+	group.SetLimit(c.launchLimit)
+	var placed []*corev1.Pod
+	for _, n := range nominations {
+		if !bindable(n.pod) {
+			rest = append(rest, n)
+			continue
+		}
+		group.Go(func() error {
+			err := bind(ctx, c.client.SubResource("binding"), n.pod, n.node)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				bound[n.pod] = true
+				placed = append(placed, n.pod)
+			case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			default:
+				rest = append(rest, n)
+				return err
+			}
+			return nil
+		})
+	}
+	err = group.Wait()
+	if cacheErr := c.awaitBound(ctx, placed); cacheErr != nil && err == nil {
+		err = cacheErr
+	}
+	return bound, rest, err
+}
+
+// bind binds the pod to the node through the pods/binding subresource, as kube-scheduler does:
+// the API server sets spec.nodeName and PodScheduled, and refuses (Conflict) a pod already
+// bound, or one of another UID than planned.
+func bind(ctx context.Context, writer client.SubResourceClient, pod *corev1.Pod, node string) error {
+	binding := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}
+	if err := writer.Create(ctx, pod, binding); err != nil {
+		return fmt.Errorf("binding pod %s/%s to node %s, %w", pod.Namespace, pod.Name, node, err)
+	}
+	return nil
+}
+
+// awaitBound returns once the cache the passes read shows each pod bound (or gone): until
+// then a pass would take it for pending, and plan it again.
+func (c *Controller) awaitBound(ctx context.Context, bound []*corev1.Pod) error {
+	for _, pod := range bound {
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, cacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
+			cached := &corev1.Pod{}
+			if err := c.client.Get(ctx, client.ObjectKeyFromObject(pod), cached); err != nil {
+				return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+			}
+			return cached.UID != pod.UID || cached.Spec.NodeName != "", nil
+		})
+		if err != nil {
+			return fmt.Errorf("pod %s/%s not bound in the cache, %w", pod.Namespace, pod.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package provisioning
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/test/builders"
+)
+
+func TestBindable(t *testing.T) {
+	claim := func(name, volume string) corev1.PersistentVolumeClaim {
+		return corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: volume}}
+	}
+	snapshot := &Snapshot{Claims: []corev1.PersistentVolumeClaim{claim("bound", "pv-1"), claim("unbound", ""), claim("db-0-scratch", "pv-2")}}
+	withClaim := func(name string) func(*corev1.Pod) {
+		return func(pod *corev1.Pod) {
+			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		bindPods bool
+		mutate   func(*corev1.Pod)
+		want     bool
+	}{
+		{name: "binding off", mutate: func(*corev1.Pod) {}},
+		{name: "no volumes", bindPods: true, mutate: func(*corev1.Pod) {}, want: true},
+		{name: "a bound claim", bindPods: true, mutate: withClaim("bound"), want: true},
+		{name: "an unbound claim", bindPods: true, mutate: withClaim("unbound")},
+		{name: "a claim not created yet", bindPods: true, mutate: withClaim("missing")},
+		{name: "a bound and an unbound claim", bindPods: true, mutate: func(pod *corev1.Pod) { withClaim("bound")(pod); withClaim("unbound")(pod) }},
+		{name: "an ephemeral volume whose claim is bound", bindPods: true, want: true, mutate: func(pod *corev1.Pod) {
+			pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}}}
+		}},
+		{name: "the default scheduler named", bindPods: true, want: true, mutate: func(pod *corev1.Pod) { pod.Spec.SchedulerName = corev1.DefaultSchedulerName }},
+		{name: "another scheduler", bindPods: true, mutate: func(pod *corev1.Pod) { pod.Spec.SchedulerName = "batch-scheduler" }},
+		{name: "resource claims", bindPods: true, mutate: func(pod *corev1.Pod) {
+			pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpu-claim")}}
+		}},
+	} {
+		pod := builders.Pod(builders.PodOptions{Name: "db-0", Unschedulable: true})
+		tc.mutate(pod)
+		c := &Controller{bindPods: tc.bindPods}
+		if got := c.bindable(snapshot)(pod); got != tc.want {
+			t.Errorf("%s: bindable = %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}
+
+// bindingAPI plays the API server's pods/binding: it sets the pod's node, refusing a pod already
+// bound or of another UID, as assignPod does.
+var bindingAPI = interceptor.Funcs{SubResourceCreate: func(ctx context.Context, cl client.Client, subResource string, obj client.Object, sub client.Object, opts ...client.SubResourceCreateOption) error {
+	binding, ok := sub.(*corev1.Binding)
+	if subResource != "binding" || !ok {
+		return cl.SubResource(subResource).Create(ctx, obj, sub, opts...)
+	}
+	pod := &corev1.Pod{}
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), pod); err != nil {
+		return err
+	}
+	if pod.Spec.NodeName != "" || (binding.UID != "" && binding.UID != pod.UID) {
+		return apierrors.NewConflict(schema.GroupResource{Resource: "pods/binding"}, pod.Name, nil)
+	}
+	pod.Spec.NodeName = binding.Target.Name
+	return cl.Update(ctx, pod)
+}}
+
+// TestBatchPodsBoundWhenBindingPods: with BindPods, the pods of a launched node are bound to it
+// and told so; a pod whose claim waits for kube-scheduler's volume binding is nominated instead,
+// and one kube-scheduler bound elsewhere meanwhile is left where it is.
+func TestBatchPodsBoundWhenBindingPods(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	c, cloud, kube := launcher(t, bindingAPI, p)
+	c.bindPods = true
+	recorder := record.NewFakeRecorder(100)
+	c.recorder = recorder
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"}}
+	if err := kube.Create(t.Context(), claim); err != nil {
+		t.Fatal(err)
+	}
+	n := plannedNode(t, cloud, p)
+	var plan []*scheduling.NewNode
+	pods := map[string]*corev1.Pod{}
+	for _, name := range []string{"plain", "with-unbound-claim", "bound-elsewhere"} {
+		pod := builders.Pod(builders.PodOptions{Name: name, Unschedulable: true})
+		pod.UID = types.UID(name)
+		if name == "with-unbound-claim" {
+			pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+		}
+		stored := pod.DeepCopy()
+		if name == "bound-elsewhere" {
+			stored.Spec.NodeName = "elsewhere"
+		}
+		if err := kube.Create(t.Context(), stored); err != nil {
+			t.Fatal(err)
+		}
+		pods[name] = pod
+		plan = append(plan, &scheduling.NewNode{Provisioner: n.Provisioner, InstanceTypes: n.InstanceTypes, Pods: []*corev1.Pod{pod}})
+	}
+	snapshot, err := ReadSnapshot(t.Context(), kube, c.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := map[string]*provisionerPlan{p.Name: {stored: p, updated: p.DeepCopy(), nodes: map[string]corev1.ResourceList{}}}
+	batch, launches, refused := c.reserveAll(t.Context(), plan, plans)
+	if refused || c.launchBatch(t.Context(), batch, launches, held(plan), c.bindable(snapshot)) {
+		t.Fatal("a launch, binding or nomination failed")
+	}
+	got := map[string]*corev1.Pod{}
+	for name := range pods {
+		got[name] = &corev1.Pod{}
+		if err := kube.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, got[name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if node := c.told[pods["plain"].UID]; got["plain"].Spec.NodeName != node || got["plain"].Status.NominatedNodeName != "" {
+		t.Errorf("plain pod bound to %q, nominated to %q; want bound to its node %q, not nominated", got["plain"].Spec.NodeName, got["plain"].Status.NominatedNodeName, node)
+	}
+	if node := c.told[pods["with-unbound-claim"].UID]; got["with-unbound-claim"].Spec.NodeName != "" || got["with-unbound-claim"].Status.NominatedNodeName != node {
+		t.Errorf("pod with an unbound claim bound to %q, nominated to %q; want nominated to its node %q, for kube-scheduler to bind",
+			got["with-unbound-claim"].Spec.NodeName, got["with-unbound-claim"].Status.NominatedNodeName, node)
+	}
+	if got["bound-elsewhere"].Spec.NodeName != "elsewhere" || got["bound-elsewhere"].Status.NominatedNodeName != "" {
+		t.Errorf("pod bound elsewhere meanwhile now on %q, nominated to %q; want left where it was", got["bound-elsewhere"].Spec.NodeName, got["bound-elsewhere"].Status.NominatedNodeName)
+	}
+	boundEvents := 0
+	for len(recorder.Events) > 0 {
+		if event := <-recorder.Events; strings.Contains(event, "was launched for this pod") && strings.HasSuffix(event, "and the pod bound to it") {
+			boundEvents++
+		}
+	}
+	if boundEvents != 1 {
+		t.Errorf("%d launch Events say the pod was bound, want 1 (the plain pod's)", boundEvents)
+	}
+}
