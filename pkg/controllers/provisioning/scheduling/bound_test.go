@@ -1,15 +1,21 @@
 package scheduling_test
 
 import (
+	"cmp"
+	"fmt"
 	"math"
+	"slices"
+	"sort"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize/convex/lp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/pods"
 )
 
@@ -36,8 +42,12 @@ type boundInput struct {
 	cheapest float64
 }
 
-// podShape is a pod's requests in cores and GiB, with the number of pods of that shape.
-type podShape struct{ cpu, memory, count float64 }
+// podShape is a pod's requests in cores and GiB, with the number of pods of that shape; own
+// for pods that need a node of their own (hostname anti-affinity).
+type podShape struct {
+	cpu, memory, count float64
+	own                bool
+}
 
 // nodeShape is an instance type's allocatable in cores, GiB and pods, at its cheapest offering.
 type nodeShape struct{ cpu, memory, pods, price float64 }
@@ -55,24 +65,24 @@ func gibibytes(q resource.Quantity) float64 { return float64(q.Value()) / (1 << 
 
 func newBoundInput(types []*cloudprovider.InstanceType, ps []*corev1.Pod) boundInput {
 	in := boundInput{cheapest: math.Inf(1)}
-	counts := map[[2]float64]float64{}
+	counts := map[podShape]float64{}
 	var ownNode float64
 	for _, pod := range ps {
-		r := pods.Requests(pod)
-		counts[[2]float64{cores(*r.Cpu()), gibibytes(*r.Memory())}]++
-		if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
-			for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				if term.TopologyKey == corev1.LabelHostname {
-					ownNode++
-					break
-				}
-			}
+		shape := shapeOf(pod)
+		if shape.own {
+			ownNode++
 		}
+		counts[shape]++
 	}
 	in.nodes = math.Max(1, ownNode)
 	for shape, count := range counts {
-		in.shapes = append(in.shapes, podShape{cpu: shape[0], memory: shape[1], count: count})
+		shape.count = count
+		in.shapes = append(in.shapes, shape)
 	}
+	// A stable order, so that every bound is computed the same way each run.
+	slices.SortFunc(in.shapes, func(a, b podShape) int {
+		return cmp.Or(cmp.Compare(a.cpu, b.cpu), cmp.Compare(a.memory, b.memory), cmpBool(a.own, b.own))
+	})
 	var all []nodeShape
 	for _, it := range types {
 		price := math.Inf(1)
@@ -102,6 +112,18 @@ func newBoundInput(types []*cloudprovider.InstanceType, ps []*corev1.Pod) boundI
 		}
 	}
 	return in
+}
+
+// shapeOf is the pod's shape, with no count.
+func shapeOf(pod *corev1.Pod) podShape {
+	r := pods.Requests(pod)
+	shape := podShape{cpu: cores(*r.Cpu()), memory: gibibytes(*r.Memory())}
+	if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		shape.own = slices.ContainsFunc(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, func(term corev1.PodAffinityTerm) bool {
+			return term.TopologyKey == corev1.LabelHostname
+		})
+	}
+	return shape
 }
 
 // aggregateBound is the optimum of the linear program that buys nodes of each type in
@@ -230,9 +252,15 @@ func TestBounds(t *testing.T) {
 			in:        boundInput{shapes: []podShape{{cpu: 1, memory: 1, count: 4}}, nodes: 1, types: []nodeShape{cheapCores, roomy}, cheapest: 1},
 			aggregate: 80.0 / 31, fit: 8, plan: 8,
 		},
+		// Two pods of 0.6 cores never share a node of one core: three nodes, which only the
+		// pattern bound sees (the others let pods share cores in fractions).
+		"whole pods": {
+			in:        boundInput{shapes: []podShape{{cpu: 0.6, memory: 0.1, count: 3}}, nodes: 1, types: []nodeShape{{cpu: 1, memory: 1, pods: 10, price: 1}}, cheapest: 1},
+			aggregate: 1.8, fit: 1.8, plan: 3,
+		},
 		// Three nodes at least, for pods that would share one: each node pays its cheapest.
 		"a node each": {
-			in:        boundInput{shapes: []podShape{{cpu: 0.25, memory: 0.25, count: 3}}, nodes: 3, types: []nodeShape{cheapCores, roomy}, cheapest: 1},
+			in:        boundInput{shapes: []podShape{{cpu: 0.25, memory: 0.25, count: 3, own: true}}, nodes: 3, types: []nodeShape{cheapCores, roomy}, cheapest: 1},
 			aggregate: 3, fit: 3, plan: 3,
 		},
 	} {
@@ -242,6 +270,10 @@ func TestBounds(t *testing.T) {
 			}
 			if got := fitBound(tc.in); math.Abs(got-tc.fit) > 1e-6 || got > tc.plan+1e-9 {
 				t.Errorf("fit bound %v, want %v (the best plan costs %v)", got, tc.fit, tc.plan)
+			}
+			// Whole nodes of whole pods: the best plan itself here.
+			if got := patternBound(t, tc.in, nil); math.Abs(got-tc.plan) > 1e-5 || got > tc.plan+1e-9 {
+				t.Errorf("pattern bound %v, want the best plan's %v", got, tc.plan)
 			}
 		})
 	}
@@ -258,11 +290,348 @@ func TestBoundInput(t *testing.T) {
 	for _, s := range in.shapes {
 		pods += s.count
 	}
-	if len(in.shapes) > 30 || pods != 100 {
-		t.Errorf("%d shapes of %v pods, want at most 30 of 100", len(in.shapes), pods)
+	// 5 cpu requests × 6 memory requests, with or without a node of their own.
+	if len(in.shapes) > 60 || pods != 100 {
+		t.Errorf("%d shapes of %v pods, want at most 60 of 100", len(in.shapes), pods)
 	}
 	// fake-it-0 (1 core, 2 GiB less 100m and 10Mi) is the cheapest, and fits no pod of 1 core.
 	if first := in.types[0]; first.fits(podShape{cpu: 1, memory: 0.1}) || !first.fits(podShape{cpu: 0.5, memory: 1}) || in.cheapest != first.price {
 		t.Errorf("the smallest type %+v: fits a pod of 1 core, not one of 500m and 1 GiB, or is not the cheapest (%v)", first, in.cheapest)
 	}
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// patternBound is the Gilmore–Gomory bound of bin packing: the optimum of the linear program
+// that buys, in fractions, whole nodes each holding a packing ("pattern": how many pods of each
+// shape one node of a type holds, with at most one pod needing a node of its own) so that
+// every pod is covered. Its dual prices each shape (π): column generation solves the dual over
+// the patterns found so far (seeds, such as a plan's nodes, and one per shape), then, type by type, finds the packing the prices value most (an
+// exact knapsack, searchPacking) and adds those worth more than their type's price, until none
+// is. Any π is a bound once scaled so that no packing of any type is worth more than the type's
+// price (weak duality), and the scale comes from each type's best packing, or an upper bound
+// of it when the search is cut short: the bound holds whether or not the generation converged.
+// It ignores spreads and pod affinity (a relaxation: still a bound), and whole pods, whole
+// nodes and hostname anti-affinity are what it adds over fitBound.
+func patternBound(tb testing.TB, in boundInput, seeds []pattern) float64 {
+	tb.Helper()
+	patterns := slices.Clone(seeds)
+	// One pattern per shape to start: as many of it as the type it costs least on holds.
+	for i, s := range in.shapes {
+		best := pattern{price: math.Inf(1)}
+		for _, t := range in.types {
+			n := copiesFitting(t, s)
+			if n >= 1 && t.price/n < best.price/math.Max(1, sumOf(best.counts)) {
+				counts := make([]float64, len(in.shapes))
+				counts[i] = n
+				best = pattern{counts: counts, price: t.price}
+			}
+		}
+		if best.counts != nil {
+			patterns = append(patterns, best)
+		}
+	}
+	bound := 0.0
+	for range 60 {
+		// The restricted dual: maximise Σ count·π subject to each pattern's π-worth ≤ its
+		// price, π ≥ 0; standard form with a slack per pattern.
+		S, P := len(in.shapes), len(patterns)
+		c := make([]float64, S+P)
+		for i, s := range in.shapes {
+			c[i] = -s.count
+		}
+		A := mat.NewDense(P, S+P, nil)
+		b := make([]float64, P)
+		for j, p := range patterns {
+			for i, n := range p.counts {
+				A.Set(j, i, n)
+			}
+			A.Set(j, S+j, 1)
+			// Raised a little, pattern by pattern, so that gonum's simplex meets no degenerate
+			// basis; the scaling below makes any π a bound, however it was found.
+			b[j] = p.price * (1 + 1e-7*float64(j%97+1))
+		}
+		_, x, err := lp.Simplex(c, A, b, 1e-10, nil)
+		if err != nil {
+			tb.Logf("the pattern bound stops at its round with %d patterns: %v", P, err)
+			break
+		}
+		prices := x[:S]
+		worth := 0.0
+		for i, s := range in.shapes {
+			worth += s.count * prices[i]
+		}
+		// The worst ratio of a type's best packing to its price scales π down to a feasible
+		// dual point; the packings that beat their price join the patterns.
+		ratio := 1.0
+		type violation struct {
+			pattern
+			ratio float64
+		}
+		var violations []violation
+		for _, t := range in.types {
+			value, counts, upper := searchPacking(t, in.shapes, prices)
+			ratio = math.Max(ratio, upper/t.price)
+			if value > t.price*(1+1e-7) {
+				violations = append(violations, violation{pattern{counts, t.price}, value / t.price})
+			}
+		}
+		bound = math.Max(bound, worth/ratio)
+		if len(violations) == 0 {
+			break
+		}
+		sort.Slice(violations, func(i, j int) bool { return violations[i].ratio > violations[j].ratio })
+		for _, v := range violations[:min(len(violations), 32)] {
+			patterns = append(patterns, v.pattern)
+		}
+	}
+	return bound
+}
+
+// pattern is a packing of one node: how many pods of each of a boundInput's shapes it holds,
+// and its price.
+type pattern struct {
+	counts []float64
+	price  float64
+}
+
+// planPatterns are the packings of a plan's new nodes, each once: seeds that spare
+// patternBound's column generation most of its rounds.
+func planPatterns(in boundInput, r *scheduling.Results) []pattern {
+	index := map[podShape]int{}
+	for i, s := range in.shapes {
+		s.count = 0
+		index[s] = i
+	}
+	var out []pattern
+	seen := sets.New[string]()
+	for _, n := range r.NewNodes {
+		p := pattern{counts: make([]float64, len(in.shapes)), price: n.Price}
+		for _, pod := range n.Pods {
+			p.counts[index[shapeOf(pod)]]++
+		}
+		if key := fmt.Sprint(p); !seen.Has(key) {
+			seen.Insert(key)
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// copiesFitting is how many pods of the shape a node of the type holds alone.
+func copiesFitting(t nodeShape, s podShape) float64 {
+	if !t.fits(s) {
+		return 0
+	}
+	return copiesWithin(s, [3]float64{t.cpu, t.memory, t.pods})
+}
+
+// copiesWithin is how many pods of the shape fit within room (cores, GiB, pods): at most the
+// shape's count, and one when each needs a node of its own.
+func copiesWithin(s podShape, room [3]float64) float64 {
+	n := math.Min(s.count, math.Floor(room[2]+1e-9))
+	if s.cpu > 0 {
+		n = math.Min(n, math.Floor(room[0]/s.cpu+1e-9))
+	}
+	if s.memory > 0 {
+		n = math.Min(n, math.Floor(room[1]/s.memory+1e-9))
+	}
+	if s.own {
+		n = math.Min(n, 1)
+	}
+	return math.Max(0, n)
+}
+
+func sumOf(xs []float64) float64 {
+	total := 0.0
+	for _, x := range xs {
+		total += x
+	}
+	return total
+}
+
+// searchPackingBudget bounds the nodes of one knapsack search; past it the search returns the
+// best packing found and an upper bound of the optimum instead of the optimum.
+const searchPackingBudget = 20_000
+
+// knapsackDual solves the dual of a node's knapsack relaxation: minimise λ·room + ν + Σ cap·μ
+// subject to, for each of the n items, λ·weight + ν·own + μ ≥ price, all ≥ 0. item gives the
+// k-th item's cpu, memory and pods, whether it needs a node of its own, its price and cap. It
+// returns λ, ν and the optimum, which bounds every packing (weak duality), and +Inf when the
+// solver fails (no bound then).
+func knapsackDual(room [3]float64, n int, item func(int) (cpu, memory, pods float64, own bool, price, limit float64)) ([3]float64, float64, float64) {
+	// Columns λ (3), ν, μ (n), surplus (n); a row per item.
+	cols := 4 + 2*n
+	c := make([]float64, cols)
+	c[0], c[1], c[2], c[3] = room[0], room[1], room[2], 1
+	A := mat.NewDense(n, cols, nil)
+	b := make([]float64, n)
+	for k := range n {
+		cpu, memory, pods, own, price, limit := item(k)
+		A.Set(k, 0, cpu)
+		A.Set(k, 1, memory)
+		A.Set(k, 2, pods)
+		if own {
+			A.Set(k, 3, 1)
+		}
+		A.Set(k, 4+k, 1)
+		A.Set(k, 4+n+k, -1)
+		c[4+k] = limit
+		// Raised a little, item by item, so that the program is not degenerate (gonum's simplex
+		// can cycle on one that is): a point that meets the raised prices meets the prices, so
+		// its objective still bounds every packing.
+		b[k] = price * (1 + 1e-7*float64(k+1))
+	}
+	optimum, x, err := lp.Simplex(c, A, b, 1e-10, nil)
+	if err != nil {
+		return [3]float64{}, 0, math.Inf(1)
+	}
+	return [3]float64{x[0], x[1], x[2]}, x[3], optimum
+}
+
+// searchPacking is the packing of one node of type t that the prices value most: how many pods
+// of each shape (at most the shape's count, one pod needing a node of its own at most) within
+// the type's cpu, memory and pods. It returns that value, the packing and an upper bound of the
+// optimum: the value itself when the depth-first search, pruned by the least of the three
+// single-resource fractional knapsack bounds, completed within its budget.
+func searchPacking(t nodeShape, shapes []podShape, prices []float64) (value float64, counts []float64, upper float64) {
+	type item struct {
+		podShape
+		index int
+		price float64
+	}
+	var items []item
+	for i, s := range shapes {
+		if prices[i] > 1e-12 && t.fits(s) {
+			items = append(items, item{s, i, prices[i]})
+		}
+	}
+	counts = make([]float64, len(shapes))
+	if len(items) == 0 {
+		return 0, counts, 0
+	}
+	// Densest first, by the share of the node a pod takes in its tightest resource.
+	share := func(it item) float64 { return math.Max(math.Max(it.cpu/t.cpu, it.memory/t.memory), 1/t.pods) }
+	sort.SliceStable(items, func(a, b int) bool { return items[a].price/share(items[a]) > items[b].price/share(items[b]) })
+	weights := [3]func(item) float64{
+		func(it item) float64 { return it.cpu }, func(it item) float64 { return it.memory }, func(item) float64 { return 1 },
+	}
+	// orders[d] are the items' positions by price per unit of resource d, highest first.
+	var orders [3][]int
+	for d, weight := range weights {
+		orders[d] = make([]int, len(items))
+		for k := range items {
+			orders[d][k] = k
+		}
+		sort.SliceStable(orders[d], func(a, b int) bool {
+			x, y := items[orders[d][a]], items[orders[d][b]]
+			return x.price*weight(y) > y.price*weight(x)
+		})
+	}
+	// fractional bounds what the items from position k on add within room, relaxing whole
+	// pods and all but one resource at a time.
+	fractional := func(k int, room [3]float64) float64 {
+		least := math.Inf(1)
+		for d, weight := range weights {
+			left, total := room[d], 0.0
+			for _, j := range orders[d] {
+				it := items[j]
+				if j < k {
+					continue
+				}
+				n := it.count
+				if it.own {
+					n = 1
+				}
+				if w := weight(it); w > 0 {
+					n = math.Min(n, left/w)
+					left -= n * w
+				}
+				total += n * it.price
+				if left <= 0 {
+					break
+				}
+			}
+			least = math.Min(least, total)
+		}
+		return least
+	}
+	root := [3]float64{t.cpu, t.memory, t.pods}
+	// caps are how many of each item one node holds at most.
+	caps := make([]float64, len(items))
+	for k, it := range items {
+		caps[k] = copiesFitting(t, it.podShape)
+	}
+	// The Lagrangian bound: for any λ ≥ 0 weighing cpu, memory and pods, and ν ≥ 0 the one pod
+	// needing a node of its own, the node is worth at most λ·room + ν plus, per item, its cap
+	// times whatever its price exceeds its weight by. The best λ and ν are the dual of the
+	// knapsack's linear relaxation (solved with gonum's simplex), whose optimum is then the
+	// bound at the root; suffix[k] is the items' part from position k on, for the search.
+	reduced := func(it item, lambda [3]float64, nu float64) float64 {
+		r := it.price - lambda[0]*it.cpu - lambda[1]*it.memory - lambda[2]
+		if it.own {
+			r -= nu
+		}
+		return math.Max(0, r)
+	}
+	lambda, nu, least := knapsackDual(root, len(items), func(k int) (float64, float64, float64, bool, float64, float64) {
+		return items[k].cpu, items[k].memory, 1, items[k].own, items[k].price, caps[k]
+	})
+	suffix := make([]float64, len(items)+1)
+	for k := len(items) - 1; k >= 0; k-- {
+		suffix[k] = suffix[k+1] + caps[k]*reduced(items[k], lambda, nu)
+	}
+	upper = math.Min(least, fractional(0, root))
+	current := make([]float64, len(items))
+	best := make([]float64, len(items))
+	visited, complete := 0, true
+	var search func(k int, room [3]float64, own bool, worth float64)
+	search = func(k int, room [3]float64, own bool, worth float64) {
+		if worth > value {
+			value = worth
+			copy(best, current)
+		}
+		if k == len(items) {
+			return
+		}
+		if visited++; visited > searchPackingBudget {
+			complete = false
+			return
+		}
+		ownRoom := nu
+		if own {
+			ownRoom = 0
+		}
+		if worth+lambda[0]*room[0]+lambda[1]*room[1]+lambda[2]*room[2]+ownRoom+suffix[k] <= value*(1+1e-12) ||
+			worth+fractional(k, room) <= value*(1+1e-12) {
+			return
+		}
+		it := items[k]
+		n := copiesWithin(it.podShape, room)
+		if it.own && own {
+			n = 0
+		}
+		for c := n; c >= 0; c-- {
+			current[k] = c
+			next := [3]float64{room[0] - c*it.cpu, room[1] - c*it.memory, room[2] - c}
+			search(k+1, next, own || (it.own && c > 0), worth+c*it.price)
+		}
+		current[k] = 0
+	}
+	search(0, root, false, 0)
+	for k, c := range best {
+		counts[items[k].index] = c
+	}
+	if complete {
+		upper = value
+	}
+	return value, counts, math.Max(upper, value)
 }

@@ -2,6 +2,7 @@ package scheduling_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math"
 	"testing"
@@ -57,6 +58,8 @@ subnets:
 	return types
 }
 
+var withPatternBound = flag.Bool("pattern-bound", false, "BenchmarkSchedulingRealCatalogue: also compute the pattern bound (patternBound), up to 1,000 pods")
+
 // BenchmarkSchedulingRealCatalogue is BenchmarkScheduling's workload on the emulator's real
 // catalogue (every type, real on-demand and spot prices) instead of the synthetic one.
 func BenchmarkSchedulingRealCatalogue(b *testing.B) {
@@ -75,6 +78,12 @@ func BenchmarkSchedulingRealCatalogue(b *testing.B) {
 			}
 			b.StopTimer()
 			verifyWorkload(b, in, r)
+			// The pattern bound's column generation takes minutes (over ten at 1,000 pods on a
+			// 2-core machine), so it is asked for.
+			if *withPatternBound && n <= 1000 {
+				bounds := newBoundInput(types, in.Pods)
+				lb = math.Max(lb, patternBound(b, bounds, planPatterns(bounds, r)))
+			}
 			b.ReportMetric(float64(len(types)), "types")
 			b.ReportMetric(float64(n)*float64(b.N)/elapsed.Seconds(), "pods/sec")
 			b.ReportMetric(float64(len(r.NewNodes)), "nodes")
