@@ -326,13 +326,13 @@ func patternBound(tb testing.TB, in boundInput, seeds []pattern) float64 {
 	patterns := slices.Clone(seeds)
 	// One pattern per shape to start: as many of it as the type it costs least on holds.
 	for i, s := range in.shapes {
-		best := pattern{price: math.Inf(1)}
+		var best pattern
+		perPod := math.Inf(1)
 		for _, t := range in.types {
-			n := copiesFitting(t, s)
-			if n >= 1 && t.price/n < best.price/math.Max(1, sumOf(best.counts)) {
+			if n := copiesFitting(t, s); n >= 1 && t.price/n < perPod {
 				counts := make([]float64, len(in.shapes))
 				counts[i] = n
-				best = pattern{counts: counts, price: t.price}
+				best, perPod = pattern{counts: counts, price: t.price}, t.price/n
 			}
 		}
 		if best.counts != nil {
@@ -448,14 +448,6 @@ func copiesWithin(s podShape, room [3]float64) float64 {
 		n = math.Min(n, 1)
 	}
 	return math.Max(0, n)
-}
-
-func sumOf(xs []float64) float64 {
-	total := 0.0
-	for _, x := range xs {
-		total += x
-	}
-	return total
 }
 
 // searchPackingBudget bounds the nodes of one knapsack search; past it the search returns the
