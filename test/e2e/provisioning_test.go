@@ -419,16 +419,13 @@ func TestBindPodsRunsEveryPodWherePlanned(t *testing.T) {
 		if launches, err = workload.Launches(context.Background(), stack.Env.Client, sandbox.Namespace); err != nil {
 			return false, "", err
 		}
+		scheduled, err := workload.Scheduled(context.Background(), stack.Env.Client, sandbox.Namespace)
+		if err != nil {
+			return false, "", err
+		}
 		var untold []string
 		for _, pod := range w.Pods {
-			if slices.ContainsFunc(launches[pod.Name], func(l workload.Launch) bool { return l.Bound }) {
-				continue
-			}
-			scheduled, err := scheduledByKubeScheduler(pod)
-			if err != nil {
-				return false, "", err
-			}
-			if !scheduled {
+			if _, ok := scheduled[pod.Name]; !ok && !slices.ContainsFunc(launches[pod.Name], func(l workload.Launch) bool { return l.Bound }) {
 				untold = append(untold, pod.Name)
 			}
 		}
@@ -456,14 +453,4 @@ func TestBindPodsRunsEveryPodWherePlanned(t *testing.T) {
 		t.Errorf("the controller bound %d of %d pods, want most", bound, len(w.Pods))
 	}
 	t.Logf("%d of %d pods bound by the controller, %d nodes launched", bound, len(w.Pods), len(liveInstances(w.Provisioners[0].Name))+len(liveInstances(w.Provisioners[1].Name)))
-}
-
-// scheduledByKubeScheduler is whether kube-scheduler bound the pod (its Scheduled Event).
-func scheduledByKubeScheduler(pod *corev1.Pod) (bool, error) {
-	events := &corev1.EventList{}
-	if err := stack.Env.Client.List(context.Background(), events, client.InNamespace(pod.Namespace),
-		client.MatchingFields{"reason": "Scheduled", "involvedObject.name": pod.Name}); err != nil {
-		return false, err
-	}
-	return len(events.Items) > 0, nil
 }

@@ -234,20 +234,36 @@ func parseLaunch(message string) (Launch, bool) {
 	return Launch{}, false
 }
 
-// FirstScheduled is when kube-scheduler first bound a pod in namespace (its Scheduled Event),
-// zero when it bound none: pods the controller binds itself (--bind-pods) are bound as their
-// nodes launch, while kube-scheduler binds only once a batch's nodes are opened together.
-func FirstScheduled(ctx context.Context, reader client.Reader, namespace string) (time.Time, error) {
+// Scheduled are the pods in namespace kube-scheduler bound (its Scheduled Events), by name,
+// with when it did (zero for an Event without a time).
+func Scheduled(ctx context.Context, reader client.Reader, namespace string) (map[string]time.Time, error) {
 	events := &corev1.EventList{}
 	if err := reader.List(ctx, events, client.InNamespace(namespace), client.MatchingFields{"reason": "Scheduled"}); err != nil {
-		return time.Time{}, fmt.Errorf("listing events, %w", err)
+		return nil, fmt.Errorf("listing events, %w", err)
 	}
-	var first time.Time
+	out := map[string]time.Time{}
 	for _, event := range events.Items {
 		at := event.EventTime.Time
 		if at.IsZero() {
 			at = event.FirstTimestamp.Time
 		}
+		if seen, ok := out[event.InvolvedObject.Name]; !ok || (!at.IsZero() && (seen.IsZero() || at.Before(seen))) {
+			out[event.InvolvedObject.Name] = at
+		}
+	}
+	return out, nil
+}
+
+// FirstScheduled is when kube-scheduler first bound a pod in namespace, zero when it bound
+// none: pods the controller binds itself (--bind-pods) are bound as their nodes launch, while
+// kube-scheduler binds only once a batch's nodes are opened together.
+func FirstScheduled(ctx context.Context, reader client.Reader, namespace string) (time.Time, error) {
+	scheduled, err := Scheduled(ctx, reader, namespace)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var first time.Time
+	for _, at := range scheduled {
 		if !at.IsZero() && (first.IsZero() || at.Before(first)) {
 			first = at
 		}
