@@ -109,6 +109,13 @@ func (b *batcher) wait(ctx context.Context) (p pass, ok bool) {
 		}
 	}
 	for {
+		// A signal already waiting is for a pod the state read below includes; left there, it
+		// would wake the select at once, and a timer made after that read could miss a clock
+		// step taken in between.
+		select {
+		case <-b.arrived:
+		default:
+		}
 		b.mu.Lock()
 		now := b.clock.Now()
 		closes, early := b.window.closesAt(b.first, b.last), b.early.Add(b.window.idle)
