@@ -74,7 +74,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.DurationVar(&f.operator.Controllers.BatchIdleDuration, "batch-idle-duration", provisioning.DefaultBatchIdleDuration, "A batch of pending pods closes once no pod arrived for this long.")
 	fs.DurationVar(&f.operator.Controllers.BatchMaxDuration, "batch-max-duration", provisioning.DefaultBatchMaxDuration, "A batch of pending pods closes this long after it opened, however many still arrive.")
 	fs.BoolVar(&f.operator.Controllers.BatchEarlyLaunch, "batch-early-launch", false, "While a burst holds a batch open, launch every batch-idle-duration the nodes its pods have already filled.")
-	fs.BoolVar(&f.operator.Controllers.BindPods, "bind-pods", false, "Bind the pods planned onto a launched node to it as soon as the node exists, as Karpenter v0.5 did, instead of nominating them for kube-scheduler to bind once it is Ready.")
+	fs.BoolVar(&f.operator.Controllers.BindPods, "bind-pods", true, "Bind the pods planned onto a launched node to it as soon as the node exists, as Karpenter v0.5 did; false nominates them to it instead, for kube-scheduler to bind once it is Ready.")
 	fs.DurationVar(&f.operator.Controllers.ExpirationPeriod, "expiration-period", expiration.DefaultPeriod, "How often nodes past their Provisioner's ttlSecondsUntilExpired are looked for.")
 	fs.DurationVar(&f.operator.Controllers.ConsolidationPeriod, "consolidation-period", consolidation.DefaultPeriod, "How often a consolidation pass looks for nodes to delete or replace.")
 	fs.Float64Var(&f.operator.Controllers.ConsolidationThreshold, "consolidation-threshold", consolidation.DefaultThreshold, "Fraction of the nodes' hourly price a consolidation must save, within (0, 1).")

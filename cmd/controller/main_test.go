@@ -38,6 +38,7 @@ func TestParseFlags(t *testing.T) {
 		{"kube client QPS default: no client-side limit", o.KubeClientQPS, float32(-1)},
 		{"kube client burst default", o.KubeClientBurst, 300},
 		{"aws call timeout default", o.AWSCallTimeout, 30 * time.Second},
+		{"pods bound to their launched node by default, as Karpenter v0.5 did", o.Controllers.BindPods, true},
 		{"wedged reconcile timeout default", o.WedgedReconcileTimeout, 5 * time.Minute},
 		{"node ready timeout default", o.Controllers.NodeReadyTimeout, 15 * time.Minute},
 		{"garbage collection period default", o.Controllers.GarbageCollectionPeriod, time.Minute},

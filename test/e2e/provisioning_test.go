@@ -389,20 +389,13 @@ func distinct(values []string) map[string]bool {
 // going away.
 var bindRuns atomic.Int32
 
-// TestBindPodsRunsEveryPodWherePlanned runs before the parallel tests: it restarts the
-// controller with --bind-pods, and without it again at the end. A batch of every constraint
-// kind (test/scale/provisioning/workload's, 100 pods) runs on the nodes launched for it: each
-// pod the controller bound runs on the node launched for it, kube-scheduler binds the rest
-// (those whose claim waits for a volume), and no pod has a node launched for it twice.
+// TestBindPodsRunsEveryPodWherePlanned runs before the parallel tests, whose nodes would
+// otherwise take some of its pods. A batch of every constraint kind
+// (test/scale/provisioning/workload's, 100 pods) runs on the nodes launched for it: each pod
+// the controller bound (--bind-pods, the default) runs on the node launched for it,
+// kube-scheduler binds the rest (those whose claim waits for a volume), and no pod has a node
+// launched for it twice.
 func TestBindPodsRunsEveryPodWherePlanned(t *testing.T) {
-	if err := stack.RestartController(context.Background(), "--bind-pods"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := stack.RestartController(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
 	w := workload.NewDiverse(fmt.Sprintf("bind%d", bindRuns.Add(1)), sandbox.Namespace, 100)
 	for _, p := range w.Provisioners {
 		createProvisionerObject(t, p)

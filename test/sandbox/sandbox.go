@@ -101,8 +101,6 @@ type Stack struct {
 
 	mu         sync.Mutex
 	controller *environment.Process
-	// restartArgs are flags of the controller after ControllerArgs, from RestartController.
-	restartArgs []string
 }
 
 // Start starts every component and returns once all are ready, the controller included, and
@@ -235,7 +233,6 @@ func (s *Stack) StartController(ctx context.Context) error {
 		args = append(args, "--batch-idle-duration="+s.options.BatchIdleDuration.String())
 	}
 	args = append(args, s.options.ControllerArgs...)
-	args = append(args, s.restartArgs...)
 	begin := time.Now()
 	proc, err := s.Env.StartProcess(ctx, environment.ProcessOptions{
 		Name: "controller",
@@ -266,17 +263,6 @@ func (s *Stack) KillController() {
 	if s.controller != nil {
 		s.controller.Kill()
 	}
-}
-
-// RestartController kills the controller and starts it again with args after the stack's
-// own flags, which replace those of an earlier restart: a test of a flag runs it, and restores
-// the controller as it was with no args.
-func (s *Stack) RestartController(ctx context.Context, args ...string) error {
-	s.KillController()
-	s.mu.Lock()
-	s.restartArgs = args
-	s.mu.Unlock()
-	return s.StartController(ctx)
 }
 
 // ControllerLog is the controller's log file.

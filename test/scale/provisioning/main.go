@@ -9,15 +9,16 @@
 //
 // --workload diverse: the pods of test/scale/provisioning/workload, covering every constraint
 // kind, are created at once; it reports the nodes launched before kube-scheduler bound its
-// first pod (the plan of the batch; with --bind-pods the controller binds most pods itself as
-// their nodes launch, and kube-scheduler those with claims still to bind) and after it (extra launches: the plan and kube-scheduler
+// first pod (the plan of the batch; the controller binds most pods itself as their nodes
+// launch, and kube-scheduler those with claims still to bind, or all with --bind-pods=false)
+// and after it (extra launches: the plan and kube-scheduler
 // disagreed), the pods a node was launched for more than once (a pod the plan had given a
 // node that kube-scheduler then gave to others), and the pods still pending at the end. Extra
 // launches without pods launched for twice are for pods that reached the controller after its
 // first batch had closed (kube-scheduler marking them unschedulable more than the idle window
 // apart).
 //
-//	go run ./test/scale/provisioning [--workload latency|diverse] [--pods 1000,1] [--batch-idle-duration 1s,200ms] [--batch-early-launch] [--bind-pods] [--cpu-profile FILE]
+//	go run ./test/scale/provisioning [--workload latency|diverse] [--pods 1000,1] [--batch-idle-duration 1s,200ms] [--batch-early-launch] [--bind-pods=false] [--cpu-profile FILE]
 //
 // Each (batch idle duration, pod count) pair runs on a fresh stack.
 package main
@@ -72,7 +73,7 @@ func main() {
 	idleDurations := flag.String("batch-idle-duration", "1s,200ms", "the controller's --batch-idle-duration values to measure, comma-separated")
 	flag.DurationVar(&batchMaxDuration, "batch-max-duration", 0, "the controller's --batch-max-duration; its default when zero")
 	flag.BoolVar(&earlyLaunch, "batch-early-launch", false, "the controller's --batch-early-launch")
-	flag.BoolVar(&bindPods, "bind-pods", false, "the controller's --bind-pods")
+	flag.BoolVar(&bindPods, "bind-pods", true, "the controller's --bind-pods")
 	flag.StringVar(&cpuProfile, "cpu-profile", "", "latency workload: file to write a CPU profile of the controller to, taken from the first pod's creation for --cpu-profile-duration (runs it with --profiling); with several runs the file name gets -<idle>-<pods>; read it with go tool pprof")
 	flag.DurationVar(&cpuProfileDuration, "cpu-profile-duration", 30*time.Second, "how long --cpu-profile samples")
 	flag.BoolVar(&keep, "keep", false, "keep the stacks' directory, with every process's log (the controller's passes among them), and print its path")
@@ -111,8 +112,8 @@ func run(workloadName, podCounts, idleDurations string) error {
 	if batchMaxDuration > 0 {
 		fmt.Printf("controller --batch-max-duration=%s\n\n", batchMaxDuration)
 	}
-	if bindPods {
-		fmt.Printf("controller --bind-pods\n\n")
+	if !bindPods {
+		fmt.Printf("controller --bind-pods=false\n\n")
 	}
 	if workloadName == "diverse" {
 		fmt.Printf("| batch idle | pods | nodes launched | before kube-scheduler's first bind | extra launches | pods launched for twice | pods pending at the end | pending → Running p50 / p99 |\n")
@@ -187,8 +188,8 @@ func controllerArgs(profiling bool) []string {
 	if earlyLaunch {
 		args = append(args, "--batch-early-launch")
 	}
-	if bindPods {
-		args = append(args, "--bind-pods")
+	if !bindPods {
+		args = append(args, "--bind-pods=false")
 	}
 	return args
 }
