@@ -29,7 +29,7 @@ func names(candidates []cloudprovider.Candidate) []string {
 }
 
 func TestLedgerReserve(t *testing.T) {
-	small, large := candidate("small", "2"), candidate("large", "8")
+	candidates := []cloudprovider.Candidate{candidate("small", "2"), candidate("medium", "4"), candidate("large", "8")}
 	for _, tc := range []struct {
 		name   string
 		limits corev1.ResourceList
@@ -39,23 +39,24 @@ func TestLedgerReserve(t *testing.T) {
 		want     []string
 		exceeded bool
 	}{
-		{"no limits keep every candidate", nil, nil, nil, []string{"small", "large"}, false},
-		{"room for both", cpu("10"), nil, nil, []string{"small", "large"}, false},
-		{"the larger would pass the limit", cpu("6"), map[string]corev1.ResourceList{"n1": cpu("2")}, nil, []string{"small"}, false},
-		{"at the limit exactly is within it", cpu("4"), map[string]corev1.ResourceList{"n1": cpu("2")}, nil, []string{"small"}, false},
+		{"no limits keep every candidate", nil, nil, nil, []string{"small", "medium", "large"}, false},
+		{"under limits, up to twice the cheapest", cpu("100"), nil, nil, []string{"small", "medium"}, false},
+		{"the larger would pass the limit", cpu("5"), map[string]corev1.ResourceList{"n1": cpu("2")}, nil, []string{"small"}, false},
+		{"at the limit exactly is within it", cpu("6"), map[string]corev1.ResourceList{"n1": cpu("2")}, nil, []string{"small", "medium"}, false},
 		{"full", cpu("4"), map[string]corev1.ResourceList{"n1": cpu("4")}, nil, nil, true},
-		// An earlier launch reserved the largest candidate's 8 cores until its Node is seen.
-		{"launching counts", cpu("10"), nil, []string{""}, []string{"small"}, false},
+		// An earlier launch, without limits, reserved the largest candidate's 8 cores until
+		// its Node is seen.
+		{"launching counts", cpu("11"), nil, []string{""}, []string{"small"}, false},
 		// Launched narrows the reservation to the instance type launched (2 cores).
-		{"a launched node not yet seen counts", cpu("9"), nil, []string{"n2"}, []string{"small"}, false},
+		{"a launched node not yet seen counts", cpu("5"), nil, []string{"n2"}, []string{"small"}, false},
 		// Once seen, the node counts by its capacity (2) and the reservation no longer does.
-		{"a seen node counts once", cpu("10"), map[string]corev1.ResourceList{"n2": cpu("2")}, []string{"n2"}, []string{"small", "large"}, false},
-		{"other resources do not limit", corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}, nil, nil, []string{"small", "large"}, false},
+		{"a seen node counts once", cpu("6"), map[string]corev1.ResourceList{"n2": cpu("2")}, []string{"n2"}, []string{"small", "medium"}, false},
+		{"other resources do not limit", corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}, nil, nil, []string{"small", "medium", "large"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := NewLedger()
 			for _, nodeName := range tc.launched {
-				_, id, err := l.Reserve("p", nil, nil, []cloudprovider.Candidate{small, large})
+				_, id, err := l.Reserve("p", nil, nil, candidates)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -63,7 +64,7 @@ func TestLedgerReserve(t *testing.T) {
 					l.Launched(id, nodeName, cpu("2"))
 				}
 			}
-			kept, _, err := l.Reserve("p", tc.limits, tc.nodes, []cloudprovider.Candidate{small, large})
+			kept, _, err := l.Reserve("p", tc.limits, tc.nodes, candidates)
 			if tc.exceeded {
 				var exceeded *LimitExceededError
 				if !errors.As(err, &exceeded) {
@@ -78,6 +79,26 @@ func TestLedgerReserve(t *testing.T) {
 				t.Errorf("kept %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestLedgerReservesForTheBatch: under a limit far above what a batch of small nodes needs,
+// every node of the batch is reserved, though each could fall back to a type many times its
+// size.
+func TestLedgerReservesForTheBatch(t *testing.T) {
+	l := NewLedger()
+	candidates := []cloudprovider.Candidate{candidate("small", "2"), candidate("medium", "4"), candidate("huge", "192")}
+	for i := range 14 {
+		kept, _, err := l.Reserve("p", cpu("1000"), nil, candidates)
+		if err != nil {
+			t.Fatalf("node %d of the batch: %v", i+1, err)
+		}
+		if got := names(kept); !slices.Equal(got, []string{"small", "medium"}) {
+			t.Errorf("node %d kept %v, want [small medium]", i+1, got)
+		}
+	}
+	if used := l.Used("p", nil); used.Cpu().Cmp(resource.MustParse("56")) != 0 {
+		t.Errorf("the batch reserved %s cores, want 14 × 4", used.Cpu())
 	}
 }
 
