@@ -292,7 +292,12 @@ func (c *Controller) delete(ctx context.Context, decision Decision) error {
 			c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonDeleted, "Consolidation deleted the node: its replacement %s is Ready", decision.ReplacedBy)
 			continue
 		}
-		c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonDeleted, "Consolidation deleted the node: its pods fit on the other nodes, saving $%.4f/h", decision.Saving/float64(len(decision.Nodes)))
+		if len(decision.Nodes) == 1 {
+			c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonDeleted, "Consolidation deleted the node: its pods fit on the other nodes, saving $%.4f/h", decision.Saving)
+			continue
+		}
+		// The saving is the action's: what the pods of all its nodes fit into is decided together.
+		c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonDeleted, "Consolidation deleted the node and %d more together: their pods fit on the remaining nodes, saving $%.4f/h in all", len(decision.Nodes)-1, decision.Saving)
 	}
 	// A replacement's action and saving were counted when it launched.
 	if len(errs) == 0 && decision.ReplacedBy == "" {
