@@ -276,6 +276,15 @@ func (c *Controller) explain(snapshot *Snapshot, decision Decision) {
 	}
 }
 
+// deletedMessage is the Event on each node a Delete without replacement removed. The saving
+// is the action's where it removed several: where their pods fit was decided together.
+func deletedMessage(decision Decision) string {
+	if len(decision.Nodes) == 1 {
+		return fmt.Sprintf("Consolidation deleted the node: its pods fit on the other nodes, saving $%.4f/h", decision.Saving)
+	}
+	return fmt.Sprintf("Consolidation deleted the node and %d more together: their pods fit on the remaining nodes, saving $%.4f/h in all", len(decision.Nodes)-1, decision.Saving)
+}
+
 // delete removes the decision's nodes; their finalizer drains them through the eviction API.
 func (c *Controller) delete(ctx context.Context, decision Decision) error {
 	var errs []error
@@ -292,12 +301,7 @@ func (c *Controller) delete(ctx context.Context, decision Decision) error {
 			c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonDeleted, "Consolidation deleted the node: its replacement %s is Ready", decision.ReplacedBy)
 			continue
 		}
-		if len(decision.Nodes) == 1 {
-			c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonDeleted, "Consolidation deleted the node: its pods fit on the other nodes, saving $%.4f/h", decision.Saving)
-			continue
-		}
-		// The saving is the action's: what the pods of all its nodes fit into is decided together.
-		c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonDeleted, "Consolidation deleted the node and %d more together: their pods fit on the remaining nodes, saving $%.4f/h in all", len(decision.Nodes)-1, decision.Saving)
+		c.recorder.Event(node, corev1.EventTypeNormal, ReasonDeleted, deletedMessage(decision))
 	}
 	// A replacement's action and saving were counted when it launched.
 	if len(errs) == 0 && decision.ReplacedBy == "" {
