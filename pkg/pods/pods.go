@@ -97,3 +97,26 @@ func ForDaemonSet(ds *appsv1.DaemonSet) *corev1.Pod {
 	pod.Namespace, pod.Name = ds.Namespace, ds.Name
 	return pod
 }
+
+// HostPorts are the ports the pod binds on its node, as kube-scheduler's NodePorts filter
+// reads them: those with a host port of its containers and of its sidecars (init containers
+// that restart always, and so run as long as the pod).
+func HostPorts(pod *corev1.Pod) []corev1.ContainerPort {
+	var out []corev1.ContainerPort
+	add := func(c *corev1.Container) {
+		for _, p := range c.Ports {
+			if p.HostPort > 0 {
+				out = append(out, p)
+			}
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			add(c)
+		}
+	}
+	for i := range pod.Spec.Containers {
+		add(&pod.Spec.Containers[i])
+	}
+	return out
+}

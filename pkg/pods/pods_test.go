@@ -159,3 +159,25 @@ func TestClaimNames(t *testing.T) {
 		t.Errorf("ClaimNames of a pod without volumes = %v, want none", got)
 	}
 }
+
+func TestHostPorts(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{
+			{Name: "setup", Ports: []corev1.ContainerPort{{ContainerPort: 1, HostPort: 1}}},
+			{Name: "sidecar", RestartPolicy: &always, Ports: []corev1.ContainerPort{{ContainerPort: 2, HostPort: 2}}},
+		},
+		Containers: []corev1.Container{
+			{Name: "app", Ports: []corev1.ContainerPort{{ContainerPort: 3, HostPort: 3}, {ContainerPort: 4}}},
+		},
+	}}
+	var got []int32
+	for _, p := range HostPorts(pod) {
+		got = append(got, p.HostPort)
+	}
+	// The init container that runs to completion binds nothing for the pod's life; a port
+	// without a host port binds nothing on the node.
+	if want := []int32{2, 3}; !slices.Equal(got, want) {
+		t.Errorf("host ports %v, want %v", got, want)
+	}
+}

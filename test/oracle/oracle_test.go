@@ -40,7 +40,7 @@ import (
 // PreFilter of those that have one (all but TaintToleration).
 var filters = []string{
 	names.NodeAffinity, names.TaintToleration, names.NodeResourcesFit, names.PodTopologySpread,
-	names.InterPodAffinity, names.VolumeZone, names.VolumeBinding, names.NodeVolumeLimits,
+	names.InterPodAffinity, names.VolumeZone, names.VolumeBinding, names.NodeVolumeLimits, names.NodePorts,
 }
 
 var preFilters = slices.DeleteFunc(slices.Clone(filters), func(name string) bool { return name == names.TaintToleration })

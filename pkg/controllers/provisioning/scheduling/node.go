@@ -20,6 +20,8 @@ type node struct {
 	taints   []corev1.Taint
 	alloc    resources
 	used     resources
+	// ports are the host ports its pods and daemonsets bind.
+	ports []hostPort
 
 	prov         *provisioner
 	requirements scheduling.Requirements
@@ -400,7 +402,7 @@ func (s *scheduler) chooseDomain(p *podInfo, k *topologyKey, possible domainSet)
 
 // compatibleNew is the cheap part of checking a pod against a new node; constrain does the rest.
 func (s *scheduler) compatibleNew(n *node, p *podInfo, a *attempt, allowed []domainSet) bool {
-	if !p.tolerates[n.prov.index] {
+	if !p.tolerates[n.prov.index] || portsConflict(n.ports, p.hostPorts) {
 		return false
 	}
 	for i, k := range p.keys {
@@ -417,7 +419,7 @@ func (s *scheduler) compatibleNew(n *node, p *podInfo, a *attempt, allowed []dom
 }
 
 func (s *scheduler) compatibleExisting(n *node, p *podInfo, a *attempt, allowed []domainSet) bool {
-	if scheduling.UntoleratedTaint(p.pod.Spec.Tolerations, n.taints) != nil || !a.requirements.MatchesLabels(n.labels) {
+	if scheduling.UntoleratedTaint(p.pod.Spec.Tolerations, n.taints) != nil || !a.requirements.MatchesLabels(n.labels) || portsConflict(n.ports, p.hostPorts) {
 		return false
 	}
 	if p.existingVolumes != nil && !slices.ContainsFunc(p.existingVolumes, func(r scheduling.Requirements) bool { return r.MatchesLabels(n.labels) }) {
@@ -654,6 +656,7 @@ func (s *scheduler) place(n *node, p *podInfo, nw *narrowing) {
 		}
 	}
 	n.used.add(p.requests)
+	n.ports = append(n.ports, p.hostPorts...)
 	n.pods = append(n.pods, p.pod)
 	n.placed = append(n.placed, p)
 	p.binding = len(s.results.Bindings)

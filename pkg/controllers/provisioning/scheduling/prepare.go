@@ -20,6 +20,8 @@ import (
 type podInfo struct {
 	pod      *corev1.Pod
 	requests resources
+	// hostPorts are the ports the pod binds on its node.
+	hostPorts []hostPort
 	// attempts are tried in order; later ones relax preferences.
 	attempts  []attempt
 	tolerates []bool // by provisioner index
@@ -175,6 +177,7 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 		s.nodes = append(s.nodes, en)
 		for _, ep := range existingPods[i] {
 			en.used.add(s.resources.podVector(requests[ep.pod]))
+			en.ports = append(en.ports, hostPortsOf(ep.pod)...)
 			s.count(en, ep.pod, s.matchesOf(ep.pod, groups).all, ep.owned)
 		}
 	}
@@ -267,6 +270,7 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 		for _, a := range attempts {
 			if _, ok := mergeRequirements(empty, a.base); ok {
 				prov.daemonSets.add(s.resources.podVector(requests[ds]))
+				prov.daemonPorts = append(prov.daemonPorts, hostPortsOf(ds)...)
 				break
 			}
 		}
@@ -283,7 +287,7 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 }
 
 func (s *scheduler) newPodInfo(pod *corev1.Pod, requests corev1.ResourceList) *podInfo {
-	p := &podInfo{pod: pod, requests: s.resources.podVector(requests), class: 3}
+	p := &podInfo{pod: pod, requests: s.resources.podVector(requests), hostPorts: hostPortsOf(pod), class: 3}
 	// tolerates is indexed by the provisioner's input position.
 	tolerates := make([]bool, len(s.provisioners))
 	for _, prov := range s.provisioners {

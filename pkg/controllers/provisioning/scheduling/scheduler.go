@@ -70,6 +70,8 @@ type provisioner struct {
 	zones         uint64
 	capacityTypes uint64
 	daemonSets    resources
+	// daemonPorts are the host ports of the daemonsets that run on every new node.
+	daemonPorts []hostPort
 	// limit is the remaining capacity under spec.limits per resource, or nil without limits.
 	limited   []bool
 	remaining resources
@@ -443,6 +445,10 @@ func (s *scheduler) newNodeFor(p *podInfo, a *attempt, allowed []domainSet) (*no
 			continue
 		}
 		n := s.emptyNode(prov)
+		if portsConflict(n.ports, p.hostPorts) {
+			reasons = append(reasons, fmt.Sprintf("provisioner %q: a daemonset on its nodes binds the pod's host port", prov.name))
+			continue
+		}
 		if !s.topologyAllowsNode(n, p, a) {
 			reasons = append(reasons, "no new node satisfies the pod's hostname topology constraints")
 			continue
@@ -478,10 +484,12 @@ func (s *scheduler) open(n *node, p *podInfo, nw *narrowing) {
 
 func (s *scheduler) emptyNode(prov *provisioner) *node {
 	return &node{
-		prov:          prov,
-		taints:        prov.taints,
-		requirements:  prov.requirements,
-		used:          append(resources(nil), prov.daemonSets...),
+		prov:         prov,
+		taints:       prov.taints,
+		requirements: prov.requirements,
+		used:         append(resources(nil), prov.daemonSets...),
+		// Clipped, a pod's ports appended go to a node's own copy.
+		ports:         slices.Clip(prov.daemonPorts),
 		candidates:    prov.instanceTypes,
 		prices:        prov.prices,
 		maxAlloc:      prov.maxAlloc,

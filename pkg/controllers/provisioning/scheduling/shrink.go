@@ -258,6 +258,7 @@ func (s *scheduler) take(p *podInfo, from *node) {
 	i = slices.Index(from.pods, p.pod)
 	from.pods = slices.Delete(from.pods, i, i+1)
 	from.used.sub(p.requests)
+	from.ports = releasePorts(from.ports, p.hostPorts)
 	s.uncount(from, p.matches)
 	for j := 0; j <= from.first; j++ {
 		if within(from.candidates[j].alloc, from.used) {

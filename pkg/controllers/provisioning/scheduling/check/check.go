@@ -127,6 +127,7 @@ func Verify(in scheduling.Input, r *scheduling.Results) []error {
 	c.verifyPlacements()
 	c.verifyVolumes()
 	c.verifyAttachLimits()
+	c.verifyHostPorts()
 	c.replayTopology()
 	return c.errs
 }

@@ -75,12 +75,12 @@ func Mixed(seed int64) scheduling.Input {
 		}
 		return scheduling.Provisioner{Provisioner: builders.Provisioner(o), InstanceTypes: types}
 	}
-	existing := func(name string, labels map[string]string, cpu string) scheduling.Node {
+	existing := func(name string, labels map[string]string, cpu string, pods ...*corev1.Pod) scheduling.Node {
 		l := map[string]string{corev1.LabelHostname: name}
 		for k, v := range labels {
 			l[k] = v
 		}
-		return scheduling.Node{Node: builders.Node(builders.NodeOptions{Name: name, Labels: l, Allocatable: builders.Resources("cpu", cpu, "memory", "8Gi", "pods", "110")})}
+		return scheduling.Node{Node: builders.Node(builders.NodeOptions{Name: name, Labels: l, Allocatable: builders.Resources("cpu", cpu, "memory", "8Gi", "pods", "110")}), Pods: pods}
 	}
 	in := scheduling.Input{
 		Provisioners: []scheduling.Provisioner{
@@ -89,7 +89,9 @@ func Mixed(seed int64) scheduling.Input {
 				Taints: []corev1.Taint{{Key: "dedicated", Value: "y", Effect: corev1.TaintEffectNoSchedule}}}),
 		},
 		Nodes: []scheduling.Node{
-			existing("old-1", map[string]string{corev1.LabelTopologyZone: "zone-1", v1alpha5.CapacityTypeLabelKey: v1alpha5.CapacityTypeOnDemand, "example.com/team": "x"}, "4"),
+			existing("old-1", map[string]string{corev1.LabelTopologyZone: "zone-1", v1alpha5.CapacityTypeLabelKey: v1alpha5.CapacityTypeOnDemand, "example.com/team": "x"}, "4",
+				builders.Pod(builders.PodOptions{Name: "old-1-agent", NodeName: "old-1",
+					Containers: []corev1.Container{{Name: "agent", Ports: []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080}}, Resources: corev1.ResourceRequirements{Requests: builders.Resources("cpu", "100m")}}}})),
 			existing("old-2", map[string]string{corev1.LabelTopologyZone: "zone-2"}, "2"),
 		},
 		StorageClasses: []*storagev1.StorageClass{{ObjectMeta: metav1.ObjectMeta{Name: "gp3"}, Provisioner: cloudprovider.EBSCSIDriver, VolumeBindingMode: &wffc,
@@ -173,6 +175,15 @@ func Mixed(seed int64) scheduling.Input {
 		if claim != "" {
 			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
+		}
+		// Host ports by position, not by the seed's stream, which the other terms keep: one pod
+		// in seven binds 8080 on every address (as the existing node's pod does), one in
+		// eleven 53/UDP on one address.
+		switch {
+		case i%7 == 3:
+			pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080}}
+		case i%11 == 5:
+			pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 53, HostPort: 53, HostIP: "10.0.0.1", Protocol: corev1.ProtocolUDP}}
 		}
 		in.Pods = append(in.Pods, pod)
 	}
