@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/scheduling"
 )
 
@@ -29,12 +31,37 @@ type volumeIndex struct {
 	claims  map[string]*corev1.PersistentVolumeClaim // by namespace/name
 	volumes map[string]*corev1.PersistentVolume
 	classes map[string]*storagev1.StorageClass
+	// holders are, by claim, the pod a ReadWriteOncePod claim is for: one already on a node,
+	// or else the first pending pod that mounts it. As kube-scheduler's VolumeRestrictions,
+	// no other pod may use it.
+	holders map[string]string
 }
 
 func newVolumeIndex(in Input) *volumeIndex {
-	vi := &volumeIndex{claims: map[string]*corev1.PersistentVolumeClaim{}, volumes: map[string]*corev1.PersistentVolume{}, classes: map[string]*storagev1.StorageClass{}}
+	vi := &volumeIndex{claims: map[string]*corev1.PersistentVolumeClaim{}, volumes: map[string]*corev1.PersistentVolume{}, classes: map[string]*storagev1.StorageClass{}, holders: map[string]string{}}
 	for _, c := range in.PersistentVolumeClaims {
 		vi.claims[c.Namespace+"/"+c.Name] = c
+	}
+	hold := func(pod *corev1.Pod) {
+		for _, v := range pod.Spec.Volumes {
+			if v.PersistentVolumeClaim == nil {
+				continue
+			}
+			key := pod.Namespace + "/" + v.PersistentVolumeClaim.ClaimName
+			if c, ok := vi.claims[key]; ok && slices.Contains(c.Spec.AccessModes, corev1.ReadWriteOncePod) && vi.holders[key] == "" {
+				vi.holders[key] = pod.Namespace + "/" + pod.Name
+			}
+		}
+	}
+	for _, n := range in.Nodes {
+		for _, pod := range n.Pods {
+			if !pods.IsTerminal(pod) {
+				hold(pod)
+			}
+		}
+	}
+	for _, pod := range in.Pods {
+		hold(pod)
 	}
 	for _, v := range in.PersistentVolumes {
 		vi.volumes[v.Name] = v
@@ -56,7 +83,11 @@ func (vi *volumeIndex) requirements(pod *corev1.Pod, launched bool) ([]schedulin
 		var err error
 		switch {
 		case v.PersistentVolumeClaim != nil:
-			terms, err = vi.claimRequirements(pod.Namespace, v.PersistentVolumeClaim.ClaimName, nil, launched)
+			name := v.PersistentVolumeClaim.ClaimName
+			if holder := vi.holders[pod.Namespace+"/"+name]; holder != "" && holder != pod.Namespace+"/"+pod.Name {
+				return nil, fmt.Errorf("volume %q, persistentvolumeclaim %q is ReadWriteOncePod and pod %s uses it", v.Name, name, holder)
+			}
+			terms, err = vi.claimRequirements(pod.Namespace, name, nil, launched)
 		case v.Ephemeral != nil:
 			// The ephemeral volume controller names the claim after the pod and volume, and may
 			// not have created it yet: then the template says how it will be provisioned.

@@ -1,6 +1,7 @@
 package scheduling_test
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -160,6 +161,34 @@ func TestVolumeTopology(t *testing.T) {
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) { wantUnschedulable(t, r, 5, "") },
 		},
+		{
+			// kube-scheduler's VolumeRestrictions: a ReadWriteOncePod claim is one pod's.
+			name: "a ReadWriteOncePod claim in use keeps other pods from it",
+			input: func() scheduling.Input {
+				once := func(name string) *corev1.PersistentVolumeClaim {
+					c := claim(name, "pv-"+name, nil)
+					c.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}
+					return c
+				}
+				running := withClaim(builders.Pod(builders.PodOptions{Name: "running", NodeName: "node-a", Requests: requests("100m", "100Mi")}), "held")
+				return scheduling.Input{
+					Pods: []*corev1.Pod{withClaim(pod(), "held"),
+						withClaim(builders.Pod(builders.PodOptions{Name: "first", Requests: requests("1", "1Gi")}), "shared"),
+						withClaim(builders.Pod(builders.PodOptions{Name: "second", Requests: requests("1", "1Gi")}), "shared")},
+					Nodes:                  []scheduling.Node{existingNode("node-a", "zone-1", "4", "8Gi", running)},
+					PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{once("held"), once("shared")},
+					PersistentVolumes:      []*corev1.PersistentVolume{zonalVolume("pv-held", corev1.LabelTopologyZone, "zone-1"), zonalVolume("pv-shared", corev1.LabelTopologyZone, "zone-1")},
+					Provisioners:           []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
+				}
+			},
+			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
+				// The running pod holds its claim, the first pending pod the other.
+				wantUnschedulable(t, r, 2, "ReadWriteOncePod")
+				if len(r.Bindings) != 1 || r.Bindings[0].Pod.Name != "first" {
+					t.Errorf("bindings %v, want pod first only", r.Bindings)
+				}
+			},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -310,5 +339,31 @@ func TestVolumeAttachLimits(t *testing.T) {
 			wantUnschedulable(t, r, 0, "")
 			tc.expect(t, in, r)
 		})
+	}
+}
+
+// TestCheckerCatchesReadWriteOncePodSharing: a plan giving one ReadWriteOncePod claim to two
+// pods is rejected.
+func TestCheckerCatchesReadWriteOncePodSharing(t *testing.T) {
+	shared := claim("shared", "pv-shared", nil)
+	shared.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}
+	first := withClaim(builders.Pod(builders.PodOptions{Name: "first", Requests: requests("1", "1Gi")}), "shared")
+	second := withClaim(builders.Pod(builders.PodOptions{Name: "second", Requests: requests("1", "1Gi")}), "shared")
+	in := scheduling.Input{Pods: []*corev1.Pod{first}, PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{shared},
+		PersistentVolumes: []*corev1.PersistentVolume{zonalVolume("pv-shared", corev1.LabelTopologyZone, "zone-1")},
+		Provisioners:      []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+	r := scheduling.Schedule(in)
+	if errs := check.Verify(in, r); len(errs) != 0 {
+		t.Fatalf("valid plan rejected: %v", errs)
+	}
+	in.Pods = append(in.Pods, second)
+	r.Bindings = append(r.Bindings, scheduling.Binding{Pod: second, NodeName: r.Bindings[0].NodeName})
+	r.NewNodes[0].Pods = append(r.NewNodes[0].Pods, second)
+	found := false
+	for _, err := range check.Verify(in, r) {
+		found = found || strings.Contains(err.Error(), "ReadWriteOncePod")
+	}
+	if !found {
+		t.Error("a ReadWriteOncePod claim used by two pods not caught")
 	}
 }

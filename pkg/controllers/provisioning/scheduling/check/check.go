@@ -128,6 +128,7 @@ func Verify(in scheduling.Input, r *scheduling.Results) []error {
 	c.verifyVolumes()
 	c.verifyAttachLimits()
 	c.verifyHostPorts()
+	c.verifyReadWriteOncePod()
 	c.replayTopology()
 	return c.errs
 }

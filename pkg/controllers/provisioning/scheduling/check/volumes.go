@@ -42,6 +42,45 @@ func (c *checker) verifyVolumes() {
 	}
 }
 
+// verifyReadWriteOncePod checks that a ReadWriteOncePod claim is used by one pod at most, of
+// those on existing nodes and those the plan binds.
+func (c *checker) verifyReadWriteOncePod() {
+	once := map[string]bool{}
+	for _, claim := range c.in.PersistentVolumeClaims {
+		for _, mode := range claim.Spec.AccessModes {
+			if mode == corev1.ReadWriteOncePod {
+				once[claim.Namespace+"/"+claim.Name] = true
+			}
+		}
+	}
+	users := map[string][]string{}
+	use := func(pod *corev1.Pod) {
+		for _, v := range pod.Spec.Volumes {
+			if v.PersistentVolumeClaim == nil {
+				continue
+			}
+			if key := pod.Namespace + "/" + v.PersistentVolumeClaim.ClaimName; once[key] {
+				users[key] = append(users[key], pod.Namespace+"/"+pod.Name)
+			}
+		}
+	}
+	for _, n := range c.order {
+		if n.existing {
+			for _, pod := range n.pods {
+				use(pod)
+			}
+		}
+	}
+	for _, b := range c.r.Bindings {
+		use(b.Pod)
+	}
+	for key, pods := range users {
+		if len(pods) > 1 {
+			c.fail("persistentvolumeclaim %s is ReadWriteOncePod and pods %v use it", key, pods)
+		}
+	}
+}
+
 func (c *checker) verifyVolume(n *node, pod *corev1.Pod, v *corev1.Volume) error {
 	name, spec, ok := c.claim(pod, v)
 	if !ok {
