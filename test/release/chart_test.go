@@ -84,7 +84,7 @@ func TestChartValuesReachTheDeployments(t *testing.T) {
 	objects := helmTemplate(t, "kube-system",
 		"image.repository=registry.example/karpenter", "image.tag=v9.9.9", "image.digest="+digest,
 		"settings.clusterName=prod", "settings.clusterEndpoint=https://example.eks.amazonaws.com",
-		"settings.aws.defaultInstanceProfile=KarpenterNode", "logLevel=debug", "replicas=3",
+		"settings.aws.defaultInstanceProfile=KarpenterNode", "settings.bindPods=false", "logLevel=debug", "replicas=3",
 		`serviceAccount.annotations.eks\.amazonaws\.com/role-arn=arn:aws:iam::111122223333:role/Karpenter`,
 		"nodeSelector.role=system", "controller.resources.limits.memory=2Gi")
 	for _, object := range objects {
@@ -128,7 +128,7 @@ func TestChartValuesReachTheDeployments(t *testing.T) {
 		t.Errorf("controller image %v", image)
 	}
 	args := fmt.Sprint(container["args"])
-	for _, flag := range []string{"--cluster-name=prod", "--cluster-endpoint=https://example.eks.amazonaws.com", "--aws-default-instance-profile=KarpenterNode", "--log-level=debug"} {
+	for _, flag := range []string{"--cluster-name=prod", "--cluster-endpoint=https://example.eks.amazonaws.com", "--aws-default-instance-profile=KarpenterNode", "--bind-pods=false", "--log-level=debug"} {
 		if !strings.Contains(args, flag) {
 			t.Errorf("controller args %s lack %s", args, flag)
 		}
@@ -148,6 +148,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"image.digest=latest", "digest"},
 		{"controller.resources.limits.memory=lots", "memory"},
 		{"settings.aws.region=Oregon", "region"},
+		{"settings.bindPods=sometimes", "bindPods"},
 	} {
 		_, err := helm("template", "karpenter", chart, "--set", c.set)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -25,6 +25,9 @@ that the binaries' defaults apply.
 {{- with .Values.settings.aws.defaultInstanceProfile }}
 - --aws-default-instance-profile={{ . }}
 {{- end }}
+{{- if not .Values.settings.bindPods }}
+- --bind-pods=false
+{{- end }}
 {{- end }}
 
 {{- define "karpenter.controller.env" -}}
