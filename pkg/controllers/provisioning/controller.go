@@ -659,11 +659,13 @@ func (c *Controller) reserve(g *launchGroup, p *v1alpha5.Provisioner, nodes map[
 	if p.Spec.Limits != nil {
 		limits = p.Spec.Limits.Resources
 	}
-	var kept []cloudprovider.Candidate
+	// Each node reserves from the candidates the ones before it kept, so that the group's last
+	// list, which launches them all, is within every reservation.
+	kept := g.candidates
 	var reservations []int
 	var err error
 	for _, n := range g.nodes {
-		candidates, reservation, reserveErr := c.ledger.Reserve(p.Name, limits, nodes, g.candidates)
+		candidates, reservation, reserveErr := c.ledger.Reserve(p.Name, limits, nodes, kept)
 		if reserveErr != nil {
 			var exceeded *LimitExceededError
 			if errors.As(reserveErr, &exceeded) {
@@ -673,7 +675,6 @@ func (c *Controller) reserve(g *launchGroup, p *v1alpha5.Provisioner, nodes map[
 			err = reserveErr
 			break
 		}
-		// Each reservation leaves less room, so the last keeps the fewest candidates.
 		kept = candidates
 		reservations = append(reservations, reservation)
 	}

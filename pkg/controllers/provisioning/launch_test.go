@@ -298,3 +298,32 @@ func TestLaunchGroupUpToTheLimit(t *testing.T) {
 		t.Errorf("create calls %+v, want one of count 2", calls)
 	}
 }
+
+// TestLaunchGroupWithinEveryReservation: under limits on two resources, the candidates a group
+// launches with are within what each of its nodes reserved. (Reserved one by one from the whole
+// list, the second node's cheapest fitting candidate set another size bound, which let back a
+// type the first had dropped: 2 × 32Gi launched under a 50Gi limit.)
+func TestLaunchGroupWithinEveryReservation(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	p.Spec.Limits = &v1alpha5.Limits{Resources: builders.Resources("cpu", "7", "memory", "50Gi")}
+	c, _, _ := launcher(t, interceptor.Funcs{})
+	candidate := func(name, cpu, memory string) cloudprovider.Candidate {
+		return cloudprovider.Candidate{InstanceType: &cloudprovider.InstanceType{Name: name, Capacity: builders.Resources("cpu", cpu, "memory", memory)}}
+	}
+	node := &scheduling.NewNode{Pods: builders.Pods(1, builders.PodOptions{})}
+	g := &launchGroup{provisioner: "default", candidates: []cloudprovider.Candidate{candidate("a", "4", "8Gi"), candidate("x", "2", "32Gi")}, nodes: []*scheduling.NewNode{node, node}}
+	r, err := c.reserve(g, p, nil)
+	if r == nil {
+		t.Fatalf("nothing reserved, %v", err)
+	}
+	launched := len(r.group.nodes)
+	for _, candidate := range r.group.candidates {
+		for name, limit := range p.Spec.Limits.Resources {
+			total := candidate.InstanceType.Capacity[name].DeepCopy()
+			total.Mul(int64(launched))
+			if total.Cmp(limit) > 0 {
+				t.Errorf("%d nodes may launch as %s: %s of %s, past the limit of %s", launched, candidate.InstanceType.Name, total.String(), name, limit.String())
+			}
+		}
+	}
+}
