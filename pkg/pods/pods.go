@@ -100,11 +100,16 @@ func ForDaemonSet(ds *appsv1.DaemonSet) *corev1.Pod {
 
 // HostPorts are the ports the pod binds on its node, as kube-scheduler's NodePorts filter
 // reads them: those with a host port of its containers and of its sidecars (init containers
-// that restart always, and so run as long as the pod).
+// that restart always, and so run as long as the pod). On the host's network every container
+// port is a host port: the API server defaults hostPort to it on a pod, but not on a pod
+// template since Kubernetes 1.28, so a pod built from a DaemonSet's template has none set.
 func HostPorts(pod *corev1.Pod) []corev1.ContainerPort {
 	var out []corev1.ContainerPort
 	add := func(c *corev1.Container) {
 		for _, p := range c.Ports {
+			if p.HostPort == 0 && pod.Spec.HostNetwork {
+				p.HostPort = p.ContainerPort
+			}
 			if p.HostPort > 0 {
 				out = append(out, p)
 			}

@@ -180,4 +180,13 @@ func TestHostPorts(t *testing.T) {
 	if want := []int32{2, 3}; !slices.Equal(got, want) {
 		t.Errorf("host ports %v, want %v", got, want)
 	}
+	// On the host's network, a DaemonSet's template declares only container ports.
+	pod.Spec.HostNetwork = true
+	got = nil
+	for _, p := range HostPorts(pod) {
+		got = append(got, p.HostPort)
+	}
+	if want := []int32{2, 3, 4}; !slices.Equal(got, want) {
+		t.Errorf("host ports on the host's network %v, want %v", got, want)
+	}
 }

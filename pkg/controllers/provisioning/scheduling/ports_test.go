@@ -18,6 +18,13 @@ func portPod(ports ...corev1.ContainerPort) *corev1.Pod {
 	}}})
 }
 
+// hostNetwork puts the pod on its node's network, as a DaemonSet's template declares it: with
+// container ports only, each of which is then a host port.
+func hostNetwork(pod *corev1.Pod) *corev1.Pod {
+	pod.Spec.HostNetwork = true
+	return pod
+}
+
 func port(protocol corev1.Protocol, address string, number int32) corev1.ContainerPort {
 	return corev1.ContainerPort{ContainerPort: number, HostPort: number, HostIP: address, Protocol: protocol}
 }
@@ -43,6 +50,7 @@ func TestHostPorts(t *testing.T) {
 		{"an existing node's pod keeps its port", []*corev1.Pod{portPod(port("", "", 8080)), portPod(port("", "", 9090))},
 			[]scheduling.Node{existingNode("node-a", "zone-1", "4", "8Gi", portPod(port("", "", 8080)))}, nil, 1, 0},
 		{"a daemonset's port on every new node", []*corev1.Pod{portPod(port("", "", 9100)), portPod(port("", "", 80))}, nil, []*corev1.Pod{portPod(port("", "", 9100))}, 1, 1},
+		{"a daemonset on the host's network binds its container ports", []*corev1.Pod{portPod(port("", "", 9100))}, nil, []*corev1.Pod{hostNetwork(portPod(corev1.ContainerPort{ContainerPort: 9100}))}, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := scheduling.Input{Pods: tc.pods, Nodes: tc.nodes, DaemonSetPods: tc.daemons, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}

@@ -13,7 +13,7 @@ type boundPort struct {
 
 // portsBound are the host ports a pod binds: its containers', and its restartable init
 // containers' (sidecars), with an empty protocol read as TCP and an empty address as every
-// address.
+// address; on the host's network, every container port.
 func portsBound(pod *corev1.Pod) []boundPort {
 	var out []boundPort
 	containers := append([]corev1.Container(nil), pod.Spec.Containers...)
@@ -24,10 +24,14 @@ func portsBound(pod *corev1.Pod) []boundPort {
 	}
 	for _, c := range containers {
 		for _, p := range c.Ports {
-			if p.HostPort <= 0 {
+			number := p.HostPort
+			if number == 0 && pod.Spec.HostNetwork {
+				number = p.ContainerPort
+			}
+			if number <= 0 {
 				continue
 			}
-			b := boundPort{protocol: p.Protocol, address: p.HostIP, port: p.HostPort}
+			b := boundPort{protocol: p.Protocol, address: p.HostIP, port: number}
 			if b.protocol == "" {
 				b.protocol = corev1.ProtocolTCP
 			}
@@ -40,19 +44,16 @@ func portsBound(pod *corev1.Pod) []boundPort {
 	return out
 }
 
-// verifyHostPorts checks that no two pods on a node bind the same host port, counting a new
-// node's daemonsets (of any instance type it may launch as) and an existing node's pods: the
-// same protocol and port on the same address, or on every address (0.0.0.0) and any other.
+// verifyHostPorts checks that no pod the plan binds binds a host port already bound on its
+// node (the same protocol and port on the same address, or on every address, 0.0.0.0, and any
+// other), by an existing node's pods, a new node's daemonsets (of any instance type it may
+// launch as) or the pods bound there before it.
 func (c *checker) verifyHostPorts() {
 	bound := map[string][]boundPort{}
 	owner := map[string][]string{}
 	add := func(nodeName string, pod *corev1.Pod) {
-		for _, p := range portsBound(pod) {
-			for i, q := range bound[nodeName] {
-				if p.protocol == q.protocol && p.port == q.port && (p.address == q.address || p.address == "0.0.0.0" || q.address == "0.0.0.0") {
-					c.fail("node %s: pod %s/%s binds host port %s %s:%d, which %s binds too", nodeName, pod.Namespace, pod.Name, p.protocol, p.address, p.port, owner[nodeName][i])
-				}
-			}
+		ports := portsBound(pod)
+		for _, p := range ports {
 			bound[nodeName] = append(bound[nodeName], p)
 			owner[nodeName] = append(owner[nodeName], pod.Namespace+"/"+pod.Name)
 		}
@@ -75,6 +76,13 @@ func (c *checker) verifyHostPorts() {
 		}
 	}
 	for _, b := range c.r.Bindings {
+		for _, p := range portsBound(b.Pod) {
+			for i, q := range bound[b.NodeName] {
+				if p.protocol == q.protocol && p.port == q.port && (p.address == q.address || p.address == "0.0.0.0" || q.address == "0.0.0.0") {
+					c.fail("node %s: pod %s/%s binds host port %s %s:%d, which %s binds too", b.NodeName, b.Pod.Namespace, b.Pod.Name, p.protocol, p.address, p.port, owner[b.NodeName][i])
+				}
+			}
+		}
 		add(b.NodeName, b.Pod)
 	}
 }
