@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
@@ -15,6 +16,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
+	pkgscheduling "karpenter.sh/karpenter/pkg/scheduling"
 )
 
 // Snapshot is what one pass reads, at Now: every pod, node and DaemonSet, the claims, volumes
@@ -56,7 +58,9 @@ func (c *Snapshot) pending() []*corev1.Pod {
 // kubelet reports its allocatable the instance type's stands for it. Another node that has
 // joined but is not Ready yet is room too while it is joining (see joining). Nodes being
 // deleted take nothing. A pod nominated to a node takes its room there, as kube-scheduler
-// counts it (see nominate.go).
+// counts it (see nominate.go). A launching node also holds the pods of the DaemonSets that
+// will run there and have none there yet (their controller creates them once the Node exists):
+// their requests and host ports are taken, as on a new node.
 func (c *Snapshot) schedulingNodes() []scheduling.Node {
 	bound := map[string][]*corev1.Pod{}
 	for i := range c.Pods {
@@ -74,6 +78,7 @@ func (c *Snapshot) schedulingNodes() []scheduling.Node {
 		if node.DeletionTimestamp != nil {
 			continue
 		}
+		onNode := bound[node.Name]
 		if nodes.IsLaunching(node) {
 			node = node.DeepCopy()
 			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return launchingTaints.Has(t.Key) })
@@ -82,11 +87,12 @@ func (c *Snapshot) schedulingNodes() []scheduling.Node {
 					node.Status.Allocatable = it.Allocatable()
 				}
 			}
+			onNode = c.withDaemonSetsToCome(node, onNode)
 		} else if joining(node, c.Now) {
 			node = node.DeepCopy()
 			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
 		}
-		out = append(out, scheduling.Node{Node: node, Pods: bound[node.Name], CSINode: csiNodes[node.Name]})
+		out = append(out, scheduling.Node{Node: node, Pods: onNode, CSINode: csiNodes[node.Name]})
 	}
 	return out
 }
@@ -121,6 +127,28 @@ func joining(node *corev1.Node, now time.Time) bool {
 // what its limits count.
 func (c *Snapshot) provisionerNodes(provisioner string) map[string]corev1.ResourceList {
 	return Counted(c.Nodes, provisioner, c.InstanceTypes)
+}
+
+// withDaemonSetsToCome adds to a launching node's pods one for each DaemonSet that tolerates
+// and selects the node and has no pod bound there yet.
+func (c *Snapshot) withDaemonSetsToCome(node *corev1.Node, onNode []*corev1.Pod) []*corev1.Pod {
+	out := onNode
+	for i := range c.DaemonSets {
+		ds := &c.DaemonSets[i]
+		if slices.ContainsFunc(onNode, func(pod *corev1.Pod) bool { return metav1.IsControlledBy(pod, ds) }) {
+			continue
+		}
+		pod := pods.ForDaemonSet(ds)
+		if pkgscheduling.UntoleratedTaint(pod.Spec.Tolerations, node.Spec.Taints) != nil || pkgscheduling.CheckNodeAffinity(pod, node.Labels) != nil {
+			continue
+		}
+		if len(out) == len(onNode) {
+			// A copy: onNode is the snapshot's list, which others read.
+			out = slices.Clone(onNode)
+		}
+		out = append(out, pod)
+	}
+	return out
 }
 
 // daemonSetPods stands one pod for each DaemonSet, as it would run on a new node: the

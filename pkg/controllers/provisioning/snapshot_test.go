@@ -10,6 +10,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -139,6 +141,43 @@ func TestProvisionerNodes(t *testing.T) {
 	reportedCPU, unreportedCPU := got["reported"][corev1.ResourceCPU], got["unreported"][corev1.ResourceCPU]
 	if len(got) != 2 || !reportedCPU.Equal(resource.MustParse("3")) || !unreportedCPU.Equal(resource.MustParse("4")) {
 		t.Errorf("default's nodes %v, want reported at 3 cores (the kubelet's word) and unreported at its instance type's 4", got)
+	}
+}
+
+// TestLaunchingNodesHoldTheirDaemonSets: a launching node holds a pod of each DaemonSet that
+// will run there and has none there yet, so their requests and host ports are taken before
+// the DaemonSet controller creates them; one whose pod is bound there counts once, and one
+// that does not tolerate or select the node not at all.
+func TestLaunchingNodesHoldTheirDaemonSets(t *testing.T) {
+	daemonSet := func(name string, spec corev1.PodSpec) appsv1.DaemonSet {
+		return appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", UID: "uid-" + types.UID(name)},
+			Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: spec}}}
+	}
+	plain := builders.Pod(builders.PodOptions{Requests: cpu("100m")}).Spec
+	selective := builders.Pod(builders.PodOptions{Requests: cpu("100m"), NodeSelector: map[string]string{"gpu": "true"}}).Spec
+	exporter, agent, picky := daemonSet("exporter", plain), daemonSet("agent", plain), daemonSet("picky", selective)
+	running := builders.Pod(builders.PodOptions{Name: "agent-abcde", Namespace: "kube-system", NodeName: "launching", Requests: cpu("100m")})
+	running.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: agent.UID, Controller: ptr.To(true)}}
+	launching := builders.Node(builders.NodeOptions{Name: "launching", Taints: []corev1.Taint{notReady},
+		Labels: map[string]string{corev1.LabelInstanceTypeStable: "m5.xlarge", v1alpha5.ProvisionerNameLabelKey: "default"}})
+	launching.Status = corev1.NodeStatus{}
+	ready := builders.Node(builders.NodeOptions{Name: "ready", Allocatable: cpu("4"), Ready: corev1.ConditionTrue})
+	c := &Snapshot{
+		Nodes:         []corev1.Node{*ready, *launching},
+		Pods:          []corev1.Pod{*running},
+		DaemonSets:    []appsv1.DaemonSet{exporter, agent, picky},
+		InstanceTypes: catalogue(),
+	}
+	got := c.schedulingNodes()
+	var names []string
+	for _, pod := range got[1].Pods {
+		names = append(names, pod.Name)
+	}
+	if want := []string{"agent-abcde", "exporter"}; !slices.Equal(names, want) {
+		t.Errorf("pods on the launching node %v, want %v", names, want)
+	}
+	if len(got[0].Pods) != 0 {
+		t.Errorf("pods on the ready node %v, want none: its DaemonSets' pods are there or not coming", got[0].Pods)
 	}
 }
 
