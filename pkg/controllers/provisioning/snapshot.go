@@ -72,6 +72,7 @@ func (c *Snapshot) schedulingNodes() []scheduling.Node {
 		}
 	}
 	csiNodes := c.CSINodesByName()
+	var daemonPods []*corev1.Pod // by DaemonSet, built for the first launching node
 	var out []scheduling.Node
 	for i := range c.Nodes {
 		node := &c.Nodes[i]
@@ -87,7 +88,10 @@ func (c *Snapshot) schedulingNodes() []scheduling.Node {
 					node.Status.Allocatable = it.Allocatable()
 				}
 			}
-			onNode = c.withDaemonSetsToCome(node, onNode)
+			if daemonPods == nil {
+				daemonPods = c.daemonSetPods()
+			}
+			onNode = c.withDaemonSetsToCome(node, onNode, daemonPods)
 		} else if joining(node, c.Now) {
 			node = node.DeepCopy()
 			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
@@ -129,22 +133,15 @@ func (c *Snapshot) provisionerNodes(provisioner string) map[string]corev1.Resour
 	return Counted(c.Nodes, provisioner, c.InstanceTypes)
 }
 
-// withDaemonSetsToCome adds to a launching node's pods one for each DaemonSet that tolerates
-// and selects the node and has no pod bound there yet.
-func (c *Snapshot) withDaemonSetsToCome(node *corev1.Node, onNode []*corev1.Pod) []*corev1.Pod {
+// withDaemonSetsToCome adds to a launching node's pods the pod (daemonPods, by DaemonSet) of
+// each DaemonSet that tolerates and selects the node and has no pod bound there yet.
+func (c *Snapshot) withDaemonSetsToCome(node *corev1.Node, onNode, daemonPods []*corev1.Pod) []*corev1.Pod {
 	out := onNode
-	for i := range c.DaemonSets {
+	for i, pod := range daemonPods {
 		ds := &c.DaemonSets[i]
-		if slices.ContainsFunc(onNode, func(pod *corev1.Pod) bool { return metav1.IsControlledBy(pod, ds) }) {
+		if slices.ContainsFunc(onNode, func(pod *corev1.Pod) bool { return metav1.IsControlledBy(pod, ds) }) ||
+			pkgscheduling.UntoleratedTaint(pod.Spec.Tolerations, node.Spec.Taints) != nil || pkgscheduling.CheckNodeAffinity(pod, node.Labels) != nil {
 			continue
-		}
-		pod := pods.ForDaemonSet(ds)
-		if pkgscheduling.UntoleratedTaint(pod.Spec.Tolerations, node.Spec.Taints) != nil || pkgscheduling.CheckNodeAffinity(pod, node.Labels) != nil {
-			continue
-		}
-		if len(out) == len(onNode) {
-			// A copy: onNode is the snapshot's list, which others read.
-			out = slices.Clone(onNode)
 		}
 		out = append(out, pod)
 	}

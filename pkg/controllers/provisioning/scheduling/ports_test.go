@@ -68,12 +68,7 @@ func TestHostPorts(t *testing.T) {
 // node is rejected.
 func TestCheckerCatchesHostPortConflicts(t *testing.T) {
 	in := scheduling.Input{Pods: []*corev1.Pod{portPod(port("", "", 8080)), portPod(port("", "", 8080))}, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
-	r := scheduling.Schedule(in)
-	if errs := check.Verify(in, r); len(errs) != 0 {
-		t.Fatalf("valid plan rejected: %v", errs)
-	}
-	r.Bindings[1].NodeName = r.Bindings[0].NodeName
-	if errs := check.Verify(in, r); len(errs) == 0 {
-		t.Error("a host port bound twice on one node not caught")
-	}
+	checkerCatches(t, in, "a host port bound twice on one node", "", func(_ *scheduling.Input, r *scheduling.Results) {
+		r.Bindings[1].NodeName = r.Bindings[0].NodeName
+	})
 }

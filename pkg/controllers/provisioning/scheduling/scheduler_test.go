@@ -399,31 +399,40 @@ func wantUnschedulable(t *testing.T, r *scheduling.Results, n int, reason string
 	}
 }
 
+// checkerCatches schedules in, wants the checker to pass the plan, breaks the plan (and the
+// input, if need be) with breakPlan, and wants the checker to reject it with an error that
+// mentions want ("" for any).
+func checkerCatches(t *testing.T, in scheduling.Input, what string, want string, breakPlan func(in *scheduling.Input, r *scheduling.Results)) {
+	t.Helper()
+	r := scheduling.Schedule(in)
+	if errs := check.Verify(in, r); len(errs) != 0 {
+		t.Fatalf("valid plan rejected: %v", errs)
+	}
+	breakPlan(&in, r)
+	for _, err := range check.Verify(in, r) {
+		if strings.Contains(err.Error(), want) {
+			return
+		}
+	}
+	t.Errorf("%s not caught", what)
+}
+
 // TestCheckerCatchesViolations makes sure the checker is not vacuous: it must reject plans
 // that break constraints.
 func TestCheckerCatchesViolations(t *testing.T) {
 	input := scheduling.Input{Pods: builders.Pods(3, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "nginx"}, PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, map[string]string{"app": "nginx"})}}),
 		Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
-	r := scheduling.Schedule(input)
-	if errs := check.Verify(input, r); len(errs) != 0 {
-		t.Fatalf("valid plan rejected: %v", errs)
-	}
 	// Put every pod on the first node.
-	r.Bindings[1].NodeName = r.Bindings[0].NodeName
-	if errs := check.Verify(input, r); len(errs) == 0 {
-		t.Error("anti-affinity violation not caught")
-	}
-	r = scheduling.Schedule(input)
-	r.NewNodes[0].InstanceTypes = append(r.NewNodes[0].InstanceTypes[:0:0], workloads.InstanceTypes()[0])
-	if errs := check.Verify(input, r); len(errs) == 0 {
-		t.Error("instance type not offered by the provisioner not caught")
-	}
-	r = scheduling.Schedule(input)
-	r.Unschedulable = nil
-	r.Bindings = r.Bindings[1:]
-	if errs := check.Verify(input, r); len(errs) == 0 {
-		t.Error("lost pod not caught")
-	}
+	checkerCatches(t, input, "anti-affinity violation", "", func(_ *scheduling.Input, r *scheduling.Results) {
+		r.Bindings[1].NodeName = r.Bindings[0].NodeName
+	})
+	checkerCatches(t, input, "instance type not offered by the provisioner", "", func(_ *scheduling.Input, r *scheduling.Results) {
+		r.NewNodes[0].InstanceTypes = append(r.NewNodes[0].InstanceTypes[:0:0], workloads.InstanceTypes()[0])
+	})
+	checkerCatches(t, input, "lost pod", "", func(_ *scheduling.Input, r *scheduling.Results) {
+		r.Unschedulable = nil
+		r.Bindings = r.Bindings[1:]
+	})
 }
 
 // TestProvisionerWithoutInstanceTypes: a provisioner none of whose instance types is compatible

@@ -1,7 +1,6 @@
 package scheduling_test
 
 import (
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -352,18 +351,9 @@ func TestCheckerCatchesReadWriteOncePodSharing(t *testing.T) {
 	in := scheduling.Input{Pods: []*corev1.Pod{first}, PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{shared},
 		PersistentVolumes: []*corev1.PersistentVolume{zonalVolume("pv-shared", corev1.LabelTopologyZone, "zone-1")},
 		Provisioners:      []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
-	r := scheduling.Schedule(in)
-	if errs := check.Verify(in, r); len(errs) != 0 {
-		t.Fatalf("valid plan rejected: %v", errs)
-	}
-	in.Pods = append(in.Pods, second)
-	r.Bindings = append(r.Bindings, scheduling.Binding{Pod: second, NodeName: r.Bindings[0].NodeName})
-	r.NewNodes[0].Pods = append(r.NewNodes[0].Pods, second)
-	found := false
-	for _, err := range check.Verify(in, r) {
-		found = found || strings.Contains(err.Error(), "ReadWriteOncePod")
-	}
-	if !found {
-		t.Error("a ReadWriteOncePod claim used by two pods not caught")
-	}
+	checkerCatches(t, in, "a ReadWriteOncePod claim used by two pods", "ReadWriteOncePod", func(in *scheduling.Input, r *scheduling.Results) {
+		in.Pods = append(in.Pods, second)
+		r.Bindings = append(r.Bindings, scheduling.Binding{Pod: second, NodeName: r.Bindings[0].NodeName})
+		r.NewNodes[0].Pods = append(r.NewNodes[0].Pods, second)
+	})
 }
