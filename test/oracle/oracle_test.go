@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -107,6 +108,7 @@ func replay(ctx context.Context, in scheduling.Input, r *scheduling.Results, pic
 		}
 		nodes = append(nodes, node)
 		objects = append(objects, csiNode)
+		placed = append(placed, daemonPods(in, node)...)
 	}
 	for _, pv := range in.PersistentVolumes {
 		pv = pv.DeepCopy()
@@ -259,6 +261,26 @@ func realize(in scheduling.Input, nn *scheduling.NewNode, it *cloudprovider.Inst
 			Allocatable: &storagev1.VolumeNodeResources{Count: ptr.To(int32(it.VolumeLimits[driver]))}})
 	}
 	return node, csiNode, nil
+}
+
+// daemonPods are the pods the DaemonSet controller runs on a new node: those of the DaemonSets
+// whose required node affinity it meets and whose tolerations take its taints.
+func daemonPods(in scheduling.Input, node *corev1.Node) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, ds := range in.DaemonSetPods {
+		if ok, _ := nodeaffinity.GetRequiredNodeAffinity(ds).Match(node); !ok {
+			continue
+		}
+		if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(node.Spec.Taints, ds.Spec.Tolerations, func(t *corev1.Taint) bool {
+			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+		}); untolerated {
+			continue
+		}
+		pod := bound(ds, node.Name)
+		pod.Name = ds.Name + "-" + node.Name
+		out = append(out, pod)
+	}
+	return out
 }
 
 // bound is a copy of the pod bound to the node.

@@ -236,6 +236,7 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 		prov.instanceTypes = append(prov.instanceTypes, t)
 		prov.prices = append(prov.prices, price)
 	}
+	s.reserveDaemonSets(prov, daemonSets, requests)
 	nw := &narrowing{candidates: prov.instanceTypes, prices: prov.prices}
 	sort.Sort(byPrice{nw})
 	prov.roomPrice = [2]float64{math.Inf(1), math.Inf(1)}
@@ -256,7 +257,23 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 	}
 	prov.zones &= reachable
 
-	// Daemonsets that would run on the provisioner's nodes reserve room on each of them.
+	if spec.Limits != nil && len(spec.Limits.Resources) > 0 {
+		prov.limited = make([]bool, len(s.resources))
+		for name := range spec.Limits.Resources {
+			prov.limited[s.resources[name]] = true
+		}
+		prov.remaining = s.resources.vector(spec.Limits.Resources)
+		prov.remaining.sub(s.resources.vector(p.Provisioner.Status.Resources))
+	}
+	return prov
+}
+
+// reserveDaemonSets reserves, on the provisioner's new nodes, the room of the daemonsets that
+// would run there: on every node for a daemonset whose node selection the instance type does not
+// decide, and otherwise in the allocatable of the instance types it selects (by arch, instance
+// type or family, say), so that the types it leaves alone keep their room. A daemonset's host
+// ports count on every node it may run on, whatever the type.
+func (s *scheduler) reserveDaemonSets(prov *provisioner, daemonSets []*corev1.Pod, requests map[*corev1.Pod]corev1.ResourceList) {
 	prov.daemonSets = make(resources, len(s.resources))
 	empty := &node{requirements: prov.requirements, prov: prov}
 	for _, ds := range daemonSets {
@@ -267,23 +284,37 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 		if err != nil {
 			continue
 		}
+		// selects are the requirements of the terms by which the daemonset may run on some
+		// of the provisioner's nodes, each naming labels the instance type decides; everywhere
+		// is whether one names none, so that it runs on every node.
+		var selects []scheduling.Requirements
+		everywhere := false
 		for _, a := range attempts {
-			if _, ok := mergeRequirements(empty, a.base); ok {
-				prov.daemonSets.add(s.resources.podVector(requests[ds]))
-				prov.daemonPorts = append(prov.daemonPorts, hostPortsOf(ds)...)
+			reqs, ok := mergeRequirements(empty, a.base)
+			if !ok {
+				continue
+			}
+			if !prov.typeDecided(a.base) {
+				everywhere = true
 				break
+			}
+			selects = append(selects, reqs)
+		}
+		if !everywhere && len(selects) == 0 {
+			continue
+		}
+		prov.daemonPorts = append(prov.daemonPorts, hostPortsOf(ds)...)
+		dsRequests := s.resources.podVector(requests[ds])
+		if everywhere {
+			prov.daemonSets.add(dsRequests)
+			continue
+		}
+		for _, t := range prov.instanceTypes {
+			if slices.ContainsFunc(selects, func(r scheduling.Requirements) bool { return prov.compatibleType(t, r) }) {
+				t.alloc.sub(dsRequests)
 			}
 		}
 	}
-	if spec.Limits != nil && len(spec.Limits.Resources) > 0 {
-		prov.limited = make([]bool, len(s.resources))
-		for name := range spec.Limits.Resources {
-			prov.limited[s.resources[name]] = true
-		}
-		prov.remaining = s.resources.vector(spec.Limits.Resources)
-		prov.remaining.sub(s.resources.vector(p.Provisioner.Status.Resources))
-	}
-	return prov
 }
 
 func (s *scheduler) newPodInfo(pod *corev1.Pod, requests corev1.ResourceList) *podInfo {

@@ -284,6 +284,32 @@ func TestScheduling(t *testing.T) {
 			expect: func(t *testing.T, r *scheduling.Results) { wantFirstType(t, r.NewNodes[0], "arm-medium") },
 		},
 		{
+			name: "a daemonset that selects an arch is reserved only on instance types of that arch",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("1500m", "1Gi")}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
+					DaemonSetPods: builders.Pods(1, builders.PodOptions{Requests: requests("500m", "100Mi"), NodeSelector: map[string]string{corev1.LabelArchStable: "arm64"}})}
+			},
+			// Were it reserved on every type, small (1,900m allocatable) would not hold the pod.
+			expect: func(t *testing.T, r *scheduling.Results) { wantFirstType(t, r.NewNodes[0], "small") },
+		},
+		{
+			name: "a daemonset that selects instance types takes its room from those types only",
+			input: func() scheduling.Input {
+				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("1500m", "1Gi")}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
+					DaemonSetPods: builders.Pods(1, builders.PodOptions{Requests: requests("3", "100Mi"), NodeRequirements: []corev1.NodeSelectorRequirement{
+						{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"medium", "arm-medium"}}}})}
+			},
+			// The types it selects keep 900m for pods: options no more.
+			expect: func(t *testing.T, r *scheduling.Results) {
+				wantFirstType(t, r.NewNodes[0], "small")
+				for _, it := range r.NewNodes[0].InstanceTypes {
+					if it.Name == "medium" || it.Name == "arm-medium" {
+						t.Errorf("%s is an option, but the daemonset leaves it too little room", it.Name)
+					}
+				}
+			},
+		},
+		{
 			name: "provisioner-name nodeSelector",
 			input: func() scheduling.Input {
 				other := provisioner(builders.ProvisionerOptions{Name: "other"})

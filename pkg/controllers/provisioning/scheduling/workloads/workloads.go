@@ -97,6 +97,18 @@ func Mixed(seed int64) scheduling.Input {
 		StorageClasses: []*storagev1.StorageClass{{ObjectMeta: metav1.ObjectMeta{Name: "gp3"}, Provisioner: cloudprovider.EBSCSIDriver, VolumeBindingMode: &wffc,
 			AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: corev1.LabelTopologyZone, Values: []string{"zone-1", "zone-3"}}}}}}},
 	}
+	// DaemonSets: a node agent on the host's network on every node (port 9100), an agent for
+	// arm64 nodes only, and a cache on the large types only, which take their room from those
+	// types alone.
+	agent := builders.Pod(builders.PodOptions{Name: "node-agent", Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		Containers: []corev1.Container{{Name: "agent", Ports: []corev1.ContainerPort{{ContainerPort: 9100}}, Resources: corev1.ResourceRequirements{Requests: builders.Resources("cpu", "50m", "memory", "64Mi")}}}})
+	agent.Spec.HostNetwork = true
+	in.DaemonSetPods = []*corev1.Pod{
+		agent,
+		builders.Pod(builders.PodOptions{Name: "arm-agent", Requests: builders.Resources("cpu", "1", "memory", "256Mi"), NodeSelector: map[string]string{corev1.LabelArchStable: "arm64"}}),
+		builders.Pod(builders.PodOptions{Name: "large-cache", Requests: builders.Resources("cpu", "2", "memory", "1Gi"), Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}},
+			NodeRequirements: []corev1.NodeSelectorRequirement{builders.In(corev1.LabelInstanceTypeStable, "large", "tiny-pods")}}),
+	}
 	in.Nodes[0].CSINode = &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "old-1"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
 		{Name: cloudprovider.EBSCSIDriver, NodeID: "old-1", Allocatable: &storagev1.VolumeNodeResources{Count: ptr.To[int32](1)}}}}}
 	for i := 0; i < 60; i++ {
