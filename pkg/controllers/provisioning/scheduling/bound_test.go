@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -50,7 +51,10 @@ type podShape struct {
 }
 
 // nodeShape is an instance type's allocatable in cores, GiB and pods, at its cheapest offering.
-type nodeShape struct{ cpu, memory, pods, price float64 }
+type nodeShape struct {
+	cpu, memory, pods, price float64
+	name                     string
+}
 
 // fits reports whether a pod of the shape fits alone on a node of the type. Both sides are read
 // the same way (cores and GiB from millicores and bytes, by cores and GiB), and dividing by the
@@ -95,14 +99,14 @@ func newBoundInput(types []*cloudprovider.InstanceType, ps []*corev1.Pod) boundI
 			continue
 		}
 		a := it.Allocatable()
-		all = append(all, nodeShape{cpu: cores(*a.Cpu()), memory: gibibytes(*a.Memory()), pods: float64(a.Pods().Value()), price: price})
+		all = append(all, nodeShape{cpu: cores(*a.Cpu()), memory: gibibytes(*a.Memory()), pods: float64(a.Pods().Value()), price: price, name: it.Name})
 		in.cheapest = math.Min(in.cheapest, price)
 	}
 	for i, t := range all {
 		beaten := false
 		for j, u := range all {
-			if j != i && u.cpu >= t.cpu && u.memory >= t.memory && u.pods >= t.pods && u.price <= t.price &&
-				(u != t || j < i) {
+			same := u.cpu == t.cpu && u.memory == t.memory && u.pods == t.pods && u.price == t.price
+			if j != i && u.cpu >= t.cpu && u.memory >= t.memory && u.pods >= t.pods && u.price <= t.price && (!same || j < i) {
 				beaten = true
 				break
 			}
@@ -272,7 +276,7 @@ func TestBounds(t *testing.T) {
 				t.Errorf("fit bound %v, want %v (the best plan costs %v)", got, tc.fit, tc.plan)
 			}
 			// Whole nodes of whole pods: the best plan itself here.
-			if got := patternBound(t, tc.in, nil); math.Abs(got-tc.plan) > 1e-5 || got > tc.plan+1e-9 {
+			if got, _ := patternBound(t, tc.in, nil); math.Abs(got-tc.plan) > 1e-5 || got > tc.plan+1e-9 {
 				t.Errorf("pattern bound %v, want the best plan's %v", got, tc.plan)
 			}
 		})
@@ -321,7 +325,7 @@ func cmpBool(a, b bool) int {
 // of it when the search is cut short: the bound holds whether or not the generation converged.
 // It ignores spreads and pod affinity (a relaxation: still a bound), and whole pods, whole
 // nodes and hostname anti-affinity are what it adds over fitBound.
-func patternBound(tb testing.TB, in boundInput, seeds []pattern) float64 {
+func patternBound(tb testing.TB, in boundInput, seeds []pattern) (float64, []pattern) {
 	tb.Helper()
 	patterns := slices.Clone(seeds)
 	// One pattern per shape to start: as many of it as the type it costs least on holds.
@@ -332,7 +336,7 @@ func patternBound(tb testing.TB, in boundInput, seeds []pattern) float64 {
 			if n := copiesFitting(t, s); n >= 1 && t.price/n < perPod {
 				counts := make([]float64, len(in.shapes))
 				counts[i] = n
-				best, perPod = pattern{counts: counts, price: t.price}, t.price/n
+				best, perPod = pattern{counts: counts, price: t.price, name: t.name}, t.price/n
 			}
 		}
 		if best.counts != nil {
@@ -381,7 +385,7 @@ func patternBound(tb testing.TB, in boundInput, seeds []pattern) float64 {
 			value, counts, upper := searchPacking(t, in.shapes, prices)
 			ratio = math.Max(ratio, upper/t.price)
 			if value > t.price*(1+1e-7) {
-				violations = append(violations, violation{pattern{counts, t.price}, value / t.price})
+				violations = append(violations, violation{pattern{counts, t.price, t.name}, value / t.price})
 			}
 		}
 		bound = math.Max(bound, worth/ratio)
@@ -393,14 +397,58 @@ func patternBound(tb testing.TB, in boundInput, seeds []pattern) float64 {
 			patterns = append(patterns, v.pattern)
 		}
 	}
-	return bound
+	return bound, patterns
 }
 
 // pattern is a packing of one node: how many pods of each of a boundInput's shapes it holds,
-// and its price.
+// its price and its instance type's name.
 type pattern struct {
 	counts []float64
 	price  float64
+	name   string
+}
+
+// restrictedPlan solves the linear program over the patterns found: how many nodes of each
+// pattern, in fractions, cover every pod at least cost. Not a bound (a pattern not found could
+// do better), it shows what a cheap packing looks like: which types hold which pods.
+func restrictedPlan(tb testing.TB, in boundInput, patterns []pattern) (float64, []float64) {
+	tb.Helper()
+	// Standard form: a column per pattern and a surplus column per shape.
+	S, P := len(in.shapes), len(patterns)
+	c := make([]float64, P+S)
+	A := mat.NewDense(S, P+S, nil)
+	b := make([]float64, S)
+	for j, p := range patterns {
+		c[j] = p.price
+		for i, n := range p.counts {
+			A.Set(i, j, n)
+		}
+	}
+	for i, s := range in.shapes {
+		A.Set(i, P+i, -1)
+		b[i] = s.count
+	}
+	cost, x, err := lp.Simplex(c, A, b, 1e-10, nil)
+	if err != nil {
+		tb.Fatalf("solving the restricted program, %v", err)
+	}
+	return cost, x[:P]
+}
+
+// describe is a pattern as cores/GiB of its pods, those needing a node of their own starred.
+func (p pattern) describe(in boundInput) string {
+	var pods []string
+	for i, n := range p.counts {
+		if n > 0 {
+			s := in.shapes[i]
+			own := ""
+			if s.own {
+				own = "*"
+			}
+			pods = append(pods, fmt.Sprintf("%g×%g/%g%s", n, s.cpu, s.memory, own))
+		}
+	}
+	return fmt.Sprintf("%s $%.4f/h: %s", p.name, p.price, strings.Join(pods, " "))
 }
 
 // planPatterns are the packings of a plan's new nodes, each once: seeds that spare
@@ -414,7 +462,7 @@ func planPatterns(in boundInput, r *scheduling.Results) []pattern {
 	var out []pattern
 	seen := sets.New[string]()
 	for _, n := range r.NewNodes {
-		p := pattern{counts: make([]float64, len(in.shapes)), price: n.Price}
+		p := pattern{counts: make([]float64, len(in.shapes)), price: n.Price, name: n.InstanceTypes[0].Name}
 		for _, pod := range n.Pods {
 			p.counts[index[shapeOf(pod)]]++
 		}

@@ -1,10 +1,12 @@
 package scheduling_test
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -82,7 +84,11 @@ func BenchmarkSchedulingRealCatalogue(b *testing.B) {
 			// 2-core machine), so it is asked for.
 			if *withPatternBound && n <= 1000 {
 				bounds := newBoundInput(types, in.Pods)
-				lb = math.Max(lb, patternBound(b, bounds, planPatterns(bounds, r)))
+				pattern, patterns := patternBound(b, bounds, planPatterns(bounds, r))
+				lb = math.Max(lb, pattern)
+				restricted, x := restrictedPlan(b, bounds, patterns)
+				b.ReportMetric(restricted, "restricted_usd/hr")
+				logPacking(b, bounds, patterns, x)
 			}
 			b.ReportMetric(float64(len(types)), "types")
 			b.ReportMetric(float64(n)*float64(b.N)/elapsed.Seconds(), "pods/sec")
@@ -111,4 +117,19 @@ func singleTypeEstimate(in boundInput) float64 {
 		best = math.Min(best, t.price*math.Max(cpu/t.cpu, memory/t.memory))
 	}
 	return best
+}
+
+// logPacking logs the restricted program's packing, dearest share first: the patterns bought,
+// in fractions, and the pods each holds.
+func logPacking(b *testing.B, in boundInput, patterns []pattern, x []float64) {
+	order := make([]int, 0, len(patterns))
+	for j := range patterns {
+		if x[j] >= 0.05 {
+			order = append(order, j)
+		}
+	}
+	slices.SortFunc(order, func(i, j int) int { return cmp.Compare(x[j]*patterns[j].price, x[i]*patterns[i].price) })
+	for _, j := range order {
+		b.Logf("%.2f × %s", x[j], patterns[j].describe(in))
+	}
 }
