@@ -411,8 +411,7 @@ type pattern struct {
 // restrictedPlan solves the linear program over the patterns found: how many nodes of each
 // pattern, in fractions, cover every pod at least cost. Not a bound (a pattern not found could
 // do better), it shows what a cheap packing looks like: which types hold which pods.
-func restrictedPlan(tb testing.TB, in boundInput, patterns []pattern) (float64, []float64) {
-	tb.Helper()
+func restrictedPlan(in boundInput, patterns []pattern) (float64, []float64, error) {
 	// Standard form: a column per pattern and a surplus column per shape.
 	S, P := len(in.shapes), len(patterns)
 	c := make([]float64, P+S)
@@ -430,9 +429,9 @@ func restrictedPlan(tb testing.TB, in boundInput, patterns []pattern) (float64, 
 	}
 	cost, x, err := lp.Simplex(c, A, b, 1e-10, nil)
 	if err != nil {
-		tb.Fatalf("solving the restricted program, %v", err)
+		return 0, nil, fmt.Errorf("solving the restricted program over %d patterns, %w", P, err)
 	}
-	return cost, x[:P]
+	return cost, x[:P], nil
 }
 
 // describe is a pattern as cores/GiB of its pods, those needing a node of their own starred.
