@@ -17,6 +17,9 @@ type instanceType struct {
 	capacity resources
 	// offerings are the available ones, with zone and capacity type interned as bit positions.
 	offerings []offering
+	// daemonPorts are the host ports of the daemonsets that run on this type of a
+	// provisioner's nodes but not on every one (those are the provisioner's daemonPorts).
+	daemonPorts []hostPort
 }
 
 type offering struct {

@@ -229,6 +229,14 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 			}
 		}
 	}
+	// A pod's host ports keep the node off the instance types whose own daemonsets bind them.
+	var ports []hostPort
+	if len(p.hostPorts) > 0 && n.prov.typeDaemonPorts {
+		if !slices.ContainsFunc(n.candidates[n.first:], func(t *instanceType) bool { return !portsConflict(t.daemonPorts, p.hostPorts) }) {
+			return nil, "a daemonset on its nodes binds the pod's host port"
+		}
+		ports, changed, typeKeysChanged = p.hostPorts, true, true
+	}
 	used := n.used.plus(p.requests)
 	out := &narrowing{requirements: reqs, zones: n.zones, capacityTypes: n.capacityTypes, domain: domain}
 	if !changed {
@@ -243,7 +251,7 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 		if out.first < 0 {
 			return nil, "no instance type has room for the pod's requests and daemonset overhead"
 		}
-	} else if !s.narrowCandidates(n, out, used, typeKeysChanged) {
+	} else if !s.narrowCandidates(n, out, used, typeKeysChanged, ports) {
 		return nil, "no instance type has room for the pod's requests and daemonset overhead and meets its requirements in an available offering"
 	}
 	if !n.prov.withinLimits(n.cheapest, out.candidates[out.first]) {
@@ -254,15 +262,15 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 
 // narrowCandidates fills out's instance types, cheapest first, with node n's that hold used and
 // meet out's requirements (checking instance type labels only if typeKeys) in an available
-// offering; false if none does.
-func (s *scheduler) narrowCandidates(n *node, out *narrowing, used resources, typeKeys bool) bool {
+// offering, and whose own daemonsets bind none of ports; false if none does.
+func (s *scheduler) narrowCandidates(n *node, out *narrowing, used resources, typeKeys bool, ports []hostPort) bool {
 	out.zones = s.zones.mask(out.requirements[corev1.LabelTopologyZone])
 	out.capacityTypes = s.capacityTypes.mask(out.requirements[v1alpha5.CapacityTypeLabelKey])
 	if !typeKeys {
 		return s.narrowOfferings(n, out, used)
 	}
 	for _, t := range n.candidates[n.first:] {
-		if !within(t.alloc, used) || !n.prov.compatibleType(t, out.requirements) {
+		if !within(t.alloc, used) || !n.prov.compatibleType(t, out.requirements) || portsConflict(t.daemonPorts, ports) {
 			continue
 		}
 		price := t.price(out.zones, out.capacityTypes)

@@ -25,6 +25,13 @@ func hostNetwork(pod *corev1.Pod) *corev1.Pod {
 	return pod
 }
 
+// onArch keeps a daemonset's pod to nodes of the given architectures.
+func onArch(pod *corev1.Pod, archs ...string) *corev1.Pod {
+	pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{builders.In(corev1.LabelArchStable, archs...)}}}}}}
+	return pod
+}
+
 func port(protocol corev1.Protocol, address string, number int32) corev1.ContainerPort {
 	return corev1.ContainerPort{ContainerPort: number, HostPort: number, HostIP: address, Protocol: protocol}
 }
@@ -51,6 +58,9 @@ func TestHostPorts(t *testing.T) {
 			[]scheduling.Node{existingNode("node-a", "zone-1", "4", "8Gi", portPod(port("", "", 8080)))}, nil, 1, 0},
 		{"a daemonset's port on every new node", []*corev1.Pod{portPod(port("", "", 9100)), portPod(port("", "", 80))}, nil, []*corev1.Pod{portPod(port("", "", 9100))}, 1, 1},
 		{"a daemonset on the host's network binds its container ports", []*corev1.Pod{portPod(port("", "", 9100))}, nil, []*corev1.Pod{hostNetwork(portPod(corev1.ContainerPort{ContainerPort: 9100}))}, 0, 1},
+		// The checker holds the node to the types it may launch as: none of them arm64.
+		{"a daemonset's port on the arm64 types only: an amd64 node", []*corev1.Pod{portPod(port("", "", 9100))}, nil, []*corev1.Pod{onArch(portPod(port("", "", 9100)), "arm64")}, 1, 0},
+		{"a daemonset's port on the types of every arch", []*corev1.Pod{portPod(port("", "", 9100))}, nil, []*corev1.Pod{onArch(portPod(port("", "", 9100)), "arm64", "amd64")}, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := scheduling.Input{Pods: tc.pods, Nodes: tc.nodes, DaemonSetPods: tc.daemons, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}

@@ -271,8 +271,8 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 // reserveDaemonSets reserves, on the provisioner's new nodes, the room of the daemonsets that
 // would run there: on every node for a daemonset whose node selection the instance type does not
 // decide, and otherwise in the allocatable of the instance types it selects (by arch, instance
-// type or family, say), so that the types it leaves alone keep their room. A daemonset's host
-// ports count on every node it may run on, whatever the type.
+// type or family, say), so that the types it leaves alone keep their room; its host ports are
+// likewise the node's or those types'.
 func (s *scheduler) reserveDaemonSets(prov *provisioner, daemonSets []*corev1.Pod, requests map[*corev1.Pod]corev1.ResourceList) {
 	prov.daemonSets = make(resources, len(s.resources))
 	empty := &node{requirements: prov.requirements, prov: prov}
@@ -303,15 +303,17 @@ func (s *scheduler) reserveDaemonSets(prov *provisioner, daemonSets []*corev1.Po
 		if !everywhere && len(selects) == 0 {
 			continue
 		}
-		prov.daemonPorts = append(prov.daemonPorts, hostPortsOf(ds)...)
-		dsRequests := s.resources.podVector(requests[ds])
+		dsRequests, ports := s.resources.podVector(requests[ds]), hostPortsOf(ds)
 		if everywhere {
 			prov.daemonSets.add(dsRequests)
+			prov.daemonPorts = append(prov.daemonPorts, ports...)
 			continue
 		}
 		for _, t := range prov.instanceTypes {
 			if slices.ContainsFunc(selects, func(r scheduling.Requirements) bool { return prov.compatibleType(t, r) }) {
 				t.alloc.sub(dsRequests)
+				t.daemonPorts = append(t.daemonPorts, ports...)
+				prov.typeDaemonPorts = prov.typeDaemonPorts || len(ports) > 0
 			}
 		}
 	}

@@ -70,8 +70,10 @@ type provisioner struct {
 	zones         uint64
 	capacityTypes uint64
 	daemonSets    resources
-	// daemonPorts are the host ports of the daemonsets that run on every new node.
-	daemonPorts []hostPort
+	// daemonPorts are the host ports of the daemonsets that run on every new node;
+	// typeDaemonPorts is whether some instance type has daemonPorts of its own.
+	daemonPorts     []hostPort
+	typeDaemonPorts bool
 	// limit is the remaining capacity under spec.limits per resource, or nil without limits.
 	limited   []bool
 	remaining resources

@@ -98,14 +98,15 @@ func Mixed(seed int64) scheduling.Input {
 			AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: corev1.LabelTopologyZone, Values: []string{"zone-1", "zone-3"}}}}}}},
 	}
 	// DaemonSets: a node agent on the host's network on every node (port 9100), an agent for
-	// arm64 nodes only, and a cache on the large types only, which take their room from those
-	// types alone.
+	// arm64 nodes only that binds the port 8080 some pods want, and a cache on the large types
+	// only: the last two take their room, and port, from those types alone.
 	agent := builders.Pod(builders.PodOptions{Name: "node-agent", Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 		Containers: []corev1.Container{{Name: "agent", Ports: []corev1.ContainerPort{{ContainerPort: 9100}}, Resources: corev1.ResourceRequirements{Requests: builders.Resources("cpu", "50m", "memory", "64Mi")}}}})
 	agent.Spec.HostNetwork = true
 	in.DaemonSetPods = []*corev1.Pod{
 		agent,
-		builders.Pod(builders.PodOptions{Name: "arm-agent", Requests: builders.Resources("cpu", "1", "memory", "256Mi"), NodeSelector: map[string]string{corev1.LabelArchStable: "arm64"}}),
+		builders.Pod(builders.PodOptions{Name: "arm-agent", NodeSelector: map[string]string{corev1.LabelArchStable: "arm64"},
+			Containers: []corev1.Container{{Name: "agent", Ports: []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080}}, Resources: corev1.ResourceRequirements{Requests: builders.Resources("cpu", "1", "memory", "256Mi")}}}}),
 		builders.Pod(builders.PodOptions{Name: "large-cache", Requests: builders.Resources("cpu", "2", "memory", "1Gi"), Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}},
 			NodeRequirements: []corev1.NodeSelectorRequirement{builders.In(corev1.LabelInstanceTypeStable, "large", "tiny-pods")}}),
 	}
