@@ -105,3 +105,16 @@ func TestKwokNode(t *testing.T) {
 		t.Errorf("capacity cpu = %s, want 2", cpu.String())
 	}
 }
+
+// TestFreePortsAreNeverHandedOutTwice: components started side by side must not be told to
+// listen on one port, even when the kernel offers a port again as soon as it is closed.
+func TestFreePortsAreNeverHandedOutTwice(t *testing.T) {
+	seen := map[int]bool{}
+	for range 500 {
+		port := FreePort(t)
+		if seen[port] {
+			t.Fatalf("port %d handed out twice", port)
+		}
+		seen[port] = true
+	}
+}

@@ -144,6 +144,13 @@ func (p *Process) waitHealthy(ctx context.Context, url string) error {
 		if resp, err := httpClient.Do(req); err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
+				// Another process may hold the port this one failed to bind.
+				select {
+				case <-p.exited:
+					//nolint:errorlint // as below
+					return fmt.Errorf("%s exited (%v) though its health endpoint answered, see %s", p.name, p.waitErr, p.logPath)
+				default:
+				}
 				return nil
 			}
 		}
@@ -186,14 +193,32 @@ func (p *Process) Kill() {
 	})
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// handedOut are the ports freePort has returned in this process. The kernel may give a port
+// closed a moment ago to the next caller, and components started side by side (kube-scheduler
+// and kube-controller-manager) were once both told to listen on the same one.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago and that it has not
+// returned before in this process.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port, %w", err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("finding a free port, %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("finding a free port, every port the kernel offered was handed out before")
 }
 
 // FreePort is freePort for a test, which fails if no port is free.
