@@ -204,16 +204,26 @@ func start(ctx context.Context, l *lifecycle, options Options) (*Environment, er
 	timed := func(name string, start func() (*Process, string, error)) func() error {
 		return func() error {
 			begin := time.Now()
-			proc, healthURL, err := start()
-			if err != nil {
-				return err
+			// A port found free can be taken, by another test process, before the component
+			// binds it; the component then exits at once, and starts again on another port.
+			for attempt := 1; ; attempt++ {
+				proc, healthURL, err := start()
+				if err != nil {
+					return err
+				}
+				l.onStop(proc.Stop)
+				err = proc.waitHealthy(ctx, healthURL)
+				var exited *exitedError
+				if errors.As(err, &exited) && attempt < startAttempts {
+					l.logf("environment: %v; starting it again", err)
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				l.logf("environment: %s ready in %s", name, time.Since(begin).Round(time.Millisecond))
+				return nil
 			}
-			l.onStop(proc.Stop)
-			if err := proc.waitHealthy(ctx, healthURL); err != nil {
-				return err
-			}
-			l.logf("environment: %s ready in %s", name, time.Since(begin).Round(time.Millisecond))
-			return nil
 		}
 	}
 	if options.Scheduler {

@@ -3,6 +3,9 @@
 package environment
 
 import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,5 +61,30 @@ func TestKillStaleKillsOnlyTheProcessesItsPidFilesName(t *testing.T) {
 	}
 	if files, _ := filepath.Glob(filepath.Join(dir, "pids", "*")); len(files) != 0 {
 		t.Errorf("pid files left: %v", files)
+	}
+}
+
+// TestExitedComponentIsNotHealthy: a component that exits at start (as one does when another
+// process holds its port) is not taken for healthy because something answers its health URL.
+func TestExitedComponentIsNotHealthy(t *testing.T) {
+	l, err := newLifecycle(t.TempDir(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := exec.LookPath("false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer other.Close()
+	proc, err := startProcess(l, "component", path, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-proc.Exited()
+	err = proc.waitHealthy(t.Context(), other.URL)
+	var exited *exitedError
+	if !errors.As(err, &exited) || !exited.answered {
+		t.Errorf("waitHealthy = %v, want the component's exit, though its health URL answered", err)
 	}
 }

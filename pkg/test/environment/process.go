@@ -20,9 +20,11 @@ import (
 )
 
 const (
-	pollInterval = 100 * time.Millisecond
-	startTimeout = 90 * time.Second
-	stopTimeout  = 10 * time.Second
+	// startAttempts bounds how often a component that exits at start is started again.
+	startAttempts = 3
+	pollInterval  = 100 * time.Millisecond
+	startTimeout  = 90 * time.Second
+	stopTimeout   = 10 * time.Second
 	// logTailBytes is how much of each log a failed test prints.
 	logTailBytes = 4 << 10
 )
@@ -147,8 +149,7 @@ func (p *Process) waitHealthy(ctx context.Context, url string) error {
 				// Another process may hold the port this one failed to bind.
 				select {
 				case <-p.exited:
-					//nolint:errorlint // as below
-					return fmt.Errorf("%s exited (%v) though its health endpoint answered, see %s", p.name, p.waitErr, p.logPath)
+					return &exitedError{name: p.name, err: p.waitErr, logPath: p.logPath, answered: true}
 				default:
 				}
 				return nil
@@ -156,13 +157,28 @@ func (p *Process) waitHealthy(ctx context.Context, url string) error {
 		}
 		select {
 		case <-p.exited:
-			//nolint:errorlint // waitErr, nil after a clean exit, is context; the failure is not being healthy.
-			return fmt.Errorf("%s exited before becoming healthy (%v), see %s", p.name, p.waitErr, p.logPath)
+			return &exitedError{name: p.name, err: p.waitErr, logPath: p.logPath}
 		case <-ctx.Done():
 			return fmt.Errorf("%s not healthy at %s after %s, see %s", p.name, url, startTimeout, p.logPath)
 		case <-ticker.C:
 		}
 	}
+}
+
+// exitedError is a process that exited before it became healthy: answered is whether its health
+// endpoint answered all the same, as another process on a port it failed to bind would.
+type exitedError struct {
+	name     string
+	err      error
+	logPath  string
+	answered bool
+}
+
+func (e *exitedError) Error() string {
+	if e.answered {
+		return fmt.Sprintf("%s exited (%v) though its health endpoint answered, see %s", e.name, e.err, e.logPath)
+	}
+	return fmt.Sprintf("%s exited before becoming healthy (%v), see %s", e.name, e.err, e.logPath)
 }
 
 // Stop terminates the process gracefully, killing it if it does not exit in time.
