@@ -13,6 +13,7 @@ import (
 	"slices"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/kubernetes/pkg/controller/daemon"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -263,20 +264,17 @@ func realize(in scheduling.Input, nn *scheduling.NewNode, it *cloudprovider.Inst
 	return node, csiNode, nil
 }
 
-// daemonPods are the pods the DaemonSet controller runs on a new node: those of the DaemonSets
-// whose required node affinity it meets and whose tolerations take its taints.
+// daemonPods are the pods the DaemonSet controller runs on a new node, by its own decision
+// (node affinity, taints against the tolerations it adds) and as it builds them.
 func daemonPods(in scheduling.Input, node *corev1.Node) []*corev1.Pod {
 	var out []*corev1.Pod
-	for _, ds := range in.DaemonSetPods {
-		if ok, _ := nodeaffinity.GetRequiredNodeAffinity(ds).Match(node); !ok {
+	for _, template := range in.DaemonSetPods {
+		ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: template.Name, Namespace: template.Namespace},
+			Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{ObjectMeta: template.ObjectMeta, Spec: template.Spec}}}
+		if run, _ := daemon.NodeShouldRunDaemonPod(node, ds); !run {
 			continue
 		}
-		if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(node.Spec.Taints, ds.Spec.Tolerations, func(t *corev1.Taint) bool {
-			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-		}); untolerated {
-			continue
-		}
-		pod := bound(ds, node.Name)
+		pod := daemon.NewPod(ds, node.Name)
 		pod.Name = ds.Name + "-" + node.Name
 		out = append(out, pod)
 	}
