@@ -233,7 +233,7 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 	var ports []hostPort
 	if len(p.hostPorts) > 0 && n.prov.typeDaemonPorts {
 		if !slices.ContainsFunc(n.candidates[n.first:], func(t *instanceType) bool { return !portsConflict(t.daemonPorts, p.hostPorts) }) {
-			return nil, "a daemonset on its nodes binds the pod's host port"
+			return nil, daemonPortRefusal
 		}
 		ports, changed, typeKeysChanged = p.hostPorts, true, true
 	}

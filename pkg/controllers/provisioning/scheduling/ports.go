@@ -16,6 +16,10 @@ type hostPort struct {
 	port     int32
 }
 
+// daemonPortRefusal is why a pod gets no new node: a daemonset that would run there binds one of
+// its host ports.
+const daemonPortRefusal = "a daemonset on its nodes binds the pod's host port"
+
 // anyAddress is the host IP of a port bound on every address of the node, as an empty one is.
 const anyAddress = "0.0.0.0"
 

@@ -448,7 +448,7 @@ func (s *scheduler) newNodeFor(p *podInfo, a *attempt, allowed []domainSet) (*no
 		}
 		n := s.emptyNode(prov)
 		if portsConflict(n.ports, p.hostPorts) {
-			reasons = append(reasons, fmt.Sprintf("provisioner %q: a daemonset on its nodes binds the pod's host port", prov.name))
+			reasons = append(reasons, fmt.Sprintf("provisioner %q: %s", prov.name, daemonPortRefusal))
 			continue
 		}
 		if !s.topologyAllowsNode(n, p, a) {
