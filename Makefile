@@ -9,8 +9,9 @@ GO_TEST_FLAGS ?= -count=1 -timeout 15m
 .PHONY: all
 all: build
 
-## Generated code: deepcopy, CRDs and RBAC from the markers in pkg/, the API reference, and the
-## chart's CRDs, RBAC and webhook configurations from config/.
+## Generated code: deepcopy, CRDs and RBAC from the markers in pkg/, the API reference, the
+## chart's CRDs, RBAC and webhook configurations from config/, and the settings and metrics
+## references from the binaries' flags and collectors.
 .PHONY: generate
 generate:
 	go tool controller-gen object paths=./pkg/apis/...
@@ -18,6 +19,8 @@ generate:
 	go tool controller-gen rbac:roleName=karpenter-controller paths=./pkg/controllers/... output:rbac:dir=config/rbac
 	go run ./hack/apidocs -crds config/crd -out docs/reference.md
 	go run ./hack/chartgen -config config -chart charts/karpenter
+	go test -count=1 -run '^TestSettingsReferenceIsCurrent$$' ./cmd/controller ./cmd/webhook -args -update >/dev/null
+	go run ./hack/metricsdoc -out docs/reference/metrics.md
 
 ## Fails when a generated file is stale, the chart fails `helm lint`, go.mod (or the oracle
 ## module's, test/oracle) is untidy, code is not
@@ -25,7 +28,8 @@ generate:
 .PHONY: verify
 verify:
 	hack/verify-generated.sh
-	hack/helm.sh lint --strict charts/karpenter
+	hack/helm.sh lint --strict charts/karpenter --set controller.image.repository=registry.example/karpenter
+	hack/helm.sh lint --strict charts/karpenter-crd
 	go mod tidy -diff
 	cd test/oracle && go mod tidy -diff
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -34,11 +38,11 @@ verify:
 	$(MAKE) --no-print-directory lint
 
 ## The AWS emulator's instance-type catalogue (test/awsemulator/catalogue) and the controller's
-## fallback prices (pkg/cloudprovider/aws/zz_generated.pricing.go), from the data package pinned
+## fallback prices (pkg/providers/pricing/zz_generated.pricing.go), from the data package pinned
 ## in hack/catalogue/go.mod. Not part of verify: the generator downloads a ~100 MB dataset.
 .PHONY: catalogue
 catalogue:
-	cd hack/catalogue && go run . -catalogue ../../test/awsemulator/catalogue -pricing ../../pkg/cloudprovider/aws/zz_generated.pricing.go
+	cd hack/catalogue && go run . -catalogue ../../test/awsemulator/catalogue -pricing ../../pkg/providers/pricing/zz_generated.pricing.go
 
 ## golangci-lint at the version pinned in hack/tools/go.mod, built once into bin/.
 .PHONY: lint

@@ -60,7 +60,7 @@ for arch in "${ARCHES[@]}"; do
 	log "building controller and webhook for linux/${arch}"
 	mkdir -p "${stage}/${arch}"
 	(cd "${ROOT}" && CGO_ENABLED=0 GOOS=linux GOARCH="${arch}" GOFLAGS=-buildvcs=false \
-		go build -trimpath -ldflags="-s -w" -o "${stage}/${arch}/" ./cmd/controller ./cmd/webhook) ||
+		go build -trimpath -ldflags="-s -w -X karpenter.sh/karpenter/pkg/operator.Version=${version}" -o "${stage}/${arch}/" ./cmd/controller ./cmd/webhook) ||
 		fail "building the binaries for ${arch}"
 
 	container="$(buildah from --name "${run}-${arch}" --arch "${arch}" --os linux scratch)"

@@ -8,7 +8,7 @@ trap 'rm -rf "$scratch"' EXIT
 tar -C "$root" --exclude=./bin --exclude=./.git --exclude=./.sandbox -cf - . | tar -C "$scratch" -xf -
 (cd "$scratch" && make --no-print-directory generate >/dev/null)
 status=0
-for dir in pkg/apis config docs/reference.md charts/karpenter; do
+for dir in pkg/apis config docs/reference.md docs/reference charts/karpenter charts/karpenter-crd; do
   if ! diff -r "$root/$dir" "$scratch/$dir" >/dev/null; then
     diff -ru "$root/$dir" "$scratch/$dir" | head -40 || true
     status=1

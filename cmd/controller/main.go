@@ -2,6 +2,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -9,6 +10,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -29,6 +31,16 @@ import (
 type flags struct {
 	logLevel  string
 	logFormat string
+	// logOutputPaths and logErrorOutputPaths are upstream's LOG_OUTPUT_PATHS and
+	// LOG_ERROR_OUTPUT_PATHS: comma-separated stdout, stderr or files.
+	logOutputPaths, logErrorOutputPaths string
+	// clusterCABundle is base64 PEM, as upstream's CLUSTER_CA_BUNDLE.
+	clusterCABundle string
+	featureGates    string
+	// probe, when set, makes the binary probe these URLs and exit instead of running.
+	probe string
+	// warnings are said once the logger is set up: settings overridden or without effect.
+	warnings []string
 	// kubeClientQPS is parsed as a float64, the flag package's, and kept as rest.Config's float32.
 	kubeClientQPS float64
 	operator      operator.Options
@@ -46,17 +58,24 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.StringVar(&f.operator.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to the pod's namespace.")
 	fs.StringVar(&f.logLevel, "log-level", "info", "Minimum log level: debug, info, warn or error.")
 	fs.StringVar(&f.logFormat, "log-format", "json", "Log encoding: json or console.")
+	fs.StringVar(&f.probe, "probe", "", "Instead of running, GET these comma-separated URLs and exit 0 if each answers 2xx (the chart's helm test).")
+	fs.StringVar(&f.logOutputPaths, "log-output-paths", "stderr", "Where logs go, comma-separated: stdout, stderr or files.")
+	fs.StringVar(&f.logErrorOutputPaths, "log-error-output-paths", "stderr", "Where the logger's own errors go, comma-separated: stdout, stderr or files.")
 	fs.StringVar(&f.operator.Controllers.PrometheusURI, "prometheus-uri", "http://prometheus-operated.monitoring:9090", "Base URL of the Prometheus HTTP API.")
 	fs.StringVar(&f.operator.AWSRegion, "aws-region", "", "AWS region for node groups and queues whose ID names none; defaults to the SDK's (AWS_REGION, profile).")
 	fs.DurationVar(&f.operator.AWSCallTimeout, "aws-call-timeout", aws.DefaultCallTimeout, "Time limit of each AWS call, its retries included.")
-	fs.StringVar(&f.operator.ClusterName, "cluster-name", "", "Name of the cluster; when set, Provisioners launch EC2 instances tagged kubernetes.io/cluster/<name>=owned.")
+	fs.StringVar(&f.operator.ClusterName, "cluster-name", "", "Name of the cluster; when set, Provisioners launch EC2 instances tagged kubernetes.io/cluster/<name>=owned, and EC2NodeClasses are resolved (their instance profiles named and tagged after it).")
 	fs.StringVar(&f.operator.ClusterEndpoint, "cluster-endpoint", "", "API server URL new nodes join; defaults to the controller's own kubeconfig host.")
+	fs.StringVar(&f.clusterCABundle, "cluster-ca-bundle", "", "Base64 PEM bundle new nodes verify the API server with; defaults to the controller's own kubeconfig CA.")
 	fs.StringVar(&f.operator.AWSInstanceOptions.ClusterServiceCIDR, "cluster-service-cidr", "", "The cluster's service CIDR, which new nodes need to join; read from eks:DescribeCluster when empty.")
 	fs.StringVar(&f.operator.AWSInstanceOptions.DefaultInstanceProfile, "aws-default-instance-profile", "", "Instance profile of the Provisioners' nodes whose provider block names none.")
 	fs.DurationVar(&f.operator.AWSInstanceOptions.InstanceTypesRefresh, "aws-instance-types-refresh", aws.DefaultInstanceTypesRefresh, "How often EC2 instance types and their zones are re-read.")
 	fs.DurationVar(&f.operator.AWSInstanceOptions.PricingRefresh, "aws-pricing-refresh", aws.DefaultPricingRefresh, "How often on-demand and spot prices are re-read.")
 	fs.DurationVar(&f.operator.AWSInstanceOptions.UnavailableOfferingsTTL, "aws-unavailable-offerings-ttl", aws.DefaultUnavailableOfferingsTTL, "How long an instance type, zone and capacity type EC2 had no capacity for is not offered.")
 	fs.BoolVar(&f.operator.AWSInstanceOptions.IncludeBareMetal, "aws-include-bare-metal", false, "Offer bare metal instance types too.")
+	fs.Float64Var(&f.operator.AWSInstanceOptions.VMMemoryOverhead, "vm-memory-overhead-percent", aws.DefaultVMMemoryOverhead, "Share of an instance's memory its node does not report (0.075 is 7.5%), within (0, 1).")
+	fs.IntVar(&f.operator.AWSInstanceOptions.ReservedENIs, "reserved-enis", 0, "Network interfaces no pod gets an address from (VPC CNI custom networking), left out of max-pods and kube-reserved.")
+	fs.BoolVar(&f.operator.AWSInstanceOptions.IsolatedVPC, "isolated-vpc", false, "The cluster reaches no AWS API without a VPC endpoint: the Pricing API is not called, on-demand prices are the built-in ones.")
 	fs.StringVar(&f.operator.Controllers.PrometheusBearerTokenFile, "prometheus-bearer-token-file", "", "File holding a bearer token for Prometheus, re-read on every query.")
 	fs.StringVar(&f.operator.Controllers.PrometheusCAFile, "prometheus-ca-file", "", "PEM bundle that verifies Prometheus's certificate instead of the system roots.")
 	fs.BoolVar(&f.operator.Controllers.PrometheusInsecureSkipVerify, "prometheus-insecure-skip-verify", false, "Do not verify Prometheus's certificate.")
@@ -79,11 +98,16 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.DurationVar(&f.operator.Controllers.ConsolidationPeriod, "consolidation-period", consolidation.DefaultPeriod, "How often a consolidation pass looks for nodes to delete or replace.")
 	fs.Float64Var(&f.operator.Controllers.ConsolidationThreshold, "consolidation-threshold", consolidation.DefaultThreshold, "Fraction of the nodes' hourly price a consolidation must save, within (0, 1).")
 	fs.DurationVar(&f.operator.Controllers.ConsolidationMinNodeAge, "consolidation-min-node-age", consolidation.DefaultMinNodeAge, "How long a node exists before consolidation may delete or replace it.")
+	fs.StringVar(&f.featureGates, "feature-gates", "", "Upstream Karpenter's feature gates, Name=true|false comma-separated: SpotToSpotConsolidation=false keeps spot nodes from being replaced by spot; the others have no effect here.")
 	fs.StringVar(&f.operator.InterruptionQueue, "interruption-queue", "", "SQS queue (name, URL or ARN) the EventBridge rules send EC2 spot interruptions, rebalance recommendations, scheduled changes and state changes to; empty disables interruption handling.")
 	fs.Float64Var(&f.kubeClientQPS, "kube-client-qps", defaultKubeClientQPS, "Requests per second the controller may send the API server on average; negative for no client-side limit (the API server's priority and fairness still applies).")
 	fs.IntVar(&f.operator.KubeClientBurst, "kube-client-burst", defaultKubeClientBurst, "Requests the controller may send the API server at once above --kube-client-qps.")
 	fs.DurationVar(&f.operator.Controllers.ResyncPeriod, "resync-period", 10*time.Second, "How often each object is reconciled without a watch event.")
-	if err := flagenv.Parse(fs, args); err != nil {
+	warn := func(message string) { f.warnings = append(f.warnings, message) }
+	if err := flagenv.Parse(fs, args, flagenv.WithAliases(upstreamAliases...), flagenv.WithIgnored(upstreamIgnored...), flagenv.WarnTo(warn)); err != nil {
+		return f, err
+	}
+	if err := f.applyUpstreamSettings(warn); err != nil {
 		return f, err
 	}
 	if t := f.operator.Controllers.HorizontalAutoscalerTolerance; t < 0 || t >= 1 {
@@ -179,12 +203,29 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	if f.probe != "" {
+		if err := probe(context.Background(), f.probe, 10*time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	level, err := zapcore.ParseLevel(f.logLevel)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "--log-level, %v\n", err)
 		os.Exit(2)
 	}
-	ctrl.SetLogger(zap.New(zap.Level(level), zap.UseDevMode(false), func(o *zap.Options) {
+	output, err := openLogPaths(f.logOutputPaths)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "--log-output-paths, %v\n", err)
+		os.Exit(2)
+	}
+	errorOutput, err := openLogPaths(f.logErrorOutputPaths)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "--log-error-output-paths, %v\n", err)
+		os.Exit(2)
+	}
+	ctrl.SetLogger(zap.New(zap.Level(level), zap.UseDevMode(false), zap.WriteTo(output), zap.RawZapOpts(uberzap.ErrorOutput(errorOutput)), func(o *zap.Options) {
 		if f.logFormat == "console" {
 			o.Encoder = zapcore.NewConsoleEncoder(zapcore.EncoderConfig{
 				TimeKey: "time", LevelKey: "level", NameKey: "logger", MessageKey: "message",
@@ -194,6 +235,9 @@ func main() {
 		}
 	}))
 	log := ctrl.Log.WithName("controller")
+	for _, warning := range f.warnings {
+		log.Info("warning: "+warning, "settings", "docs/reference/settings.md")
+	}
 
 	// The signal handler cancels on SIGTERM/SIGINT so reconciles finish and the lease is released.
 	if err := operator.Run(ctrl.SetupSignalHandler(), f.operator); err != nil {

@@ -64,7 +64,8 @@ func TestPlanIsWhatTheControllerLaunches(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default", Requirements: []v1alpha5.NodeSelectorRequirement{
 		{Key: v1alpha5.CapacityTypeLabelKey, Operator: "In", Values: []string{v1alpha5.CapacityTypeOnDemand}},
 		{Key: corev1.LabelArchStable, Operator: "In", Values: []string{"amd64"}},
-		// Types of distinct prices: of offerings at one price, the cloud picks which launches.
+		// docs/plan.md's worked example; test/e2e's TestPlanNamesWhatTheControllerLaunches
+		// allows every type, equal prices among them.
 		{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{"c5.large", "c5.xlarge", "c5.2xlarge", "m5.large", "m5.xlarge", "m5.2xlarge", "r5.large"}},
 	}})
 	p.Spec.Provider = &runtime.RawExtension{Raw: []byte(`{"instanceProfile": "KarpenterNodeInstanceProfile-demo"}`)}

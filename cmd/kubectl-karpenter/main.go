@@ -1,6 +1,6 @@
-// Command kubectl-karpenter is the kubectl plugin `kubectl karpenter`. Its one subcommand,
-// plan, prints what Karpenter would launch now, and at what price, without doing it
-// (docs/plan.md).
+// Command kubectl-karpenter is the kubectl plugin `kubectl karpenter`. Its subcommand plan
+// prints what Karpenter would launch now, and at what price, without doing it (docs/plan.md);
+// convert prints the NodePools and EC2NodeClasses Provisioners become (docs/migrating-to-v1.md).
 package main
 
 import (
@@ -25,6 +25,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/plan"
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/state"
 )
 
 // Exit statuses.
@@ -74,11 +75,18 @@ type planFlags struct {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "plan" {
-		fmt.Fprintf(stderr, "usage: %s plan [flags]; see %s plan --help\n", commandName, commandName)
-		return exitUsage
+	if len(args) > 0 && args[0] == "plan" {
+		return runPlan(ctx, args[1:], stdout, stderr)
 	}
-	f, err := parsePlanFlags(args[1:], stderr)
+	if len(args) > 0 && args[0] == "convert" {
+		return runConvert(ctx, args[1:], os.Stdin, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "usage: %s plan|convert [flags]; see %s plan --help, %s convert --help\n", commandName, commandName, commandName)
+	return exitUsage
+}
+
+func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f, err := parsePlanFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitPlaced
 	}
@@ -219,14 +227,14 @@ func planNow(ctx context.Context, f planFlags, stdout io.Writer) (*plan.Report, 
 		}
 	}
 	now := time.Now()
-	snapshot := &provisioning.Snapshot{Now: now, InstanceTypes: map[string]*cloudprovider.InstanceType{}}
+	snapshot := &state.Snapshot{Now: now, InstanceTypes: map[string]*cloudprovider.InstanceType{}}
 	var reader client.Reader
 	if !f.offline {
 		var err error
-		if reader, err = clusterClient(f); err != nil {
+		if reader, err = clusterClient(f.kubeconfig, f.context); err != nil {
 			return nil, err
 		}
-		if snapshot, err = provisioning.ReadSnapshot(ctx, reader, now); err != nil {
+		if snapshot, err = state.Read(ctx, reader, now); err != nil {
 			return nil, fmt.Errorf("reading the cluster, %w", err)
 		}
 		if f.provisioners == "" {
@@ -240,8 +248,13 @@ func planNow(ctx context.Context, f planFlags, stdout io.Writer) (*plan.Report, 
 	whatIf(snapshot, workload, f.empty)
 	report := plan.Provisioning(ctx, snapshot, provisioners, lister)
 	if f.consolidation {
-		// A fresh ledger: the plugin has no launches in flight of its own.
-		s, _, err := consolidation.Read(ctx, reader, lister, provisioning.NewLedger(), now)
+		// The cluster as it is, not as --pods or --empty imagine it, and a fresh ledger: the
+		// plugin has no launches in flight of its own.
+		cluster, err := state.Read(ctx, reader, now)
+		if err != nil {
+			return nil, fmt.Errorf("reading the cluster for consolidation, %w", err)
+		}
+		s, _, err := consolidation.Read(ctx, reader, cluster, lister, provisioning.NewLedger())
 		if err != nil {
 			return nil, fmt.Errorf("reading the cluster for consolidation, %w", err)
 		}
@@ -253,7 +266,7 @@ func planNow(ctx context.Context, f planFlags, stdout io.Writer) (*plan.Report, 
 // whatIf makes the snapshot the one asked for: with --empty no nodes and no pods on them; with
 // --pods the workload's pods pending instead of the cluster's, its DaemonSets beside the
 // cluster's.
-func whatIf(snapshot *provisioning.Snapshot, workload *plan.Workload, empty bool) {
+func whatIf(snapshot *state.Snapshot, workload *plan.Workload, empty bool) {
 	if empty {
 		snapshot.Nodes = nil
 	}
@@ -275,11 +288,12 @@ func whatIf(snapshot *provisioning.Snapshot, workload *plan.Workload, empty bool
 	}
 }
 
-// clusterClient reads the cluster of the kubeconfig, directly: a plan reads each list once.
-func clusterClient(f planFlags) (client.Client, error) {
+// clusterClient reads the cluster of the kubeconfig (and context, when not empty), directly:
+// plan and convert read each list once.
+func clusterClient(kubeconfig, kubeContext string) (client.Client, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = f.kubeconfig
-	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
+	rules.ExplicitPath = kubeconfig
+	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
 	if err != nil {
 		return nil, usageError{fmt.Errorf("loading the kubeconfig, %w", err)}
 	}

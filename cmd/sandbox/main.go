@@ -90,7 +90,9 @@ func run(ctx context.Context, dir string, options sandbox.Options, story, exitAf
 		fmt.Println("stopping every process the sandbox started…")
 		if err := stack.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "sandbox: stopping, %v\n", err)
+			return
 		}
+		fmt.Printf("every process the sandbox started has stopped; its logs stay in %s\n", filepath.Join(stateDir, "logs"))
 	}()
 
 	kubeconfig := filepath.Join(dir, "kubeconfig")
@@ -104,13 +106,14 @@ func run(ctx context.Context, dir string, options sandbox.Options, story, exitAf
 	fmt.Printf(`
 %s  Karpenter sandbox is up; paste the export line into a shell, and docs/sandbox.md's commands work there:
   export %s
-  kubectl get ha,sng,mp,nodes
+  %s
+  kubectl karpenter plan (from this repository): go run ./cmd/kubectl-karpenter plan --cluster-name %s
   Prometheus:        %s   (e.g. %s/graph?g0.expr=karpenter_queue_length)
   AWS emulator:      %s   (GET %s/_emulator/instances)
   controller log:    %s
   webhook log:       %s
 
-`, clockSince(begin), strings.Join(stack.ShellEnv(kubeconfig), " "), stack.Env.Prometheus.URL, stack.Env.Prometheus.URL,
+`, clockSince(begin), strings.Join(stack.ShellEnv(kubeconfig), " "), suggestedCommand, sandbox.ClusterName, stack.Env.Prometheus.URL, stack.Env.Prometheus.URL,
 		stack.EmulatorURL, stack.EmulatorURL, stack.ControllerLog(), stack.WebhookLog())
 
 	if err := applyExamples(ctx, stack, logf); err != nil {
@@ -128,6 +131,9 @@ func run(ctx context.Context, dir string, options sandbox.Options, story, exitAf
 	<-ctx.Done()
 	return nil
 }
+
+// suggestedCommand is the README's first command in a shell beside the sandbox.
+const suggestedCommand = "kubectl get ha,sng,mp,provisioners,nodes"
 
 // claim records this process in dir/sandbox.pid, refusing when another live sandbox holds it.
 func claim(dir string) (release func(), err error) {

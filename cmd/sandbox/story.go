@@ -126,9 +126,10 @@ func playStory(ctx context.Context, stack *sandbox.Stack, begin time.Time) error
 		return err
 	}
 
-	t.step("the shop scales down to cache 1 × 1 CPU, web and api to 0; Provisioner %q opts in to consolidation", sandbox.ProvisionerName)
+	t.step("the shop scales down to cache 1 × 1 CPU, web and api to 0; Provisioner %q opts in to consolidation, which decides on its empty nodes too, in place of its ttlSecondsAfterEmpty", sandbox.ProvisionerName)
 	provisioner := &v1alpha5.Provisioner{ObjectMeta: metav1.ObjectMeta{Name: sandbox.ProvisionerName}}
-	consolidate := []byte(`{"spec":{"consolidation":{"enabled":true,"budget":"50%"}}}`)
+	// With both, ttlSecondsAfterEmpty would not apply, and the webhook would warn so.
+	consolidate := []byte(`{"spec":{"consolidation":{"enabled":true,"budget":"50%"},"ttlSecondsAfterEmpty":null}}`)
 	if err := c.Patch(ctx, provisioner, client.RawPatch(types.MergePatchType, consolidate)); err != nil {
 		return fmt.Errorf("enabling consolidation on provisioner %s, %w", sandbox.ProvisionerName, err)
 	}

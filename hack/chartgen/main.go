@@ -1,5 +1,6 @@
-// Command chartgen writes the parts of charts/karpenter that config/ already defines, so the chart
-// and the kustomize install cannot drift: the CRDs (copied into crds/) and the RBAC and webhook
+// Command chartgen writes the parts of charts/karpenter that config/ already defines, and the
+// templates of charts/karpenter-crd, so that the charts and the kustomize install cannot drift:
+// the CRDs (copied into crds/ and into karpenter-crd's templates/) and the RBAC and webhook
 // configurations (templated into templates/*.generated.yaml, with the namespace karpenter
 // replaced by the release's). `make generate` runs it; hack/verify-generated.sh fails when its
 // output is stale. The Deployments, Services and budgets are templates of their own, for values
@@ -55,12 +56,24 @@ var (
 	// The webhook's grants on its own namespace object (owner references of its configurations).
 	namespaceResourceNames = regexp.MustCompile(`(?m)^([ \t]*resourceNames:[ \t]*)\["` + namespace + `"\][ \t]*$`)
 	documentSeparator      = regexp.MustCompile(`(?m)^---[ \t]*$`)
+	// A service account of the namespace as the apiserver names it to webhooks' match conditions.
+	serviceAccountUser = "system:serviceaccount:" + namespace + ":"
+	// The controller's ServiceAccount as a binding's subject: the chart names it by the values
+	// serviceAccount.create and serviceAccount.name (upstream's).
+	controllerServiceAccountSubject = regexp.MustCompile(`(?m)^(- kind: ServiceAccount\n[ \t]+name:[ \t]*)karpenter[ \t]*$`)
 )
+
+const controllerServiceAccountName = `{{ include "karpenter.serviceAccountName" . }}`
 
 func main() {
 	config := flag.String("config", "config", "the kustomize install to read")
 	chart := flag.String("chart", "charts/karpenter", "the chart to write into")
+	crdChart := flag.String("crd-chart", "charts/karpenter-crd", "the CRD-only chart, whose templates are the CRDs so that upgrades apply them")
 	flag.Parse()
+	if err := copyCRDs(filepath.Join(*config, "crd"), filepath.Join(*crdChart, "templates")); err != nil {
+		fmt.Fprintf(os.Stderr, "chartgen: %v\n", err)
+		os.Exit(1)
+	}
 	if err := generate(*config, *chart); err != nil {
 		fmt.Fprintf(os.Stderr, "chartgen: %v\n", err)
 		os.Exit(1)
@@ -144,7 +157,7 @@ func kustomizationResources(dir string) ([]string, error) {
 }
 
 // templateFile returns the documents of a manifest that the chart takes as they are, comments
-// kept, with the namespace karpenter replaced by the release's.
+// kept, with the namespace karpenter replaced by the release's, in service account names too.
 func templateFile(path string) ([]string, error) {
 	data, err := os.ReadFile(path) //nolint:gosec // G304: a manifest of the repository.
 	if err != nil {
@@ -161,7 +174,9 @@ func templateFile(path string) ([]string, error) {
 		}
 		document = namespaceField.ReplaceAllString(document, "${1}"+releaseNamespace)
 		document = namespaceResourceNames.ReplaceAllString(document, `${1}[`+releaseNamespace+`]`)
-		templated, err := decode(strings.ReplaceAll(document, releaseNamespace, "RELEASE-NAMESPACE"))
+		document = strings.ReplaceAll(document, serviceAccountUser, "system:serviceaccount:"+releaseNamespace+":")
+		document = controllerServiceAccountSubject.ReplaceAllString(document, "${1}"+controllerServiceAccountName)
+		templated, err := decode(strings.NewReplacer(releaseNamespace, "RELEASE-NAMESPACE", controllerServiceAccountName, "SERVICE-ACCOUNT").Replace(document))
 		if err != nil {
 			return nil, fmt.Errorf("%s after templating, %w", path, err)
 		}
@@ -189,7 +204,7 @@ func name(object map[string]any) any {
 }
 
 // namesNamespace is the path of a field left naming the namespace karpenter: a namespace field,
-// or a resource name of a rule on namespaces.
+// a resource name of a rule on namespaces, or a string naming one of its service accounts.
 func namesNamespace(value any, path string) string {
 	switch value := value.(type) {
 	case map[string]any:
@@ -205,6 +220,10 @@ func namesNamespace(value any, path string) string {
 			if where := namesNamespace(field, path+"."+key); where != "" {
 				return where
 			}
+		}
+	case string:
+		if strings.Contains(value, serviceAccountUser) {
+			return path
 		}
 	case []any:
 		for i, item := range value {

@@ -13,7 +13,7 @@ func TestTemplateFile(t *testing.T) {
 		want           []string
 		wantErr        string
 	}{{
-		name: "namespaces and subjects follow the release, comments stay",
+		name: "namespaces and subjects follow the release and its values, comments stay",
 		manifest: `# a comment
 ---
 apiVersion: rbac.authorization.k8s.io/v1
@@ -33,7 +33,7 @@ metadata:
   namespace: {{ .Release.Namespace }}
 subjects:
 - kind: ServiceAccount
-  name: karpenter
+  name: {{ include "karpenter.serviceAccountName" . }}
   namespace: {{ .Release.Namespace }}
 `},
 	}, {
@@ -57,6 +57,28 @@ rules:
   resources: ["namespaces"]
   resourceNames: [{{ .Release.Namespace }}]
   verbs: ["get"]
+`},
+	}, {
+		name: "a service account named in a webhook's match condition is the release's",
+		manifest: `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: validation.webhook.karpenter.sh
+webhooks:
+- name: validation.webhook.karpenter.sh
+  matchConditions:
+  - name: not-the-controller
+    expression: "request.userInfo.username != 'system:serviceaccount:karpenter:karpenter'"
+`,
+		want: []string{`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: validation.webhook.karpenter.sh
+webhooks:
+- name: validation.webhook.karpenter.sh
+  matchConditions:
+  - name: not-the-controller
+    expression: "request.userInfo.username != 'system:serviceaccount:{{ .Release.Namespace }}:karpenter'"
 `},
 	}, {
 		name: "objects the chart templates itself are left out",

@@ -6,6 +6,9 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	autoscalingv1alpha1 "karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
+	provisioningv1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	provisioningv1alpha1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha1"
 	provisioningv1alpha5 "karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 )
 
@@ -13,6 +16,9 @@ var schemeBuilder = runtime.NewSchemeBuilder(
 	clientgoscheme.AddToScheme,
 	autoscalingv1alpha1.AddToScheme,
 	provisioningv1alpha5.AddToScheme,
+	provisioningv1.AddToScheme,
+	provisioningv1alpha1.AddToScheme,
+	awsv1.AddToScheme,
 )
 
 // AddToScheme registers the built-in Kubernetes types and Karpenter's own.

@@ -3,6 +3,7 @@ package cloudprovider
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -113,3 +114,86 @@ func (e *StalePricesError) Error() string {
 }
 
 func (e *StalePricesError) Unwrap() error { return e.Err }
+
+// UnreadInstancesError is what Create returns, beside the instances it could read, when it
+// launched instances it could not read back (the cloud's describe failed): they run, but only
+// what the launch's answer told of them is known (ID, ProviderID, InstanceType, Zone,
+// CapacityType, Labels), not their node name. They are the caller's: it reads them again with
+// Get, rather than launching others for the same pods.
+type UnreadInstancesError struct {
+	Instances []*Instance
+	Err       error
+}
+
+func (e *UnreadInstancesError) Error() string {
+	ids := make([]string, len(e.Instances))
+	for i, instance := range e.Instances {
+		ids[i] = instance.ID
+	}
+	return fmt.Sprintf("launched %d instances that could not be read back (%s), %v", len(e.Instances), strings.Join(ids, ", "), e.Err)
+}
+
+func (e *UnreadInstancesError) Unwrap() error { return e.Err }
+
+// The reasons of an ActionRequiredError: each names a cause of failing launches that only the
+// user can fix. They are the reasons of the Events and conditions that tell of it, and the
+// values of the launch error metric's reason label (docs/troubleshooting.md).
+const (
+	ReasonInvalidInstanceProfile = "InvalidInstanceProfile"
+	ReasonInvalidLaunchTemplate  = "InvalidLaunchTemplate"
+	ReasonInvalidSubnet          = "InvalidSubnet"
+	ReasonInvalidSecurityGroup   = "InvalidSecurityGroup"
+	ReasonInvalidAMI             = "InvalidAMI"
+	ReasonUnauthorized           = "Unauthorized"
+	ReasonVCPUQuotaExceeded      = "VCPUQuotaExceeded"
+)
+
+// ActionRequiredError is a launch, or what a launch needs, failing for a reason only the user
+// can fix: a resource the Provisioner names that the cloud refuses, the controller's
+// permissions, an account quota. Trying again fails the same way until they act.
+type ActionRequiredError struct {
+	// Reason names the cause: one of the Reason* constants.
+	Reason string
+	// Field is the Provisioner's field to fix, e.g. spec.provider.instanceProfile; empty when
+	// the cause is none of its fields (the controller's permissions, an account quota), which
+	// Err then says.
+	Field string
+	Err   error
+}
+
+func (e *ActionRequiredError) Error() string {
+	if e.Field == "" {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("%v; check %s", e.Err, e.Field)
+}
+
+func (e *ActionRequiredError) Unwrap() error { return e.Err }
+
+// ActionRequired is the ActionRequiredError err is or wraps, an AccessDeniedError being one of
+// reason Unauthorized; nil for any other error.
+func ActionRequired(err error) *ActionRequiredError {
+	var required *ActionRequiredError
+	if errors.As(err, &required) {
+		return required
+	}
+	var denied *AccessDeniedError
+	if errors.As(err, &denied) {
+		return &ActionRequiredError{Reason: ReasonUnauthorized, Err: err}
+	}
+	return nil
+}
+
+// LaunchedBeforeError is what Create returns when a launch under the request's IdempotencyKey was
+// made before with other candidates or counts, which the cloud will not answer again: its
+// instances are found by their LaunchGroup instead.
+type LaunchedBeforeError struct {
+	Key string
+	Err error
+}
+
+func (e *LaunchedBeforeError) Error() string {
+	return fmt.Sprintf("a launch under key %s was made before with other parameters, %v", e.Key, e.Err)
+}
+
+func (e *LaunchedBeforeError) Unwrap() error { return e.Err }

@@ -22,7 +22,9 @@ type InstanceProvider interface {
 	// candidate, in request order, the cloud has capacity for. It may launch fewer than
 	// Count when the candidates run out of capacity (a partial fulfilment), but never none:
 	// when it launched none it returns *InsufficientCapacityError naming the offerings
-	// that failed, so that the caller can stop offering them.
+	// that failed, so that the caller can stop offering them. A request with the
+	// IdempotencyKey of an earlier one is answered with that one's instances, those
+	// terminated since included (State InstanceStateTerminated).
 	Create(ctx context.Context, request LaunchRequest) ([]*Instance, error)
 	// Delete terminates the instance. An instance already gone is not an error:
 	// deleting is idempotent.
@@ -90,8 +92,10 @@ type LaunchRequest struct {
 	// Provider is the Provisioner's spec.provider block, defaulted and valid.
 	Provider *runtime.RawExtension
 	// IdempotencyKey names the launch: a Create retried with the same key and candidates (after
-	// a crash or a lost answer) returns the instances the first one launched instead of more.
-	// Empty means every call is a new launch.
+	// a crash or a lost answer) returns the instances the first one launched instead of more,
+	// and when the candidates changed since, fails with *LaunchedBeforeError rather than launch
+	// again. The instances are tagged with it (Instance.LaunchGroup). Empty means every call is a
+	// new launch.
 	IdempotencyKey string
 }
 
@@ -124,6 +128,10 @@ const (
 	InstanceStatePending InstanceState = "pending"
 	// InstanceStateRunning is an instance running, its node maybe not yet registered.
 	InstanceStateRunning InstanceState = "running"
+	// InstanceStateTerminated is an instance shut down or gone. Only Create answers with one:
+	// a launch retried under an earlier launch's IdempotencyKey gets that launch's instances
+	// back, as the cloud keeps the answer (EC2: for at least a day after they terminated).
+	InstanceStateTerminated InstanceState = "terminated"
 )
 
 // Instance is a machine the cloud launched.
@@ -137,9 +145,14 @@ type Instance struct {
 	Zone         string
 	CapacityType string
 	// NodeName is the name the node registers with (on AWS the private DNS name).
-	NodeName   string
-	LaunchTime time.Time
-	State      InstanceState
+	NodeName string
+	// ImageID is the image the instance booted (on AWS the AMI id).
+	ImageID string
+	// LaunchGroup is the IdempotencyKey of the launch that made the instance, "" for one
+	// launched without: a launch resumed after a crash finds the instances it made by it.
+	LaunchGroup string
+	LaunchTime  time.Time
+	State       InstanceState
 	// Labels are those the node will carry: the request's and the well-known labels of the
 	// instance type and offering launched.
 	Labels map[string]string

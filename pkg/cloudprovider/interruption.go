@@ -41,6 +41,10 @@ type InterruptionMessage struct {
 	Time time.Time
 	// Err says why a message is InterruptionUnknown.
 	Err error
+	// Refused, when set, says why a message that reads as an interruption is not believed: it
+	// did not come from the cloud account the queue belongs to (on AWS, another account's
+	// EventBridge rule sent it). Such a message is deleted and never acted upon.
+	Refused error
 	// ReceiptHandle is the queue's token for deleting this delivery of the message.
 	ReceiptHandle string
 }
@@ -50,7 +54,8 @@ type InterruptionMessage struct {
 type InterruptionQueue interface {
 	// Receive waits a while for messages and returns those that arrived, none when the wait
 	// ran out. A message that cannot be parsed comes back as InterruptionUnknown, never as
-	// an error: errors are the queue's own.
+	// an error: errors are the queue's own. A message from another account comes back with
+	// Refused set.
 	Receive(ctx context.Context) ([]InterruptionMessage, error)
 	// Delete removes a received message for good.
 	Delete(ctx context.Context, message InterruptionMessage) error

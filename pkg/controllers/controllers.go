@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/tools/record"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	cloudmetrics "karpenter.sh/karpenter/pkg/cloudprovider/metrics"
 	"karpenter.sh/karpenter/pkg/controllers/consolidation"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/controllers/interruption"
@@ -23,11 +25,21 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
 	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
 	"karpenter.sh/karpenter/pkg/controllers/node/termination"
+	nodeclaimhydration "karpenter.sh/karpenter/pkg/controllers/nodeclaim/hydration"
+	nodeclaimlifecycle "karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
+	nodeclaimtermination "karpenter.sh/karpenter/pkg/controllers/nodeclaim/termination"
+	"karpenter.sh/karpenter/pkg/controllers/nodeclass"
+	nodepoolstatus "karpenter.sh/karpenter/pkg/controllers/nodepool/status"
 	provisionerstatus "karpenter.sh/karpenter/pkg/controllers/provisioner/status"
+	provisionerwarnings "karpenter.sh/karpenter/pkg/controllers/provisioner/warnings"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/scalablenodegroup"
+	"karpenter.sh/karpenter/pkg/controllers/statemetrics"
+	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/metrics/clients"
 	"karpenter.sh/karpenter/pkg/metrics/producers"
+	"karpenter.sh/karpenter/pkg/providers/awsapi"
+	"karpenter.sh/karpenter/pkg/state"
 )
 
 // Options are the settings reconcilers take from the controller's flags.
@@ -69,6 +81,9 @@ type Options struct {
 	// operator was not given a cluster name, and then the controllers that need it are not
 	// registered.
 	InstanceProvider cloudprovider.InstanceProvider
+	// InstanceProviderName is the cloud's name (aws), the provider label of the cloud calls'
+	// metrics.
+	InstanceProviderName string
 	// InterruptionQueue delivers the cloud's notices about instances; the interruption
 	// controller is not registered when nil.
 	InterruptionQueue cloudprovider.InterruptionQueue
@@ -103,6 +118,21 @@ type Options struct {
 	// ConsolidationMinNodeAge is how long a node exists before it may be consolidated;
 	// consolidation.DefaultMinNodeAge when zero.
 	ConsolidationMinNodeAge time.Duration
+	// ConsolidationNoSpotToSpot keeps spot nodes from being replaced by cheaper spot nodes.
+	ConsolidationNoSpotToSpot bool
+	// AWSClients are the AWS clients of the region nodes launch in, AWSRegion; the nodeclass
+	// controller, which resolves EC2NodeClasses through them, is not registered when nil.
+	AWSClients awsapi.ClientsFunc
+	AWSRegion  string
+	// ClusterName names the cluster in what Karpenter creates in AWS for EC2NodeClasses
+	// (instance profiles).
+	ClusterName string
+	// KubernetesVersion is the cluster's major.minor; it selects the AMIs EC2NodeClass aliases
+	// name.
+	KubernetesVersion string
+	// NodeClassPeriod is how often each EC2NodeClass is resolved again;
+	// nodeclass.DefaultPeriod when zero.
+	NodeClassPeriod time.Duration
 	// ResyncPeriod is how often every object is reconciled even without a watch event.
 	ResyncPeriod time.Duration
 	// Clock is the one clock of every controller.
@@ -113,11 +143,11 @@ type Options struct {
 
 // Names lists every controller, in the order they are registered.
 var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name,
-	provisioning.Name, readiness.Name, termination.Name, garbagecollection.Name, interruption.Name, provisionerstatus.Name,
-	emptiness.Name, expiration.Name, consolidation.Name}
+	provisioning.Name, nodeclaimlifecycle.Name, nodeclaimtermination.Name, nodeclaimhydration.Name, readiness.Name, termination.Name, garbagecollection.Name,
+	interruption.Name, provisionerstatus.Name, provisionerwarnings.Name, nodeclass.Name, nodepoolstatus.Name, emptiness.Name, expiration.Name, consolidation.Name, statemetrics.Name}
 
 // needInstances are the controllers that run only with an InstanceProvider.
-var needInstances = []string{provisioning.Name, termination.Name, garbagecollection.Name, interruption.Name, expiration.Name, consolidation.Name}
+var needInstances = []string{provisioning.Name, nodeclaimtermination.Name, termination.Name, garbagecollection.Name, interruption.Name, expiration.Name, consolidation.Name}
 
 // reconciler is what each controller package offers to the manager.
 type reconciler interface {
@@ -142,8 +172,18 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 		// A queue configured and never read would drop every notice without a word.
 		return fmt.Errorf("the %s controller has a queue but no instance provider, whose nodes it acts on", interruption.Name)
 	}
-	// One ledger: launches of every controller count against the same limits.
+	// One ledger: launches of every controller count against the same limits. One launcher:
+	// every launch goes through it, within one bound on the cloud's calls.
 	ledger := provisioning.NewLedger()
+	launches := sync.OnceValue(func() *launcher.Launcher {
+		// The launcher's cloud calls are timed and counted under the controller whose context
+		// made them (cloudmetrics.WithController); "launcher" only names calls of none.
+		instances := cloudmetrics.Decorate(opts.InstanceProvider, "launcher", opts.InstanceProviderName, opts.Clock)
+		return launcher.New(mgr.GetClient(), instances, provisioning.DefaultLaunchConcurrency)
+	})
+	// One cluster state, read by every planning loop; its informers start only with a loop that
+	// plans, so a metrics-only deployment watches no pods or volumes.
+	cluster := sync.OnceValues(func() (*state.Cluster, error) { return state.NewCluster(ctx, mgr.GetCache(), mgr.GetClient()) })
 	for _, name := range Names {
 		if len(opts.Enabled) > 0 && !slices.Contains(opts.Enabled, name) {
 			continue
@@ -155,13 +195,20 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 			log.FromContext(ctx).Info("no instance provider: controller not registered, Provisioners are not acted on", "controller", name)
 			continue
 		}
+		if opts.AWSClients == nil && name == nodeclass.Name {
+			if slices.Contains(opts.Enabled, name) {
+				return fmt.Errorf("the %s controller needs AWS clients", name)
+			}
+			log.FromContext(ctx).Info("no AWS clients: controller not registered, EC2NodeClasses are not resolved", "controller", name)
+			continue
+		}
 		if opts.InterruptionQueue == nil && name == interruption.Name {
 			if slices.Contains(opts.Enabled, name) {
 				return fmt.Errorf("the %s controller needs an interruption queue", name)
 			}
 			continue
 		}
-		r, err := build(ctx, mgr, name, opts, ledger)
+		r, err := build(ctx, mgr, name, opts, shared{ledger: ledger, launches: launches, cluster: cluster})
 		if err != nil {
 			return fmt.Errorf("building the %s controller, %w", name, err)
 		}
@@ -172,8 +219,20 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 	return nil
 }
 
+// shared is what the controllers that launch share: one ledger of limits, one launcher, one
+// cluster state.
+type shared struct {
+	ledger   *provisioning.Ledger
+	launches func() *launcher.Launcher
+	cluster  func() (*state.Cluster, error)
+}
+
 // build constructs one controller with everything it needs.
-func build(ctx context.Context, mgr manager.Manager, name string, opts Options, ledger *provisioning.Ledger) (reconciler, error) {
+func build(ctx context.Context, mgr manager.Manager, name string, opts Options, with shared) (reconciler, error) {
+	if opts.InstanceProvider != nil {
+		// Each controller's cloud calls are timed and counted under its name.
+		opts.InstanceProvider = cloudmetrics.Decorate(opts.InstanceProvider, name, opts.InstanceProviderName, opts.Clock)
+	}
 	switch name {
 	case horizontalautoscaler.Name:
 		prometheus, err := clients.NewPrometheus(ctx, prometheusOptions(opts))
@@ -208,6 +267,10 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			Period:   cmp.Or(opts.MetricsProducerPeriod, opts.ResyncPeriod),
 		})
 	case provisioning.Name:
+		cluster, err := with.cluster()
+		if err != nil {
+			return nil, fmt.Errorf("reading the cluster's state, %w", err)
+		}
 		return provisioning.New(provisioning.Options{
 			Client:            mgr.GetClient(),
 			InstanceProvider:  opts.InstanceProvider,
@@ -217,7 +280,27 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			BatchMaxDuration:  opts.BatchMaxDuration,
 			EarlyLaunch:       opts.BatchEarlyLaunch,
 			BindPods:          opts.BindPods,
-			Ledger:            ledger,
+			Ledger:            with.ledger,
+			Launcher:          with.launches(),
+			Cluster:           cluster,
+		})
+	case nodeclaimlifecycle.Name:
+		return nodeclaimlifecycle.New(nodeclaimlifecycle.Options{
+			Client:   mgr.GetClient(),
+			Recorder: recorderFor(mgr, name),
+			Clock:    opts.Clock,
+			Timeouts: nodeclaimlifecycle.Timeouts{Initialization: cmp.Or(opts.NodeReadyTimeout, readiness.DefaultTimeout)},
+			Launches: launchesIfInstances(opts, with.launches),
+		})
+	case nodeclaimhydration.Name:
+		return nodeclaimhydration.New(nodeclaimhydration.Options{Client: mgr.GetClient(), Recorder: recorderFor(mgr, name)})
+	case nodeclaimtermination.Name:
+		return nodeclaimtermination.New(nodeclaimtermination.Options{
+			Client:    mgr.GetClient(),
+			Instances: opts.InstanceProvider,
+			Recorder:  recorderFor(mgr, name),
+			Clock:     opts.Clock,
+			Launches:  with.launches(),
 		})
 	case readiness.Name:
 		return readiness.New(readiness.Options{
@@ -233,6 +316,8 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			Recorder:  recorderFor(mgr, name),
 			Clock:     opts.Clock,
 		})
+	case statemetrics.Name:
+		return statemetrics.New(statemetrics.Options{Client: mgr.GetClient(), Clock: opts.Clock})
 	case garbagecollection.Name:
 		return garbagecollection.New(garbagecollection.Options{
 			Client:    mgr.GetClient(),
@@ -250,25 +335,38 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			Clock:    opts.Clock,
 		})
 	case expiration.Name:
+		cluster, err := with.cluster()
+		if err != nil {
+			return nil, fmt.Errorf("reading the cluster's state, %w", err)
+		}
 		return expiration.New(expiration.Options{
 			Client:    mgr.GetClient(),
 			Instances: opts.InstanceProvider,
 			Recorder:  recorderFor(mgr, name),
 			Clock:     opts.Clock,
 			Period:    opts.ExpirationPeriod,
-			Ledger:    ledger,
+			Ledger:    with.ledger,
+			Launcher:  with.launches(),
+			Cluster:   cluster,
 		})
 	case consolidation.Name:
+		cluster, err := with.cluster()
+		if err != nil {
+			return nil, fmt.Errorf("reading the cluster's state, %w", err)
+		}
 		return consolidation.New(consolidation.Options{
 			Client:    mgr.GetClient(),
 			Instances: opts.InstanceProvider,
 			Recorder:  recorderFor(mgr, name),
 			Clock:     opts.Clock,
 			Period:    opts.ConsolidationPeriod,
-			Ledger:    ledger,
+			Ledger:    with.ledger,
+			Launcher:  with.launches(),
+			Cluster:   cluster,
 			Settings: consolidation.Settings{
-				MinNodeAge: opts.ConsolidationMinNodeAge,
-				Threshold:  opts.ConsolidationThreshold,
+				MinNodeAge:   opts.ConsolidationMinNodeAge,
+				Threshold:    opts.ConsolidationThreshold,
+				NoSpotToSpot: opts.ConsolidationNoSpotToSpot,
 			},
 		})
 	case interruption.Name:
@@ -281,10 +379,33 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			Clock:     opts.Clock,
 			Grace:     opts.GarbageCollectionGrace,
 		})
+	case nodeclass.Name:
+		return nodeclass.New(nodeclass.Options{
+			Client:            mgr.GetClient(),
+			Recorder:          recorderFor(mgr, name),
+			Clock:             opts.Clock,
+			Clients:           opts.AWSClients,
+			ClusterName:       opts.ClusterName,
+			Region:            opts.AWSRegion,
+			KubernetesVersion: opts.KubernetesVersion,
+			Period:            opts.NodeClassPeriod,
+		})
+	case nodepoolstatus.Name:
+		return nodepoolstatus.New(nodepoolstatus.Options{Client: mgr.GetClient(), Recorder: recorderFor(mgr, name)})
 	case provisionerstatus.Name:
 		return provisionerstatus.New(provisionerstatus.Options{Client: mgr.GetClient()})
+	case provisionerwarnings.Name:
+		return provisionerwarnings.New(provisionerwarnings.Options{Client: mgr.GetClient(), Recorder: recorderFor(mgr, name)})
 	}
 	return nil, fmt.Errorf("no controller is named %q", name)
+}
+
+// launchesIfInstances is the launcher when the operator launches instances, nil otherwise.
+func launchesIfInstances(opts Options, launches func() *launcher.Launcher) nodeclaimlifecycle.Launches {
+	if opts.InstanceProvider == nil {
+		return nil
+	}
+	return launches()
 }
 
 // recorderFor names every controller's Events source the same way: karpenter-<controller>.

@@ -1,10 +1,13 @@
-// Package nodes holds what Karpenter asks of a node: whether it is Ready and whether
-// Karpenter launched it. It is pure: every predicate reads only the node it is given. It also
+// Package nodes holds what Karpenter asks of a node: whether it is Ready, whether Karpenter
+// launched it, and whether it may be removed. It is pure: every predicate reads only the node
+// it is given. It also
 // holds the node field index (index.go) that the operator registers once, and the JSON patch
 // that removes one taint, with how to tell its refusal (taints.go).
 package nodes
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
@@ -31,6 +34,22 @@ func IsReady(node *corev1.Node) bool {
 func IsLaunchedByKarpenter(node *corev1.Node) bool {
 	_, ok := node.Labels[v1alpha5.ProvisionerNameLabelKey]
 	return ok
+}
+
+// HasTerminationFinalizer is true for a node whose deletion the termination controller runs:
+// it carries the karpenter.sh/termination finalizer, which the controller puts back on every
+// node Karpenter launched that lost it.
+func HasTerminationFinalizer(node *corev1.Node) bool {
+	return slices.Contains(node.Finalizers, v1alpha5.TerminationFinalizer)
+}
+
+// IsRemovable is true for a node Karpenter launched, not already being deleted, that carries
+// the termination finalizer: deleting it drains it through the Eviction API (its
+// PodDisruptionBudgets and do-not-evict pods hold) and terminates its instance. Every
+// controller that deletes nodes asks it first: without the finalizer the Node object would go
+// at once, its pods never evicted, and its instance left to garbage collection.
+func IsRemovable(node *corev1.Node) bool {
+	return IsLaunchedByKarpenter(node) && node.DeletionTimestamp == nil && HasTerminationFinalizer(node)
 }
 
 // IsLaunching is true for a node Karpenter launched whose kubelet has not yet reported Ready,

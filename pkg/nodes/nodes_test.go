@@ -53,6 +53,32 @@ func TestIsLaunchedByKarpenter(t *testing.T) {
 	}
 }
 
+func TestIsRemovable(t *testing.T) {
+	launched := map[string]string{v1alpha5.ProvisionerNameLabelKey: "default"}
+	finalized := []string{"other", v1alpha5.TerminationFinalizer}
+	for _, tc := range []struct {
+		name       string
+		labels     map[string]string
+		finalizers []string
+		deleting   bool
+		want       bool
+	}{
+		{name: "launched by Karpenter, with the termination finalizer", labels: launched, finalizers: finalized, want: true},
+		{name: "without the termination finalizer", labels: launched, finalizers: []string{"other"}},
+		{name: "without finalizers", labels: launched},
+		{name: "being deleted", labels: launched, finalizers: finalized, deleting: true},
+		{name: "not launched by Karpenter", finalizers: finalized},
+	} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels, Finalizers: tc.finalizers}}
+		if tc.deleting {
+			node.DeletionTimestamp = &metav1.Time{}
+		}
+		if got := IsRemovable(node); got != tc.want {
+			t.Errorf("%s: IsRemovable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestIsLaunching(t *testing.T) {
 	notReady := corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule}
 	other := corev1.Taint{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}

@@ -31,7 +31,11 @@ func TestAWSInstancesForTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	options := Options{ClusterName: "demo", AWSInstanceOptions: aws.InstancesOptions{DefaultInstanceProfile: "nodes"}}
-	instances, err := awsInstances(&rest.Config{Host: apiServer.URL}, provider, options)
+	version, err := kubernetesVersion(&rest.Config{Host: apiServer.URL})
+	if err != nil || version != "1.31" {
+		t.Fatalf("kubernetesVersion = %q, %v; want 1.31", version, err)
+	}
+	instances, err := awsInstances(&rest.Config{Host: apiServer.URL}, provider, version, options)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +44,7 @@ func TestAWSInstancesForTheCluster(t *testing.T) {
 	}
 
 	apiServer.Close()
-	if _, err := awsInstances(&rest.Config{Host: apiServer.URL}, provider, options); err == nil || !strings.Contains(err.Error(), "reading the cluster's Kubernetes version") {
+	if _, err := kubernetesVersion(&rest.Config{Host: apiServer.URL}); err == nil || !strings.Contains(err.Error(), "reading the cluster's Kubernetes version") {
 		t.Errorf("without the API server = %v, want the version's error", err)
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/controllers"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
 )
@@ -60,11 +61,15 @@ type Options struct {
 	// zero. Unused when Controllers.CloudProvider is set.
 	AWSCallTimeout time.Duration
 	// ClusterName, when set, makes the operator launch instances for Provisioners on AWS in
-	// the default region (Controllers.InstanceProvider), tagged as the cluster's. Unused when
-	// Controllers.CloudProvider is set.
+	// the default region (Controllers.InstanceProvider), tagged as the cluster's, and resolve
+	// EC2NodeClasses there (Controllers.AWSClients). Unused when Controllers.CloudProvider is
+	// set.
 	ClusterName string
 	// ClusterEndpoint is the API server's URL nodes join; the rest config's host when empty.
 	ClusterEndpoint string
+	// ClusterCABundle (PEM) is the CA nodes verify the API server with; the rest config's when
+	// empty.
+	ClusterCABundle []byte
 	// AWSInstanceOptions configure the instances launched: the default instance profile, the
 	// refresh periods, how long an offering without capacity is not offered. The cluster's
 	// name, endpoint, CA bundle and version are filled in from the above and the cluster.
@@ -96,7 +101,9 @@ type Options struct {
 // registered once, for every controller that selects by it.
 var fieldIndexes = []func(context.Context, client.FieldIndexer) error{
 	pods.IndexNodeName,
+	pods.IndexNominatedNodeName,
 	nodes.IndexProvisioner,
+	nodeclaims.Index,
 }
 
 // Run runs the operator against the cluster of the kubeconfig until ctx is done.
@@ -141,12 +148,22 @@ func New(ctx context.Context, restConfig *rest.Config, options Options) (manager
 			provider.Register(registry)
 			options.Controllers.CloudProvider = registry
 			if options.ClusterName != "" {
-				instances, err := awsInstances(restConfig, provider, options)
+				version, err := kubernetesVersion(restConfig)
+				if err != nil {
+					return nil, err
+				}
+				instances, err := awsInstances(restConfig, provider, version, options)
 				if err != nil {
 					return nil, err
 				}
 				registry.RegisterProvider(instances)
 				options.Controllers.InstanceProvider = instances
+				options.Controllers.InstanceProviderName = "aws"
+				// EC2NodeClasses resolve in the region instances launch in, for this cluster.
+				options.Controllers.AWSClients = provider.DefaultRegionClients
+				options.Controllers.AWSRegion = provider.Region()
+				options.Controllers.ClusterName = options.ClusterName
+				options.Controllers.KubernetesVersion = version
 			}
 		}
 		if needQueue {
@@ -188,11 +205,15 @@ func New(ctx context.Context, restConfig *rest.Config, options Options) (manager
 
 // awsInstances builds the AWS InstanceProvider for the cluster the rest config reaches: nodes
 // join it at its endpoint with its CA bundle, and run the EKS AMI of its Kubernetes version.
-func awsInstances(restConfig *rest.Config, provider *aws.Provider, options Options) (*aws.Instances, error) {
+func awsInstances(restConfig *rest.Config, provider *aws.Provider, kubernetesVersion string, options Options) (*aws.Instances, error) {
 	opts := options.AWSInstanceOptions
 	opts.ClusterName = options.ClusterName
+	opts.KubernetesVersion = kubernetesVersion
 	opts.ClusterEndpoint = cmp.Or(options.ClusterEndpoint, restConfig.Host)
 	opts.ClusterCABundle = restConfig.CAData
+	if len(options.ClusterCABundle) > 0 {
+		opts.ClusterCABundle = options.ClusterCABundle
+	}
 	if len(opts.ClusterCABundle) == 0 && restConfig.CAFile != "" {
 		ca, err := os.ReadFile(restConfig.CAFile)
 		if err != nil {
@@ -200,22 +221,23 @@ func awsInstances(restConfig *rest.Config, provider *aws.Provider, options Optio
 		}
 		opts.ClusterCABundle = ca
 	}
-	discoveryClient, err := discovery.NewDiscoveryClientForConfig(restConfig)
-	if err != nil {
-		return nil, fmt.Errorf("creating the discovery client, %w", err)
-	}
-	version, err := discoveryClient.ServerVersion()
-	if err != nil {
-		return nil, fmt.Errorf("reading the cluster's Kubernetes version, %w", err)
-	}
-	opts.KubernetesVersion, err = minorVersion(version)
-	if err != nil {
-		return nil, err
-	}
 	if clk, ok := options.Controllers.Clock.(clock.WithTicker); ok {
 		opts.Clock = clk
 	}
 	return provider.Instances(opts)
+}
+
+// kubernetesVersion is the major.minor version of the cluster the rest config reaches.
+func kubernetesVersion(restConfig *rest.Config) (string, error) {
+	discoveryClient, err := discovery.NewDiscoveryClientForConfig(restConfig)
+	if err != nil {
+		return "", fmt.Errorf("creating the discovery client, %w", err)
+	}
+	version, err := discoveryClient.ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("reading the cluster's Kubernetes version, %w", err)
+	}
+	return minorVersion(version)
 }
 
 // minorVersion is the cluster's major.minor version; managed clusters add a suffix to the minor

@@ -20,6 +20,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -144,7 +145,7 @@ func describe(plan provisioning.Plan) string {
 }
 
 // snapshot is a cluster of one Ready, tainted node running a few pods, with the pods pending.
-func snapshot(trim bool) *provisioning.Snapshot {
+func snapshot(trim bool) *state.Snapshot {
 	node := builders.Node(builders.NodeOptions{Name: "existing", Ready: corev1.ConditionTrue, Allocatable: builders.Resources("cpu", "4", "memory", "8Gi", "pods", "20"),
 		Labels: map[string]string{corev1.LabelTopologyZone: "us-west-2a", corev1.LabelHostname: "existing", corev1.LabelInstanceTypeStable: "m5.xlarge"}})
 	node.Spec.Taints = []corev1.Taint{{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}}
@@ -154,7 +155,7 @@ func snapshot(trim bool) *provisioning.Snapshot {
 		all = append(all, builders.Pod(builders.PodOptions{Name: fmt.Sprintf("running-%d", i), NodeName: "existing", Phase: corev1.PodRunning,
 			Labels: map[string]string{"app": "spread"}, Requests: builders.Resources("cpu", "500m", "memory", "1Gi")}))
 	}
-	s := &provisioning.Snapshot{InstanceTypes: map[string]*cloudprovider.InstanceType{}}
+	s := &state.Snapshot{InstanceTypes: map[string]*cloudprovider.InstanceType{}}
 	s.Claims, s.Volumes = claimed()
 	for _, pod := range all {
 		lived(pod)
@@ -182,7 +183,7 @@ func snapshot(trim bool) *provisioning.Snapshot {
 func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 	provisioners := []scheduling.Provisioner{provisioning.Limited(builders.Provisioner(builders.ProvisionerOptions{Name: "default"}), fake.DefaultInstanceTypes(), nil)}
 	whole, trimmed := snapshot(false), snapshot(true)
-	want, got := describe(whole.Plan(provisioners)), describe(trimmed.Plan(provisioners))
+	want, got := describe(provisioning.PlanPending(whole, provisioners)), describe(provisioning.PlanPending(trimmed, provisioners))
 	if want != got {
 		t.Errorf("the plan on trimmed pods differs:\n%s\nwant the plan on whole pods:\n%s", got, want)
 	}
@@ -193,7 +194,8 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 		w, g := &whole.Pods[i], &trimmed.Pods[i]
 		for name, predicate := range map[string]func(*corev1.Pod) bool{
 			"IsUnschedulable": pods.IsUnschedulable, "IsProvisionable": pods.IsProvisionable, "IsTerminal": pods.IsTerminal,
-			"IsOwnedByDaemonSet": pods.IsOwnedByDaemonSet, "IsMirror": pods.IsMirror, "HasDoNotEvict": pods.HasDoNotEvict,
+			"IsOwnedByDaemonSet": pods.IsOwnedByDaemonSet, "IsMirror": pods.IsMirror,
+			"IsMovable": pods.IsMovable, "HoldsNode": pods.HoldsNode, "IsEvictedByDrain": pods.IsEvictedByDrain,
 		} {
 			if predicate(w) != predicate(g) {
 				t.Errorf("%s(%s) = %v trimmed, %v whole", name, w.Name, predicate(g), predicate(w))
@@ -219,7 +221,7 @@ func TestTrimForCacheDrops(t *testing.T) {
 		"probes":                 c.LivenessProbe == nil && c.ReadinessProbe == nil && c.StartupProbe == nil,
 		"ephemeral containers":   pod.Spec.EphemeralContainers == nil,
 		"container statuses":     pod.Status.ContainerStatuses == nil && pod.Status.InitContainerStatuses == nil,
-		"other conditions":       len(pod.Status.Conditions) == 1 && pod.Status.Conditions[0].Type == corev1.PodScheduled,
+		"other conditions":       len(pod.Status.Conditions) == 2 && pod.Status.Conditions[0].Type == corev1.PodScheduled && pod.Status.Conditions[1].Type == corev1.PodReady && pod.Status.Conditions[1].Message == "",
 		"the projected contents": pod.Spec.Volumes[0].Projected != nil && pod.Spec.Volumes[0].Projected.Sources == nil,
 		"the kept emptyDir":      pod.Spec.Volumes[4].EmptyDir != nil,
 	} {

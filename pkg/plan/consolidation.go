@@ -40,6 +40,7 @@ const (
 	ReasonNotKarpenter          = "NotLaunchedByKarpenter"
 	ReasonConsolidationDisabled = "ConsolidationDisabled"
 	ReasonDeleting              = "Deleting"
+	ReasonNoFinalizer           = "NoTerminationFinalizer"
 	ReasonOutsaved              = "OtherActionSavesMore"
 	ReasonSavesNothing          = "SavesNothing"
 )
@@ -78,6 +79,8 @@ func Consolidate(snapshot consolidation.Snapshot, settings consolidation.Setting
 			kept.Reason, kept.Message = ReasonNotKarpenter, "no Provisioner launched the node"
 		case node.DeletionTimestamp != nil:
 			kept.Reason, kept.Message = ReasonDeleting, "the node is being deleted"
+		case !nodes.HasTerminationFinalizer(node):
+			kept.Reason, kept.Message = ReasonNoFinalizer, "the node lacks the "+v1alpha5.TerminationFinalizer+" finalizer, without which it would go undrained; the termination controller puts it back"
 		case !consolidating[node.Labels[v1alpha5.ProvisionerNameLabelKey]]:
 			kept.Reason, kept.Message = ReasonConsolidationDisabled, "provisioner "+node.Labels[v1alpha5.ProvisionerNameLabelKey]+" does not have spec.consolidation.enabled"
 		case decision.Action != consolidation.None:

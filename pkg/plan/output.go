@@ -8,6 +8,8 @@ import (
 	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 )
 
 // Formats of -o.
@@ -44,10 +46,16 @@ func writeTable(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if len(r.NewNodes) > 0 {
 		fmt.Fprintln(tw, "NEW NODE\tPROVISIONER\tINSTANCE TYPE\tZONE\tCAPACITY TYPE\t$/H\tPODS\tALSO FITS")
+		spot := false
 		for i, n := range r.NewNodes {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.4f\t%d\t%s\n", i+1, n.Provisioner, n.InstanceType, n.Zone, n.CapacityType, n.PricePerHour, len(n.Pods), alsoFits(n))
+			spot = spot || n.CapacityType == v1alpha5.CapacityTypeSpot
 		}
 		fmt.Fprintln(tw)
+		if spot {
+			fmt.Fprintln(tw, spotNote)
+			fmt.Fprintln(tw)
+		}
 	} else {
 		fmt.Fprintln(tw, "No new nodes.")
 		fmt.Fprintln(tw)
@@ -91,6 +99,11 @@ func writeTable(w io.Writer, r *Report) error {
 	}
 	return tw.Flush()
 }
+
+// spotNote says how far a spot node's offering is a prediction: EC2 launches spot by spare
+// capacity first (price-capacity-optimized), which no one outside EC2 can read.
+const spotNote = "Spot nodes: EC2 weighs the candidates' spare capacity, then their price: it launches the offering shown\n" +
+	"while its capacity is ample, else another candidate."
 
 // alsoFits are the other candidates a capacity error would fall through to, a few of them.
 func alsoFits(n NewNode) string {

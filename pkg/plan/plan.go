@@ -1,5 +1,5 @@
 // Package plan is `kubectl karpenter plan`: it runs the provisioning controller's own pass
-// (provisioning.Snapshot.Plan) and consolidation's decision (consolidation.Decide) on the
+// (provisioning.PlanPending) and consolidation's decision (consolidation.Decide) on the
 // cluster as it is, or on manifests not applied yet, and reports what Karpenter would launch,
 // delete or replace, at what price, without doing any of it.
 package plan
@@ -16,6 +16,8 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/state"
 )
 
 // Report is what one provisioning pass would do now, and what consolidation would.
@@ -36,7 +38,10 @@ type Report struct {
 
 // NewNode is a node the pass would launch. InstanceType, Zone and CapacityType are the
 // cheapest offering, the one the cloud is asked for first; InstanceTypes are every candidate,
-// cheapest first, that a capacity error falls through to.
+// cheapest first, that a capacity error falls through to. The controller asks EC2 for the
+// candidates in this order: on-demand launches the first that has capacity; spot weighs each
+// pool's spare capacity before its price, so it launches the first while its capacity is
+// ample.
 type NewNode struct {
 	Provisioner   string   `json:"provisioner"`
 	InstanceType  string   `json:"instanceType"`
@@ -69,7 +74,7 @@ type SkippedProvisioner struct {
 // Provisioning plans the snapshot's pending pods as the provisioning controller does: each
 // Provisioner with the instance types the lister gives for it (added to the snapshot, as the
 // controller does) and what its nodes hold against its limits.
-func Provisioning(ctx context.Context, snapshot *provisioning.Snapshot, provisioners []v1alpha5.Provisioner, lister cloudprovider.InstanceTypeLister) *Report {
+func Provisioning(ctx context.Context, snapshot *state.Snapshot, provisioners []v1alpha5.Provisioner, lister cloudprovider.InstanceTypeLister) *Report {
 	report := &Report{NewNodes: []NewNode{}, ExistingNodes: []ExistingNode{}, Unschedulable: []UnschedulablePod{}}
 	slices.SortFunc(provisioners, func(a, b v1alpha5.Provisioner) int { return cmp.Compare(a.Name, b.Name) })
 	resolved := map[string][]*cloudprovider.InstanceType{}
@@ -91,10 +96,10 @@ func Provisioning(ctx context.Context, snapshot *provisioning.Snapshot, provisio
 	var planned []scheduling.Provisioner
 	for i := range provisioners {
 		if types, ok := resolved[provisioners[i].Name]; ok {
-			planned = append(planned, provisioning.Limited(&provisioners[i], types, snapshot.Used(provisioners[i].Name)))
+			planned = append(planned, provisioning.Limited(&provisioners[i], types, provisioning.Used(snapshot, provisioners[i].Name)))
 		}
 	}
-	plan := snapshot.Plan(planned)
+	plan := provisioning.PlanPending(snapshot, planned)
 	if plan.Results == nil {
 		// Nothing pending: pods may still wait for the nodes they are nominated to.
 		plan.Results = &scheduling.Results{}
@@ -127,7 +132,7 @@ func Provisioning(ctx context.Context, snapshot *provisioning.Snapshot, provisio
 	standing := snapshot.StandingNodes()
 	for i := range snapshot.Pods {
 		pod := &snapshot.Pods[i]
-		if node := provisioning.NominatedNode(pod); node != "" && standing.Has(node) && !placedByPlan[pod.UID] {
+		if node := pods.NominatedNode(pod); node != "" && standing.Has(node) && !placedByPlan[pod.UID] {
 			onNode(node, pod)
 		}
 	}

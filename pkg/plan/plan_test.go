@@ -19,9 +19,9 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/consolidation"
-	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/plan"
+	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -58,7 +58,7 @@ func TestProvisioningReport(t *testing.T) {
 	pending := func(name, cpu string, selector map[string]string) corev1.Pod {
 		return *builders.Pod(builders.PodOptions{Name: name, Requests: builders.Resources("cpu", cpu), NodeSelector: selector, Unschedulable: true})
 	}
-	snapshot := &provisioning.Snapshot{
+	snapshot := &state.Snapshot{
 		Nodes: []corev1.Node{*existing, *launching},
 		Pods: []corev1.Pod{
 			pending("a-small", "1500m", map[string]string{corev1.LabelHostname: "existing"}),
@@ -102,7 +102,7 @@ func TestLimitsCountTheNodes(t *testing.T) {
 	launching := builders.Node(builders.NodeOptions{Name: "launching", Taints: []corev1.Taint{{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule}},
 		Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "default", corev1.LabelInstanceTypeStable: "m5.xlarge"}})
 	launching.Status = corev1.NodeStatus{}
-	snapshot := &provisioning.Snapshot{
+	snapshot := &state.Snapshot{
 		Nodes:         []corev1.Node{*launching},
 		Pods:          []corev1.Pod{*builders.Pod(builders.PodOptions{Name: "big", Requests: builders.Resources("cpu", "6"), Unschedulable: true})},
 		InstanceTypes: map[string]*cloudprovider.InstanceType{},
@@ -174,7 +174,8 @@ func TestConsolidate(t *testing.T) {
 		}
 		n := builders.Node(builders.NodeOptions{Name: name, Ready: corev1.ConditionTrue, Allocatable: it.Allocatable(), Capacity: it.Capacity,
 			Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: provisioner, corev1.LabelInstanceTypeStable: it.Name, corev1.LabelTopologyZone: "us-west-2a",
-				v1alpha5.CapacityTypeLabelKey: v1alpha5.CapacityTypeOnDemand, corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux", corev1.LabelHostname: name}})
+				v1alpha5.CapacityTypeLabelKey: v1alpha5.CapacityTypeOnDemand, corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux", corev1.LabelHostname: name},
+			Finalizers: []string{v1alpha5.TerminationFinalizer}})
 		n.CreationTimestamp = metav1.Time{Time: now.Add(-time.Hour)}
 		for _, pod := range bound {
 			pod.Spec.NodeName = name
@@ -189,6 +190,9 @@ func TestConsolidate(t *testing.T) {
 	}
 	unowned := owned("bare")
 	unowned.OwnerReferences = nil
+	// Finding 34.7: deleted without its termination finalizer, a node would go undrained.
+	unfinalized := node("unfinalized", "default", owned("u1"))
+	unfinalized.Node.Finalizers = nil
 	snapshot := consolidation.Snapshot{
 		Now: now,
 		Provisioners: []scheduling.Provisioner{
@@ -199,6 +203,7 @@ func TestConsolidate(t *testing.T) {
 			node("a", "default", owned("a1")),
 			node("b", "default", owned("b1"), unowned),
 			node("m", "manual", owned("m1")),
+			unfinalized,
 			{Node: builders.Node(builders.NodeOptions{Name: "static", Ready: corev1.ConditionTrue})},
 		},
 	}
@@ -210,7 +215,8 @@ func TestConsolidate(t *testing.T) {
 	for _, k := range got.Kept {
 		reasons[k.Name] = k.Reason
 	}
-	want := map[string]string{"b": string(consolidation.ReasonNoController), "m": plan.ReasonConsolidationDisabled, "static": plan.ReasonNotKarpenter}
+	want := map[string]string{"b": string(consolidation.ReasonNoController), "m": plan.ReasonConsolidationDisabled, "static": plan.ReasonNotKarpenter,
+		"unfinalized": plan.ReasonNoFinalizer}
 	if mustJSON(t, reasons) != mustJSON(t, want) {
 		t.Errorf("kept %v, want %v", reasons, want)
 	}
@@ -267,5 +273,21 @@ shop/gpu           no instance type has nvidia.com/gpu
 	}
 	if err := plan.Write(&bytes.Buffer{}, report, "xml"); err == nil {
 		t.Error("format xml written, want an error")
+	}
+}
+
+// A table with spot nodes says that EC2 picks among their candidates by spare capacity first
+// (finding 34.17): the offering shown is a prediction only while its capacity is ample.
+func TestWriteSaysHowSpotIsChosen(t *testing.T) {
+	report := &plan.Report{NewNodes: []plan.NewNode{{Provisioner: "spot", InstanceType: "t3.small", Zone: "us-west-2a", CapacityType: "spot", PricePerHour: 0.0064,
+		InstanceTypes: []string{"t3.small", "t3a.small"}, Pods: []string{"default/web-0"}}}, PricePerHour: 0.0064}
+	var table bytes.Buffer
+	if err := plan.Write(&table, report, plan.FormatTable); err != nil {
+		t.Fatal(err)
+	}
+	note := "Spot nodes: EC2 weighs the candidates' spare capacity, then their price: it launches the offering shown\n" +
+		"while its capacity is ample, else another candidate.\n"
+	if !strings.Contains(table.String(), note) {
+		t.Errorf("table\n%s\nlacks the spot note\n%s", table.String(), note)
 	}
 }

@@ -1,12 +1,16 @@
 // Package pods holds what Karpenter asks of a pod: whether it waits for a node, has finished,
-// belongs to a DaemonSet or a node's static manifests, may be evicted, and what it requests.
-// It is pure: every predicate reads only the pod it is given.
+// belongs to a DaemonSet or a node's static manifests, needs room elsewhere when its node
+// goes, holds its node, is evicted by a drain, and what it requests. Each question has one
+// predicate here, which every loop that asks it uses. It is pure: every predicate reads only
+// the pod it is given.
 package pods
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"karpenter.sh/karpenter/pkg/scheduling"
 )
 
 // DoNotEvictAnnotationKey set to "true" asks Karpenter not to evict the pod, and so not to
@@ -26,6 +30,17 @@ func IsUnschedulable(pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// NominatedNode is the node an unbound pod still waiting to be placed is nominated to, ""
+// when none: kube-scheduler nominates a pod to the node it preempts for, Karpenter to the node
+// it launched for the pod. The pod runs there once the node has room for it, so the node
+// awaits it as it would a bound pod.
+func NominatedNode(pod *corev1.Pod) string {
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || IsTerminal(pod) {
+		return ""
+	}
+	return pod.Status.NominatedNodeName
 }
 
 // IsProvisionable is true for an unschedulable pod that a new node would help: a DaemonSet's
@@ -75,9 +90,27 @@ func ClaimNames(pod *corev1.Pod) []string {
 	return out
 }
 
-// HasDoNotEvict is true for a pod annotated not to be evicted.
-func HasDoNotEvict(pod *corev1.Pod) bool {
-	return pod.Annotations[DoNotEvictAnnotationKey] == "true"
+// IsMovable is true for a pod that needs room on another node when its node goes: DaemonSet
+// pods go with the node, mirror pods belong to it and finished pods run nothing. Every loop
+// that removes a node asks this one question: expiry and consolidation find room for these
+// pods first, emptiness waits until none is left, and the drain evicts them.
+func IsMovable(pod *corev1.Pod) bool {
+	return !IsTerminal(pod) && !IsOwnedByDaemonSet(pod) && !IsMirror(pod)
+}
+
+// HoldsNode is true for a movable pod annotated do-not-evict that is not already being
+// deleted: nothing removes its node while it is there, short of a Provisioner's drain
+// deadline, whether the drain would evict the pod or leave it to go with the instance (a pod
+// that tolerates the cordon).
+func HoldsNode(pod *corev1.Pod) bool {
+	return IsMovable(pod) && pod.DeletionTimestamp == nil && pod.Annotations[DoNotEvictAnnotationKey] == "true"
+}
+
+// IsEvictedByDrain is true for a movable pod the drain of its node evicts and waits for. A pod
+// that tolerates the cordon is left on the node: evicted, it could be scheduled straight back,
+// so it goes with the instance.
+func IsEvictedByDrain(pod *corev1.Pod) bool {
+	return IsMovable(pod) && !scheduling.Tolerates(pod.Spec.Tolerations, &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
 }
 
 // Requests is what the scheduler reserves on a node for pod, resource by resource: the larger
@@ -88,6 +121,12 @@ func HasDoNotEvict(pod *corev1.Pod) bool {
 // resource is not included: every pod takes exactly one.
 func Requests(pod *corev1.Pod) corev1.ResourceList {
 	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+}
+
+// Limits are the pod's resource limits as kube-scheduler's helpers compute them (init
+// containers, sidecars and pod-level limits included); a resource without a limit is absent.
+func Limits(pod *corev1.Pod) corev1.ResourceList {
+	return resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
 }
 
 // ForDaemonSet stands for the pod the DaemonSet would run on a new node, named after it: what

@@ -126,8 +126,57 @@ func TestAnnotations(t *testing.T) {
 		if got := IsMirror(pod); got != tc.mirror {
 			t.Errorf("%s: IsMirror = %v, want %v", tc.name, got, tc.mirror)
 		}
-		if got := HasDoNotEvict(pod); got != tc.doNotEvict {
-			t.Errorf("%s: HasDoNotEvict = %v, want %v", tc.name, got, tc.doNotEvict)
+		if got := HoldsNode(pod); got != tc.doNotEvict {
+			t.Errorf("%s: HoldsNode = %v, want %v", tc.name, got, tc.doNotEvict)
+		}
+	}
+}
+
+// TestWhatANodesRemovalAsksOfItsPods is the one answer every loop that removes a node gets:
+// which pods need room elsewhere, which hold the node, which the drain evicts.
+func TestWhatANodesRemovalAsksOfItsPods(t *testing.T) {
+	doNotEvict := func(p *corev1.Pod) { p.Annotations = map[string]string{DoNotEvictAnnotationKey: "true"} }
+	tolerateAll := func(p *corev1.Pod) { p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}} }
+	tolerateCordon := func(p *corev1.Pod) {
+		p.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	}
+	tolerateOther := func(p *corev1.Pod) {
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+	}
+	daemon := func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent", Controller: ptr.To(true)}}
+	}
+	mirror := func(p *corev1.Pod) { p.Annotations[corev1.MirrorPodAnnotationKey] = "x" }
+	finished := func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }
+	deleting := func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }
+	for _, tc := range []struct {
+		name                   string
+		mutate                 []func(*corev1.Pod)
+		movable, holds, evicts bool
+	}{
+		{name: "a workload's pod", movable: true, evicts: true},
+		{name: "one that tolerates another taint", mutate: []func(*corev1.Pod){tolerateOther}, movable: true, evicts: true},
+		{name: "one that tolerates the cordon", mutate: []func(*corev1.Pod){tolerateCordon}, movable: true},
+		{name: "one that tolerates every taint", mutate: []func(*corev1.Pod){tolerateAll}, movable: true},
+		{name: "do-not-evict", mutate: []func(*corev1.Pod){doNotEvict}, movable: true, holds: true, evicts: true},
+		{name: "do-not-evict, tolerating every taint", mutate: []func(*corev1.Pod){doNotEvict, tolerateAll}, movable: true, holds: true},
+		{name: "do-not-evict, being deleted", mutate: []func(*corev1.Pod){doNotEvict, deleting}, movable: true, evicts: true},
+		{name: "do-not-evict, finished", mutate: []func(*corev1.Pod){doNotEvict, finished}},
+		{name: "do-not-evict, a DaemonSet's", mutate: []func(*corev1.Pod){doNotEvict, daemon}},
+		{name: "do-not-evict, a mirror", mutate: []func(*corev1.Pod){doNotEvict, mirror}},
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		for _, m := range tc.mutate {
+			m(pod)
+		}
+		if got := IsMovable(pod); got != tc.movable {
+			t.Errorf("%s: IsMovable = %v, want %v", tc.name, got, tc.movable)
+		}
+		if got := HoldsNode(pod); got != tc.holds {
+			t.Errorf("%s: HoldsNode = %v, want %v", tc.name, got, tc.holds)
+		}
+		if got := IsEvictedByDrain(pod); got != tc.evicts {
+			t.Errorf("%s: IsEvictedByDrain = %v, want %v", tc.name, got, tc.evicts)
 		}
 	}
 }
@@ -188,5 +237,32 @@ func TestHostPorts(t *testing.T) {
 	}
 	if want := []int32{2, 3, 4}; !slices.Equal(got, want) {
 		t.Errorf("host ports on the host's network %v, want %v", got, want)
+	}
+}
+
+func TestNominatedNode(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*corev1.Pod)
+		want   string
+	}{
+		{"nominated", func(*corev1.Pod) {}, "n"},
+		{"not nominated", func(p *corev1.Pod) { p.Status.NominatedNodeName = "" }, ""},
+		{"bound", func(p *corev1.Pod) { p.Spec.NodeName = "m" }, ""},
+		{"being deleted", func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }, ""},
+		{"finished", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }, ""},
+	} {
+		pod := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, NominatedNodeName: "n"}}
+		tc.mutate(pod)
+		if got := NominatedNode(pod); got != tc.want {
+			t.Errorf("%s: NominatedNode = %q, want %q", tc.name, got, tc.want)
+		}
+		var want []string
+		if tc.want != "" {
+			want = []string{tc.want}
+		}
+		if got := NominatedNodeOf(pod); !slices.Equal(got, want) {
+			t.Errorf("%s: NominatedNodeOf = %v, want %v", tc.name, got, want)
+		}
 	}
 }

@@ -44,7 +44,7 @@ func TrimForCache(obj any) (any, error) {
 	}
 	pod.Status = corev1.PodStatus{
 		Phase:             pod.Status.Phase,
-		Conditions:        scheduledCondition(pod.Status.Conditions),
+		Conditions:        keptConditions(pod.Status.Conditions),
 		NominatedNodeName: pod.Status.NominatedNodeName,
 		Reason:            pod.Status.Reason,
 		QOSClass:          pod.Status.QOSClass,
@@ -78,12 +78,18 @@ func trimVolumeSource(source *corev1.VolumeSource) {
 	}
 }
 
-// scheduledCondition is the PodScheduled condition alone, the one IsUnschedulable reads.
-func scheduledCondition(conditions []corev1.PodCondition) []corev1.PodCondition {
+// keptConditions are the PodScheduled condition, which IsUnschedulable reads, and the Ready
+// condition's status and time without its message, which the pod metrics read
+// (karpenter_pods_state's ready label, karpenter_pods_startup_duration_seconds).
+func keptConditions(conditions []corev1.PodCondition) []corev1.PodCondition {
+	var kept []corev1.PodCondition
 	for _, condition := range conditions {
-		if condition.Type == corev1.PodScheduled {
-			return []corev1.PodCondition{condition}
+		switch condition.Type {
+		case corev1.PodScheduled:
+			kept = append(kept, condition)
+		case corev1.PodReady:
+			kept = append(kept, corev1.PodCondition{Type: condition.Type, Status: condition.Status, LastTransitionTime: condition.LastTransitionTime})
 		}
 	}
-	return nil
+	return kept
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"knative.dev/pkg/apis"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -40,3 +41,7 @@ func idError(err error, typePath, idPath string) *apis.FieldError {
 	}
 	return &apis.FieldError{Message: err.Error(), Paths: []string{idPath}}
 }
+
+// createAndUpdate are the operations the validation webhook is called on: a deletion admits
+// nothing to validate, and must not wait on a webhook that is down.
+var createAndUpdate = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}

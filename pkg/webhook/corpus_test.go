@@ -238,10 +238,6 @@ func badObjects() []badObject {
 			`invalid id "arn:aws:autoscaling:us-west-2:123456789012:autoScalingGroup:uuid:autoScalingGroupName/workers" for type AWSEKSNodeGroup: expected arn:aws:eks:<region>:<account>:nodegroup/<cluster>/<nodegroup>/<uuid>: spec.id`},
 
 		// Provisioner
-		{"architecture by uname", provisioner("prov-arch", withRequirement(corev1.LabelArchStable, "NotIn", "x86_64")),
-			`kubernetes.io/arch "x86_64" is not supported, expected one of 386, amd64, arm, arm64, ppc64le, riscv64, s390x: spec.requirements[2].values[0]`},
-		{"unsupported operating system", provisioner("prov-os", withRequirement(corev1.LabelOSStable, "In", "linux", "darwin")),
-			`kubernetes.io/os "darwin" is not supported, expected one of linux, windows: spec.requirements[2].values[1]`},
 		{"zone that is not a label value", provisioner("prov-zone", withRequirement(corev1.LabelTopologyZone, "In", "us west 2a")),
 			`invalid label value "us west 2a": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?'): spec.requirements[2].values[0]`},
 		{"label key with two slashes", provisioner("prov-label", func(s *v1alpha5.ProvisionerSpec) { s.Labels = map[string]string{"team/a/b": "x"} }),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/promql/parser"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +30,10 @@ func (h *horizontalAutoscaler) DeepCopyObject() runtime.Object {
 }
 
 func (h *horizontalAutoscaler) SupportedSubResources() []string { return mainResourceOnly }
+
+func (h *horizontalAutoscaler) SupportedVerbs() []admissionregistrationv1.OperationType {
+	return createAndUpdate
+}
 
 func (h *horizontalAutoscaler) SetDefaults(ctx context.Context) {
 	if apis.IsInStatusUpdate(ctx) {

@@ -17,6 +17,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -55,8 +56,8 @@ func TestWebhookOnAPIServer(t *testing.T) {
 		LeaderElection:                 true,
 		Cloud:                          awsIDs(),
 	}
-	install(t, env.Client, options)
-	// Objects stored before the webhook runs, as after an upgrade that adds a rule.
+	// Objects stored before the release is installed, as after an upgrade that adds a rule: once
+	// it is, nothing is admitted until the webhook runs.
 	legacyGroup := nodeGroup("sng-legacy", v1alpha1.AWSEKSNodeGroup, "general")
 	legacyAutoscaler := horizontalAutoscaler("ha-legacy", withQuery("rate(x[5m]"))
 	legacyProducer := scheduleProducer("mp-legacy", func(s *v1alpha1.ScheduleSpec) { s.Behaviors[0].Start.Weekdays = ptr.To("mon-fry") })
@@ -65,6 +66,7 @@ func TestWebhookOnAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	installedMutating, installedValidating := install(t, env.Client, options)
 
 	t.Setenv(system.NamespaceEnvKey, options.Namespace) // restored after the test; Run sets it
 	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Sugar()
@@ -78,6 +80,10 @@ func TestWebhookOnAPIServer(t *testing.T) {
 	})
 
 	secret := waitForRegistration(t, env.Client, options)
+
+	t.Run("the webhook registers itself with the rules the release ships", func(t *testing.T) {
+		sameRegistration(t, env.Client, installedMutating, installedValidating)
+	})
 
 	t.Run("the certificate in the Secret verifies for the Service's DNS name", func(t *testing.T) {
 		roots := x509.NewCertPool()
@@ -306,13 +312,34 @@ func checkRules(t *testing.T, direction string, got *v1alpha1.ScalingRules, wind
 }
 
 // install creates what the release installs for the webhook: its namespace, the empty
-// certificate Secret, the Service and the two webhook configurations without rules or CA.
-func install(t *testing.T, c client.Client, o webhook.Options) {
+// certificate Secret, the Service and the two webhook configurations of config/webhook, with
+// their rules and no CA, pointed at the test's port. It returns the configurations as the
+// apiserver stored them.
+func install(t *testing.T, c client.Client, o webhook.Options) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
 	t.Helper()
 	ctx := context.Background()
-	failurePolicy := admissionregistrationv1.Fail
-	sideEffects := admissionregistrationv1.SideEffectClassNone
-	service := &admissionregistrationv1.ServiceReference{Namespace: o.Namespace, Name: o.ServiceName, Port: ptr.To(int32(o.Port))}
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	for _, object := range manifests.DecodeFile(t, "../../config/webhook/webhook.yaml") {
+		var into any
+		switch object.GetKind() {
+		case "MutatingWebhookConfiguration":
+			into = mutating
+		case "ValidatingWebhookConfiguration":
+			into = validating
+		default:
+			continue
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(object.Object, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if mutating.Name != o.MutatingWebhookConfiguration || validating.Name != o.ValidatingWebhookConfiguration {
+		t.Fatalf("config/webhook has configurations %q and %q, want those the webhook's flags name", mutating.Name, validating.Name)
+	}
+	for _, service := range []*admissionregistrationv1.ServiceReference{mutating.Webhooks[0].ClientConfig.Service, validating.Webhooks[0].ClientConfig.Service} {
+		service.Namespace, service.Name, service.Port = o.Namespace, o.ServiceName, ptr.To(int32(o.Port))
+	}
 	objects := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: o.SecretName, Namespace: o.Namespace}},
@@ -320,30 +347,61 @@ func install(t *testing.T, c client.Client, o webhook.Options) {
 			ObjectMeta: metav1.ObjectMeta{Name: o.ServiceName, Namespace: o.Namespace},
 			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost"},
 		},
-		&admissionregistrationv1.MutatingWebhookConfiguration{
-			ObjectMeta: metav1.ObjectMeta{Name: o.MutatingWebhookConfiguration},
-			Webhooks: []admissionregistrationv1.MutatingWebhook{{
-				Name:                    o.MutatingWebhookConfiguration,
-				ClientConfig:            admissionregistrationv1.WebhookClientConfig{Service: service},
-				FailurePolicy:           &failurePolicy,
-				SideEffects:             &sideEffects,
-				AdmissionReviewVersions: []string{"v1"},
-			}},
-		},
-		&admissionregistrationv1.ValidatingWebhookConfiguration{
-			ObjectMeta: metav1.ObjectMeta{Name: o.ValidatingWebhookConfiguration},
-			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-				Name:                    o.ValidatingWebhookConfiguration,
-				ClientConfig:            admissionregistrationv1.WebhookClientConfig{Service: service},
-				FailurePolicy:           &failurePolicy,
-				SideEffects:             &sideEffects,
-				AdmissionReviewVersions: []string{"v1"},
-			}},
-		},
+		mutating,
+		validating,
 	}
 	for _, object := range objects {
 		if err := c.Create(ctx, object); err != nil {
 			t.Fatalf("creating %T %s: %v", object, object.GetName(), err)
+		}
+	}
+	return mutating.DeepCopy(), validating.DeepCopy()
+}
+
+// sameRegistration fails the test when the webhook changed what the release's configurations
+// say about what is sent to it: the release ships the rules the webhook writes, so that nothing
+// is admitted unchecked before it runs, and an upgrade of either must keep them the same.
+func sameRegistration(t *testing.T, c client.Client, installedMutating *admissionregistrationv1.MutatingWebhookConfiguration, installedValidating *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	t.Helper()
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(installedMutating), mutating); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(installedValidating), validating); err != nil {
+		t.Fatal(err)
+	}
+	type registration struct {
+		Rules              []admissionregistrationv1.RuleWithOperations
+		NamespaceSelector  *metav1.LabelSelector
+		MatchConditions    []admissionregistrationv1.MatchCondition
+		Path               *string
+		ReinvocationPolicy *admissionregistrationv1.ReinvocationPolicyType
+	}
+	for _, tc := range []struct {
+		name      string
+		got, want registration
+	}{{
+		name: "mutating",
+		got: registration{mutating.Webhooks[0].Rules, mutating.Webhooks[0].NamespaceSelector, mutating.Webhooks[0].MatchConditions,
+			mutating.Webhooks[0].ClientConfig.Service.Path, mutating.Webhooks[0].ReinvocationPolicy},
+		want: registration{installedMutating.Webhooks[0].Rules, installedMutating.Webhooks[0].NamespaceSelector, installedMutating.Webhooks[0].MatchConditions,
+			installedMutating.Webhooks[0].ClientConfig.Service.Path, installedMutating.Webhooks[0].ReinvocationPolicy},
+	}, {
+		name: "validating",
+		got: registration{validating.Webhooks[0].Rules, validating.Webhooks[0].NamespaceSelector, validating.Webhooks[0].MatchConditions,
+			validating.Webhooks[0].ClientConfig.Service.Path, nil},
+		want: registration{installedValidating.Webhooks[0].Rules, installedValidating.Webhooks[0].NamespaceSelector, installedValidating.Webhooks[0].MatchConditions,
+			installedValidating.Webhooks[0].ClientConfig.Service.Path, nil},
+	}} {
+		// The apiserver defaults each rule's scope; the webhook writes none.
+		for _, rules := range [][]admissionregistrationv1.RuleWithOperations{tc.got.Rules, tc.want.Rules} {
+			for i := range rules {
+				rules[i].Scope = nil
+			}
+		}
+		if !equality.Semantic.DeepEqual(tc.got, tc.want) {
+			t.Errorf("the webhook registered itself in the %s configuration as\n  %+v\nnot as config/webhook does\n  %+v", tc.name, tc.got, tc.want)
 		}
 	}
 }

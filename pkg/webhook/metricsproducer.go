@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,6 +29,10 @@ func (m *metricsProducer) DeepCopyObject() runtime.Object {
 }
 
 func (m *metricsProducer) SupportedSubResources() []string { return mainResourceOnly }
+
+func (m *metricsProducer) SupportedVerbs() []admissionregistrationv1.OperationType {
+	return createAndUpdate
+}
 
 func (m *metricsProducer) SetDefaults(ctx context.Context) {
 	if apis.IsInStatusUpdate(ctx) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,6 +31,10 @@ func (p *provisioner) DeepCopyObject() runtime.Object {
 
 func (p *provisioner) SupportedSubResources() []string { return mainResourceOnly }
 
+func (p *provisioner) SupportedVerbs() []admissionregistrationv1.OperationType {
+	return createAndUpdate
+}
+
 func (p *provisioner) SetDefaults(ctx context.Context) {
 	if apis.IsInStatusUpdate(ctx) {
 		return
@@ -46,7 +51,17 @@ func (p *provisioner) Validate(ctx context.Context) *apis.FieldError {
 	}) {
 		return nil
 	}
-	return ValidateProvisioner(ctx, &p.Provisioner, p.cloud)
+	return ValidateProvisioner(ctx, &p.Provisioner, p.cloud).Also(provisionerWarnings(&p.Provisioner))
+}
+
+// provisionerWarnings are the Provisioner's v1alpha5.Warnings as admission warnings, which
+// admit the object and which kubectl prints.
+func provisionerWarnings(p *v1alpha5.Provisioner) *apis.FieldError {
+	var warnings *apis.FieldError
+	for _, w := range p.Warnings() {
+		warnings = warnings.Also(apis.ErrGeneric(w.Message, w.Field).At(apis.WarningLevel))
+	}
+	return warnings.ViaField("spec")
 }
 
 // Karpenter v0.5's defaults for what a Provisioner leaves unconstrained: on-demand capacity
@@ -69,14 +84,8 @@ func DefaultProvisioner(ctx context.Context, p *v1alpha5.Provisioner, cloud clou
 	p.Spec.Provider = cloud.DefaultProvider(ctx, p.Spec.Provider)
 }
 
-// Values the well-known labels take on nodes. Architectures are GOARCH names, as the kubelet
-// reports them; operating systems are those Kubernetes nodes run.
-var (
-	supportedArchitectures    = []string{"386", "amd64", "arm", "arm64", "ppc64le", "riscv64", "s390x"}
-	supportedOperatingSystems = []string{"linux", "windows"}
-)
-
-// ValidateProvisioner checks what the CRD schema cannot: label and taint syntax, that each
+// ValidateProvisioner checks what the CRD schema cannot: label and taint syntax (and, as the
+// CRD does, labels the kubelet refuses), that each
 // requirement's operator makes sense for its key and its values are ones the label can
 // take, that limits are not negative, and, through the cloud, spec.provider. On
 // requirements it also applies the CRD's own rules, so that it rejects every requirement
@@ -84,6 +93,7 @@ var (
 func ValidateProvisioner(ctx context.Context, p *v1alpha5.Provisioner, cloud cloudprovider.ProviderValidator) *apis.FieldError {
 	var errs *apis.FieldError
 	errs = errs.Also(validateLabels(p.Spec.Labels, "labels"))
+	errs = errs.Also(validateKubeletLabels(p.Spec.Labels, "labels"))
 	errs = errs.Also(validateTaints(p.Spec.Taints))
 	for i, r := range p.Spec.Requirements {
 		errs = errs.Also(validateRequirement(r).ViaFieldIndex("requirements", i))
@@ -171,9 +181,9 @@ func requirementValueError(key, value string) string {
 	}
 	switch key {
 	case corev1.LabelArchStable:
-		return oneOf(supportedArchitectures)
+		return oneOf(v1alpha5.Architectures)
 	case corev1.LabelOSStable:
-		return oneOf(supportedOperatingSystems)
+		return oneOf(v1alpha5.OperatingSystems)
 	case v1alpha5.CapacityTypeLabelKey:
 		return oneOf([]string{v1alpha5.CapacityTypeSpot, v1alpha5.CapacityTypeOnDemand})
 	}

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"knative.dev/pkg/apis"
 
@@ -21,6 +22,10 @@ func (s *scalableNodeGroup) DeepCopyObject() runtime.Object {
 }
 
 func (s *scalableNodeGroup) SupportedSubResources() []string { return mainResourceOnly }
+
+func (s *scalableNodeGroup) SupportedVerbs() []admissionregistrationv1.OperationType {
+	return createAndUpdate
+}
 
 // SetDefaults has nothing to do: the schema defaults every field that has a default.
 func (s *scalableNodeGroup) SetDefaults(context.Context) {}

@@ -247,7 +247,7 @@ func (e *Emulator) adminHandler() http.Handler {
 			http.Error(w, fmt.Sprintf("decoding fault, %v", err), http.StatusBadRequest)
 			return
 		}
-		if err := e.InjectFault(f); err != nil {
+		if _, err := e.InjectFault(f); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}

@@ -247,6 +247,14 @@ func memberList(form map[string][]string, name string) []string {
 	}
 }
 
+// queryXMLNS is the namespace of an awsquery service's responses.
+func queryXMLNS(service string) string {
+	if service == serviceIAM {
+		return iamXMLNS
+	}
+	return autoScalingXMLNS
+}
+
 // writeQueryResponse writes <ActionResponse>result<ResponseMetadata/></ActionResponse>;
 // result, when not nil, is a struct whose XMLName is <ActionResult>.
 func writeQueryResponse(w http.ResponseWriter, req *request, result any) {
@@ -256,7 +264,7 @@ func writeQueryResponse(w http.ResponseWriter, req *request, result any) {
 		Result   any                 `xml:",omitempty"`
 		Metadata xmlResponseMetadata `xml:"ResponseMetadata"`
 	}
-	resp := response{XMLName: xml.Name{Local: req.action + "Response"}, XMLNS: autoScalingXMLNS, Result: result, Metadata: xmlResponseMetadata{RequestID: req.requestID}}
+	resp := response{XMLName: xml.Name{Local: req.action + "Response"}, XMLNS: queryXMLNS(req.service), Result: result, Metadata: xmlResponseMetadata{RequestID: req.requestID}}
 	writeXML(w, http.StatusOK, resp)
 }
 
@@ -271,7 +279,7 @@ func writeQueryError(w http.ResponseWriter, req *request, aerr *apiError) {
 		} `xml:"Error"`
 		RequestID string `xml:"RequestId"`
 	}
-	resp := errorResponse{XMLNS: autoScalingXMLNS, RequestID: req.requestID}
+	resp := errorResponse{XMLNS: queryXMLNS(req.service), RequestID: req.requestID}
 	resp.Error.Type, resp.Error.Code, resp.Error.Message = aerr.fault(), aerr.compatibleCode(), aerr.message
 	writeXML(w, aerr.status, resp)
 }

@@ -55,6 +55,8 @@ func (e *Emulator) serveEC2(w http.ResponseWriter, req *request) *apiError {
 		body, aerr = e.terminateInstances(q, now)
 	case "CreateTags":
 		body, aerr = e.createTags(q)
+	case "DescribeImages":
+		body, aerr = e.describeImages(q, now)
 	default:
 		aerr = &apiError{status: http.StatusBadRequest, code: "InvalidAction", message: fmt.Sprintf("The action %s is not valid for this web service.", req.action)}
 	}

@@ -2,6 +2,7 @@ package awsemulator_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -268,20 +269,23 @@ func TestEC2Faults(t *testing.T) {
 	client := ec2.NewFromConfig(cfg)
 	ctx := context.Background()
 
+	var injected []awsemulator.FaultID
 	for _, f := range []awsemulator.Fault{{Service: "ec2", Action: "DescribeSubnets", Kind: awsemulator.FaultThrottle, Times: 1}, {Service: "ec2", Kind: awsemulator.FaultServerError, Times: 1}} {
-		if err := e.InjectFault(f); err != nil {
+		id, err := e.InjectFault(f)
+		if err != nil {
 			t.Fatal(err)
 		}
+		injected = append(injected, id)
 	}
 	if _, err := client.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{}); err != nil {
 		t.Errorf("throttled then failed once, retried: %v", err)
 	}
-	if hits := e.FaultHits(); !slices.Equal(hits, []int{1, 1}) {
+	if hits := []int{e.FaultHits(injected[0]), e.FaultHits(injected[1])}; !slices.Equal(hits, []int{1, 1}) {
 		t.Errorf("fault hits = %v, want [1 1]", hits)
 	}
 	e.ClearFaults()
 
-	if err := e.InjectFault(awsemulator.Fault{Service: "ec2", Kind: awsemulator.FaultThrottle}); err != nil {
+	if _, err := e.InjectFault(awsemulator.Fault{Service: "ec2", Kind: awsemulator.FaultThrottle}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := client.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{})
@@ -290,7 +294,7 @@ func TestEC2Faults(t *testing.T) {
 	}
 	e.ClearFaults()
 
-	if err := e.InjectFault(awsemulator.Fault{Service: "ec2", Action: "DescribeSecurityGroups", Kind: awsemulator.FaultAccessDenied}); err != nil {
+	if _, err := e.InjectFault(awsemulator.Fault{Service: "ec2", Action: "DescribeSecurityGroups", Kind: awsemulator.FaultAccessDenied}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = client.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{})
@@ -343,6 +347,98 @@ func TestOfferingsFollowTheDataset(t *testing.T) {
 			}
 			if !slices.Equal(zones, tt.want) {
 				t.Errorf("zones = %v, want %v", zones, tt.want)
+			}
+		})
+	}
+}
+
+// TestSubnetsAndSecurityGroupsAnswerV1SelectorTerms: the DescribeSubnets and
+// DescribeSecurityGroups queries an EC2NodeClass's subnetSelectorTerms (tags | id) and
+// securityGroupSelectorTerms (tags | id | name) become, paginated by 500 as upstream asks, and
+// the zone ids its status reports.
+func TestSubnetsAndSecurityGroupsAnswerV1SelectorTerms(t *testing.T) {
+	_, cfg := start(t, awsemulator.Options{}, `
+subnets:
+- {id: subnet-a, availabilityZone: us-west-2a, tags: {karpenter.sh/discovery: demo, Name: private-a}}
+- {id: subnet-b, availabilityZone: us-west-2b, tags: {karpenter.sh/discovery: demo, kubernetes.io/role/internal-elb: "1"}}
+- {id: subnet-c, availabilityZone: us-west-2c, availabilityZoneId: usw2-az4, tags: {karpenter.sh/discovery: other}}
+- {id: subnet-d, availabilityZone: us-west-2a, tags: {Name: public-a}}
+securityGroups:
+- {id: sg-nodes, name: demo-nodes, tags: {karpenter.sh/discovery: demo}}
+- {id: sg-cluster, name: eks-cluster-sg-demo-1234, tags: {aws:eks:cluster-name: demo}}
+- {id: sg-other, name: other}
+`)
+	client := ec2.NewFromConfig(cfg)
+	ctx := context.Background()
+
+	subnetTests := []struct {
+		name    string
+		filters []ec2types.Filter
+		want    []string
+	}{
+		{"tags", []ec2types.Filter{filter("tag:karpenter.sh/discovery", "demo")}, []string{"subnet-a", "subnet-b"}},
+		{"two tags of one term", []ec2types.Filter{filter("tag:karpenter.sh/discovery", "demo"), filter("tag:Name", "private-a")}, []string{"subnet-a"}},
+		{"tag with any value (*)", []ec2types.Filter{filter("tag-key", "karpenter.sh/discovery")}, []string{"subnet-a", "subnet-b", "subnet-c"}},
+		{"tag value wildcard", []ec2types.Filter{filter("tag:Name", "*-a")}, []string{"subnet-a", "subnet-d"}},
+		{"ids, one that does not exist", []ec2types.Filter{filter("subnet-id", "subnet-c", "subnet-missing", "subnet-a")}, []string{"subnet-a", "subnet-c"}},
+		{"zone id", []ec2types.Filter{filter("availability-zone-id", "usw2-az1")}, []string{"subnet-a", "subnet-d"}},
+		{"nothing matches", []ec2types.Filter{filter("tag:karpenter.sh/discovery", "missing")}, nil},
+	}
+	for _, tt := range subnetTests {
+		t.Run("subnets/"+tt.name, func(t *testing.T) {
+			var got []string
+			for p := ec2.NewDescribeSubnetsPaginator(client, &ec2.DescribeSubnetsInput{Filters: tt.filters, MaxResults: sdkaws.Int32(500)}); p.HasMorePages(); {
+				out, err := p.NextPage(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range out.Subnets {
+					got = append(got, sdkaws.ToString(s.SubnetId))
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("subnets = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	out, err := client.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zoneIDs := map[string]string{}
+	for _, s := range out.Subnets {
+		zoneIDs[sdkaws.ToString(s.SubnetId)] = sdkaws.ToString(s.AvailabilityZone) + "=" + sdkaws.ToString(s.AvailabilityZoneId)
+	}
+	if want := map[string]string{"subnet-a": "us-west-2a=usw2-az1", "subnet-b": "us-west-2b=usw2-az2", "subnet-c": "us-west-2c=usw2-az4", "subnet-d": "us-west-2a=usw2-az1"}; !maps.Equal(zoneIDs, want) {
+		t.Errorf("zone ids = %v, want %v", zoneIDs, want)
+	}
+
+	groupTests := []struct {
+		name    string
+		filters []ec2types.Filter
+		want    []string
+	}{
+		{"tags", []ec2types.Filter{filter("tag:karpenter.sh/discovery", "demo")}, []string{"sg-nodes"}},
+		{"tag with any value (*)", []ec2types.Filter{filter("tag-key", "aws:eks:cluster-name")}, []string{"sg-cluster"}},
+		{"ids, one that does not exist", []ec2types.Filter{filter("group-id", "sg-other", "sg-missing", "sg-nodes")}, []string{"sg-nodes", "sg-other"}},
+		{"names", []ec2types.Filter{filter("group-name", "demo-nodes", "other")}, []string{"sg-nodes", "sg-other"}},
+		{"name wildcard", []ec2types.Filter{filter("group-name", "eks-cluster-sg-demo-*")}, []string{"sg-cluster"}},
+		{"nothing matches", []ec2types.Filter{filter("group-name", "missing")}, nil},
+	}
+	for _, tt := range groupTests {
+		t.Run("security groups/"+tt.name, func(t *testing.T) {
+			var got []string
+			for p := ec2.NewDescribeSecurityGroupsPaginator(client, &ec2.DescribeSecurityGroupsInput{Filters: tt.filters, MaxResults: sdkaws.Int32(500)}); p.HasMorePages(); {
+				out, err := p.NextPage(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, g := range out.SecurityGroups {
+					got = append(got, sdkaws.ToString(g.GroupId))
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("security groups = %v, want %v", got, tt.want)
 			}
 		})
 	}

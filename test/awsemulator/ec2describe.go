@@ -2,6 +2,7 @@ package awsemulator
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,10 +10,10 @@ import (
 )
 
 type subnet struct {
-	id, vpcID, zone, cidr string
-	availableIPs          int32
-	nextHost              int // the next host number handed out in the CIDR
-	tags                  map[string]string
+	id, vpcID, zone, zoneID, cidr string
+	availableIPs                  int32
+	nextHost                      int // the next host number handed out in the CIDR
+	tags                          map[string]string
 }
 
 type securityGroup struct {
@@ -281,6 +282,7 @@ type xmlSubnet struct {
 	VpcID                   string            `xml:"vpcId"`
 	State                   string            `xml:"state"`
 	AvailabilityZone        string            `xml:"availabilityZone"`
+	AvailabilityZoneID      string            `xml:"availabilityZoneId"`
 	CidrBlock               string            `xml:"cidrBlock"`
 	AvailableIPAddressCount int32             `xml:"availableIpAddressCount"`
 	DefaultForAz            bool              `xml:"defaultForAz"`
@@ -290,7 +292,7 @@ type xmlSubnet struct {
 }
 
 func (e *Emulator) describeSubnets(q ec2Query) (any, *apiError) {
-	filters, aerr := q.filters("subnet-id", "vpc-id", "availability-zone", "state", "cidr-block")
+	filters, aerr := q.filters("subnet-id", "vpc-id", "availability-zone", "availability-zone-id", "state", "cidr-block")
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -307,13 +309,13 @@ func (e *Emulator) describeSubnets(q ec2Query) (any, *apiError) {
 			continue
 		}
 		if !matchFilters(filters, s.tags, func(f string) []string {
-			return []string{map[string]string{"subnet-id": s.id, "vpc-id": s.vpcID, "availability-zone": s.zone, "state": "available", "cidr-block": s.cidr}[f]}
+			return []string{map[string]string{"subnet-id": s.id, "vpc-id": s.vpcID, "availability-zone": s.zone, "availability-zone-id": s.zoneID, "state": "available", "cidr-block": s.cidr}[f]}
 		}) {
 			continue
 		}
 		out = append(out, xmlSubnet{
 			SubnetID: s.id, SubnetArn: fmt.Sprintf("arn:aws:ec2:%s:%s:subnet/%s", e.opts.Region, e.opts.AccountID, s.id),
-			VpcID: s.vpcID, State: "available", AvailabilityZone: s.zone, CidrBlock: s.cidr,
+			VpcID: s.vpcID, State: "available", AvailabilityZone: s.zone, AvailabilityZoneID: s.zoneID, CidrBlock: s.cidr,
 			AvailableIPAddressCount: s.availableIPs, OwnerID: e.opts.AccountID, TagSet: tagSet(s.tags),
 		})
 	}
@@ -381,6 +383,36 @@ func (e *Emulator) describeSecurityGroups(q ec2Query) (any, *apiError) {
 		SecurityGroupInfo *xmlItems[xmlSecurityGroup] `xml:"securityGroupInfo"`
 		NextToken         string                      `xml:"nextToken,omitempty"`
 	}{SecurityGroupInfo: items(out), NextToken: next}, nil
+}
+
+// zoneIDPattern is the shape of an Availability Zone id: usw2-az1, use1-az4.
+var zoneIDPattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*-az[0-9]+$`)
+
+// regionWords are how zone ids shorten a region name's words (us-west-2: usw2).
+var regionWords = map[string]string{
+	"north": "n", "south": "s", "east": "e", "west": "w", "central": "c",
+	"northeast": "ne", "northwest": "nw", "southeast": "se", "southwest": "sw", "gov": "g",
+}
+
+// defaultZoneID is a zone's id: AWS maps zone names to ids per account; the emulator's account
+// maps the zone lettered n-th to az<n> of its region (us-west-2b: usw2-az2).
+func defaultZoneID(zone string) string {
+	region, letter := zone[:len(zone)-1], zone[len(zone)-1]
+	var short strings.Builder
+	for i, word := range strings.Split(region, "-") {
+		switch abbreviation, ok := regionWords[word]; {
+		case word == "":
+		case i == 0:
+			short.WriteString(word)
+		case ok:
+			short.WriteString(abbreviation)
+		case word[0] >= '0' && word[0] <= '9':
+			short.WriteString(word)
+		default:
+			short.WriteByte(word[0])
+		}
+	}
+	return fmt.Sprintf("%s-az%d", short.String(), int(letter-'a')+1)
 }
 
 // defaultVPC is the VPC of seeded subnets and security groups that name none.

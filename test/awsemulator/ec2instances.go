@@ -30,10 +30,11 @@ type ec2Instance struct {
 	subnetID, vpcID, privateIP, imageID  string
 	fleetID, reservationID               string
 	launchTemplateID, launchTemplateName string
-	instanceProfile                      string
-	securityGroupIDs                     []string
-	launched, terminating                time.Time // terminating is zero until TerminateInstances
-	tags                                 map[string]string
+	// instanceProfileARN and instanceProfileID are those of the profile it launched with.
+	instanceProfileARN, instanceProfileID string
+	securityGroupIDs                      []string
+	launched, terminating                 time.Time // terminating is zero until TerminateInstances
+	tags                                  map[string]string
 }
 
 func (e *Emulator) instanceState(i *ec2Instance, now time.Time) string {
@@ -178,8 +179,8 @@ func (e *Emulator) xmlInstance(i *ec2Instance, now time.Time) xmlEC2Instance {
 	if i.capacityType == capacityTypeSpot {
 		x.InstanceLifecycle = "spot"
 	}
-	if i.instanceProfile != "" {
-		x.IamInstanceProfile = &xmlIamInstanceProfile{Arn: fmt.Sprintf("arn:aws:iam::%s:instance-profile/%s", e.opts.AccountID, i.instanceProfile), ID: "AIPA" + strings.ToUpper(strings.TrimPrefix(i.id, "i-"))}
+	if i.instanceProfileARN != "" {
+		x.IamInstanceProfile = &xmlIamInstanceProfile{Arn: i.instanceProfileARN, ID: i.instanceProfileID}
 	}
 	var groups []xmlGroupItem
 	for _, id := range i.securityGroupIDs {
@@ -343,6 +344,10 @@ func (e *Emulator) createTags(q ec2Query) (any, *apiError) {
 			target = &e.subnets[id].tags
 		case e.securityGroups[id] != nil:
 			target = &e.securityGroups[id].tags
+		case e.images[id] != nil:
+			target = &e.images[id].tags
+		case strings.HasPrefix(id, "ami-"):
+			return nil, errEC2("InvalidAMIID.NotFound", "The image id '[%s]' does not exist", id)
 		case strings.HasPrefix(id, "i-"):
 			return nil, errEC2("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
 		default:

@@ -12,10 +12,14 @@
 //   - EC2 (ec2query, XML): DescribeInstanceTypes, DescribeInstanceTypeOfferings,
 //     DescribeSpotPriceHistory, DescribeSubnets, DescribeSecurityGroups,
 //     DescribeLaunchTemplates, CreateLaunchTemplate, DeleteLaunchTemplate,
-//     CreateFleet (instant), DescribeInstances, TerminateInstances, CreateTags;
+//     CreateFleet (instant), DescribeInstances, TerminateInstances, CreateTags, DescribeImages;
 //     paginated and filtered as EC2 documents.
-//   - SSM (awsJson1_1): GetParameter, with the public EKS-optimized AMI parameters.
+//   - SSM (awsJson1_1): GetParameter, with the public AMI parameters EC2NodeClass aliases read
+//     (Amazon Linux 2023 and 2, Bottlerocket, Windows; latest and pinned releases).
 //   - Pricing (awsJson1_1): GetProducts, EC2 price lists.
+//   - IAM (awsquery, XML): GetRole, CreateInstanceProfile, GetInstanceProfile,
+//     AddRoleToInstanceProfile, RemoveRoleFromInstanceProfile, TagInstanceProfile,
+//     DeleteInstanceProfile.
 //
 // Instance types and prices come from a catalogue generated from the
 // ec2instances.info dataset (hack/catalogue, make catalogue): hundreds of real
@@ -75,6 +79,7 @@ type Emulator struct {
 	clusters       map[string]*SeedEKSCluster
 	queues         map[string]*queue
 	faults         []*activeFault
+	lastFaultID    FaultID
 	nextInstanceID uint64
 	nextRequestID  uint64
 	nextID         uint64
@@ -84,14 +89,17 @@ type Emulator struct {
 	catalogue      ec2Catalogue
 	subnets        map[string]*subnet
 	securityGroups map[string]*securityGroup
-	// instanceProfiles are the IAM instance profile names launches may use.
-	instanceProfiles map[string]bool
-	launchTemplates  map[string]*launchTemplate // by id
-	instances        map[string]*ec2Instance    // free-standing instances by id
-	fleets           map[string]*fleet          // by client token
-	fleetRequests    []FleetRequest
-	terminations     []TerminationRequest
-	ssmParameters    map[string]string
+	// IAM: roles and instance profiles by lower-cased name (IAM names ignore case).
+	roles            map[string]*iamRole
+	instanceProfiles map[string]*iamInstanceProfile
+	// images are the AMIs by id: Amazon's public ones and the seeded.
+	images          map[string]*image
+	launchTemplates map[string]*launchTemplate // by id
+	instances       map[string]*ec2Instance    // free-standing instances by id
+	fleets          map[string]*fleet          // by client token
+	fleetRequests   []FleetRequest
+	terminations    []TerminationRequest
+	ssmParameters   map[string]string
 }
 
 // New returns an empty emulator.
@@ -121,12 +129,13 @@ func New(opts Options) *Emulator {
 		subnets:        map[string]*subnet{},
 		securityGroups: map[string]*securityGroup{},
 
-		instanceProfiles: map[string]bool{},
+		roles:            map[string]*iamRole{},
+		instanceProfiles: map[string]*iamInstanceProfile{},
 		launchTemplates:  map[string]*launchTemplate{},
 		instances:        map[string]*ec2Instance{},
 		fleets:           map[string]*fleet{},
-		ssmParameters:    defaultSSMParameters(opts.Region),
 	}
+	e.images, e.ssmParameters = publicAMIs(opts.Region)
 	e.admin = e.adminHandler()
 	return e
 }
@@ -140,6 +149,7 @@ const (
 	serviceEC2         = "ec2"
 	serviceSSM         = "ssm"
 	servicePricing     = "pricing"
+	serviceIAM         = "iam"
 )
 
 // request is an incoming AWS API call after routing.
@@ -202,6 +212,8 @@ func (e *Emulator) handlerFor(req *request) (handlerFunc, errorWriteFunc) {
 		return e.serveSSM, writeJSON11Error
 	case servicePricing:
 		return e.servePricing, writeJSON11Error
+	case serviceIAM:
+		return e.serveIAM, writeQueryError
 	default:
 		return e.serveCloudWatch, writeCBORError
 	}
@@ -243,6 +255,8 @@ func route(req *request) error {
 			req.service = serviceAutoScaling
 		case scope == serviceEC2 || form.Get("Version") == ec2Version:
 			req.service = serviceEC2
+		case scope == serviceIAM || form.Get("Version") == iamVersion:
+			req.service = serviceIAM
 		default:
 			return fmt.Errorf("unsupported query service (scope %q, version %q)", scope, form.Get("Version"))
 		}

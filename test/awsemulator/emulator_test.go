@@ -365,6 +365,15 @@ func TestSeedFiles(t *testing.T) {
 		{"unknown type", `{"catalogue": {"instanceTypes": ["m5.huge"]}}`, "unknown instance type"},
 		{"offering outside region", `{"catalogue": {"offerings": {"m5.large": ["eu-west-1a"]}}}`, "not a zone of the region"},
 		{"ssm name", `{"ssmParameters": {"image": "ami-1"}}`, "not a parameter path"},
+		{"zone id", `{"subnets": [{"id": "s", "availabilityZone": "us-west-2a", "availabilityZoneId": "west-1"}]}`, "not a zone id"},
+		{"two zone ids for a zone", `{"subnets": [{"id": "s1", "availabilityZone": "us-west-2d", "availabilityZoneId": "usw2-az9"}, {"id": "s2", "availabilityZone": "us-west-2d"}]}`, "usw2-az9"},
+		{"image id", `{"images": ["ami-1"]}`, "not an AMI id"},
+		{"image field", `{"images": [{"id": "ami-00000000000000a01", "arch": "arm64"}]}`, "arch"},
+		{"image architecture", `{"images": [{"id": "ami-00000000000000a01", "architecture": "riscv"}]}`, "architecture"},
+		{"image state", `{"images": [{"id": "ami-00000000000000a01", "state": "ready"}]}`, "state"},
+		{"image owner", `{"images": [{"id": "ami-00000000000000a01", "ownerId": "amazon"}]}`, "12-digit"},
+		{"own image alias", `{"images": [{"id": "ami-00000000000000a01", "ownerAlias": "amazon"}]}`, "another account"},
+		{"duplicate image", `{"images": ["ami-00000000000000a01", {"id": "ami-00000000000000a01"}]}`, "already exists"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := awsemulator.ParseSeed([]byte(tt.seed))
@@ -463,7 +472,7 @@ func TestErrorShapesPerProtocol(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.service+"/"+string(tt.kind), func(t *testing.T) {
 			e.ClearFaults()
-			if err := e.InjectFault(awsemulator.Fault{Service: tt.service, Kind: tt.kind, Times: 1}); err != nil {
+			if _, err := e.InjectFault(awsemulator.Fault{Service: tt.service, Kind: tt.kind, Times: 1}); err != nil {
 				t.Fatal(err)
 			}
 			if code := errorCode(calls[tt.service]()); code != tt.want {

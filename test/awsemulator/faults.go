@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -39,7 +40,7 @@ var capacityErrorMessages = map[string]string{
 
 // Fault describes requests to disturb. Empty Service/Action match any.
 type Fault struct {
-	// Service is the SigV4 signing name: autoscaling, eks, sqs, monitoring, ec2, ssm, pricing.
+	// Service is the SigV4 signing name: autoscaling, eks, sqs, monitoring, ec2, ssm, pricing, iam.
 	Service string    `json:"service,omitempty"`
 	Action  string    `json:"action,omitempty"`
 	Kind    FaultKind `json:"kind"`
@@ -102,19 +103,32 @@ func (f Fault) validate() error {
 
 type activeFault struct {
 	Fault
+	id        FaultID
 	remaining int // meaningful when Times > 0
 	hits      int
 }
 
+// FaultID names one injected fault, so that tests sharing an emulator count and remove their
+// own faults without touching each other's.
+type FaultID int
+
 // InjectFault adds a fault; faults are consulted in the order added.
-func (e *Emulator) InjectFault(f Fault) error {
+func (e *Emulator) InjectFault(f Fault) (FaultID, error) {
 	if err := f.validate(); err != nil {
-		return err
+		return 0, err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.faults = append(e.faults, &activeFault{Fault: f, remaining: f.Times})
-	return nil
+	e.lastFaultID++
+	e.faults = append(e.faults, &activeFault{Fault: f, id: e.lastFaultID, remaining: f.Times})
+	return e.lastFaultID, nil
+}
+
+// RemoveFault removes one injected fault; removing it twice does nothing.
+func (e *Emulator) RemoveFault(id FaultID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.faults = slices.DeleteFunc(e.faults, func(f *activeFault) bool { return f.id == id })
 }
 
 // ClearFaults removes every injected fault.
@@ -124,15 +138,17 @@ func (e *Emulator) ClearFaults() {
 	e.faults = nil
 }
 
-// FaultHits reports how many requests each injected fault has affected, in order.
-func (e *Emulator) FaultHits() []int {
+// FaultHits reports how many requests (or, for a capacity fault, launch attempts) one injected
+// fault has affected; 0 once it was removed.
+func (e *Emulator) FaultHits(id FaultID) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	hits := make([]int, len(e.faults))
-	for i, f := range e.faults {
-		hits[i] = f.hits
+	for _, f := range e.faults {
+		if f.id == id {
+			return f.hits
+		}
 	}
-	return hits
+	return 0
 }
 
 // takeFault applies latency faults and returns the error of the first
@@ -216,6 +232,8 @@ func serverError(service string) *apiError {
 		code = "InternalServerError"
 	case servicePricing:
 		code = "InternalErrorException"
+	case serviceIAM:
+		code = "ServiceFailure"
 	}
 	return &apiError{status: http.StatusInternalServerError, code: code, message: "The request processing has failed because of an unknown error, exception or failure (injected).", server: true}
 }

@@ -2,8 +2,10 @@ package awsemulator
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,6 +60,19 @@ type FleetOverride struct {
 type fleet struct {
 	id       string
 	response any
+	// parameters are the request's, bar its token: a replay must repeat them.
+	parameters string
+}
+
+// parameters is a request's identity for its client token, as EC2 compares a replay with the
+// first request: everything but the token and what the emulator records of the answer.
+func (r FleetRequest) parameters() string {
+	r.FleetID, r.ClientToken, r.Received, r.Replayed, r.InstanceIDs, r.ErrorCodes = "", "", time.Time{}, false, nil, nil
+	out, err := json.Marshal(r) //nolint:gosec // G117: the client token is cleared above; nothing secret is encoded.
+	if err != nil {
+		panic(fmt.Sprintf("encoding a fleet request, %v", err))
+	}
+	return string(out)
 }
 
 // pool is one launch template and override: where a fleet may launch.
@@ -68,6 +83,8 @@ type pool struct {
 	subnet   *subnet
 	zone     string
 	price    float64
+	// profile is the IAM instance profile the template names, if any.
+	profile *iamInstanceProfile
 	// err is why the pool cannot launch; checked in order of preference.
 	err *apiError
 }
@@ -184,6 +201,11 @@ func (e *Emulator) createFleet(q ec2Query, now time.Time) (any, *apiError) {
 	}
 	r.Received = now
 	if f, ok := e.fleets[r.ClientToken]; ok && r.ClientToken != "" {
+		if f.parameters != r.parameters() {
+			// EC2 answers a token used again with other parameters so, and launches nothing.
+			return nil, &apiError{status: http.StatusBadRequest, code: "IdempotentParameterMismatch",
+				message: "Arguments on this idempotent request are inconsistent with arguments used in previous request(s)."}
+		}
 		r.FleetID, r.Replayed = f.id, true
 		e.fleetRequests = append(e.fleetRequests, r)
 		return f.response, nil
@@ -228,7 +250,7 @@ func (e *Emulator) createFleet(q ec2Query, now time.Time) (any, *apiError) {
 	}
 	resp.ErrorSet, resp.FleetInstanceSet = items(errs), items(launched)
 	if r.ClientToken != "" {
-		e.fleets[r.ClientToken] = &fleet{id: r.FleetID, response: resp}
+		e.fleets[r.ClientToken] = &fleet{id: r.FleetID, response: resp, parameters: r.parameters()}
 	}
 	e.fleetRequests = append(e.fleetRequests, r)
 	return resp, nil
@@ -252,7 +274,8 @@ func (e *Emulator) fleetPools(r FleetRequest, capacityType string) []*pool {
 		strategy = r.SpotAllocationStrategy
 	}
 	// The emulator knows no spare capacity, so the capacity-aware spot strategies choose by
-	// price as price-capacity-optimized does when capacity is plentiful.
+	// price as price-capacity-optimized does when capacity is plentiful. EC2 documents no order
+	// among pools of one price (or priority): the emulator keeps the request's.
 	byPriority := strategy == "prioritized" || strategy == "capacity-optimized-prioritized"
 	slices.SortStableFunc(pools, func(a, b *pool) int {
 		if (a.err == nil) != (b.err == nil) {
@@ -349,10 +372,17 @@ func (e *Emulator) checkPool(p *pool, capacityType string) *apiError {
 	if p.override.ImageID == "" {
 		return errEC2("MissingParameter", "The request must contain the parameter ImageId")
 	}
-	if name := p.template.data.IAMInstanceProfileName; name != "" && !e.instanceProfiles[name] {
-		return errEC2InvalidParameter("Value (%s) for parameter iamInstanceProfile.name is invalid. Invalid IAM Instance Profile name", name)
+	if aerr := e.checkImage(p.override.ImageID); aerr != nil {
+		return aerr
 	}
-	for _, id := range p.template.data.SecurityGroupIDs {
+	if d := p.template.data; d.IAMInstanceProfileName != "" || d.IAMInstanceProfileARN != "" {
+		profile, aerr := e.instanceProfileForLaunch(d.IAMInstanceProfileName, d.IAMInstanceProfileARN)
+		if aerr != nil {
+			return aerr
+		}
+		p.profile = profile
+	}
+	for _, id := range p.template.data.securityGroups() {
 		if _, ok := e.securityGroups[id]; !ok {
 			return errEC2("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
 		}
@@ -377,8 +407,11 @@ func (e *Emulator) launch(r FleetRequest, p *pool, capacityType, reservationID s
 		id: e.newInstanceID(), instanceType: p.override.InstanceType, zone: p.zone, capacityType: capacityType,
 		subnetID: p.subnet.id, vpcID: p.subnet.vpcID, privateIP: ip, imageID: p.override.ImageID,
 		fleetID: r.FleetID, reservationID: reservationID, launchTemplateID: p.template.id, launchTemplateName: p.template.name,
-		instanceProfile: p.template.data.IAMInstanceProfileName, securityGroupIDs: slices.Clone(p.template.data.SecurityGroupIDs),
-		launched: now, tags: tags,
+		securityGroupIDs: slices.Clone(p.template.data.securityGroups()),
+		launched:         now, tags: tags,
+	}
+	if p.profile != nil {
+		i.instanceProfileARN, i.instanceProfileID = p.profile.arn, p.profile.id
 	}
 	e.instances[i.id] = i
 	return i, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"karpenter.sh/karpenter/test/awsemulator"
@@ -22,6 +24,7 @@ import (
 
 const launchSeed = vpcSeed + `
 instanceProfiles: [KarpenterNodeInstanceProfile]
+images: [ami-0123456789abcdef0]
 `
 
 func createTemplate(t *testing.T, client *ec2.Client, name string) string {
@@ -182,6 +185,49 @@ func TestCreateFleetLaunchesTheCheapestPoolOnce(t *testing.T) {
 	}
 }
 
+// TestCreateFleetReplaysAClientTokensAnswerAfterItsInstancesTerminated: as EC2 documents, a
+// client token names its request for at least a day after the instances terminated, so a request
+// repeated with it is answered as the first was, the terminated instances named again, and
+// launches nothing, even once DescribeInstances has forgotten them (issue 34, finding 1: a
+// relaunch under the first launch's token gets the dead instance back).
+func TestCreateFleetReplaysAClientTokensAnswerAfterItsInstancesTerminated(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e, cfg := start(t, awsemulator.Options{Clock: clk, TerminatingDelay: 30 * time.Second}, launchSeed)
+	client := ec2.NewFromConfig(cfg)
+	ctx := context.Background()
+	createTemplate(t, client, "nodes")
+	in := fleetInput("token-dead", "on-demand", 1, "m5.large")
+	first, err := client.CreateFleet(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := launched(first)
+	if _, err := client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: ids}); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		after time.Duration
+		state string
+	}{{time.Minute, "terminated"}, {23 * time.Hour, ""}} {
+		clk.Step(step.after)
+		again, err := client.CreateFleet(ctx, in)
+		if err != nil || sdkaws.ToString(again.FleetId) != sdkaws.ToString(first.FleetId) || !slices.Equal(launched(again), ids) {
+			t.Errorf("%s after the termination: CreateFleet = %+v, %v; want the first answer, %v", step.after, again, err, ids)
+		}
+		var states []string
+		for _, i := range e.EC2Instances() {
+			states = append(states, i.State)
+		}
+		if want := []string{step.state}; step.state == "" && len(states) != 0 || step.state != "" && !slices.Equal(states, want) {
+			t.Errorf("%s after the termination: instances in states %v, want %v and none launched", step.after, states, want)
+		}
+	}
+	requests := e.FleetRequests()
+	if len(requests) != 3 || requests[0].Replayed || !requests[1].Replayed || !requests[2].Replayed {
+		t.Errorf("recorded requests = %+v, want the first and two replays", requests)
+	}
+}
+
 func TestEC2InstancesRunAndTerminate(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	_, cfg := start(t, awsemulator.Options{Clock: clk, PendingDelay: time.Minute, TerminatingDelay: 30 * time.Second}, launchSeed)
@@ -286,7 +332,7 @@ func TestCreateFleetReportsCapacityErrorsPerOverride(t *testing.T) {
 	createTemplate(t, client, "nodes")
 
 	// Spot in us-west-2a is out of m5.large; the cheapest remaining pool is m5.large in 2b.
-	if err := e.InjectFault(awsemulator.Fault{Kind: awsemulator.FaultCapacity, InstanceType: "m5.large", AvailabilityZone: "us-west-2a", CapacityType: "spot"}); err != nil {
+	if _, err := e.InjectFault(awsemulator.Fault{Kind: awsemulator.FaultCapacity, InstanceType: "m5.large", AvailabilityZone: "us-west-2a", CapacityType: "spot"}); err != nil {
 		t.Fatal(err)
 	}
 	out, err := client.CreateFleet(ctx, fleetInput("", "spot", 1, "m5.large", "m5.xlarge"))
@@ -310,7 +356,7 @@ func TestCreateFleetReportsCapacityErrorsPerOverride(t *testing.T) {
 	// Every pool failing launches nothing and names each failure.
 	e.ClearFaults()
 	for _, code := range []string{"MaxSpotInstanceCountExceeded", "VcpuLimitExceeded", "UnfulfillableCapacity"} {
-		if err := e.InjectFault(awsemulator.Fault{Kind: awsemulator.FaultCapacity, Code: code, Times: 1}); err != nil {
+		if _, err := e.InjectFault(awsemulator.Fault{Kind: awsemulator.FaultCapacity, Code: code, Times: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -351,6 +397,30 @@ func TestCreateFleetReportsCapacityErrorsPerOverride(t *testing.T) {
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: sdkaws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeSpot}})
 	if code := errorCode(err); code != "InvalidParameterValue" {
 		t.Errorf("maintain fleet: code %q (%v)", code, err)
+	}
+}
+
+// TestCreateFleetRefusesAnAMIThatDoesNotExist: a launch template's AMI must be one the public
+// EKS-optimized AMI parameters name or one of the account's own; any other fails each pool as EC2
+// does, malformed or not found.
+func TestCreateFleetRefusesAnAMIThatDoesNotExist(t *testing.T) {
+	_, cfg := start(t, awsemulator.Options{}, launchSeed)
+	client := ec2.NewFromConfig(cfg)
+	ctx := context.Background()
+	for image, want := range map[string]string{"ami-00000000000000dea": "InvalidAMIID.NotFound", "ami-1": "InvalidAMIID.Malformed"} {
+		name := "nodes-" + image
+		if _, err := client.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: sdkaws.String(name), LaunchTemplateData: &ec2types.RequestLaunchTemplateData{
+			ImageId: sdkaws.String(image), IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: sdkaws.String("KarpenterNodeInstanceProfile")},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		in := fleetInput("", "on-demand", 1, "m5.large")
+		in.LaunchTemplateConfigs[0].LaunchTemplateSpecification.LaunchTemplateName = sdkaws.String(name)
+		out, err := client.CreateFleet(ctx, in)
+		if err != nil || len(out.Instances) != 0 || len(out.Errors) == 0 || sdkaws.ToString(out.Errors[0].ErrorCode) != want ||
+			!strings.Contains(sdkaws.ToString(out.Errors[0].ErrorMessage), image) {
+			t.Errorf("launching from %s = %+v, %v; want %s naming it", image, out, err, want)
+		}
 	}
 }
 
@@ -483,5 +553,32 @@ func TestDescribeInstancesPaginatesAndCreateTags(t *testing.T) {
 	gone, err := client.CreateFleet(ctx, fleetInput("", "on-demand", 1, "m5.large"))
 	if err != nil || len(gone.Instances) != 0 || len(gone.Errors) != 2 || sdkaws.ToString(gone.Errors[0].ErrorCode) != "InvalidLaunchTemplateName.NotFoundException" {
 		t.Errorf("fleet of a deleted template = %+v, %v", gone, err)
+	}
+}
+
+// TestCreateFleetRefusesATokenUsedAgainWithOtherParameters: as EC2, a client token repeated with
+// the same parameters answers the first request again; with others (fewer instances, other
+// pools), it is refused with IdempotentParameterMismatch and nothing is launched.
+func TestCreateFleetRefusesATokenUsedAgainWithOtherParameters(t *testing.T) {
+	e, cfg := start(t, awsemulator.Options{}, launchSeed)
+	client := ec2.NewFromConfig(cfg)
+	ctx := context.Background()
+	createTemplate(t, client, "nodes")
+	if _, err := client.CreateFleet(ctx, fleetInput("token-1", "on-demand", 2, "m5.large")); err != nil {
+		t.Fatal(err)
+	}
+	for name, in := range map[string]*ec2.CreateFleetInput{
+		"fewer instances": fleetInput("token-1", "on-demand", 1, "m5.large"),
+		"other pools":     fleetInput("token-1", "on-demand", 2, "m5.large", "m5.xlarge"),
+		"spot":            fleetInput("token-1", "spot", 2, "m5.large"),
+	} {
+		_, err := client.CreateFleet(ctx, in)
+		var apiErr smithy.APIError
+		if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "IdempotentParameterMismatch" {
+			t.Errorf("%s under the first request's token: %v, want IdempotentParameterMismatch", name, err)
+		}
+	}
+	if n := len(e.EC2Instances()); n != 2 {
+		t.Errorf("%d instances, want the first request's 2", n)
 	}
 }

@@ -24,6 +24,13 @@ const (
 // the emulator runs: a cluster's instances may come from elsewhere, and events about
 // instances a cluster does not know must be handled too.
 func (e *Emulator) Interrupt(queueName, instanceID string, kind InterruptionKind, state string) (string, error) {
+	return e.InterruptFromAccount(queueName, e.opts.AccountID, instanceID, kind, state)
+}
+
+// InterruptFromAccount is Interrupt with the event stamped as emitted in account, as another
+// account's EventBridge rule would deliver it to a queue whose policy lets it; an empty
+// account leaves the field out, as no EventBridge event does.
+func (e *Emulator) InterruptFromAccount(queueName, account, instanceID string, kind InterruptionKind, state string) (string, error) {
 	if !instanceIDPattern.MatchString(instanceID) {
 		return "", fmt.Errorf("%q is not an EC2 instance id (i- and 8 to 17 hex digits)", instanceID)
 	}
@@ -35,9 +42,12 @@ func (e *Emulator) Interrupt(queueName, instanceID string, kind InterruptionKind
 		return "", fmt.Errorf("queue %q does not exist", queueName)
 	}
 	event := map[string]any{
-		"version": "0", "id": e.newID(), "account": e.opts.AccountID, "region": e.opts.Region,
+		"version": "0", "id": e.newID(), "region": e.opts.Region,
 		"time":      now.UTC().Format(time.RFC3339),
-		"resources": []string{fmt.Sprintf("arn:aws:ec2:%s:%s:instance/%s", e.opts.Region, e.opts.AccountID, instanceID)},
+		"resources": []string{fmt.Sprintf("arn:aws:ec2:%s:%s:instance/%s", e.opts.Region, account, instanceID)},
+	}
+	if account != "" {
+		event["account"] = account
 	}
 	switch kind {
 	case InterruptSpot:
@@ -66,7 +76,7 @@ func (e *Emulator) Interrupt(queueName, instanceID string, kind InterruptionKind
 			"statusCode":        "upcoming",
 			"eventRegion":       e.opts.Region,
 			"affectedEntities":  []map[string]string{{"entityValue": instanceID}},
-			"affectedAccount":   e.opts.AccountID,
+			"affectedAccount":   account,
 		}
 	default:
 		return "", fmt.Errorf("unknown interruption kind %q; want %s, %s, %s or %s", kind, InterruptSpot, InterruptRebalance, InterruptScheduledChange, InterruptStateChange)

@@ -16,20 +16,6 @@ type launchTemplate struct {
 	data                  LaunchTemplateData
 }
 
-// LaunchTemplateData is what the emulator keeps of a launch template's data: what a launch
-// uses, and what tests look at.
-type LaunchTemplateData struct {
-	ImageID                string   `json:"imageId,omitempty"`
-	InstanceType           string   `json:"instanceType,omitempty"`
-	IAMInstanceProfileName string   `json:"iamInstanceProfileName,omitempty"`
-	IAMInstanceProfileARN  string   `json:"iamInstanceProfileArn,omitempty"`
-	SecurityGroupIDs       []string `json:"securityGroupIds,omitempty"`
-	// UserData is base64, as sent.
-	UserData string `json:"userData,omitempty"`
-	// TagSpecifications are the tags launches apply, by resource type (instance, volume, …).
-	TagSpecifications map[string]map[string]string `json:"tagSpecifications,omitempty"`
-}
-
 var launchTemplateName = regexp.MustCompile(`^[a-zA-Z0-9().\-/_]{3,128}$`)
 
 func errLaunchTemplateNameNotFound() *apiError {
@@ -79,12 +65,9 @@ func (e *Emulator) createLaunchTemplate(q ec2Query, now time.Time) (any, *apiErr
 	if !q.has("LaunchTemplateData") {
 		return nil, errEC2("MissingParameter", "The request must contain the parameter LaunchTemplateData")
 	}
-	d := q.sub("LaunchTemplateData")
-	data := LaunchTemplateData{
-		ImageID: d.str("ImageId"), InstanceType: d.str("InstanceType"),
-		IAMInstanceProfileName: d.sub("IamInstanceProfile").str("Name"), IAMInstanceProfileARN: d.sub("IamInstanceProfile").str("Arn"),
-		SecurityGroupIDs: d.strs("SecurityGroupId"), UserData: d.str("UserData"),
-		TagSpecifications: d.tagSpecifications(),
+	data, aerr := parseLaunchTemplateData(q.sub("LaunchTemplateData"))
+	if aerr != nil {
+		return nil, aerr
 	}
 	lt := &launchTemplate{
 		id: e.newResourceID("lt"), name: name, clientToken: token, created: now,
@@ -184,17 +167,31 @@ type LaunchTemplate struct {
 	Data               LaunchTemplateData `json:"data"`
 }
 
-// LaunchTemplates lists the launch templates by name.
+func (lt *launchTemplate) view() LaunchTemplate {
+	return LaunchTemplate{LaunchTemplateID: lt.id, LaunchTemplateName: lt.name, Tags: maps.Clone(lt.tags), Data: lt.data.clone()}
+}
+
+// LaunchTemplates lists the launch templates by name: copies of what CreateLaunchTemplate
+// received, for tests to read field by field.
 func (e *Emulator) LaunchTemplates() []LaunchTemplate {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := []LaunchTemplate{}
 	for _, lt := range e.launchTemplates {
-		data := lt.data
-		data.SecurityGroupIDs = slices.Clone(data.SecurityGroupIDs)
-		data.TagSpecifications = maps.Clone(data.TagSpecifications)
-		out = append(out, LaunchTemplate{LaunchTemplateID: lt.id, LaunchTemplateName: lt.name, Tags: maps.Clone(lt.tags), Data: data})
+		out = append(out, lt.view())
 	}
 	slices.SortFunc(out, func(a, b LaunchTemplate) int { return strings.Compare(a.LaunchTemplateName, b.LaunchTemplateName) })
 	return out
+}
+
+// LaunchTemplate is a copy of the launch template named name, as CreateLaunchTemplate
+// received it; ok is false when there is none.
+func (e *Emulator) LaunchTemplate(name string) (_ LaunchTemplate, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	lt := e.launchTemplateByName(name)
+	if lt == nil {
+		return LaunchTemplate{}, false
+	}
+	return lt.view(), true
 }

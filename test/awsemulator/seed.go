@@ -1,6 +1,8 @@
 package awsemulator
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -24,10 +26,18 @@ type Seed struct {
 	// Subnets and SecurityGroups make up the VPC that EC2 calls see.
 	Subnets        []SeedSubnet        `json:"subnets,omitempty"`
 	SecurityGroups []SeedSecurityGroup `json:"securityGroups,omitempty"`
-	// InstanceProfiles are the IAM instance profile names that launch templates may name.
-	InstanceProfiles []string `json:"instanceProfiles,omitempty"`
-	// SSMParameters add or replace SSM parameters (name → value); the public EKS-optimized
-	// AMI parameters are there from the start.
+	// IAMRoles are the account's IAM roles, e.g. the node role a getting-started guide creates.
+	IAMRoles []SeedIAMRole `json:"iamRoles,omitempty"`
+	// InstanceProfiles are the account's IAM instance profiles, which launch templates may
+	// name: each a name alone (no role) or {name, role, path, tags}.
+	InstanceProfiles []SeedInstanceProfile `json:"instanceProfiles,omitempty"`
+	// Images are the account's own AMIs and those other accounts share with it, besides
+	// Amazon's public node AMIs that the public SSM parameters name; any other AMI does not
+	// exist. Each is an id alone or a SeedImage.
+	Images []SeedImage `json:"images,omitempty"`
+	// SSMParameters add or replace SSM parameters (name → value); the public AMI parameters
+	// of the EKS-optimized, Bottlerocket and Windows AMIs are there from the start. A value
+	// naming an AMI the emulator does not know adds that AMI.
 	SSMParameters map[string]string `json:"ssmParameters,omitempty"`
 	// Catalogue restricts or overrides the instance types, offerings and prices of the
 	// emulator's region; without it the generated catalogue's apply.
@@ -38,6 +48,9 @@ type Seed struct {
 type SeedSubnet struct {
 	ID               string `json:"id"`
 	AvailabilityZone string `json:"availabilityZone"`
+	// AvailabilityZoneID is the zone's id (usw2-az1), the same for every subnet of the zone;
+	// by default the region's short name and the zone's letter (us-west-2b: usw2-az2).
+	AvailabilityZoneID string `json:"availabilityZoneId,omitempty"`
 	// VPCID defaults to the emulator's one VPC.
 	VPCID string `json:"vpcId,omitempty"`
 	// CIDRBlock defaults to 10.0.<n>.0/24 for the n-th subnet (from 1).
@@ -131,6 +144,17 @@ type SeedQueue struct {
 	Attributes map[string]string `json:"attributes,omitempty"`
 }
 
+// unmarshalNameOrStrict reads a seed item written as a bare string, its name (or id), or as an
+// object decoded into full, refusing unknown fields as ParseSeed does.
+func unmarshalNameOrStrict(b []byte, name *string, full any) error {
+	if err := json.Unmarshal(b, name); err == nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(full)
+}
+
 // LoadSeed reads a seed file (YAML or JSON).
 func LoadSeed(path string) (Seed, error) {
 	b, err := os.ReadFile(path) //nolint:gosec // G304: the seed file the emulator was started with.
@@ -188,6 +212,8 @@ func (e *Emulator) Seed(s Seed) error {
 		e.clusters[c.Name] = &c
 	}
 	e.seedEC2(s)
+	e.seedImages(s, now)
+	e.seedIAM(s, now)
 	for _, sq := range s.SQSQueues {
 		q := e.newQueue(sq.Name, sq.Attributes, now)
 		for range sq.Messages {
@@ -252,6 +278,12 @@ func (e *Emulator) validateSeed(s Seed) error {
 			return fmt.Errorf("sqs queue %q already exists", q.Name)
 		}
 		seen["sqs/"+q.Name] = true
+	}
+	if err := e.validateSeedImages(s); err != nil {
+		return err
+	}
+	if err := e.validateSeedIAM(s); err != nil {
+		return err
 	}
 	return e.validateSeedEC2(s)
 }

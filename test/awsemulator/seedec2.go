@@ -25,13 +25,24 @@ func (e *Emulator) validateSeedEC2(s Seed) error {
 
 func (e *Emulator) validateSeedVPC(s Seed) error {
 	seen := map[string]bool{}
+	zoneIDs := map[string]string{} // by zone, of the subnets there are and those seeded
+	for _, id := range sortedKeys(e.subnets) {
+		zoneIDs[e.subnets[id].zone] = e.subnets[id].zoneID
+	}
 	for _, sn := range s.Subnets {
 		switch {
 		case sn.ID == "" || sn.AvailabilityZone == "":
 			return fmt.Errorf("subnets: id and availabilityZone are required (%q)", sn.ID)
 		case e.subnets[sn.ID] != nil || seen[sn.ID]:
 			return fmt.Errorf("subnet %q already exists", sn.ID)
+		case sn.AvailabilityZoneID != "" && !zoneIDPattern.MatchString(sn.AvailabilityZoneID):
+			return fmt.Errorf("subnet %q: availabilityZoneId %q is not a zone id (like usw2-az1)", sn.ID, sn.AvailabilityZoneID)
 		}
+		zoneID := orDefault(sn.AvailabilityZoneID, defaultZoneID(sn.AvailabilityZone))
+		if other, ok := zoneIDs[sn.AvailabilityZone]; ok && other != zoneID {
+			return fmt.Errorf("subnet %q: zone %s has the id %s, not %s", sn.ID, sn.AvailabilityZone, other, zoneID)
+		}
+		zoneIDs[sn.AvailabilityZone] = zoneID
 		if sn.CIDRBlock != "" {
 			if p, err := netip.ParsePrefix(sn.CIDRBlock); err != nil || !p.Addr().Is4() || p.Bits() > 28 {
 				return fmt.Errorf("subnet %q: cidrBlock %q is not an IPv4 block of /28 or larger", sn.ID, sn.CIDRBlock)
@@ -103,13 +114,11 @@ func (e *Emulator) seedEC2(s Seed) {
 		}
 		e.subnets[sn.ID] = &subnet{
 			id: sn.ID, vpcID: orDefault(sn.VPCID, defaultVPC), zone: sn.AvailabilityZone, cidr: prefix.Masked().String(),
+			zoneID:       orDefault(sn.AvailabilityZoneID, defaultZoneID(sn.AvailabilityZone)),
 			availableIPs: available, tags: maps.Clone(sn.Tags),
 		}
 	}
 	maps.Copy(e.ssmParameters, s.SSMParameters)
-	for _, name := range s.InstanceProfiles {
-		e.instanceProfiles[name] = true
-	}
 	for _, g := range s.SecurityGroups {
 		e.securityGroups[g.ID] = &securityGroup{id: g.ID, name: g.Name, description: orDefault(g.Description, g.Name), vpcID: orDefault(g.VPCID, defaultVPC), tags: maps.Clone(g.Tags)}
 	}

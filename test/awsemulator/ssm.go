@@ -1,8 +1,6 @@
 package awsemulator
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -35,44 +33,6 @@ func serveJSON11[In any](e *Emulator, w http.ResponseWriter, req *request, op fu
 	}
 	writeJSON(w, json11ContentType, out)
 	return nil
-}
-
-// The Kubernetes minor versions whose EKS-optimized AMI parameters the emulator publishes: as
-// AWS, Amazon Linux 2023 for all of them and Amazon Linux 2 only up to 1.32.
-var (
-	al2023AMIVersions = []string{"1.30", "1.31", "1.32", "1.33", "1.34", "1.35"}
-	al2AMIVersions    = []string{"1.30", "1.31", "1.32"}
-)
-
-// The parameter paths below /aws/service/eks/optimized-ami/<minor>/ of each family.
-var (
-	al2023AMIVariants = []string{
-		"amazon-linux-2023/x86_64/standard/recommended/image_id",
-		"amazon-linux-2023/arm64/standard/recommended/image_id",
-		"amazon-linux-2023/x86_64/nvidia/recommended/image_id",
-		"amazon-linux-2023/arm64/nvidia/recommended/image_id",
-	}
-	al2AMIVariants = []string{
-		"amazon-linux-2/recommended/image_id",
-		"amazon-linux-2-arm64/recommended/image_id",
-		"amazon-linux-2-gpu/recommended/image_id",
-	}
-)
-
-// defaultSSMParameters are the public EKS-optimized AMI parameters of a region, each naming
-// a deterministic AMI id derived from the region and the parameter's name.
-func defaultSSMParameters(region string) map[string]string {
-	out := map[string]string{}
-	for _, family := range []struct{ versions, variants []string }{{al2023AMIVersions, al2023AMIVariants}, {al2AMIVersions, al2AMIVariants}} {
-		for _, v := range family.versions {
-			for _, variant := range family.variants {
-				name := "/aws/service/eks/optimized-ami/" + v + "/" + variant
-				sum := sha256.Sum256([]byte(region + name))
-				out[name] = "ami-" + hex.EncodeToString(sum[:])[:17]
-			}
-		}
-	}
-	return out
 }
 
 type ssmGetParameterInput struct {

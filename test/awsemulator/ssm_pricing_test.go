@@ -139,7 +139,7 @@ func TestPricingGetProducts(t *testing.T) {
 		t.Errorf("windows = %d products, %v; the emulator sells Linux", len(windows.PriceList), err)
 	}
 
-	if err := e.InjectFault(awsemulator.Fault{Service: "pricing", Kind: awsemulator.FaultAccessDenied}); err != nil {
+	if _, err := e.InjectFault(awsemulator.Fault{Service: "pricing", Kind: awsemulator.FaultAccessDenied}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = client.GetProducts(ctx, &pricing.GetProductsInput{ServiceCode: sdkaws.String("AmazonEC2")})
@@ -149,7 +149,7 @@ func TestPricingGetProducts(t *testing.T) {
 	}
 	e.ClearFaults()
 
-	if err := e.InjectFault(awsemulator.Fault{Service: "ssm", Kind: awsemulator.FaultThrottle}); err != nil {
+	if _, err := e.InjectFault(awsemulator.Fault{Service: "ssm", Kind: awsemulator.FaultThrottle}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = ssm.NewFromConfig(cfg).GetParameter(ctx, &ssm.GetParameterInput{Name: sdkaws.String("/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/standard/recommended/image_id")})
@@ -159,7 +159,7 @@ func TestPricingGetProducts(t *testing.T) {
 	e.ClearFaults()
 
 	// A hung endpoint holds the request until the client's deadline.
-	if err := e.InjectFault(awsemulator.Fault{Service: "pricing", Kind: awsemulator.FaultHang}); err != nil {
+	if _, err := e.InjectFault(awsemulator.Fault{Service: "pricing", Kind: awsemulator.FaultHang}); err != nil {
 		t.Fatal(err)
 	}
 	deadline, cancel := context.WithTimeout(ctx, 100*time.Millisecond)

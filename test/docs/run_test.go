@@ -154,6 +154,15 @@ func TestDocCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}, stack.ShellEnv(stack.Env.KubeconfigPath)...)
+	// The go commands of the docs (go run ./cmd/kubectl-karpenter) use this machine's module and
+	// build caches, as a reader's shell does, not the fresh HOME's.
+	for _, variable := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOFLAGS"} {
+		out, err := exec.Command("go", "env", variable).Output()
+		if err != nil {
+			t.Fatalf("go env %s, %v", variable, err)
+		}
+		env = append(env, variable+"="+strings.TrimSpace(string(out)))
+	}
 
 	for _, doc := range docs {
 		t.Run(doc.file, func(t *testing.T) {

@@ -2,17 +2,23 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
 	"karpenter.sh/karpenter/pkg/autoscaler"
+	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/manifests"
 	"karpenter.sh/karpenter/test/sandbox"
 )
@@ -162,4 +168,82 @@ spec:
 			t.Errorf("spec.behavior.%s\n got %+v\nwant %+v", direction, stored, c.want)
 		}
 	}
+}
+
+// warnings records the warnings the apiserver returns, as kubectl prints them.
+type warnings struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = append(w.seen, text)
+}
+
+func (w *warnings) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.seen, "\n")
+}
+
+// warnedClient is a client whose requests record the apiserver's warnings.
+func warnedClient(t *testing.T) (client.Client, *warnings) {
+	t.Helper()
+	recorded := &warnings{}
+	config := rest.CopyConfig(stack.Env.Config)
+	config.WarningHandler = recorded
+	c, err := client.New(config, client.Options{Scheme: stack.Env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, recorded
+}
+
+// expectProvisionerWarning waits for a Warning Event on the Provisioner containing message.
+func expectProvisionerWarning(t *testing.T, name, message string) {
+	t.Helper()
+	eventually.Holds(t, "a Warning Event on provisioner "+name, func() (bool, string, error) {
+		events := &corev1.EventList{}
+		if err := stack.Env.Client.List(context.Background(), events, client.MatchingFields{"involvedObject.name": name}); err != nil {
+			return false, "", err
+		}
+		var seen []string
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind == "Provisioner" && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, message) {
+				return true, "", nil
+			}
+			seen = append(seen, e.Type+" "+e.Reason+": "+e.Message)
+		}
+		return false, fmt.Sprintf("events %q", seen), nil
+	}, eventually.Timeout(waitTimeout))
+}
+
+// TestTTLSecondsUntilExpiredZeroWarns is finding 4 of issue 34: ttlSecondsUntilExpired: 0
+// replaces every node of the Provisioner, one after another, without end. Karpenter v0.5
+// accepted it, so it still applies, but whoever applies it is told, and so is whoever reads
+// the Provisioner's Events.
+func TestTTLSecondsUntilExpiredZeroWarns(t *testing.T) {
+	t.Parallel()
+	const name = "ttl-until-expired-zero"
+	const said = "ttlSecondsUntilExpired is 0: every node of this Provisioner expires as soon as it is launched"
+	c, recorded := warnedClient(t)
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: name,
+		// No pod tolerates it: the Provisioner launches nothing for other tests' pods.
+		Taints: []corev1.Taint{{Key: "e2e.karpenter.sh/" + name, Effect: corev1.TaintEffectNoSchedule}}})
+	p.Spec.TTLSecondsUntilExpired = ptr.To[int64](0)
+	ctx := context.Background()
+	if err := c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stack.Env.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting provisioner %s, %v", name, err)
+		}
+	})
+	if !strings.Contains(recorded.String(), said) {
+		t.Errorf("warnings on create\n  %q\nwant one containing\n  %s", recorded.String(), said)
+	}
+	expectProvisionerWarning(t, name, said)
 }

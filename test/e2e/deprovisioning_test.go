@@ -308,6 +308,12 @@ func createObject(t *testing.T, object client.Object) {
 // returns the nodes by pod name.
 func waitApp(t *testing.T, app string, replicas int) map[string]*corev1.Node {
 	t.Helper()
+	return waitAppOn(t, stack, app, replicas)
+}
+
+// waitAppOn is waitApp on a stack of the test's own.
+func waitAppOn(t *testing.T, stack *sandbox.Stack, app string, replicas int) map[string]*corev1.Node {
+	t.Helper()
 	var placed map[string]*corev1.Node
 	eventually.Holds(t, fmt.Sprintf("%d pods of %s Running", replicas, app), func() (bool, string, error) {
 		podList := &corev1.PodList{}
@@ -382,6 +388,11 @@ func instanceIDOf(node *corev1.Node) string {
 
 // terminations counts the TerminateInstances calls the emulator answered for the instance.
 func terminations(instanceID string) int {
+	return terminationsOn(stack, instanceID)
+}
+
+// terminationsOn is terminations on a stack of the test's own.
+func terminationsOn(stack *sandbox.Stack, instanceID string) int {
 	n := 0
 	for _, call := range stack.Emulator.TerminationRequests() {
 		if slices.Contains(call.InstanceIDs, instanceID) {
@@ -395,6 +406,11 @@ func terminations(instanceID string) int {
 // for the Provisioner (one call may launch several); a call replayed by its client token
 // launches nothing.
 func launchedInstances(provisionerName string, skip int) int {
+	return launchedInstancesOn(stack, provisionerName, skip)
+}
+
+// launchedInstancesOn is launchedInstances on a stack of the test's own.
+func launchedInstancesOn(stack *sandbox.Stack, provisionerName string, skip int) int {
 	n := 0
 	for _, request := range stack.Emulator.FleetRequests()[skip:] {
 		if !request.Replayed && request.TagSpecifications["instance"][v1alpha5.ProvisionerNameLabelKey] == provisionerName {

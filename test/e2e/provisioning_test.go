@@ -138,10 +138,12 @@ func TestCapacityErrorInOneZoneFallsBackToAnother(t *testing.T) {
 		{Key: corev1.LabelTopologyZone, Operator: "In", Values: []string{"us-west-2a", "us-west-2b"}},
 		{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{"m5.large"}},
 	}})
-	if err := stack.Emulator.InjectFault(awsemulator.Fault{Kind: "capacity", InstanceType: "m5.large", AvailabilityZone: "us-west-2a", CapacityType: "spot"}); err != nil {
+	fault, err := stack.Emulator.InjectFault(awsemulator.Fault{Kind: "capacity", InstanceType: "m5.large", AvailabilityZone: "us-west-2a", CapacityType: "spot"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(stack.Emulator.ClearFaults)
+	// Tests running beside this one inject faults of their own: count and remove only this one.
+	t.Cleanup(func() { stack.Emulator.RemoveFault(fault) })
 	pod := builders.Pod(builders.PodOptions{Name: name, Namespace: sandbox.Namespace,
 		NodeSelector: map[string]string{v1alpha5.ProvisionerNameLabelKey: name}, Requests: builders.Resources("cpu", "1")})
 	createPods(t, pod)
@@ -149,8 +151,8 @@ func TestCapacityErrorInOneZoneFallsBackToAnother(t *testing.T) {
 	if zone := node.Labels[corev1.LabelTopologyZone]; zone != "us-west-2b" {
 		t.Errorf("the pod runs in %s, want us-west-2b", zone)
 	}
-	if hits := stack.Emulator.FaultHits(); len(hits) != 1 || hits[0] == 0 {
-		t.Errorf("fault hits %v: us-west-2a was never tried", hits)
+	if stack.Emulator.FaultHits(fault) == 0 {
+		t.Error("us-west-2a was never tried")
 	}
 	if n := len(liveInstances(name)); n != 1 {
 		t.Errorf("%d instances, want 1", n)
@@ -228,17 +230,18 @@ func TestControllerKilledMidBatchLaunchesExactlyTheNeededInstances(t *testing.T)
 	}
 	// Each CreateFleet call takes a second, so that the kill lands while the batch's launches
 	// are in flight: some answered, some not, their Nodes not all created.
-	if err := stack.Emulator.InjectFault(awsemulator.Fault{Service: "ec2", Action: "CreateFleet", Kind: awsemulator.FaultLatency, Latency: awsemulator.Duration(time.Second)}); err != nil {
+	slowLaunches, err := stack.Emulator.InjectFault(awsemulator.Fault{Service: "ec2", Action: "CreateFleet", Kind: awsemulator.FaultLatency, Latency: awsemulator.Duration(time.Second)})
+	if err != nil {
 		t.Fatal(err)
 	}
 	createPods(t, pods...)
 	eventually.Holds(t, "the batch's first CreateFleet call", func() (bool, string, error) {
-		hits := stack.Emulator.FaultHits()
-		return len(hits) == 1 && hits[0] > 0, fmt.Sprintf("fault hits %v", hits), nil
+		hits := stack.Emulator.FaultHits(slowLaunches)
+		return hits > 0, fmt.Sprintf("fault hits %d", hits), nil
 	}, eventually.Interval(20*time.Millisecond), eventually.Timeout(waitTimeout))
 	stack.KillController()
-	t.Logf("controller killed with %d CreateFleet calls of the batch in flight or answered", stack.Emulator.FaultHits()[0])
-	stack.Emulator.ClearFaults()
+	t.Logf("controller killed with %d CreateFleet calls of the batch in flight or answered", stack.Emulator.FaultHits(slowLaunches))
+	stack.Emulator.RemoveFault(slowLaunches)
 	if err := stack.StartController(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -330,6 +333,11 @@ func waitRunning(t *testing.T, pods ...*corev1.Pod) map[string]*corev1.Node {
 
 // liveInstances are the EC2 instances the Provisioner launched that are not terminating.
 func liveInstances(provisionerName string) []awsemulator.EC2Instance {
+	return liveInstancesOn(stack, provisionerName)
+}
+
+// liveInstancesOn is liveInstances on a stack of the test's own.
+func liveInstancesOn(stack *sandbox.Stack, provisionerName string) []awsemulator.EC2Instance {
 	var out []awsemulator.EC2Instance
 	for _, instance := range stack.Emulator.EC2Instances() {
 		if instance.Tags[v1alpha5.ProvisionerNameLabelKey] == provisionerName && (instance.State == "pending" || instance.State == "running") {
@@ -342,6 +350,11 @@ func liveInstances(provisionerName string) []awsemulator.EC2Instance {
 // instancesMatchNodes reports whether the Provisioner's live instances and its Nodes stand for
 // the same want machines: no instance without its Node, no Node without its instance.
 func instancesMatchNodes(provisionerName string, want int) (bool, string, error) {
+	return instancesMatchNodesOn(stack, provisionerName, want)
+}
+
+// instancesMatchNodesOn is instancesMatchNodes on a stack of the test's own.
+func instancesMatchNodesOn(stack *sandbox.Stack, provisionerName string, want int) (bool, string, error) {
 	nodeList := &corev1.NodeList{}
 	if err := stack.Env.Client.List(context.Background(), nodeList, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: provisionerName}); err != nil {
 		return false, "", err
@@ -350,7 +363,7 @@ func instancesMatchNodes(provisionerName string, want int) (bool, string, error)
 	for _, node := range nodeList.Items {
 		withNodes = append(withNodes, node.Spec.ProviderID)
 	}
-	for _, instance := range liveInstances(provisionerName) {
+	for _, instance := range liveInstancesOn(stack, provisionerName) {
 		launched = append(launched, instance.ProviderID)
 	}
 	slices.Sort(withNodes)

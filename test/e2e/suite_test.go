@@ -21,6 +21,10 @@ import (
 
 var stack *sandbox.Stack
 
+// controllerBinary and webhookBinary are this tree's cmd/controller and cmd/webhook, which the
+// stack runs; a test that starts a stack of its own runs them too.
+var controllerBinary, webhookBinary string
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -32,7 +36,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	controller, webhook, err := sandbox.Build(filepath.Join(dir, "bin"))
+	controllerBinary, webhookBinary, err = sandbox.Build(filepath.Join(dir, "bin"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -42,8 +46,8 @@ func run(m *testing.M) int {
 	defer cancel()
 	stack, err = sandbox.Start(ctx, sandbox.Options{
 		Dir:              filepath.Join(dir, "stack"),
-		ControllerBinary: controller,
-		WebhookBinary:    webhook,
+		ControllerBinary: controllerBinary,
+		WebhookBinary:    webhookBinary,
 		Logf: func(format string, args ...any) {
 			if testing.Verbose() {
 				fmt.Printf(format+"\n", args...)

@@ -46,20 +46,42 @@ func key(object *unstructured.Unstructured) string {
 	return strings.TrimPrefix(fmt.Sprintf("%s %s/%s", object.GetKind(), object.GetNamespace(), object.GetName()), "/")
 }
 
+// testImage is the image the chart tests name: the chart has no default.
+const testImage = "registry.example/karpenter"
+
+// helmOnlyLabels are the labels Helm's conventions add to what the chart templates; the
+// kustomize release has none of them.
+var helmOnlyLabels = []string{"helm.sh/chart", "app.kubernetes.io/version", "app.kubernetes.io/managed-by"}
+
+func withoutHelmLabels(object *unstructured.Unstructured) *unstructured.Unstructured {
+	labels := object.GetLabels()
+	for _, label := range helmOnlyLabels {
+		delete(labels, label)
+	}
+	object.SetLabels(labels)
+	if len(labels) == 0 {
+		unstructured.RemoveNestedField(object.Object, "metadata", "labels")
+	}
+	return object
+}
+
 // TestChartRendersTheRelease holds the chart with its default values to the kustomize release:
 // the same objects, field for field, but the Namespace (`helm install --create-namespace`
-// creates it). The ServiceMonitor, opt-in in both, is config/monitoring's.
+// creates it) and Helm's own labels. The ServiceMonitor, opt-in in both, is config/monitoring's.
 func TestChartRendersTheRelease(t *testing.T) {
 	t.Parallel()
 	want := map[string]*unstructured.Unstructured{}
-	for _, object := range decode(t, render(t, "v0.0.0-test")) {
+	for _, object := range decode(t, renderImage(t, "v0.0.0-test", testImage)) {
 		if object.GetKind() != "Namespace" {
 			want[key(object)] = object
 		}
 	}
 	got := map[string]*unstructured.Unstructured{}
-	for _, object := range helmTemplate(t, namespace, "image.tag=v0.0.0-test") {
-		got[key(object)] = object
+	for _, object := range helmTemplate(t, namespace, "controller.image.repository="+testImage, "controller.image.tag=v0.0.0-test") {
+		// `helm test`'s pods are the chart's alone.
+		if _, hook := object.GetAnnotations()["helm.sh/hook"]; !hook {
+			got[key(object)] = withoutHelmLabels(object)
+		}
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the chart renders other objects than config/ (-release +chart):\n%s", diff)
@@ -67,9 +89,9 @@ func TestChartRendersTheRelease(t *testing.T) {
 
 	monitor := decode(t, readFile(t, filepath.Join(repositoryRoot, "config", "monitoring", "servicemonitor.yaml")))
 	var monitors []*unstructured.Unstructured
-	for _, object := range helmTemplate(t, namespace, "serviceMonitor.enabled=true") {
+	for _, object := range helmTemplate(t, namespace, "serviceMonitor.enabled=true", "controller.image.repository="+testImage) {
 		if object.GetKind() == "ServiceMonitor" {
-			monitors = append(monitors, object)
+			monitors = append(monitors, withoutHelmLabels(object))
 		}
 	}
 	if diff := cmp.Diff(monitor, monitors); diff != "" {
@@ -82,7 +104,7 @@ func TestChartValuesReachTheDeployments(t *testing.T) {
 	t.Parallel()
 	digest := "sha256:" + strings.Repeat("0", 64)
 	objects := helmTemplate(t, "kube-system",
-		"image.repository=registry.example/karpenter", "image.tag=v9.9.9", "image.digest="+digest,
+		"controller.image.repository=registry.example/karpenter", "controller.image.tag=v9.9.9", "controller.image.digest="+digest,
 		"settings.clusterName=prod", "settings.clusterEndpoint=https://example.eks.amazonaws.com",
 		"settings.aws.defaultInstanceProfile=KarpenterNode", "settings.bindPods=false", "logLevel=debug", "replicas=3",
 		`serviceAccount.annotations.eks\.amazonaws\.com/role-arn=arn:aws:iam::111122223333:role/Karpenter`,
@@ -115,7 +137,7 @@ func TestChartValuesReachTheDeployments(t *testing.T) {
 	if annotation := find("ServiceAccount", "karpenter").GetAnnotations()["eks.amazonaws.com/role-arn"]; annotation != "arn:aws:iam::111122223333:role/Karpenter" {
 		t.Errorf("the ServiceAccount's role-arn annotation is %q", annotation)
 	}
-	controller := find("Deployment", "karpenter-controller")
+	controller := find("Deployment", "karpenter")
 	if replicas, _, _ := unstructured.NestedFieldNoCopy(controller.Object, "spec", "replicas"); fmt.Sprint(replicas) != "3" {
 		t.Errorf("controller replicas %v, want 3", replicas)
 	}
@@ -127,10 +149,9 @@ func TestChartValuesReachTheDeployments(t *testing.T) {
 	if image := container["image"]; image != "registry.example/karpenter:v9.9.9@"+digest {
 		t.Errorf("controller image %v", image)
 	}
-	args := fmt.Sprint(container["args"])
-	for _, flag := range []string{"--cluster-name=prod", "--cluster-endpoint=https://example.eks.amazonaws.com", "--aws-default-instance-profile=KarpenterNode", "--bind-pods=false", "--log-level=debug"} {
-		if !strings.Contains(args, flag) {
-			t.Errorf("controller args %s lack %s", args, flag)
+	for name, want := range map[string]string{"CLUSTER_NAME": "prod", "CLUSTER_ENDPOINT": "https://example.eks.amazonaws.com", "AWS_DEFAULT_INSTANCE_PROFILE": "KarpenterNode", "BIND_PODS": "false", "LOG_LEVEL": "debug"} {
+		if got := envOf(container, name); got != want {
+			t.Errorf("controller %s=%q, want %q", name, got, want)
 		}
 	}
 	if memory, _, _ := unstructured.NestedString(container, "resources", "limits", "memory"); memory != "2Gi" {
@@ -142,6 +163,11 @@ func TestChartValuesReachTheDeployments(t *testing.T) {
 func TestChartRefusesBadValues(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ set, want string }{
+		{"controller.image.digest=latest", "digest"},
+		{"controller.image.repository=public.ecr.aws/karpenter/controller", "another project's binary"},
+		{"controller.image.repository=,image.repository=public.ecr.aws/karpenter/karpenter", "another project's binary"},
+		{"webhook.image=public.ecr.aws/karpenter/webhook:v0.5.6", "another project's binary"},
+		{"settings.vmMemoryOverheadPercent=7.5", "vmMemoryOverheadPercent"},
 		{"logLevel=verbose", "logLevel"},
 		{"replicas=0", "replicas"},
 		{"settings.clusterNam=prod", "clusterNam"},
@@ -150,7 +176,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"settings.aws.region=Oregon", "region"},
 		{"settings.bindPods=sometimes", "bindPods"},
 	} {
-		_, err := helm("template", "karpenter", chart, "--set", c.set)
+		_, err := helm("template", "karpenter", chart, "--set", "controller.image.repository="+testImage, "--set", c.set)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("--set %s: %v, want an error naming %s", c.set, err, c.want)
 		}
@@ -163,7 +189,7 @@ func TestChartInstallsWithRBAC(t *testing.T) {
 	t.Parallel()
 	env := environment.New(t, environment.Options{})
 	if _, err := helm("install", "karpenter", chart, "--kubeconfig", env.KubeconfigPath,
-		"--namespace", namespace, "--create-namespace"); err != nil {
+		"--namespace", namespace, "--create-namespace", "--set", "controller.image.repository="+testImage); err != nil {
 		t.Fatal(err)
 	}
 	checkRBAC(t, env)

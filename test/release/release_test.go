@@ -40,7 +40,13 @@ var repositoryRoot = filepath.Join("..", "..")
 // when one is given.
 func render(t *testing.T, version string, digest ...string) []byte {
 	t.Helper()
-	command := exec.Command(filepath.Join(repositoryRoot, "hack", "release.sh"), append([]string{version, "public.ecr.aws/karpenter/karpenter"}, digest...)...)
+	return renderImage(t, version, "public.ecr.aws/karpenter/karpenter", digest...)
+}
+
+// renderImage renders the release for the image repository given.
+func renderImage(t *testing.T, version, repository string, digest ...string) []byte {
+	t.Helper()
+	command := exec.Command(filepath.Join(repositoryRoot, "hack", "release.sh"), append([]string{version, repository}, digest...)...)
 	var stderr bytes.Buffer
 	command.Stderr = &stderr
 	out, err := command.Output()

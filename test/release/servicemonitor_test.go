@@ -97,7 +97,7 @@ func TestServiceMonitorScrapePath(t *testing.T) {
 				return false, fmt.Sprintf("result %v, want 2 series", result), nil
 			}
 			for _, sample := range vector {
-				for name, value := range map[model.LabelName]string{"service": "karpenter-metrics", "endpoint": "metrics", "job": "karpenter-metrics", "container": "controller"} {
+				for name, value := range map[model.LabelName]string{"service": "karpenter", "endpoint": "http-metrics", "job": "karpenter", "container": "controller"} {
 					if got := string(sample.Metric[name]); got != value {
 						return false, "", fmt.Errorf("series %s has %s=%q, want %q", sample.Metric, name, got, value)
 					}
@@ -163,17 +163,17 @@ func shippedServiceMonitor(t *testing.T) serviceMonitor {
 	return monitor
 }
 
-// metricsService is the release's Service in front of the controller's /metrics.
+// metricsService is the release's Service in front of the controller's /metrics, named as upstream's.
 func metricsService(t *testing.T) corev1.Service {
 	t.Helper()
 	for _, object := range decode(t, render(t, "v0.0.0-test")) {
-		if object.GetKind() == "Service" && object.GetName() == "karpenter-metrics" {
+		if object.GetKind() == "Service" && object.GetName() == "karpenter" {
 			var service corev1.Service
 			convert(t, object, &service)
 			return service
 		}
 	}
-	t.Fatal("the release has no karpenter-metrics Service")
+	t.Fatal("the release has no karpenter Service")
 	return corev1.Service{}
 }
 
@@ -282,7 +282,7 @@ func operatorScrapeConfig(monitor serviceMonitor, service corev1.Service, target
 		environment.RelabelConfig{TargetLabel: "endpoint", Replacement: port},
 	)
 	return environment.ScrapeConfig{
-		JobName:        "serviceMonitor/" + service.Namespace + "/karpenter-controller/0",
+		JobName:        "serviceMonitor/" + service.Namespace + "/karpenter/0",
 		Targets:        targets,
 		Labels:         discovered,
 		MetricsPath:    path,

@@ -131,8 +131,8 @@ func TestWebhookRunsWithTheReleaseRBAC(t *testing.T) {
 	}, eventually.Timeout(time.Minute))
 }
 
-// registered is the number of rules of a webhook that the webhook filled in, 0 while it has no
-// CA bundle.
+// registered is the number of rules of a webhook, 0 while the webhook has not written its CA
+// bundle.
 func registered(rules []admissionregistrationv1.RuleWithOperations, config admissionregistrationv1.WebhookClientConfig) int {
 	if len(config.CABundle) == 0 {
 		return 0

@@ -27,13 +27,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis"
+	"karpenter.sh/karpenter/pkg/killpoint"
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/pkg/test/manifests"
 	"karpenter.sh/karpenter/test/awsemulator"
 	"karpenter.sh/karpenter/test/sandbox/nodejoiner"
 )
 
-// Seed is the emulated AWS account: the groups docs/examples drive and the queue "jobs".
+// Seed is the emulated AWS account: the groups docs/examples drive, the queue "jobs", and what
+// the getting-started guides leave (VPC, node role, instance profiles; see seed.yaml).
 //
 //go:embed seed.yaml
 var Seed []byte
@@ -45,11 +47,16 @@ const (
 	QueueName = "jobs"
 	// Namespace holds the examples.
 	Namespace = "default"
+	// InterruptionQueue is the controller's --interruption-queue, a queue of the seed.
+	InterruptionQueue = "interruptions"
 	// ClusterName is the controller's --cluster-name: the seed's subnets and security group
-	// carry kubernetes.io/cluster/<ClusterName>, which Provisioners select by default.
+	// carry kubernetes.io/cluster/<ClusterName>, which Provisioners select by default, and
+	// karpenter.sh/discovery: <ClusterName>, which v1's getting-started EC2NodeClass selects.
 	ClusterName = "sandbox"
-	// InstanceProfile is the seed's one instance profile, the nodes' of a Provisioner whose
-	// provider block names none.
+	// InstanceProfile is the instance profile of docs/examples/provisioner.yaml, the nodes' of a
+	// Provisioner whose provider block names none. The seed also has v0.5's getting-started
+	// KarpenterNodeInstanceProfile-<ClusterName> and the node role KarpenterNodeRole-<ClusterName>
+	// both hold.
 	InstanceProfile = "KarpenterNodeInstanceProfile-demo"
 )
 
@@ -79,6 +86,9 @@ type Options struct {
 	ConsolidationPeriod, ConsolidationMinNodeAge time.Duration
 	// ControllerArgs are more flags of the controller, after (so overriding) the sandbox's own.
 	ControllerArgs []string
+	// CRDDirectory holds the CRDs installed in place of config/crd: an upgrade test starts the
+	// stack with an earlier commit's.
+	CRDDirectory string
 	// Logf receives progress; nil discards it.
 	Logf func(format string, args ...any)
 }
@@ -157,8 +167,9 @@ func Start(ctx context.Context, options Options) (_ *Stack, err error) {
 			ScrapeInterval: time.Second,
 			ScrapeConfigs:  []environment.ScrapeConfig{{JobName: "karpenter", Targets: []string{s.MetricsAddress}}},
 		},
-		Dir:  options.Dir,
-		Logf: options.Logf,
+		CRDDirectory: options.CRDDirectory,
+		Dir:          options.Dir,
+		Logf:         options.Logf,
 	})
 	if err != nil {
 		return nil, err
@@ -209,6 +220,36 @@ func (s *Stack) startEmulator() error {
 // StartController starts the controller binary and waits until it is ready. Leader election
 // is off: there is one replica, and a restarted one must not wait out its predecessor's lease.
 func (s *Stack) StartController(ctx context.Context) error {
+	return s.startController(ctx, nil)
+}
+
+// StartControllerDyingAt starts the controller to kill itself (SIGKILL) the first time it reaches
+// the kill point (pkg/killpoint), as a crash there would; ControllerExited tells when it did.
+func (s *Stack) StartControllerDyingAt(ctx context.Context, point string) error {
+	return s.startController(ctx, []string{killpoint.EnvironmentVariable + "=" + point})
+}
+
+// ReplaceController stops the controller as a rolling update does (SIGTERM: its reconciles
+// finish) and starts binary in its place, which later restarts run too: an upgrade.
+func (s *Stack) ReplaceController(ctx context.Context, binary string) error {
+	s.mu.Lock()
+	stopped := s.controller.Stop()
+	s.options.ControllerBinary = binary
+	s.mu.Unlock()
+	if stopped != nil {
+		return fmt.Errorf("stopping the controller, %w", stopped)
+	}
+	return s.StartController(ctx)
+}
+
+// ControllerExited is closed once the controller last started has exited.
+func (s *Stack) ControllerExited() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.controller.Exited()
+}
+
+func (s *Stack) startController(ctx context.Context, env []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	period := s.options.Period.String()
@@ -228,6 +269,7 @@ func (s *Stack) StartController(ctx context.Context) error {
 		"--garbage-collection-grace=" + s.options.GarbageCollectionGrace.String(),
 		"--consolidation-period=" + s.options.ConsolidationPeriod.String(),
 		"--consolidation-min-node-age=" + s.options.ConsolidationMinNodeAge.String(),
+		"--interruption-queue=" + InterruptionQueue,
 	}
 	if s.options.BatchIdleDuration != 0 {
 		args = append(args, "--batch-idle-duration="+s.options.BatchIdleDuration.String())
@@ -235,17 +277,10 @@ func (s *Stack) StartController(ctx context.Context) error {
 	args = append(args, s.options.ControllerArgs...)
 	begin := time.Now()
 	proc, err := s.Env.StartProcess(ctx, environment.ProcessOptions{
-		Name: "controller",
-		Path: s.options.ControllerBinary,
-		Args: args,
-		Env: []string{
-			"KUBECONFIG=" + s.Env.KubeconfigPath,
-			"AWS_ENDPOINT_URL=" + s.EmulatorURL,
-			"AWS_REGION=" + Region,
-			"AWS_ACCESS_KEY_ID=sandbox",
-			"AWS_SECRET_ACCESS_KEY=sandbox",
-			"AWS_EC2_METADATA_DISABLED=true",
-		},
+		Name:      "controller",
+		Path:      s.options.ControllerBinary,
+		Args:      args,
+		Env:       append(append([]string{"KUBECONFIG=" + s.Env.KubeconfigPath}, s.awsEnv()...), env...),
 		HealthURL: "http://" + s.healthAddress + "/readyz",
 	})
 	if err != nil {
@@ -296,10 +331,24 @@ func (s *Stack) Stop() error {
 
 // ShellEnv is the environment the docs' commands assume of a shell beside the sandbox, as
 // VAR=value: KUBECONFIG (kubeconfig, the copy a user is given), EMULATOR (the AWS emulator's URL,
-// whose admin API is under /_emulator/) and PROMETHEUS (the Prometheus URL). The sandbox's
-// banner prints it as an export line; test/docs runs the docs' commands with it.
+// whose admin API is under /_emulator/), PROMETHEUS (the Prometheus URL), and the AWS SDK's
+// settings the controller runs with, so that `kubectl karpenter plan` reads the emulator: its
+// region and endpoint, credentials it accepts (never the machine's), and no instance metadata
+// lookup. The sandbox's banner prints it as an export line; test/docs runs the docs' commands
+// with it.
 func (s *Stack) ShellEnv(kubeconfig string) []string {
-	return []string{"KUBECONFIG=" + kubeconfig, "EMULATOR=" + s.EmulatorURL, "PROMETHEUS=" + s.Env.Prometheus.URL}
+	return append([]string{"KUBECONFIG=" + kubeconfig, "EMULATOR=" + s.EmulatorURL, "PROMETHEUS=" + s.Env.Prometheus.URL}, s.awsEnv()...)
+}
+
+// awsEnv points the AWS SDK at the emulator.
+func (s *Stack) awsEnv() []string {
+	return []string{
+		"AWS_ENDPOINT_URL=" + s.EmulatorURL,
+		"AWS_REGION=" + Region,
+		"AWS_ACCESS_KEY_ID=sandbox",
+		"AWS_SECRET_ACCESS_KEY=sandbox",
+		"AWS_EC2_METADATA_DISABLED=true",
+	}
 }
 
 // Build builds cmd/controller and cmd/webhook into dir and returns their paths, for a stack

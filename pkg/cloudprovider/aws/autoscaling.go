@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/providers/awsapi"
 )
 
 // AutoScalingGroup builds the NodeGroup for an Auto Scaling group name or ARN.
@@ -22,7 +23,7 @@ func (p *Provider) AutoScalingGroup(id string) (cloudprovider.NodeGroup, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &autoScalingGroup{client: c.autoScaling, region: p.regionOf(parsed.Region), name: parsed.Name}, nil
+	return &autoScalingGroup{client: c.AutoScaling, region: p.regionOf(parsed.Region), name: parsed.Name}, nil
 }
 
 type autoScalingGroup struct {
@@ -39,7 +40,7 @@ func (g *autoScalingGroup) resource() string { return "auto scaling group " + g.
 func (g *autoScalingGroup) describe(ctx context.Context) (types.AutoScalingGroup, error) {
 	out, err := g.client.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: []string{g.name}})
 	if err != nil {
-		return types.AutoScalingGroup{}, callError(err, "autoscaling:DescribeAutoScalingGroups", g.resource())
+		return types.AutoScalingGroup{}, awsapi.CallError(err, "autoscaling:DescribeAutoScalingGroups", g.resource())
 	}
 	for _, group := range out.AutoScalingGroups {
 		if sdkaws.ToString(group.AutoScalingGroupName) == g.name {
@@ -86,10 +87,10 @@ func (g *autoScalingGroup) SetDesiredReplicas(ctx context.Context, replicas int3
 	if err == nil {
 		return nil
 	}
-	if code := apiErrorCode(err); code == "ResourceContention" || code == "ScalingActivityInProgress" {
+	if code := awsapi.ErrorCode(err); code == "ResourceContention" || code == "ScalingActivityInProgress" {
 		return &cloudprovider.BusyError{Resource: g.resource(), Reason: fmt.Sprintf("SetDesiredCapacity refused with %s", code)}
 	}
-	return callError(err, "autoscaling:SetDesiredCapacity", g.resource())
+	return awsapi.CallError(err, "autoscaling:SetDesiredCapacity", g.resource())
 }
 
 // instanceCounts tallies Auto Scaling lifecycle states.

@@ -11,6 +11,7 @@ import (
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/providers/awsapi"
 )
 
 // EKSNodeGroup builds the NodeGroup for an EKS managed node group ARN or <cluster>/<nodegroup>.
@@ -23,7 +24,7 @@ func (p *Provider) EKSNodeGroup(id string) (cloudprovider.NodeGroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &eksNodeGroup{eks: c.eks, autoScaling: c.autoScaling, region: p.regionOf(parsed.Region), cluster: parsed.Cluster, name: parsed.NodeGroup}, nil
+	return &eksNodeGroup{eks: c.EKS, autoScaling: c.AutoScaling, region: p.regionOf(parsed.Region), cluster: parsed.Cluster, name: parsed.NodeGroup}, nil
 }
 
 // eksNodeGroup sizes through EKS and counts serving instances in the Auto
@@ -43,7 +44,7 @@ func (g *eksNodeGroup) resource() string {
 func (g *eksNodeGroup) describe(ctx context.Context) (*ekstypes.Nodegroup, error) {
 	out, err := g.eks.DescribeNodegroup(ctx, &eks.DescribeNodegroupInput{ClusterName: sdkaws.String(g.cluster), NodegroupName: sdkaws.String(g.name)})
 	if err != nil {
-		return nil, callError(err, "eks:DescribeNodegroup", g.resource(), "ResourceNotFoundException")
+		return nil, awsapi.CallError(err, "eks:DescribeNodegroup", g.resource(), "ResourceNotFoundException")
 	}
 	if out.Nodegroup == nil || out.Nodegroup.ScalingConfig == nil {
 		return nil, fmt.Errorf("calling eks:DescribeNodegroup on %s, response has no scaling configuration", g.resource())
@@ -78,7 +79,7 @@ func (g *eksNodeGroup) Status(ctx context.Context) (cloudprovider.NodeGroupStatu
 	if len(groupNames) > 0 {
 		out, err := g.autoScaling.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: groupNames})
 		if err != nil {
-			return cloudprovider.NodeGroupStatus{}, callError(err, "autoscaling:DescribeAutoScalingGroups", g.resource())
+			return cloudprovider.NodeGroupStatus{}, awsapi.CallError(err, "autoscaling:DescribeAutoScalingGroups", g.resource())
 		}
 		for _, asg := range out.AutoScalingGroups {
 			counts = counts.add(countInstances(asg.Instances))
@@ -118,10 +119,10 @@ func (g *eksNodeGroup) SetDesiredReplicas(ctx context.Context, replicas int32) e
 	if err == nil {
 		return nil
 	}
-	if apiErrorCode(err) == "ResourceInUseException" {
+	if awsapi.ErrorCode(err) == "ResourceInUseException" {
 		return &cloudprovider.BusyError{Resource: g.resource(), Reason: "another update is in progress"}
 	}
-	return callError(err, "eks:UpdateNodegroupConfig", g.resource(), "ResourceNotFoundException")
+	return awsapi.CallError(err, "eks:UpdateNodegroupConfig", g.resource(), "ResourceNotFoundException")
 }
 
 func healthIssues(h *ekstypes.NodegroupHealth) string {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -283,7 +281,7 @@ func TestSubnetSelectorNarrowsTheZones(t *testing.T) {
 
 func TestInstanceTypesBeforeTheCatalogueIsReadFail(t *testing.T) {
 	e := newInstancesEnv(t, vpcSeed, 0)
-	if err := e.emulator.InjectFault(awsemulator.Fault{Service: "ec2", Action: "DescribeInstanceTypes", Kind: awsemulator.FaultAccessDenied}); err != nil {
+	if _, err := e.emulator.InjectFault(awsemulator.Fault{Service: "ec2", Action: "DescribeInstanceTypes", Kind: awsemulator.FaultAccessDenied}); err != nil {
 		t.Fatal(err)
 	}
 	err := e.instances.RefreshInstanceTypes(context.Background())
@@ -297,62 +295,10 @@ func TestInstanceTypesBeforeTheCatalogueIsReadFail(t *testing.T) {
 	}
 }
 
-func TestSpotPricesAreTheLatestOfTheHistory(t *testing.T) {
-	e := newInstancesEnv(t, vpcSeed, 0)
-	e.refresh(t)
-	out, err := e.ec2.DescribeSpotPriceHistory(context.Background(), &ec2.DescribeSpotPriceHistoryInput{
-		InstanceTypes:       []ec2types.InstanceType{"m5.large"},
-		ProductDescriptions: []string{"Linux/UNIX"},
-		StartTime:           sdkaws.Time(e.clock.Now()),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]float64{}
-	for _, p := range out.SpotPriceHistory {
-		price, err := strconv.ParseFloat(sdkaws.ToString(p.SpotPrice), 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[sdkaws.ToString(p.AvailabilityZone)] = price
-	}
-	if want["us-west-2a"] == want["us-west-2b"] {
-		t.Fatalf("the emulator's spot prices are the same in every zone (%v): the test cannot tell them apart", want)
-	}
-	for _, o := range e.instanceTypes(t, "")["m5.large"].Offerings {
-		if o.CapacityType != v1alpha5.CapacityTypeSpot {
-			continue
-		}
-		if o.Price != want[o.Zone] {
-			t.Errorf("spot price of m5.large in %s = %g, the history says %g", o.Zone, o.Price, want[o.Zone])
-		}
-	}
-}
-
-func TestPricesFallBackWhenThePricingAPIIsDenied(t *testing.T) {
-	e := newInstancesEnv(t, vpcSeed, 0)
-	if err := e.emulator.InjectFault(awsemulator.Fault{Service: "pricing", Kind: awsemulator.FaultAccessDenied}); err != nil {
-		t.Fatal(err)
-	}
-	e.refresh(t)
-	err := e.instances.StalePrices()
-	var stale *cloudprovider.StalePricesError
-	var denied *cloudprovider.AccessDeniedError
-	if !errors.As(err, &stale) || !errors.As(err, &denied) || denied.Action != "pricing:GetProducts" || !stale.Since.IsZero() {
-		t.Fatalf("StalePrices = %v, want stale since never, access denied naming pricing:GetProducts", err)
-	}
-	onDemand, _ := aws.FallbackPrice("us-west-2", "m5.large")
-	for _, o := range e.instanceTypes(t, "")["m5.large"].Offerings {
-		if o.CapacityType == v1alpha5.CapacityTypeOnDemand && o.Price != onDemand {
-			t.Errorf("on-demand price of m5.large in %s = %g, want the built-in %g", o.Zone, o.Price, onDemand)
-		}
-	}
-}
-
 // Start reads the catalogue and the prices at once, then on every refresh period.
 func TestStartRefreshesInTheBackground(t *testing.T) {
 	e := newInstancesEnv(t, vpcSeed, 0)
-	if err := e.emulator.InjectFault(awsemulator.Fault{Service: "pricing", Kind: awsemulator.FaultAccessDenied, Times: 1}); err != nil {
+	if _, err := e.emulator.InjectFault(awsemulator.Fault{Service: "pricing", Kind: awsemulator.FaultAccessDenied, Times: 1}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/providers/awsapi"
 )
 
 // The EventBridge detail types an interruption queue receives (docs/aws.md has the rules).
@@ -45,10 +46,12 @@ var ec2InstanceID = regexp.MustCompile(`^i-[0-9a-f]{8,17}$`)
 
 // eventBridgeEvent is the envelope EventBridge delivers to an SQS target.
 type eventBridgeEvent struct {
-	DetailType string          `json:"detail-type"`
-	Source     string          `json:"source"`
-	Time       time.Time       `json:"time"`
-	Detail     json.RawMessage `json:"detail"`
+	DetailType string `json:"detail-type"`
+	Source     string `json:"source"`
+	// Account is the account the event was emitted in; EventBridge sets it, a sender cannot.
+	Account string          `json:"account"`
+	Time    time.Time       `json:"time"`
+	Detail  json.RawMessage `json:"detail"`
 }
 
 // ec2Detail is the detail of the EC2 events: spot interruption, rebalance, state change.
@@ -67,25 +70,40 @@ type healthDetail struct {
 	} `json:"affectedEntities"`
 }
 
-// ParseInterruptionMessage reads an EventBridge event delivered to SQS. A body that is not
-// one of the events an interruption queue is for comes back as InterruptionUnknown with Err
-// saying why; the other fields of the result are left for the caller to fill in.
-func ParseInterruptionMessage(body string) cloudprovider.InterruptionMessage {
-	kind, ids, state, when, err := parseEvent(body)
-	if err != nil {
-		return cloudprovider.InterruptionMessage{Kind: cloudprovider.InterruptionUnknown, Time: when, Err: err}
-	}
-	return cloudprovider.InterruptionMessage{Kind: kind, InstanceIDs: ids, State: state, Time: when}
-}
-
-func parseEvent(body string) (cloudprovider.InterruptionKind, []string, string, time.Time, error) {
+// ParseInterruptionMessage reads an EventBridge event delivered to an SQS queue of
+// queueAccount. A body that is not one of the events an interruption queue is for comes back
+// as InterruptionUnknown with Err saying why. An event emitted in another account, or naming
+// none, comes back with Refused saying so: the queue's policy may let another account's rules
+// send to it (docs/aws.md shows one that does not), and only the queue's own account speaks
+// for the cluster's instances. The other fields of the result are left for the caller to fill in.
+func ParseInterruptionMessage(body, queueAccount string) cloudprovider.InterruptionMessage {
 	var event eventBridgeEvent
 	if err := json.Unmarshal([]byte(body), &event); err != nil {
-		return "", nil, "", time.Time{}, fmt.Errorf("not an EventBridge event, %w", err)
+		return cloudprovider.InterruptionMessage{Kind: cloudprovider.InterruptionUnknown, Err: fmt.Errorf("not an EventBridge event, %w", err)}
 	}
+	kind, ids, state, err := readEvent(event)
+	if err != nil {
+		return cloudprovider.InterruptionMessage{Kind: cloudprovider.InterruptionUnknown, Time: event.Time, Err: err}
+	}
+	return cloudprovider.InterruptionMessage{Kind: kind, InstanceIDs: ids, State: state, Time: event.Time, Refused: foreignAccount(event.Account, queueAccount)}
+}
+
+// foreignAccount says why an event of eventAccount is not believed by a queue of
+// queueAccount, nil when it is.
+func foreignAccount(eventAccount, queueAccount string) error {
+	switch {
+	case eventAccount == "":
+		return errors.New("the event names no account, as every EventBridge event does: no EventBridge rule sent it")
+	case eventAccount != queueAccount:
+		return fmt.Errorf("the event was emitted in account %q, not the queue's account %s: another account's rule sent it", eventAccount, queueAccount)
+	}
+	return nil
+}
+
+func readEvent(event eventBridgeEvent) (cloudprovider.InterruptionKind, []string, string, error) {
 	if event.DetailType == detailTypeHealth {
 		ids, err := parseHealthDetail(event)
-		return cloudprovider.InterruptionScheduledChange, ids, "", event.Time, err
+		return cloudprovider.InterruptionScheduledChange, ids, "", err
 	}
 	var kind cloudprovider.InterruptionKind
 	switch event.DetailType {
@@ -96,22 +114,22 @@ func parseEvent(body string) (cloudprovider.InterruptionKind, []string, string, 
 	case detailTypeStateChange:
 		kind = cloudprovider.InterruptionStateChange
 	default:
-		return "", nil, "", event.Time, fmt.Errorf("unsupported event: source %q, detail-type %q", event.Source, event.DetailType)
+		return "", nil, "", fmt.Errorf("unsupported event: source %q, detail-type %q", event.Source, event.DetailType)
 	}
 	if event.Source != "aws.ec2" {
-		return "", nil, "", event.Time, fmt.Errorf("%s event from source %q, not aws.ec2", event.DetailType, event.Source)
+		return "", nil, "", fmt.Errorf("%s event from source %q, not aws.ec2", event.DetailType, event.Source)
 	}
 	var detail ec2Detail
 	if err := json.Unmarshal(event.Detail, &detail); err != nil {
-		return "", nil, "", event.Time, fmt.Errorf("reading the detail of a %s event, %w", event.DetailType, err)
+		return "", nil, "", fmt.Errorf("reading the detail of a %s event, %w", event.DetailType, err)
 	}
 	if !ec2InstanceID.MatchString(detail.InstanceID) {
-		return "", nil, "", event.Time, fmt.Errorf("%s event without an instance id (instance-id %q)", event.DetailType, detail.InstanceID)
+		return "", nil, "", fmt.Errorf("%s event without an instance id (instance-id %q)", event.DetailType, detail.InstanceID)
 	}
 	if kind == cloudprovider.InterruptionStateChange && !interruptingStates[detail.State] {
-		return "", nil, "", event.Time, fmt.Errorf("instance %s entering state %q is not an interruption", detail.InstanceID, detail.State)
+		return "", nil, "", fmt.Errorf("instance %s entering state %q is not an interruption", detail.InstanceID, detail.State)
 	}
-	return kind, []string{detail.InstanceID}, detail.State, event.Time, nil
+	return kind, []string{detail.InstanceID}, detail.State, nil
 }
 
 // parseHealthDetail returns the instances of an EC2 scheduled change; every other Health
@@ -157,7 +175,7 @@ func (p *Provider) InterruptionQueue(id string) (cloudprovider.InterruptionQueue
 		return nil, err
 	}
 	return &interruptionQueue{
-		sqsQueue:    sqsQueue{sqs: c.sqs, cloudWatch: c.cloudWatch, clock: p.clock, id: parsed, url: parsed.URL},
+		sqsQueue:    sqsQueue{sqs: c.SQS, cloudWatch: c.CloudWatch, clock: p.clock, id: parsed, url: parsed.URL},
 		waitSeconds: interruptionWaitSeconds(p.callTimeout),
 	}, nil
 }
@@ -183,11 +201,12 @@ func (q *interruptionQueue) Receive(ctx context.Context) ([]cloudprovider.Interr
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return nil, nil
 		}
-		return nil, callError(err, "sqs:ReceiveMessage", q.resource(), sqsNotFoundCodes...)
+		return nil, awsapi.CallError(err, "sqs:ReceiveMessage", q.resource(), sqsNotFoundCodes...)
 	}
+	account := q.ownerAccount()
 	messages := make([]cloudprovider.InterruptionMessage, 0, len(out.Messages))
 	for _, m := range out.Messages {
-		message := ParseInterruptionMessage(sdkaws.ToString(m.Body))
+		message := ParseInterruptionMessage(sdkaws.ToString(m.Body), account)
 		message.ID = sdkaws.ToString(m.MessageId)
 		message.ReceiptHandle = sdkaws.ToString(m.ReceiptHandle)
 		messages = append(messages, message)
@@ -201,7 +220,7 @@ func (q *interruptionQueue) Delete(ctx context.Context, message cloudprovider.In
 		return err
 	}
 	if _, err := q.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: sdkaws.String(url), ReceiptHandle: sdkaws.String(message.ReceiptHandle)}); err != nil {
-		return callError(err, "sqs:DeleteMessage", q.resource()+" message "+message.ID, sqsNotFoundCodes...)
+		return awsapi.CallError(err, "sqs:DeleteMessage", q.resource()+" message "+message.ID, sqsNotFoundCodes...)
 	}
 	return nil
 }

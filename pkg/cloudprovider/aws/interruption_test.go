@@ -3,6 +3,7 @@ package aws_test
 import (
 	"context"
 	"errors"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -133,9 +134,9 @@ func TestParseInterruptionMessage(t *testing.T) {
 		{name: "a bad time", body: strings.Replace(sampleSpot, "2021-02-18T16:48:01Z", "yesterday", 1), kind: cloudprovider.InterruptionUnknown, errSubstr: "not an EventBridge event"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := aws.ParseInterruptionMessage(tc.body)
-			if got.Kind != tc.kind || !slices.Equal(got.InstanceIDs, tc.ids) || got.State != tc.state {
-				t.Errorf("kind %s, instances %v, state %q; want %s, %v, %q (error %v)", got.Kind, got.InstanceIDs, got.State, tc.kind, tc.ids, tc.state, got.Err)
+			got := aws.ParseInterruptionMessage(tc.body, "123456789012")
+			if got.Kind != tc.kind || !slices.Equal(got.InstanceIDs, tc.ids) || got.State != tc.state || got.Refused != nil {
+				t.Errorf("kind %s, instances %v, state %q, refused %v; want %s, %v, %q (error %v)", got.Kind, got.InstanceIDs, got.State, got.Refused, tc.kind, tc.ids, tc.state, got.Err)
 			}
 			if tc.time != "" && got.Time.Format(time.RFC3339) != tc.time {
 				t.Errorf("time %s, want %s", got.Time.Format(time.RFC3339), tc.time)
@@ -145,6 +146,56 @@ func TestParseInterruptionMessage(t *testing.T) {
 				t.Errorf("error %v", got.Err)
 			case tc.errSubstr != "" && (got.Err == nil || !strings.Contains(got.Err.Error(), tc.errSubstr)):
 				t.Errorf("error %v, want one containing %q", got.Err, tc.errSubstr)
+			}
+		})
+	}
+}
+
+// TestForgedInterruptionIsRefused is finding 34.14: an event is believed only when it was
+// emitted in the queue's account. EventBridge stamps every event with the account it was
+// emitted in, and a queue policy that lets another account's rule send to the queue would
+// otherwise let that account drain the cluster's nodes.
+func TestForgedInterruptionIsRefused(t *testing.T) {
+	const queueAccount = "123456789012"
+	accountField := regexp.MustCompile(`"account":\s*"123456789012",`)
+	withAccount := func(body, account string) string {
+		return accountField.ReplaceAllLiteralString(body, `"account": "`+account+`",`)
+	}
+	withoutAccount := func(body string) string { return accountField.ReplaceAllLiteralString(body, "") }
+	health := strings.Replace(sampleHealth, "CATEGORY", "scheduledChange", 1)
+	for _, tc := range []struct {
+		name      string
+		body      string
+		kind      cloudprovider.InterruptionKind
+		refusedAs string // part of the refusal, empty when the event is believed
+	}{
+		{name: "spot interruption of the queue's account", body: sampleSpot, kind: cloudprovider.InterruptionSpot},
+		{name: "scheduled change of the queue's account", body: health, kind: cloudprovider.InterruptionScheduledChange},
+		{name: "spot interruption of another account", body: withAccount(sampleSpot, "999999999999"), kind: cloudprovider.InterruptionSpot,
+			refusedAs: `emitted in account "999999999999", not the queue's account 123456789012`},
+		{name: "scheduled change of another account", body: withAccount(health, "999999999999"), kind: cloudprovider.InterruptionScheduledChange,
+			refusedAs: `emitted in account "999999999999"`},
+		{name: "state change of another account", body: withAccount(strings.Replace(sampleStateChange, "STATE", "terminated", 1), "210987654321"),
+			kind: cloudprovider.InterruptionStateChange, refusedAs: `emitted in account "210987654321"`},
+		{name: "an account that only ends like the queue's", body: withAccount(sampleSpot, "0123456789012"), kind: cloudprovider.InterruptionSpot,
+			refusedAs: `emitted in account "0123456789012"`},
+		{name: "spot interruption without an account", body: withoutAccount(sampleSpot), kind: cloudprovider.InterruptionSpot,
+			refusedAs: "names no account"},
+		{name: "rebalance recommendation without an account", body: withoutAccount(sampleRebalance), kind: cloudprovider.InterruptionRebalance,
+			refusedAs: "names no account"},
+		{name: "an unreadable event of another account stays unknown", body: withAccount(strings.Replace(sampleSpot, `"aws.ec2"`, `"my.app"`, 1), "999999999999"),
+			kind: cloudprovider.InterruptionUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := aws.ParseInterruptionMessage(tc.body, queueAccount)
+			if got.Kind != tc.kind {
+				t.Errorf("kind %s, want %s (error %v)", got.Kind, tc.kind, got.Err)
+			}
+			switch {
+			case tc.refusedAs == "" && got.Refused != nil:
+				t.Errorf("refused: %v; want the event believed", got.Refused)
+			case tc.refusedAs != "" && (got.Refused == nil || !strings.Contains(got.Refused.Error(), tc.refusedAs)):
+				t.Errorf("refused: %v; want a refusal containing %q", got.Refused, tc.refusedAs)
 			}
 		})
 	}
@@ -207,6 +258,10 @@ func TestInterruptionQueueReceivesParsesAndDeletes(t *testing.T) {
 			if err := e.emulator.SendMessages(interruptionQueue, 1, "not an event"); err != nil {
 				t.Fatal(err)
 			}
+			forged, err := e.emulator.InterruptFromAccount(interruptionQueue, "999999999999", "i-0000000000000000e", awsemulator.InterruptSpot, "")
+			if err != nil {
+				t.Fatal(err)
+			}
 			messages := receive(t, q)
 			type summary struct {
 				id    string
@@ -227,8 +282,16 @@ func TestInterruptionQueueReceivesParsesAndDeletes(t *testing.T) {
 				{scheduled, cloudprovider.InterruptionScheduledChange, "i-0000000000000000c", ""},
 				{terminated, cloudprovider.InterruptionStateChange, "i-0000000000000000d", "terminated"},
 			}
-			if len(got) != 5 || !slices.Equal(got[:4], want) || got[4].kind != cloudprovider.InterruptionUnknown || messages[4].Err == nil {
-				t.Fatalf("received %+v, want %+v and an unknown message", got, want)
+			if len(got) != 6 || !slices.Equal(got[:4], want) || got[4].kind != cloudprovider.InterruptionUnknown || messages[4].Err == nil {
+				t.Fatalf("received %+v, want %+v, an unknown message and a forged one", got, want)
+			}
+			for _, m := range messages[:5] {
+				if m.Refused != nil {
+					t.Errorf("message %s refused: %v; want it believed, it comes from the queue's account", m.ID, m.Refused)
+				}
+			}
+			if m := messages[5]; m.ID != forged || m.Kind != cloudprovider.InterruptionSpot || m.Refused == nil {
+				t.Errorf("message %s: %s, refused %v; want message %s, a spot interruption refused", m.ID, m.Kind, m.Refused, forged)
 			}
 			for _, m := range messages {
 				if err := q.Delete(context.Background(), m); err != nil {
@@ -293,7 +356,7 @@ func TestInterruptionQueueRecoversFromThrottling(t *testing.T) {
 			q := e.interruptionQueue(t, interruptionQueue)
 			e.interrupt(t, "i-0000000000000000a", awsemulator.InterruptSpot, "")
 			throttles := maxAttempts - 1
-			if err := e.emulator.InjectFault(awsemulator.Fault{Service: "sqs", Action: action, Kind: awsemulator.FaultThrottle, Times: throttles}); err != nil {
+			if _, err := e.emulator.InjectFault(awsemulator.Fault{Service: "sqs", Action: action, Kind: awsemulator.FaultThrottle, Times: throttles}); err != nil {
 				t.Fatal(err)
 			}
 			messages := receive(t, q)
@@ -315,7 +378,7 @@ func TestInterruptionQueueErrorsNameTheAction(t *testing.T) {
 	t.Run("access denied", func(t *testing.T) {
 		e := interruptionEnv(t, "30")
 		q := e.interruptionQueue(t, "https://sqs.us-west-2.amazonaws.com/123456789012/"+interruptionQueue)
-		if err := e.emulator.InjectFault(awsemulator.Fault{Service: "sqs", Action: "ReceiveMessage", Kind: awsemulator.FaultAccessDenied}); err != nil {
+		if _, err := e.emulator.InjectFault(awsemulator.Fault{Service: "sqs", Action: "ReceiveMessage", Kind: awsemulator.FaultAccessDenied}); err != nil {
 			t.Fatal(err)
 		}
 		_, err := q.Receive(context.Background())

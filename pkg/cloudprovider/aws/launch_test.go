@@ -24,6 +24,7 @@ import (
 // launchSeed is the cluster's VPC and the node instance profile launches may name.
 const launchSeed = vpcSeed + `
 instanceProfiles: [KarpenterNodeInstanceProfile-demo, custom]
+images: [ami-0123456789abcdef0]
 `
 
 // candidates lists the offerings of the named types, in the order given, as the scheduler
@@ -90,7 +91,7 @@ func TestCreateSendsOneInstantFleet(t *testing.T) {
 	}
 	fleet := requests[0]
 	if fleet.Type != "instant" || fleet.TotalTargetCapacity != 1 || fleet.DefaultTargetCapacityType != "spot" ||
-		fleet.SpotAllocationStrategy != "price-capacity-optimized" || fleet.OnDemandAllocationStrategy != "lowest-price" {
+		fleet.SpotAllocationStrategy != "price-capacity-optimized" || fleet.OnDemandAllocationStrategy != "prioritized" {
 		t.Errorf("fleet request = %+v", fleet)
 	}
 	// Spot candidates only, one subnet per zone: in us-west-2a the one with the most addresses.
@@ -211,7 +212,7 @@ func TestCapacityErrorsFallThroughToOtherZonesThenOnDemand(t *testing.T) {
 	e.refresh(t)
 	candidates := e.candidates(t, "m5.large/us-west-2a/spot", "m5.large/us-west-2b/spot", "m5.large/us-west-2a/on-demand")
 
-	if err := e.emulator.InjectFault(awsemulator.Fault{Kind: awsemulator.FaultCapacity, InstanceType: "m5.large", AvailabilityZone: "us-west-2a", CapacityType: "spot"}); err != nil {
+	if _, err := e.emulator.InjectFault(awsemulator.Fault{Kind: awsemulator.FaultCapacity, InstanceType: "m5.large", AvailabilityZone: "us-west-2a", CapacityType: "spot"}); err != nil {
 		t.Fatal(err)
 	}
 	instance := e.create(t, request(candidates))
@@ -235,7 +236,7 @@ func TestCapacityErrorsFallThroughToOtherZonesThenOnDemand(t *testing.T) {
 		t.Error("the refused offering is still offered, or another is not")
 	}
 
-	if err := e.emulator.InjectFault(awsemulator.Fault{Kind: awsemulator.FaultCapacity, CapacityType: "spot", Code: "MaxSpotInstanceCountExceeded"}); err != nil {
+	if _, err := e.emulator.InjectFault(awsemulator.Fault{Kind: awsemulator.FaultCapacity, CapacityType: "spot", Code: "MaxSpotInstanceCountExceeded"}); err != nil {
 		t.Fatal(err)
 	}
 	instance = e.create(t, request(candidates))
@@ -243,7 +244,7 @@ func TestCapacityErrorsFallThroughToOtherZonesThenOnDemand(t *testing.T) {
 		t.Errorf("with no spot capacity anywhere launched %s, want on-demand", instance.CapacityType)
 	}
 
-	if err := e.emulator.InjectFault(awsemulator.Fault{Kind: awsemulator.FaultCapacity, CapacityType: "on-demand", Code: "VcpuLimitExceeded"}); err != nil {
+	if _, err := e.emulator.InjectFault(awsemulator.Fault{Kind: awsemulator.FaultCapacity, CapacityType: "on-demand", Code: "VcpuLimitExceeded"}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := e.instances.Create(context.Background(), request(candidates))
@@ -282,6 +283,99 @@ func TestRetriedLaunchDoesNotLaunchTwice(t *testing.T) {
 	r.IdempotencyKey = "default-8b1c"
 	if third := e.create(t, r); third.ID == first.ID {
 		t.Error("another launch got the first one's instance")
+	}
+}
+
+// TestRetriedLaunchAnswersItsDeadInstanceAsTerminated: EC2 answers a client token with its
+// first answer for a day, so a launch retried under the key of one whose instance terminated
+// since gets that instance back: Create says it is terminated, so that the caller launches
+// again under another key (issue 34, finding 1), and says so too once EC2, an hour on, no longer
+// describes the instance.
+func TestRetriedLaunchAnswersItsDeadInstanceAsTerminated(t *testing.T) {
+	e := newInstancesEnv(t, launchSeed, 0)
+	e.refresh(t)
+	r := request(e.candidates(t, "m5.large/us-west-2a/on-demand"))
+	r.IdempotencyKey = "default-dead"
+	first := e.create(t, r)
+	if err := e.instances.Delete(context.Background(), first.ProviderID); err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []time.Duration{0, terminatingDelay, time.Hour} {
+		e.clock.Step(after)
+		done := make(chan []*cloudprovider.Instance, 1)
+		go func() {
+			launched, err := e.instances.Create(context.Background(), r)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- launched
+		}()
+		var again []*cloudprovider.Instance
+		for answered := false; !answered; {
+			select {
+			case again = <-done:
+				answered = true
+			case <-time.After(10 * time.Millisecond):
+				// An instance EC2 forgot is looked for again after a delay on the clock.
+				e.clock.Step(time.Second)
+			}
+		}
+		if len(again) != 1 || again[0].ID != first.ID || again[0].State != cloudprovider.InstanceStateTerminated {
+			t.Errorf("%s after the termination: Create = %+v; want %s terminated", after, again, first.ID)
+		}
+	}
+	if n := len(e.emulator.EC2Instances()); n != 0 {
+		t.Errorf("%d instances shown, want none: the retries launched nothing", n)
+	}
+}
+
+// TestCreateReturnsTheInstancesItCouldNotReadBack: CreateFleet launched the instance but
+// DescribeInstances is refused: Create returns it, as CreateFleet's answer tells it, in an
+// UnreadInstancesError, and launches no other (issue 34, finding 9).
+func TestCreateReturnsTheInstancesItCouldNotReadBack(t *testing.T) {
+	e := newInstancesEnv(t, launchSeed, 0)
+	e.refresh(t)
+	if _, err := e.emulator.InjectFault(awsemulator.Fault{Service: "ec2", Action: "DescribeInstances", Kind: awsemulator.FaultAccessDenied}); err != nil {
+		t.Fatal(err)
+	}
+	r := request(e.candidates(t, "m5.large/us-west-2b/on-demand"))
+	launched, err := e.instances.Create(context.Background(), r)
+	var unread *cloudprovider.UnreadInstancesError
+	if !errors.As(err, &unread) || len(launched) != 0 || len(unread.Instances) != 1 {
+		t.Fatalf("Create = %v, %v; want one unread instance", launched, err)
+	}
+	running := e.emulator.EC2Instances()
+	if got := unread.Instances[0]; len(running) != 1 || got.ID != running[0].InstanceID || got.ProviderID != running[0].ProviderID ||
+		got.InstanceType != "m5.large" || got.Zone != "us-west-2b" || got.CapacityType != v1alpha5.CapacityTypeOnDemand || got.Labels["team"] != "ml" {
+		t.Errorf("unread instance %+v, want the one launched: %+v", got, running)
+	}
+	e.emulator.ClearFaults()
+	if instance, err := e.instances.Get(context.Background(), unread.Instances[0].ProviderID); err != nil || instance.NodeName != running[0].PrivateDNSName {
+		t.Errorf("Get once EC2 answers = %+v, %v; want its node name %s", instance, err, running[0].PrivateDNSName)
+	}
+}
+
+// TestAUsedUpVCPUQuotaIsToldNotSkipped: every offering refused for the vCPU quota fails the
+// launch as VCPUQuotaExceeded, only the user can raise it, and the offerings stay offered, so
+// that the next launch says so again rather than find nothing to launch (issue 34, finding 11).
+func TestAUsedUpVCPUQuotaIsToldNotSkipped(t *testing.T) {
+	e := newInstancesEnv(t, launchSeed, 0)
+	e.refresh(t)
+	if _, err := e.emulator.InjectFault(awsemulator.Fault{Kind: awsemulator.FaultCapacity, InstanceType: "m5.large", Code: "VcpuLimitExceeded"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		_, err := e.instances.Create(context.Background(), request(e.candidates(t, "m5.large/us-west-2a/on-demand", "m5.large/us-west-2b/on-demand")))
+		required := cloudprovider.ActionRequired(err)
+		var capacity *cloudprovider.InsufficientCapacityError
+		if required == nil || required.Reason != cloudprovider.ReasonVCPUQuotaExceeded || !errors.As(err, &capacity) || len(capacity.Offerings) != 2 {
+			t.Fatalf("Create = %v; want VCPUQuotaExceeded naming both offerings", err)
+		}
+	}
+	for _, o := range e.instanceTypes(t, "")["m5.large"].Offerings {
+		if !o.Available {
+			t.Errorf("offering %s %s is not offered after a vCPU quota error", o.Zone, o.CapacityType)
+		}
 	}
 }
 
@@ -378,7 +472,7 @@ func TestThrottlingAndServerErrorsAreRetried(t *testing.T) {
 		{Service: "ssm", Action: "GetParameter", Kind: awsemulator.FaultThrottle, Times: maxAttempts - 1},
 		{Service: "ec2", Action: "CreateLaunchTemplate", Kind: awsemulator.FaultServerError, Times: maxAttempts - 1},
 	} {
-		if err := e.emulator.InjectFault(f); err != nil {
+		if _, err := e.emulator.InjectFault(f); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -404,7 +498,7 @@ func TestHungEC2IsBoundedByTheCallTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, action := range []string{"DescribeInstanceTypeOfferings", "CreateFleet", "TerminateInstances"} {
-		if err := e.emulator.InjectFault(awsemulator.Fault{Service: "ec2", Action: action, Kind: awsemulator.FaultHang}); err != nil {
+		if _, err := e.emulator.InjectFault(awsemulator.Fault{Service: "ec2", Action: action, Kind: awsemulator.FaultHang}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -419,41 +513,6 @@ func TestHungEC2IsBoundedByTheCallTimeout(t *testing.T) {
 		if err := call(); err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "no answer within the AWS call timeout of 500ms") {
 			t.Errorf("%s against a hung endpoint = %v, want the call timeout", name, err)
 		}
-	}
-}
-
-func TestOnDemandPricesFromThePricingAPI(t *testing.T) {
-	e := newInstancesEnv(t, launchSeed+`
-catalogue:
-  prices:
-    m5.large: {onDemand: 0.5, spotMin: 0.1, spotMax: 0.2}
-`, 0)
-	e.refresh(t)
-	if err := e.instances.StalePrices(); err != nil {
-		t.Fatalf("StalePrices = %v", err)
-	}
-	builtIn, _ := aws.FallbackPrice("us-west-2", "m5.large")
-	for _, o := range e.instanceTypes(t, "")["m5.large"].Offerings {
-		if o.CapacityType == v1alpha5.CapacityTypeOnDemand && o.Price != 0.5 {
-			t.Errorf("on-demand price in %s = %g, want the Pricing API's 0.5 (built in: %g)", o.Zone, o.Price, builtIn)
-		}
-		if o.CapacityType == v1alpha5.CapacityTypeSpot && (o.Price < 0.1 || o.Price > 0.2) {
-			t.Errorf("spot price in %s = %g, want the history's, within [0.1, 0.2]", o.Zone, o.Price)
-		}
-	}
-	// Once read, prices stay the last read while the APIs fail, and say since when.
-	if err := e.emulator.InjectFault(awsemulator.Fault{Service: "pricing", Kind: awsemulator.FaultAccessDenied}); err != nil {
-		t.Fatal(err)
-	}
-	readAt := e.clock.Now()
-	e.clock.Step(time.Hour)
-	e.instances.RefreshPrices(context.Background())
-	var stale *cloudprovider.StalePricesError
-	if err := e.instances.StalePrices(); !errors.As(err, &stale) || !stale.Since.Equal(readAt) {
-		t.Errorf("StalePrices = %v, want stale since %s", err, readAt)
-	}
-	if o := e.instanceTypes(t, "")["m5.large"].Offerings[0]; o.CapacityType == v1alpha5.CapacityTypeOnDemand && o.Price != 0.5 {
-		t.Errorf("on-demand price = %g after a failed refresh, want the last read 0.5", o.Price)
 	}
 }
 
@@ -503,5 +562,20 @@ func TestCreateLaunchesCountWithOneFleet(t *testing.T) {
 	again, err := e.instances.Create(context.Background(), r)
 	if err != nil || len(again) != 3 || len(e.emulator.EC2Instances()) != 3 {
 		t.Errorf("a retried group launch = %d instances (%v), %d in EC2; want the same 3", len(again), err, len(e.emulator.EC2Instances()))
+	}
+}
+
+// A securityGroupSelector that selects no group fails the launch as the user's to fix, naming
+// the block's field.
+func TestNoSecurityGroupNamesTheBlocksSelector(t *testing.T) {
+	e := newInstancesEnv(t, launchSeed, 0)
+	e.refresh(t)
+	r := request(e.candidates(t, "m5.large/us-west-2a/on-demand"))
+	r.Provider = provider(`{"securityGroupSelector":{"Name":"missing"}}`)
+	_, err := e.instances.Create(context.Background(), r)
+	var required *cloudprovider.ActionRequiredError
+	if !errors.As(err, &required) || required.Reason != cloudprovider.ReasonInvalidSecurityGroup || required.Field != "spec.provider.securityGroupSelector" ||
+		!strings.Contains(err.Error(), "no security group matches securityGroupSelector map[Name:missing]") {
+		t.Errorf("Create = %v, want action required on spec.provider.securityGroupSelector naming the selector", err)
 	}
 }

@@ -24,16 +24,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	"github.com/aws/aws-sdk-go-v2/service/eks"
-	"github.com/aws/aws-sdk-go-v2/service/pricing"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"k8s.io/utils/clock"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/providers/awsapi"
 )
 
 // Options configure the provider. Zero values mean the SDK's defaults.
@@ -71,23 +65,9 @@ type Provider struct {
 }
 
 type regionClients struct {
-	*clients
+	*awsapi.Clients
 	lastUsed uint64
 }
-
-type clients struct {
-	autoScaling *autoscaling.Client
-	eks         *eks.Client
-	sqs         *sqs.Client
-	cloudWatch  *cloudwatch.Client
-	ec2         *ec2.Client
-	ssm         *ssm.Client
-	// pricing is served from pricingRegion whatever the region of the prices.
-	pricing *pricing.Client
-}
-
-// pricingRegion serves the Pricing API for every commercial region.
-const pricingRegion = "us-east-1"
 
 // New loads the SDK configuration. loadOptions are applied after the
 // provider's own, e.g. static credentials or a base endpoint in tests.
@@ -178,7 +158,7 @@ func (p *Provider) regionOf(region string) string {
 
 // clientsFor returns the clients of a region ("" = the default region), keeping those of the
 // maxRegions most recently used regions.
-func (p *Provider) clientsFor(region string) (*clients, error) {
+func (p *Provider) clientsFor(region string) (*awsapi.Clients, error) {
 	region = p.regionOf(region)
 	if region == "" {
 		return nil, fmt.Errorf("no AWS region: set the controller's region flag or AWS_REGION, or use an ARN")
@@ -188,24 +168,19 @@ func (p *Provider) clientsFor(region string) (*clients, error) {
 	p.uses++
 	if c, ok := p.regions[region]; ok {
 		c.lastUsed = p.uses
-		return c.clients, nil
+		return c.Clients, nil
 	}
 	if len(p.regions) >= maxRegions {
 		p.evictLeastRecentlyUsed()
 	}
-	// Service clients resolve endpoint overrides (AWS_ENDPOINT_URL_<SERVICE>)
-	// from the loaded config themselves; only the region is ours to set.
-	c := &clients{
-		autoScaling: autoscaling.NewFromConfig(p.cfg, func(o *autoscaling.Options) { o.Region = region }),
-		eks:         eks.NewFromConfig(p.cfg, func(o *eks.Options) { o.Region = region }),
-		sqs:         sqs.NewFromConfig(p.cfg, func(o *sqs.Options) { o.Region = region }),
-		cloudWatch:  cloudwatch.NewFromConfig(p.cfg, func(o *cloudwatch.Options) { o.Region = region }),
-		ec2:         ec2.NewFromConfig(p.cfg, func(o *ec2.Options) { o.Region = region }),
-		ssm:         ssm.NewFromConfig(p.cfg, func(o *ssm.Options) { o.Region = region }),
-		pricing:     pricing.NewFromConfig(p.cfg, func(o *pricing.Options) { o.Region = pricingRegion }),
-	}
-	p.regions[region] = &regionClients{clients: c, lastUsed: p.uses}
+	c := awsapi.NewClients(p.cfg, region)
+	p.regions[region] = &regionClients{Clients: c, lastUsed: p.uses}
 	return c, nil
+}
+
+// DefaultRegionClients are the clients of the default region, where instances launch.
+func (p *Provider) DefaultRegionClients() (*awsapi.Clients, error) {
+	return p.clientsFor("")
 }
 
 // evictLeastRecentlyUsed drops one region's clients; p.mu is held.

@@ -7,11 +7,14 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"knative.dev/pkg/apis"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/providers/awsapi"
+	"karpenter.sh/karpenter/pkg/providers/selector"
 )
 
 // ProviderBlock is a Provisioner's spec.provider on AWS, with exactly the fields of
@@ -31,12 +34,18 @@ type ProviderBlock struct {
 	Tags map[string]string `json:"tags,omitempty"`
 }
 
-// AnyValue as a selector's value matches every value of its key.
-const AnyValue = "*"
-
 // reservedTagPrefixes are the tag keys Karpenter sets itself: a user's tag could make another
 // cluster's or Provisioner's instance look like this one's.
 var reservedTagPrefixes = []string{"karpenter.sh/", "kubernetes.io/cluster/"}
+
+// EC2's rules on the tags CreateFleet puts on instances: a request breaking one fails whole,
+// so a Provisioner's tags that break one would fail every launch.
+const (
+	// awsTagPrefix begins the tag keys AWS reserves for itself, in any case.
+	awsTagPrefix      = "aws:"
+	maxTagKeyLength   = 127
+	maxTagValueLength = 256
+)
 
 // ProviderDefaults are what DefaultProvider fills in.
 type ProviderDefaults struct {
@@ -69,7 +78,7 @@ func ParseProviderBlock(provider *runtime.RawExtension) (*ProviderBlock, error) 
 
 // clusterSelector selects what is tagged as the cluster's.
 func clusterSelector(clusterName string) map[string]string {
-	return map[string]string{"kubernetes.io/cluster/" + clusterName: AnyValue}
+	return map[string]string{awsapi.ClusterTagKey(clusterName): selector.AnyValue}
 }
 
 func (v ProviderBlockValidator) DefaultProvider(_ context.Context, provider *runtime.RawExtension) *runtime.RawExtension {
@@ -101,8 +110,8 @@ func (v ProviderBlockValidator) DefaultProvider(_ context.Context, provider *run
 }
 
 // ValidateProvider names each unknown field, each value of the wrong type, reserved and empty
-// tag keys, empty selectors and selector keys or values, and a launch template given with a
-// security group selector.
+// tag keys, tags EC2 refuses, empty selectors and selector keys or values, and a launch
+// template given with a security group selector.
 func (v ProviderBlockValidator) ValidateProvider(_ context.Context, provider *runtime.RawExtension) *apis.FieldError {
 	if provider == nil || len(provider.Raw) == 0 {
 		return v.validateBlock(&ProviderBlock{})
@@ -169,27 +178,39 @@ func (v ProviderBlockValidator) validateBlock(block *ProviderBlock) *apis.FieldE
 				errs = errs.Also(keyError(key, "tags", fmt.Sprintf("tag keys under %s are reserved for Karpenter", prefix)))
 			}
 		}
+		if len(key) >= len(awsTagPrefix) && strings.EqualFold(key[:len(awsTagPrefix)], awsTagPrefix) {
+			errs = errs.Also(keyError(key, "tags", "tag keys beginning with aws: are reserved for AWS, and EC2 refuses them"))
+		}
+		if utf8.RuneCountInString(key) > maxTagKeyLength {
+			errs = errs.Also(keyError(key, "tags", fmt.Sprintf("tag keys are at most %d characters long on EC2", maxTagKeyLength)))
+		}
+		if utf8.RuneCountInString(block.Tags[key]) > maxTagValueLength {
+			errs = errs.Also(&apis.FieldError{
+				Message: fmt.Sprintf("tag values are at most %d characters long on EC2", maxTagValueLength),
+				Paths:   []string{fmt.Sprintf("tags[%s]", key)},
+			})
+		}
 	}
 	return errs
 }
 
 // validateSelector rejects a selector that is present but empty, which would select every
 // resource of the account, and empty keys and values.
-func validateSelector(selector map[string]string, field string) *apis.FieldError {
-	if selector == nil {
+func validateSelector(tags map[string]string, field string) *apis.FieldError {
+	if tags == nil {
 		return nil
 	}
-	if len(selector) == 0 {
+	if len(tags) == 0 {
 		return &apis.FieldError{Message: "must select by at least one tag", Paths: []string{field}}
 	}
 	var errs *apis.FieldError
-	for _, key := range slices.Sorted(maps.Keys(selector)) {
+	for _, key := range slices.Sorted(maps.Keys(tags)) {
 		if key == "" {
 			errs = errs.Also(keyError(key, field, "tag keys must not be empty"))
 			continue
 		}
-		if selector[key] == "" {
-			errs = errs.Also(apis.ErrInvalidValue("", apis.CurrentField, fmt.Sprintf("must be a tag value or %q for any", AnyValue)).ViaKey(key).ViaField(field))
+		if tags[key] == "" {
+			errs = errs.Also(apis.ErrInvalidValue("", apis.CurrentField, fmt.Sprintf("must be a tag value or %q for any", selector.AnyValue)).ViaKey(key).ViaField(field))
 		}
 	}
 	return errs

@@ -7,6 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"karpenter.sh/karpenter/pkg/providers/awsapi"
 )
 
 // Ids name their region, so any user can make the provider build clients for any string; the
@@ -18,7 +20,7 @@ func TestRegionClientsAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clientsOf := func(region string) *clients {
+	clientsOf := func(region string) *awsapi.Clients {
 		t.Helper()
 		c, err := p.clientsFor(region)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/providers/awsapi"
 )
 
 // SQSQueue builds the Queue for an SQS queue ARN or URL.
@@ -27,7 +28,7 @@ func (p *Provider) SQSQueue(id string) (cloudprovider.Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sqsQueue{sqs: c.sqs, cloudWatch: c.cloudWatch, clock: p.clock, id: parsed, url: parsed.URL}, nil
+	return &sqsQueue{sqs: c.SQS, cloudWatch: c.CloudWatch, clock: p.clock, id: parsed, url: parsed.URL}, nil
 }
 
 type sqsQueue struct {
@@ -37,7 +38,7 @@ type sqsQueue struct {
 	id         SQSQueueID
 
 	mu  sync.Mutex
-	url string // resolved once for ARN ids
+	url string // resolved once for ARN ids and names
 }
 
 // sqsNotFoundCodes are the codes of a missing queue, modern and query-compatible.
@@ -58,10 +59,26 @@ func (q *sqsQueue) queueURL(ctx context.Context) (string, error) {
 	}
 	out, err := q.sqs.GetQueueUrl(ctx, input)
 	if err != nil {
-		return "", callError(err, "sqs:GetQueueUrl", q.resource(), sqsNotFoundCodes...)
+		return "", awsapi.CallError(err, "sqs:GetQueueUrl", q.resource(), sqsNotFoundCodes...)
 	}
-	q.url = sdkaws.ToString(out.QueueUrl)
+	url := sdkaws.ToString(out.QueueUrl)
+	if q.id.Account == "" {
+		// A queue named without its account: the URL SQS resolved names it.
+		resolved, err := ParseSQSQueueID(url)
+		if err != nil {
+			return "", fmt.Errorf("reading the account of %s from the URL sqs:GetQueueUrl answered, %w", q.resource(), err)
+		}
+		q.id.Account = resolved.Account
+	}
+	q.url = url
 	return q.url, nil
+}
+
+// ownerAccount is the account the queue belongs to, once queueURL resolved it.
+func (q *sqsQueue) ownerAccount() string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.id.Account
 }
 
 func (q *sqsQueue) Length(ctx context.Context) (int64, error) {
@@ -74,7 +91,7 @@ func (q *sqsQueue) Length(ctx context.Context) (int64, error) {
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages},
 	})
 	if err != nil {
-		return 0, callError(err, "sqs:GetQueueAttributes", q.resource(), sqsNotFoundCodes...)
+		return 0, awsapi.CallError(err, "sqs:GetQueueAttributes", q.resource(), sqsNotFoundCodes...)
 	}
 	raw, ok := out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)]
 	if !ok {
@@ -114,7 +131,7 @@ func (q *sqsQueue) OldestMessageAge(ctx context.Context) (time.Duration, error) 
 		}},
 	})
 	if err != nil {
-		return 0, callError(err, "cloudwatch:GetMetricData", q.resource())
+		return 0, awsapi.CallError(err, "cloudwatch:GetMetricData", q.resource())
 	}
 	for _, r := range out.MetricDataResults {
 		if sdkaws.ToString(r.Id) == "oldest" && len(r.Values) > 0 {

@@ -181,7 +181,7 @@ eksClusters: [{name: demo, serviceIpv4Cidr: 172.20.0.0/16}]
 			t.Errorf("cidr = %q, want the cluster's 172.20.0.0/16", got)
 		}
 		// Kept: EKS may now deny the call without failing launches.
-		if err := e.emulator.InjectFault(awsemulator.Fault{Service: "eks", Action: "DescribeCluster", Kind: awsemulator.FaultAccessDenied}); err != nil {
+		if _, err := e.emulator.InjectFault(awsemulator.Fault{Service: "eks", Action: "DescribeCluster", Kind: awsemulator.FaultAccessDenied}); err != nil {
 			t.Fatal(err)
 		}
 		relabelled := request(e.candidates(t, "m5.large/us-west-2a/on-demand"))
@@ -192,7 +192,7 @@ eksClusters: [{name: demo, serviceIpv4Cidr: 172.20.0.0/16}]
 		e := newInstancesEnv(t, clusterSeed, 0)
 		e.instances = newInstances(t, e.server.URL, e.clock, 0, func(o *aws.InstancesOptions) { o.ClusterServiceCIDR = "10.96.0.0/12" })
 		e.refresh(t)
-		if err := e.emulator.InjectFault(awsemulator.Fault{Service: "eks", Kind: awsemulator.FaultAccessDenied}); err != nil {
+		if _, err := e.emulator.InjectFault(awsemulator.Fault{Service: "eks", Kind: awsemulator.FaultAccessDenied}); err != nil {
 			t.Fatal(err)
 		}
 		e.create(t, request(e.candidates(t, "m5.large/us-west-2a/on-demand")))
@@ -203,7 +203,7 @@ eksClusters: [{name: demo, serviceIpv4Cidr: 172.20.0.0/16}]
 	t.Run("neither says what to set", func(t *testing.T) {
 		e := newInstancesEnv(t, clusterSeed, 0)
 		e.refresh(t)
-		if err := e.emulator.InjectFault(awsemulator.Fault{Service: "eks", Action: "DescribeCluster", Kind: awsemulator.FaultAccessDenied}); err != nil {
+		if _, err := e.emulator.InjectFault(awsemulator.Fault{Service: "eks", Action: "DescribeCluster", Kind: awsemulator.FaultAccessDenied}); err != nil {
 			t.Fatal(err)
 		}
 		_, err := e.instances.Create(context.Background(), request(e.candidates(t, "m5.large/us-west-2a/on-demand")))

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,17 +39,21 @@ type InstanceProvider struct {
 	clock         clock.PassiveClock
 	launchPending bool
 
-	mu         sync.Mutex
-	catalogue  []*cloudprovider.InstanceType
-	instances  map[string]*cloudprovider.Instance
+	mu        sync.Mutex
+	catalogue []*cloudprovider.InstanceType
+	instances map[string]*cloudprovider.Instance
+	// terminated are the instances deleted, kept for the launches that answer them again.
+	terminated map[string]*cloudprovider.Instance
 	launched   int
 	noCapacity map[cloudprovider.OfferingKey]bool
 	// perCall caps the instances one Create launches; 0 is no cap.
 	perCall     int
 	err         error
 	stalePrices error
-	// launches maps an idempotency key to the provider ids it launched.
+	// launches maps an idempotency key to the provider ids it launched, and requests to what
+	// the first launch under it asked for (requestIdentity).
 	launches    map[string][]string
+	requests    map[string]string
 	typesCalls  []cloudprovider.Constraints
 	createCalls []cloudprovider.LaunchRequest
 	deleteCalls []string
@@ -71,8 +76,10 @@ func NewInstanceProvider(opts InstanceProviderOptions) *InstanceProvider {
 		launchPending: opts.LaunchPending,
 		catalogue:     catalogue,
 		instances:     map[string]*cloudprovider.Instance{},
+		terminated:    map[string]*cloudprovider.Instance{},
 		noCapacity:    map[cloudprovider.OfferingKey]bool{},
 		launches:      map[string][]string{},
+		requests:      map[string]string{},
 	}
 }
 
@@ -116,16 +123,21 @@ func (p *InstanceProvider) Create(_ context.Context, request cloudprovider.Launc
 	if len(request.Candidates) == 0 {
 		return nil, fmt.Errorf("launching for provisioner %q, no candidate instance types", request.ProvisionerName)
 	}
+	// As EC2 answers a repeated client token: the first answer again, terminated instances
+	// and all, and nothing launched; a refusal when the request is not the first one's.
 	if ids, ok := p.launches[request.IdempotencyKey]; ok && request.IdempotencyKey != "" {
-		var out []*cloudprovider.Instance
+		if p.requests[request.IdempotencyKey] != requestIdentity(request) {
+			return nil, &cloudprovider.LaunchedBeforeError{Key: request.IdempotencyKey, Err: errors.New("the fake cloud's first launch under this key asked for something else")}
+		}
+		out := make([]*cloudprovider.Instance, 0, len(ids))
 		for _, id := range ids {
-			if instance, ok := p.instances[id]; ok {
-				out = append(out, copyInstance(instance))
+			instance, ok := p.instances[id]
+			if !ok {
+				instance = p.terminated[id]
 			}
+			out = append(out, copyInstance(instance))
 		}
-		if len(out) > 0 {
-			return out, nil
-		}
+		return out, nil
 	}
 	var failed []cloudprovider.OfferingKey
 	reasons := map[cloudprovider.OfferingKey]string{}
@@ -179,13 +191,16 @@ func (p *InstanceProvider) launch(request cloudprovider.LaunchRequest, c cloudpr
 		Zone:         key.Zone,
 		CapacityType: key.CapacityType,
 		NodeName:     fmt.Sprintf("ip-10-%d-%d-%d.us-west-2.compute.internal", p.launched>>16&255, p.launched>>8&255, p.launched&255),
+		ImageID:      "fake-image-" + labels[corev1.LabelArchStable],
 		LaunchTime:   p.clock.Now(),
+		LaunchGroup:  request.IdempotencyKey,
 		State:        state,
 		Labels:       labels,
 	}
 	p.instances[instance.ProviderID] = instance
 	if request.IdempotencyKey != "" {
 		p.launches[request.IdempotencyKey] = append(p.launches[request.IdempotencyKey], instance.ProviderID)
+		p.requests[request.IdempotencyKey] = requestIdentity(request)
 	}
 	return copyInstance(instance)
 }
@@ -212,7 +227,11 @@ func (p *InstanceProvider) Delete(_ context.Context, providerID string) error {
 	if p.err != nil {
 		return p.err
 	}
-	delete(p.instances, providerID)
+	if instance, ok := p.instances[providerID]; ok {
+		instance.State = cloudprovider.InstanceStateTerminated
+		p.terminated[providerID] = instance
+		delete(p.instances, providerID)
+	}
 	return nil
 }
 
@@ -460,4 +479,15 @@ func (p *InstanceProvider) ValidateProvider(_ context.Context, provider *runtime
 		}
 	}
 	return errs
+}
+
+// requestIdentity is what a launch under a key must ask for again to be answered again: how many
+// instances, of which offerings.
+func requestIdentity(request cloudprovider.LaunchRequest) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d", request.Wanted())
+	for _, c := range request.Candidates {
+		fmt.Fprintf(&b, " %v", c.Key())
+	}
+	return b.String()
 }

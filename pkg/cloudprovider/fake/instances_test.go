@@ -192,6 +192,7 @@ func TestCreateFallsThroughOfferingsWithoutCapacity(t *testing.T) {
 		Zone:         "us-west-2b",
 		CapacityType: v1alpha5.CapacityTypeSpot,
 		NodeName:     "ip-10-0-0-1.us-west-2.compute.internal",
+		ImageID:      "fake-image-amd64",
 		LaunchTime:   launchTime,
 		State:        cloudprovider.InstanceStateRunning,
 	}
@@ -284,6 +285,19 @@ func TestCreateWithAnIdempotencyKeyLaunchesOnce(t *testing.T) {
 	request.IdempotencyKey = "launch-2"
 	if other, err := p.Create(context.Background(), request); err != nil || other[0].ID == first.ID {
 		t.Errorf("Create with another key = %v, %v; want a new instance", other, err)
+	}
+	// As EC2 keeps a client token's answer past its instances' end: the key's instance again,
+	// terminated, and nothing launched.
+	if err := p.Delete(context.Background(), first.ProviderID); err != nil {
+		t.Fatal(err)
+	}
+	request.IdempotencyKey = "launch-1"
+	again, err = p.Create(context.Background(), request)
+	if err != nil || len(again) != 1 || again[0].ID != first.ID || again[0].State != cloudprovider.InstanceStateTerminated {
+		t.Errorf("Create retried after its instance was deleted = %+v, %v; want %s terminated", again, err, first.ID)
+	}
+	if list, _ := p.List(context.Background()); len(list) != 1 {
+		t.Errorf("%d instances, want the second key's only", len(list))
 	}
 }
 

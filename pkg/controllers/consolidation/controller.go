@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -29,10 +28,15 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	cloudmetrics "karpenter.sh/karpenter/pkg/cloudprovider/metrics"
 	"karpenter.sh/karpenter/pkg/controllers/periodic"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/launcher"
+	"karpenter.sh/karpenter/pkg/metrics"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/state"
 )
 
 // Name identifies the controller.
@@ -95,6 +99,12 @@ type Options struct {
 	// Ledger counts replacements against the Provisioners' limits, shared with the other
 	// controllers that launch; a ledger of its own when nil.
 	Ledger *provisioning.Ledger
+	// Launcher launches the replacements, shared with the other controllers that launch; one
+	// of its own when nil.
+	Launcher *launcher.Launcher
+	// Cluster is the cluster state every planning loop reads; the client's, read live, when
+	// nil.
+	Cluster *state.Cluster
 }
 
 // Controller runs consolidation passes.
@@ -106,6 +116,8 @@ type Controller struct {
 	period    time.Duration
 	settings  Settings
 	ledger    *provisioning.Ledger
+	launcher  *launcher.Launcher
+	cluster   *state.Cluster
 	// explained is the last reason told on each node, so that each cause is told once.
 	mu        sync.Mutex
 	explained map[types.UID]Reason
@@ -130,7 +142,9 @@ func New(options Options) (*Controller, error) {
 		options.Settings.MinSpotTypes = DefaultMinSpotTypes
 	}
 	return &Controller{client: options.Client, instances: options.Instances, recorder: options.Recorder, clock: options.Clock,
-		period: options.Period, settings: options.Settings, ledger: cmp.Or(options.Ledger, provisioning.NewLedger()), explained: map[types.UID]Reason{}}, nil
+		period: options.Period, settings: options.Settings, ledger: cmp.Or(options.Ledger, provisioning.NewLedger()),
+		launcher: cmp.Or(options.Launcher, launcher.New(options.Client, options.Instances, 0)), explained: map[types.UID]Reason{},
+		cluster: cmp.Or(options.Cluster, state.Live(options.Client))}, nil
 }
 
 // Name identifies the controller.
@@ -156,6 +170,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 // a pass after a crash carries on: a replacement launched before it is Ready, and the next
 // pass finds the old node's pods fit on it and deletes the old node.
 func (c *Controller) Pass(ctx context.Context) error {
+	ctx = cloudmetrics.WithController(ctx, Name)
 	started := c.clock.Now()
 	// Without a Provisioner that opts in, a pass costs one list of Provisioners, not a copy of
 	// every pod and node of the cluster.
@@ -166,7 +181,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 	if !slices.ContainsFunc(provisionerList.Items, func(p v1alpha5.Provisioner) bool { return p.DeletionTimestamp == nil && p.ConsolidationEnabled() }) {
 		return nil
 	}
-	snapshot, provisioners, err := Read(ctx, c.client, c.instances, c.ledger, started)
+	snapshot, provisioners, err := c.read(ctx, started)
 	if err != nil {
 		return err
 	}
@@ -185,24 +200,20 @@ func (c *Controller) Pass(ctx context.Context) error {
 	return nil
 }
 
-// Read takes the snapshot a pass decides on, and the Provisioners by name: the cluster's
-// Provisioners with their instance types, nodes with their pods (and CSINodes),
-// PodDisruptionBudgets, DaemonSets, and the claims, volumes and classes that keep pods to
-// their volumes' zones. What counts against each Provisioner's limits is the ledger's, launches in
-// flight included, never a status that may lag. Node expiry decides on the same snapshot.
-func Read(ctx context.Context, reader client.Reader, instances cloudprovider.InstanceTypeLister, ledger *provisioning.Ledger, now time.Time) (*Snapshot, map[string]*v1alpha5.Provisioner, error) {
+// Read takes the snapshot a pass decides on from the cluster's state, and the Provisioners by
+// name: the cluster's Provisioners with their instance types, the nodes with their pods (and
+// CSINodes) as the state gives them room (nominated pods and launching nodes included) and
+// those being deleted with their bound pods, PodDisruptionBudgets, and the question every
+// planner asks the scheduler (state.Question). What counts against each Provisioner's limits is
+// the ledger's, launches in flight included, never a status that may lag. Node expiry decides
+// on the same snapshot.
+func Read(ctx context.Context, reader client.Reader, cluster *state.Snapshot, instances cloudprovider.InstanceTypeLister, ledger *provisioning.Ledger) (*Snapshot, map[string]*v1alpha5.Provisioner, error) {
 	var provisionerList v1alpha5.ProvisionerList
 	if err := reader.List(ctx, &provisionerList); err != nil {
 		return nil, nil, fmt.Errorf("listing provisioners, %w", err)
 	}
-	cluster, err := provisioning.ReadSnapshot(ctx, reader, now)
-	if err != nil {
-		return nil, nil, err
-	}
 	byName := map[string]*v1alpha5.Provisioner{}
-	volumes := cluster.WithVolumes(scheduling.Input{})
-	snapshot := &Snapshot{Now: now, Counted: map[string]map[string]corev1.ResourceList{},
-		Claims: volumes.PersistentVolumeClaims, Volumes: volumes.PersistentVolumes, Classes: volumes.StorageClasses}
+	snapshot := &Snapshot{Now: cluster.Now, Counted: map[string]map[string]corev1.ResourceList{}}
 	for i := range provisionerList.Items {
 		p := &provisionerList.Items[i]
 		if p.DeletionTimestamp != nil {
@@ -212,12 +223,11 @@ func Read(ctx context.Context, reader client.Reader, instances cloudprovider.Ins
 		if err != nil {
 			return nil, nil, fmt.Errorf("listing the instance types of provisioner %s, %w", p.Name, err)
 		}
-		typesByName := map[string]*cloudprovider.InstanceType{}
 		for _, it := range types {
-			typesByName[it.Name] = it
+			cluster.InstanceTypes[it.Name] = it
 		}
 		byName[p.Name] = p
-		snapshot.Counted[p.Name] = provisioning.Counted(cluster.Nodes, p.Name, typesByName)
+		snapshot.Counted[p.Name] = provisioning.Counted(cluster.Nodes, p.Name, cluster.InstanceTypes)
 		limited := p.DeepCopy()
 		limited.Status.Resources = ledger.Used(p.Name, snapshot.Counted[p.Name])
 		snapshot.Provisioners = append(snapshot.Provisioners, scheduling.Provisioner{Provisioner: limited, InstanceTypes: types})
@@ -227,25 +237,47 @@ func Read(ctx context.Context, reader client.Reader, instances cloudprovider.Ins
 		return nil, nil, fmt.Errorf("listing poddisruptionbudgets, %w", err)
 	}
 	snapshot.Budgets = budgets.Items
-	bound := map[string][]*corev1.Pod{}
-	for i := range cluster.Pods {
-		pod := &cluster.Pods[i]
-		switch {
-		case pods.IsProvisionable(pod):
-			snapshot.Pending++
-		case pod.Spec.NodeName != "" && !pods.IsTerminal(pod):
-			bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
+	snapshot.Question = cluster.Question()
+	snapshot.Nodes = append(cluster.Room(), deleting(cluster)...)
+	all := cluster.AllNodes()
+	for i := range all {
+		if node := &all[i]; node.DeletionTimestamp == nil && (nodes.IsLaunching(node) || nodes.HasConditionTaint(node)) {
+			snapshot.Settling = append(snapshot.Settling, node)
 		}
 	}
-	csiNodes := cluster.CSINodesByName()
+	snapshot.Pending = snapshot.servable(cluster.Pending())
+	return snapshot, byName, nil
+}
+
+// deleting are the nodes being deleted, with the pods still bound to them: they take no pods,
+// but count against their Provisioner's disruption budget.
+func deleting(cluster *state.Snapshot) []scheduling.Node {
+	var out []scheduling.Node
 	for i := range cluster.Nodes {
 		node := &cluster.Nodes[i]
-		snapshot.Nodes = append(snapshot.Nodes, scheduling.Node{Node: node, Pods: bound[node.Name], CSINode: csiNodes[node.Name]})
+		if node.DeletionTimestamp == nil {
+			continue
+		}
+		var bound []*corev1.Pod
+		for j := range cluster.Pods {
+			if pod := &cluster.Pods[j]; pod.Spec.NodeName == node.Name && !pods.IsTerminal(pod) {
+				bound = append(bound, pod)
+			}
+		}
+		out = append(out, scheduling.Node{Node: node, Pods: bound})
 	}
-	for i := range cluster.DaemonSets {
-		snapshot.DaemonSetPods = append(snapshot.DaemonSetPods, pods.ForDaemonSet(&cluster.DaemonSets[i]))
+	return out
+}
+
+// servable counts the pending pods some Provisioner could serve now, on a node there is or on
+// one it would launch. A pod none could (a typo in its node selector, a zone no Provisioner
+// offers, past every limit) waits until someone changes it, and must not hold expiry and
+// consolidation back for the whole cluster meanwhile.
+func (s *Snapshot) servable(pending []*corev1.Pod) int {
+	if len(pending) == 0 {
+		return 0
 	}
-	return snapshot, byName, nil
+	return len(pending) - len(scheduling.Schedule(s.Input(pending, s.Provisioners, nil)).Unschedulable)
 }
 
 // explain tells each node the pass kept why, once per cause, and counts the reasons.
@@ -296,6 +328,7 @@ func (c *Controller) delete(ctx context.Context, decision Decision) error {
 			}
 			continue
 		}
+		metrics.NodeClaimDisrupted(node, metrics.ReasonUnderutilized)
 		c.expected.Deleted(node.Name, c.clock.Now())
 		if decision.ReplacedBy != "" {
 			c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonDeleted, "Consolidation deleted the node: its replacement %s is Ready", decision.ReplacedBy)
@@ -326,12 +359,13 @@ func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5
 		uids = append(uids, string(old.UID))
 	}
 	slices.Sort(uids)
-	node, err := Launch(ctx, c.client, c.instances, decision.Replacement, p, LaunchOptions{
+	node, err := Launch(ctx, c.launcher, decision.Replacement, p, LaunchOptions{
 		Ledger:  c.ledger,
 		Counted: counted,
 		// A pass retried after a crash between the launch and the Node gets the same instance.
-		IdempotencyKey: "consolidation\n" + strings.Join(uids, "\n"),
-		Annotations:    map[string]string{v1alpha5.ReplacesAnnotationKey: strings.Join(names, ",")},
+		Decision:    "consolidation\n" + strings.Join(uids, "\n"),
+		Annotations: map[string]string{v1alpha5.ReplacesAnnotationKey: strings.Join(names, ",")},
+		Reason:      metrics.ReasonUnderutilized,
 	})
 	if exceeded := (*provisioning.LimitExceededError)(nil); errors.As(err, &exceeded) {
 		// Another launch took the room since the snapshot: the next pass decides again.
@@ -360,18 +394,18 @@ type LaunchOptions struct {
 	// of its nodes by name (Snapshot.Counted). Without a ledger nothing is reserved.
 	Ledger  *provisioning.Ledger
 	Counted map[string]corev1.ResourceList
-	// IdempotencyKey names the launch, so that one retried after a crash gets the instance the
-	// first launched (cloudprovider.LaunchRequest); empty launches anew.
-	IdempotencyKey string
-	// Annotations are written on the Node with it.
+	// Decision names what the launch is for, so that the same decision made again after a crash
+	// gets the node the first launched (launcher.LaunchNode); empty launches anew.
+	Decision string
+	// Annotations are written on the NodeClaim and its Node.
 	Annotations map[string]string
+	// Reason is the disruption reason of the nodes the launch replaces (metrics.Reason*).
+	Reason string
 }
 
-// Launch makes a planned node real through the provisioning path: the cloud launches the
-// cheapest candidate it has capacity for and the Node is created at once, not-ready tainted
-// and finalized. When the Node cannot be created the instance is terminated rather than left
-// without an owner.
-func Launch(ctx context.Context, c client.Client, instances cloudprovider.InstanceProvider, n *scheduling.NewNode, p *v1alpha5.Provisioner, options LaunchOptions) (*corev1.Node, error) {
+// Launch makes a planned node real through the one launcher: a NodeClaim, the cheapest candidate
+// the cloud has capacity for, and its Node at once, not-ready tainted and finalized.
+func Launch(ctx context.Context, l *launcher.Launcher, n *scheduling.NewNode, p *v1alpha5.Provisioner, options LaunchOptions) (*corev1.Node, error) {
 	candidates := provisioning.Candidates(n)
 	reservation := 0
 	if options.Ledger != nil {
@@ -385,50 +419,29 @@ func Launch(ctx context.Context, c client.Client, instances cloudprovider.Instan
 		}
 		candidates, reservation = kept, id
 	}
-	release := func() {
+	node, err := l.LaunchNode(ctx, launcher.Request{Provisioner: p, Candidates: candidates, Nodes: []*scheduling.NewNode{n}, Annotations: options.Annotations, Reason: options.Reason},
+		options.Decision, options.Counted)
+	if err != nil {
 		if options.Ledger != nil {
 			options.Ledger.Release(reservation)
 		}
-	}
-	// A node the snapshot counts already is not this launch's: other pods took the room it
-	// was launched for, and the same decision, made again, needs another.
-	launched, err := provisioning.LaunchUntaken(ctx, instances, cloudprovider.LaunchRequest{
-		Count:           1,
-		Candidates:      candidates,
-		ProvisionerName: p.Name,
-		Labels:          provisioning.LaunchLabels(p),
-		Taints:          p.Spec.Taints,
-		Provider:        p.Spec.Provider,
-		IdempotencyKey:  options.IdempotencyKey,
-	}, options.Counted)
-	if err != nil {
-		release()
 		return nil, fmt.Errorf("launching a node for provisioner %s, %w", p.Name, err)
-	}
-	instance := launched[0]
-	var it *cloudprovider.InstanceType
-	for _, candidate := range candidates {
-		if candidate.InstanceType.Name == instance.InstanceType {
-			it = candidate.InstanceType
-		}
 	}
 	if options.Ledger != nil {
 		var capacity corev1.ResourceList
-		if it != nil {
+		if it := launcher.InstanceTypeNamed(candidates, node.Labels[corev1.LabelInstanceTypeStable]); it != nil {
 			capacity = it.Capacity
 		}
-		options.Ledger.Launched(reservation, instance.NodeName, capacity)
-	}
-	node := provisioning.NodeFor(instance, p, it)
-	if len(options.Annotations) > 0 {
-		node.Annotations = maps.Clone(options.Annotations)
-	}
-	if err := c.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
-		if deleteErr := instances.Delete(ctx, instance.ProviderID); deleteErr != nil {
-			err = errors.Join(err, fmt.Errorf("terminating the instance, %w", deleteErr))
-		}
-		release()
-		return nil, fmt.Errorf("creating node %s, %w", node.Name, err)
+		options.Ledger.Launched(reservation, node.Name, capacity)
 	}
 	return node, nil
+}
+
+// read takes the pass's snapshot from the cluster's state.
+func (c *Controller) read(ctx context.Context, now time.Time) (*Snapshot, map[string]*v1alpha5.Provisioner, error) {
+	cluster, err := c.cluster.Snapshot(ctx, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	return Read(ctx, c.client, cluster, c.instances, c.ledger)
 }

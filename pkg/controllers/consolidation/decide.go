@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -23,6 +22,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/state"
 )
 
 // Snapshot is what one consolidation pass reads.
@@ -32,26 +32,24 @@ type Snapshot struct {
 	Nodes []scheduling.Node
 	// Provisioners are every Provisioner with the instance types it may launch.
 	Provisioners []scheduling.Provisioner
-	// DaemonSetPods are one pod per DaemonSet, as the scheduler reserves them on new nodes.
-	DaemonSetPods []*corev1.Pod
-	// Claims, Volumes and Classes resolve the moved pods' volumes, as provisioning's do: a pod
-	// stays in its volume's zone, and within every node's attach limits.
-	Claims  []*corev1.PersistentVolumeClaim
-	Volumes []*corev1.PersistentVolume
-	Classes []*storagev1.StorageClass
+	// Settling are the nodes, as the cluster has them, still launching or not yet opened by
+	// Kubernetes (launched NodeClaims whose Node has yet to register included): the copies in
+	// Nodes stand for the room they promise, their launch taints lifted, as provisioning counts
+	// it, so they cannot tell.
+	Settling []*corev1.Node
+	// Question is what the scheduler is asked beside the moved pods and the room: the
+	// DaemonSets' pods and the volumes that keep pods to zones, as provisioning asks it.
+	Question state.Question
 	// Budgets are the PodDisruptionBudgets, with the disruptions they allow now.
 	Budgets []policyv1.PodDisruptionBudget
-	// Pending is how many pods wait for capacity: while any do, the cluster is not settled.
+	// Pending is how many pods wait for capacity some Provisioner could give them: while any
+	// do, the cluster is not settled. A pod none could serve waits for ever and does not count.
 	Pending int
 	// Counted is, by Provisioner, the capacity of its nodes by name that its limits count; a
 	// launch reserves beside it (LaunchOptions). The Provisioners' status.resources already
 	// hold what counts, launches in flight included.
 	Counted map[string]map[string]corev1.ResourceList
 	Now     time.Time
-
-	// requests keeps the pods' requests through one Decide, which simulates on the same pods
-	// once per candidate.
-	requests *scheduling.RequestCache
 }
 
 // Settings bound what a pass may do.
@@ -64,6 +62,9 @@ type Settings struct {
 	// MinSpotTypes is how many cheaper spot instance types a spot node's replacement must be
 	// able to launch as, so that the choice stays diverse.
 	MinSpotTypes int
+	// NoSpotToSpot keeps a spot node from being replaced by a cheaper spot node (upstream's
+	// feature gate SpotToSpotConsolidation=false); it may still be deleted.
+	NoSpotToSpot bool
 }
 
 // Action is what a pass does.
@@ -94,6 +95,7 @@ const (
 	ReasonPodsDoNotFit   Reason = "ConsolidationPodsDoNotFit"
 	ReasonNotCheaper     Reason = "ConsolidationNotCheaper"
 	ReasonSpotNotDiverse Reason = "ConsolidationSpotNotDiverse"
+	ReasonSpotToSpotOff  Reason = "ConsolidationSpotToSpotDisabled"
 	ReasonLimits         Reason = "ConsolidationLimitsExceeded"
 )
 
@@ -136,16 +138,23 @@ type candidate struct {
 // is chosen. At most one action per pass: the next pass sees its effect.
 func Decide(s Snapshot, settings Settings) Decision {
 	decision := Decision{Skipped: map[string]Explanation{}}
-	s.requests = scheduling.NewRequestCache()
+	// One Decide simulates on the same pods once per candidate: their requests are kept.
+	s.Question.Requests = scheduling.NewRequestCache()
+	settling := slices.Clone(s.Settling)
 	for _, n := range s.Nodes {
 		if nodes.IsLaunching(n.Node) || nodes.HasConditionTaint(n.Node) {
-			// A replacement is on its way, or Kubernetes has yet to open a node that became Ready:
-			// what fits where changes when it is done.
-			decision.Unsettled = fmt.Sprintf("node %s is launching", n.Node.Name)
-			return decision
+			settling = append(settling, n.Node)
 		}
+	}
+	for _, node := range settling {
+		// A replacement is on its way, or Kubernetes has yet to open a node that became Ready:
+		// what fits where changes when it is done.
+		decision.Unsettled = fmt.Sprintf("node %s is launching", node.Name)
+		return decision
+	}
+	for _, n := range s.Nodes {
 		// Its pods are about to need room that a simulation would otherwise hand out.
-		if n.Node.DeletionTimestamp != nil && slices.ContainsFunc(n.Pods, movable) {
+		if n.Node.DeletionTimestamp != nil && slices.ContainsFunc(n.Pods, pods.IsMovable) {
 			decision.Unsettled = fmt.Sprintf("node %s is draining", n.Node.Name)
 			return decision
 		}
@@ -167,7 +176,9 @@ func Decide(s Snapshot, settings Settings) Decision {
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
 		p := provisioners[n.Node.Labels[v1alpha5.ProvisionerNameLabelKey]]
-		if !nodes.IsLaunchedByKarpenter(n.Node) || n.Node.DeletionTimestamp != nil || p == nil || !p.Provisioner.ConsolidationEnabled() {
+		// A node without its termination finalizer would go without a drain: it waits until
+		// the termination controller has put the finalizer back.
+		if !nodes.IsRemovable(n.Node) || p == nil || !p.Provisioner.ConsolidationEnabled() {
 			continue
 		}
 		c, why := guard(n, p, s, settings)
@@ -227,7 +238,7 @@ func resume(s Snapshot, provisioners map[string]*scheduling.Provisioner, setting
 		for _, name := range strings.Split(replaces, ",") {
 			old, ok := byName[name]
 			// A node of that name created after the replacement is another node.
-			if !ok || old.Node.DeletionTimestamp != nil || old.Node.CreationTimestamp.After(n.Node.CreationTimestamp.Time) {
+			if !ok || !nodes.IsRemovable(old.Node) || old.Node.CreationTimestamp.After(n.Node.CreationTimestamp.Time) {
 				continue
 			}
 			p := provisioners[old.Node.Labels[v1alpha5.ProvisionerNameLabelKey]]
@@ -291,11 +302,11 @@ func guard(n *scheduling.Node, p *scheduling.Provisioner, s Snapshot, settings S
 	}
 	c := &candidate{node: node, provisioner: p.Provisioner.Name, capacity: node.Labels[v1alpha5.CapacityTypeLabelKey]}
 	for _, pod := range n.Pods {
-		if !movable(pod) {
-			continue
-		}
-		if pods.HasDoNotEvict(pod) {
+		if pods.HoldsNode(pod) {
 			return nil, &Explanation{ReasonDoNotEvict, fmt.Sprintf("pod %s/%s is annotated %s", pod.Namespace, pod.Name, pods.DoNotEvictAnnotationKey)}
+		}
+		if !pods.IsMovable(pod) {
+			continue
 		}
 		if metav1.GetControllerOf(pod) == nil {
 			return nil, &Explanation{ReasonNoController, fmt.Sprintf("pod %s/%s has no controller to recreate it", pod.Namespace, pod.Name)}
@@ -311,12 +322,6 @@ func guard(n *scheduling.Node, p *scheduling.Provisioner, s Snapshot, settings S
 	}
 	c.price = price
 	return c, nil
-}
-
-// movable is whether a pod needs room elsewhere when its node goes: DaemonSet pods go with
-// the node, mirror pods belong to it and finished pods run nothing.
-func movable(pod *corev1.Pod) bool {
-	return !pods.IsTerminal(pod) && !pods.IsOwnedByDaemonSet(pod) && !pods.IsMirror(pod)
 }
 
 // blockingBudget names a PodDisruptionBudget that would refuse evicting all of the pods.
@@ -377,18 +382,12 @@ func simulate(s Snapshot, removed []*candidate, settings Settings) (Decision, *E
 			moved = append(moved, pending)
 		}
 	}
-	var room []scheduling.Node
-	for _, n := range s.Nodes {
-		if !gone[n.Node.Name] && n.Node.DeletionTimestamp == nil {
-			room = append(room, n)
-		}
-	}
-	results := scheduling.Schedule(s.input(moved, s.Provisioners, room))
+	results := scheduling.Schedule(s.Input(moved, s.Provisioners, gone))
 	if len(results.Unschedulable) > 0 {
 		u := results.Unschedulable[0]
 		// Told apart from pods that fit nowhere, as raising the limits is the answer.
 		if unlimited := withoutLimits(s.Provisioners); unlimited != nil &&
-			len(scheduling.Schedule(s.input(moved, unlimited, room)).Unschedulable) == 0 {
+			len(scheduling.Schedule(s.Input(moved, unlimited, gone)).Unschedulable) == 0 {
 			return Decision{}, &Explanation{ReasonLimits, fmt.Sprintf("pod %s/%s fits only on a new node that would exceed its Provisioner's spec.limits", u.Pod.Namespace, u.Pod.Name)}
 		}
 		return Decision{}, &Explanation{ReasonPodsDoNotFit, fmt.Sprintf("pod %s/%s fits neither on the other nodes nor on a new one: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)}
@@ -421,6 +420,9 @@ func simulate(s Snapshot, removed []*candidate, settings Settings) (Decision, *E
 		}
 	}
 	if spot {
+		if settings.NoSpotToSpot {
+			return Decision{}, &Explanation{ReasonSpotToSpotOff, "a spot node is not replaced by another: the feature gate SpotToSpotConsolidation is false"}
+		}
 		if len(replacement.InstanceTypes) < settings.MinSpotTypes {
 			return Decision{}, &Explanation{ReasonSpotNotDiverse, fmt.Sprintf("a spot node is replaced only when at least %d spot instance types are cheaper by %.0f%%; %d are",
 				settings.MinSpotTypes, settings.Threshold*100, len(replacement.InstanceTypes))}
@@ -494,9 +496,15 @@ func multiNode(s Snapshot, candidates []*candidate, available map[string]int, se
 	return best
 }
 
-// input is the scheduler's question: where do the moved pods go, given the room and the
-// provisioners.
-func (s Snapshot) input(moved []*corev1.Pod, provisioners []scheduling.Provisioner, room []scheduling.Node) scheduling.Input {
-	return scheduling.Input{Pods: moved, Provisioners: provisioners, Nodes: room, DaemonSetPods: s.DaemonSetPods,
-		PersistentVolumeClaims: s.Claims, PersistentVolumes: s.Volumes, StorageClasses: s.Classes, Requests: s.requests}
+// Input is the scheduler's question: where do the moved pods go, given the room of the nodes
+// but those removed (and those being deleted, which take nothing) and the provisioners.
+// Consolidation, expiry and their plans all ask it so, as provisioning does.
+func (s Snapshot) Input(moved []*corev1.Pod, provisioners []scheduling.Provisioner, removed map[string]bool) scheduling.Input {
+	room := make([]scheduling.Node, 0, len(s.Nodes))
+	for _, n := range s.Nodes {
+		if !removed[n.Node.Name] && n.Node.DeletionTimestamp == nil {
+			room = append(room, n)
+		}
+	}
+	return s.Question.Input(moved, provisioners, room)
 }

@@ -19,6 +19,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/consolidation"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -53,7 +54,8 @@ func node(name, provisioner, typeName, capacityType string, bound ...*corev1.Pod
 			v1alpha5.ProvisionerNameLabelKey: provisioner, corev1.LabelInstanceTypeStable: typeName, corev1.LabelTopologyZone: "us-west-2a",
 			v1alpha5.CapacityTypeLabelKey: capacityType, corev1.LabelArchStable: it.Labels[corev1.LabelArchStable], corev1.LabelOSStable: "linux",
 			corev1.LabelHostname: name,
-		}})
+		},
+		Finalizers: []string{v1alpha5.TerminationFinalizer}})
 	n.CreationTimestamp = metav1.Time{Time: now.Add(-time.Hour)}
 	for _, p := range bound {
 		p.Spec.NodeName = name
@@ -108,6 +110,9 @@ func TestDecide(t *testing.T) {
 		n.Node.CreationTimestamp = metav1.Time{Time: now.Add(-10 * time.Minute)}
 		return n
 	}
+	// unfinalized lost its termination finalizer: deleted, it would go without a drain.
+	unfinalized := node("small", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi"))
+	unfinalized.Node.Finalizers = nil
 	// big is a node the pods of a small one fit next to.
 	big := func(name, provisioner string) scheduling.Node {
 		return node(name, provisioner, "m5.2xlarge", v1alpha5.CapacityTypeOnDemand, pod(name+"-app", "6", "20Gi"))
@@ -167,6 +172,12 @@ func TestDecide(t *testing.T) {
 			skipped: map[string]consolidation.Reason{"big": consolidation.ReasonNotCheaper},
 		},
 		{
+			// Finding 34.7.
+			name:    "a node without its termination finalizer waits for it",
+			nodes:   []scheduling.Node{big("big", "default"), unfinalized},
+			skipped: map[string]consolidation.Reason{"big": consolidation.ReasonNotCheaper},
+		},
+		{
 			name:   "an oversized node is replaced with the cheapest type that fits",
 			nodes:  []scheduling.Node{node("oversized", "default", "m5.2xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi"))},
 			action: consolidation.Replace, removed: []string{"oversized"}, replacement: "t3.medium",
@@ -223,6 +234,13 @@ func TestDecide(t *testing.T) {
 			nodes:        []scheduling.Node{node("spotty", "spot", "m5.2xlarge", v1alpha5.CapacityTypeSpot, pod("a", "1", "1Gi"))},
 			settings:     &consolidation.Settings{MinNodeAge: settings.MinNodeAge, Threshold: 0.1, MinSpotTypes: 100},
 			skipped:      map[string]consolidation.Reason{"spotty": consolidation.ReasonSpotNotDiverse},
+		},
+		{
+			name:         "a spot node is not replaced by spot with SpotToSpotConsolidation=false",
+			provisioners: []scheduling.Provisioner{spot},
+			nodes:        []scheduling.Node{node("spotty", "spot", "m5.2xlarge", v1alpha5.CapacityTypeSpot, pod("a", "1", "1Gi"))},
+			settings:     &consolidation.Settings{MinNodeAge: settings.MinNodeAge, Threshold: 0.1, MinSpotTypes: 5, NoSpotToSpot: true},
+			skipped:      map[string]consolidation.Reason{"spotty": consolidation.ReasonSpotToSpotOff},
 		},
 		{
 			name:    "a do-not-evict pod keeps its node",
@@ -388,8 +406,8 @@ func TestDecideMovesPodsWithVolumes(t *testing.T) {
 			decision := consolidation.Decide(consolidation.Snapshot{
 				Nodes:        []scheduling.Node{small, big},
 				Provisioners: []scheduling.Provisioner{provisioner("default", v1alpha5.CapacityTypeOnDemand, true)},
-				Claims:       []*corev1.PersistentVolumeClaim{claim}, Volumes: []*corev1.PersistentVolume{volume},
-				Now: now,
+				Question:     state.Question{Claims: []*corev1.PersistentVolumeClaim{claim}, Volumes: []*corev1.PersistentVolume{volume}},
+				Now:          now,
 			}, consolidation.Settings{Threshold: 0.1, MinNodeAge: time.Minute})
 			if decision.Action != tc.action {
 				t.Fatalf("action %q, want %q (skipped %v)", decision.Action, tc.action, decision.Skipped)

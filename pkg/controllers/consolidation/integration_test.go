@@ -26,6 +26,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/node/termination"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/counters"
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/operatortest"
@@ -97,6 +98,10 @@ func TestConsolidation(t *testing.T) {
 	}
 
 	launchedBefore := len(cloud.CreateCalls())
+	createdLabels := map[string]string{"reason": "underutilized", "nodepool": "replaced"}
+	created := counters.MarkNow(t, "karpenter_nodeclaims_created_total", createdLabels)
+	disruptedLabels := map[string]string{"reason": "underutilized", "nodepool": "replaced", "capacity_type": v1alpha5.CapacityTypeOnDemand}
+	disrupted := counters.MarkNow(t, "karpenter_nodeclaims_disrupted_total", disruptedLabels)
 
 	stop := f.start(t)
 	var replacement *corev1.Node
@@ -125,6 +130,14 @@ func TestConsolidation(t *testing.T) {
 		f.waitBound(t, "batch", replacement.Name)
 		if launches := launchesFor(cloud, launchedBefore, "replaced"); launches != 1 {
 			t.Errorf("consolidation launched %d instances for provisioner replaced, want 1", launches)
+		}
+		// Upstream's families count the replacement, created once across the crash, and the
+		// oversized node deleted.
+		if got := created.Increase(); got != 1 {
+			t.Errorf("karpenter_nodeclaims_created_total %v grew by %v, want 1", createdLabels, got)
+		}
+		if got := disrupted.Increase(); got != 1 {
+			t.Errorf("karpenter_nodeclaims_disrupted_total %v grew by %v, want 1", disruptedLabels, got)
 		}
 	})
 

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -14,7 +13,9 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/consolidation"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/kubefake"
 )
 
 // TestLaunchReservesUnderLimits: a replacement's launch counts against the Provisioner's
@@ -25,15 +26,16 @@ func TestLaunchReservesUnderLimits(t *testing.T) {
 	planned := &scheduling.NewNode{Provisioner: p.Name, InstanceTypes: []*cloudprovider.InstanceType{instanceType("t3.medium")}}
 	counted := map[string]corev1.ResourceList{"old": builders.Resources("cpu", "8")}
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	c := clientfake.NewClientBuilder().Build()
+	c := kubefake.NewClientBuilder().Build()
+	l := launcher.New(c, cloud, 0)
 	ledger := provisioning.NewLedger()
 
-	node, err := consolidation.Launch(t.Context(), c, cloud, planned, p, consolidation.LaunchOptions{Ledger: ledger, Counted: counted})
+	node, err := consolidation.Launch(t.Context(), l, planned, p, consolidation.LaunchOptions{Ledger: ledger, Counted: counted})
 	if err != nil {
 		t.Fatalf("the first 2 cpus fit under the limit of 10 beside 8: %v", err)
 	}
 	// The cache has not shown the new node yet: its reservation still counts.
-	_, err = consolidation.Launch(t.Context(), c, cloud, planned, p, consolidation.LaunchOptions{Ledger: ledger, Counted: counted})
+	_, err = consolidation.Launch(t.Context(), l, planned, p, consolidation.LaunchOptions{Ledger: ledger, Counted: counted})
 	if exceeded := (*provisioning.LimitExceededError)(nil); !errors.As(err, &exceeded) {
 		t.Fatalf("a second launch past the limit returned %v, want a LimitExceededError", err)
 	}
@@ -56,14 +58,15 @@ func TestLaunchRetriedGetsItsNodeUnlessOthersTookIt(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
 	planned := &scheduling.NewNode{Provisioner: p.Name, InstanceTypes: []*cloudprovider.InstanceType{instanceType("t3.medium")}}
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	c := clientfake.NewClientBuilder().Build()
+	c := kubefake.NewClientBuilder().Build()
+	l := launcher.New(c, cloud, 0)
 	launch := func(counted ...string) string {
 		t.Helper()
 		existing := map[string]corev1.ResourceList{"old": builders.Resources("cpu", "8")}
 		for _, name := range counted {
 			existing[name] = instanceType("t3.medium").Capacity
 		}
-		node, err := consolidation.Launch(t.Context(), c, cloud, planned, p, consolidation.LaunchOptions{Counted: existing, IdempotencyKey: "expiration\nold"})
+		node, err := consolidation.Launch(t.Context(), l, planned, p, consolidation.LaunchOptions{Counted: existing, Decision: "expiration\nold"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,6 +30,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis"
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/autoscaler"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers"
@@ -619,11 +620,14 @@ func (s *suite) testForbidden(t *testing.T) {
 			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
 		},
 	})
-	// Nodes are cluster-scoped: a Role cannot grant them. Without them the cache never syncs and
-	// the controller never starts.
+	// Nodes and NodeClaims are cluster-scoped: a Role cannot grant them. Without them the cache
+	// (which indexes both) never syncs and the controller never starts.
 	s.create(t, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: user},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}}},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{v1.SchemeGroupVersion.Group}, Resources: []string{"nodeclaims"}, Verbs: []string{"get", "list", "watch"}},
+		},
 	})
 	s.create(t, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: user},

@@ -27,6 +27,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
 	"karpenter.sh/karpenter/pkg/controllers/periodic"
+	"karpenter.sh/karpenter/pkg/metrics"
 	"karpenter.sh/karpenter/pkg/nodes"
 )
 
@@ -45,11 +46,16 @@ const (
 	// ActionIgnore does nothing: no node Karpenter launched runs on the instance.
 	ActionIgnore Action = "Ignore"
 	// ActionWait keeps the message queued: the instance was launched for this cluster within
-	// the grace period and its Node is not created yet, so the message comes back, after the
-	// queue's visibility timeout, to find it.
+	// the grace period and its Node is not created yet, or its Node lacks the termination
+	// finalizer (which the termination controller puts back at once) and would go without a
+	// drain, so the message comes back, after the queue's visibility timeout, to act then.
 	ActionWait Action = "Wait"
 	// ActionDiscard drops a message that could not be read or is about something else.
 	ActionDiscard Action = "Discard"
+	// ActionRefuse drops a message that reads as an interruption but did not come from the
+	// account the queue belongs to (on AWS, another account's EventBridge rule sent it, or it
+	// names no account): acting on it would let that account drain the cluster's nodes.
+	ActionRefuse Action = "Refuse"
 )
 
 // Retry delays after the queue fails, doubling from the first to the last.
@@ -89,6 +95,8 @@ func Decide(kind cloudprovider.InterruptionKind, node *corev1.Node) Action {
 		// A recommendation, not a notice: most never become interruptions, and replacing
 		// every node that gets one would double the churn of a spot fleet.
 		return ActionEvent
+	case node.DeletionTimestamp == nil && !nodes.IsRemovable(node):
+		return ActionWait
 	}
 	return ActionDeleteNode
 }
@@ -228,6 +236,13 @@ func (c *Controller) handle(ctx context.Context, message cloudprovider.Interrupt
 		logger.Info("discarding a message that is not an interruption notice", "reason", message.Err)
 		return false, nil
 	}
+	if message.Refused != nil {
+		actionsTotal.WithLabelValues(string(message.Kind), string(ActionRefuse)).Inc()
+		// An error: the queue's policy lets someone other than the cluster's account send to it.
+		logger.Error(message.Refused, "refusing an interruption message that did not come from the queue's account; restrict the queue's policy (docs/aws.md)",
+			"instances", message.InstanceIDs)
+		return false, nil
+	}
 	var errs []error
 	for _, id := range message.InstanceIDs {
 		node, young, err := lookup.node(ctx, id)
@@ -242,7 +257,11 @@ func (c *Controller) handle(ctx context.Context, message cloudprovider.Interrupt
 		switch action {
 		case ActionWait:
 			keep = true
-			logger.Info("keeping the message until the Node of the instance, launched moments ago, exists", "instance", id)
+			if node == nil {
+				logger.Info("keeping the message until the Node of the instance, launched moments ago, exists", "instance", id)
+			} else {
+				logger.Info("keeping the message until the instance's Node has its termination finalizer back, so that its deletion drains it", "instance", id, "node", node.Name)
+			}
 		case ActionIgnore:
 			logger.V(1).Info("no node Karpenter launched runs on the instance", "instance", id)
 		case ActionEvent:
@@ -303,7 +322,9 @@ func (l *nodeLookup) node(ctx context.Context, id string) (node *corev1.Node, yo
 }
 
 // deleteNode marks a reclaimed offering unavailable and deletes the node; a node already
-// being deleted is left to its finalizer.
+// being deleted is left to its finalizer. The node is read from the API server first and
+// deleted at that version, so that a node deleted since the cache was read (for another message
+// of the batch, or of a batch just before) is not deleted, nor counted, again.
 func (c *Controller) deleteNode(ctx context.Context, message cloudprovider.InterruptionMessage, id string, node *corev1.Node) error {
 	if offering, ok := UnavailableOffering(message.Kind, node); ok {
 		c.instances.MarkUnavailable(ctx, offering, fmt.Sprintf("%s of %s", describe(message), id))
@@ -311,13 +332,38 @@ func (c *Controller) deleteNode(ctx context.Context, message cloudprovider.Inter
 	if node.DeletionTimestamp != nil {
 		return nil
 	}
-	if err := c.client.Delete(ctx, node, client.Preconditions{UID: &node.UID}); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting node %s of interrupted instance %s, %w", node.Name, id, err)
+	live := &corev1.Node{}
+	if err := c.reader.Get(ctx, client.ObjectKeyFromObject(node), live); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("reading node %s of interrupted instance %s, %w", node.Name, id, err))
 	}
+	if live.UID != node.UID || live.DeletionTimestamp != nil {
+		return nil
+	}
+	if err := c.client.Delete(ctx, live, client.Preconditions{UID: &live.UID, ResourceVersion: &live.ResourceVersion}); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("deleting node %s of interrupted instance %s, %w", node.Name, id, err))
+	}
+	metrics.NodeClaimDisrupted(live, disruptionReason(message))
 	log.FromContext(ctx).Info("deleted the node of an interrupted instance", "message", message.ID, "kind", message.Kind, "node", node.Name, "instance", id)
 	c.recorder.Eventf(node, corev1.EventTypeWarning, string(message.Kind), "%s for instance %s at %s; deleted the node to drain it",
 		describe(message), id, message.Time.UTC().Format(time.RFC3339))
 	return nil
+}
+
+// disruptionReason is the reason label of karpenter_nodeclaims_disrupted_total for a node
+// deleted on the message: upstream's name of the message's kind.
+func disruptionReason(message cloudprovider.InterruptionMessage) string {
+	switch message.Kind {
+	case cloudprovider.InterruptionSpot:
+		return "spot_interrupted"
+	case cloudprovider.InterruptionScheduledChange:
+		return "scheduled_change"
+	case cloudprovider.InterruptionStateChange:
+		if message.State == "stopping" || message.State == "stopped" {
+			return "instance_stopped"
+		}
+		return "instance_terminated"
+	}
+	return strings.ToLower(string(message.Kind))
 }
 
 // describe says what a message announces, in words fit for an Event.

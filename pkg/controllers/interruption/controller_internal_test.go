@@ -3,6 +3,7 @@ package interruption
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -35,9 +36,19 @@ func karpenterNode(name, instanceID string) *corev1.Node {
 			corev1.LabelInstanceTypeStable:   "m5.large",
 			corev1.LabelTopologyZone:         "us-west-2a",
 			v1alpha5.CapacityTypeLabelKey:    "spot",
-		}},
+		}, Finalizers: []string{v1alpha5.TerminationFinalizer}},
 		Spec: corev1.NodeSpec{ProviderID: "aws:///us-west-2a/" + instanceID},
 	}
+}
+
+// deleted is nil once the node is deleted: gone, or held by its termination finalizer.
+func deleted(c client.Client, node *corev1.Node) error {
+	stored := &corev1.Node{}
+	err := c.Get(context.Background(), client.ObjectKeyFromObject(node), stored)
+	if apierrors.IsNotFound(err) || err == nil && stored.DeletionTimestamp != nil {
+		return nil
+	}
+	return fmt.Errorf("node %s: deletion %v; want it deleted (%w)", node.Name, stored.DeletionTimestamp, err)
 }
 
 // value reads a counter.
@@ -52,6 +63,11 @@ func value(counter prometheus.Counter) float64 {
 func TestDecide(t *testing.T) {
 	karpenters := karpenterNode("n", "i-1")
 	foreign := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "asg-node"}}
+	// Finding 34.7: deleted, a node without its termination finalizer would go without a drain.
+	unfinalized := karpenterNode("unfinalized", "i-2")
+	unfinalized.Finalizers = nil
+	deleted := karpenterNode("deleted", "i-3")
+	deleted.Finalizers, deleted.DeletionTimestamp = nil, &metav1.Time{Time: now}
 	for _, tc := range []struct {
 		kind cloudprovider.InterruptionKind
 		node *corev1.Node
@@ -67,6 +83,9 @@ func TestDecide(t *testing.T) {
 		{cloudprovider.InterruptionRebalance, nil, ActionIgnore},
 		{cloudprovider.InterruptionSpot, foreign, ActionIgnore},
 		{cloudprovider.InterruptionStateChange, foreign, ActionIgnore},
+		{cloudprovider.InterruptionSpot, unfinalized, ActionWait},
+		{cloudprovider.InterruptionRebalance, unfinalized, ActionEvent},
+		{cloudprovider.InterruptionSpot, deleted, ActionDeleteNode},
 	} {
 		name := "nil"
 		if tc.node != nil {
@@ -177,8 +196,8 @@ func TestHandleBatch(t *testing.T) {
 		t.Errorf("%d messages left, want every one deleted", h.queue.Len())
 	}
 	for _, node := range []*corev1.Node{interrupted, retired} {
-		if err := h.client.Get(context.Background(), client.ObjectKeyFromObject(node), &corev1.Node{}); !apierrors.IsNotFound(err) {
-			t.Errorf("node %s: %v, want it deleted", node.Name, err)
+		if err := deleted(h.client, node); err != nil {
+			t.Error(err)
 		}
 	}
 	for _, node := range []*corev1.Node{rebalanced, foreign} {
@@ -285,21 +304,28 @@ func TestInterruptionBeforeTheCacheShowsTheNode(t *testing.T) {
 	}
 
 	t.Run("the API server shows the node the cache does not", func(t *testing.T) {
-		empty := crfake.NewClientBuilder().WithScheme(apis.NewScheme()).Build()
 		apiServer := crfake.NewClientBuilder().WithScheme(apis.NewScheme()).Build()
+		// The cache's client writes to the API server; its reads stay behind.
+		empty := crfake.NewClientBuilder().WithScheme(apis.NewScheme()).WithInterceptorFuncs(interceptor.Funcs{
+			Delete: func(ctx context.Context, _ client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+				return apiServer.Delete(ctx, obj, opts...)
+			},
+		}).Build()
 		h := newHarnessReading(t, empty, apiServer)
 		instance := launch(h)
 		if err := apiServer.Create(context.Background(), nodeOf(instance)); err != nil {
 			t.Fatal(err)
 		}
+		node := nodeOf(instance)
 		h.queue.Send(cloudprovider.InterruptionMessage{Kind: cloudprovider.InterruptionSpot, InstanceIDs: []string{instance.ID}, Time: now})
-		// The node is deleted through the client; the fake cache has no such node, so the
-		// deletion finds none, which is what a node deleted meanwhile looks like: not an error.
 		if err := h.handleAll(t); err != nil {
 			t.Fatal(err)
 		}
 		if h.queue.Len() != 0 {
 			t.Error("the message was kept, want it handled and deleted")
+		}
+		if err := deleted(apiServer, node); err != nil {
+			t.Error(err)
 		}
 		if events := h.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Warning SpotInterruption") {
 			t.Errorf("events %q, want the interruption's", events)
@@ -333,8 +359,8 @@ func TestInterruptionBeforeTheCacheShowsTheNode(t *testing.T) {
 		if h.queue.Len() != 0 {
 			t.Error("the message was kept once the node existed")
 		}
-		if err := h.client.Get(context.Background(), client.ObjectKeyFromObject(node), &corev1.Node{}); !apierrors.IsNotFound(err) {
-			t.Errorf("node %s: %v, want it deleted", node.Name, err)
+		if err := deleted(h.client, node); err != nil {
+			t.Error(err)
 		}
 
 		// An instance past the grace with no node is garbage collection's: the message goes.

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"karpenter.sh/karpenter/pkg/apis"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
@@ -48,6 +49,8 @@ type suite struct {
 	cloud    *fake.InstanceProvider
 	emulator *awsemulator.Emulator
 	queue    cloudprovider.InterruptionQueue
+	// stop stops the operator the test started.
+	stop func()
 }
 
 // TestInterruption runs the controller as the binary does, reading the emulator's SQS queue
@@ -74,125 +77,184 @@ func TestInterruption(t *testing.T) {
 	if err := env.Client.Create(t.Context(), builders.Provisioner(builders.ProvisionerOptions{Name: "default"})); err != nil {
 		t.Fatal(err)
 	}
-	stop := s.start(t)
+	s.stop = s.start(t)
 
-	t.Run("a spot interruption drains the node, terminates its instance and stops offering it", func(t *testing.T) {
-		node, instance := s.node(t, "spot", true)
-		pod := builders.Pod(builders.PodOptions{Name: "app", NodeName: node.Name})
-		s.create(t, pod)
-		s.waitRunning(t, pod)
-		s.interrupt(t, instance, awsemulator.InterruptSpot, "")
-		s.expectEvent(t, node.Name, string(cloudprovider.InterruptionSpot), "Spot interruption warning for instance "+instance.ID)
-		s.expectEvent(t, node.Name, termination.ReasonTerminated, instance.ProviderID)
-		s.expectGone(t, pod)
-		s.expectGone(t, node)
-		if _, err := s.cloud.Get(t.Context(), instance.ProviderID); err == nil {
-			t.Errorf("instance %s outlived its node", instance.ProviderID)
-		}
-		offering := cloudprovider.OfferingKey{InstanceType: instance.InstanceType, Zone: instance.Zone, CapacityType: instance.CapacityType}
-		if !slices.Contains(s.cloud.MarkUnavailableCalls(), offering) {
-			t.Errorf("offerings marked unavailable %v, want %v among them", s.cloud.MarkUnavailableCalls(), offering)
-		}
-		s.expectQueueEmpty(t)
-	})
+	t.Run("a spot interruption drains the node, terminates its instance and stops offering it", s.spotInterruption)
+	t.Run("a scheduled change and an instance stopping drain the node", s.scheduledChangeAndStopping)
+	t.Run("a rebalance recommendation is an Event only", s.rebalanceIsAnEventOnly)
+	t.Run("a do-not-evict pod that tolerates the cordon holds the drain of an interrupted node", s.doNotEvictToleratingCordonHolds)
+	t.Run("messages about other instances, and malformed ones, are deleted and nothing else", s.otherInstancesAndMalformedMessages)
+	t.Run("an interruption before the instance's Node exists waits for the Node", s.interruptionBeforeTheNode)
+	t.Run("TestForgedInterruptionIsRefused: an event from another account, or from none, is refused and deleted", s.forgedInterruptionIsRefused)
+	t.Run("a crash before the message is deleted: it comes back and is handled harmlessly", s.crashBeforeTheMessageIsDeleted)
+}
 
-	t.Run("a scheduled change and an instance stopping drain the node", func(t *testing.T) {
-		for _, tc := range []struct {
-			kind  awsemulator.InterruptionKind
-			state string
-			text  string
-		}{
-			{awsemulator.InterruptScheduledChange, "", "Scheduled maintenance"},
-			{awsemulator.InterruptStateChange, "stopping", "Instance state stopping"},
-		} {
-			node, instance := s.node(t, string(tc.kind), false)
-			s.interrupt(t, instance, tc.kind, tc.state)
-			s.expectEvent(t, node.Name, string(map[awsemulator.InterruptionKind]cloudprovider.InterruptionKind{
-				awsemulator.InterruptScheduledChange: cloudprovider.InterruptionScheduledChange,
-				awsemulator.InterruptStateChange:     cloudprovider.InterruptionStateChange,
-			}[tc.kind]), tc.text)
-			s.expectGone(t, node)
-			s.expectQueueEmpty(t)
-		}
-	})
+func (s *suite) spotInterruption(t *testing.T) {
+	node, instance := s.node(t, "spot", true)
+	pod := builders.Pod(builders.PodOptions{Name: "app", NodeName: node.Name})
+	s.create(t, pod)
+	s.waitRunning(t, pod)
+	s.interrupt(t, instance, awsemulator.InterruptSpot, "")
+	s.expectEvent(t, node.Name, string(cloudprovider.InterruptionSpot), "Spot interruption warning for instance "+instance.ID)
+	s.expectEvent(t, node.Name, termination.ReasonTerminated, instance.ProviderID)
+	s.expectGone(t, pod)
+	s.expectGone(t, node)
+	if _, err := s.cloud.Get(t.Context(), instance.ProviderID); err == nil {
+		t.Errorf("instance %s outlived its node", instance.ProviderID)
+	}
+	offering := cloudprovider.OfferingKey{InstanceType: instance.InstanceType, Zone: instance.Zone, CapacityType: instance.CapacityType}
+	if !slices.Contains(s.cloud.MarkUnavailableCalls(), offering) {
+		t.Errorf("offerings marked unavailable %v, want %v among them", s.cloud.MarkUnavailableCalls(), offering)
+	}
+	s.expectQueueEmpty(t)
+}
 
-	t.Run("a rebalance recommendation is an Event only", func(t *testing.T) {
-		node, instance := s.node(t, "rebalanced", true)
-		s.interrupt(t, instance, awsemulator.InterruptRebalance, "")
-		s.expectEvent(t, node.Name, string(cloudprovider.InterruptionRebalance), "no action taken")
-		s.expectQueueEmpty(t)
-		if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), node); err != nil || node.DeletionTimestamp != nil {
-			t.Errorf("node %s: %v, deletion %v; want it kept", node.Name, err, node.DeletionTimestamp)
-		}
-	})
-
-	t.Run("messages about other instances, and malformed ones, are deleted and nothing else", func(t *testing.T) {
-		foreign := environment.KwokNode("foreign", nil, builders.Resources("cpu", "4", "memory", "16Gi"))
-		foreign.Spec.ProviderID = "aws:///us-west-2a/i-0ffffffffffffffff"
-		s.create(t, foreign)
-		deletes := len(s.cloud.DeleteCalls())
-		s.interruptID(t, "i-0ffffffffffffffff", awsemulator.InterruptSpot, "")
-		s.interruptID(t, "i-0eeeeeeeeeeeeeeee", awsemulator.InterruptStateChange, "terminated")
-		if err := s.emulator.SendMessages(queueName, 1, "not an event"); err != nil {
-			t.Fatal(err)
-		}
-		s.expectQueueEmpty(t)
-		if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(foreign), foreign); err != nil || foreign.DeletionTimestamp != nil {
-			t.Errorf("node %s: %v, deletion %v; want it kept", foreign.Name, err, foreign.DeletionTimestamp)
-		}
-		if len(s.cloud.DeleteCalls()) != deletes {
-			t.Errorf("instances terminated: %v", s.cloud.DeleteCalls()[deletes:])
-		}
-	})
-
-	t.Run("an interruption before the instance's Node exists waits for the Node", func(t *testing.T) {
-		instance := s.launch(t, true)
-		id, err := s.emulator.Interrupt(queueName, instance.ID, awsemulator.InterruptSpot, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Received, kept, and received again: the controller waits for the Node.
-		eventually.Holds(t, "the message received twice", func() (bool, string, error) {
-			n, err := s.emulator.ReceiveCount(queueName, id)
-			return n >= 2, fmt.Sprintf("received %d times", n), err
-		})
-		node := s.register(t, instance.NodeName, instance)
-		s.expectEvent(t, node.Name, string(cloudprovider.InterruptionSpot), instance.ID)
+func (s *suite) scheduledChangeAndStopping(t *testing.T) {
+	for _, tc := range []struct {
+		kind  awsemulator.InterruptionKind
+		state string
+		text  string
+	}{
+		{awsemulator.InterruptScheduledChange, "", "Scheduled maintenance"},
+		{awsemulator.InterruptStateChange, "stopping", "Instance state stopping"},
+	} {
+		node, instance := s.node(t, string(tc.kind), false)
+		s.interrupt(t, instance, tc.kind, tc.state)
+		s.expectEvent(t, node.Name, string(map[awsemulator.InterruptionKind]cloudprovider.InterruptionKind{
+			awsemulator.InterruptScheduledChange: cloudprovider.InterruptionScheduledChange,
+			awsemulator.InterruptStateChange:     cloudprovider.InterruptionStateChange,
+		}[tc.kind]), tc.text)
 		s.expectGone(t, node)
 		s.expectQueueEmpty(t)
-	})
+	}
+}
 
-	// Last: it restarts the operator.
-	t.Run("a crash before the message is deleted: it comes back and is handled harmlessly", func(t *testing.T) {
-		node, instance := s.node(t, "crashed", true)
-		blocker := builders.Pod(builders.PodOptions{Name: "blocker", NodeName: node.Name, Annotations: map[string]string{pods.DoNotEvictAnnotationKey: "true"}})
-		s.create(t, blocker)
-		s.waitRunning(t, blocker)
-		// Every deletion fails, as if the controller died right after acting.
-		if err := s.emulator.InjectFault(awsemulator.Fault{Service: "sqs", Action: "DeleteMessage", Kind: awsemulator.FaultServerError}); err != nil {
-			t.Fatal(err)
-		}
-		s.interrupt(t, instance, awsemulator.InterruptSpot, "")
-		s.expectEvent(t, node.Name, string(cloudprovider.InterruptionSpot), instance.ID)
-		stop()
-		s.emulator.ClearFaults()
-		if n, err := s.emulator.MessageCount(queueName); err != nil || n != 1 {
-			t.Fatalf("%d messages (%v), want the one never deleted", n, err)
-		}
-		s.start(t)
-		s.expectQueueEmpty(t)
-		// The node drains still, held by its do-not-evict pod; the Event was not repeated.
-		if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), node); err != nil || node.DeletionTimestamp == nil {
-			t.Fatalf("node %s: %v, deletion %v; want it being deleted", node.Name, err, node.DeletionTimestamp)
-		}
-		if n := s.events(t, node.Name, string(cloudprovider.InterruptionSpot)); n != 1 {
-			t.Errorf("%d %s events (counted), want 1", n, cloudprovider.InterruptionSpot)
-		}
-		if err := s.env.Client.Delete(t.Context(), blocker); err != nil {
-			t.Fatal(err)
-		}
-		s.expectGone(t, node)
+func (s *suite) rebalanceIsAnEventOnly(t *testing.T) {
+	node, instance := s.node(t, "rebalanced", true)
+	s.interrupt(t, instance, awsemulator.InterruptRebalance, "")
+	s.expectEvent(t, node.Name, string(cloudprovider.InterruptionRebalance), "no action taken")
+	s.expectQueueEmpty(t)
+	if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), node); err != nil || node.DeletionTimestamp != nil {
+		t.Errorf("node %s: %v, deletion %v; want it kept", node.Name, err, node.DeletionTimestamp)
+	}
+}
+
+// Finding 34.3: the drain leaves a pod that tolerates the cordon on the node, but its
+// do-not-evict annotation must hold the drain, or the instance takes it with it.
+func (s *suite) doNotEvictToleratingCordonHolds(t *testing.T) {
+	node, instance := s.node(t, "interrupted-job", true)
+	job := builders.Pod(builders.PodOptions{Name: "interrupted-job", NodeName: node.Name, Annotations: map[string]string{pods.DoNotEvictAnnotationKey: "true"},
+		Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}})
+	s.create(t, job)
+	s.waitRunning(t, job)
+	s.interrupt(t, instance, awsemulator.InterruptSpot, "")
+	s.expectEvent(t, node.Name, termination.ReasonDrainBlocked, "default/interrupted-job")
+	if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(job), job); err != nil || job.DeletionTimestamp != nil {
+		t.Fatalf("pod %s deleted while it holds the drain (%v)", job.Name, err)
+	}
+	if slices.Contains(s.cloud.DeleteCalls(), instance.ProviderID) {
+		t.Fatalf("instance %s terminated while pod %s holds the drain", instance.ProviderID, job.Name)
+	}
+	s.expectQueueEmpty(t)
+	if err := s.env.Client.Delete(t.Context(), job); err != nil {
+		t.Fatal(err)
+	}
+	s.expectGone(t, node)
+}
+
+func (s *suite) otherInstancesAndMalformedMessages(t *testing.T) {
+	foreign := environment.KwokNode("foreign", nil, builders.Resources("cpu", "4", "memory", "16Gi"))
+	foreign.Spec.ProviderID = "aws:///us-west-2a/i-0ffffffffffffffff"
+	s.create(t, foreign)
+	deletes := len(s.cloud.DeleteCalls())
+	s.interruptID(t, "i-0ffffffffffffffff", awsemulator.InterruptSpot, "")
+	s.interruptID(t, "i-0eeeeeeeeeeeeeeee", awsemulator.InterruptStateChange, "terminated")
+	if err := s.emulator.SendMessages(queueName, 1, "not an event"); err != nil {
+		t.Fatal(err)
+	}
+	s.expectQueueEmpty(t)
+	if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(foreign), foreign); err != nil || foreign.DeletionTimestamp != nil {
+		t.Errorf("node %s: %v, deletion %v; want it kept", foreign.Name, err, foreign.DeletionTimestamp)
+	}
+	if len(s.cloud.DeleteCalls()) != deletes {
+		t.Errorf("instances terminated: %v", s.cloud.DeleteCalls()[deletes:])
+	}
+}
+
+func (s *suite) interruptionBeforeTheNode(t *testing.T) {
+	instance := s.launch(t, true)
+	id, err := s.emulator.Interrupt(queueName, instance.ID, awsemulator.InterruptSpot, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Received, kept, and received again: the controller waits for the Node.
+	eventually.Holds(t, "the message received twice", func() (bool, string, error) {
+		n, err := s.emulator.ReceiveCount(queueName, id)
+		return n >= 2, fmt.Sprintf("received %d times", n), err
 	})
+	node := s.register(t, instance.NodeName, instance)
+	s.expectEvent(t, node.Name, string(cloudprovider.InterruptionSpot), instance.ID)
+	s.expectGone(t, node)
+	s.expectQueueEmpty(t)
+}
+
+// Finding 34.14: the queue's policy may let another account's EventBridge rule send to it;
+// its events, and bodies without an account (no EventBridge event lacks one), must not
+// drain the cluster's nodes.
+func (s *suite) forgedInterruptionIsRefused(t *testing.T) {
+	node, instance := s.node(t, "forged", true)
+	refused := actions(t, cloudprovider.InterruptionSpot, "Refuse")
+	deletes, unavailable := len(s.cloud.DeleteCalls()), len(s.cloud.MarkUnavailableCalls())
+	for _, account := range []string{"999999999999", ""} {
+		if _, err := s.emulator.InterruptFromAccount(queueName, account, instance.ID, awsemulator.InterruptSpot, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.expectQueueEmpty(t)
+	if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), node); err != nil || node.DeletionTimestamp != nil {
+		t.Errorf("node %s: %v, deletion %v; want it kept", node.Name, err, node.DeletionTimestamp)
+	}
+	if len(s.cloud.DeleteCalls()) != deletes || len(s.cloud.MarkUnavailableCalls()) != unavailable {
+		t.Errorf("instances terminated %v, offerings marked unavailable %v; want none", s.cloud.DeleteCalls()[deletes:], s.cloud.MarkUnavailableCalls()[unavailable:])
+	}
+	if got := actions(t, cloudprovider.InterruptionSpot, "Refuse") - refused; got != 2 {
+		t.Errorf(`karpenter_interruption_actions_total{kind="SpotInterruption",action="Refuse"} rose by %v, want 2`, got)
+	}
+	if n := s.events(t, node.Name, string(cloudprovider.InterruptionSpot)); n != 0 {
+		t.Errorf("%d %s events on node %s, want none", n, cloudprovider.InterruptionSpot, node.Name)
+	}
+}
+
+// Last: it restarts the operator.
+func (s *suite) crashBeforeTheMessageIsDeleted(t *testing.T) {
+	node, instance := s.node(t, "crashed", true)
+	blocker := builders.Pod(builders.PodOptions{Name: "blocker", NodeName: node.Name, Annotations: map[string]string{pods.DoNotEvictAnnotationKey: "true"}})
+	s.create(t, blocker)
+	s.waitRunning(t, blocker)
+	// Every deletion fails, as if the controller died right after acting.
+	if _, err := s.emulator.InjectFault(awsemulator.Fault{Service: "sqs", Action: "DeleteMessage", Kind: awsemulator.FaultServerError}); err != nil {
+		t.Fatal(err)
+	}
+	s.interrupt(t, instance, awsemulator.InterruptSpot, "")
+	s.expectEvent(t, node.Name, string(cloudprovider.InterruptionSpot), instance.ID)
+	s.stop()
+	s.emulator.ClearFaults()
+	if n, err := s.emulator.MessageCount(queueName); err != nil || n != 1 {
+		t.Fatalf("%d messages (%v), want the one never deleted", n, err)
+	}
+	s.start(t)
+	s.expectQueueEmpty(t)
+	// The node drains still, held by its do-not-evict pod; the Event was not repeated.
+	if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), node); err != nil || node.DeletionTimestamp == nil {
+		t.Fatalf("node %s: %v, deletion %v; want it being deleted", node.Name, err, node.DeletionTimestamp)
+	}
+	if n := s.events(t, node.Name, string(cloudprovider.InterruptionSpot)); n != 1 {
+		t.Errorf("%d %s events (counted), want 1", n, cloudprovider.InterruptionSpot)
+	}
+	if err := s.env.Client.Delete(t.Context(), blocker); err != nil {
+		t.Fatal(err)
+	}
+	s.expectGone(t, node)
 }
 
 func (s *suite) start(t *testing.T) func() {
@@ -300,6 +362,30 @@ func (s *suite) expectQueueEmpty(t *testing.T) {
 		n, err := s.emulator.MessageCount(queueName)
 		return n == 0, fmt.Sprintf("%d messages", n), err
 	})
+}
+
+// actions reads karpenter_interruption_actions_total for a kind and an action.
+func actions(t *testing.T, kind cloudprovider.InterruptionKind, action string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, family := range families {
+		if family.GetName() != "karpenter_interruption_actions_total" {
+			continue
+		}
+		for _, m := range family.GetMetric() {
+			labels := map[string]string{}
+			for _, pair := range m.GetLabel() {
+				labels[pair.GetName()] = pair.GetValue()
+			}
+			if labels["kind"] == string(kind) && labels["action"] == action {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 // events counts the Events of reason about the node, their repeats included.

@@ -235,7 +235,7 @@ func TestProducersThroughPrometheus(t *testing.T) {
 		})
 
 		// CloudWatch fails: the length stays exported and fresh, the age is withdrawn.
-		if err := emulator.InjectFault(awsemulator.Fault{Service: "monitoring", Kind: awsemulator.FaultAccessDenied}); err != nil {
+		if _, err := emulator.InjectFault(awsemulator.Fault{Service: "monitoring", Kind: awsemulator.FaultAccessDenied}); err != nil {
 			t.Fatal(err)
 		}
 		if err := emulator.SendMessages("jobs", 1, "job"); err != nil {

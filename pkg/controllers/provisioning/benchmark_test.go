@@ -10,12 +10,11 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"karpenter.sh/karpenter/pkg/apis"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/kubefake"
 )
 
 // BenchmarkProvisionPass times one pass of the allocator once its batch closed: the snapshot
@@ -39,7 +38,7 @@ func BenchmarkProvisionPass(b *testing.B) {
 				b.StopTimer()
 				// Creating a Node in the fake client builds a REST mapper each time, which would
 				// dominate; the apiserver's cost is not what this measures.
-				kube := clientfake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objects...).WithInterceptorFuncs(interceptor.Funcs{
+				kube := kubefake.NewClientBuilder().WithObjects(objects...).WithInterceptorFuncs(interceptor.Funcs{
 					Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error { return nil },
 				}).Build()
 				cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})

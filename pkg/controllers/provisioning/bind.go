@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/state"
 )
 
 // With Options.BindPods the allocator binds each pod it planned onto a node it launched (or
@@ -42,7 +43,7 @@ func bindsNone(*corev1.Pod) bool { return false }
 
 // bindable are the pods of the snapshot the controller may bind: with BindPods, those of the
 // default scheduler with no resource claims whose every claim is bound to a volume.
-func (c *Controller) bindable(snapshot *Snapshot) bindable {
+func (c *Controller) bindable(snapshot *state.Snapshot) bindable {
 	if !c.bindPods {
 		return bindsNone
 	}

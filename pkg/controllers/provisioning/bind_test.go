@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -23,7 +24,7 @@ func TestBindable(t *testing.T) {
 	claim := func(name, volume string) corev1.PersistentVolumeClaim {
 		return corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: volume}}
 	}
-	snapshot := &Snapshot{Claims: []corev1.PersistentVolumeClaim{claim("bound", "pv-1"), claim("unbound", ""), claim("db-0-scratch", "pv-2")}}
+	snapshot := &state.Snapshot{Claims: []corev1.PersistentVolumeClaim{claim("bound", "pv-1"), claim("unbound", ""), claim("db-0-scratch", "pv-2")}}
 	withClaim := func(name string) func(*corev1.Pod) {
 		return func(pod *corev1.Pod) {
 			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
@@ -83,7 +84,7 @@ var bindingAPI = interceptor.Funcs{SubResourceCreate: func(ctx context.Context, 
 // and one kube-scheduler bound elsewhere meanwhile is left where it is.
 func TestBatchPodsBoundWhenBindingPods(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
-	c, cloud, kube := launcher(t, bindingAPI, p)
+	c, cloud, kube := launchingController(t, bindingAPI, p)
 	c.bindPods = true
 	recorder := record.NewFakeRecorder(100)
 	c.recorder = recorder
@@ -110,7 +111,7 @@ func TestBatchPodsBoundWhenBindingPods(t *testing.T) {
 		pods[name] = pod
 		plan = append(plan, &scheduling.NewNode{Provisioner: n.Provisioner, InstanceTypes: n.InstanceTypes, Pods: []*corev1.Pod{pod}})
 	}
-	snapshot, err := ReadSnapshot(t.Context(), kube, c.clock.Now())
+	snapshot, err := state.Read(t.Context(), kube, c.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/state"
 )
 
 // A batch's nodes are created with the launching taint and released together once the last
@@ -75,7 +76,7 @@ func (c *Controller) release(ctx context.Context, held []*corev1.Node) error {
 
 // heldNodes are the snapshot's nodes still carrying the launching taint: those of batches in
 // flight, and those left by a controller that stopped mid-batch or a release that failed.
-func (c *Snapshot) heldNodes() []*corev1.Node {
+func heldNodes(c *state.Snapshot) []*corev1.Node {
 	var out []*corev1.Node
 	for i := range c.Nodes {
 		if node := &c.Nodes[i]; node.DeletionTimestamp == nil && slices.ContainsFunc(node.Spec.Taints, isLaunchingTaint) {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -24,21 +25,25 @@ func TestBatchNodesOpenTogether(t *testing.T) {
 	var createdHeld, created int
 	var releasedBeforeLastCreate bool
 	released := 0
-	c, cloud, kube := launcher(t, interceptor.Funcs{
+	c, cloud, kube := launchingController(t, interceptor.Funcs{
 		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			mu.Lock()
-			created++
-			if node, ok := obj.(*corev1.Node); ok && slices.Contains(node.Spec.Taints, launchingTaint) {
-				createdHeld++
+			if node, ok := obj.(*corev1.Node); ok {
+				created++
+				if slices.Contains(node.Spec.Taints, launchingTaint) {
+					createdHeld++
+				}
 			}
 			releasedBeforeLastCreate = releasedBeforeLastCreate || released > 0
 			mu.Unlock()
 			return cl.Create(ctx, obj, opts...)
 		},
 		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			mu.Lock()
-			released++
-			mu.Unlock()
+			if _, ok := obj.(*corev1.Node); ok {
+				mu.Lock()
+				released++
+				mu.Unlock()
+			}
 			return cl.Patch(ctx, obj, patch, opts...)
 		},
 	}, p)
@@ -96,13 +101,13 @@ func TestLeftoverHoldsAreReleased(t *testing.T) {
 	open := builders.Node(builders.NodeOptions{Name: "open", Taints: []corev1.Taint{notReady}})
 	inFlight := builders.Node(builders.NodeOptions{Name: "in-flight", Taints: []corev1.Taint{notReady, launchingTaint}})
 	patched := map[string]int{}
-	c, _, kube := launcher(t, interceptor.Funcs{
+	c, _, kube := launchingController(t, interceptor.Funcs{
 		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			patched[obj.GetName()]++
 			return cl.Patch(ctx, obj, patch, opts...)
 		},
 	}, left, open, inFlight)
-	snapshot := &Snapshot{Nodes: []corev1.Node{*left, *open, *inFlight}}
+	snapshot := &state.Snapshot{Nodes: []corev1.Node{*left, *open, *inFlight}}
 	if err := c.releaseLeftovers(context.Background(), snapshot, sets.New(inFlight.Name)); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +126,7 @@ func TestLeftoverHoldsAreReleased(t *testing.T) {
 func TestReleaseRereadsChangedTaints(t *testing.T) {
 	stale := builders.Node(builders.NodeOptions{Name: "n", Taints: []corev1.Taint{notReady, launchingTaint}})
 	current := builders.Node(builders.NodeOptions{Name: "n", Taints: []corev1.Taint{launchingTaint}})
-	c, _, kube := launcher(t, interceptor.Funcs{}, current)
+	c, _, kube := launchingController(t, interceptor.Funcs{}, current)
 	if err := c.release(context.Background(), []*corev1.Node{stale}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 )
 
 // inFlight are the batches whose launches run in the background while later passes plan. A
@@ -18,6 +20,10 @@ import (
 type inFlight struct {
 	mu      sync.Mutex
 	batches sets.Set[*launchBatch]
+	// unread are planned nodes whose instance launched but could not be read back: they keep
+	// their pods, past the end of their batch, until it is read and the snapshot shows its Node,
+	// or it is gone.
+	unread sets.Set[*plannedLaunch]
 }
 
 // launchBatch is one pass's launches: done is closed once the last of them ended, its Nodes
@@ -35,9 +41,21 @@ type plannedLaunch struct {
 	nodeName string
 	// failed is set when no instance (or no Node) came of it: its pods are pending again.
 	failed bool
+	// unread is its instance while the cloud could not read it back.
+	unread *unreadLaunch
 }
 
-func newInFlight() *inFlight { return &inFlight{batches: sets.New[*launchBatch]()} }
+// unreadLaunch is an instance launched for the index-th node of a reserved launch, as the
+// launch's answer told it.
+type unreadLaunch struct {
+	launch   *reservedLaunch
+	index    int
+	instance *cloudprovider.Instance
+}
+
+func newInFlight() *inFlight {
+	return &inFlight{batches: sets.New[*launchBatch](), unread: sets.New[*plannedLaunch]()}
+}
 
 // start records a batch of planned nodes, by provisioner and pods.
 func (f *inFlight) start(nodes []*plannedLaunch) *launchBatch {
@@ -71,6 +89,31 @@ func (f *inFlight) failed(n *plannedLaunch) {
 	n.failed = true
 }
 
+// awaitRead records that a planned node's instance launched but could not be read back.
+func (f *inFlight) awaitRead(n *plannedLaunch, u *unreadLaunch) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n.unread = u
+	f.unread.Insert(n)
+}
+
+// toRead are the planned nodes whose instance is still to be read back, and settles the others:
+// those whose Node the snapshot shows (their pods are planned like any pod's) or that failed.
+func (f *inFlight) toRead(shown sets.Set[string]) []*plannedLaunch {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*plannedLaunch
+	for n := range f.unread {
+		switch {
+		case n.failed || (n.nodeName != "" && shown.Has(n.nodeName)):
+			f.unread.Delete(n)
+		case n.nodeName == "":
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // finish forgets a batch whose Nodes the cache shows.
 func (f *inFlight) finish(b *launchBatch) {
 	f.mu.Lock()
@@ -88,21 +131,28 @@ func (f *inFlight) capture() []*launchBatch {
 	return f.batches.UnsortedList()
 }
 
-// awaited are the pods of the captured batches that wait for a node the snapshot does not
-// show, by the provisioner planned for them: the pass leaves them out.
+// awaited are the pods of the captured batches, and of the instances still to be read back,
+// that wait for a node the snapshot does not show, by the provisioner planned for them: the pass
+// leaves them out.
 func (f *inFlight) awaited(captured []*launchBatch, shown sets.Set[string]) map[types.UID]string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := map[types.UID]string{}
+	await := func(n *plannedLaunch) {
+		if n.failed || (n.nodeName != "" && shown.Has(n.nodeName)) {
+			return
+		}
+		for _, uid := range n.pods {
+			out[uid] = n.provisioner
+		}
+	}
 	for _, b := range captured {
 		for _, n := range b.nodes {
-			if n.failed || (n.nodeName != "" && shown.Has(n.nodeName)) {
-				continue
-			}
-			for _, uid := range n.pods {
-				out[uid] = n.provisioner
-			}
+			await(n)
 		}
+	}
+	for n := range f.unread {
+		await(n)
 	}
 	return out
 }

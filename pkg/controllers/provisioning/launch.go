@@ -2,16 +2,11 @@ package provisioning
 
 import (
 	"cmp"
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -106,114 +101,6 @@ func launchKey(provisioner string, candidates []cloudprovider.Candidate) string 
 		fmt.Fprintf(&b, "\n%s %s %s", c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType)
 	}
 	return b.String()
-}
-
-// LaunchLabels are the labels Karpenter asks the cloud to register the node with: the
-// Provisioner's own and its name.
-func LaunchLabels(p *v1alpha5.Provisioner) map[string]string {
-	labels := maps.Clone(p.Spec.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[v1alpha5.ProvisionerNameLabelKey] = p.Name
-	return labels
-}
-
-// NodeFor is the Node object of a launched instance, created at once so that the scheduler
-// sees the room coming and the instance has an owner: named as the instance will register,
-// labelled with everything pods may select (the Provisioner's labels, its name, the
-// instance type's and the offering's), tainted with the Provisioner's taints and not-ready
-// until the kubelet reports Ready, and finalized so that its instance is terminated with it.
-// The same instance always gives the same Node, so creating it again is harmless.
-func NodeFor(instance *cloudprovider.Instance, p *v1alpha5.Provisioner, it *cloudprovider.InstanceType) *corev1.Node {
-	labels := map[string]string{}
-	if it != nil {
-		maps.Copy(labels, it.Labels)
-	}
-	maps.Copy(labels, instance.Labels)
-	maps.Copy(labels, LaunchLabels(p))
-	maps.Copy(labels, map[string]string{
-		corev1.LabelHostname:           instance.NodeName,
-		corev1.LabelInstanceTypeStable: instance.InstanceType,
-		corev1.LabelTopologyZone:       instance.Zone,
-		v1alpha5.CapacityTypeLabelKey:  instance.CapacityType,
-	})
-	taints := slices.Clone(p.Spec.Taints)
-	taints = append(taints, corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule})
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:       instance.NodeName,
-			Labels:     labels,
-			Finalizers: []string{v1alpha5.TerminationFinalizer},
-		},
-		Spec: corev1.NodeSpec{ProviderID: instance.ProviderID, Taints: taints},
-	}
-}
-
-// instanceTypeNamed finds the candidate's instance type the cloud launched.
-func instanceTypeNamed(candidates []cloudprovider.Candidate, name string) *cloudprovider.InstanceType {
-	for _, c := range candidates {
-		if c.InstanceType.Name == name {
-			return c.InstanceType
-		}
-	}
-	return nil
-}
-
-// idempotencyKey names the launch of nodes for pods: a launch retried for the same pods
-// (after a lost answer) gets the instances the first one launched rather than more.
-func idempotencyKey(provisioner string, pods []*corev1.Pod) string {
-	uids := make([]string, len(pods))
-	for i, pod := range pods {
-		uids[i] = string(pod.UID)
-	}
-	slices.Sort(uids)
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s", provisioner, strings.Join(uids, "\n"))
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// untakenKey is the key of a launch whose earlier answers under key were the taken nodes
-// (see LaunchUntaken); key itself when none was.
-func untakenKey(key string, taken []string) string {
-	if len(taken) == 0 {
-		return key
-	}
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\ntaken\n%s", key, strings.Join(slices.Sorted(slices.Values(taken)), "\n"))
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// LaunchUntaken asks the cloud for the request's instances under its idempotency key, so that
-// a launch retried (after a crash or a lost answer) gets the instances the first attempt
-// launched. When one of those is a node the caller's plan already saw (existing, the
-// Provisioner's nodes by name), the plan found no room there for what this launch is for:
-// other pods took it (kube-scheduler binds any pending pod to any node that fits). Answering
-// with it again would leave the pods pending for good, or a replacement never made, so the
-// launch is asked again under a key that also names the taken nodes, which a retry derives
-// the same way. Instances of such an answer that were not taken are left to garbage
-// collection. An empty key launches anew, once.
-func LaunchUntaken(ctx context.Context, instances cloudprovider.InstanceProvider, request cloudprovider.LaunchRequest, existing map[string]corev1.ResourceList) ([]*cloudprovider.Instance, error) {
-	key := request.IdempotencyKey
-	var taken []string
-	for {
-		request.IdempotencyKey = untakenKey(key, taken)
-		launched, err := instances.Create(ctx, request)
-		if err != nil || key == "" {
-			return launched, err
-		}
-		var stale []string
-		for _, instance := range launched {
-			if _, ok := existing[instance.NodeName]; ok && !slices.Contains(taken, instance.NodeName) {
-				stale = append(stale, instance.NodeName)
-			}
-		}
-		// Each round names at least one more of the finitely many existing nodes.
-		if len(stale) == 0 {
-			return launched, nil
-		}
-		taken = append(taken, stale...)
-	}
 }
 
 // capacityReasons lists the offerings a launch found no capacity in, with the cloud's reason

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
-	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 )
 
@@ -21,80 +20,6 @@ func podsWithUIDs(uids ...string) []*corev1.Pod {
 		pods[i] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}}
 	}
 	return pods
-}
-
-func TestIdempotencyKeyNamesTheProvisionerPodsAndTakenNodes(t *testing.T) {
-	key := idempotencyKey("default", podsWithUIDs("a", "b"))
-	if got := idempotencyKey("default", podsWithUIDs("b", "a")); got != key {
-		t.Errorf("the same pods in another order give another key: %s, %s", got, key)
-	}
-	if got := untakenKey(key, nil); got != key {
-		t.Errorf("no taken node changes the key: %s, %s", got, key)
-	}
-	taken := untakenKey(key, []string{"node-1", "node-2"})
-	if got := untakenKey(key, []string{"node-2", "node-1"}); got != taken {
-		t.Errorf("the same taken nodes in another order give another key: %s, %s", got, taken)
-	}
-	for name, other := range map[string]string{
-		"another provisioner": idempotencyKey("spot", podsWithUIDs("a", "b")),
-		"another pod":         idempotencyKey("default", podsWithUIDs("a", "c")),
-		"fewer pods":          idempotencyKey("default", podsWithUIDs("a")),
-		"a taken node":        taken,
-	} {
-		if other == key {
-			t.Errorf("%s gives the same key", name)
-		}
-	}
-	if untakenKey(key, []string{"node-1"}) == taken {
-		t.Error("fewer taken nodes give the same key")
-	}
-	for _, k := range []string{key, taken} {
-		if len(k) > 64 {
-			t.Errorf("key %q is longer than the 64 characters an EC2 client token takes", k)
-		}
-	}
-}
-
-func TestLaunchUntakenRetriesGetTheFirstInstanceUnlessThePlanSawItTaken(t *testing.T) {
-	ctx := t.Context()
-	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	it := fake.DefaultInstanceTypes()[0]
-	request := cloudprovider.LaunchRequest{ProvisionerName: "default", Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
-		IdempotencyKey: idempotencyKey("default", podsWithUIDs("pod"))}
-	launch := func(planned ...string) string {
-		t.Helper()
-		nodes := map[string]corev1.ResourceList{}
-		for _, name := range planned {
-			nodes[name] = nil
-		}
-		instances, err := LaunchUntaken(ctx, cloud, request, nodes)
-		if err != nil || len(instances) != 1 {
-			t.Fatalf("LaunchUntaken = %v, %v", instances, err)
-		}
-		return instances[0].NodeName
-	}
-	first := launch()
-	for name, got := range map[string]string{
-		// The answer was lost: the plan never saw the node.
-		"retried before the node existed": launch(),
-		// The plan saw the node and put the pod elsewhere: a node for other pods.
-		"retried with the node room for other pods": launch("unrelated"),
-	} {
-		if got != first {
-			t.Errorf("%s: launched %s, want the first launch's %s", name, got, first)
-		}
-	}
-	// Another pod took the node: the plan saw it and still wants one for this pod.
-	second := launch(first)
-	if second == first {
-		t.Fatalf("a node another pod took (%s) was given again", first)
-	}
-	if again := launch(first); again != second {
-		t.Errorf("retried after the first node was taken: launched %s, want %s again", again, second)
-	}
-	if third := launch(first, second); third == first || third == second {
-		t.Errorf("both earlier nodes taken: launched %s again", third)
-	}
 }
 
 func TestCapacityReasonsNameTheFirstOfferingsWithTheCloudsReason(t *testing.T) {

@@ -12,22 +12,22 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"karpenter.sh/karpenter/pkg/apis"
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
-	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/kubefake"
 )
 
-// launcher is a controller on a fake API client and the fake cloud, for one launch at a time.
-func launcher(t *testing.T, funcs interceptor.Funcs, objects ...client.Object) (*Controller, *fake.InstanceProvider, client.Client) {
+// launchingController is a controller on a fake API client and the fake cloud, for one launch at a time.
+func launchingController(t *testing.T, funcs interceptor.Funcs, objects ...client.Object) (*Controller, *fake.InstanceProvider, client.Client) {
 	t.Helper()
-	kube := clientfake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objects...).WithInterceptorFuncs(funcs).Build()
+	kube := kubefake.NewClientBuilder().WithObjects(objects...).WithInterceptorFuncs(funcs).Build()
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	c, err := New(Options{Client: kube, InstanceProvider: cloud, Recorder: record.NewFakeRecorder(100), Clock: clocktesting.NewFakeClock(time.Now())})
 	if err != nil {
@@ -61,13 +61,18 @@ func alone(n *scheduling.NewNode) *launchGroup {
 }
 
 // TestLaunchAcceptsTheNodeAlreadyThere: a retry that creates the Node of an instance again
-// (same name, as the same instance always gives) succeeds without a second Node.
+// (same name and provider id, as the same instance always gives) succeeds without a second Node.
 func TestLaunchAcceptsTheNodeAlreadyThere(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
-	// The fake cloud names its first instance's node so.
+	c, cloud, kube := launchingController(t, interceptor.Funcs{})
+	planned := plannedNode(t, cloud, p)
+	// The fake cloud names its first instance and its node so.
 	existing := builders.Node(builders.NodeOptions{Name: "ip-10-0-0-1.us-west-2.compute.internal"})
-	c, cloud, kube := launcher(t, interceptor.Funcs{}, existing)
-	nodes, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nil, false)
+	existing.Spec.ProviderID = "fake:///" + Candidates(planned)[0].Offering.Zone + "/i-00000000000000001"
+	if err := kube.Create(context.Background(), existing); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := reserveAndLaunch(c, alone(planned), p, nil, false)
 	if err != nil {
 		t.Fatalf("launching over an existing Node, %v", err)
 	}
@@ -76,37 +81,51 @@ func TestLaunchAcceptsTheNodeAlreadyThere(t *testing.T) {
 	if err := kube.List(context.Background(), &list); err != nil {
 		t.Fatal(err)
 	}
-	if node.Name != existing.Name || len(list.Items) != 1 {
+	if node.Name != existing.Name || len(list.Items) != 1 || list.Items[0].UID != existing.UID {
 		t.Errorf("node %s, %d nodes; want the existing one only", node.Name, len(list.Items))
 	}
 }
 
-// TestLaunchTerminatesAnInstanceWithoutNode: when the Node cannot be created, the instance is
-// terminated at once and its reservation released.
+// TestLaunchTerminatesAnInstanceWithoutNode: when the Node cannot be created, the instance's
+// NodeClaim is deleted at once (its termination terminates the instance) and its reservation
+// released; when the NodeClaim itself cannot be created, nothing is launched.
 func TestLaunchTerminatesAnInstanceWithoutNode(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
-	c, cloud, _ := launcher(t, interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
-		return errors.New("the apiserver is down")
+	c, cloud, kube := launchingController(t, interceptor.Funcs{Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if _, ok := obj.(*corev1.Node); ok {
+			return errors.New("the apiserver is down")
+		}
+		return cl.Create(ctx, obj, opts...)
 	}})
 	if _, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nil, false); err == nil {
 		t.Fatal("a launch whose Node failed succeeded")
 	}
-	instances, err := cloud.List(context.Background())
-	if err != nil {
+	var claims v1.NodeClaimList
+	if err := kube.List(t.Context(), &claims); err != nil {
 		t.Fatal(err)
 	}
-	if len(instances) != 0 || len(cloud.DeleteCalls()) != 1 {
-		t.Errorf("%d instances left, %d deletes; want the instance terminated", len(instances), len(cloud.DeleteCalls()))
+	if len(claims.Items) != 1 || claims.Items[0].DeletionTimestamp == nil || claims.Items[0].Status.ProviderID == "" {
+		t.Errorf("nodeclaims %+v, want the launched one being deleted, which terminates its instance", claims.Items)
 	}
 	if used := c.ledger.Used("default", nil); len(used) != 0 {
 		t.Errorf("the failed launch still reserves %v", used)
+	}
+
+	c, cloud, _ = launchingController(t, interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+		return errors.New("the apiserver is down")
+	}})
+	if _, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nil, false); err == nil {
+		t.Fatal("a launch whose NodeClaim failed succeeded")
+	}
+	if calls := len(cloud.CreateCalls()); calls != 0 {
+		t.Errorf("%d cloud calls without a NodeClaim, want none", calls)
 	}
 }
 
 // TestLaunchRefusedOverTheLimit: a plan the limits no longer allow launches nothing.
 func TestLaunchRefusedOverTheLimit(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default", Limits: cpu("4")})
-	c, cloud, _ := launcher(t, interceptor.Funcs{})
+	c, cloud, _ := launchingController(t, interceptor.Funcs{})
 	nodes := map[string]corev1.ResourceList{"full": cpu("4")}
 	_, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nodes, false)
 	var exceeded *LimitExceededError
@@ -119,7 +138,7 @@ func TestLaunchRefusedOverTheLimit(t *testing.T) {
 // offering without capacity falls through to the next.
 func TestLaunchFallsThroughOfferings(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "fall-through"})
-	c, cloud, _ := launcher(t, interceptor.Funcs{})
+	c, cloud, _ := launchingController(t, interceptor.Funcs{})
 	planned := plannedNode(t, cloud, p)
 	first := Candidates(planned)[0]
 	cloud.SetInsufficientCapacity(first.Key())
@@ -154,11 +173,11 @@ func TestLaunchFallsThroughOfferings(t *testing.T) {
 // TestTellOncePerCause: a pod that stays pending for the same reason is told once; a new
 // reason, or a pod pending again after it was not, is told again.
 func TestTellOncePerCause(t *testing.T) {
-	c, _, _ := launcher(t, interceptor.Funcs{})
+	c, _, _ := launchingController(t, interceptor.Funcs{})
 	recorder := c.recorder.(*record.FakeRecorder)
 	pod := builders.Pod(builders.PodOptions{Name: "p", Unschedulable: true})
 	pod.UID = "uid-p"
-	snapshot := &Snapshot{}
+	snapshot := &state.Snapshot{}
 	results := func(reason string) *scheduling.Results {
 		return &scheduling.Results{Unschedulable: []scheduling.PodError{{Pod: pod, Reason: reason}}}
 	}
@@ -177,51 +196,14 @@ func TestTellOncePerCause(t *testing.T) {
 		if step.reason != "" {
 			r = results(step.reason)
 		}
-		c.tell(snapshot.LaunchingNodes(), step.pending, nil, r, nil)
+		c.tell(snapshot.LaunchingNodes(), r, nil, nil)
+		c.forgetTold(step.pending, nil)
 		if got := len(recorder.Events); got != step.events {
 			t.Errorf("after %q: %d Events, want %d", step.reason, got, step.events)
 		}
 		for len(recorder.Events) > 0 {
 			<-recorder.Events
 		}
-	}
-}
-
-// TestAdoptOrphans: an instance launched without its Node (a crash between the two) gets
-// its Node, the same a launch would have created; instances of no Provisioner and those
-// whose Node exists are left alone.
-func TestAdoptOrphans(t *testing.T) {
-	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default", Labels: map[string]string{"team": "ml"}})
-	c, cloud, kube := launcher(t, interceptor.Funcs{}, p)
-	ctx := context.Background()
-	types, err := cloud.InstanceTypes(ctx, Constraints(p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	candidates := Candidates(&scheduling.NewNode{InstanceTypes: types[:1]})
-	launched, err := cloud.Create(ctx, cloudprovider.LaunchRequest{Candidates: candidates, ProvisionerName: "default", Labels: LaunchLabels(p)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	orphan := launched[0]
-	if _, err := cloud.Create(ctx, cloudprovider.LaunchRequest{Candidates: candidates, ProvisionerName: "gone", Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "gone"}}); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if err := c.adoptOrphans(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var list corev1.NodeList
-	if err := kube.List(ctx, &list); err != nil {
-		t.Fatal(err)
-	}
-	if len(list.Items) != 1 {
-		t.Fatalf("%d nodes, want the orphan's only", len(list.Items))
-	}
-	node := list.Items[0]
-	if node.Name != orphan.NodeName || node.Spec.ProviderID != orphan.ProviderID || node.Labels["team"] != "ml" || !nodes.IsLaunching(&node) {
-		t.Errorf("adopted node %s %s labels %v taints %v", node.Name, node.Spec.ProviderID, node.Labels, node.Spec.Taints)
 	}
 }
 
@@ -237,7 +219,7 @@ func TestSeveralProvisioners(t *testing.T) {
 		Taints: []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}})
 	pod := builders.Pod(builders.PodOptions{Name: "p", Unschedulable: true, Requests: builders.Resources("cpu", "500m")})
 	for range 3 {
-		c, cloud, _ := launcher(t, interceptor.Funcs{}, expensive, cheap, cheapest, pod)
+		c, cloud, _ := launchingController(t, interceptor.Funcs{}, expensive, cheap, cheapest, pod)
 		if _, err := c.provision(context.Background(), false); err != nil {
 			t.Fatal(err)
 		}
@@ -257,7 +239,7 @@ func TestSeveralProvisioners(t *testing.T) {
 // them, each instance gets its Node, and the limits count every one.
 func TestLaunchGroupWithOneCall(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
-	c, cloud, kube := launcher(t, interceptor.Funcs{})
+	c, cloud, kube := launchingController(t, interceptor.Funcs{})
 	planned := plannedNode(t, cloud, p)
 	groups := groupLaunches([]*scheduling.NewNode{planned, planned, planned}, 3)
 	if len(groups) != 1 {
@@ -283,7 +265,7 @@ func TestLaunchGroupWithOneCall(t *testing.T) {
 // call and reports the rest, whose pods stay pending.
 func TestLaunchGroupUpToTheLimit(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
-	c, cloud, _ := launcher(t, interceptor.Funcs{})
+	c, cloud, _ := launchingController(t, interceptor.Funcs{})
 	planned := plannedNode(t, cloud, p)
 	largest := planned.InstanceTypes[len(planned.InstanceTypes)-1].Capacity.Cpu().DeepCopy()
 	limit := largest.DeepCopy()
@@ -306,7 +288,7 @@ func TestLaunchGroupUpToTheLimit(t *testing.T) {
 func TestLaunchGroupWithinEveryReservation(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
 	p.Spec.Limits = &v1alpha5.Limits{Resources: builders.Resources("cpu", "7", "memory", "50Gi")}
-	c, _, _ := launcher(t, interceptor.Funcs{})
+	c, _, _ := launchingController(t, interceptor.Funcs{})
 	candidate := func(name, cpu, memory string) cloudprovider.Candidate {
 		return cloudprovider.Candidate{InstanceType: &cloudprovider.InstanceType{Name: name, Capacity: builders.Resources("cpu", cpu, "memory", memory)}}
 	}
@@ -326,4 +308,38 @@ func TestLaunchGroupWithinEveryReservation(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestToldForgetsPodsGoneAfterAPassWithNothingPending (issue 34, finding 16): what each pod was
+// told is forgotten once the pod is no longer pending, at the next pass whether or not other
+// pods are pending then, so that a controller of a cluster whose pods come and go does not keep
+// every pod it ever told.
+func TestToldForgetsPodsGoneAfterAPassWithNothingPending(t *testing.T) {
+	// No Provisioner: the pod is told none can launch a node for it.
+	pod := builders.Pod(builders.PodOptions{Name: "p", Unschedulable: true})
+	pod.UID = "uid-p"
+	c, _, kube := launchingController(t, interceptor.Funcs{}, pod)
+	ctx := context.Background()
+	if _, err := c.provision(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if told := c.toldCount(); told != 1 {
+		t.Fatalf("%d pods told after a pass with one pending, want 1", told)
+	}
+	if err := kube.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.provision(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if told := c.toldCount(); told != 0 {
+		t.Errorf("%d pods still remembered as told after a pass with none pending, want 0", told)
+	}
+}
+
+// toldCount is how many pods the controller remembers telling.
+func (c *Controller) toldCount() int {
+	c.toldMu.Lock()
+	defer c.toldMu.Unlock()
+	return len(c.told)
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -14,14 +15,17 @@ import (
 // Ledger makes Provisioners' limits hard: a launch reserves, under one lock, the capacity of
 // the largest instance type it may become, against what the provisioner's nodes already hold
 // and what launches still in flight reserved. The Node of a launch is counted from the
-// cluster once it is seen there, and its reservation is dropped then. So concurrent launches,
-// of one batch or of several, never sum past a limit, however stale the cache. One Ledger is
-// shared by every controller that launches: provisioning, consolidation's replacements and
-// expiry's.
+// cluster once it is seen there, and its reservation is dropped then; so is the reservation of
+// a Node the cache showed that a later read of the cluster no longer holds (ForgetGone). So
+// concurrent launches, of one batch or of several, never sum past a limit, however stale the
+// cache, and a Node gone before any pass counted it frees its room. One Ledger is shared by
+// every controller that launches: provisioning, consolidation's replacements and expiry's.
 type Ledger struct {
 	mu       sync.Mutex
 	next     int
 	inFlight map[int]*reservation
+	// cached numbers the Nodes of reservations the cache was seen to show (NodeCached), in order.
+	cached uint64
 }
 
 type reservation struct {
@@ -30,6 +34,10 @@ type reservation struct {
 	// nodeName is set once the instance launched; the reservation stands until a Node of
 	// that name is counted.
 	nodeName string
+	// node is the UID of its Node once the cache showed it, and cachedAt the ledger's count of
+	// such sightings then.
+	node     types.UID
+	cachedAt uint64
 }
 
 // NewLedger is a ledger with nothing reserved.
@@ -137,13 +145,51 @@ func (l *Ledger) Reserve(provisioner string, limits corev1.ResourceList, nodes m
 }
 
 // Launched narrows a reservation to the instance type launched, until a Node named nodeName
-// is counted.
+// is counted. An empty capacity (a type the caller does not know) keeps the room reserved.
 func (l *Ledger) Launched(id int, nodeName string, capacity corev1.ResourceList) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if r, ok := l.inFlight[id]; ok {
 		r.nodeName = nodeName
-		r.capacity = capacity.DeepCopy()
+		if len(capacity) > 0 {
+			r.capacity = capacity.DeepCopy()
+		}
+	}
+}
+
+// NodeCached records that the cache shows the Node, of that UID, created for a reservation.
+func (l *Ledger) NodeCached(id int, node types.UID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r, ok := l.inFlight[id]; ok && r.cachedAt == 0 {
+		l.cached++
+		r.node, r.cachedAt = node, l.cached
+	}
+}
+
+// Cached is how many reservations' Nodes the cache was seen to show so far. Read before the
+// cluster is, it is what ForgetGone is given with the Nodes read.
+func (l *Ledger) Cached() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cached
+}
+
+// ForgetGone drops the reservations whose Node the cache showed by the time cached was read
+// (Cached) and that nodes, every Node of the cluster read after that, no longer hold by name and
+// UID: deleted, or replaced by another Node of the name, before a pass counted them, they hold
+// no room.
+func (l *Ledger) ForgetGone(nodes []corev1.Node, cached uint64) {
+	present := make(map[string]types.UID, len(nodes))
+	for i := range nodes {
+		present[nodes[i].Name] = nodes[i].UID
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id, r := range l.inFlight {
+		if r.cachedAt != 0 && r.cachedAt <= cached && present[r.nodeName] != r.node {
+			delete(l.inFlight, id)
+		}
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 )
@@ -147,5 +149,63 @@ func TestLedgerRelease(t *testing.T) {
 	l.Release(id)
 	if _, _, err := l.Reserve("p", cpu("8"), nil, []cloudprovider.Candidate{candidate("large", "8")}); err != nil {
 		t.Errorf("a released reservation still counts, %v", err)
+	}
+}
+
+// TestLedgerKeepsTheRoomOfALaunchedTypeItDoesNotKnow (issue 34, finding 12): a launch whose
+// instance type is none of the candidates (so its capacity is unknown) keeps the room it
+// reserved, rather than count as nothing until its Node is seen.
+func TestLedgerKeepsTheRoomOfALaunchedTypeItDoesNotKnow(t *testing.T) {
+	l := NewLedger()
+	_, id, err := l.Reserve("p", cpu("100"), nil, []cloudprovider.Candidate{candidate("small", "2"), candidate("medium", "4")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Launched(id, "n1", nil)
+	if used := l.Used("p", nil); used.Cpu().Cmp(resource.MustParse("4")) != 0 {
+		t.Errorf("used %v after launching a type the ledger does not know, want the 4 cores reserved", used)
+	}
+}
+
+// TestLedgerForgetGone: a reservation whose Node the cache showed before the cluster was read,
+// and that the read no longer holds by name and UID, holds no room; any other stands.
+func TestLedgerForgetGone(t *testing.T) {
+	node := func(name, uid string) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid)}}
+	}
+	for _, tc := range []struct {
+		name string
+		// cached is whether the cache showed the reservation's Node n1 (uid-1), and after
+		// whether that was after the cluster was read.
+		cached, after bool
+		nodes         []corev1.Node
+		reserved      bool
+	}{
+		{"deleted before a pass counted it", true, false, nil, false},
+		{"replaced by another Node of its name", true, false, []corev1.Node{node("n1", "uid-2")}, false},
+		{"still there", true, false, []corev1.Node{node("n1", "uid-1")}, true},
+		{"shown after the cluster was read", true, true, nil, true},
+		{"never shown: its Node may not exist yet", false, false, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := NewLedger()
+			_, id, err := l.Reserve("p", nil, nil, []cloudprovider.Candidate{candidate("small", "2")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Launched(id, "n1", cpu("2"))
+			read := l.Cached()
+			if tc.cached {
+				l.NodeCached(id, "uid-1")
+				if !tc.after {
+					read = l.Cached()
+				}
+			}
+			l.ForgetGone(tc.nodes, read)
+			used := l.Used("p", nil)
+			if reserved := !used.Cpu().IsZero(); reserved != tc.reserved {
+				t.Errorf("reserved = %t, want %t", reserved, tc.reserved)
+			}
+		})
 	}
 }

@@ -7,7 +7,8 @@ import (
 
 const metricsNamespace = "karpenter"
 
-// Launch error reasons, the values of karpenter_launch_errors_total's reason label.
+// Launch error reasons, the values of karpenter_launch_errors_total's reason label, beside the
+// cloudprovider.Reason* of the causes only the user can fix (failures.go).
 const (
 	ReasonInsufficientCapacity = "InsufficientCapacity"
 	ReasonLimitExceeded        = "LimitExceeded"
@@ -31,13 +32,15 @@ var (
 		Help:    "Pods that became provisionable within one batch window.",
 		Buckets: []float64{1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500},
 	})
+	// Upstream Karpenter's name and labels (nodepool, zone): the nodepool label holds the
+	// Provisioner's name, so that upstream's dashboards group by it.
 	nodesCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metricsNamespace, Name: "nodes_created_total",
-		Help: "Nodes launched, by provisioner, instance type, zone and capacity type.",
-	}, []string{"provisioner", "instance_type", "zone", "capacity_type"})
+		Help: "Nodes launched, by Provisioner (the nodepool label), instance type, zone and capacity type.",
+	}, []string{"nodepool", "instance_type", "zone", "capacity_type"})
 	launchErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metricsNamespace, Name: "launch_errors_total",
-		Help: "Launches that did not produce a node, by reason: InsufficientCapacity, LimitExceeded, CloudError, NodeCreateFailed.",
+		Help: "Launches that did not produce a node, by reason: InsufficientCapacity, LimitExceeded, CloudError, NodeCreateFailed, or the cause only the user can fix (InvalidInstanceProfile, InvalidLaunchTemplate, InvalidSubnet, InvalidSecurityGroup, InvalidAMI, Unauthorized, VCPUQuotaExceeded).",
 	}, []string{"reason"})
 )
 

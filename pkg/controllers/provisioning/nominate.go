@@ -16,6 +16,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/state"
 )
 
 // The plan is honoured by nominating each pod to the node planned for it, not by binding it.
@@ -102,39 +103,6 @@ func plannedOntoNodes(results *scheduling.Results, launching map[string]string) 
 	return out
 }
 
-// NominatedNode is the node an unbound pod still waiting to be placed is nominated to, "" when
-// none.
-func NominatedNode(pod *corev1.Pod) string {
-	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pods.IsTerminal(pod) {
-		return ""
-	}
-	return pod.Status.NominatedNodeName
-}
-
-// StandingNodes are the names of the nodes a nomination may stand on: those not being deleted.
-func (c *Snapshot) StandingNodes() sets.Set[string] {
-	out := sets.New[string]()
-	for i := range c.Nodes {
-		if c.Nodes[i].DeletionTimestamp == nil {
-			out.Insert(c.Nodes[i].Name)
-		}
-	}
-	return out
-}
-
-// nominationLapsed is true for a pod kube-scheduler found no room for that is nominated to a
-// node not among standing (gone, or being deleted): it waits for a node as if not nominated,
-// though kube-scheduler clears the nomination only at the pod's next attempt, and never for a
-// pod that may not preempt.
-func nominationLapsed(pod *corev1.Pod, standing sets.Set[string]) bool {
-	if node := NominatedNode(pod); node == "" || standing.Has(node) {
-		return false
-	}
-	unnominated := *pod
-	unnominated.Status.NominatedNodeName = ""
-	return pods.IsProvisionable(&unnominated)
-}
-
 // renominate nominates the pod again, at once, to the node it was last nominated to, when
 // kube-scheduler took the nomination (it tried the pod before its node was Ready) and that node
 // still awaits its pods (launching, or its not-ready taints not all lifted yet) and is
@@ -179,7 +147,7 @@ func renominatable(node *corev1.Node) bool {
 // counts each on its node again, so the pass does not plan them anew: a plan made again for
 // such pods alone may give the room of a pod confined to few instance types to one that fits
 // anywhere, and launch a node for the first. Pods bound or gone are forgotten.
-func (c *Controller) renominations(snapshot *Snapshot) []nomination {
+func (c *Controller) renominations(snapshot *state.Snapshot) []nomination {
 	awaiting := sets.New[string]()
 	for i := range snapshot.Nodes {
 		if node := &snapshot.Nodes[i]; renominatable(node) {

@@ -16,6 +16,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -44,7 +45,7 @@ func TestNominatedPods(t *testing.T) {
 	terminating := nominated("terminating", "launching", builders.PodOptions{Unschedulable: true})
 	terminating.DeletionTimestamp = &metav1.Time{}
 	terminating.Finalizers = []string{"example.com/keep"}
-	c := &Snapshot{
+	c := &state.Snapshot{
 		Nodes: []corev1.Node{*launching, *deleting},
 		Pods: []corev1.Pod{
 			nominated("waiting", "launching", builders.PodOptions{Unschedulable: true}),
@@ -59,13 +60,13 @@ func TestNominatedPods(t *testing.T) {
 		InstanceTypes: catalogue(),
 	}
 	var pending []string
-	for _, pod := range c.pending() {
+	for _, pod := range c.Pending() {
 		pending = append(pending, pod.Name)
 	}
 	if want := []string{"to-a-deleted-node", "to-a-gone-node", "unnominated"}; !slices.Equal(pending, want) {
 		t.Errorf("pending %v, want %v", pending, want)
 	}
-	nodes := c.schedulingNodes()
+	nodes := c.Room()
 	if len(nodes) != 1 {
 		t.Fatalf("nodes %v, want launching only", nodes)
 	}
@@ -87,16 +88,20 @@ func TestBatchPodsNominatedBeforeOpening(t *testing.T) {
 	var plan []*scheduling.NewNode
 	var mu sync.Mutex
 	nominatedAfterRelease, released := false, 0
-	c, cloud, kube := launcher(t, interceptor.Funcs{
+	c, cloud, kube := launchingController(t, interceptor.Funcs{
 		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			mu.Lock()
-			released++
-			mu.Unlock()
+			if _, ok := obj.(*corev1.Node); ok {
+				mu.Lock()
+				released++
+				mu.Unlock()
+			}
 			return cl.Patch(ctx, obj, patch, opts...)
 		},
 		SubResourcePatch: func(ctx context.Context, cl client.Client, subResource string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			mu.Lock()
-			nominatedAfterRelease = nominatedAfterRelease || released > 0
+			if _, ok := obj.(*corev1.Pod); ok {
+				nominatedAfterRelease = nominatedAfterRelease || released > 0
+			}
 			mu.Unlock()
 			return cl.SubResource(subResource).Patch(ctx, obj, patch, opts...)
 		},
@@ -169,9 +174,9 @@ func TestRenominations(t *testing.T) {
 	}
 	stillNominated := pod("still-nominated", builders.PodOptions{Unschedulable: true})
 	stillNominated.Status.NominatedNodeName = "launching"
-	c, _, _ := launcher(t, interceptor.Funcs{})
+	c, _, _ := launchingController(t, interceptor.Funcs{})
 	c.nominated = map[types.UID]string{"cleared": "launching", "cleared-open": "open", "still-nominated": "launching", "bound": "open", "gone": "launching"}
-	snapshot := &Snapshot{
+	snapshot := &state.Snapshot{
 		Nodes: []corev1.Node{*launching, *open},
 		Pods: []corev1.Pod{
 			pod("cleared", builders.PodOptions{Unschedulable: true}),
@@ -186,7 +191,7 @@ func TestRenominations(t *testing.T) {
 		t.Errorf("renominations %v, want cleared to launching (as read, not nominated)", got)
 	}
 	var pending []string
-	for _, p := range snapshot.pending() {
+	for _, p := range snapshot.Pending() {
 		pending = append(pending, p.Name)
 	}
 	if want := []string{"cleared-open", "never-nominated"}; !slices.Equal(pending, want) {
@@ -232,7 +237,7 @@ func TestRenominate(t *testing.T) {
 		{pod: stillNominated, remembered: "launching", nominatedTo: "launching"},
 	} {
 		t.Run(tc.pod.Name, func(t *testing.T) {
-			c, _, kube := launcher(t, interceptor.Funcs{}, launching.DeepCopy(), open.DeepCopy(), turningReady.DeepCopy(), failed.DeepCopy(), deleting.DeepCopy(), tc.pod.DeepCopy())
+			c, _, kube := launchingController(t, interceptor.Funcs{}, launching.DeepCopy(), open.DeepCopy(), turningReady.DeepCopy(), failed.DeepCopy(), deleting.DeepCopy(), tc.pod.DeepCopy())
 			if tc.remembered != "" {
 				c.nominated[tc.pod.UID] = tc.remembered
 			}

@@ -10,6 +10,7 @@ type NodeOptions struct {
 	// Name defaults to a unique node-N.
 	Name                string
 	Labels, Annotations map[string]string
+	Finalizers          []string
 	Taints              []corev1.Taint
 	// Unschedulable cordons the node.
 	Unschedulable bool
@@ -27,7 +28,7 @@ func Node(o NodeOptions) *corev1.Node {
 		capacity = o.Allocatable.DeepCopy()
 	}
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name(o.Name, "node"), Labels: o.Labels, Annotations: o.Annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: name(o.Name, "node"), Labels: o.Labels, Annotations: o.Annotations, Finalizers: o.Finalizers},
 		Spec:       corev1.NodeSpec{Taints: o.Taints, Unschedulable: o.Unschedulable},
 		Status:     corev1.NodeStatus{Allocatable: o.Allocatable, Capacity: capacity},
 	}

@@ -23,9 +23,9 @@ live, and KillStale cleans up after a predecessor that crashed. StartProcess run
 binary (e.g. the controller under test) alongside, logged and stopped with the rest.
 
 etcd and kube-apiserver always run (through controller-runtime's envtest) with the CRDs of
-config/crd installed. The binaries come from `make test-assets`: kube-apiserver,
-kube-scheduler, kube-controller-manager and kwok in bin/, etcd and prometheus in bin/ or on
-PATH. A missing binary fails the test and says so; nothing is ever skipped.
+config/crd installed, or those of Options.CRDDirectory. The binaries come from `make
+test-assets`: kube-apiserver, kube-scheduler, kube-controller-manager and kwok in bin/, etcd and
+prometheus in bin/ or on PATH. A missing binary fails the test and says so; nothing is ever skipped.
 
 Process logs are written to a directory that is removed when the test passes and kept, with
 its path and the tail of each log printed, when it fails. Every process dies with the program

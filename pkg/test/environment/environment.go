@@ -25,6 +25,9 @@ type Options struct {
 	AddToScheme []func(*runtime.Scheme) error
 	// CRDs are installed in addition to the ones in config/crd.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// CRDDirectory holds the CRDs installed in place of the repository's config/crd: an upgrade
+	// test starts the cluster with an earlier commit's.
+	CRDDirectory string
 
 	// Scheduler runs kube-scheduler, which binds pods to nodes or marks them Unschedulable.
 	Scheduler bool
@@ -185,7 +188,11 @@ func start(ctx context.Context, l *lifecycle, options Options) (*Environment, er
 	}
 
 	begin := time.Now()
-	testEnv, err := startAPIServer(l, paths, root, scheme, options.CRDs)
+	crdDirectory := options.CRDDirectory
+	if crdDirectory == "" {
+		crdDirectory = filepath.Join(root, "config", "crd")
+	}
+	testEnv, err := startAPIServer(l, paths, crdDirectory, scheme, options.CRDs)
 	if err != nil {
 		return failed(err)
 	}
@@ -287,7 +294,7 @@ func newScheme(addToScheme []func(*runtime.Scheme) error) (*runtime.Scheme, erro
 }
 
 // startAPIServer starts etcd and kube-apiserver through envtest and installs the CRDs.
-func startAPIServer(l *lifecycle, paths binaryPaths, root string, scheme *runtime.Scheme,
+func startAPIServer(l *lifecycle, paths binaryPaths, crdDirectory string, scheme *runtime.Scheme,
 	crds []*apiextensionsv1.CustomResourceDefinition) (*envtest.Environment, error) {
 	etcdLog, err := l.logs.create("etcd")
 	if err != nil {
@@ -312,7 +319,7 @@ func startAPIServer(l *lifecycle, paths binaryPaths, root string, scheme *runtim
 	testEnv := &envtest.Environment{
 		Scheme:                   scheme,
 		CRDs:                     crds,
-		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd")},
+		CRDDirectoryPaths:        []string{crdDirectory},
 		ErrorIfCRDPathMissing:    false,
 		ControlPlaneStartTimeout: startTimeout,
 		ControlPlaneStopTimeout:  stopTimeout,

@@ -1,6 +1,7 @@
 package v1alpha5_test
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -8,9 +9,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/scheduling"
+	"karpenter.sh/karpenter/pkg/seconds"
 	"karpenter.sh/karpenter/pkg/test/crds"
 )
 
@@ -35,6 +38,18 @@ func ruleWithMessage(t *testing.T, rules apiextensionsv1.ValidationRules, messag
 	}
 	t.Fatalf("no CEL rule with message %q", message)
 	return ""
+}
+
+// ruleWithMessageExpression returns the validation whose message expression begins with prefix.
+func ruleWithMessageExpression(t *testing.T, rules apiextensionsv1.ValidationRules, prefix string) apiextensionsv1.ValidationRule {
+	t.Helper()
+	for _, r := range rules {
+		if strings.HasPrefix(r.MessageExpression, prefix) {
+			return r
+		}
+	}
+	t.Fatalf("no CEL rule with a message expression beginning %q", prefix)
+	return apiextensionsv1.ValidationRule{}
 }
 
 func sameSet(a, b []string) bool {
@@ -88,12 +103,52 @@ func TestCRDMatchesGo(t *testing.T) {
 	if numeric := literals(ruleWithMessage(t, requirement.XValidations, "operators Gt and Lt compare integers, and no well-known label takes integer values")); !sameSet(numeric, append([]string{string(corev1.NodeSelectorOpGt), string(corev1.NodeSelectorOpLt)}, v1alpha5.WellKnownLabels...)) {
 		t.Errorf("the Gt/Lt rule names %v, want Gt, Lt and v1alpha5.WellKnownLabels %v", numeric, v1alpha5.WellKnownLabels)
 	}
-	capacityTypes := literals(ruleWithMessage(t, requirement.XValidations, "karpenter.sh/capacity-type values must be spot or on-demand"))
-	if want := []string{v1alpha5.CapacityTypeLabelKey, v1alpha5.CapacityTypeSpot, v1alpha5.CapacityTypeOnDemand}; !sameSet(capacityTypes, want) {
-		t.Errorf("the capacity type rule names %v, want %v", capacityTypes, want)
+	// The values some well-known labels take.
+	for _, values := range []struct {
+		key  string
+		want []string
+	}{
+		{v1alpha5.CapacityTypeLabelKey, []string{v1alpha5.CapacityTypeSpot, v1alpha5.CapacityTypeOnDemand}},
+		{corev1.LabelArchStable, v1alpha5.Architectures},
+		{corev1.LabelOSStable, v1alpha5.OperatingSystems},
+	} {
+		rule := ruleWithMessageExpression(t, requirement.XValidations, "'"+values.key+" values must be ")
+		if got := literals(rule.Rule); !sameSet(got, append([]string{values.key}, values.want...)) {
+			t.Errorf("the %s rule names %v, want %v", values.key, got, values.want)
+		}
+		if !strings.Contains(rule.MessageExpression, strings.Join(values.want, ", ")) && !strings.Contains(rule.MessageExpression, strings.Join(values.want, " or ")) {
+			t.Errorf("the %s message %s does not list %v", values.key, rule.MessageExpression, values.want)
+		}
+	}
+
+	// The durations' bound is the longest time.Duration, the one pkg/seconds saturates at.
+	for _, field := range []string{"ttlSecondsAfterEmpty", "ttlSecondsUntilExpired", "terminationGracePeriodSeconds"} {
+		rule := ruleWithMessage(t, spec.Properties[field].XValidations, "must be at most 9223372036 seconds (about 292 years), the longest duration Karpenter can represent")
+		if want := fmt.Sprintf("self <= %d", seconds.Max); rule != want {
+			t.Errorf("spec.%s is bounded by %q, want %q", field, rule, want)
+		}
 	}
 
 	labels := spec.Properties["labels"]
+	// The labels the kubelet takes in its own namespaces are the kubelet's list.
+	var kubeletLabels, patterns []string
+	for _, literal := range literals(ruleWithMessageExpression(t, labels.XValidations, "'the kubelet refuses to register a node with label '").Rule) {
+		if strings.HasPrefix(literal, "^") {
+			patterns = append(patterns, literal)
+		} else {
+			kubeletLabels = append(kubeletLabels, literal)
+		}
+	}
+	if !sameSet(kubeletLabels, kubeletapis.KubeletLabels()) {
+		t.Errorf("the kubelet labels rule allows %v, want the kubelet's own %v", kubeletLabels, kubeletapis.KubeletLabels())
+	}
+	var namespaces []string
+	for _, namespace := range kubeletapis.KubeletLabelNamespaces() {
+		namespaces = append(namespaces, strings.TrimSuffix(namespace, ".kubernetes.io"))
+	}
+	if want := []string{"^([^/]*[.])?(kubernetes|k8s)[.]io/", "^([^/]*[.])?(" + strings.Join(namespaces, "|") + ")[.]kubernetes[.]io/"}; !slices.Equal(patterns, want) {
+		t.Errorf("the kubelet labels rule matches %q, want %q (the kubelet's namespaces %v)", patterns, want, kubeletapis.KubeletLabelNamespaces())
+	}
 	if reserved := literals(ruleWithMessage(t, labels.XValidations, "well-known labels are constrained through requirements, not labels")); !sameSet(reserved, v1alpha5.WellKnownLabels) {
 		t.Errorf("the labels rule reserves %v, want v1alpha5.WellKnownLabels %v", reserved, v1alpha5.WellKnownLabels)
 	}

@@ -47,3 +47,11 @@ var WellKnownLabels = []string{
 	corev1.LabelOSStable,
 	CapacityTypeLabelKey,
 }
+
+// Values the well-known labels take on nodes. Architectures are GOARCH names, as the kubelet
+// reports them; operating systems are those Kubernetes nodes run. The CRD's rules on
+// spec.requirements repeat them.
+var (
+	Architectures    = []string{"386", "amd64", "arm", "arm64", "ppc64le", "riscv64", "s390x"}
+	OperatingSystems = []string{"linux", "windows"}
+)

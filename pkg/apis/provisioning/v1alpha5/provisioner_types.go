@@ -11,8 +11,14 @@ import (
 // ProvisionerSpec constrains the nodes a Provisioner launches.
 type ProvisionerSpec struct {
 	// Labels are set on every node launched. The provisioner-name label is set by Karpenter and
-	// hostnames are assigned by the node, so neither may be given here.
+	// hostnames are assigned by the node, so neither may be given here. They are also the
+	// kubelet's --node-labels, and the kubelet refuses to start with a label in the
+	// kubernetes.io or k8s.io namespaces other than those under kubelet.kubernetes.io/ and
+	// node.kubernetes.io/ and those it sets itself (e.g. topology.kubernetes.io/region), so no
+	// other may be given either: node-role.kubernetes.io/worker would keep every node from
+	// joining.
 	// +kubebuilder:validation:MaxProperties=100
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?(kubernetes|k8s)[.]io/') || k.matches('^([^/]*[.])?(kubelet|node)[.]kubernetes[.]io/') || k in ['beta.kubernetes.io/arch', 'beta.kubernetes.io/instance-type', 'beta.kubernetes.io/os', 'failure-domain.beta.kubernetes.io/region', 'failure-domain.beta.kubernetes.io/zone', 'kubernetes.io/arch', 'kubernetes.io/hostname', 'kubernetes.io/os', 'node.kubernetes.io/instance-type', 'topology.kubernetes.io/region', 'topology.kubernetes.io/zone'])",messageExpression="'the kubelet refuses to register a node with label ' + self.filter(k, k.matches('^([^/]*[.])?(kubernetes|k8s)[.]io/') && !k.matches('^([^/]*[.])?(kubelet|node)[.]kubernetes[.]io/') && !(k in ['beta.kubernetes.io/arch', 'beta.kubernetes.io/instance-type', 'beta.kubernetes.io/os', 'failure-domain.beta.kubernetes.io/region', 'failure-domain.beta.kubernetes.io/zone', 'kubernetes.io/arch', 'kubernetes.io/hostname', 'kubernetes.io/os', 'node.kubernetes.io/instance-type', 'topology.kubernetes.io/region', 'topology.kubernetes.io/zone']))[0] + ': in the kubernetes.io and k8s.io namespaces it takes only labels under kubelet.kubernetes.io/ and node.kubernetes.io/ and those it sets itself'"
 	// +kubebuilder:validation:XValidation:rule="!('karpenter.sh/provisioner-name' in self)",message="label karpenter.sh/provisioner-name is set by Karpenter"
 	// +kubebuilder:validation:XValidation:rule="!('kubernetes.io/hostname' in self)",message="label kubernetes.io/hostname is set by the node"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['node.kubernetes.io/instance-type', 'topology.kubernetes.io/zone', 'kubernetes.io/arch', 'kubernetes.io/os', 'karpenter.sh/capacity-type']))",message="well-known labels are constrained through requirements, not labels"
@@ -36,13 +42,16 @@ type ProvisionerSpec struct {
 	// +optional
 	Provider *runtime.RawExtension `json:"provider,omitempty"`
 	// TTLSecondsAfterEmpty is how long a node may run without pods (daemonset pods aside)
-	// before it is removed. Unset, empty nodes are kept.
+	// before it is removed. Unset, empty nodes are kept. Not applied while consolidation is
+	// enabled, which then decides on empty nodes too (admitted with a warning).
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self <= 9223372036",message="must be at most 9223372036 seconds (about 292 years), the longest duration Karpenter can represent"
 	// +optional
 	TTLSecondsAfterEmpty *int64 `json:"ttlSecondsAfterEmpty,omitempty"`
 	// TTLSecondsUntilExpired is how long a node may live before it is replaced. Unset, nodes
 	// do not expire.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self <= 9223372036",message="must be at most 9223372036 seconds (about 292 years), the longest duration Karpenter can represent"
 	// +optional
 	TTLSecondsUntilExpired *int64 `json:"ttlSecondsUntilExpired,omitempty"`
 	// TerminationGracePeriodSeconds bounds how long a node's drain may take once the node is
@@ -50,6 +59,7 @@ type ProvisionerSpec struct {
 	// their PodDisruptionBudgets and do-not-evict annotations say, and the instance is
 	// terminated. Unset, a drain waits for as long as evictions are refused.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self <= 9223372036",message="must be at most 9223372036 seconds (about 292 years), the longest duration Karpenter can represent"
 	// +optional
 	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
 	// Limits bound the total capacity of the nodes this Provisioner launches.
@@ -64,7 +74,8 @@ type ProvisionerSpec struct {
 // Consolidation configures how Karpenter removes and replaces a Provisioner's nodes to lower
 // their cost.
 type Consolidation struct {
-	// Enabled turns consolidation on for this Provisioner's nodes.
+	// Enabled turns consolidation on for this Provisioner's nodes, the empty ones included:
+	// ttlSecondsAfterEmpty is then not applied.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 	// Budget is the most of this Provisioner's nodes consolidation disrupts at once: a
@@ -94,7 +105,9 @@ type NodeSelectorOperator string
 // +kubebuilder:validation:XValidation:rule="!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || self.values.size() == 0",message="operators Exists and DoesNotExist take no values"
 // +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt']) || (has(self.values) && self.values.size() == 1 && self.values[0].matches('^-?[0-9]+$'))",message="operators Gt and Lt require exactly one integer value"
 // +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt']) || !(self.key in ['node.kubernetes.io/instance-type', 'topology.kubernetes.io/zone', 'kubernetes.io/arch', 'kubernetes.io/os', 'karpenter.sh/capacity-type'])",message="operators Gt and Lt compare integers, and no well-known label takes integer values"
-// +kubebuilder:validation:XValidation:rule="self.key != 'karpenter.sh/capacity-type' || !has(self.values) || self.values.all(v, v in ['spot', 'on-demand'])",message="karpenter.sh/capacity-type values must be spot or on-demand"
+// +kubebuilder:validation:XValidation:rule="self.key != 'karpenter.sh/capacity-type' || !has(self.values) || self.values.all(v, v in ['spot', 'on-demand'])",messageExpression="'karpenter.sh/capacity-type values must be spot or on-demand, got ' + self.values.join(', ')"
+// +kubebuilder:validation:XValidation:rule="self.key != 'kubernetes.io/arch' || !has(self.values) || self.values.all(v, v in ['386', 'amd64', 'arm', 'arm64', 'ppc64le', 'riscv64', 's390x'])",messageExpression="'kubernetes.io/arch values must be GOARCH names (386, amd64, arm, arm64, ppc64le, riscv64, s390x), got ' + self.values.join(', ')"
+// +kubebuilder:validation:XValidation:rule="self.key != 'kubernetes.io/os' || !has(self.values) || self.values.all(v, v in ['linux', 'windows'])",messageExpression="'kubernetes.io/os values must be linux or windows, got ' + self.values.join(', ')"
 type NodeSelectorRequirement struct {
 	// Key is a well-known node label.
 	// +kubebuilder:validation:Enum=node.kubernetes.io/instance-type;topology.kubernetes.io/zone;kubernetes.io/arch;kubernetes.io/os;karpenter.sh/capacity-type

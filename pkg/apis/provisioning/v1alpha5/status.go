@@ -11,6 +11,12 @@ var provisionerConditions = apis.NewLivingConditionSet()
 // those built into Karpenter). Launches go on; only their cost-optimality is in doubt.
 const ConditionPricesCurrent apis.ConditionType = "PricesCurrent"
 
+// ConditionRequirementsOffered is informational, not a dependent of Ready: False while a value
+// spec.requirements names for instance types or zones is one the cloud offers the Provisioner
+// nothing of (a misspelt m5.larg, a zone none of its subnets is in), each named in the message.
+// The CRD cannot know them; the other values still launch.
+const ConditionRequirementsOffered apis.ConditionType = "RequirementsOffered"
+
 // StatusConditions manages the Provisioner's conditions.
 func (p *Provisioner) StatusConditions() apis.ConditionManager {
 	return provisionerConditions.Manage(&p.Status)

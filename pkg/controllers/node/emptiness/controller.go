@@ -1,6 +1,7 @@
 // Package emptiness deletes the Ready nodes of a Provisioner with ttlSecondsAfterEmpty once
-// they have run no pods but DaemonSet, mirror and finished ones for that long; the node's
-// termination finalizer then terminates its instance.
+// they have run no pods but DaemonSet, mirror and finished ones, and had none nominated to
+// them, for that long; the node's termination finalizer then terminates its instance. A
+// Provisioner that also consolidates has its empty nodes decided on by consolidation alone.
 package emptiness
 
 import (
@@ -22,8 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/metrics"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/seconds"
 )
 
 // Name identifies the controller.
@@ -70,7 +73,8 @@ func (c *Controller) Name() string { return Name }
 // +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// SetupWithManager watches the nodes Karpenter launched, the pods bound to them and the
+// SetupWithManager watches the nodes Karpenter launched, the pods bound or nominated to them
+// (on an update, the node the pod was on or nominated to before as well as after) and the
 // Provisioners whose TTL applies to them.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
@@ -79,10 +83,15 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 			return nodes.IsLaunchedByKarpenter(o.(*corev1.Node))
 		}))).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			if name := o.(*corev1.Pod).Spec.NodeName; name != "" {
-				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+			pod := o.(*corev1.Pod)
+			name := pod.Spec.NodeName
+			if name == "" {
+				name = pods.NominatedNode(pod)
 			}
-			return nil
+			if name == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
 		})).
 		Watches(&v1alpha5.Provisioner{}, handler.EnqueueRequestsFromMapFunc(c.provisionerNodes)).
 		Complete(c)
@@ -117,22 +126,24 @@ const (
 )
 
 // Decide is what to do with a node at now, given the TTL of its Provisioner (nil when it
-// has none) and the pods bound to it. While waiting for an empty node's TTL, recheck is when
-// it runs out.
-func Decide(node *corev1.Node, ttl *time.Duration, bound []corev1.Pod, now time.Time) (action Action, recheck time.Duration) {
+// has none) and the pods bound or nominated to it. While waiting for an empty node's TTL,
+// recheck is when it runs out.
+func Decide(node *corev1.Node, ttl *time.Duration, onNode []corev1.Pod, now time.Time) (action Action, recheck time.Duration) {
 	if !nodes.IsLaunchedByKarpenter(node) || node.DeletionTimestamp != nil {
 		return Wait, 0
 	}
 	stamp, marked := node.Annotations[v1alpha5.EmptinessTimestampAnnotationKey]
-	if ttl == nil || !IsEmpty(bound) {
+	if ttl == nil || !IsEmpty(onNode) {
 		if marked {
 			return Clear, 0
 		}
 		return Wait, 0
 	}
 	// A node that is not Ready is the readiness and termination controllers' concern; its
-	// pods may only be unreported.
-	if !nodes.IsReady(node) {
+	// pods may only be unreported. One still awaiting its pods (launching, or Ready while
+	// Kubernetes has yet to lift its not-ready taint) has none bound yet: they come once it
+	// opens, and its update brings it back here.
+	if !nodes.IsReady(node) || nodes.AwaitsItsPods(node) {
 		return Wait, 0
 	}
 	since, err := time.Parse(time.RFC3339, stamp)
@@ -142,15 +153,21 @@ func Decide(node *corev1.Node, ttl *time.Duration, bound []corev1.Pod, now time.
 	if left := since.Add(*ttl).Sub(now); left > 0 {
 		return Wait, left
 	}
+	// Deleted without its termination finalizer, the node would go without a drain; the
+	// finalizer's return updates the node, which brings it back here.
+	if !nodes.IsRemovable(node) {
+		return Wait, 0
+	}
 	return Delete, 0
 }
 
-// IsEmpty is whether the pods bound to a node leave it with nothing to run: DaemonSet pods
-// would go with the node and mirror pods belong to it, and finished pods run nothing.
-func IsEmpty(bound []corev1.Pod) bool {
-	for i := range bound {
-		pod := &bound[i]
-		if !pods.IsTerminal(pod) && !pods.IsOwnedByDaemonSet(pod) && !pods.IsMirror(pod) {
+// IsEmpty is whether the pods bound or nominated to a node leave it with nothing to run: none
+// of them would need room elsewhere were the node to go (pods.IsMovable). A nominated pod
+// waits for the node, which kube-scheduler binds it to once there is room (its claims bound,
+// or the pods it preempts gone).
+func IsEmpty(onNode []corev1.Pod) bool {
+	for i := range onNode {
+		if pods.IsMovable(&onNode[i]) {
 			return false
 		}
 	}
@@ -170,12 +187,12 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	bound, err := c.bound(ctx, c.client, node)
+	onNode, err := c.onNode(ctx, c.client, node)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	now := c.clock.Now()
-	action, recheck := Decide(node, ttl, bound, now)
+	action, recheck := Decide(node, ttl, onNode, now)
 	switch action {
 	case Mark:
 		if err := c.annotate(ctx, node, now.UTC().Format(time.RFC3339)); err != nil {
@@ -188,8 +205,8 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 		}
 		c.recorder.Event(node, corev1.EventTypeNormal, ReasonNotEmpty, "Node is no longer empty, or its Provisioner no longer deletes empty nodes")
 	case Delete:
-		// The cache may not have seen a pod bound a moment ago: the API server has.
-		live, err := c.bound(ctx, c.reader, node)
+		// The cache may not have seen a pod bound or nominated a moment ago: the API server has.
+		live, err := c.onNode(ctx, c.reader, node)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -200,31 +217,44 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 		if err := c.client.Delete(ctx, node, client.Preconditions{UID: &node.UID, ResourceVersion: &node.ResourceVersion}); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("deleting an empty node, %w", err))
 		}
+		metrics.NodeClaimDisrupted(node, metrics.ReasonEmpty)
 		log.FromContext(ctx).Info("deleted an empty node", "ttl", ttl)
 		c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonEmptyDeleted, "Node ran no pods for ttlSecondsAfterEmpty (%s); deleted it, its instance is terminated", *ttl)
 	}
 	return reconcile.Result{RequeueAfter: recheck}, nil
 }
 
-// ttl is the node's Provisioner's ttlSecondsAfterEmpty, nil when it has none or is gone.
+// ttl is the node's Provisioner's ttlSecondsAfterEmpty, nil when it has none or is gone, and
+// when it consolidates: consolidation then decides on its empty nodes too (v1alpha5.Warnings).
 func (c *Controller) ttl(ctx context.Context, node *corev1.Node) (*time.Duration, error) {
 	provisioner := &v1alpha5.Provisioner{}
 	if err := c.client.Get(ctx, types.NamespacedName{Name: node.Labels[v1alpha5.ProvisionerNameLabelKey]}, provisioner); err != nil {
 		return nil, client.IgnoreNotFound(fmt.Errorf("getting the node's provisioner, %w", err))
 	}
-	if provisioner.Spec.TTLSecondsAfterEmpty == nil {
+	if provisioner.Spec.TTLSecondsAfterEmpty == nil || provisioner.ConsolidationEnabled() {
 		return nil, nil
 	}
-	ttl := time.Duration(*provisioner.Spec.TTLSecondsAfterEmpty) * time.Second
+	ttl := seconds.Duration(*provisioner.Spec.TTLSecondsAfterEmpty)
 	return &ttl, nil
 }
 
-func (c *Controller) bound(ctx context.Context, reader client.Reader, node *corev1.Node) ([]corev1.Pod, error) {
-	list := &corev1.PodList{}
-	if err := reader.List(ctx, list, client.MatchingFields{pods.NodeNameField: node.Name}); err != nil {
+// onNode are the pods bound to the node and those nominated to it.
+func (c *Controller) onNode(ctx context.Context, reader client.Reader, node *corev1.Node) ([]corev1.Pod, error) {
+	bound := &corev1.PodList{}
+	if err := reader.List(ctx, bound, client.MatchingFields{pods.NodeNameField: node.Name}); err != nil {
 		return nil, fmt.Errorf("listing the node's pods, %w", err)
 	}
-	return list.Items, nil
+	nominated := &corev1.PodList{}
+	if err := reader.List(ctx, nominated, client.MatchingFields{pods.NominatedNodeField: node.Name}); err != nil {
+		return nil, fmt.Errorf("listing the pods nominated to the node, %w", err)
+	}
+	out := bound.Items
+	for i := range nominated.Items {
+		if pods.NominatedNode(&nominated.Items[i]) == node.Name {
+			out = append(out, nominated.Items[i])
+		}
+	}
+	return out, nil
 }
 
 // annotate sets the emptiness timestamp, or removes it when empty.

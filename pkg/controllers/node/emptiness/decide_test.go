@@ -21,8 +21,17 @@ func TestDecide(t *testing.T) {
 	}
 	node := func(ready corev1.ConditionStatus, annotations map[string]string) *corev1.Node {
 		return builders.Node(builders.NodeOptions{Name: "n", Ready: ready, Annotations: annotations,
-			Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "default"}})
+			Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "default"}, Finalizers: []string{v1alpha5.TerminationFinalizer}})
 	}
+	unfinalized := node(corev1.ConditionTrue, marked(now.Add(-time.Hour)))
+	unfinalized.Finalizers = nil
+	// Finding 34.5: a pod only nominated to the node waits for it.
+	nominated := *builders.Pod(builders.PodOptions{})
+	nominated.Status.NominatedNodeName = "n"
+	launching := node(corev1.ConditionTrue, nil)
+	launching.Spec.Taints = []corev1.Taint{{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule}}
+	opening := node(corev1.ConditionTrue, marked(now.Add(-time.Hour)))
+	opening.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
 	daemon := *builders.Pod(builders.PodOptions{Owners: []metav1.OwnerReference{builders.DaemonSetOwner("agent")}})
 	mirror := *builders.Pod(builders.PodOptions{Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "x"}})
 	done := *builders.Pod(builders.PodOptions{})
@@ -52,6 +61,12 @@ func TestDecide(t *testing.T) {
 		{"a mark from the future is written again", node(corev1.ConditionTrue, marked(now.Add(time.Hour))), ttl, nil, emptiness.Mark, 30 * time.Second},
 		{"a node being deleted is left to its finalizer", deleting, ttl, nil, emptiness.Wait, 0},
 		{"a node Karpenter did not launch is not its to delete", builders.Node(builders.NodeOptions{Ready: corev1.ConditionTrue}), ttl, nil, emptiness.Wait, 0},
+		// Finding 34.7: deleted, it would go without a drain.
+		{"a node past its TTL without its termination finalizer waits for it", unfinalized, ttl, nil, emptiness.Wait, 0},
+		{"a pod nominated to the node keeps it", node(corev1.ConditionTrue, nil), ttl, []corev1.Pod{nominated, daemon}, emptiness.Wait, 0},
+		{"a pod nominated to the node clears the mark", node(corev1.ConditionTrue, marked(now.Add(-time.Hour))), ttl, []corev1.Pod{nominated}, emptiness.Clear, 0},
+		{"a Ready node Karpenter has yet to open is not marked", launching, ttl, nil, emptiness.Wait, 0},
+		{"a Ready node Kubernetes has yet to open is not deleted", opening, ttl, nil, emptiness.Wait, 0},
 		{"a zero TTL deletes at once once marked", node(corev1.ConditionTrue, marked(now)), ptr.To(time.Duration(0)), nil, emptiness.Delete, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

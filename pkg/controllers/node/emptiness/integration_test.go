@@ -16,6 +16,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers"
 	"karpenter.sh/karpenter/pkg/controllers/node/emptiness"
 	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/counters"
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/operatortest"
@@ -25,7 +26,8 @@ import (
 // playing the kubelets: an empty node is marked and deleted after its Provisioner's TTL, and a
 // pod arriving first clears the mark.
 func TestEmptyNodes(t *testing.T) {
-	env := environment.New(t, environment.Options{AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}, Kwok: true})
+	// kube-controller-manager lifts the not-ready taint the API server puts on every new node.
+	env := environment.New(t, environment.Options{AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}, ControllerManager: true, Kwok: true})
 	ctx := t.Context()
 	short := builders.Provisioner(builders.ProvisionerOptions{Name: "short"})
 	short.Spec.TTLSecondsAfterEmpty = ptr.To[int64](2)
@@ -42,6 +44,7 @@ func TestEmptyNodes(t *testing.T) {
 	}})
 	node := func(name, provisioner string) *corev1.Node {
 		n := environment.KwokNode(name, map[string]string{v1alpha5.ProvisionerNameLabelKey: provisioner}, builders.Resources("cpu", "4", "memory", "16Gi"))
+		n.Finalizers = []string{v1alpha5.TerminationFinalizer}
 		if err := env.Client.Create(ctx, n); err != nil {
 			t.Fatal(err)
 		}
@@ -54,23 +57,31 @@ func TestEmptyNodes(t *testing.T) {
 	}
 
 	t.Run("an empty node is deleted after the TTL, a busy one kept", func(t *testing.T) {
+		disruptedLabels := map[string]string{"reason": "empty", "nodepool": "short", "capacity_type": ""}
+		disrupted := counters.MarkNow(t, "karpenter_nodeclaims_disrupted_total", disruptedLabels)
 		empty := node("empty", "short")
 		busy := node("busy", "short")
 		pod := builders.Pod(builders.PodOptions{Name: "busy-app", NodeName: busy.Name})
 		if err := env.Client.Create(ctx, pod); err != nil {
 			t.Fatal(err)
 		}
+		// No termination controller runs: the finalizer holds the deleted node.
 		eventually.Holds(t, "the empty node is deleted", func() (bool, string, error) {
-			err := env.Client.Get(ctx, client.ObjectKeyFromObject(empty), &corev1.Node{})
+			stored := &corev1.Node{}
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(empty), stored)
 			if err != nil && !apierrors.IsNotFound(err) {
 				return false, "", err
 			}
-			return apierrors.IsNotFound(err), "", nil
+			return apierrors.IsNotFound(err) || stored.DeletionTimestamp != nil, "", nil
 		})
 		if _, marked, err := annotation(busy); err != nil || marked {
 			t.Errorf("the busy node: marked %t (%v)", marked, err)
 		}
 		expectEvent(t, env, empty.Name, emptiness.ReasonEmptyDeleted)
+		// Reconciled again while its finalizer holds it, the deleted node counts once.
+		if got := disrupted.Increase(); got != 1 {
+			t.Errorf("karpenter_nodeclaims_disrupted_total %v grew by %v, want 1", disruptedLabels, got)
+		}
 	})
 
 	t.Run("a pod arriving before the TTL clears the mark", func(t *testing.T) {
@@ -88,6 +99,45 @@ func TestEmptyNodes(t *testing.T) {
 			return !ok, stamp, err
 		})
 		expectEvent(t, env, n.Name, emptiness.ReasonNotEmpty)
+	})
+
+	// Finding 34.5: a pod with a WaitForFirstConsumer claim, resource claims or another
+	// scheduler is only nominated to the node launched for it, and a node opening to its pods
+	// has none bound yet: deleted as empty, its pods are planned again and a node relaunched.
+	t.Run("a pod nominated to a node, and a node still awaiting its pods, keep it from being empty", func(t *testing.T) {
+		waiting := builders.Pod(builders.PodOptions{Name: "nominated"})
+		if err := env.Client.Create(ctx, waiting); err != nil {
+			t.Fatal(err)
+		}
+		stored := waiting.DeepCopy()
+		waiting.Status.NominatedNodeName = "nominated"
+		if err := env.Client.Status().Patch(ctx, waiting, client.MergeFrom(stored)); err != nil {
+			t.Fatal(err)
+		}
+		nominated := node("nominated", "short")
+		awaiting := environment.KwokNode("awaiting", map[string]string{v1alpha5.ProvisionerNameLabelKey: "short"}, builders.Resources("cpu", "4", "memory", "16Gi"))
+		awaiting.Finalizers = []string{v1alpha5.TerminationFinalizer}
+		awaiting.Spec.Taints = []corev1.Taint{{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule}}
+		if err := env.Client.Create(ctx, awaiting); err != nil {
+			t.Fatal(err)
+		}
+		// Created last and empty, it is deleted after the same TTL: by then the others would
+		// have been marked, and deleted.
+		marker := node("empty-marker", "short")
+		eventually.Holds(t, "the empty node created after them is deleted", func() (bool, string, error) {
+			stored := &corev1.Node{}
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(marker), stored)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return false, "", err
+			}
+			return apierrors.IsNotFound(err) || stored.DeletionTimestamp != nil, "", nil
+		})
+		for _, n := range []*corev1.Node{nominated, awaiting} {
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(n), n)
+			if _, marked := n.Annotations[v1alpha5.EmptinessTimestampAnnotationKey]; err != nil || marked || n.DeletionTimestamp != nil {
+				t.Errorf("node %s: marked empty %t, deletion %v (%v)", n.Name, marked, n.DeletionTimestamp, err)
+			}
+		}
 	})
 
 	t.Run("a Provisioner without a TTL keeps its empty nodes", func(t *testing.T) {

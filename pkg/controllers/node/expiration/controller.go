@@ -21,12 +21,17 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	cloudmetrics "karpenter.sh/karpenter/pkg/cloudprovider/metrics"
 	"karpenter.sh/karpenter/pkg/controllers/consolidation"
 	"karpenter.sh/karpenter/pkg/controllers/periodic"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/launcher"
+	"karpenter.sh/karpenter/pkg/metrics"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/seconds"
+	"karpenter.sh/karpenter/pkg/state"
 )
 
 // Name identifies the controller.
@@ -60,6 +65,9 @@ type Decision struct {
 // Ready: a pass in between found no room for the expired node's pods there and launched a
 // second replacement.
 func Decide(s consolidation.Snapshot) []Decision {
+	if s.Pending > 0 || slices.ContainsFunc(s.Settling, nodes.AwaitsItsPods) {
+		return nil
+	}
 	deleting := map[string]bool{}
 	for _, n := range s.Nodes {
 		if nodes.AwaitsItsPods(n.Node) || (s.Pending > 0) {
@@ -78,10 +86,12 @@ func Decide(s consolidation.Snapshot) []Decision {
 		var oldest *scheduling.Node
 		for i := range s.Nodes {
 			n := &s.Nodes[i]
-			if !nodes.IsLaunchedByKarpenter(n.Node) || n.Node.Labels[v1alpha5.ProvisionerNameLabelKey] != p.Provisioner.Name {
+			// A node without its termination finalizer would go without a drain: it waits
+			// until the termination controller has put the finalizer back.
+			if !nodes.IsRemovable(n.Node) || n.Node.Labels[v1alpha5.ProvisionerNameLabelKey] != p.Provisioner.Name {
 				continue
 			}
-			if s.Now.Sub(n.Node.CreationTimestamp.Time) < time.Duration(*ttl)*time.Second {
+			if s.Now.Sub(n.Node.CreationTimestamp.Time) < seconds.Duration(*ttl) {
 				continue
 			}
 			if oldest == nil || cmp.Or(n.Node.CreationTimestamp.Compare(oldest.Node.CreationTimestamp.Time), cmp.Compare(n.Node.Name, oldest.Node.Name)) < 0 {
@@ -97,23 +107,26 @@ func Decide(s consolidation.Snapshot) []Decision {
 
 // replace simulates the node's pods on the rest of the cluster.
 func replace(s consolidation.Snapshot, expired *scheduling.Node) Decision {
+	results := scheduling.Schedule(ReplacementInput(s, expired))
+	if len(results.NewNodes) > 0 {
+		return Decision{Node: expired.Node, Launch: results.NewNodes}
+	}
+	return Decision{Node: expired.Node, Delete: true, Stranded: results.Unschedulable}
+}
+
+// ReplacementInput asks the scheduler where the expired node's movable pods go on the rest of
+// the cluster, as consolidation asks it.
+func ReplacementInput(s consolidation.Snapshot, expired *scheduling.Node) scheduling.Input {
 	var moved []*corev1.Pod
 	for _, pod := range expired.Pods {
-		if pods.IsTerminal(pod) || pods.IsOwnedByDaemonSet(pod) || pods.IsMirror(pod) {
+		if !pods.IsMovable(pod) {
 			continue
 		}
 		pending := pod.DeepCopy()
 		pending.Spec.NodeName = ""
 		moved = append(moved, pending)
 	}
-	room := slices.DeleteFunc(slices.Clone(s.Nodes), func(n scheduling.Node) bool {
-		return n.Node.Name == expired.Node.Name || n.Node.DeletionTimestamp != nil
-	})
-	results := scheduling.Schedule(scheduling.Input{Pods: moved, Provisioners: s.Provisioners, Nodes: room, DaemonSetPods: s.DaemonSetPods})
-	if len(results.NewNodes) > 0 {
-		return Decision{Node: expired.Node, Launch: results.NewNodes}
-	}
-	return Decision{Node: expired.Node, Delete: true, Stranded: results.Unschedulable}
+	return s.Input(moved, s.Provisioners, map[string]bool{expired.Node.Name: true})
 }
 
 // launchKey names the launch of a node for some of an expired node's pods, so that a pass
@@ -138,6 +151,12 @@ type Options struct {
 	// Ledger counts launches against the Provisioners' limits, shared with the other
 	// controllers that launch; a ledger of its own when nil.
 	Ledger *provisioning.Ledger
+	// Launcher launches the replacements, shared with the other controllers that launch; one
+	// of its own when nil.
+	Launcher *launcher.Launcher
+	// Cluster is the cluster state every planning loop reads; the client's, read live, when
+	// nil.
+	Cluster *state.Cluster
 }
 
 // Controller replaces expired nodes.
@@ -148,6 +167,8 @@ type Controller struct {
 	clock     clock.Clock
 	period    time.Duration
 	ledger    *provisioning.Ledger
+	launcher  *launcher.Launcher
+	cluster   *state.Cluster
 	expected  consolidation.Expectations
 }
 
@@ -160,7 +181,9 @@ func New(options Options) (*Controller, error) {
 		options.Period = DefaultPeriod
 	}
 	return &Controller{client: options.Client, instances: options.Instances, recorder: options.Recorder, clock: options.Clock, period: options.Period,
-		ledger: cmp.Or(options.Ledger, provisioning.NewLedger())}, nil
+		ledger:   cmp.Or(options.Ledger, provisioning.NewLedger()),
+		launcher: cmp.Or(options.Launcher, launcher.New(options.Client, options.Instances, 0)),
+		cluster:  cmp.Or(options.Cluster, state.Live(options.Client))}, nil
 }
 
 // Name identifies the controller.
@@ -182,7 +205,8 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 // Pass reads the cluster and acts on the decisions. It keeps nothing between passes: after a
 // crash, launched capacity is found Ready and the expired node deleted the same way.
 func (c *Controller) Pass(ctx context.Context) error {
-	snapshot, provisioners, err := consolidation.Read(ctx, c.client, c.instances, c.ledger, c.clock.Now())
+	ctx = cloudmetrics.WithController(ctx, Name)
+	snapshot, provisioners, err := c.read(ctx, c.clock.Now())
 	if err != nil {
 		return err
 	}
@@ -192,8 +216,8 @@ func (c *Controller) Pass(ctx context.Context) error {
 	for _, d := range Decide(*snapshot) {
 		if !d.Delete {
 			for _, n := range d.Launch {
-				node, err := consolidation.Launch(ctx, c.client, c.instances, n, provisioners[n.Provisioner], consolidation.LaunchOptions{
-					Ledger: c.ledger, Counted: snapshot.Counted[n.Provisioner], IdempotencyKey: launchKey(d.Node, n.Pods),
+				node, err := consolidation.Launch(ctx, c.launcher, n, provisioners[n.Provisioner], consolidation.LaunchOptions{
+					Ledger: c.ledger, Counted: snapshot.Counted[n.Provisioner], Decision: launchKey(d.Node, n.Pods), Reason: metrics.ReasonExpired,
 				})
 				if err != nil {
 					return fmt.Errorf("launching capacity for the pods of expired node %s, %w", d.Node.Name, err)
@@ -206,6 +230,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 		if err := c.client.Delete(ctx, d.Node, client.Preconditions{UID: &d.Node.UID, ResourceVersion: &d.Node.ResourceVersion}); err != nil {
 			return client.IgnoreNotFound(fmt.Errorf("deleting expired node %s, %w", d.Node.Name, err))
 		}
+		metrics.NodeClaimDisrupted(d.Node, metrics.ReasonExpired)
 		c.expected.Deleted(d.Node.Name, c.clock.Now())
 		message := "Node is past ttlSecondsUntilExpired and its pods fit on the other nodes; deleted it"
 		if len(d.Stranded) > 0 {
@@ -215,4 +240,13 @@ func (c *Controller) Pass(ctx context.Context) error {
 		log.FromContext(ctx).Info("deleted an expired node", "node", d.Node.Name)
 	}
 	return nil
+}
+
+// read takes the pass's snapshot from the cluster's state.
+func (c *Controller) read(ctx context.Context, now time.Time) (*consolidation.Snapshot, map[string]*v1alpha5.Provisioner, error) {
+	cluster, err := c.cluster.Snapshot(ctx, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	return consolidation.Read(ctx, c.client, cluster, c.instances, c.ledger)
 }

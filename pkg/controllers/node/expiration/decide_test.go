@@ -25,7 +25,8 @@ func node(name, provisioner string, age time.Duration, cpus ...string) schedulin
 	n := builders.Node(builders.NodeOptions{Name: name, Ready: corev1.ConditionTrue, Allocatable: it.Allocatable(), Capacity: it.Capacity,
 		Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: provisioner, corev1.LabelInstanceTypeStable: it.Name,
 			corev1.LabelTopologyZone: "us-west-2a", v1alpha5.CapacityTypeLabelKey: v1alpha5.CapacityTypeOnDemand,
-			corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux", corev1.LabelHostname: name}})
+			corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux", corev1.LabelHostname: name},
+		Finalizers: []string{v1alpha5.TerminationFinalizer}})
 	n.CreationTimestamp = metav1.Time{Time: now.Add(-age)}
 	var bound []*corev1.Pod
 	for i, cpu := range cpus {
@@ -57,6 +58,9 @@ func TestDecide(t *testing.T) {
 	broken := node("broken", "forever", time.Minute)
 	broken.Node.Status.Conditions[0].Status = corev1.ConditionFalse
 	broken.Node.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
+	// Finding 34.7: deleted, it would go without a drain.
+	unfinalized := node("unfinalized", "expiring", 4*time.Hour)
+	unfinalized.Node.Finalizers = nil
 	for _, tc := range []struct {
 		name    string
 		nodes   []scheduling.Node
@@ -68,6 +72,7 @@ func TestDecide(t *testing.T) {
 		{"an expired node whose pods fit nowhere else gets capacity first", []scheduling.Node{node("old", "expiring", 2*time.Hour, "1"), node("full", "forever", time.Minute, "3500m")}, 0, "[old launch 1]"},
 		{"an empty expired node is deleted", []scheduling.Node{node("old", "expiring", 2*time.Hour)}, 0, "[old delete]"},
 		{"the oldest expires first, one at a time", []scheduling.Node{node("old", "expiring", 2*time.Hour), node("older", "expiring", 3*time.Hour)}, 0, "[older delete]"},
+		{"a node without its termination finalizer waits for it, the next oldest expires", []scheduling.Node{node("old", "expiring", 2*time.Hour), unfinalized}, 0, "[old delete]"},
 		{"nothing expires while a node of the provisioner is deleted", []scheduling.Node{node("old", "expiring", 2*time.Hour), deleting}, 0, "[]"},
 		{"nothing expires while a node launches", []scheduling.Node{node("old", "expiring", 2*time.Hour), launching}, 0, "[]"},
 		{"nothing expires while a Ready node still has its not-ready taint", []scheduling.Node{node("old", "expiring", 2*time.Hour, "1"), opening}, 0, "[]"},

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/periodic"
@@ -41,13 +42,14 @@ const (
 // Reasons, of the Events and of the metric's reason label, documented in
 // docs/node-lifecycle.md.
 const (
-	ReasonInstanceWithoutNode = "InstanceWithoutNode"
-	ReasonNodeWithoutInstance = "NodeWithoutInstance"
+	ReasonInstanceWithoutNode      = "InstanceWithoutNode"
+	ReasonNodeWithoutInstance      = "NodeWithoutInstance"
+	ReasonNodeClaimWithoutInstance = "NodeClaimWithoutInstance"
 )
 
 var collectedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Namespace: "karpenter", Subsystem: "nodes", Name: "garbage_collected_total",
-	Help: "Instances terminated for want of a node (InstanceWithoutNode) and nodes deleted for want of an instance (NodeWithoutInstance).",
+	Help: "Instances terminated for want of a node or NodeClaim (InstanceWithoutNode), and nodes and NodeClaims deleted for want of an instance (NodeWithoutInstance, NodeClaimWithoutInstance).",
 }, []string{"reason"})
 
 func init() {
@@ -98,6 +100,7 @@ func (c *Controller) Name() string { return Name }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // SetupWithManager compares instances and nodes at once and then every period, on the leader
@@ -113,16 +116,23 @@ type Orphans struct {
 	// Suspects are nodes Karpenter launched whose instance the list lacks; only a Get that
 	// finds no instance condemns one, as a list may lag a launch.
 	Suspects []*corev1.Node
+	// SuspectClaims are NodeClaims that recorded an instance the list lacks, judged the same way.
+	SuspectClaims []*v1.NodeClaim
 }
 
-// Compare finds the instances without a node, launched before now-grace, and the nodes
-// Karpenter launched whose instance is not among instances. Nodes being deleted are left to
-// their finalizer.
-func Compare(instances []*cloudprovider.Instance, nodeList []corev1.Node, now time.Time, grace time.Duration) Orphans {
+// Compare finds the instances that neither a node nor a NodeClaim stands for, launched before
+// now-grace, and the nodes Karpenter launched and the NodeClaims whose instance is not among
+// instances. Those being deleted are left to their finalizer.
+func Compare(instances []*cloudprovider.Instance, nodeList []corev1.Node, claims []v1.NodeClaim, now time.Time, grace time.Duration) Orphans {
 	var orphans Orphans
 	byProviderID := map[string]bool{}
 	for i := range nodeList {
 		if id := nodeList[i].Spec.ProviderID; id != "" {
+			byProviderID[id] = true
+		}
+	}
+	for i := range claims {
+		if id := claims[i].Status.ProviderID; id != "" {
 			byProviderID[id] = true
 		}
 	}
@@ -137,6 +147,12 @@ func Compare(instances []*cloudprovider.Instance, nodeList []corev1.Node, now ti
 		node := &nodeList[i]
 		if nodes.IsLaunchedByKarpenter(node) && node.DeletionTimestamp == nil && node.Spec.ProviderID != "" && !launched[node.Spec.ProviderID] {
 			orphans.Suspects = append(orphans.Suspects, node)
+		}
+	}
+	for i := range claims {
+		nc := &claims[i]
+		if nc.DeletionTimestamp == nil && nc.Status.ProviderID != "" && !launched[nc.Status.ProviderID] {
+			orphans.SuspectClaims = append(orphans.SuspectClaims, nc)
 		}
 	}
 	return orphans
@@ -155,7 +171,11 @@ func (c *Controller) Collect(ctx context.Context) error {
 	if err := c.client.List(ctx, nodeList, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing nodes, %w", err)
 	}
-	orphans := Compare(instances, nodeList.Items, c.clock.Now(), c.grace)
+	claims := &v1.NodeClaimList{}
+	if err := c.client.List(ctx, claims, client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing nodeclaims, %w", err)
+	}
+	orphans := Compare(instances, nodeList.Items, claims.Items, c.clock.Now(), c.grace)
 	var errs []error
 	for _, instance := range orphans.Instances {
 		errs = append(errs, c.terminate(ctx, instance))
@@ -163,7 +183,29 @@ func (c *Controller) Collect(ctx context.Context) error {
 	for _, node := range orphans.Suspects {
 		errs = append(errs, c.deleteIfGone(ctx, node.DeepCopy()))
 	}
+	for _, nc := range orphans.SuspectClaims {
+		errs = append(errs, c.deleteClaimIfGone(ctx, nc.DeepCopy()))
+	}
 	return errors.Join(errs...)
+}
+
+// deleteClaimIfGone deletes a NodeClaim whose instance the cloud no longer has (terminated out of
+// band, reclaimed): its node goes with it, and its pods get a new node.
+func (c *Controller) deleteClaimIfGone(ctx context.Context, nc *v1.NodeClaim) error {
+	_, err := c.instances.Get(ctx, nc.Status.ProviderID)
+	if notFound := (*cloudprovider.NotFoundError)(nil); !errors.As(err, &notFound) {
+		if err != nil {
+			return fmt.Errorf("reading instance %s of nodeclaim %s, %w", nc.Status.ProviderID, nc.Name, err)
+		}
+		return nil
+	}
+	if err := c.client.Delete(ctx, nc, client.Preconditions{UID: &nc.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting nodeclaim %s whose instance is gone, %w", nc.Name, err)
+	}
+	collectedTotal.WithLabelValues(ReasonNodeClaimWithoutInstance).Inc()
+	log.FromContext(ctx).Info("deleted a nodeclaim whose instance is gone", "nodeclaim", nc.Name, "providerID", nc.Status.ProviderID)
+	c.recorder.Eventf(nc, corev1.EventTypeWarning, ReasonNodeClaimWithoutInstance, "Instance %s no longer exists; deleted the nodeclaim", nc.Status.ProviderID)
+	return nil
 }
 
 func (c *Controller) terminate(ctx context.Context, instance *cloudprovider.Instance) error {

@@ -15,6 +15,7 @@ import (
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"karpenter.sh/karpenter/pkg/apis"
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
@@ -38,12 +39,19 @@ func TestCompare(t *testing.T) {
 	deleting.DeletionTimestamp = &metav1.Time{Time: now}
 	foreign := *builders.Node(builders.NodeOptions{Name: "foreign"})
 	foreign.Spec.ProviderID = "aws:///a/i-other"
+	claim := func(name, providerID string) v1.NodeClaim {
+		return v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1.NodeClaimStatus{ProviderID: providerID}}
+	}
+	deletingClaim := claim("deleting", "fake:///a/i-8")
+	deletingClaim.DeletionTimestamp = &metav1.Time{Time: now}
 	for _, tc := range []struct {
 		name      string
 		instances []*cloudprovider.Instance
 		nodes     []corev1.Node
+		claims    []v1.NodeClaim
 		instancesWant,
-		suspectsWant []string
+		suspectsWant,
+		claimsWant []string
 	}{
 		{name: "nothing"},
 		{name: "every instance has its node",
@@ -59,18 +67,27 @@ func TestCompare(t *testing.T) {
 			nodes:     []corev1.Node{karpenterNode("n1", "fake:///a/i-1"), karpenterNode("n2", "fake:///a/i-2")}, suspectsWant: []string{"n2"}},
 		{name: "nodes being deleted, not Karpenter's or without a provider id are not",
 			nodes: []corev1.Node{deleting, foreign, karpenterNode("unregistered", "")}},
+		{name: "an instance a NodeClaim recorded, without its node yet, is kept",
+			instances: []*cloudprovider.Instance{instance("fake:///a/i-1", time.Hour)},
+			claims:    []v1.NodeClaim{claim("nc1", "fake:///a/i-1")}},
+		{name: "a NodeClaim without its instance is a suspect; one being deleted or not launched is not",
+			instances: []*cloudprovider.Instance{instance("fake:///a/i-1", time.Hour)},
+			claims:    []v1.NodeClaim{claim("nc1", "fake:///a/i-1"), claim("nc2", "fake:///a/i-2"), deletingClaim, claim("launching", "")}, claimsWant: []string{"nc2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			orphans := garbagecollection.Compare(tc.instances, tc.nodes, now, 2*time.Minute)
-			var instances, suspects []string
+			orphans := garbagecollection.Compare(tc.instances, tc.nodes, tc.claims, now, 2*time.Minute)
+			var instances, suspects, claims []string
 			for _, i := range orphans.Instances {
 				instances = append(instances, i.ProviderID)
 			}
 			for _, n := range orphans.Suspects {
 				suspects = append(suspects, n.Name)
 			}
-			if !slices.Equal(instances, tc.instancesWant) || !slices.Equal(suspects, tc.suspectsWant) {
-				t.Errorf("instances %v, suspects %v; want %v, %v", instances, suspects, tc.instancesWant, tc.suspectsWant)
+			for _, nc := range orphans.SuspectClaims {
+				claims = append(claims, nc.Name)
+			}
+			if !slices.Equal(instances, tc.instancesWant) || !slices.Equal(suspects, tc.suspectsWant) || !slices.Equal(claims, tc.claimsWant) {
+				t.Errorf("instances %v, suspects %v, nodeclaims %v; want %v, %v, %v", instances, suspects, claims, tc.instancesWant, tc.suspectsWant, tc.claimsWant)
 			}
 		})
 	}

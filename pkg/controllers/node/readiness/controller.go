@@ -108,6 +108,11 @@ func Decide(node *corev1.Node, now time.Time, timeout time.Duration) (action Act
 	if age := now.Sub(node.CreationTimestamp.Time); age < timeout {
 		return Wait, timeout - age
 	}
+	// Deleted without its termination finalizer, the node would go without a drain; the
+	// finalizer's return updates the node, which brings it back here.
+	if !nodes.IsRemovable(node) {
+		return Wait, 0
+	}
 	return Delete, 0
 }
 

@@ -22,9 +22,11 @@ func TestDecide(t *testing.T) {
 		taints   []corev1.Taint
 		ready    corev1.ConditionStatus
 		deleting bool
-		age      time.Duration
-		want     readiness.Action
-		recheck  time.Duration
+		// unfinalized is a node that lost its termination finalizer.
+		unfinalized bool
+		age         time.Duration
+		want        readiness.Action
+		recheck     time.Duration
 	}{
 		{name: "ready with the taint", labels: karpenter, taints: notReady, ready: corev1.ConditionTrue, age: time.Minute, want: readiness.RemoveTaint},
 		{name: "ready long after the timeout", labels: karpenter, taints: notReady, ready: corev1.ConditionTrue, age: time.Hour, want: readiness.RemoveTaint},
@@ -32,6 +34,8 @@ func TestDecide(t *testing.T) {
 		{name: "not ready", labels: karpenter, taints: notReady, ready: corev1.ConditionFalse, age: 10 * time.Minute, want: readiness.Wait, recheck: 5 * time.Minute},
 		{name: "never ready at the timeout", labels: karpenter, taints: notReady, ready: corev1.ConditionUnknown, age: 15 * time.Minute, want: readiness.Delete},
 		{name: "never ready past the timeout", labels: karpenter, taints: notReady, age: time.Hour, want: readiness.Delete},
+		// Finding 34.7: deleted, it would go without a drain.
+		{name: "never ready past the timeout, without the termination finalizer", labels: karpenter, taints: notReady, unfinalized: true, age: time.Hour, want: readiness.Wait},
 		{name: "was ready once, not ready now", labels: karpenter, ready: corev1.ConditionFalse, age: time.Hour, want: readiness.Wait},
 		{name: "already being deleted", labels: karpenter, taints: notReady, deleting: true, age: time.Hour, want: readiness.Wait},
 		{name: "not launched by Karpenter", taints: notReady, age: time.Hour, want: readiness.Wait},
@@ -39,6 +43,9 @@ func TestDecide(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			node := builders.Node(builders.NodeOptions{Labels: tc.labels, Taints: tc.taints, Ready: tc.ready})
+			if !tc.unfinalized {
+				node.Finalizers = []string{v1alpha5.TerminationFinalizer}
+			}
 			node.CreationTimestamp = metav1.NewTime(created)
 			if tc.deleting {
 				node.DeletionTimestamp = &metav1.Time{Time: created.Add(time.Second)}

@@ -32,7 +32,11 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/killpoint"
+	"karpenter.sh/karpenter/pkg/metrics"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/seconds"
 )
 
 // Name identifies the controller.
@@ -44,13 +48,18 @@ const (
 	DefaultMaxRetryDelay = 10 * time.Second
 )
 
+// recheckPeriod is how often at the latest a drain that waits looks at its node again, so
+// that an instance gone meanwhile (a spot reclaim during a blocked drain) releases the node.
+const recheckPeriod = 30 * time.Second
+
 // Event reasons, documented in docs/node-lifecycle.md.
 const (
-	ReasonCordoned        = "Cordoned"
-	ReasonDrainBlocked    = "DrainBlocked"
-	ReasonEvictionBlocked = "EvictionBlocked"
-	ReasonDrainDeadline   = "DrainDeadlineExceeded"
-	ReasonTerminated      = "InstanceTerminated"
+	ReasonCordoned          = "Cordoned"
+	ReasonDrainBlocked      = "DrainBlocked"
+	ReasonEvictionBlocked   = "EvictionBlocked"
+	ReasonDrainDeadline     = "DrainDeadlineExceeded"
+	ReasonTerminated        = "InstanceTerminated"
+	ReasonFinalizerRestored = "TerminationFinalizerRestored"
 )
 
 const (
@@ -114,13 +123,15 @@ func (c *Controller) Name() string { return Name }
 // +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// SetupWithManager watches the nodes that carry the finalizer and the pods on those being
-// deleted: a pod that leaves is the drain's next step.
+// SetupWithManager watches the nodes being deleted that carry the finalizer, the nodes
+// Karpenter launched that lack it, and the pods on those being deleted: a pod that leaves is
+// the drain's next step.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(c.Name()).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return controllerutil.ContainsFinalizer(o, v1alpha5.TerminationFinalizer)
+			node := o.(*corev1.Node)
+			return isTerminating(node) || lacksFinalizer(node)
 		}))).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.terminatingNodeOf)).
 		Complete(c)
@@ -133,21 +144,36 @@ func (c *Controller) terminatingNodeOf(ctx context.Context, o client.Object) []r
 		return nil
 	}
 	node := &corev1.Node{}
-	if err := c.client.Get(ctx, types.NamespacedName{Name: nodeName}, node); err != nil ||
-		node.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(node, v1alpha5.TerminationFinalizer) {
+	if err := c.client.Get(ctx, types.NamespacedName{Name: nodeName}, node); err != nil || !isTerminating(node) {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nodeName}}}
 }
 
-// Reconcile takes a deleted node one step further: cordon, drain, terminate, release; a node
-// whose instance is gone is released at once.
+// isTerminating is true for a node deleted while it carries the finalizer: this controller
+// drains it.
+func isTerminating(node *corev1.Node) bool {
+	return node.DeletionTimestamp != nil && nodes.HasTerminationFinalizer(node)
+}
+
+// lacksFinalizer is true for a node Karpenter launched that lost its finalizer, or a node a
+// kubelet registered again under Karpenter's labels after its deletion.
+func lacksFinalizer(node *corev1.Node) bool {
+	return nodes.IsLaunchedByKarpenter(node) && node.DeletionTimestamp == nil && !nodes.HasTerminationFinalizer(node)
+}
+
+// Reconcile puts the finalizer back on a node Karpenter launched that lacks it, and takes a
+// deleted node one step further: cordon, drain, terminate, release; a node whose instance is
+// gone is released at once.
 func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (reconcile.Result, error) {
 	node := &corev1.Node{}
 	if err := c.client.Get(ctx, request.NamespacedName, node); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if node.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(node, v1alpha5.TerminationFinalizer) {
+	if lacksFinalizer(node) {
+		return reconcile.Result{}, c.restoreFinalizer(ctx, node)
+	}
+	if !isTerminating(node) {
 		return reconcile.Result{}, nil
 	}
 	gone, err := c.instanceGone(ctx, node)
@@ -171,8 +197,7 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 		return reconcile.Result{}, fmt.Errorf("listing the node's pods, %w", err)
 	}
 	now := c.clock.Now()
-	pastDeadline := deadline != nil && !now.Before(*deadline)
-	step := Plan(onNode.Items, pastDeadline)
+	step := Plan(onNode.Items, Drain{PastDeadline: deadline != nil && !now.Before(*deadline), NodeReady: nodes.IsReady(node), Now: now})
 	if len(step.Delete) > 0 {
 		if err := c.deletePods(ctx, node, step.Delete, *deadline); err != nil {
 			return reconcile.Result{}, err
@@ -217,16 +242,22 @@ func (c *Controller) deadline(ctx context.Context, node *corev1.Node) (*time.Tim
 	if provisioner.Spec.TerminationGracePeriodSeconds == nil {
 		return nil, nil
 	}
-	deadline := node.DeletionTimestamp.Add(time.Duration(*provisioner.Spec.TerminationGracePeriodSeconds) * time.Second)
+	deadline := node.DeletionTimestamp.Add(seconds.Duration(*provisioner.Spec.TerminationGracePeriodSeconds))
 	return &deadline, nil
 }
 
 // drain evicts the step's pods; a refused eviction is retried with backoff, never forced.
+// Until the drain is done the node is looked at again by the deadline, when the grace period
+// of a pod it waits for on a node that is not Ready runs out, and every recheckPeriod at the
+// latest: nothing else may change on the node when its instance goes, or its kubelet is gone.
 func (c *Controller) drain(ctx context.Context, node *corev1.Node, step Step, deadline *time.Time, now time.Time) (reconcile.Result, error) {
 	key := types.NamespacedName{Name: node.Name}
-	result := reconcile.Result{}
+	result := reconcile.Result{RequeueAfter: recheckPeriod}
 	if deadline != nil {
-		result.RequeueAfter = deadline.Sub(now)
+		result.RequeueAfter = min(result.RequeueAfter, deadline.Sub(now))
+	}
+	if !step.Recheck.IsZero() {
+		result.RequeueAfter = min(result.RequeueAfter, step.Recheck.Sub(now))
 	}
 	if len(step.Blocking) > 0 {
 		names := make([]string, 0, len(step.Blocking))
@@ -257,9 +288,7 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, step Step, de
 		return result, nil
 	}
 	retry := c.backoff.When(key)
-	if result.RequeueAfter <= 0 || retry < result.RequeueAfter {
-		result.RequeueAfter = retry
-	}
+	result.RequeueAfter = min(result.RequeueAfter, retry)
 	log.FromContext(ctx).V(1).Info("evictions refused, retrying", "pods", len(refused), "after", retry)
 	return result, nil
 }
@@ -275,6 +304,9 @@ func (c *Controller) evict(ctx context.Context, pod *corev1.Pod) error {
 	err := c.client.SubResource(evictionSubresource).Create(ctx, pod, eviction)
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
+	}
+	if err == nil {
+		killpoint.Reached(killpoint.PodEvicted)
 	}
 	return err
 }
@@ -311,6 +343,7 @@ func (c *Controller) terminate(ctx context.Context, node *corev1.Node) error {
 		if err := c.instances.Delete(ctx, node.Spec.ProviderID); err != nil {
 			return fmt.Errorf("terminating instance %s, %w", node.Spec.ProviderID, err)
 		}
+		killpoint.Reached(killpoint.InstanceTerminated)
 	}
 	return c.release(ctx, node, fmt.Sprintf("Drained; terminated instance %s", node.Spec.ProviderID))
 }
@@ -330,6 +363,22 @@ func (c *Controller) instanceGone(ctx context.Context, node *corev1.Node) (bool,
 	return false, nil
 }
 
+// restoreFinalizer puts the finalizer back on a node Karpenter launched, so that its deletion,
+// by whoever, drains it and terminates its instance; until then no controller of Karpenter
+// deletes it (nodes.IsRemovable).
+func (c *Controller) restoreFinalizer(ctx context.Context, node *corev1.Node) error {
+	stored := node.DeepCopy()
+	controllerutil.AddFinalizer(node, v1alpha5.TerminationFinalizer)
+	// The finalizers are one list: the lock keeps another controller's, and a node deleted
+	// since it was read (which refuses new finalizers) is read again.
+	if err := c.client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("adding the %s finalizer, %w", v1alpha5.TerminationFinalizer, err))
+	}
+	log.FromContext(ctx).Info("put the termination finalizer back on the node")
+	c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonFinalizerRestored, "Node lacked the %s finalizer; added it back, so that its deletion drains it", v1alpha5.TerminationFinalizer)
+	return nil
+}
+
 // release removes the finalizer, letting the Node object go.
 func (c *Controller) release(ctx context.Context, node *corev1.Node, message string) error {
 	stored := node.DeepCopy()
@@ -338,6 +387,8 @@ func (c *Controller) release(ctx context.Context, node *corev1.Node, message str
 	if err := c.client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("removing the %s finalizer, %w", v1alpha5.TerminationFinalizer, err))
 	}
+	terminatedTotal.WithLabelValues(metrics.NodePool(node), metrics.Zone(node)).Inc()
+	lifetimeDuration.WithLabelValues(metrics.NodePool(node)).Observe(c.clock.Since(node.CreationTimestamp.Time).Seconds())
 	log.FromContext(ctx).Info("released the node", "providerID", node.Spec.ProviderID, "message", message)
 	c.recorder.Event(node, corev1.EventTypeNormal, ReasonTerminated, message)
 	return nil

@@ -3,6 +3,7 @@ package termination_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +24,12 @@ func TestPlan(t *testing.T) {
 	critical := func(class string) func(*corev1.Pod) {
 		return func(p *corev1.Pod) { p.Spec.PriorityClassName = class }
 	}
-	terminating := func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }
+	now := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	// The API server sets a pod's deletion timestamp to the end of its grace period.
+	terminating := func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: now.Add(-time.Hour)} }
+	graceEndsIn := func(d time.Duration) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: now.Add(d)} }
+	}
 	doNotEvict := func(p *corev1.Pod) { p.Annotations = map[string]string{pods.DoNotEvictAnnotationKey: "true"} }
 	daemon := func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{builders.DaemonSetOwner("cni")} }
 	mirror := func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} }
@@ -36,10 +42,13 @@ func TestPlan(t *testing.T) {
 		name         string
 		pods         []corev1.Pod
 		pastDeadline bool
-		evict        []string
-		delete       []string
-		blocking     []string
-		drained      bool
+		// notReady is a node whose kubelet does not report Ready, or never did.
+		notReady bool
+		evict    []string
+		delete   []string
+		blocking []string
+		drained  bool
+		recheck  time.Duration
 	}{
 		{name: "an empty node is drained", drained: true},
 		{name: "pods that stay do not hold the drain", drained: true, pods: []corev1.Pod{
@@ -64,12 +73,32 @@ func TestPlan(t *testing.T) {
 			pod("app"), pod("precious", doNotEvict), pod("dns", critical("system-cluster-critical")),
 		}},
 		{name: "a finished do-not-evict pod does not", drained: true, pods: []corev1.Pod{pod("precious", doNotEvict, succeeded)}},
+		// Finding 34.3: a Job that tolerates everything is not evicted, but the instance would
+		// take it with it.
+		{name: "a do-not-evict pod that tolerates the cordon holds every eviction", blocking: []string{"job", "tolerant-job"}, pods: []corev1.Pod{
+			pod("app"), pod("job", doNotEvict, tolerateAll), pod("tolerant-job", doNotEvict, tolerant),
+		}},
+		// Finding 34.2: no kubelet confirms a pod's end on a node that is not Ready.
+		{name: "on a Ready node terminating pods are waited for past their grace period", pods: []corev1.Pod{pod("app", terminating)}},
+		{name: "on a node that is not Ready terminating pods are waited for until their grace period ends", notReady: true, recheck: 3 * time.Second, pods: []corev1.Pod{
+			pod("app", graceEndsIn(10*time.Second)), pod("web", graceEndsIn(3*time.Second)), pod("gone", terminating),
+		}},
+		{name: "on a node that is not Ready terminating pods are not waited for past their grace period", notReady: true, drained: true, pods: []corev1.Pod{
+			pod("app", terminating), pod("dns", critical("system-cluster-critical"), graceEndsIn(0)),
+		}},
+		{name: "on a node that is not Ready critical pods go once the others' grace period ended", notReady: true, evict: []string{"dns"}, pods: []corev1.Pod{
+			pod("app", terminating), pod("dns", critical("system-cluster-critical")),
+		}},
+		{name: "on a node that is not Ready pods are still evicted first", notReady: true, evict: []string{"app"}, pods: []corev1.Pod{pod("app")}},
+		{name: "on a node that is not Ready do-not-evict still holds the drain", notReady: true, blocking: []string{"precious"}, pods: []corev1.Pod{
+			pod("precious", doNotEvict), pod("app", terminating),
+		}},
 		{name: "past the deadline the rest is deleted", pastDeadline: true, drained: true, delete: []string{"app", "precious", "dns"}, pods: []corev1.Pod{
 			pod("app"), pod("precious", doNotEvict), pod("dns", critical("system-cluster-critical")), pod("gone", terminating), pod("ds", daemon),
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			step := termination.Plan(tc.pods, tc.pastDeadline)
+			step := termination.Plan(tc.pods, termination.Drain{PastDeadline: tc.pastDeadline, NodeReady: !tc.notReady, Now: now})
 			names := func(list []*corev1.Pod) []string {
 				var out []string
 				for _, p := range list {
@@ -88,6 +117,13 @@ func TestPlan(t *testing.T) {
 			}
 			if step.Drained != tc.drained {
 				t.Errorf("drained %v, want %v", step.Drained, tc.drained)
+			}
+			var recheck time.Duration
+			if !step.Recheck.IsZero() {
+				recheck = step.Recheck.Sub(now)
+			}
+			if recheck != tc.recheck {
+				t.Errorf("recheck in %s, want %s", recheck, tc.recheck)
 			}
 		})
 	}

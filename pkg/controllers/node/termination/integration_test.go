@@ -43,6 +43,12 @@ const (
 	// readyTimeout is how long the test's nodes may take to become Ready: long for kwok on a
 	// loaded machine, short for a test that waits it out.
 	readyTimeout = 15 * time.Second
+	// statefulGrace is the termination grace period of the StatefulSet's pods.
+	statefulGrace = 3
+	// orphanedPodCollection bounds how long kube-controller-manager's pod garbage collector
+	// takes to delete the pods of a node that is gone: it holds a deleted node's name for 40 s
+	// before it deletes them, and looks every 20 s.
+	orphanedPodCollection = 2 * time.Minute
 )
 
 type suite struct {
@@ -142,6 +148,27 @@ func TestTermination(t *testing.T) {
 		s.expectTerminated(t, node, instance)
 	})
 
+	// Finding 34.3: a Job that tolerates every taint is not evicted by the drain, but its
+	// annotation must hold the drain all the same, or the instance takes the Job with it.
+	t.Run("a do-not-evict pod that tolerates the cordon holds the drain of a deleted node", func(t *testing.T) {
+		node, instance := s.node(t, "tolerant-protected", provisionerName, nil)
+		job := s.pod(t, doNotEvictTolerating("tolerant-job", node.Name))
+		s.waitRunning(t, job)
+		s.delete(t, node)
+		s.expectEvent(t, node.Name, termination.ReasonDrainBlocked, "default/tolerant-job")
+		s.expectHeld(t, node, instance, job)
+		s.release(t, job)
+		s.expectTerminated(t, node, instance)
+	})
+
+	t.Run("a do-not-evict pod that tolerates the cordon holds the drain of a node that never became Ready", func(t *testing.T) {
+		node, instance := s.node(t, "never-ready-protected", provisionerName, nil)
+		job := s.pod(t, doNotEvictTolerating("bound-job", node.Name))
+		s.expectEvent(t, node.Name, readiness.ReasonNeverReady, "did not become Ready")
+		s.expectEvent(t, node.Name, termination.ReasonDrainBlocked, "default/bound-job")
+		s.expectHeld(t, node, instance, job)
+	})
+
 	t.Run("daemonset pods and pods that tolerate the cordon stay, even under a PDB that allows nothing", func(t *testing.T) {
 		node, instance := s.node(t, "daemons", provisionerName, map[string]string{"daemons": "here"})
 		daemonSet := &appsv1.DaemonSet{
@@ -203,6 +230,61 @@ func TestTermination(t *testing.T) {
 	t.Run("a node that never becomes Ready is deleted and its instance terminated", func(t *testing.T) {
 		s.expectTerminated(t, neverReady, neverReadyInstance)
 		s.expectEvent(t, neverReady.Name, readiness.ReasonNeverReady, "did not become Ready")
+	})
+
+	// Finding 34.2: with --bind-pods a pod is bound to its node as soon as the Node exists. When
+	// the node never joins, the drain evicts the pod and no kubelet ever confirms it: the drain
+	// must not wait past the pod's grace period, or the instance leaks and the StatefulSet,
+	// which recreates a pod only once the old one is gone, never gets it back.
+	t.Run("a StatefulSet pod bound to a node that never became Ready is recreated elsewhere once the node and its instance are gone", func(t *testing.T) {
+		labels := map[string]string{"group": "stateful"}
+		node, instance := s.node(t, "never-ready-stateful", provisionerName, labels)
+		statefulSet := &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: metav1.NamespaceDefault},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas:    ptr.To[int32](1),
+				ServiceName: "db",
+				Selector:    &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db"}},
+					Spec: corev1.PodSpec{
+						NodeSelector:                  labels,
+						TerminationGracePeriodSeconds: ptr.To[int64](statefulGrace),
+						Containers:                    []corev1.Container{{Name: "db", Image: builders.PauseImage}},
+					},
+				},
+			},
+		}
+		s.create(t, statefulSet)
+		// The allocator binds the pod as the Node is created; kube-scheduler finds no node for it.
+		bound := &corev1.Pod{}
+		eventually.Holds(t, "the StatefulSet's pod exists", func() (bool, string, error) {
+			err := s.env.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "db-0"}, bound)
+			return err == nil, "", client.IgnoreNotFound(err)
+		})
+		binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: bound.Name, Namespace: bound.Namespace}, Target: corev1.ObjectReference{Kind: "Node", Name: node.Name}}
+		if err := s.env.Client.SubResource("binding").Create(ctx, bound, binding); err != nil {
+			t.Fatal(err)
+		}
+		spare := environment.KwokNode("stateful-spare", labels, builders.Resources("cpu", "4", "memory", "16Gi"))
+		s.create(t, spare)
+
+		s.expectEvent(t, node.Name, readiness.ReasonNeverReady, "did not become Ready")
+		eventually.Holds(t, "the bound pod is evicted", func() (bool, string, error) {
+			pod := &corev1.Pod{}
+			err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(bound), pod)
+			return apierrors.IsNotFound(err) || err == nil && (pod.UID != bound.UID || pod.DeletionTimestamp != nil), "", client.IgnoreNotFound(err)
+		})
+		// The eviction gave the pod its grace period; the drain waits no longer than that.
+		s.expectTerminated(t, node, instance)
+		eventually.Holds(t, "the StatefulSet's pod runs again, on the spare node", func() (bool, string, error) {
+			pod := &corev1.Pod{}
+			if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(bound), pod); err != nil {
+				return false, "", client.IgnoreNotFound(err)
+			}
+			return pod.UID != bound.UID && pod.Spec.NodeName == spare.Name && pod.Status.Phase == corev1.PodRunning,
+				fmt.Sprintf("%s on %q, %s", pod.UID, pod.Spec.NodeName, pod.Status.Phase), nil
+		}, eventually.Timeout(orphanedPodCollection))
 	})
 
 	t.Run("a pod a PDB protects is evicted only once its replacement runs elsewhere", func(t *testing.T) {
@@ -282,8 +364,8 @@ func TestTermination(t *testing.T) {
 }
 
 // node creates a node as Karpenter launches it, for an instance of the fake cloud, and waits
-// until kwok, which runs it unless it is named never-ready, made it Ready and the readiness
-// controller removed its not-ready taint.
+// until kwok, which runs it unless its name starts with never-ready, made it Ready and the
+// readiness controller removed its not-ready taint.
 func (s *suite) node(t *testing.T, name, provisioner string, labels map[string]string) (*corev1.Node, *cloudprovider.Instance) {
 	t.Helper()
 	instanceType := fake.DefaultInstanceTypes()[0]
@@ -300,14 +382,15 @@ func (s *suite) node(t *testing.T, name, provisioner string, labels map[string]s
 		nodeLabels[k] = v
 	}
 	node := environment.KwokNode(name, nodeLabels, builders.Resources("cpu", "4", "memory", "16Gi"))
-	if name == "never-ready" {
+	neverReady := strings.HasPrefix(name, "never-ready")
+	if neverReady {
 		delete(node.Annotations, environment.KwokNodeAnnotation)
 	}
 	node.Spec.ProviderID = instance.ProviderID
 	node.Spec.Taints = []corev1.Taint{{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule}}
 	node.Finalizers = []string{v1alpha5.TerminationFinalizer}
 	s.create(t, node)
-	if name != "never-ready" {
+	if !neverReady {
 		eventually.Holds(t, "node "+name+" is Ready and open to pods", func() (bool, string, error) {
 			if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), node); err != nil {
 				return false, "", err
@@ -316,6 +399,38 @@ func (s *suite) node(t *testing.T, name, provisioner string, labels map[string]s
 		})
 	}
 	return node, instance
+}
+
+// doNotEvictTolerating is a Job's pod bound to the node, annotated do-not-evict, that
+// tolerates every taint, the cordon's included.
+func doNotEvictTolerating(name, node string) builders.PodOptions {
+	return builders.PodOptions{Name: name, NodeName: node, Annotations: map[string]string{pods.DoNotEvictAnnotationKey: "true"},
+		Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}}
+}
+
+// expectHeld checks that the deleted node's drain holds: the node, its instance and the pod
+// are all still there.
+func (s *suite) expectHeld(t *testing.T, node *corev1.Node, instance *cloudprovider.Instance, pod *corev1.Pod) {
+	t.Helper()
+	if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(pod), pod); err != nil || pod.DeletionTimestamp != nil {
+		t.Fatalf("pod %s deleted while it holds the drain (%v)", pod.Name, err)
+	}
+	if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), node); err != nil {
+		t.Fatalf("node %s: %v", node.Name, err)
+	}
+	if slices.Contains(s.cloud.DeleteCalls(), instance.ProviderID) {
+		t.Fatalf("instance %s terminated while pod %s holds the drain", instance.ProviderID, pod.Name)
+	}
+}
+
+// release lifts the pod's do-not-evict annotation.
+func (s *suite) release(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	stored := pod.DeepCopy()
+	pod.Annotations[pods.DoNotEvictAnnotationKey] = "false"
+	if err := s.env.Client.Patch(t.Context(), pod, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (s *suite) create(t *testing.T, object client.Object) {

@@ -1,0 +1,37 @@
+package v1
+
+// Labels, taints, annotations and finalizers of the v1 API, with the values upstream
+// Karpenter gives them: a node or NodeClaim this project launches reads the same to tools
+// written for upstream.
+const (
+	// NodePoolLabelKey names the NodePool a NodeClaim and its node were launched for.
+	NodePoolLabelKey = "karpenter.sh/nodepool"
+	// CapacityTypeLabelKey is the purchase option of a node: spot or on-demand.
+	CapacityTypeLabelKey = "karpenter.sh/capacity-type"
+	// NodeRegisteredLabelKey is "true" on a node once its NodeClaim matched it.
+	NodeRegisteredLabelKey = "karpenter.sh/registered"
+	// NodeInitializedLabelKey is "true" on a node once it is Ready, its startup taints are gone
+	// and every resource its NodeClaim asked for is allocatable.
+	NodeInitializedLabelKey = "karpenter.sh/initialized"
+
+	// UnregisteredTaintKey (effect NoExecute) is the taint a node registers with: nothing runs
+	// there until its NodeClaim has synced the labels and taints the node was launched with.
+	UnregisteredTaintKey = "karpenter.sh/unregistered"
+	// DisruptedTaintKey (effect NoSchedule) is on a node Karpenter is about to remove.
+	DisruptedTaintKey = "karpenter.sh/disrupted"
+
+	// DoNotDisruptAnnotationKey on a pod or a node blocks voluntary disruption.
+	DoNotDisruptAnnotationKey = "karpenter.sh/do-not-disrupt"
+	// NodeClaimMinValuesRelaxedAnnotationKey is "true" on a NodeClaim launched with fewer
+	// instance types than its requirements' minValues asked for (--min-values-policy
+	// BestEffort), "false" or absent otherwise.
+	NodeClaimMinValuesRelaxedAnnotationKey = "karpenter.sh/nodeclaim-min-values-relaxed"
+	// TerminationFinalizer holds a NodeClaim and its node until the instance is terminated.
+	TerminationFinalizer = "karpenter.sh/termination"
+)
+
+// Capacity types.
+const (
+	CapacityTypeSpot     = "spot"
+	CapacityTypeOnDemand = "on-demand"
+)

@@ -1,0 +1,423 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/killpoint"
+	"karpenter.sh/karpenter/pkg/launcher"
+	"karpenter.sh/karpenter/pkg/state"
+)
+
+// A pass's launches: room reserved under the limits, launched in the background as one batch
+// through the launcher, the batch's Nodes opened together and its pods placed.
+
+// startLaunches reserves room under the limits for the plan's new nodes and launches them in
+// the background: the next pass is planned while they run, without their pods until their
+// Nodes are in the cache (inFlight). It reports whether the limits refused some.
+func (c *Controller) startLaunches(ctx context.Context, newNodes []*scheduling.NewNode, plans map[string]*provisionerPlan, binds bindable) (retry bool) {
+	batch, launches, retry := c.reserveAll(ctx, newNodes, plans)
+	if batch == nil {
+		return retry
+	}
+	hold := held(newNodes)
+	c.background.Add(1)
+	go func() {
+		defer c.background.Done()
+		if c.launchBatch(ctx, batch, launches, hold, binds) {
+			c.retryLater(ctx)
+		}
+	}()
+	return retry
+}
+
+// reserveAll groups the plan's identical new nodes for one cloud call each, reserves room
+// under the limits for them, and records them in flight as one batch; nil when the limits
+// allow none. It reports whether the limits refused some.
+func (c *Controller) reserveAll(ctx context.Context, newNodes []*scheduling.NewNode, plans map[string]*provisionerPlan) (*launchBatch, []*reservedLaunch, bool) {
+	retry := false
+	var launches []*reservedLaunch
+	var planned []*plannedLaunch
+	for _, g := range groupLaunches(newNodes, launchGroupSize(len(newNodes), c.launchLimit)) {
+		p := plans[g.provisioner]
+		r, err := c.reserve(g, p.updated, p.nodes)
+		if err != nil {
+			retry = true
+			log.FromContext(ctx).WithName(Name).Error(err, "reserving room for nodes", "provisioner", g.provisioner, "nodes", len(g.nodes))
+		}
+		if r != nil {
+			p.launched = true
+			launches = append(launches, r)
+			planned = append(planned, r.planned...)
+		}
+	}
+	if len(launches) == 0 {
+		return nil, nil, retry
+	}
+	return c.inFlight.start(planned), launches, retry
+}
+
+// launchBatch runs a batch's launches at once (the launcher bounds their calls). The pods binds
+// allows are bound to their nodes as each launch's Nodes exist, the rest nominated to theirs,
+// and the nodes of a batch of several are opened to kube-scheduler together once all exist
+// (see launchingTaint). The batch is in flight until the cache shows its Nodes, and its pods
+// bound. It reports whether any launch, binding, nomination or release failed for a reason
+// that may pass.
+func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launches []*reservedLaunch, hold bool, binds bindable) (retry bool) {
+	defer c.inFlight.finish(batch)
+	var mu sync.Mutex
+	var group sync.WaitGroup
+	var launched []*corev1.Node
+	// reservations are the ledger's of the launched nodes, by name.
+	reservations := map[string]int{}
+	var nominations []nomination
+	for _, r := range launches {
+		group.Add(1)
+		go func() {
+			defer group.Done()
+			nodes, err := c.launch(ctx, r, hold)
+			if err != nil {
+				log.FromContext(ctx).WithName(Name).Error(err, "launching nodes", "provisioner", r.provisioner.Name, "nodes", len(r.group.nodes), "launched", len(nodes))
+			}
+			var planned []nomination
+			for i, node := range nodes {
+				if node == nil {
+					continue
+				}
+				for _, pod := range r.group.nodes[i].Pods {
+					planned = append(planned, nomination{pod: pod, node: node.Name})
+				}
+			}
+			// Bound at once: a bound pod counts where it is, whatever the hold.
+			bound, rest, bindErr := c.place(ctx, planned, binds)
+			if bindErr != nil {
+				log.FromContext(ctx).WithName(Name).Error(bindErr, "binding pods to the nodes launched for them")
+			}
+			for i, node := range nodes {
+				if node == nil {
+					continue
+				}
+				for _, pod := range r.group.nodes[i].Pods {
+					how := ""
+					if bound[pod] {
+						how = ", and the pod bound to it"
+					}
+					c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonPlanned, "Node %s (%s, %s) was launched for this pod by provisioner %s%s", node.Name,
+						node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone], r.provisioner.Name, how)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			retry = retry || err != nil || bindErr != nil
+			for i, node := range nodes {
+				if node != nil {
+					launched = append(launched, node)
+					reservations[node.Name] = r.reservations[i]
+				}
+			}
+			c.toldMu.Lock()
+			for _, n := range planned {
+				c.told[n.pod.UID] = n.node
+			}
+			c.toldMu.Unlock()
+			nominations = append(nominations, rest...)
+		}()
+	}
+	group.Wait()
+	// Nominated before they are opened, so that no pod takes the room planned for another.
+	if err := c.nominate(ctx, nominations); err != nil {
+		log.FromContext(ctx).WithName(Name).Error(err, "nominating pods to the nodes launched for them")
+		retry = true
+	}
+	opened := true
+	if hold {
+		if err := c.release(ctx, launched); err != nil {
+			log.FromContext(ctx).WithName(Name).Error(err, "opening the batch's nodes to pods")
+			retry, opened = true, false
+		}
+	}
+	if err := c.awaitCached(ctx, launched, reservations, opened); err != nil {
+		log.FromContext(ctx).WithName(Name).Error(err, "waiting for the batch's nodes in the cache")
+		retry = true
+	}
+	return retry
+}
+
+// cacheSyncTimeout bounds how long a pass waits for the cache to show the Nodes it created.
+const cacheSyncTimeout = 10 * time.Second
+
+// awaitCached returns once the cache the passes read shows every node created, and opened if
+// it was: until then the batch stays in flight, and a pass leaves out the pods of nodes its
+// snapshot does not show, rather than planning them onto a second node each. The ledger learns
+// that the cache shows each (its reservation by name in reservations), so that its room is
+// freed should it go before a pass counted it.
+func (c *Controller) awaitCached(ctx context.Context, created []*corev1.Node, reservations map[string]int, opened bool) error {
+	for _, node := range created {
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, cacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
+			cached := &corev1.Node{}
+			if err := c.client.Get(ctx, client.ObjectKeyFromObject(node), cached); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			if cached.UID != node.UID {
+				// Another Node of its name (the stale one it replaced) not gone from the cache yet.
+				return false, nil
+			}
+			c.ledger.NodeCached(reservations[node.Name], cached.UID)
+			return !opened || !slices.ContainsFunc(cached.Spec.Taints, isLaunchingTaint), nil
+		})
+		if err != nil {
+			return fmt.Errorf("node %s not in the cache as it is, %w", node.Name, err)
+		}
+	}
+	return nil
+}
+
+// releaseLeftovers opens the nodes a batch left held: one of a controller that stopped
+// mid-batch, or whose release failed. A batch in flight holds its own (launching, by name)
+// until its last launch; a finished batch's are opened in the cache, so what else still
+// looks held was left.
+func (c *Controller) releaseLeftovers(ctx context.Context, snapshot *state.Snapshot, launching sets.Set[string]) error {
+	return c.release(ctx, slices.DeleteFunc(heldNodes(snapshot), func(node *corev1.Node) bool { return launching.Has(node.Name) }))
+}
+
+// reservedLaunch is a launch group with room reserved under the limits for each of its nodes.
+type reservedLaunch struct {
+	// provisioner is the pass's copy: the pass goes on writing its own status.
+	provisioner *v1alpha5.Provisioner
+	// group has the nodes reserved for and the candidates that fit under the limits.
+	group        *launchGroup
+	reservations []int
+	// planned is what the batch in flight says of each node.
+	planned []*plannedLaunch
+	// nodeClaims are each node's NodeClaim once created, nil where it could not be.
+	nodeClaims []*v1.NodeClaim
+}
+
+// reserve reserves room under the limits for each node of a group, as many as fit, with the
+// candidates that fit beside all of them; fewer than the group's nodes (with an error: their
+// pods stay pending for the next pass) when the limits allow fewer, none when they allow
+// none.
+func (c *Controller) reserve(g *launchGroup, p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList) (*reservedLaunch, error) {
+	var limits corev1.ResourceList
+	if p.Spec.Limits != nil {
+		limits = p.Spec.Limits.Resources
+	}
+	// Each node reserves from the candidates the ones before it kept, so that the group's last
+	// list, which launches them all, is within every reservation.
+	kept := g.candidates
+	var reservations []int
+	var err error
+	for _, n := range g.nodes {
+		candidates, reservation, reserveErr := c.ledger.Reserve(p.Name, limits, nodes, kept)
+		if reserveErr != nil {
+			var exceeded *LimitExceededError
+			if errors.As(reserveErr, &exceeded) {
+				launchErrors.WithLabelValues(ReasonLimitExceeded).Inc()
+				c.recorder.Event(p, corev1.EventTypeWarning, ReasonLimitExceeded, fmt.Sprintf("A node for %d pods was not launched, %v", len(n.Pods), reserveErr))
+			}
+			err = reserveErr
+			break
+		}
+		kept = candidates
+		reservations = append(reservations, reservation)
+	}
+	if len(reservations) == 0 {
+		return nil, err
+	}
+	r := &reservedLaunch{
+		provisioner:  p.DeepCopy(),
+		group:        &launchGroup{provisioner: g.provisioner, candidates: kept, nodes: g.nodes[:len(reservations)]},
+		reservations: reservations,
+	}
+	for _, n := range r.group.nodes {
+		r.planned = append(r.planned, plannedFor(g.provisioner, n.Pods))
+	}
+	return r, err
+}
+
+// launch makes a reserved group real: a NodeClaim for each node, then one cloud call for as
+// many of the cheapest candidate with capacity, then, for each instance, its NodeClaim's record
+// of it and its Node, held when its batch is. The i-th Node returned is for the group's i-th
+// node, nil where none was created; fewer come back when the cloud's capacity allowed fewer
+// (with an error: their pods are pending again for the next pass). An instance the cloud could
+// not read back keeps its NodeClaim and its pods until a pass reads it (readUnread). When a Node
+// cannot be created, the instance is terminated rather than left without one.
+func (c *Controller) launch(ctx context.Context, r *reservedLaunch, hold bool) ([]*corev1.Node, error) {
+	p := r.provisioner
+	fail := func(i int) {
+		c.ledger.Release(r.reservations[i])
+		c.inFlight.failed(r.planned[i])
+	}
+	request := launcher.Request{Provisioner: p, Candidates: r.group.candidates, Nodes: r.group.nodes}
+	nodeClaims, done, createErr := c.launcher.CreateNodeClaims(ctx, request)
+	defer done()
+	var created []*v1.NodeClaim
+	for i, nc := range nodeClaims {
+		if nc == nil {
+			fail(i)
+			continue
+		}
+		created = append(created, nc)
+	}
+	if len(created) == 0 {
+		return nil, fmt.Errorf("launching instances for provisioner %q, %w", p.Name, createErr)
+	}
+	r.nodeClaims = nodeClaims
+	instances, err := c.launcher.Launch(ctx, request, created)
+	unread := (*cloudprovider.UnreadInstancesError)(nil)
+	if err != nil && !errors.As(err, &unread) {
+		for i, nc := range nodeClaims {
+			if nc != nil {
+				fail(i)
+				if failErr := c.launcher.Fail(context.WithoutCancel(ctx), nc, err); failErr != nil {
+					log.FromContext(ctx).WithName(Name).Error(failErr, "deleting a nodeclaim that got no instance")
+				}
+			}
+		}
+		var capacity *cloudprovider.InsufficientCapacityError
+		if cloudprovider.ActionRequired(err) == nil && errors.As(err, &capacity) {
+			launchErrors.WithLabelValues(ReasonInsufficientCapacity).Inc()
+			c.recorder.Event(p, corev1.EventTypeWarning, ReasonInsufficientCapacity,
+				fmt.Sprintf("No capacity for %d nodes for %d pods in any of %d offerings: %s", len(r.reservations), len(r.group.pods()), len(capacity.Offerings), capacityReasons(capacity)))
+		} else {
+			launchErrors.WithLabelValues(launchErrorReason(err)).Inc()
+			c.reportLaunchFailure(p, err, r.group.pods())
+		}
+		return nil, errors.Join(fmt.Errorf("launching instances for provisioner %q, %w", p.Name, err), createErr)
+	}
+	isUnread := map[*cloudprovider.Instance]bool{}
+	all := instances
+	if unread != nil {
+		for _, instance := range unread.Instances {
+			isUnread[instance] = true
+		}
+		all = append(slices.Clone(instances), unread.Instances...)
+	}
+	pairs, unlaunched := launcher.Assign(created, all)
+	errs := []error{createErr}
+	if len(unlaunched) > 0 {
+		launchErrors.WithLabelValues(ReasonInsufficientCapacity).Inc()
+		errs = append(errs, fmt.Errorf("the cloud launched %d of %d instances for provisioner %q", len(all), len(created), p.Name))
+	}
+	var waiting []*corev1.Pod
+	// The Nodes are created several at once: one by one, a large group's would wait on the
+	// API server in turn.
+	nodes := make([]*corev1.Node, len(r.group.nodes))
+	var mu sync.Mutex
+	var group errgroup.Group
+	group.SetLimit(c.launchLimit)
+	for i, nc := range nodeClaims {
+		if nc == nil {
+			continue
+		}
+		instance, ok := pairs[nc]
+		if !ok {
+			fail(i)
+			if err := c.launcher.Fail(context.WithoutCancel(ctx), nc, errors.New("the cloud launched fewer instances than asked for")); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if isUnread[instance] {
+			// It runs: it keeps its reservation and its pods until a pass reads it (readUnread),
+			// rather than be launched again for the pods, uncounted; its NodeClaim records it now.
+			it := launcher.InstanceTypeNamed(r.group.candidates, instance.InstanceType)
+			if recorded, err := c.launcher.Record(ctx, nc, instance, it); err != nil {
+				errs = append(errs, err)
+			} else {
+				r.nodeClaims[i] = recorded
+			}
+			if it != nil {
+				c.ledger.Launched(r.reservations[i], "", it.Capacity)
+			}
+			c.inFlight.awaitRead(r.planned[i], &unreadLaunch{launch: r, index: i, instance: instance})
+			waiting = append(waiting, r.group.nodes[i].Pods...)
+			continue
+		}
+		group.Go(func() error {
+			registering, cancel := context.WithTimeout(context.WithoutCancel(ctx), launcher.NodeCreateTimeout)
+			defer cancel()
+			node, err := c.register(registering, r, i, instance, hold)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return nil
+			}
+			nodes[i] = node
+			return nil
+		})
+	}
+	_ = group.Wait()
+	if unread != nil {
+		launchErrors.WithLabelValues(launchErrorReason(unread)).Inc()
+		c.reportLaunchFailure(p, unread, waiting)
+		errs = append(errs, fmt.Errorf("launching instances for provisioner %q, %w; they stay reserved for their pods until read", p.Name, unread))
+	}
+	return nodes, errors.Join(errs...)
+}
+
+// register records the launched instance of a reserved group's i-th node on its NodeClaim,
+// counts it in the ledger and the batch in flight, and creates its Node, held when its batch
+// is. When the Node cannot be created, the instance is terminated at once rather than left to
+// garbage collection's grace.
+func (c *Controller) register(ctx context.Context, r *reservedLaunch, i int, instance *cloudprovider.Instance, hold bool) (*corev1.Node, error) {
+	p := r.provisioner
+	it := launcher.InstanceTypeNamed(r.group.candidates, instance.InstanceType)
+	nc, err := c.launcher.Record(ctx, r.nodeClaims[i], instance, it)
+	if err != nil {
+		c.ledger.Release(r.reservations[i])
+		c.inFlight.failed(r.planned[i])
+		return nil, err
+	}
+	r.nodeClaims[i] = nc
+	if it != nil {
+		c.ledger.Launched(r.reservations[i], instance.NodeName, it.Capacity)
+	} else {
+		c.ledger.Launched(r.reservations[i], instance.NodeName, nil)
+	}
+	c.inFlight.launched(r.planned[i], instance.NodeName)
+	node := launcher.NodeOf(nc, instance)
+	if hold {
+		node.Spec.Taints = append(node.Spec.Taints, launchingTaint)
+	}
+	if err := launcher.CreateNode(ctx, c.client, c.instanceProvider, node); err != nil {
+		launchErrors.WithLabelValues(ReasonNodeCreateFailed).Inc()
+		// Deleting the NodeClaim terminates its instance.
+		if deleteErr := c.client.Delete(ctx, nc); client.IgnoreNotFound(deleteErr) != nil {
+			err = errors.Join(err, fmt.Errorf("deleting nodeclaim %s, %w", nc.Name, deleteErr))
+		}
+		c.ledger.Release(r.reservations[i])
+		c.inFlight.failed(r.planned[i])
+		return nil, fmt.Errorf("creating node %s for instance %s, %w", node.Name, instance.ProviderID, err)
+	}
+	killpoint.Reached(killpoint.NodeCreated)
+	if instance.FellBackFrom != nil {
+		c.recorder.Event(p, corev1.EventTypeWarning, ReasonInsufficientCapacity,
+			fmt.Sprintf("Node %s launched as %s in %s (%s) after no capacity in %d cheaper offerings: %s", node.Name, instance.InstanceType, instance.Zone,
+				instance.CapacityType, len(instance.FellBackFrom.Offerings), capacityReasons(instance.FellBackFrom)))
+	}
+	if c.launchFailures.succeeded(p.Name) {
+		// The Provisioner still says its launches fail: a pass writes it Ready again, even when
+		// no pod is left pending to start one.
+		c.batcher.poke()
+	}
+	nodesCreated.WithLabelValues(p.Name, instance.InstanceType, instance.Zone, instance.CapacityType).Inc()
+	c.recorder.Eventf(p, corev1.EventTypeNormal, ReasonLaunched, "Launched node %s: %s in %s (%s) for %d pods", node.Name, instance.InstanceType, instance.Zone, instance.CapacityType, len(r.group.nodes[i].Pods))
+	return node, nil
+}

@@ -1,0 +1,176 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/state"
+)
+
+// One pass of the allocator: snapshot, plan, start the launches, tell the pods.
+
+// provisionerPlan is a Provisioner as one pass sees it.
+type provisionerPlan struct {
+	stored, updated *v1alpha5.Provisioner
+	instanceTypes   []*cloudprovider.InstanceType
+	// unresolved is why its instance types could not be resolved, when only its user can fix it.
+	unresolved *cloudprovider.ActionRequiredError
+	nodes      map[string]corev1.ResourceList
+	// launched is whether the pass started launching a node for it.
+	launched bool
+}
+
+// provision runs one pass: snapshot, plan, start the launches, report. retry is true when
+// pods were left without a node, for a reason that may pass.
+//
+// An early pass, of a batch a burst still holds open, plans the same way but launches only the
+// new nodes the pending pods have filled (scheduling.Filled: none of them fits the room left),
+// which no later pod of the burst could make any cheaper, so that the pods kube-scheduler
+// marked first do not wait for the last; the rest wait for the batch to close. It tells pods
+// nothing and retries nothing: the closing pass does.
+func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err error) {
+	start := c.clock.Now()
+	captured := c.inFlight.capture()
+	cached := c.ledger.Cached()
+	snapshot, plans, err := c.snapshot(ctx)
+	if err != nil {
+		return true, err
+	}
+	c.ledger.ForgetGone(snapshot.Nodes, cached)
+	shown := sets.New[string]()
+	for i := range snapshot.Nodes {
+		shown.Insert(snapshot.Nodes[i].Name)
+	}
+	retry = c.readUnread(ctx, shown)
+	awaited := awaitedPending(snapshot, c.inFlight.awaited(captured, shown))
+	snapshot.Pods = slices.DeleteFunc(snapshot.Pods, func(pod corev1.Pod) bool {
+		_, ok := awaited[pod.UID]
+		return ok
+	})
+	if len(captured) > 0 && slices.ContainsFunc(snapshot.Pending(), dependsOnDomains) {
+		// Where kube-scheduler puts such a pod depends on every node of the batches in
+		// flight, which the snapshot does not all show yet: plan once they are in the cache.
+		if !awaitBatches(ctx, captured) {
+			return false, nil
+		}
+		return c.provision(ctx, early)
+	}
+	if err := c.releaseLeftovers(ctx, snapshot, c.inFlight.nodeNames(captured)); err != nil {
+		log.FromContext(ctx).WithName(Name).Error(err, "opening nodes a batch left held")
+		retry = true
+	}
+	launching := snapshot.LaunchingNodes()
+	renominations := c.renominations(snapshot)
+	binds := c.bindable(snapshot)
+	var provisioners []scheduling.Provisioner
+	for _, name := range sortedNames(plans) {
+		p := plans[name]
+		// Instance types not read yet (the provider's first refresh) or unreadable: try again,
+		// so that the Provisioner becomes Ready without waiting for a pod.
+		retry = retry || p.instanceTypes == nil
+		if p.instanceTypes != nil {
+			// What counts against the limits is the ledger's: the nodes seen and the launches
+			// in flight, never a status that may lag.
+			provisioners = append(provisioners, Limited(p.updated, p.instanceTypes, c.ledger.Used(name, p.nodes)))
+		}
+	}
+	plan := PlanPending(snapshot, provisioners)
+	results := plan.Results
+	if early {
+		if results == nil {
+			return false, nil
+		}
+		// A node with a pod that counts domains waits for the close: where kube-scheduler puts
+		// the rest of its group turns on every node of the group's plan.
+		filled := slices.DeleteFunc(scheduling.Filled(results.NewNodes, plan.Pending), func(n *scheduling.NewNode) bool {
+			return slices.ContainsFunc(n.Pods, dependsOnDomains)
+		})
+		if len(filled) == 0 {
+			return false, nil
+		}
+		log.FromContext(ctx).WithName(Name).Info("launching the nodes an open batch has filled", "pending", len(plan.Pending), "filledNodes", len(filled),
+			"newNodes", len(results.NewNodes), "duration", c.clock.Since(start).Round(time.Millisecond))
+		c.nominatePlanned(ctx, renominations, results, launching, binds)
+		c.startLaunches(ctx, filled, plans, binds)
+		return false, c.writeStatus(ctx, plans)
+	}
+	if len(plan.Pending) > 0 {
+		planned := c.clock.Since(start)
+		schedulingDuration.Observe(planned.Seconds())
+		log.FromContext(ctx).WithName(Name).Info("planned pending pods", "pending", len(plan.Pending), "newNodes", len(results.NewNodes),
+			"ontoExistingOrLaunchingNodes", len(results.Bindings), "unschedulable", len(results.Unschedulable), "awaitingLaunches", len(awaited),
+			"duration", planned.Round(time.Millisecond))
+		bound, placed := c.nominatePlanned(ctx, renominations, results, launching, binds)
+		retry = !placed || retry
+		retry = c.startLaunches(ctx, results.NewNodes, plans, binds) || retry
+		c.tell(launching, results, bound, c.cannotLaunch(plans))
+		// A pod no Provisioner can take now may be taken later without any change to the pod
+		// (an offering's capacity returns, a node goes away under a limit): look again.
+		retry = retry || len(results.Unschedulable) > 0
+		// A pod kube-scheduler found no room for that the plan puts on an open node saw that
+		// node before a binding kube-scheduler had already decided reached the cache; no update
+		// of the pod may follow (its condition stays as it is), so look again.
+		retry = retry || plannedOntoOpenNodes(launching, results)
+	}
+	c.forgetTold(plan.Pending, awaited)
+	c.recordPending(launching, awaited, results)
+	c.updateLimitsCondition(plans)
+	c.launchFailures.mark(plans)
+	return retry, c.writeStatus(ctx, plans)
+}
+
+// nominatePlanned binds (those binds allows) or nominates the pods the pass counts on launching
+// nodes: those nominated again (renominations) and those it planned onto launching room. It
+// returns the pods bound, and false when some binding or nomination failed.
+func (c *Controller) nominatePlanned(ctx context.Context, renominations []nomination, results *scheduling.Results, launching map[string]string, binds bindable) (map[*corev1.Pod]bool, bool) {
+	bound, rest, bindErr := c.place(ctx, append(renominations, plannedOntoNodes(results, launching)...), binds)
+	if err := errors.Join(bindErr, c.nominate(ctx, rest)); err != nil {
+		log.FromContext(ctx).WithName(Name).Error(err, "placing pods on the nodes planned for them")
+		return bound, false
+	}
+	return bound, true
+}
+
+// awaitedPending keeps the awaited pods the snapshot shows pending: one kube-scheduler bound
+// meanwhile (to another node with room) takes that node's room, and the pass must see it.
+func awaitedPending(snapshot *state.Snapshot, awaited map[types.UID]string) map[types.UID]string {
+	out := map[types.UID]string{}
+	for i := range snapshot.Pods {
+		pod := &snapshot.Pods[i]
+		if provisioner, ok := awaited[pod.UID]; ok && pods.IsProvisionable(pod) {
+			out[pod.UID] = provisioner
+		}
+	}
+	return out
+}
+
+func sortedNames(plans map[string]*provisionerPlan) []string {
+	names := make([]string, 0, len(plans))
+	for name := range plans {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// plannedOntoOpenNodes is whether the plan puts a pending pod on a node that stands open: not
+// launching, and not one of the new nodes the pass launches for it.
+func plannedOntoOpenNodes(launching map[string]string, results *scheduling.Results) bool {
+	return slices.ContainsFunc(results.Bindings, func(b scheduling.Binding) bool {
+		if _, ok := launching[b.NodeName]; ok {
+			return false
+		}
+		return !slices.ContainsFunc(results.NewNodes, func(n *scheduling.NewNode) bool { return n.Hostname == b.NodeName })
+	})
+}

@@ -1,0 +1,205 @@
+// Package launcher is the one path by which Karpenter launches nodes, whoever decided them (the
+// allocator, consolidation's and expiry's replacements). Every node is a NodeClaim first, named
+// and carrying the plan's decision; one cloud call then launches a group of identical
+// NodeClaims under a key derived from their names, so that a launch asked again is the same
+// launch to the cloud and a new NodeClaim never gets an old launch's instances back; each
+// NodeClaim records its instance before anything else is done with it; then its Node is created.
+// The launcher bounds the cloud calls that run at once, of every caller.
+package launcher
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/killpoint"
+	"karpenter.sh/karpenter/pkg/metrics"
+)
+
+// DefaultConcurrency bounds the cloud's launch calls that run at once, of every caller; it
+// also bounds the API writes of one launch that run at once.
+const DefaultConcurrency = 10
+
+// ReasonLaunchFailed is the reason of a NodeClaim's Launched condition when it got no instance.
+const ReasonLaunchFailed = "LaunchFailed"
+
+// Request is a group of new nodes one cloud call launches: of one Provisioner, with the same
+// candidates (cheapest first).
+type Request struct {
+	Provisioner *v1alpha5.Provisioner
+	Candidates  []cloudprovider.Candidate
+	Nodes       []*scheduling.NewNode
+	// Annotations are written on the NodeClaims and their Nodes, e.g. the nodes a replacement
+	// replaces.
+	Annotations map[string]string
+	// Reason is why the nodes are launched, the reason label of
+	// karpenter_nodeclaims_created_total: metrics.ReasonProvisioned when empty, the disruption
+	// reason of the nodes a replacement replaces otherwise.
+	Reason string
+}
+
+// Launcher creates NodeClaims and launches them. It is safe for concurrent use.
+type Launcher struct {
+	client      client.Client
+	instances   cloudprovider.InstanceProvider
+	concurrency int
+	calls       *semaphore.Weighted
+
+	mu sync.Mutex
+	// launching counts the launches of each group running in this process: its NodeClaims
+	// may yet get an instance, so their termination must wait for the launch to record it.
+	launching map[string]int
+}
+
+// New builds a Launcher; concurrency bounds the cloud calls at once (DefaultConcurrency when
+// zero).
+func New(c client.Client, instances cloudprovider.InstanceProvider, concurrency int) *Launcher {
+	concurrency = max(concurrency, 0)
+	if concurrency == 0 {
+		concurrency = DefaultConcurrency
+	}
+	return &Launcher{client: c, instances: instances, concurrency: concurrency, calls: semaphore.NewWeighted(int64(concurrency)), launching: map[string]int{}}
+}
+
+// Launching is whether the launch of the NodeClaim's group runs in this process.
+func (l *Launcher) Launching(nc *v1.NodeClaim) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.launching[nc.Annotations[LaunchGroupAnnotationKey]] > 0
+}
+
+// begin records a launch of the group as running; the function returned ends it.
+func (l *Launcher) begin(group string) func() {
+	l.mu.Lock()
+	l.launching[group]++
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.launching[group]--; l.launching[group] == 0 {
+			delete(l.launching, group)
+		}
+	}
+}
+
+// CreateNodeClaims creates the NodeClaims of a request, one per node, annotated with their
+// group. The i-th NodeClaim returned is the i-th node's, nil where it could not be created. The
+// group is launching from then on: the caller calls the function returned once it recorded each
+// NodeClaim's instance or failed it, so that until then no one else resumes the launch.
+func (l *Launcher) CreateNodeClaims(ctx context.Context, request Request) ([]*v1.NodeClaim, func(), error) {
+	names := make([]string, len(request.Nodes))
+	for i := range names {
+		names[i] = newName(request.Provisioner.Name)
+	}
+	annotations := maps.Clone(request.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	group := groupKey(names)
+	annotations[LaunchGroupAnnotationKey] = group
+	done := l.begin(group)
+	created := make([]*v1.NodeClaim, len(names))
+	errs := make([]error, len(names))
+	var writes errgroup.Group
+	writes.SetLimit(l.concurrency)
+	for i, n := range request.Nodes {
+		writes.Go(func() error {
+			nc := newNodeClaim(names[i], request.Provisioner, n, request.Candidates, annotations)
+			if err := l.client.Create(ctx, nc); err != nil {
+				errs[i] = fmt.Errorf("creating nodeclaim %s, %w", nc.Name, err)
+				return nil
+			}
+			metrics.NodeClaimCreated(nc, cmp.Or(request.Reason, metrics.ReasonProvisioned))
+			created[i] = nc
+			return nil
+		})
+	}
+	_ = writes.Wait()
+	killpoint.Reached(killpoint.NodeClaimsCreated)
+	return created, done, errors.Join(errs...)
+}
+
+// Launch asks the cloud for an instance for each of a group's NodeClaims (as CreateNodeClaims
+// made them), with one call under their group's key, once a call may run (the concurrency
+// bound). The answer is the cloud's, *cloudprovider.UnreadInstancesError included; Assign pairs
+// its instances with the NodeClaims.
+func (l *Launcher) Launch(ctx context.Context, request Request, nodeClaims []*v1.NodeClaim) ([]*cloudprovider.Instance, error) {
+	return l.launch(ctx, request, nodeClaims[0].Annotations[LaunchGroupAnnotationKey], len(nodeClaims))
+}
+
+// launch asks the cloud for count instances under the group's key.
+func (l *Launcher) launch(ctx context.Context, request Request, group string, count int) ([]*cloudprovider.Instance, error) {
+	if err := l.calls.Acquire(ctx, 1); err != nil {
+		return nil, fmt.Errorf("waiting to launch instances for provisioner %q, %w", request.Provisioner.Name, err)
+	}
+	defer l.calls.Release(1)
+	p := request.Provisioner
+	instances, err := l.instances.Create(ctx, cloudprovider.LaunchRequest{
+		Count:           count,
+		Candidates:      request.Candidates,
+		ProvisionerName: p.Name,
+		Labels:          Labels(p),
+		Taints:          p.Spec.Taints,
+		Provider:        p.Spec.Provider,
+		IdempotencyKey:  group,
+	})
+	killpoint.Reached(killpoint.InstancesLaunched)
+	return instances, err
+}
+
+// Record writes a NodeClaim's instance to its status, then its labels, so that which instance
+// a NodeClaim got is recorded before anything is done with it. It returns the NodeClaim as
+// recorded.
+func (l *Launcher) Record(ctx context.Context, nc *v1.NodeClaim, instance *cloudprovider.Instance, it *cloudprovider.InstanceType) (*v1.NodeClaim, error) {
+	want := launched(nc, instance, it)
+	// A patch writes the object the API server answers back into its argument: the status
+	// patch's answer has the labels as they were.
+	recorded := want.DeepCopy()
+	if err := l.client.Status().Patch(ctx, recorded, client.MergeFrom(nc)); err != nil {
+		return nil, fmt.Errorf("recording instance %s on nodeclaim %s, %w", instance.ID, nc.Name, err)
+	}
+	metrics.NodeClaimConditionsWritten(nc, recorded)
+	labelled := recorded.DeepCopy()
+	labelled.Labels = want.Labels
+	if err := l.client.Patch(ctx, labelled, client.MergeFrom(recorded)); err != nil {
+		return nil, fmt.Errorf("labelling nodeclaim %s as instance %s, %w", nc.Name, instance.ID, err)
+	}
+	return labelled, nil
+}
+
+// Fail marks a NodeClaim that got no instance not launched, saying why, and deletes it: the
+// pods it was for are planned again.
+func (l *Launcher) Fail(ctx context.Context, nc *v1.NodeClaim, reason error) error {
+	failed := nc.DeepCopy()
+	failed.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionFalse, ReasonLaunchFailed, reason.Error())
+	var errs []error
+	if err := l.client.Status().Patch(ctx, failed, client.MergeFrom(nc)); client.IgnoreNotFound(err) != nil {
+		errs = append(errs, fmt.Errorf("marking nodeclaim %s not launched, %w", nc.Name, err))
+	}
+	if err := l.client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+		errs = append(errs, fmt.Errorf("deleting nodeclaim %s, which got no instance, %w", nc.Name, err))
+	}
+	return errors.Join(errs...)
+}
+
+// InstanceTypeNamed finds the candidate's instance type the cloud launched, nil when none.
+func InstanceTypeNamed(candidates []cloudprovider.Candidate, name string) *cloudprovider.InstanceType {
+	for _, c := range candidates {
+		if c.InstanceType.Name == name {
+			return c.InstanceType
+		}
+	}
+	return nil
+}

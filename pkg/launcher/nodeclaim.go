@@ -1,0 +1,212 @@
+package launcher
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
+	"karpenter.sh/karpenter/pkg/pods"
+)
+
+// LaunchGroupAnnotationKey is on the NodeClaims of one launch: the key of their group, which one
+// cloud call launches for all of them. A launch resumed after a crash finds its group's instances
+// by the key, and asks the cloud again under it.
+const LaunchGroupAnnotationKey = "karpenter.sh/launch-group"
+
+// nameSuffixLength is that of the random part of a NodeClaim's name, as upstream's.
+const nameSuffixLength = 5
+
+// newName is a NodeClaim name for a node of the owner: <owner>-<5 random characters>.
+func newName(owner string) string {
+	return owner + "-" + utilrand.String(nameSuffixLength)
+}
+
+// groupKey names a launch of the NodeClaims named names: the same names give the same key, so
+// a launch asked again after a crash is the same launch to the cloud; new NodeClaims give a new
+// key, so they never get an old launch's instances back.
+func groupKey(names []string) string {
+	h := sha256.New()
+	for _, name := range slices.Sorted(slices.Values(names)) {
+		fmt.Fprintln(h, name)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// labelValue is a value a NodeClaim requirement may hold.
+var labelValue = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
+
+// claimable is whether a requirement the scheduler rendered may stand on a NodeClaim: keys
+// Karpenter sets itself (karpenter.sh/*, but the capacity type) and the hostname are refused
+// there, as upstream's schema refuses them, and so are values no label can hold.
+func claimable(r corev1.NodeSelectorRequirement) bool {
+	domain, _, found := strings.Cut(r.Key, "/")
+	if !found {
+		domain = ""
+	}
+	if r.Key == corev1.LabelHostname || (strings.HasSuffix(domain, "karpenter.sh") && r.Key != v1.CapacityTypeLabelKey && r.Key != v1.NodePoolLabelKey) {
+		return false
+	}
+	for _, value := range r.Values {
+		if len(value) > 63 || !labelValue.MatchString(value) {
+			return false
+		}
+	}
+	if r.Operator == corev1.NodeSelectorOpGt || r.Operator == corev1.NodeSelectorOpLt {
+		n, err := strconv.ParseInt(r.Values[0], 10, 64)
+		return err == nil && n >= 0
+	}
+	return true
+}
+
+// requirements are what the node must satisfy: the scheduler's requirements that a NodeClaim
+// may hold, with the instance types, zones and capacity types of the candidates in place of
+// the scheduler's own for those keys, in the candidates' order (cheapest first).
+func requirements(scheduled []corev1.NodeSelectorRequirement, candidates []cloudprovider.Candidate) []v1.NodeSelectorRequirementWithMinValues {
+	decided := map[string][]string{corev1.LabelInstanceTypeStable: nil, corev1.LabelTopologyZone: nil, v1.CapacityTypeLabelKey: nil}
+	for _, c := range candidates {
+		for key, value := range map[string]string{corev1.LabelInstanceTypeStable: c.InstanceType.Name, corev1.LabelTopologyZone: c.Offering.Zone, v1.CapacityTypeLabelKey: c.Offering.CapacityType} {
+			if !slices.Contains(decided[key], value) {
+				decided[key] = append(decided[key], value)
+			}
+		}
+	}
+	var out []v1.NodeSelectorRequirementWithMinValues
+	for _, r := range scheduled {
+		if _, ok := decided[r.Key]; ok || !claimable(r) {
+			continue
+		}
+		out = append(out, v1.NodeSelectorRequirementWithMinValues{Key: r.Key, Operator: r.Operator, Values: slices.Clone(r.Values)})
+	}
+	for _, key := range []string{corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, v1.CapacityTypeLabelKey} {
+		if len(decided[key]) > 0 {
+			out = append(out, v1.NodeSelectorRequirementWithMinValues{Key: key, Operator: corev1.NodeSelectorOpIn, Values: decided[key]})
+		}
+	}
+	return out
+}
+
+// Labels are those Karpenter asks the cloud to register a Provisioner's node with: the
+// Provisioner's own and its name.
+func Labels(p *v1alpha5.Provisioner) map[string]string {
+	labels := maps.Clone(p.Spec.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[v1alpha5.ProvisionerNameLabelKey] = p.Name
+	return labels
+}
+
+// newNodeClaim is the NodeClaim of one node a Provisioner launches: named, labelled and
+// annotated as its group's, carrying the plan's decision (what it may launch as, what it must
+// have room for) and the Provisioner's taints. Its nodeClassRef is the Provisioner, whose
+// spec.provider is its cloud configuration; it never expires by itself, as a Provisioner's
+// ttlSecondsUntilExpired is read live.
+func newNodeClaim(name string, p *v1alpha5.Provisioner, n *scheduling.NewNode, candidates []cloudprovider.Candidate, annotations map[string]string) *v1.NodeClaim {
+	return &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      Labels(p),
+			Annotations: maps.Clone(annotations),
+			Finalizers:  []string{v1.TerminationFinalizer},
+		},
+		Spec: v1.NodeClaimSpec{
+			Taints:       v1.TaintsFrom(p.Spec.Taints),
+			Requirements: requirements(n.Requirements, candidates),
+			Resources:    v1.ResourceRequirements{Requests: podRequests(n.Pods)},
+			NodeClassRef: &v1.NodeClassReference{Group: v1alpha5.SchemeGroupVersion.Group, Kind: "Provisioner", Name: p.Name},
+			// Never: a Provisioner's ttlSecondsUntilExpired is read live.
+			ExpireAfter: v1.NillableDuration{},
+		},
+	}
+}
+
+// Assign pairs a group's NodeClaims with the instances launched for them: a NodeClaim that
+// recorded an instance keeps it; the others take the rest in order, NodeClaims by name and
+// instances by id. The rule is the same for the launch and for a launch resumed after a crash,
+// so both pair them alike, whatever was recorded before the crash. It returns the pairs of the
+// NodeClaims that had none recorded, and the NodeClaims left without an instance.
+func Assign(group []*v1.NodeClaim, instances []*cloudprovider.Instance) (map[*v1.NodeClaim]*cloudprovider.Instance, []*v1.NodeClaim) {
+	claimed := map[string]bool{}
+	var open []*v1.NodeClaim
+	for _, nc := range group {
+		if nc.Status.ProviderID != "" {
+			claimed[nc.Status.ProviderID] = true
+		} else {
+			open = append(open, nc)
+		}
+	}
+	free := slices.DeleteFunc(slices.Clone(instances), func(i *cloudprovider.Instance) bool { return claimed[i.ProviderID] })
+	slices.SortFunc(free, func(a, b *cloudprovider.Instance) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(open, func(a, b *v1.NodeClaim) int { return cmp.Compare(a.Name, b.Name) })
+	pairs := map[*v1.NodeClaim]*cloudprovider.Instance{}
+	for i, nc := range open {
+		if i == len(free) {
+			return pairs, open[i:]
+		}
+		pairs[nc] = free[i]
+	}
+	return pairs, nil
+}
+
+// launched is the NodeClaim as its instance makes it: the labels the instance type and offering
+// give it, the instance's provider id, image, and capacity and allocatable by its type (nil
+// when unknown), and Launched True.
+func launched(nc *v1.NodeClaim, instance *cloudprovider.Instance, it *cloudprovider.InstanceType) *v1.NodeClaim {
+	out := nc.DeepCopy()
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	maps.Copy(out.Labels, instance.Labels)
+	out.Status.ProviderID = instance.ProviderID
+	out.Status.ImageID = instance.ImageID
+	if it != nil {
+		out.Status.Capacity = it.Capacity.DeepCopy()
+		out.Status.Allocatable = it.Allocatable()
+	}
+	out.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched",
+		fmt.Sprintf("Launched instance %s: %s in %s (%s)", instance.ID, instance.InstanceType, instance.Zone, instance.CapacityType))
+	return out
+}
+
+// NodeOf is the Node object of a NodeClaim's launched instance, created at once so that the
+// scheduler sees the room coming: named as the instance registers, labelled with the NodeClaim's
+// labels (the Provisioner's, the instance type's and the offering's) and the hostname, tainted
+// with the NodeClaim's taints and not-ready until the kubelet reports Ready, finalized so that
+// its instance is terminated with it, and owned by the NodeClaim, as registering makes it.
+func NodeOf(nc *v1.NodeClaim, instance *cloudprovider.Instance) *corev1.Node {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: instance.NodeName, Labels: map[string]string{corev1.LabelHostname: instance.NodeName}},
+		Spec:       corev1.NodeSpec{ProviderID: instance.ProviderID},
+	}
+	node = nodeclaims.Register(nc, node)
+	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule})
+	return node
+}
+
+// podRequests are the pods' requests summed: what the node is launched to have room for.
+func podRequests(podList []*corev1.Pod) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, pod := range podList {
+		for name, q := range pods.Requests(pod) {
+			sum := out[name].DeepCopy()
+			sum.Add(q)
+			out[name] = sum
+		}
+	}
+	return out
+}

@@ -1,0 +1,234 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
+	pkgscheduling "karpenter.sh/karpenter/pkg/scheduling"
+)
+
+// ErrLaunchUnsettled is what Resume returns while the cloud says the group was launched but does
+// not list its instances yet: resume again shortly.
+var ErrLaunchUnsettled = errors.New("the group was launched, its instances are not listed yet")
+
+// Resume finishes the launch of a NodeClaim's group that a stopped controller left unfinished:
+// NodeClaims created and maybe launched, their instances maybe not recorded. Nothing of the group
+// may be launching in this process (Launching). The instances the group's launch made are found
+// by its key; when the cloud lists none, the launch is asked again under the same key, which the
+// cloud answers with the first launch's instances if there was one, never with more. The group's
+// instances are then paired with its NodeClaims by Assign, the same rule the launch follows, so a
+// NodeClaim gets the instance it would have had; each records it and gets its Node. A NodeClaim
+// the cloud had no instance for is failed. The NodeClaim's Provisioner gone, the group is failed.
+func (l *Launcher) Resume(ctx context.Context, nc *v1.NodeClaim) error {
+	group := nc.Annotations[LaunchGroupAnnotationKey]
+	if group == "" {
+		return fmt.Errorf("nodeclaim %s names no launch group", nc.Name)
+	}
+	done := l.begin(group)
+	defer done()
+	members, err := l.members(ctx, group)
+	if err != nil {
+		return err
+	}
+	p := &v1alpha5.Provisioner{}
+	if err := l.client.Get(ctx, client.ObjectKey{Name: nc.Spec.NodeClassRef.Name}, p); err != nil {
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("reading provisioner %s of nodeclaim %s, %w", nc.Spec.NodeClassRef.Name, nc.Name, err)
+		}
+		return l.failAll(ctx, members, fmt.Errorf("provisioner %s is gone", nc.Spec.NodeClassRef.Name))
+	}
+	instances, err := l.instancesOf(ctx, group)
+	if err != nil {
+		return err
+	}
+	candidates, err := l.candidates(ctx, p, nc)
+	if err != nil {
+		return err
+	}
+	if len(instances) == 0 {
+		instances, err = l.relaunch(ctx, p, candidates, members, group)
+		if err != nil {
+			return err
+		}
+	}
+	pairs, unlaunched := Assign(members, instances)
+	var errs []error
+	for member, instance := range pairs {
+		recorded, err := l.Record(ctx, member, instance, InstanceTypeNamed(candidates, instance.InstanceType))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if instance.NodeName != "" && instance.State != cloudprovider.InstanceStateTerminated {
+			if _, err := l.createNodeOf(ctx, recorded, instance); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for _, member := range unlaunched {
+		if member.DeletionTimestamp == nil {
+			errs = append(errs, l.Fail(ctx, member, errors.New("the cloud launched no instance for it")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// members are the NodeClaims of a launch group, deleted ones included: they may have taken an
+// instance of the group.
+func (l *Launcher) members(ctx context.Context, group string) ([]*v1.NodeClaim, error) {
+	var list v1.NodeClaimList
+	if err := l.client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing nodeclaims, %w", err)
+	}
+	var out []*v1.NodeClaim
+	for i := range list.Items {
+		if list.Items[i].Annotations[LaunchGroupAnnotationKey] == group {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// instancesOf are the instances the cloud lists as launched under the group's key.
+func (l *Launcher) instancesOf(ctx context.Context, group string) ([]*cloudprovider.Instance, error) {
+	all, err := l.instances.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing instances, %w", err)
+	}
+	return slices.DeleteFunc(all, func(i *cloudprovider.Instance) bool { return i.LaunchGroup != group }), nil
+}
+
+// candidates are what the NodeClaim may launch as, cheapest first: the Provisioner's offerings
+// its requirements allow.
+func (l *Launcher) candidates(ctx context.Context, p *v1alpha5.Provisioner, nc *v1.NodeClaim) ([]cloudprovider.Candidate, error) {
+	constraints := cloudprovider.Constraints{Provider: p.Spec.Provider}
+	requirements := pkgscheduling.Requirements{}
+	for _, r := range nc.Spec.Requirements {
+		constraints.Requirements = append(constraints.Requirements, corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values})
+		if err := requirements.Add(r.Key, r.Operator, r.Values...); err != nil {
+			return nil, fmt.Errorf("reading the requirements of nodeclaim %s, %w", nc.Name, err)
+		}
+	}
+	types, err := l.instances.InstanceTypes(ctx, constraints)
+	if err != nil {
+		return nil, fmt.Errorf("listing the instance types of nodeclaim %s, %w", nc.Name, err)
+	}
+	allows := func(key, value string) bool {
+		r, ok := requirements[key]
+		return !ok || r.Has(value)
+	}
+	var out []cloudprovider.Candidate
+	for _, it := range types {
+		if !allows(corev1.LabelInstanceTypeStable, it.Name) {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Available && allows(corev1.LabelTopologyZone, o.Zone) && allows(v1.CapacityTypeLabelKey, o.CapacityType) {
+				out = append(out, cloudprovider.Candidate{InstanceType: it, Offering: o})
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b cloudprovider.Candidate) int {
+		switch {
+		case a.Offering.Price < b.Offering.Price:
+			return -1
+		case a.Offering.Price > b.Offering.Price:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// relaunch asks the cloud again for the group's instances, under its key, one for each NodeClaim
+// of the group: the cloud answers with the first launch's instances when there was one. One made
+// with other candidates or counts is not answered again: its instances are listed once the cloud
+// lists them.
+func (l *Launcher) relaunch(ctx context.Context, p *v1alpha5.Provisioner, candidates []cloudprovider.Candidate, members []*v1.NodeClaim, group string) ([]*cloudprovider.Instance, error) {
+	instances, err := l.launch(ctx, Request{Provisioner: p, Candidates: candidates}, group, len(members))
+	if launchedBefore := (*cloudprovider.LaunchedBeforeError)(nil); errors.As(err, &launchedBefore) {
+		return nil, ErrLaunchUnsettled
+	}
+	if unread := (*cloudprovider.UnreadInstancesError)(nil); errors.As(err, &unread) {
+		return append(instances, unread.Instances...), nil
+	}
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("launching instances for launch group %s, %w", group, err), l.failAll(ctx, members, err))
+	}
+	return instances, nil
+}
+
+// failAll fails the group's NodeClaims that recorded no instance.
+func (l *Launcher) failAll(ctx context.Context, members []*v1.NodeClaim, reason error) error {
+	var errs []error
+	for _, member := range members {
+		if member.Status.ProviderID == "" && member.DeletionTimestamp == nil {
+			errs = append(errs, l.Fail(ctx, member, reason))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// EnsureNode creates the Node of a NodeClaim that recorded its instance and has none: a stopped
+// controller left it between the record and the Node, or the cloud could not be read then. It
+// reports whether the instance is gone, for the NodeClaim to go too.
+func (l *Launcher) EnsureNode(ctx context.Context, nc *v1.NodeClaim) (gone bool, err error) {
+	node, err := nodeclaims.NodeFor(ctx, l.client, nc)
+	if err != nil || node != nil {
+		return false, err
+	}
+	instance, err := l.instances.Get(ctx, nc.Status.ProviderID)
+	if notFound := (*cloudprovider.NotFoundError)(nil); errors.As(err, &notFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading instance %s of nodeclaim %s, %w", nc.Status.ProviderID, nc.Name, err)
+	}
+	if instance.NodeName == "" {
+		return false, fmt.Errorf("instance %s of nodeclaim %s has no node name yet", nc.Status.ProviderID, nc.Name)
+	}
+	instance.Labels = nc.Labels
+	_, err = l.createNodeOf(ctx, nc, instance)
+	return false, err
+}
+
+// ResumeAll finishes every launch a stopped controller left: the launches of the NodeClaims that
+// recorded no instance, and the Nodes of those that recorded one without having a Node yet. The
+// allocator calls it before its first pass, so that the pass sees the room those launches made
+// rather than launching for their pods again.
+func (l *Launcher) ResumeAll(ctx context.Context) error {
+	var list v1.NodeClaimList
+	if err := l.client.List(ctx, &list); err != nil {
+		return fmt.Errorf("listing nodeclaims, %w", err)
+	}
+	resumed := map[string]bool{}
+	var errs []error
+	for i := range list.Items {
+		nc := &list.Items[i]
+		group := nc.Annotations[LaunchGroupAnnotationKey]
+		if nc.DeletionTimestamp != nil || group == "" || l.Launching(nc) {
+			continue
+		}
+		switch {
+		case nc.Status.ProviderID == "" && !resumed[group]:
+			resumed[group] = true
+			if err := l.Resume(ctx, nc); err != nil && !errors.Is(err, ErrLaunchUnsettled) {
+				errs = append(errs, err)
+			}
+		case nc.Status.ProviderID != "" && !nc.IsTrue(v1.ConditionTypeRegistered):
+			if _, err := l.EnsureNode(ctx, nc); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,124 @@
+package amifamily
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"mime/multipart"
+	"net/textproto"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// nodeConfig is the part of nodeadm's NodeConfig (node.eks.aws/v1alpha1) Karpenter writes; the
+// AL2023 EKS AMI reads it from the instance's user data at boot and joins the node.
+type nodeConfig struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Spec       nodeConfigSpec `json:"spec"`
+}
+
+type nodeConfigSpec struct {
+	Cluster nodeConfigCluster `json:"cluster"`
+	Kubelet nodeConfigKubelet `json:"kubelet"`
+}
+
+type nodeConfigCluster struct {
+	Name              string `json:"name"`
+	APIServerEndpoint string `json:"apiServerEndpoint"`
+	// CertificateAuthority is the PEM bundle, base64-encoded (a []byte marshals as base64).
+	CertificateAuthority []byte `json:"certificateAuthority"`
+	// CIDR is the cluster's service CIDR: nodeadm derives the cluster DNS address from it.
+	CIDR string `json:"cidr"`
+}
+
+type nodeConfigKubelet struct {
+	// Config is merged into the kubelet's KubeletConfiguration.
+	Config nodeConfigKubeletConfig `json:"config"`
+	Flags  []string                `json:"flags,omitempty"`
+}
+
+type nodeConfigKubeletConfig struct {
+	// MaxPods is the provider's figure for the instance type, so the node's allocatable pods
+	// match what the scheduler assumed.
+	MaxPods int64 `json:"maxPods"`
+}
+
+// nodeadmContentType marks the MIME part nodeadm reads its NodeConfig from.
+const nodeadmContentType = "application/node.eks.aws"
+
+// userDataBoundary is fixed, so equal inputs render equal user data and share a launch template.
+const userDataBoundary = "//karpenter.sh//"
+
+// NodeBootstrap is what a node needs to join the cluster.
+type NodeBootstrap struct {
+	ClusterName     string
+	ClusterEndpoint string
+	ClusterCABundle []byte
+	ServiceCIDR     string
+	Labels          map[string]string
+	Taints          []corev1.Taint
+	MaxPods         int64
+}
+
+// UserData is a MIME multi-part document with one nodeadm NodeConfig part, as the AL2023
+// EKS-optimized AMI expects.
+func UserData(in NodeBootstrap) (string, error) {
+	config := nodeConfig{
+		APIVersion: "node.eks.aws/v1alpha1",
+		Kind:       "NodeConfig",
+		Spec: nodeConfigSpec{
+			Cluster: nodeConfigCluster{
+				Name:                 in.ClusterName,
+				APIServerEndpoint:    in.ClusterEndpoint,
+				CertificateAuthority: in.ClusterCABundle,
+				CIDR:                 in.ServiceCIDR,
+			},
+			Kubelet: nodeConfigKubelet{Config: nodeConfigKubeletConfig{MaxPods: in.MaxPods}, Flags: kubeletFlags(in.Labels, in.Taints)},
+		},
+	}
+	raw, err := yaml.Marshal(config)
+	if err != nil {
+		return "", fmt.Errorf("encoding the nodeadm NodeConfig, %w", err)
+	}
+	var body bytes.Buffer
+	parts := multipart.NewWriter(&body)
+	if err := parts.SetBoundary(userDataBoundary); err != nil {
+		return "", fmt.Errorf("setting the user data's MIME boundary, %w", err)
+	}
+	part, err := parts.CreatePart(textproto.MIMEHeader{"Content-Type": {nodeadmContentType}})
+	if err != nil {
+		return "", fmt.Errorf("writing the user data, %w", err)
+	}
+	if _, err := part.Write(raw); err != nil {
+		return "", fmt.Errorf("writing the user data, %w", err)
+	}
+	if err := parts.Close(); err != nil {
+		return "", fmt.Errorf("writing the user data, %w", err)
+	}
+	return fmt.Sprintf("MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=%q\r\n\r\n%s", userDataBoundary, body.String()), nil
+}
+
+// kubeletFlags register the node with its labels (sorted, so the user data is stable) and
+// taints.
+func kubeletFlags(labels map[string]string, taints []corev1.Taint) []string {
+	var flags []string
+	if len(labels) > 0 {
+		var pairs []string
+		for _, key := range slices.Sorted(maps.Keys(labels)) {
+			pairs = append(pairs, key+"="+labels[key])
+		}
+		flags = append(flags, "--node-labels="+strings.Join(pairs, ","))
+	}
+	if len(taints) > 0 {
+		var rendered []string
+		for _, t := range taints {
+			rendered = append(rendered, t.ToString())
+		}
+		flags = append(flags, "--register-with-taints="+strings.Join(rendered, ","))
+	}
+	return flags
+}

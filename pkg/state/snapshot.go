@@ -1,0 +1,256 @@
+// Package state is the one view of the cluster every loop plans on: Cluster reads it from the
+// manager's informers (and says when they have synced), Snapshot holds it at one instant, and
+// Snapshot.Input is the one builder of the scheduler's input — the provisioning pass, the
+// disruption loops and `kubectl karpenter plan` all ask the scheduler through it, so they cannot
+// disagree on what room the cluster has. Everything here but Cluster is pure.
+package state
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
+	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/pods"
+	pkgscheduling "karpenter.sh/karpenter/pkg/scheduling"
+)
+
+// Snapshot is the cluster at Now: every pod, node, NodeClaim and DaemonSet, the claims, volumes
+// and storage classes that keep pods to zones, and the instance types the planners may launch,
+// by instance type name (their callers add them).
+type Snapshot struct {
+	Now        time.Time
+	Pods       []corev1.Pod
+	Nodes      []corev1.Node
+	NodeClaims []v1.NodeClaim
+	DaemonSets []appsv1.DaemonSet
+	Claims     []corev1.PersistentVolumeClaim
+	Volumes    []corev1.PersistentVolume
+	Classes    []storagev1.StorageClass
+	// CSINodes say, per existing node, how many volumes each CSI driver attaches there.
+	CSINodes      []storagev1.CSINode
+	InstanceTypes map[string]*cloudprovider.InstanceType
+}
+
+// Pending are the pods a new node would help, in a stable order: those kube-scheduler found
+// no room for, and those nominated to a node that is gone or going (NominationLapsed).
+func (c *Snapshot) Pending() []*corev1.Pod {
+	standing := c.StandingNodes()
+	var out []*corev1.Pod
+	for i := range c.Pods {
+		if pod := &c.Pods[i]; pods.IsProvisionable(pod) || NominationLapsed(pod, standing) {
+			out = append(out, pod)
+		}
+	}
+	slices.SortFunc(out, func(a, b *corev1.Pod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// Room is the nodes pods may still go to, with the pods bound to them. A node
+// Karpenter launched that is not Ready yet is room already promised: its not-ready taints
+// (Karpenter's, and those Kubernetes puts on every node until its kubelet reports Ready)
+// only wait for the kubelet, so they are not taints pods must tolerate, and until the
+// kubelet reports its allocatable the instance type's stands for it. Another node that has
+// joined but is not Ready yet is room too while it is joining (see joining). Nodes being
+// deleted take nothing. A pod nominated to a node takes its room there, as kube-scheduler
+// counts it (see nominate.go). A launching node also holds the pods of the DaemonSets that
+// will run there and have none there yet (their controller creates them once the Node exists):
+// their requests and host ports are taken, as on a new node.
+func (c *Snapshot) Room() []scheduling.Node {
+	bound := map[string][]*corev1.Pod{}
+	for i := range c.Pods {
+		pod := &c.Pods[i]
+		if pod.Spec.NodeName != "" && !pods.IsTerminal(pod) {
+			bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
+		} else if node := pods.NominatedNode(pod); node != "" {
+			bound[node] = append(bound[node], pod)
+		}
+	}
+	csiNodes := c.CSINodesByName()
+	var daemonPods []*corev1.Pod // by DaemonSet, built for the first launching node
+	var out []scheduling.Node
+	all := c.AllNodes()
+	for i := range all {
+		node := &all[i]
+		if node.DeletionTimestamp != nil {
+			continue
+		}
+		onNode := bound[node.Name]
+		if nodes.IsLaunching(node) {
+			node = node.DeepCopy()
+			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return launchingTaints.Has(t.Key) })
+			if len(node.Status.Allocatable) == 0 {
+				if it, ok := c.InstanceTypes[node.Labels[corev1.LabelInstanceTypeStable]]; ok {
+					node.Status.Allocatable = it.Allocatable()
+				}
+			}
+			if daemonPods == nil {
+				daemonPods = c.DaemonSetPods()
+			}
+			onNode = c.withDaemonSetsToCome(node, onNode, daemonPods)
+		} else if joining(node, c.Now) {
+			node = node.DeepCopy()
+			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+		}
+		out = append(out, scheduling.Node{Node: node, Pods: onNode, CSINode: csiNodes[node.Name]})
+	}
+	return out
+}
+
+// joiningGrace is how long after it joined a node Karpenter did not launch counts as room
+// while Kubernetes still taints it not-ready: a node group's kubelet turns Ready within a
+// minute or two of registering (its network plugin starting), and one that takes longer is
+// probably broken, so the pods planned onto it are planned again, onto new nodes.
+const joiningGrace = 5 * time.Minute
+
+// joining is true for a node that registered less than joiningGrace ago and carries
+// Kubernetes' standard not-ready taint, which only waits for its kubelet to report Ready. A
+// node tainted unreachable has a kubelet that stopped (or never started) reporting: it is not
+// coming, whatever its age.
+func joining(node *corev1.Node, now time.Time) bool {
+	if now.Sub(node.CreationTimestamp.Time) >= joiningGrace {
+		return false
+	}
+	notReady := false
+	for _, t := range node.Spec.Taints {
+		switch t.Key {
+		case corev1.TaintNodeUnreachable:
+			return false
+		case corev1.TaintNodeNotReady:
+			notReady = true
+		}
+	}
+	return notReady
+}
+
+// withDaemonSetsToCome adds to a launching node's pods the pod (daemonPods, by DaemonSet) of
+// each DaemonSet that tolerates and selects the node and has no pod bound there yet.
+func (c *Snapshot) withDaemonSetsToCome(node *corev1.Node, onNode, daemonPods []*corev1.Pod) []*corev1.Pod {
+	out := onNode
+	for i, pod := range daemonPods {
+		ds := &c.DaemonSets[i]
+		if slices.ContainsFunc(onNode, func(pod *corev1.Pod) bool { return metav1.IsControlledBy(pod, ds) }) ||
+			pkgscheduling.UntoleratedTaint(pod.Spec.Tolerations, node.Spec.Taints) != nil || pkgscheduling.CheckNodeAffinity(pod, node.Labels) != nil {
+			continue
+		}
+		out = append(out, pod)
+	}
+	return out
+}
+
+// DaemonSetPods stands one pod for each DaemonSet, as it would run on a new node: the
+// scheduler reserves its requests on every new node it tolerates and selects.
+func (c *Snapshot) DaemonSetPods() []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := range c.DaemonSets {
+		out = append(out, pods.ForDaemonSet(&c.DaemonSets[i]))
+	}
+	return out
+}
+
+// CSINodesByName are the CSINodes by the name of their node.
+func (c *Snapshot) CSINodesByName() map[string]*storagev1.CSINode {
+	out := make(map[string]*storagev1.CSINode, len(c.CSINodes))
+	for i := range c.CSINodes {
+		out[c.CSINodes[i].Name] = &c.CSINodes[i]
+	}
+	return out
+}
+
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
+
+// launchingTaints are on a node Karpenter launched until its kubelet reports Ready and its
+// batch has launched.
+var launchingTaints = sets.New(v1alpha5.NotReadyTaintKey, v1alpha5.LaunchingTaintKey, corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable)
+
+// LaunchingNodes are the nodes still launching, with the provisioner that launched each.
+func (c *Snapshot) LaunchingNodes() map[string]string {
+	out := map[string]string{}
+	for i := range c.Nodes {
+		if node := &c.Nodes[i]; nodes.IsLaunching(node) {
+			out[node.Name] = node.Labels[v1alpha5.ProvisionerNameLabelKey]
+		}
+	}
+	return out
+}
+
+// StandingNodes are the names of the nodes a nomination may stand on: those not being deleted.
+func (c *Snapshot) StandingNodes() sets.Set[string] {
+	out := sets.New[string]()
+	for i := range c.Nodes {
+		if c.Nodes[i].DeletionTimestamp == nil {
+			out.Insert(c.Nodes[i].Name)
+		}
+	}
+	return out
+}
+
+// NominationLapsed is true for a pod kube-scheduler found no room for that is nominated to a
+// node not among standing (gone, or being deleted): it waits for a node as if not nominated,
+// though kube-scheduler clears the nomination only at the pod's next attempt, and never for a
+// pod that may not preempt.
+func NominationLapsed(pod *corev1.Pod, standing sets.Set[string]) bool {
+	if node := pods.NominatedNode(pod); node == "" || standing.Has(node) {
+		return false
+	}
+	unnominated := *pod
+	unnominated.Status.NominatedNodeName = ""
+	return pods.IsProvisionable(&unnominated)
+}
+
+// AllNodes are the nodes, and a launching node standing for each NodeClaim whose instance is
+// launched but whose Node has not registered yet: its room is promised to the pods it was
+// launched for, so no pass launches for them again meanwhile. It is named after the NodeClaim;
+// being no Node yet, no pod is bound or nominated to it (LaunchingNodes and StandingNodes are
+// the Nodes'). A NodeClaim that registered once and has no Node now lost it: no room.
+func (c *Snapshot) AllNodes() []corev1.Node {
+	registered := sets.New[string]()
+	for i := range c.Nodes {
+		if id := c.Nodes[i].Spec.ProviderID; id != "" {
+			registered.Insert(id)
+		}
+	}
+	out := c.Nodes
+	for i := range c.NodeClaims {
+		nc := &c.NodeClaims[i]
+		if nc.Status.ProviderID == "" || nc.Status.NodeName != "" || nc.DeletionTimestamp != nil || registered.Has(nc.Status.ProviderID) {
+			continue
+		}
+		if len(out) == len(c.Nodes) {
+			out = slices.Clone(c.Nodes)
+		}
+		out = append(out, nodeOfNodeClaim(nc))
+	}
+	return out
+}
+
+// nodeOfNodeClaim is the Node a launched NodeClaim will register, as registering makes it,
+// with the not-ready taint of a node still launching and the capacity its instance reported.
+func nodeOfNodeClaim(nc *v1.NodeClaim) corev1.Node {
+	node := nodeclaims.Register(nc, &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: nc.Name, Labels: map[string]string{corev1.LabelHostname: nc.Name}, CreationTimestamp: nc.CreationTimestamp},
+		Spec:       corev1.NodeSpec{ProviderID: nc.Status.ProviderID},
+		Status:     corev1.NodeStatus{Capacity: nc.Status.Capacity, Allocatable: nc.Status.Allocatable},
+	})
+	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule})
+	return *node
+}
