@@ -356,7 +356,8 @@ func TestInterruptionQueueRecoversFromThrottling(t *testing.T) {
 			q := e.interruptionQueue(t, interruptionQueue)
 			e.interrupt(t, "i-0000000000000000a", awsemulator.InterruptSpot, "")
 			throttles := maxAttempts - 1
-			if _, err := e.emulator.InjectFault(awsemulator.Fault{Service: "sqs", Action: action, Kind: awsemulator.FaultThrottle, Times: throttles}); err != nil {
+			fault, err := e.emulator.InjectFault(awsemulator.Fault{Service: "sqs", Action: action, Kind: awsemulator.FaultThrottle, Times: throttles})
+			if err != nil {
 				t.Fatal(err)
 			}
 			messages := receive(t, q)
@@ -366,8 +367,8 @@ func TestInterruptionQueueRecoversFromThrottling(t *testing.T) {
 			if err := q.Delete(context.Background(), messages[0]); err != nil {
 				t.Fatalf("Delete: %v", err)
 			}
-			if hits := e.emulator.FaultHits(); hits[0] != throttles {
-				t.Errorf("throttled %d times, want %d", hits[0], throttles)
+			if hits := e.emulator.FaultHits(fault); hits != throttles {
+				t.Errorf("throttled %d times, want %d", hits, throttles)
 			}
 		})
 	}

@@ -162,14 +162,15 @@ func TestThrottlingIsRecoveredByRetries(t *testing.T) {
 			t.Parallel()
 			e := newEnvIsolated(t)
 			throttles := maxAttempts - 1
-			if _, err := e.emulator.InjectFault(awsemulator.Fault{Service: tt.service, Action: tt.action, Kind: awsemulator.FaultThrottle, Times: throttles}); err != nil {
+			fault, err := e.emulator.InjectFault(awsemulator.Fault{Service: tt.service, Action: tt.action, Kind: awsemulator.FaultThrottle, Times: throttles})
+			if err != nil {
 				t.Fatal(err)
 			}
 			if err := tt.call(t, e); err != nil {
 				t.Fatalf("call failed despite retries: %v", err)
 			}
-			if hits := e.emulator.FaultHits(); hits[0] != throttles {
-				t.Errorf("throttled %d times, want %d", hits[0], throttles)
+			if hits := e.emulator.FaultHits(fault); hits != throttles {
+				t.Errorf("throttled %d times, want %d", hits, throttles)
 			}
 		})
 	}
@@ -177,10 +178,11 @@ func TestThrottlingIsRecoveredByRetries(t *testing.T) {
 
 func TestPersistentServerErrorIsWrapped(t *testing.T) {
 	e := newEnv(t)
-	if _, err := e.emulator.InjectFault(awsemulator.Fault{Service: "autoscaling", Kind: awsemulator.FaultServerError}); err != nil {
+	fault, err := e.emulator.InjectFault(awsemulator.Fault{Service: "autoscaling", Kind: awsemulator.FaultServerError})
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.nodeGroup(t, string(v1alpha1.AWSEC2AutoScalingGroup), "workers").Status(context.Background())
+	_, err = e.nodeGroup(t, string(v1alpha1.AWSEC2AutoScalingGroup), "workers").Status(context.Background())
 	if err == nil {
 		t.Fatal("Status() succeeded against a failing endpoint")
 	}
@@ -189,8 +191,8 @@ func TestPersistentServerErrorIsWrapped(t *testing.T) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
 	}
-	if hits := e.emulator.FaultHits(); hits[0] != maxAttempts {
-		t.Errorf("server saw %d attempts, want %d", hits[0], maxAttempts)
+	if hits := e.emulator.FaultHits(fault); hits != maxAttempts {
+		t.Errorf("server saw %d attempts, want %d", hits, maxAttempts)
 	}
 }
 
@@ -226,10 +228,11 @@ func TestAccessDeniedNamesTheMissingAction(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.wantAction, func(t *testing.T) {
 			e := newEnv(t)
-			if _, err := e.emulator.InjectFault(awsemulator.Fault{Service: tt.service, Action: tt.action, Kind: awsemulator.FaultAccessDenied}); err != nil {
+			fault, err := e.emulator.InjectFault(awsemulator.Fault{Service: tt.service, Action: tt.action, Kind: awsemulator.FaultAccessDenied})
+			if err != nil {
 				t.Fatal(err)
 			}
-			err := tt.call(t, e)
+			err = tt.call(t, e)
 			var denied *cloudprovider.AccessDeniedError
 			if !errors.As(err, &denied) {
 				t.Fatalf("error = %v, want *AccessDeniedError", err)
@@ -237,8 +240,8 @@ func TestAccessDeniedNamesTheMissingAction(t *testing.T) {
 			if denied.Action != tt.wantAction {
 				t.Errorf("Action = %q, want %q", denied.Action, tt.wantAction)
 			}
-			if hits := e.emulator.FaultHits(); hits[0] != 1 {
-				t.Errorf("access denied was retried: %d attempts", hits[0])
+			if hits := e.emulator.FaultHits(fault); hits != 1 {
+				t.Errorf("access denied was retried: %d attempts", hits)
 			}
 		})
 	}
@@ -365,15 +368,16 @@ func TestRetryAttemptsFromTheSDKSettings(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := envs[i]
-			if _, err := e.emulator.InjectFault(awsemulator.Fault{Service: "autoscaling", Action: "DescribeAutoScalingGroups", Kind: awsemulator.FaultThrottle, Times: tt.throttles}); err != nil {
+			fault, err := e.emulator.InjectFault(awsemulator.Fault{Service: "autoscaling", Action: "DescribeAutoScalingGroups", Kind: awsemulator.FaultThrottle, Times: tt.throttles})
+			if err != nil {
 				t.Fatal(err)
 			}
-			_, err := e.nodeGroup(t, string(v1alpha1.AWSEC2AutoScalingGroup), "workers").Status(context.Background())
+			_, err = e.nodeGroup(t, string(v1alpha1.AWSEC2AutoScalingGroup), "workers").Status(context.Background())
 			if (err != nil) != tt.wantErr {
 				t.Errorf("Status() = %v, want error %v", err, tt.wantErr)
 			}
-			if hits := e.emulator.FaultHits(); hits[0] != tt.wantHits {
-				t.Errorf("throttled %d times, want %d", hits[0], tt.wantHits)
+			if hits := e.emulator.FaultHits(fault); hits != tt.wantHits {
+				t.Errorf("throttled %d times, want %d", hits, tt.wantHits)
 			}
 		})
 	}
