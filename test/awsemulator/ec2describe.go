@@ -42,6 +42,9 @@ type xmlInstanceTypeInfo struct {
 	GpuInfo *struct {
 		Gpus *xmlItems[xmlGpu] `xml:"gpus"`
 	} `xml:"gpuInfo"`
+	NeuronInfo *struct {
+		NeuronDevices *xmlItems[xmlNeuronDevice] `xml:"neuronDevices"`
+	} `xml:"neuronInfo"`
 	EbsInfo                      *xmlEbsInfo       `xml:"ebsInfo"`
 	SupportedUsageClasses        *xmlItems[string] `xml:"supportedUsageClasses"`
 	SupportedVirtualizationTypes *xmlItems[string] `xml:"supportedVirtualizationTypes"`
@@ -62,6 +65,15 @@ type xmlGpu struct {
 	Count        int32  `xml:"count"`
 	Manufacturer string `xml:"manufacturer,omitempty"`
 }
+
+type xmlNeuronDevice struct {
+	Count int32  `xml:"count"`
+	Name  string `xml:"name"`
+}
+
+// neuronDevices names AWS's own accelerators by family, as EC2 reports them in neuronInfo (not
+// gpuInfo, where the catalogue keeps their count).
+var neuronDevices = map[string]string{"inf1": "Inferentia", "inf2": "Inferentia2", "trn1": "Trainium", "trn1n": "Trainium", "trn2": "Trainium2"}
 
 // describeInstanceTypes lists the region's instance types (those the catalogue prices here).
 func (e *Emulator) describeInstanceTypes(q ec2Query) (any, *apiError) {
@@ -126,7 +138,13 @@ func (e *Emulator) describeInstanceTypes(q ec2Query) (any, *apiError) {
 		x.ProcessorInfo.SupportedArchitectures = items(t.Architectures)
 		x.NetworkInfo.MaximumNetworkInterfaces = t.MaxNetworkInterfaces
 		x.NetworkInfo.Ipv4AddressesPerInterface = t.IPv4AddressesPerInterface
-		if t.GPUs > 0 {
+		family, _, _ := strings.Cut(t.InstanceType, ".")
+		switch device, neuron := neuronDevices[family]; {
+		case t.GPUs > 0 && neuron:
+			x.NeuronInfo = &struct {
+				NeuronDevices *xmlItems[xmlNeuronDevice] `xml:"neuronDevices"`
+			}{NeuronDevices: items([]xmlNeuronDevice{{Count: t.GPUs, Name: device}})}
+		case t.GPUs > 0:
 			x.GpuInfo = &struct {
 				Gpus *xmlItems[xmlGpu] `xml:"gpus"`
 			}{Gpus: items([]xmlGpu{{Count: t.GPUs, Manufacturer: t.GPUManufacturer}})}

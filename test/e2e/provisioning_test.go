@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/nodes"
@@ -51,6 +53,11 @@ func TestProvisionedPodsRunOnNodesThatSatisfyThem(t *testing.T) {
 			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c5.xlarge"}},
 		}}),
 		pod("affine", builders.PodOptions{PodAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelTopologyZone, selected)}}),
+		// Upstream's instance type labels, as its getting-started NodePool requires them.
+		pod("category", builders.PodOptions{NodeRequirements: []corev1.NodeSelectorRequirement{
+			{Key: awsv1.LabelInstanceCategory, Operator: corev1.NodeSelectorOpIn, Values: []string{"r"}},
+			{Key: awsv1.LabelInstanceGeneration, Operator: corev1.NodeSelectorOpGt, Values: []string{"5"}},
+		}}),
 	}
 	for i := range 3 {
 		pods = append(pods, pod(fmt.Sprintf("spread-%d", i), builders.PodOptions{Labels: spread,
@@ -75,6 +82,10 @@ func TestProvisionedPodsRunOnNodesThatSatisfyThem(t *testing.T) {
 	}
 	if it := placed[name+"-affinity"].Labels[corev1.LabelInstanceTypeStable]; it != "c5.xlarge" {
 		t.Errorf("the pod requiring c5.xlarge runs on %s", it)
+	}
+	if labels := placed[name+"-category"].Labels; labels[awsv1.LabelInstanceCategory] != "r" || !after(labels[awsv1.LabelInstanceGeneration], 5) ||
+		!strings.HasPrefix(labels[corev1.LabelInstanceTypeStable], labels[awsv1.LabelInstanceFamily]+".") {
+		t.Errorf("the pod requiring a category r instance of a generation after 5 runs on a node labelled %v", labels)
 	}
 	if zone("affine") != zone("selector") {
 		t.Errorf("the pod with affinity to the selector pod's zone runs in %s, not %s", zone("affine"), zone("selector"))
@@ -459,4 +470,10 @@ func TestBindPodsRunsEveryPodWherePlanned(t *testing.T) {
 		t.Errorf("the controller bound %d of %d pods, want most", bound, len(w.Pods))
 	}
 	t.Logf("%d of %d pods bound by the controller, %d nodes launched", bound, len(w.Pods), len(liveInstances(w.Provisioners[0].Name))+len(liveInstances(w.Provisioners[1].Name)))
+}
+
+// after is whether a numeric label value is greater than n, as a Gt requirement reads it.
+func after(value string, n int) bool {
+	v, err := strconv.Atoi(value)
+	return err == nil && v > n
 }

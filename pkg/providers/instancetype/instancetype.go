@@ -166,10 +166,9 @@ func buildInstanceTypes(catalogue []catalogueEntry, prices pricing.Book, zones m
 	var types []*cloudprovider.InstanceType
 	for _, entry := range catalogue {
 		name := string(entry.info.InstanceType)
-		labels := map[string]string{
-			corev1.LabelArchStable: architecture(entry.info),
-			corev1.LabelOSStable:   "linux",
-		}
+		labels := typeLabels(entry.info)
+		labels[corev1.LabelArchStable] = architecture(entry.info)
+		labels[corev1.LabelOSStable] = "linux"
 		var offerings []cloudprovider.Offering
 		for _, zone := range entry.zones {
 			if !zones[zone] {

@@ -134,8 +134,8 @@ const (
 // ebsVolumeLimit is the fewest EBS volumes the EBS CSI driver can report a node of the type
 // attaches: the attachment slots less the root volume and, where slots are shared, every
 // network interface the type may attach (the driver subtracts those attached when it starts,
-// at most these), its NVMe instance store disks and its GPUs. The driver never reports less
-// than one.
+// at most these), its NVMe instance store disks, its GPUs and its Neuron accelerators. The
+// driver never reports less than one.
 func ebsVolumeLimit(info ec2types.InstanceTypeInfo) int64 {
 	var slots int64
 	shared := info.Hypervisor != ec2types.InstanceTypeHypervisorXen
@@ -161,6 +161,11 @@ func ebsVolumeLimit(info ec2types.InstanceTypeInfo) int64 {
 		if info.GpuInfo != nil {
 			for _, g := range info.GpuInfo.Gpus {
 				slots -= int64(sdkaws.ToInt32(g.Count))
+			}
+		}
+		if info.NeuronInfo != nil {
+			for _, d := range info.NeuronInfo.NeuronDevices {
+				slots -= int64(sdkaws.ToInt32(d.Count))
 			}
 		}
 	}
