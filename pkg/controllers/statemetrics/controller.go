@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/controllers/periodic"
 	"karpenter.sh/karpenter/pkg/metrics"
@@ -72,6 +73,7 @@ func New(options Options) (*Controller, error) {
 func (c *Controller) Name() string { return Name }
 
 // +kubebuilder:rbac:groups="",resources=nodes;pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools;provisioners,verbs=get;list;watch
 
 // SetupWithManager recomputes the families at once and then every period, on the leader only.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
@@ -136,8 +138,52 @@ func (c *Controller) Export(ctx context.Context) error {
 			delete(c.startedPods, uid)
 		}
 	}
-	for _, family := range append(append([]*prometheus.GaugeVec{}, nodeFamilies...), podState) {
+	if err := c.nodePools(ctx, set); err != nil {
+		return err
+	}
+	for _, family := range append(append([]*prometheus.GaugeVec{}, nodeFamilies...), podState, nodePoolUsage, nodePoolLimit) {
 		c.replace(family, series[family])
+	}
+	return nil
+}
+
+// nodePools sets the usage and limit of every NodePool and Provisioner.
+func (c *Controller) nodePools(ctx context.Context, set func(*prometheus.GaugeVec, prometheus.Labels, float64)) error {
+	var nodePools v1.NodePoolList
+	if err := c.client.List(ctx, &nodePools); err != nil {
+		return fmt.Errorf("listing nodepools, %w", err)
+	}
+	var provisioners v1alpha5.ProvisionerList
+	if err := c.client.List(ctx, &provisioners); err != nil {
+		return fmt.Errorf("listing provisioners, %w", err)
+	}
+	pool := func(name string, usage, limits corev1.ResourceList) {
+		labels := prometheus.Labels{metrics.NodePoolLabel: name}
+		for resourceName, quantity := range usage {
+			set(nodePoolUsage, withResource(labels, resourceName), value(resourceName, quantity))
+		}
+		for resourceName, quantity := range limits {
+			set(nodePoolLimit, withResource(labels, resourceName), value(resourceName, quantity))
+		}
+	}
+	for i := range nodePools.Items {
+		np := &nodePools.Items[i]
+		usage := np.Status.Resources.DeepCopy()
+		if np.Status.Nodes != nil {
+			if usage == nil {
+				usage = corev1.ResourceList{}
+			}
+			usage[v1.LimitNodes] = *resource.NewQuantity(*np.Status.Nodes, resource.DecimalSI)
+		}
+		pool(np.Name, usage, corev1.ResourceList(np.Spec.Limits))
+	}
+	for i := range provisioners.Items {
+		p := &provisioners.Items[i]
+		var limits corev1.ResourceList
+		if p.Spec.Limits != nil {
+			limits = p.Spec.Limits.Resources
+		}
+		pool(p.Name, p.Status.Resources, limits)
 	}
 	return nil
 }

@@ -15,6 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"karpenter.sh/karpenter/pkg/apis"
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/controllers/statemetrics"
 )
 
@@ -79,7 +82,7 @@ func TestExportSumsEachNodesPodsAndFollowsThemAway(t *testing.T) {
 	app := pod("app", "500m", false, false, start.Add(time.Second))
 	agent := pod("agent", "100m", false, true, start.Add(-time.Hour))
 	finished := pod("finished", "1", true, false, start.Add(time.Second))
-	c := fake.NewClientBuilder().WithObjects(node, empty, app, agent, finished).Build()
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(node, empty, app, agent, finished).Build()
 	controller, err := statemetrics.New(statemetrics.Options{Client: c, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -132,5 +135,52 @@ func TestExportSumsEachNodesPodsAndFollowsThemAway(t *testing.T) {
 	labels := map[string]string{"node_name": "n1", "resource_type": "cpu"}
 	if got, _ := gather(t, "karpenter_nodes_total_pod_requests", labels); got < 0.1-1e-9 || got > 0.1+1e-9 {
 		t.Errorf("requests after the pod went = %v, want 0.1", got)
+	}
+}
+
+// TestExportReportsEachPoolsUsageAndLimits: NodePools and Provisioners alike report what their
+// status counts and what their spec bounds, the nodepool label holding their name; a pool
+// without a limit on a resource has no limit series for it, and a pool gone takes its series.
+func TestExportReportsEachPoolsUsageAndLimits(t *testing.T) {
+	nodePool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"},
+		Spec:   v1.NodePoolSpec{Limits: v1.Limits{corev1.ResourceCPU: resource.MustParse("100"), v1.LimitNodes: resource.MustParse("10")}},
+		Status: v1.NodePoolStatus{Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4500m")}, Nodes: ptr.To[int64](3)}}
+	provisioner := &v1alpha5.Provisioner{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec:   v1alpha5.ProvisionerSpec{Limits: &v1alpha5.Limits{Resources: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}},
+		Status: v1alpha5.ProvisionerStatus{Resources: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}}}
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(nodePool, provisioner).Build()
+	controller, err := statemetrics.New(statemetrics.Options{Client: c, Clock: clocktesting.NewFakeClock(time.Now())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := controller.Export(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		family, pool, resource string
+		want                   float64
+		exported               bool
+	}{
+		{"karpenter_nodepools_usage", "general", "cpu", 4.5, true},
+		{"karpenter_nodepools_usage", "general", "nodes", 3, true},
+		{"karpenter_nodepools_limit", "general", "cpu", 100, true},
+		{"karpenter_nodepools_limit", "general", "nodes", 10, true},
+		{"karpenter_nodepools_limit", "general", "memory", 0, false},
+		{"karpenter_nodepools_usage", "default", "memory", 512 << 20, true},
+		{"karpenter_nodepools_limit", "default", "memory", 1 << 30, true},
+	} {
+		got, ok := gather(t, c.family, map[string]string{"nodepool": c.pool, "resource_type": c.resource})
+		if ok != c.exported || got != c.want {
+			t.Errorf("%s{nodepool=%s, resource_type=%s} = %v (exported %t), want %v (exported %t)", c.family, c.pool, c.resource, got, ok, c.want, c.exported)
+		}
+	}
+	if err := c.Delete(context.Background(), client.Object(nodePool)); err != nil {
+		t.Fatal(err)
+	}
+	if err := controller.Export(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := gather(t, "karpenter_nodepools_usage", map[string]string{"nodepool": "general"}); ok {
+		t.Error("the deleted NodePool's usage is still exported")
 	}
 }

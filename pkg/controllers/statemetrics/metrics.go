@@ -54,9 +54,23 @@ var (
 	})
 )
 
+// Upstream's NodePool families, for NodePools and Provisioners alike (nodepool holding a
+// Provisioner's name), from what their status counts and their spec bounds.
+var (
+	nodePoolUsage = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "nodepools", Name: "usage",
+		Help: "The amount of resources that have been provisioned for a nodepool (its status.resources), by nodepool (the Provisioner's name for a Provisioner) and resource type.",
+	}, []string{metrics.NodePoolLabel, metrics.ResourceTypeLabel})
+	nodePoolLimit = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "nodepools", Name: "limit",
+		Help: "The nodepool limits are the limits specified on the nodepool (spec.limits; a Provisioner's spec.limits.resources), by nodepool and resource type; a nodepool without a limit on a resource has no series for it.",
+	}, []string{metrics.NodePoolLabel, metrics.ResourceTypeLabel})
+)
+
 // nodeFamilies are the node gauges, each replaced whole by a pass.
 var nodeFamilies = []*prometheus.GaugeVec{allocatable, totalPodRequests, totalPodLimits, totalDaemonRequests, totalDaemonLimits, systemOverhead}
 
 func init() {
-	crmetrics.Registry.MustRegister(allocatable, totalPodRequests, totalPodLimits, totalDaemonRequests, totalDaemonLimits, systemOverhead, podState, startupDuration)
+	crmetrics.Registry.MustRegister(allocatable, totalPodRequests, totalPodLimits, totalDaemonRequests, totalDaemonLimits, systemOverhead, podState, startupDuration,
+		nodePoolUsage, nodePoolLimit)
 }
