@@ -30,7 +30,7 @@ var upstreamFamilies = []string{
 	"karpenter_cloudprovider_duration_seconds", "karpenter_cloudprovider_errors_total",
 	"karpenter_cloudprovider_instance_type_offering_price_estimate",
 	"karpenter_nodeclaims_created_total", "karpenter_nodeclaims_disrupted_total", "karpenter_nodeclaims_terminated_total",
-	"karpenter_nodeclaims_termination_duration_seconds",
+	"karpenter_nodeclaims_termination_duration_seconds", "karpenter_nodepools_usage", "karpenter_nodepools_limit",
 }
 
 type family struct {
