@@ -11,11 +11,14 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 
+	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers"
 	"karpenter.sh/karpenter/pkg/operator"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/kubelet"
 )
 
 // Options choose what the operator runs and with which fakes.
@@ -28,6 +31,9 @@ type Options struct {
 	Config *rest.Config
 	// Namespaces, when set, limits the operator's cache to them.
 	Namespaces []string
+	// CompleteNode, when set, completes each Node the fake cloud's kubelets register (see
+	// below), e.g. for kwok to run it.
+	CompleteNode func(*corev1.Node)
 }
 
 // stuckAfter is how long a stop may take before the goroutines are dumped, within the manager's
@@ -59,6 +65,10 @@ func Start(t testing.TB, env *environment.Environment, options Options) (stop fu
 	if err != nil {
 		cancel()
 		t.Fatalf("building the operator, %v", err)
+	}
+	if instances, ok := options.Controllers.InstanceProvider.(*fake.InstanceProvider); ok {
+		// Karpenter never creates a Node: the kubelets of the fake cloud's instances do.
+		kubelet.Start(t, &kubelet.Kubelets{Client: env.Client, Instances: instances, Complete: options.CompleteNode})
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
