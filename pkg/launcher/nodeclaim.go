@@ -126,9 +126,9 @@ func newNodeClaim(name string, p *v1alpha5.Provisioner, n *scheduling.NewNode, c
 		Spec: v1.NodeClaimSpec{
 			Taints:        v1.TaintsFrom(p.Spec.Taints),
 			StartupTaints: v1.TaintsFrom(startupTaints),
-			Requirements: requirements(n.Requirements, candidates),
-			Resources:    v1.ResourceRequirements{Requests: podRequests(n.Pods)},
-			NodeClassRef: &v1.NodeClassReference{Group: v1alpha5.SchemeGroupVersion.Group, Kind: "Provisioner", Name: p.Name},
+			Requirements:  requirements(n.Requirements, candidates),
+			Resources:     v1.ResourceRequirements{Requests: podRequests(n.Pods)},
+			NodeClassRef:  &v1.NodeClassReference{Group: v1alpha5.SchemeGroupVersion.Group, Kind: "Provisioner", Name: p.Name},
 			// Never: a Provisioner's ttlSecondsUntilExpired is read live.
 			ExpireAfter: v1.NillableDuration{},
 		},

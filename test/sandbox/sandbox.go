@@ -1,8 +1,8 @@
 // Package sandbox runs Karpenter's main job on one machine: a real control plane (etcd,
 // kube-apiserver, kube-scheduler, kube-controller-manager, kwok), Prometheus scraping the
 // controller, the AWS emulator seeded with the Auto Scaling groups, queue and VPC behind
-// docs/examples, a node joiner registering a kwok Node per in-service instance and completing
-// the Nodes Karpenter creates for the instances it launches (an admission webhook), and the
+// docs/examples, a node joiner registering a kwok Node per in-service instance and, as their
+// kubelets would, per running instance Karpenter launched (from its user data), and the
 // controller binary pointed at all of them through the AWS SDK's endpoint variables, and the
 // admission webhook binary installed as the release installs it. Every listener is on loopback. `make sandbox` (cmd/sandbox) and the end-to-end suite (test/e2e)
 // both run on it.
@@ -105,7 +105,6 @@ type Stack struct {
 	options        Options
 	healthAddress  string
 	emulatorServer *http.Server
-	kubeletServer  *http.Server
 	stopJoiner     context.CancelFunc
 	joinerDone     chan struct{}
 
@@ -177,15 +176,13 @@ func Start(ctx context.Context, options Options) (_ *Stack, err error) {
 
 	joinerCtx, stopJoiner := context.WithCancel(context.Background())
 	s.stopJoiner, s.joinerDone = stopJoiner, make(chan struct{})
-	joiner := &nodejoiner.Joiner{Client: s.Env.Client, Instances: s.Emulator, Interval: 500 * time.Millisecond}
+	joiner := &nodejoiner.Joiner{Client: s.Env.Client, Instances: s.Emulator, Interval: 500 * time.Millisecond,
+		Kubelets: &nodejoiner.Kubelets{Client: s.Env.Client, Instances: s.Emulator, ClusterName: ClusterName}}
 	go func() {
 		defer close(s.joinerDone)
 		joiner.Run(joinerCtx)
 	}()
 
-	if err := s.startKubeletWebhook(ctx); err != nil {
-		return nil, err
-	}
 	if err := s.startWebhook(ctx); err != nil {
 		return nil, err
 	}
@@ -322,9 +319,6 @@ func (s *Stack) Stop() error {
 	}
 	if s.emulatorServer != nil {
 		errs = append(errs, s.emulatorServer.Close())
-	}
-	if s.kubeletServer != nil {
-		errs = append(errs, s.kubeletServer.Close())
 	}
 	return errors.Join(errs...)
 }

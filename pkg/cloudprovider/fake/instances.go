@@ -54,14 +54,14 @@ type InstanceProvider struct {
 	stalePrices error
 	// launches maps an idempotency key to the provider ids it launched, and requests to what
 	// the first launch under it asked for (requestIdentity).
-	launches    map[string][]string
-	requests    map[string]string
+	launches map[string][]string
+	requests map[string]string
 	// registerWith are the taints each instance's kubelet registers its node with, by provider id.
 	registerWith map[string][]corev1.Taint
-	typesCalls  []cloudprovider.Constraints
-	createCalls []cloudprovider.LaunchRequest
-	deleteCalls []string
-	unavailable []cloudprovider.OfferingKey
+	typesCalls   []cloudprovider.Constraints
+	createCalls  []cloudprovider.LaunchRequest
+	deleteCalls  []string
+	unavailable  []cloudprovider.OfferingKey
 }
 
 var _ cloudprovider.InstanceProvider = (*InstanceProvider)(nil)

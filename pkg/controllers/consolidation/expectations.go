@@ -14,7 +14,7 @@ const expectationTimeout = time.Minute
 // yet: a pass on a snapshot without them would act on the same nodes again, launching a second
 // replacement or counting a deleted node's room.
 type Expectations struct {
-	mu       sync.Mutex
+	mu sync.Mutex
 	// launched are the names a launched node may show as, each launch's once: its Node's, or
 	// its NodeClaim's while the snapshot stands a node in for the NodeClaim until it registers.
 	launched map[*launchExpectation]bool

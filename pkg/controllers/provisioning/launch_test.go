@@ -19,11 +19,11 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
-	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
+	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
-	"karpenter.sh/karpenter/pkg/test/kubelet"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
+	"karpenter.sh/karpenter/pkg/test/kubelet"
 )
 
 // launchingController is a controller on a fake API client and the fake cloud, for one launch at a time.

@@ -189,7 +189,7 @@ func New(options Options) (*Controller, error) {
 // Name identifies the controller.
 func (c *Controller) Name() string { return Name }
 
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
