@@ -31,6 +31,7 @@ type Instances interface {
 
 // Kubelets register a Node for every running instance that has none, once per instance: a Node
 // deleted later is not registered again, as the kubelet of an instance being terminated is gone.
+// A stale Node of the name, whose instance no longer runs, is deleted first.
 type Kubelets struct {
 	Client    client.Client
 	Instances Instances
@@ -139,8 +140,32 @@ func (k *Kubelets) create(ctx context.Context, node *corev1.Node) (bool, error) 
 	if k.Complete != nil {
 		k.Complete(node)
 	}
-	if err := k.Client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
+	err := k.Client.Create(ctx, node)
+	if apierrors.IsAlreadyExists(err) {
+		return false, k.deleteStale(ctx, node)
+	}
+	if err != nil {
 		return false, fmt.Errorf("registering node %s, %w", node.Name, err)
 	}
 	return true, nil
+}
+
+// deleteStale deletes the Node of node's name when it stands for an instance that no longer
+// runs (the cloud gives a terminated instance's address, so its node name, to a later one), as
+// the cloud node lifecycle controller does; the kubelet registers once it is gone.
+func (k *Kubelets) deleteStale(ctx context.Context, node *corev1.Node) error {
+	existing := &corev1.Node{}
+	if err := k.Client.Get(ctx, client.ObjectKeyFromObject(node), existing); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if existing.Spec.ProviderID == node.Spec.ProviderID || existing.DeletionTimestamp != nil {
+		return nil
+	}
+	if _, running := k.Instances.KubeletNode(existing.Spec.ProviderID); running {
+		return nil
+	}
+	if err := k.Client.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting stale node %s of instance %s, %w", existing.Name, existing.Spec.ProviderID, err)
+	}
+	return nil
 }

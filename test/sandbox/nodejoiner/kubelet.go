@@ -53,7 +53,11 @@ func (k *Kubelets) Sync(ctx context.Context) error {
 		k.registered = sets.New[string]()
 	}
 	var waiting []awsemulator.EC2Instance
+	running := sets.New[string]()
 	for _, instance := range k.Instances.EC2Instances() {
+		if instance.State == "running" {
+			running.Insert(instance.ProviderID)
+		}
 		if instance.State == "running" && instance.Tags["kubernetes.io/cluster/"+k.ClusterName] != "" && !k.registered.Has(instance.InstanceID) {
 			waiting = append(waiting, instance)
 		}
@@ -81,9 +85,11 @@ func (k *Kubelets) Sync(ctx context.Context) error {
 			continue
 		}
 		if err := k.Client.Create(ctx, node); err != nil {
-			// A Node of its name that stands for an earlier instance of its address is not gone
-			// yet: the kubelet tries again.
-			if !apierrors.IsAlreadyExists(err) {
+			if apierrors.IsAlreadyExists(err) {
+				// A Node of its name stands for an earlier instance of its address: the kubelet
+				// tries again once it is gone.
+				errs = append(errs, k.deleteStale(ctx, node, running))
+			} else {
 				errs = append(errs, fmt.Errorf("registering node %s for instance %s, %w", node.Name, instance.InstanceID, err))
 			}
 			continue
@@ -94,6 +100,23 @@ func (k *Kubelets) Sync(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// deleteStale deletes the Node of node's name when it stands for an instance that no longer
+// runs (EC2 gives a terminated instance's address, so its node name, to a later one), as the
+// cloud node lifecycle controller does.
+func (k *Kubelets) deleteStale(ctx context.Context, node *corev1.Node, running sets.Set[string]) error {
+	existing := &corev1.Node{}
+	if err := k.Client.Get(ctx, client.ObjectKeyFromObject(node), existing); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if existing.Spec.ProviderID == node.Spec.ProviderID || existing.DeletionTimestamp != nil || running.Has(existing.Spec.ProviderID) {
+		return nil
+	}
+	if err := k.Client.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting stale node %s of instance %s, %w", existing.Name, existing.Spec.ProviderID, err)
+	}
+	return nil
 }
 
 // KubeletNode is the Node the kubelet of an EC2 instance registers, for kwok to run: named as

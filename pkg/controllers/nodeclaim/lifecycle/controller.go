@@ -36,7 +36,6 @@ import (
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/metrics"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
-	"karpenter.sh/karpenter/pkg/nodes"
 )
 
 // Name identifies the controller.
@@ -235,9 +234,9 @@ func (c *Controller) step(ctx context.Context, nc *v1.NodeClaim) (deleteFor stri
 func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) error {
 	if !nodeclaims.Registered(node) {
 		synced := nodeclaims.Sync(nc, node)
-		if !nodes.IsReady(synced) && !slices.ContainsFunc(synced.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha5.NotReadyTaintKey }) {
-			// Karpenter's own not-ready taint, which the readiness controller lifts once the
-			// kubelet reports Ready: until then the node counts as launching.
+		if !slices.ContainsFunc(synced.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha5.NotReadyTaintKey }) {
+			// Karpenter's own not-ready taint, which the readiness controller lifts once it has
+			// seen the kubelet report Ready: until then the node counts as launching.
 			synced.Spec.Taints = append(synced.Spec.Taints, corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule})
 		}
 		if err := c.patchNode(ctx, node, synced); err != nil {

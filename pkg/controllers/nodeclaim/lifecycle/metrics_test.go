@@ -17,6 +17,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/launcher"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/counters"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
@@ -56,11 +57,13 @@ func TestRegistrationAndInitializationCountedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The kubelet registers the node, Ready.
+	// The kubelet registered the node, the NodeClaim was synced onto it (before a crash, say)
+	// and the readiness controller lifted the not-ready taint once the kubelet reported Ready.
 	node, ok := cloud.KubeletNode(launched.NodeClaim.Status.ProviderID)
 	if !ok {
 		t.Fatal("the launched instance does not run")
 	}
+	node = nodeclaims.Register(launched.NodeClaim, node)
 	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
 	if err := c.Create(ctx, node); err != nil {
 		t.Fatal(err)
