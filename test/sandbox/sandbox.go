@@ -2,7 +2,8 @@
 // kube-apiserver, kube-scheduler, kube-controller-manager, kwok), Prometheus scraping the
 // controller, the AWS emulator seeded with the Auto Scaling groups, queue and VPC behind
 // docs/examples, a node joiner registering a kwok Node per in-service instance and, as their
-// kubelets would, per running instance Karpenter launched (from its user data), and the
+// kubelets would, per running instance Karpenter launched (from its user data), an admission
+// webhook completing the Nodes a Karpenter from before NodeClaims creates itself, and the
 // controller binary pointed at all of them through the AWS SDK's endpoint variables, and the
 // admission webhook binary installed as the release installs it. Every listener is on loopback. `make sandbox` (cmd/sandbox) and the end-to-end suite (test/e2e)
 // both run on it.
@@ -105,6 +106,7 @@ type Stack struct {
 	options        Options
 	healthAddress  string
 	emulatorServer *http.Server
+	kubeletServer  *http.Server
 	stopJoiner     context.CancelFunc
 	joinerDone     chan struct{}
 
@@ -183,6 +185,9 @@ func Start(ctx context.Context, options Options) (_ *Stack, err error) {
 		joiner.Run(joinerCtx)
 	}()
 
+	if err := s.startKubeletWebhook(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.startWebhook(ctx); err != nil {
 		return nil, err
 	}
@@ -319,6 +324,9 @@ func (s *Stack) Stop() error {
 	}
 	if s.emulatorServer != nil {
 		errs = append(errs, s.emulatorServer.Close())
+	}
+	if s.kubeletServer != nil {
+		errs = append(errs, s.kubeletServer.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -1,12 +1,19 @@
 package nodejoiner
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -104,9 +111,9 @@ func TestSyncRegistersInServiceAndRemovesGoneInstances(t *testing.T) {
 	}
 }
 
-// launched is a running EC2 instance a Provisioner launched, tagged for the sandbox cluster,
+// ec2Launched is a running EC2 instance a Provisioner launched, tagged for the sandbox cluster,
 // with Karpenter's user data.
-func launched(t *testing.T, id string) awsemulator.EC2Instance {
+func ec2Launched(t *testing.T, id string) awsemulator.EC2Instance {
 	t.Helper()
 	userData, err := amifamily.UserData(amifamily.NodeBootstrap{ClusterName: "sandbox", MaxPods: 29,
 		Labels: map[string]string{"karpenter.sh/provisioner-name": "default", "team": "ml"},
@@ -124,7 +131,7 @@ func launched(t *testing.T, id string) awsemulator.EC2Instance {
 }
 
 func TestKubeletNodeIsWhatTheUserDataRegisters(t *testing.T) {
-	node, err := KubeletNode(launched(t, "i-1"))
+	node, err := KubeletNode(ec2Launched(t, "i-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +161,7 @@ func TestKubeletNodeIsWhatTheUserDataRegisters(t *testing.T) {
 	if node.Annotations[environment.KwokNodeAnnotation] != environment.KwokNodeAnnotationValue {
 		t.Errorf("no kwok annotation: %v", node.Annotations)
 	}
-	bad := launched(t, "i-2")
+	bad := ec2Launched(t, "i-2")
 	bad.UserData = "#!/bin/bash\n/etc/eks/bootstrap.sh sandbox"
 	if _, err := KubeletNode(bad); err == nil {
 		t.Error("expected an error for user data without a nodeadm NodeConfig")
@@ -170,15 +177,15 @@ func (i *ec2Instances) EC2Instances() []awsemulator.EC2Instance { return *i }
 // Karpenter), nor again once its Node was deleted.
 func TestKubeletsRegisterOnce(t *testing.T) {
 	ctx := context.Background()
-	old := launched(t, "i-old")
+	old := ec2Launched(t, "i-old")
 	old.PrivateDNSName = "ip-10-0-1-5.us-west-2.compute.internal"
 	existing := builders.Node(builders.NodeOptions{Name: "created-by-karpenter"})
 	existing.Spec.ProviderID = old.ProviderID
-	other, pending := launched(t, "i-other"), launched(t, "i-pending")
+	other, pending := ec2Launched(t, "i-other"), ec2Launched(t, "i-pending")
 	other.Tags = map[string]string{"kubernetes.io/cluster/other": "owned"}
 	pending.State = "pending"
 	pending.PrivateDNSName = "ip-10-0-1-6.us-west-2.compute.internal"
-	instances := &ec2Instances{launched(t, "i-new"), old, other, pending}
+	instances := &ec2Instances{ec2Launched(t, "i-new"), old, other, pending}
 	c := fake.NewClientBuilder().WithObjects(existing).Build()
 	kubelets := &Kubelets{Client: c, Instances: instances, ClusterName: "sandbox"}
 	names := func() []string {
@@ -205,5 +212,67 @@ func TestKubeletsRegisterOnce(t *testing.T) {
 	}
 	if got := names(); !slices.Equal(got, []string{"created-by-karpenter"}) {
 		t.Errorf("nodes %v after the new instance's was deleted, want it not registered again", got)
+	}
+}
+
+// capacities are each instance type's capacity and allocatable.
+type capacities map[string][2]map[string]string
+
+func (c capacities) NodeCapacity(instanceType string) map[string]string { return c[instanceType][0] }
+
+func (c capacities) NodeAllocatable(instanceType string) map[string]string {
+	return c[instanceType][1]
+}
+
+// TestAdmissionCompletesTheNodesAnOlderKarpenterCreates: a Node a Karpenter from before
+// NodeClaims created itself is completed for kwok; one a kubelet registered, or one no
+// Provisioner launched, passes unchanged.
+func TestAdmissionCompletesTheNodesAnOlderKarpenterCreates(t *testing.T) {
+	handler := Admission(capacities{"m5.large": {
+		{"cpu": "2", "memory": "7577Mi", "pods": "29"},
+		{"cpu": "1930m", "memory": "6903Mi", "pods": "29"},
+	}})
+	review := func(node *corev1.Node) *admissionv1.AdmissionResponse {
+		t.Helper()
+		raw, err := json.Marshal(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := json.Marshal(admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request: &admissionv1.AdmissionRequest{UID: "1", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+				Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Node"}, Resource: metav1.GroupVersionResource{Version: "v1", Resource: "nodes"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recorder := httptest.NewRecorder()
+		request := httptest.NewRequest(http.MethodPost, "/nodes", bytes.NewReader(body))
+		request.Header.Set("Content-Type", "application/json")
+		handler.ServeHTTP(recorder, request)
+		out := admissionv1.AdmissionReview{}
+		if err := json.Unmarshal(recorder.Body.Bytes(), &out); err != nil || out.Response == nil {
+			t.Fatalf("response %s, %v", recorder.Body.String(), err)
+		}
+		return out.Response
+	}
+	launched := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-1-4.us-west-2.compute.internal",
+		Labels: map[string]string{"karpenter.sh/provisioner-name": "default", corev1.LabelInstanceTypeStable: "m5.large"}}}
+	response := review(launched)
+	patch := string(response.Patch)
+	if !response.Allowed || !strings.Contains(patch, "/metadata/annotations") || !strings.Contains(patch, environment.KwokNodeAnnotationValue) ||
+		!strings.Contains(patch, `"/status/capacity","value":{"cpu":"2","memory":"7577Mi","pods":"29"}`) ||
+		!strings.Contains(patch, `"/status/allocatable","value":{"cpu":"1930m","memory":"6903Mi","pods":"29"}`) {
+		t.Errorf("a launched node's patch = %s (allowed %t)", patch, response.Allowed)
+	}
+	if other := review(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "other"}}); !other.Allowed || len(other.Patch) != 0 {
+		t.Errorf("a node no Provisioner launched: allowed %t, patch %s", other.Allowed, other.Patch)
+	}
+	registered, err := KubeletNode(ec2Launched(t, "i-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kubelets := review(registered); !kubelets.Allowed || len(kubelets.Patch) != 0 {
+		t.Errorf("a node its kubelet registered: allowed %t, patch %s", kubelets.Allowed, kubelets.Patch)
 	}
 }
