@@ -74,10 +74,9 @@ func (c *Controller) reserveAll(ctx context.Context, newNodes []*scheduling.NewN
 }
 
 // launchBatch runs a batch's launches at once (the launcher bounds their calls). The pods binds
-// allows are bound to their nodes as each launch's Nodes exist, the rest nominated to theirs,
-// and the nodes of a batch of several are opened to kube-scheduler together once all exist
-// (see launchingTaint). The batch is in flight until the cache shows its Nodes, and its pods
-// bound. It reports whether any launch, binding, nomination or release failed for a reason
+// allows are bound to their nodes as each launch's Nodes are registered, the rest nominated to
+// theirs, and the nodes of a batch of several are opened to kube-scheduler together once all are
+// registered (see launchingTaint). The batch is in flight until then, and its pods bound. It reports whether any launch, binding, nomination or release failed for a reason
 // that may pass.
 func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launches []*reservedLaunch, hold bool, binds bindable) (retry bool) {
 	defer c.inFlight.finish(batch)
@@ -159,7 +158,7 @@ func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launch
 	return retry
 }
 
-// cacheSyncTimeout bounds how long a pass waits for the cache to show the Nodes it created.
+// cacheSyncTimeout bounds how long a pass waits for the cache to show what it wrote.
 const cacheSyncTimeout = 10 * time.Second
 
 // awaitCached returns once the cache the passes read shows every node created, and opened if
@@ -175,7 +174,7 @@ func (c *Controller) awaitCached(ctx context.Context, created []*corev1.Node, re
 				return false, client.IgnoreNotFound(err)
 			}
 			if cached.UID != node.UID {
-				// Another Node of its name (the stale one it replaced) not gone from the cache yet.
+				// Another Node of its name (a stale one of a gone instance) not gone from the cache yet.
 				return false, nil
 			}
 			c.ledger.NodeCached(reservations[node.Name], cached.UID)
