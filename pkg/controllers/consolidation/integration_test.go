@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	nodeclaimlifecycle "karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -279,7 +281,7 @@ func (f *fleet) gone(t *testing.T, n *corev1.Node, instance *cloudprovider.Insta
 
 func (f *fleet) start(t *testing.T) (stop func()) {
 	return operatortest.Start(t, f.env, operatortest.Options{Controllers: controllers.Options{
-		Enabled:                 []string{consolidation.Name, termination.Name, readiness.Name},
+		Enabled:                 []string{consolidation.Name, termination.Name, readiness.Name, nodeclaimlifecycle.Name},
 		CloudProvider:           cloudprovider.NewRegistry(),
 		InstanceProvider:        f.cloud,
 		Clock:                   clock.RealClock{},
