@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"karpenter.sh/karpenter/pkg/nodeclaims"
+
 	nodeclaimlifecycle "karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
 
 	corev1 "k8s.io/api/core/v1"
@@ -303,7 +305,8 @@ func (f *fleet) waitBound(t *testing.T, app, node string) {
 	})
 }
 
-// replacementOf waits for the node launched for the provisioner beside old.
+// replacementOf waits for the node launched for the provisioner beside old, registered: its
+// kubelet registers it, and the NodeClaim lifecycle syncs the NodeClaim's annotations onto it.
 func (f *fleet) replacementOf(t *testing.T, old *corev1.Node) *corev1.Node {
 	ctx := t.Context()
 	var replacement corev1.Node
@@ -314,7 +317,7 @@ func (f *fleet) replacementOf(t *testing.T, old *corev1.Node) *corev1.Node {
 			return false, "", err
 		}
 		for _, n := range list.Items {
-			if n.Name != old.Name {
+			if n.Name != old.Name && nodeclaims.Registered(&n) {
 				replacement = n
 				return true, "", nil
 			}
