@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -125,6 +126,8 @@ func playStory(ctx context.Context, stack *sandbox.Stack, begin time.Time) error
 	if err := t.waitShop(ctx, int(replicas)); err != nil {
 		return err
 	}
+	t.step("kubectl get nodeclaims: each launched node's NodeClaim, matched by provider id to the Node its kubelet registered")
+	t.kubectl(ctx, stack.Env.KubeconfigPath, "get", "nodeclaims")
 
 	t.step("the shop scales down to cache 1 × 1 CPU, web and api to 0; Provisioner %q opts in to consolidation, which decides on its empty nodes too, in place of its ttlSecondsAfterEmpty", sandbox.ProvisionerName)
 	provisioner := &v1alpha5.Provisioner{ObjectMeta: metav1.ObjectMeta{Name: sandbox.ProvisionerName}}
@@ -194,6 +197,18 @@ func (s groupState) String(group string) string {
 
 func (t *timeline) step(format string, args ...any) {
 	fmt.Printf("%s  ▶ %s\n", clockSince(t.begin), fmt.Sprintf(format, args...))
+}
+
+// kubectl prints a kubectl command's output under the timeline's clock, indented as its lines;
+// a failure is printed too: the story does not depend on it.
+func (t *timeline) kubectl(ctx context.Context, kubeconfig string, args ...string) {
+	out, err := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput() //nolint:gosec // G204: kubectl with the story's own arguments.
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		fmt.Printf("%s    %s\n", clockSince(t.begin), line)
+	}
+	if err != nil {
+		fmt.Printf("%s    (kubectl %s: %v)\n", clockSince(t.begin), strings.Join(args, " "), err)
+	}
 }
 
 // watchLaunches starts the Provisioner's chapter of the timeline.

@@ -19,8 +19,9 @@ const (
 	NodeClaimsCreated = "nodeclaims-created"
 	// InstancesLaunched: the cloud launched the instances, no NodeClaim recorded its instance.
 	InstancesLaunched = "instances-launched"
-	// NodeCreated: a launched instance's Node exists, its NodeClaim is not yet registered.
-	NodeCreated = "node-created"
+	// NodeRegistered: the kubelet's Node is matched to its NodeClaim and synced (labels, taints,
+	// finalizer, owner), but still carries the unregistered taint and no Registered condition.
+	NodeRegistered = "node-registered"
 	// PodEvicted: a draining node's first pod is evicted, the drain not done.
 	PodEvicted = "pod-evicted"
 	// InstanceTerminated: a drained node's instance is terminated, its finalizer not yet removed.

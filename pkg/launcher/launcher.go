@@ -3,7 +3,8 @@
 // and carrying the plan's decision; one cloud call then launches a group of identical
 // NodeClaims under a key derived from their names, so that a launch asked again is the same
 // launch to the cloud and a new NodeClaim never gets an old launch's instances back; each
-// NodeClaim records its instance before anything else is done with it; then its Node is created.
+// NodeClaim records its instance before anything else is done with it. The instance's kubelet
+// then registers its Node, which the NodeClaim lifecycle controller matches by provider id.
 // The launcher bounds the cloud calls that run at once, of every caller.
 package launcher
 
@@ -17,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,6 +46,9 @@ type Request struct {
 	// Annotations are written on the NodeClaims and their Nodes, e.g. the nodes a replacement
 	// replaces.
 	Annotations map[string]string
+	// StartupTaints are put on the NodeClaims, so registering puts them on their Nodes, for the
+	// launcher to lift: e.g. the hold of a batch's nodes.
+	StartupTaints []corev1.Taint
 	// Reason is why the nodes are launched, the reason label of
 	// karpenter_nodeclaims_created_total: metrics.ReasonProvisioned when empty, the disruption
 	// reason of the nodes a replacement replaces otherwise.
@@ -116,7 +121,7 @@ func (l *Launcher) CreateNodeClaims(ctx context.Context, request Request) ([]*v1
 	writes.SetLimit(l.concurrency)
 	for i, n := range request.Nodes {
 		writes.Go(func() error {
-			nc := newNodeClaim(names[i], request.Provisioner, n, request.Candidates, annotations)
+			nc := newNodeClaim(names[i], request.Provisioner, n, request.Candidates, annotations, request.StartupTaints)
 			if err := l.client.Create(ctx, nc); err != nil {
 				errs[i] = fmt.Errorf("creating nodeclaim %s, %w", nc.Name, err)
 				return nil

@@ -8,11 +8,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
-	"karpenter.sh/karpenter/pkg/killpoint"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
 )
 
@@ -27,19 +25,25 @@ func decisionDigest(decision string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// LaunchNode launches the one node of a request and creates its Node, for a decision that may be
-// made again (a replacement). A NodeClaim already launched for the same decision is that decision's
-// launch, made before a crash, and its Node is returned (created if need be) instead of another
-// launch: unless counted, the nodes the caller's snapshot counted by name, has that Node: then
-// other pods took the room it was launched for, and the decision needs another. An empty
-// decision always launches anew. A NodeClaim that got no instance is deleted, and one whose Node
-// cannot be created is deleted with its instance.
-func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision string, counted map[string]corev1.ResourceList) (*corev1.Node, error) {
+// Launched is a node launched for a decision: its NodeClaim, its instance recorded, and the
+// name its kubelet registers its Node as.
+type Launched struct {
+	NodeClaim *v1.NodeClaim
+	NodeName  string
+}
+
+// LaunchNode launches the one node of a request, for a decision that may be made again (a
+// replacement); the instance's kubelet registers its Node. A NodeClaim already launched for the
+// same decision is that decision's launch, made before a crash, and is returned instead of
+// another launch: unless counted, the nodes the caller's snapshot counted by name, has its node:
+// then other pods took the room it was launched for, and the decision needs another. An empty
+// decision always launches anew. A NodeClaim that got no instance is deleted.
+func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision string, counted map[string]corev1.ResourceList) (*Launched, error) {
 	if decision != "" {
 		request.Annotations = withAnnotation(request.Annotations, DecisionAnnotationKey, decisionDigest(decision))
-		node, err := l.launchedFor(ctx, request.Annotations[DecisionAnnotationKey], counted)
-		if node != nil || err != nil {
-			return node, err
+		launched, err := l.launchedFor(ctx, request.Annotations[DecisionAnnotationKey], counted)
+		if launched != nil || err != nil {
+			return launched, err
 		}
 	}
 	nodeClaims, done, err := l.CreateNodeClaims(ctx, request)
@@ -61,12 +65,12 @@ func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision str
 	if err != nil {
 		return nil, err
 	}
-	return l.createNodeOf(ctx, nc, instance)
+	return &Launched{NodeClaim: nc, NodeName: instance.NodeName}, nil
 }
 
-// launchedFor is the Node of the NodeClaim launched for the decision, created if need be; nil
-// when there is none, or when the caller counts it already.
-func (l *Launcher) launchedFor(ctx context.Context, digest string, counted map[string]corev1.ResourceList) (*corev1.Node, error) {
+// launchedFor is the launch of the NodeClaim launched for the decision; nil when there is none,
+// when its instance is gone, or when the caller counts its node already.
+func (l *Launcher) launchedFor(ctx context.Context, digest string, counted map[string]corev1.ResourceList) (*Launched, error) {
 	var list v1.NodeClaimList
 	if err := l.client.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing nodeclaims, %w", err)
@@ -84,7 +88,7 @@ func (l *Launcher) launchedFor(ctx context.Context, digest string, counted map[s
 			if _, taken := counted[node.Name]; taken {
 				continue
 			}
-			return node, nil
+			return &Launched{NodeClaim: nc, NodeName: node.Name}, nil
 		}
 		instance, err := l.instances.Get(ctx, nc.Status.ProviderID)
 		if notFound := (*cloudprovider.NotFoundError)(nil); errors.As(err, &notFound) {
@@ -96,23 +100,9 @@ func (l *Launcher) launchedFor(ctx context.Context, digest string, counted map[s
 		if _, taken := counted[instance.NodeName]; taken {
 			continue
 		}
-		return l.createNodeOf(ctx, nc, instance)
+		return &Launched{NodeClaim: nc, NodeName: instance.NodeName}, nil
 	}
 	return nil, nil
-}
-
-// createNodeOf creates the Node of a NodeClaim's instance; when it cannot, the NodeClaim is
-// deleted, which terminates the instance.
-func (l *Launcher) createNodeOf(ctx context.Context, nc *v1.NodeClaim, instance *cloudprovider.Instance) (*corev1.Node, error) {
-	node := NodeOf(nc, instance)
-	if err := CreateNode(ctx, l.client, l.instances, node); err != nil {
-		if deleteErr := l.client.Delete(ctx, nc); client.IgnoreNotFound(deleteErr) != nil {
-			err = errors.Join(err, fmt.Errorf("deleting nodeclaim %s, %w", nc.Name, deleteErr))
-		}
-		return nil, fmt.Errorf("creating node %s, %w", node.Name, err)
-	}
-	killpoint.Reached(killpoint.NodeCreated)
-	return node, nil
 }
 
 func withAnnotation(annotations map[string]string, key, value string) map[string]string {

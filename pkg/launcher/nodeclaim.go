@@ -19,7 +19,6 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
-	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/pods"
 )
 
@@ -113,10 +112,10 @@ func Labels(p *v1alpha5.Provisioner) map[string]string {
 
 // newNodeClaim is the NodeClaim of one node a Provisioner launches: named, labelled and
 // annotated as its group's, carrying the plan's decision (what it may launch as, what it must
-// have room for) and the Provisioner's taints. Its nodeClassRef is the Provisioner, whose
+// have room for), the Provisioner's taints and the startup taints its launcher asks for. Its nodeClassRef is the Provisioner, whose
 // spec.provider is its cloud configuration; it never expires by itself, as a Provisioner's
 // ttlSecondsUntilExpired is read live.
-func newNodeClaim(name string, p *v1alpha5.Provisioner, n *scheduling.NewNode, candidates []cloudprovider.Candidate, annotations map[string]string) *v1.NodeClaim {
+func newNodeClaim(name string, p *v1alpha5.Provisioner, n *scheduling.NewNode, candidates []cloudprovider.Candidate, annotations map[string]string, startupTaints []corev1.Taint) *v1.NodeClaim {
 	return &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
@@ -125,10 +124,11 @@ func newNodeClaim(name string, p *v1alpha5.Provisioner, n *scheduling.NewNode, c
 			Finalizers:  []string{v1.TerminationFinalizer},
 		},
 		Spec: v1.NodeClaimSpec{
-			Taints:       v1.TaintsFrom(p.Spec.Taints),
-			Requirements: requirements(n.Requirements, candidates),
-			Resources:    v1.ResourceRequirements{Requests: podRequests(n.Pods)},
-			NodeClassRef: &v1.NodeClassReference{Group: v1alpha5.SchemeGroupVersion.Group, Kind: "Provisioner", Name: p.Name},
+			Taints:        v1.TaintsFrom(p.Spec.Taints),
+			StartupTaints: v1.TaintsFrom(startupTaints),
+			Requirements:  requirements(n.Requirements, candidates),
+			Resources:     v1.ResourceRequirements{Requests: podRequests(n.Pods)},
+			NodeClassRef:  &v1.NodeClassReference{Group: v1alpha5.SchemeGroupVersion.Group, Kind: "Provisioner", Name: p.Name},
 			// Never: a Provisioner's ttlSecondsUntilExpired is read live.
 			ExpireAfter: v1.NillableDuration{},
 		},
@@ -181,21 +181,6 @@ func launched(nc *v1.NodeClaim, instance *cloudprovider.Instance, it *cloudprovi
 	out.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched",
 		fmt.Sprintf("Launched instance %s: %s in %s (%s)", instance.ID, instance.InstanceType, instance.Zone, instance.CapacityType))
 	return out
-}
-
-// NodeOf is the Node object of a NodeClaim's launched instance, created at once so that the
-// scheduler sees the room coming: named as the instance registers, labelled with the NodeClaim's
-// labels (the Provisioner's, the instance type's and the offering's) and the hostname, tainted
-// with the NodeClaim's taints and not-ready until the kubelet reports Ready, finalized so that
-// its instance is terminated with it, and owned by the NodeClaim, as registering makes it.
-func NodeOf(nc *v1.NodeClaim, instance *cloudprovider.Instance) *corev1.Node {
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: instance.NodeName, Labels: map[string]string{corev1.LabelHostname: instance.NodeName}},
-		Spec:       corev1.NodeSpec{ProviderID: instance.ProviderID},
-	}
-	node = nodeclaims.Register(nc, node)
-	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule})
-	return node
 }
 
 // podRequests are the pods' requests summed: what the node is launched to have room for.

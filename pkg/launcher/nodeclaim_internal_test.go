@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -88,17 +90,24 @@ func TestAssignIsTheSameForALaunchAndItsResumption(t *testing.T) {
 	}
 }
 
-func TestNodeOf(t *testing.T) {
+// TestLaunchedNodeClaimRegistersItsNode: the Node a kubelet registers from Karpenter's user
+// data, matched to the launched NodeClaim, carries what the NodeClaim decided.
+func TestLaunchedNodeClaimRegistersItsNode(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default", Labels: map[string]string{"team": "ml"},
 		Taints: []corev1.Taint{{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}}})
 	it := fake.DefaultInstanceTypes()[0]
 	instance := &cloudprovider.Instance{ProviderID: "fake:///us-west-2b/i-1", ID: "i-1", InstanceType: it.Name, Zone: "us-west-2b",
 		CapacityType: v1alpha5.CapacityTypeSpot, NodeName: "ip-10-0-0-1.us-west-2.compute.internal",
 		Labels: map[string]string{corev1.LabelInstanceTypeStable: it.Name, corev1.LabelTopologyZone: "us-west-2b", v1alpha5.CapacityTypeLabelKey: "spot"}}
-	nc := newNodeClaim("default-abcde", p, &scheduling.NewNode{Provisioner: p.Name}, nil, map[string]string{v1alpha5.ReplacesAnnotationKey: "old"})
+	hold := corev1.Taint{Key: v1alpha5.LaunchingTaintKey, Effect: corev1.TaintEffectNoSchedule}
+	nc := newNodeClaim("default-abcde", p, &scheduling.NewNode{Provisioner: p.Name}, nil, map[string]string{v1alpha5.ReplacesAnnotationKey: "old"}, []corev1.Taint{hold})
 	nc.UID = "nc-uid"
 	nc = launched(nc, instance, it)
-	node := NodeOf(nc, instance)
+	kubelet := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: instance.NodeName, Labels: map[string]string{corev1.LabelHostname: instance.NodeName, "team": "ml", v1alpha5.ProvisionerNameLabelKey: "default"}},
+		Spec:       corev1.NodeSpec{ProviderID: instance.ProviderID, Taints: append(slices.Clone(p.Spec.Taints), nodeclaims.UnregisteredTaint)},
+	}
+	node := nodeclaims.Register(nc, kubelet)
 	for key, want := range map[string]string{
 		"team":                           "ml",
 		v1alpha5.ProvisionerNameLabelKey: "default",
@@ -114,9 +123,8 @@ func TestNodeOf(t *testing.T) {
 	if node.Name != instance.NodeName || node.Spec.ProviderID != instance.ProviderID || node.Annotations[v1alpha5.ReplacesAnnotationKey] != "old" {
 		t.Errorf("node %s %s %v, want the instance's name and provider id, the NodeClaim's annotations", node.Name, node.Spec.ProviderID, node.Annotations)
 	}
-	notReady := corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule}
-	if !slices.Equal(node.Spec.Taints, append(slices.Clone(p.Spec.Taints), notReady)) {
-		t.Errorf("taints %v, want the provisioner's and not-ready", node.Spec.Taints)
+	if !slices.Equal(node.Spec.Taints, append(slices.Clone(p.Spec.Taints), hold)) {
+		t.Errorf("taints %v, want the provisioner's and the hold, the unregistered taint gone", node.Spec.Taints)
 	}
 	if !slices.Equal(node.Finalizers, []string{v1.TerminationFinalizer}) || len(node.OwnerReferences) != 1 || node.OwnerReferences[0].UID != "nc-uid" {
 		t.Errorf("finalizers %v, owners %v; want the termination finalizer and the NodeClaim", node.Finalizers, node.OwnerReferences)

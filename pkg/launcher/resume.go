@@ -12,7 +12,6 @@ import (
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
-	"karpenter.sh/karpenter/pkg/nodeclaims"
 	pkgscheduling "karpenter.sh/karpenter/pkg/scheduling"
 )
 
@@ -26,8 +25,9 @@ var ErrLaunchUnsettled = errors.New("the group was launched, its instances are n
 // by its key; when the cloud lists none, the launch is asked again under the same key, which the
 // cloud answers with the first launch's instances if there was one, never with more. The group's
 // instances are then paired with its NodeClaims by Assign, the same rule the launch follows, so a
-// NodeClaim gets the instance it would have had; each records it and gets its Node. A NodeClaim
+// NodeClaim gets the instance it would have had, and records it. A NodeClaim
 // the cloud had no instance for is failed. The NodeClaim's Provisioner gone, the group is failed.
+// Each instance's kubelet registers its Node.
 func (l *Launcher) Resume(ctx context.Context, nc *v1.NodeClaim) error {
 	group := nc.Annotations[LaunchGroupAnnotationKey]
 	if group == "" {
@@ -63,15 +63,8 @@ func (l *Launcher) Resume(ctx context.Context, nc *v1.NodeClaim) error {
 	pairs, unlaunched := Assign(members, instances)
 	var errs []error
 	for member, instance := range pairs {
-		recorded, err := l.Record(ctx, member, instance, InstanceTypeNamed(candidates, instance.InstanceType))
-		if err != nil {
+		if _, err := l.Record(ctx, member, instance, InstanceTypeNamed(candidates, instance.InstanceType)); err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		if instance.NodeName != "" && instance.State != cloudprovider.InstanceStateTerminated {
-			if _, err := l.createNodeOf(ctx, recorded, instance); err != nil {
-				errs = append(errs, err)
-			}
 		}
 	}
 	for _, member := range unlaunched {
@@ -178,31 +171,8 @@ func (l *Launcher) failAll(ctx context.Context, members []*v1.NodeClaim, reason 
 	return errors.Join(errs...)
 }
 
-// EnsureNode creates the Node of a NodeClaim that recorded its instance and has none: a stopped
-// controller left it between the record and the Node, or the cloud could not be read then. It
-// reports whether the instance is gone, for the NodeClaim to go too.
-func (l *Launcher) EnsureNode(ctx context.Context, nc *v1.NodeClaim) (gone bool, err error) {
-	node, err := nodeclaims.NodeFor(ctx, l.client, nc)
-	if err != nil || node != nil {
-		return false, err
-	}
-	instance, err := l.instances.Get(ctx, nc.Status.ProviderID)
-	if notFound := (*cloudprovider.NotFoundError)(nil); errors.As(err, &notFound) {
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("reading instance %s of nodeclaim %s, %w", nc.Status.ProviderID, nc.Name, err)
-	}
-	if instance.NodeName == "" {
-		return false, fmt.Errorf("instance %s of nodeclaim %s has no node name yet", nc.Status.ProviderID, nc.Name)
-	}
-	instance.Labels = nc.Labels
-	_, err = l.createNodeOf(ctx, nc, instance)
-	return false, err
-}
-
 // ResumeAll finishes every launch a stopped controller left: the launches of the NodeClaims that
-// recorded no instance, and the Nodes of those that recorded one without having a Node yet. The
+// recorded no instance. The
 // allocator calls it before its first pass, so that the pass sees the room those launches made
 // rather than launching for their pods again.
 func (l *Launcher) ResumeAll(ctx context.Context) error {
@@ -215,19 +185,12 @@ func (l *Launcher) ResumeAll(ctx context.Context) error {
 	for i := range list.Items {
 		nc := &list.Items[i]
 		group := nc.Annotations[LaunchGroupAnnotationKey]
-		if nc.DeletionTimestamp != nil || group == "" || l.Launching(nc) {
+		if nc.DeletionTimestamp != nil || group == "" || l.Launching(nc) || nc.Status.ProviderID != "" || resumed[group] {
 			continue
 		}
-		switch {
-		case nc.Status.ProviderID == "" && !resumed[group]:
-			resumed[group] = true
-			if err := l.Resume(ctx, nc); err != nil && !errors.Is(err, ErrLaunchUnsettled) {
-				errs = append(errs, err)
-			}
-		case nc.Status.ProviderID != "" && !nc.IsTrue(v1.ConditionTypeRegistered):
-			if _, err := l.EnsureNode(ctx, nc); err != nil {
-				errs = append(errs, err)
-			}
+		resumed[group] = true
+		if err := l.Resume(ctx, nc); err != nil && !errors.Is(err, ErrLaunchUnsettled) {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

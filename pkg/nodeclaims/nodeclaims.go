@@ -34,10 +34,11 @@ func OwnerReference(nc *v1.NodeClaim) metav1.OwnerReference {
 	}
 }
 
-// Register is the node as registering makes it: the NodeClaim's labels, annotations and taints
-// (its startup taints too) on top of the node's own, the termination finalizer, the NodeClaim as its owner,
-// the unregistered taint gone and the registered label set. The node given is not changed.
-func Register(nc *v1.NodeClaim, node *corev1.Node) *corev1.Node {
+// Sync is the node with its NodeClaim synced onto it: the NodeClaim's labels, annotations and
+// taints (its startup taints too) on top of the node's own, the termination finalizer and the
+// NodeClaim as its owner. The unregistered taint stays: Register lifts it. The node given is not
+// changed.
+func Sync(nc *v1.NodeClaim, node *corev1.Node) *corev1.Node {
 	out := node.DeepCopy()
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
@@ -49,13 +50,11 @@ func Register(nc *v1.NodeClaim, node *corev1.Node) *corev1.Node {
 		}
 		maps.Copy(out.Annotations, nc.Annotations)
 	}
-	out.Labels[v1.NodeRegisteredLabelKey] = "true"
 	for _, t := range append(v1.CoreTaints(nc.Spec.Taints), v1.CoreTaints(nc.Spec.StartupTaints)...) {
 		if !slices.ContainsFunc(out.Spec.Taints, func(have corev1.Taint) bool { return have.MatchTaint(&t) }) {
 			out.Spec.Taints = append(out.Spec.Taints, t)
 		}
 	}
-	out.Spec.Taints = slices.DeleteFunc(out.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&UnregisteredTaint) })
 	if !slices.Contains(out.Finalizers, v1.TerminationFinalizer) {
 		out.Finalizers = append(out.Finalizers, v1.TerminationFinalizer)
 	}
@@ -63,6 +62,22 @@ func Register(nc *v1.NodeClaim, node *corev1.Node) *corev1.Node {
 		out.OwnerReferences = append(out.OwnerReferences, OwnerReference(nc))
 	}
 	return out
+}
+
+// Register is the node as registering makes it: synced (Sync), the unregistered taint gone and
+// the registered label set. The node given is not changed.
+func Register(nc *v1.NodeClaim, node *corev1.Node) *corev1.Node {
+	out := Sync(nc, node)
+	out.Labels[v1.NodeRegisteredLabelKey] = "true"
+	out.Spec.Taints = slices.DeleteFunc(out.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&UnregisteredTaint) })
+	return out
+}
+
+// Registered is whether a node is registered: labelled so, the unregistered taint gone. Until
+// then no pod may be bound there, and its NodeClaim's labels and taints may not be on it yet.
+func Registered(node *corev1.Node) bool {
+	return node.Labels[v1.NodeRegisteredLabelKey] == "true" &&
+		!slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&UnregisteredTaint) })
 }
 
 // Reasons of the Initialized condition while it is not True.

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 )
 
@@ -52,13 +53,13 @@ func IsRemovable(node *corev1.Node) bool {
 	return IsLaunchedByKarpenter(node) && node.DeletionTimestamp == nil && HasTerminationFinalizer(node)
 }
 
-// IsLaunching is true for a node Karpenter launched whose kubelet has not yet reported Ready,
-// or whose batch is still launching: it still carries the not-ready or launching taint, so
-// nothing is scheduled there yet, but its room is already promised to the pods it was
-// launched for.
+// IsLaunching is true for a node Karpenter launched that its NodeClaim has not registered yet,
+// whose kubelet has not yet reported Ready, or whose batch is still launching: it still carries
+// the unregistered, not-ready or launching taint, so nothing is scheduled there yet, but its
+// room is already promised to the pods it was launched for.
 func IsLaunching(node *corev1.Node) bool {
 	for _, taint := range node.Spec.Taints {
-		if taint.Key == v1alpha5.NotReadyTaintKey || taint.Key == v1alpha5.LaunchingTaintKey {
+		if taint.Key == v1.UnregisteredTaintKey || taint.Key == v1alpha5.NotReadyTaintKey || taint.Key == v1alpha5.LaunchingTaintKey {
 			return true
 		}
 	}

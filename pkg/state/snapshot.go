@@ -178,9 +178,9 @@ func pointers[T any](items []T) []*T {
 	return out
 }
 
-// launchingTaints are on a node Karpenter launched until its kubelet reports Ready and its
-// batch has launched.
-var launchingTaints = sets.New(v1alpha5.NotReadyTaintKey, v1alpha5.LaunchingTaintKey, corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable)
+// launchingTaints are on a node Karpenter launched until it is registered, its kubelet reports
+// Ready and its batch has launched.
+var launchingTaints = sets.New(v1.UnregisteredTaintKey, v1alpha5.NotReadyTaintKey, v1alpha5.LaunchingTaintKey, corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable)
 
 // LaunchingNodes are the nodes still launching, with the provisioner that launched each.
 func (c *Snapshot) LaunchingNodes() map[string]string {
@@ -221,36 +221,62 @@ func NominationLapsed(pod *corev1.Pod, standing sets.Set[string]) bool {
 // launched but whose Node has not registered yet: its room is promised to the pods it was
 // launched for, so no pass launches for them again meanwhile. It is named after the NodeClaim;
 // being no Node yet, no pod is bound or nominated to it (LaunchingNodes and StandingNodes are
-// the Nodes'). A NodeClaim that registered once and has no Node now lost it: no room.
+// the Nodes'). A Node its kubelet registered that its NodeClaim has not yet registered (it still
+// carries the unregistered taint) stands as registering will make it, still launching. A
+// NodeClaim that registered once and has no Node now lost it: no room.
 func (c *Snapshot) AllNodes() []corev1.Node {
-	registered := sets.New[string]()
-	for i := range c.Nodes {
-		if id := c.Nodes[i].Spec.ProviderID; id != "" {
-			registered.Insert(id)
+	launched := map[string]*v1.NodeClaim{}
+	for i := range c.NodeClaims {
+		if nc := &c.NodeClaims[i]; nc.Status.ProviderID != "" && nc.DeletionTimestamp == nil {
+			launched[nc.Status.ProviderID] = nc
 		}
 	}
-	out := c.Nodes
+	registered := sets.New[string]()
+	// out is the snapshot's own slice until it must differ.
+	out, cloned := c.Nodes, false
+	ownCopy := func() {
+		if !cloned {
+			out, cloned = slices.Clone(c.Nodes), true
+		}
+	}
+	for i := range c.Nodes {
+		node := &c.Nodes[i]
+		if node.Spec.ProviderID == "" {
+			continue
+		}
+		registered.Insert(node.Spec.ProviderID)
+		nc, ok := launched[node.Spec.ProviderID]
+		if !ok || !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&nodeclaims.UnregisteredTaint) }) {
+			continue
+		}
+		ownCopy()
+		out[i] = *withNotReadyTaint(nodeclaims.Register(nc, node))
+	}
 	for i := range c.NodeClaims {
 		nc := &c.NodeClaims[i]
 		if nc.Status.ProviderID == "" || nc.Status.NodeName != "" || nc.DeletionTimestamp != nil || registered.Has(nc.Status.ProviderID) {
 			continue
 		}
-		if len(out) == len(c.Nodes) {
-			out = slices.Clone(c.Nodes)
-		}
+		ownCopy()
 		out = append(out, nodeOfNodeClaim(nc))
 	}
 	return out
 }
 
+// withNotReadyTaint adds Karpenter's not-ready taint to a node still launching.
+func withNotReadyTaint(node *corev1.Node) *corev1.Node {
+	if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha5.NotReadyTaintKey }) {
+		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule})
+	}
+	return node
+}
+
 // nodeOfNodeClaim is the Node a launched NodeClaim will register, as registering makes it,
 // with the not-ready taint of a node still launching and the capacity its instance reported.
 func nodeOfNodeClaim(nc *v1.NodeClaim) corev1.Node {
-	node := nodeclaims.Register(nc, &corev1.Node{
+	return *withNotReadyTaint(nodeclaims.Register(nc, &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: nc.Name, Labels: map[string]string{corev1.LabelHostname: nc.Name}, CreationTimestamp: nc.CreationTimestamp},
 		Spec:       corev1.NodeSpec{ProviderID: nc.Status.ProviderID},
 		Status:     corev1.NodeStatus{Capacity: nc.Status.Capacity, Allocatable: nc.Status.Allocatable},
-	})
-	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule})
-	return *node
+	}))
 }

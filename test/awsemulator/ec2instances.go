@@ -33,8 +33,11 @@ type ec2Instance struct {
 	// instanceProfileARN and instanceProfileID are those of the profile it launched with.
 	instanceProfileARN, instanceProfileID string
 	securityGroupIDs                      []string
-	launched, terminating                 time.Time // terminating is zero until TerminateInstances
-	tags                                  map[string]string
+	// userData is what the instance booted with (its launch template's, decoded): a kubelet
+	// reads its flags there.
+	userData              string
+	launched, terminating time.Time // terminating is zero until TerminateInstances
+	tags                  map[string]string
 }
 
 func (e *Emulator) instanceState(i *ec2Instance, now time.Time) string {
@@ -392,6 +395,10 @@ type EC2Instance struct {
 	// PricePerHour is what the instance costs in $/h: the type's on-demand price, or the
 	// zone's spot price for spot instances.
 	PricePerHour float64 `json:"pricePerHour"`
+	// Architecture is the instance type's (x86_64, arm64).
+	Architecture string `json:"architecture,omitempty"`
+	// UserData is what the instance booted with, decoded.
+	UserData string `json:"userData,omitempty"`
 }
 
 // EC2Instances lists the free-standing instances, terminated ones included while EC2 still
@@ -410,6 +417,7 @@ func (e *Emulator) EC2Instances() []EC2Instance {
 			PrivateIPAddress: x.PrivateIPAddress, PrivateDNSName: x.PrivateDNSName, ImageID: i.imageID,
 			LaunchTemplateName: i.launchTemplateName, FleetID: i.fleetID, LaunchTime: i.launched, Tags: maps.Clone(i.tags),
 			Capacity: e.NodeCapacity(i.instanceType), Allocatable: e.NodeAllocatable(i.instanceType), PricePerHour: e.price(i.instanceType, i.zone, i.capacityType),
+			Architecture: e.architecture(i.instanceType), UserData: i.userData,
 		})
 	}
 	return out
@@ -490,6 +498,15 @@ func (e *Emulator) NodeAllocatable(instanceType string) map[string]string {
 		"memory": strconv.FormatInt(shape.memoryMiB-(255+11*shape.pods)-100, 10) + "Mi",
 		"pods":   strconv.FormatInt(shape.pods, 10),
 	}
+}
+
+// architecture is the instance type's first architecture, "" for a type the catalogue does not
+// describe.
+func (e *Emulator) architecture(instanceType string) string {
+	if info, ok := e.catalogue.Types[instanceType]; ok && len(info.Architectures) > 0 {
+		return info.Architectures[0]
+	}
+	return ""
 }
 
 // kubeletShape is what a kubelet reports of an instance type's capacity.

@@ -408,6 +408,7 @@ func (e *Emulator) launch(r FleetRequest, p *pool, capacityType, reservationID s
 		subnetID: p.subnet.id, vpcID: p.subnet.vpcID, privateIP: ip, imageID: p.override.ImageID,
 		fleetID: r.FleetID, reservationID: reservationID, launchTemplateID: p.template.id, launchTemplateName: p.template.name,
 		securityGroupIDs: slices.Clone(p.template.data.securityGroups()),
+		userData:         p.template.data.DecodedUserData,
 		launched:         now, tags: tags,
 	}
 	if p.profile != nil {

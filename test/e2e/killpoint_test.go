@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/killpoint"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/test/awsemulator"
@@ -23,7 +25,8 @@ import (
 // TestControllerKilledAtEachStepOfANodeClaimsLife kills the controller (SIGKILL) at a fixed point
 // of each step of a NodeClaim's life, not at a time, and restarts it: after the NodeClaims are
 // created and before the cloud is asked; after the cloud launched and before any NodeClaim
-// recorded its instance; after a Node is created and before its NodeClaim registered it; mid-drain,
+// recorded its instance; after the NodeClaim lifecycle matched and synced the Node its kubelet
+// registered and before it lifted the unregistered taint (every node ends registered); mid-drain,
 // after a draining node's first pod is evicted; after a drained node's instance is terminated and
 // before its finalizer goes. Each time: exactly one
 // instance per NodeClaim, launched once, none orphaned past the garbage collection grace, no
@@ -31,7 +34,7 @@ import (
 // the parallel tests.
 func TestControllerKilledAtEachStepOfANodeClaimsLife(t *testing.T) {
 	t.Cleanup(func() { restartController(t, "") })
-	for i, point := range []string{killpoint.NodeClaimsCreated, killpoint.InstancesLaunched, killpoint.NodeCreated} {
+	for i, point := range []string{killpoint.NodeClaimsCreated, killpoint.InstancesLaunched, killpoint.NodeRegistered} {
 		t.Run("killed at "+point, func(t *testing.T) {
 			name := fmt.Sprintf("killpoint-%d", i)
 			createKillpointProvisioner(t, name)
@@ -42,10 +45,11 @@ func TestControllerKilledAtEachStepOfANodeClaimsLife(t *testing.T) {
 			waitKilled(t, point)
 			restartController(t, "")
 			waitApp(t, name, 2)
-			eventually.Holds(t, "one instance per NodeClaim, each with its Node, launched once", func() (bool, string, error) {
+			eventually.Holds(t, "one instance per NodeClaim, each with its Node registered, launched once", func() (bool, string, error) {
 				ok, why, err := nodeClaimsMatchInstances(name)
 				launched := launchedInstances(name, skip)
-				return ok && launched == 2, fmt.Sprintf("%s; %d instances launched since the subtest began", why, launched), err
+				unregistered, listErr := unregisteredNodes(name)
+				return ok && launched == 2 && len(unregistered) == 0, fmt.Sprintf("%s; %d instances launched since the subtest began; unregistered nodes %v", why, launched, unregistered), errors.Join(err, listErr)
 			}, eventually.Timeout(waitTimeout))
 		})
 	}
@@ -78,6 +82,22 @@ func killedWhileDeleting(t *testing.T, point string) {
 		gone := !slices.ContainsFunc(liveInstances(name), func(i awsemulator.EC2Instance) bool { return i.InstanceID == instanceID })
 		return ok && gone && terminations(instanceID) == 1, fmt.Sprintf("%s; terminations of %s: %d", why, instanceID, terminations(instanceID)), err
 	}, eventually.Timeout(waitTimeout))
+}
+
+// unregisteredNodes are the Provisioner's nodes still carrying the unregistered taint or without
+// the registered label.
+func unregisteredNodes(provisionerName string) ([]string, error) {
+	list := &corev1.NodeList{}
+	if err := stack.Env.Client.List(context.Background(), list, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: provisionerName}); err != nil {
+		return nil, err
+	}
+	var out []string
+	for i := range list.Items {
+		if !nodeclaims.Registered(&list.Items[i]) {
+			out = append(out, list.Items[i].Name)
+		}
+	}
+	return out, nil
 }
 
 // createKillpointProvisioner is a Provisioner of m5.xlarge nodes in one zone, so that identical

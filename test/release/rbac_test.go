@@ -77,16 +77,17 @@ func checkRBAC(t *testing.T, env *environment.Environment) {
 			controllerNeeds = append(controllerNeeds, access{verb: verb, resource: resource})
 		}
 	}
-	// The allocator reads Provisioners and DaemonSets, writes Provisioners' status, and creates
-	// the Nodes of the instances it launches. The node lifecycle opens a Ready node, drains and
-	// releases a deleted one (evict, and delete past the drain deadline), deletes one that never
-	// joined or whose instance is gone.
+	// The allocator reads Provisioners and DaemonSets and writes Provisioners' status; the
+	// kubelets register the Nodes of the instances it launches, which the NodeClaim lifecycle
+	// patches. The node lifecycle opens a Ready node, drains and releases a deleted one (evict,
+	// and delete past the drain deadline), deletes one that never joined or whose instance is
+	// gone.
 	for _, verb := range []string{"get", "list", "watch"} {
 		controllerNeeds = append(controllerNeeds,
 			access{verb: verb, group: "karpenter.sh", resource: "provisioners"},
 			access{verb: verb, group: "apps", resource: "daemonsets"})
 	}
-	for _, verb := range []string{"create", "patch", "delete"} {
+	for _, verb := range []string{"patch", "delete"} {
 		controllerNeeds = append(controllerNeeds, access{verb: verb, resource: "nodes"})
 	}
 	controllerNeeds = append(controllerNeeds,
@@ -106,6 +107,8 @@ func checkRBAC(t *testing.T, env *environment.Environment) {
 		{verb: "create", resource: "pods", namespace: "team-a"},
 		{verb: "update", resource: "pods", namespace: "team-a"},
 		{verb: "update", resource: "nodes"},
+		// Karpenter never creates a Node: the kubelet registers it.
+		{verb: "create", resource: "nodes"},
 		{verb: "update", group: "apps", resource: "deployments", namespace: "team-a"},
 		{verb: "create", group: "autoscaling.karpenter.sh", resource: "horizontalautoscalers", namespace: "team-a"},
 		{verb: "delete", group: "autoscaling.karpenter.sh", resource: "scalablenodegroups", namespace: "team-a"},

@@ -18,7 +18,8 @@ import (
 )
 
 // kubeletWebhook is the MutatingWebhookConfiguration through which the node joiner completes
-// the Nodes Karpenter creates (nodejoiner.Admission).
+// the Nodes a Karpenter from before NodeClaims creates itself (nodejoiner.Admission), as the
+// upgrade test runs one; this Karpenter creates none.
 const kubeletWebhook = "kubelet.sandbox.karpenter.sh"
 
 // startKubeletWebhook serves nodejoiner.Admission over TLS on loopback, with a certificate of

@@ -1,8 +1,9 @@
 // Package sandbox runs Karpenter's main job on one machine: a real control plane (etcd,
 // kube-apiserver, kube-scheduler, kube-controller-manager, kwok), Prometheus scraping the
 // controller, the AWS emulator seeded with the Auto Scaling groups, queue and VPC behind
-// docs/examples, a node joiner registering a kwok Node per in-service instance and completing
-// the Nodes Karpenter creates for the instances it launches (an admission webhook), and the
+// docs/examples, a node joiner registering a kwok Node per in-service instance and, as their
+// kubelets would, per running instance Karpenter launched (from its user data), an admission
+// webhook completing the Nodes a Karpenter from before NodeClaims creates itself, and the
 // controller binary pointed at all of them through the AWS SDK's endpoint variables, and the
 // admission webhook binary installed as the release installs it. Every listener is on loopback. `make sandbox` (cmd/sandbox) and the end-to-end suite (test/e2e)
 // both run on it.
@@ -177,7 +178,8 @@ func Start(ctx context.Context, options Options) (_ *Stack, err error) {
 
 	joinerCtx, stopJoiner := context.WithCancel(context.Background())
 	s.stopJoiner, s.joinerDone = stopJoiner, make(chan struct{})
-	joiner := &nodejoiner.Joiner{Client: s.Env.Client, Instances: s.Emulator, Interval: 500 * time.Millisecond}
+	joiner := &nodejoiner.Joiner{Client: s.Env.Client, Instances: s.Emulator, Interval: 500 * time.Millisecond,
+		Kubelets: &nodejoiner.Kubelets{Client: s.Env.Client, Instances: s.Emulator, ClusterName: ClusterName}}
 	go func() {
 		defer close(s.joinerDone)
 		joiner.Run(joinerCtx)

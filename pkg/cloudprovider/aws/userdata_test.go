@@ -151,7 +151,8 @@ func TestUserDataJoinsTheNodeWithNodeadm(t *testing.T) {
 			string(ca) != "-----BEGIN CERTIFICATE-----\ndemo\n-----END CERTIFICATE-----\n" || cluster.CIDR != "10.100.0.0/16" {
 			t.Errorf("%s: cluster = %+v (CA %q, %v)", tt.instanceType, cluster, ca, err)
 		}
-		wantFlags := []string{"--node-labels=karpenter.sh/provisioner-name=default,team=ml", "--register-with-taints=dedicated=ml:NoSchedule"}
+		// The node registers unregistered, until Karpenter has synced its NodeClaim onto it.
+		wantFlags := []string{"--node-labels=karpenter.sh/provisioner-name=default,team=ml", "--register-with-taints=dedicated=ml:NoSchedule,karpenter.sh/unregistered:NoExecute"}
 		if diff := cmp.Diff(wantFlags, config.Spec.Kubelet.Flags); diff != "" {
 			t.Errorf("%s: kubelet flags (-want +got):\n%s", tt.instanceType, diff)
 		}

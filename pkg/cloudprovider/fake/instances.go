@@ -12,10 +12,12 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 	"knative.dev/pkg/apis"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 )
@@ -52,12 +54,14 @@ type InstanceProvider struct {
 	stalePrices error
 	// launches maps an idempotency key to the provider ids it launched, and requests to what
 	// the first launch under it asked for (requestIdentity).
-	launches    map[string][]string
-	requests    map[string]string
-	typesCalls  []cloudprovider.Constraints
-	createCalls []cloudprovider.LaunchRequest
-	deleteCalls []string
-	unavailable []cloudprovider.OfferingKey
+	launches map[string][]string
+	requests map[string]string
+	// registerWith are the taints each instance's kubelet registers its node with, by provider id.
+	registerWith map[string][]corev1.Taint
+	typesCalls   []cloudprovider.Constraints
+	createCalls  []cloudprovider.LaunchRequest
+	deleteCalls  []string
+	unavailable  []cloudprovider.OfferingKey
 }
 
 var _ cloudprovider.InstanceProvider = (*InstanceProvider)(nil)
@@ -80,6 +84,7 @@ func NewInstanceProvider(opts InstanceProviderOptions) *InstanceProvider {
 		noCapacity:    map[cloudprovider.OfferingKey]bool{},
 		launches:      map[string][]string{},
 		requests:      map[string]string{},
+		registerWith:  map[string][]corev1.Taint{},
 	}
 }
 
@@ -198,11 +203,41 @@ func (p *InstanceProvider) launch(request cloudprovider.LaunchRequest, c cloudpr
 		Labels:       labels,
 	}
 	p.instances[instance.ProviderID] = instance
+	p.registerWith[instance.ProviderID] = slices.Clone(request.Taints)
 	if request.IdempotencyKey != "" {
 		p.launches[request.IdempotencyKey] = append(p.launches[request.IdempotencyKey], instance.ProviderID)
 		p.requests[request.IdempotencyKey] = requestIdentity(request)
 	}
 	return copyInstance(instance)
+}
+
+// unregisteredTaint is what a node registers with until Karpenter has matched it to its
+// NodeClaim, as Karpenter's user data asks of the kubelet on AWS.
+var unregisteredTaint = corev1.Taint{Key: v1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}
+
+// KubeletNode is the Node the kubelet of a running instance registers, as Karpenter's user data
+// tells it to on AWS: named as the instance, with its provider id and labels (the launch's and
+// the offering's) and the hostname, the launch's taints and the unregistered taint, and its
+// instance type's capacity and allocatable. ok is false for an instance not running.
+func (p *InstanceProvider) KubeletNode(providerID string) (node *corev1.Node, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	instance, ok := p.instances[providerID]
+	if !ok || instance.State != cloudprovider.InstanceStateRunning {
+		return nil, false
+	}
+	labels := maps.Clone(instance.Labels)
+	labels[corev1.LabelHostname] = instance.NodeName
+	node = &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: instance.NodeName, Labels: labels},
+		Spec:       corev1.NodeSpec{ProviderID: providerID, Taints: append(slices.Clone(p.registerWith[providerID]), unregisteredTaint)},
+	}
+	for _, t := range p.catalogue {
+		if t.Name == instance.InstanceType {
+			node.Status.Capacity, node.Status.Allocatable = t.Capacity.DeepCopy(), t.Allocatable()
+		}
+	}
+	return node, true
 }
 
 // offered reports whether the catalogue has the offering and it is available.

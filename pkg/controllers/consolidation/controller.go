@@ -150,7 +150,7 @@ func New(options Options) (*Controller, error) {
 // Name identifies the controller.
 func (c *Controller) Name() string { return Name }
 
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
@@ -359,7 +359,7 @@ func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5
 		uids = append(uids, string(old.UID))
 	}
 	slices.Sort(uids)
-	node, err := Launch(ctx, c.launcher, decision.Replacement, p, LaunchOptions{
+	launched, err := Launch(ctx, c.launcher, decision.Replacement, p, LaunchOptions{
 		Ledger:  c.ledger,
 		Counted: counted,
 		// A pass retried after a crash between the launch and the Node gets the same instance.
@@ -376,15 +376,15 @@ func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5
 	if err != nil {
 		return err
 	}
-	c.expected.Launched(node.Name, c.clock.Now())
-	instanceType, capacityType := node.Labels[corev1.LabelInstanceTypeStable], node.Labels[v1alpha5.CapacityTypeLabelKey]
+	c.expected.Launched(c.clock.Now(), launched.NodeName, launched.NodeClaim.Name)
+	instanceType, capacityType := launched.NodeClaim.Labels[corev1.LabelInstanceTypeStable], launched.NodeClaim.Labels[v1alpha5.CapacityTypeLabelKey]
 	actionsTotal.WithLabelValues(string(Replace)).Inc()
 	savingsTotal.WithLabelValues(string(Replace)).Add(decision.Saving)
 	for _, old := range decision.Nodes {
 		c.recorder.Eventf(old, corev1.EventTypeNormal, ReasonReplacing, "Consolidation launched %s (%s, %s) to replace this node, saving $%.4f/h; the node is deleted once it is Ready",
-			node.Name, instanceType, capacityType, decision.Saving)
+			launched.NodeName, instanceType, capacityType, decision.Saving)
 	}
-	log.FromContext(ctx).Info("consolidation launched a replacement", "node", node.Name, "instanceType", instanceType, "replaces", len(decision.Nodes), "saving", decision.Saving)
+	log.FromContext(ctx).Info("consolidation launched a replacement", "node", launched.NodeName, "nodeclaim", launched.NodeClaim.Name, "instanceType", instanceType, "replaces", len(decision.Nodes), "saving", decision.Saving)
 	return nil
 }
 
@@ -403,9 +403,10 @@ type LaunchOptions struct {
 	Reason string
 }
 
-// Launch makes a planned node real through the one launcher: a NodeClaim, the cheapest candidate
-// the cloud has capacity for, and its Node at once, not-ready tainted and finalized.
-func Launch(ctx context.Context, l *launcher.Launcher, n *scheduling.NewNode, p *v1alpha5.Provisioner, options LaunchOptions) (*corev1.Node, error) {
+// Launch makes a planned node real through the one launcher: a NodeClaim and the cheapest
+// candidate the cloud has capacity for, whose kubelet then registers its Node. The caller acts
+// on the nodes it replaces only once a later snapshot shows that Node registered and Ready.
+func Launch(ctx context.Context, l *launcher.Launcher, n *scheduling.NewNode, p *v1alpha5.Provisioner, options LaunchOptions) (*launcher.Launched, error) {
 	candidates := provisioning.Candidates(n)
 	reservation := 0
 	if options.Ledger != nil {
@@ -419,7 +420,7 @@ func Launch(ctx context.Context, l *launcher.Launcher, n *scheduling.NewNode, p 
 		}
 		candidates, reservation = kept, id
 	}
-	node, err := l.LaunchNode(ctx, launcher.Request{Provisioner: p, Candidates: candidates, Nodes: []*scheduling.NewNode{n}, Annotations: options.Annotations, Reason: options.Reason},
+	launched, err := l.LaunchNode(ctx, launcher.Request{Provisioner: p, Candidates: candidates, Nodes: []*scheduling.NewNode{n}, Annotations: options.Annotations, Reason: options.Reason},
 		options.Decision, options.Counted)
 	if err != nil {
 		if options.Ledger != nil {
@@ -429,12 +430,12 @@ func Launch(ctx context.Context, l *launcher.Launcher, n *scheduling.NewNode, p 
 	}
 	if options.Ledger != nil {
 		var capacity corev1.ResourceList
-		if it := launcher.InstanceTypeNamed(candidates, node.Labels[corev1.LabelInstanceTypeStable]); it != nil {
+		if it := launcher.InstanceTypeNamed(candidates, launched.NodeClaim.Labels[corev1.LabelInstanceTypeStable]); it != nil {
 			capacity = it.Capacity
 		}
-		options.Ledger.Launched(reservation, node.Name, capacity)
+		options.Ledger.Launched(reservation, launched.NodeName, capacity)
 	}
-	return node, nil
+	return launched, nil
 }
 
 // read takes the pass's snapshot from the cluster's state.

@@ -1,6 +1,7 @@
 package consolidation
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -13,19 +14,26 @@ const expectationTimeout = time.Minute
 // yet: a pass on a snapshot without them would act on the same nodes again, launching a second
 // replacement or counting a deleted node's room.
 type Expectations struct {
-	mu       sync.Mutex
-	launched map[string]time.Time
+	mu sync.Mutex
+	// launched are the names a launched node may show as, each launch's once: its Node's, or
+	// its NodeClaim's while the snapshot stands a node in for the NodeClaim until it registers.
+	launched map[*launchExpectation]bool
 	deleted  map[string]time.Time
 }
 
-// Launched expects the node to appear.
-func (e *Expectations) Launched(name string, now time.Time) {
+type launchExpectation struct {
+	names []string
+	since time.Time
+}
+
+// Launched expects a node to appear as one of names.
+func (e *Expectations) Launched(now time.Time, names ...string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.launched == nil {
-		e.launched = map[string]time.Time{}
+		e.launched = map[*launchExpectation]bool{}
 	}
-	e.launched[name] = now
+	e.launched[&launchExpectation{names: names, since: now}] = true
 }
 
 // Deleted expects the node to be gone or being deleted.
@@ -46,9 +54,9 @@ func (e *Expectations) Met(s *Snapshot) bool {
 	for _, n := range s.Nodes {
 		present[n.Node.Name] = n.Node.DeletionTimestamp == nil
 	}
-	for name, since := range e.launched {
-		if _, ok := present[name]; ok || s.Now.Sub(since) > expectationTimeout {
-			delete(e.launched, name)
+	for l := range e.launched {
+		if slices.ContainsFunc(l.names, func(name string) bool { _, ok := present[name]; return ok }) || s.Now.Sub(l.since) > expectationTimeout {
+			delete(e.launched, l)
 		}
 	}
 	for name, since := range e.deleted {

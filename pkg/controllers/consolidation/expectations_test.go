@@ -23,7 +23,7 @@ func TestExpectations(t *testing.T) {
 	if !e.Met(snapshot(now, old)) {
 		t.Fatal("nothing expected, yet not met")
 	}
-	e.Launched("new", now)
+	e.Launched(now, "new-nodeclaim", "new")
 	e.Deleted("old", now)
 	for _, step := range []struct {
 		name string
@@ -38,7 +38,7 @@ func TestExpectations(t *testing.T) {
 			t.Errorf("%s: met %t, want %t", step.name, got, step.met)
 		}
 	}
-	e.Launched("never-seen", now)
+	e.Launched(now, "never-seen")
 	if e.Met(snapshot(now.Add(30*time.Second), old)) {
 		t.Error("an effect awaited for 30s is met")
 	}

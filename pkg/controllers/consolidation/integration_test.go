@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"karpenter.sh/karpenter/pkg/nodeclaims"
+
+	nodeclaimlifecycle "karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -279,7 +283,7 @@ func (f *fleet) gone(t *testing.T, n *corev1.Node, instance *cloudprovider.Insta
 
 func (f *fleet) start(t *testing.T) (stop func()) {
 	return operatortest.Start(t, f.env, operatortest.Options{Controllers: controllers.Options{
-		Enabled:                 []string{consolidation.Name, termination.Name, readiness.Name},
+		Enabled:                 []string{consolidation.Name, termination.Name, readiness.Name, nodeclaimlifecycle.Name},
 		CloudProvider:           cloudprovider.NewRegistry(),
 		InstanceProvider:        f.cloud,
 		Clock:                   clock.RealClock{},
@@ -301,7 +305,8 @@ func (f *fleet) waitBound(t *testing.T, app, node string) {
 	})
 }
 
-// replacementOf waits for the node launched for the provisioner beside old.
+// replacementOf waits for the node launched for the provisioner beside old, registered: its
+// kubelet registers it, and the NodeClaim lifecycle syncs the NodeClaim's annotations onto it.
 func (f *fleet) replacementOf(t *testing.T, old *corev1.Node) *corev1.Node {
 	ctx := t.Context()
 	var replacement corev1.Node
@@ -312,7 +317,7 @@ func (f *fleet) replacementOf(t *testing.T, old *corev1.Node) *corev1.Node {
 			return false, "", err
 		}
 		for _, n := range list.Items {
-			if n.Name != old.Name {
+			if n.Name != old.Name && nodeclaims.Registered(&n) {
 				replacement = n
 				return true, "", nil
 			}

@@ -43,7 +43,7 @@ func TestLaunchReservesUnderLimits(t *testing.T) {
 		t.Errorf("%d instances launched, want 1", launches)
 	}
 	// Once the node is counted, its reservation is dropped and the limit still holds.
-	counted[node.Name] = instanceType("t3.medium").Capacity
+	counted[node.NodeName] = instanceType("t3.medium").Capacity
 	if used := ledger.Used(p.Name, counted); used.Cpu().Cmp(resource.MustParse("10")) != 0 {
 		t.Errorf("used %s cpu, want 10", used.Cpu())
 	}
@@ -70,7 +70,7 @@ func TestLaunchRetriedGetsItsNodeUnlessOthersTookIt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return node.Name
+		return node.NodeName
 	}
 	first := launch()
 	if again := launch(); again != first {

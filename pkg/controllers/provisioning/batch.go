@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,8 +20,8 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
-	"karpenter.sh/karpenter/pkg/killpoint"
 	"karpenter.sh/karpenter/pkg/launcher"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/state"
 )
 
@@ -73,10 +74,9 @@ func (c *Controller) reserveAll(ctx context.Context, newNodes []*scheduling.NewN
 }
 
 // launchBatch runs a batch's launches at once (the launcher bounds their calls). The pods binds
-// allows are bound to their nodes as each launch's Nodes exist, the rest nominated to theirs,
-// and the nodes of a batch of several are opened to kube-scheduler together once all exist
-// (see launchingTaint). The batch is in flight until the cache shows its Nodes, and its pods
-// bound. It reports whether any launch, binding, nomination or release failed for a reason
+// allows are bound to their nodes as each launch's Nodes are registered, the rest nominated to
+// theirs, and the nodes of a batch of several are opened to kube-scheduler together once all are
+// registered (see launchingTaint). The batch is in flight until then, and its pods bound. It reports whether any launch, binding, nomination or release failed for a reason
 // that may pass.
 func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launches []*reservedLaunch, hold bool, binds bindable) (retry bool) {
 	defer c.inFlight.finish(batch)
@@ -158,7 +158,7 @@ func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launch
 	return retry
 }
 
-// cacheSyncTimeout bounds how long a pass waits for the cache to show the Nodes it created.
+// cacheSyncTimeout bounds how long a pass waits for the cache to show what it wrote.
 const cacheSyncTimeout = 10 * time.Second
 
 // awaitCached returns once the cache the passes read shows every node created, and opened if
@@ -174,7 +174,7 @@ func (c *Controller) awaitCached(ctx context.Context, created []*corev1.Node, re
 				return false, client.IgnoreNotFound(err)
 			}
 			if cached.UID != node.UID {
-				// Another Node of its name (the stale one it replaced) not gone from the cache yet.
+				// Another Node of its name (a stale one of a gone instance) not gone from the cache yet.
 				return false, nil
 			}
 			c.ledger.NodeCached(reservations[node.Name], cached.UID)
@@ -250,13 +250,14 @@ func (c *Controller) reserve(g *launchGroup, p *v1alpha5.Provisioner, nodes map[
 	return r, err
 }
 
-// launch makes a reserved group real: a NodeClaim for each node, then one cloud call for as
-// many of the cheapest candidate with capacity, then, for each instance, its NodeClaim's record
-// of it and its Node, held when its batch is. The i-th Node returned is for the group's i-th
-// node, nil where none was created; fewer come back when the cloud's capacity allowed fewer
-// (with an error: their pods are pending again for the next pass). An instance the cloud could
-// not read back keeps its NodeClaim and its pods until a pass reads it (readUnread). When a Node
-// cannot be created, the instance is terminated rather than left without one.
+// launch makes a reserved group real: a NodeClaim for each node (with the launching taint as a
+// startup taint when its batch is held), then one cloud call for as many of the cheapest
+// candidate with capacity, then, for each instance, its NodeClaim's record of it, and its Node
+// once its kubelet registered it and the NodeClaim lifecycle controller matched it. The i-th
+// Node returned is for the group's i-th node, nil where none registered; fewer come back when
+// the cloud's capacity allowed fewer (with an error: their pods are pending again for the next
+// pass). An instance the cloud could not read back keeps its NodeClaim and its pods until a pass
+// reads it (readUnread).
 func (c *Controller) launch(ctx context.Context, r *reservedLaunch, hold bool) ([]*corev1.Node, error) {
 	p := r.provisioner
 	fail := func(i int) {
@@ -264,6 +265,9 @@ func (c *Controller) launch(ctx context.Context, r *reservedLaunch, hold bool) (
 		c.inFlight.failed(r.planned[i])
 	}
 	request := launcher.Request{Provisioner: p, Candidates: r.group.candidates, Nodes: r.group.nodes}
+	if hold {
+		request.StartupTaints = []corev1.Taint{launchingTaint}
+	}
 	nodeClaims, done, createErr := c.launcher.CreateNodeClaims(ctx, request)
 	defer done()
 	var created []*v1.NodeClaim
@@ -315,7 +319,7 @@ func (c *Controller) launch(ctx context.Context, r *reservedLaunch, hold bool) (
 		errs = append(errs, fmt.Errorf("the cloud launched %d of %d instances for provisioner %q", len(all), len(created), p.Name))
 	}
 	var waiting []*corev1.Pod
-	// The Nodes are created several at once: one by one, a large group's would wait on the
+	// The Nodes are awaited several at once: one by one, a large group's would wait on the
 	// API server in turn.
 	nodes := make([]*corev1.Node, len(r.group.nodes))
 	var mu sync.Mutex
@@ -350,9 +354,7 @@ func (c *Controller) launch(ctx context.Context, r *reservedLaunch, hold bool) (
 			continue
 		}
 		group.Go(func() error {
-			registering, cancel := context.WithTimeout(context.WithoutCancel(ctx), launcher.NodeCreateTimeout)
-			defer cancel()
-			node, err := c.register(registering, r, i, instance, hold)
+			node, err := c.register(ctx, r, i, instance)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -372,18 +374,33 @@ func (c *Controller) launch(ctx context.Context, r *reservedLaunch, hold bool) (
 	return nodes, errors.Join(errs...)
 }
 
-// register records the launched instance of a reserved group's i-th node on its NodeClaim,
-// counts it in the ledger and the batch in flight, and creates its Node, held when its batch
-// is. When the Node cannot be created, the instance is terminated at once rather than left to
-// garbage collection's grace.
-func (c *Controller) register(ctx context.Context, r *reservedLaunch, i int, instance *cloudprovider.Instance, hold bool) (*corev1.Node, error) {
+// register records the launched instance of a reserved group's i-th node on its NodeClaim, and
+// returns the Node its kubelet registers once the NodeClaim lifecycle controller has registered
+// it (see awaitRegistered).
+func (c *Controller) register(ctx context.Context, r *reservedLaunch, i int, instance *cloudprovider.Instance) (*corev1.Node, error) {
+	if err := c.record(ctx, r, i, instance); err != nil {
+		return nil, err
+	}
+	node, err := c.awaitRegistered(ctx, r.nodeClaims[i])
+	if errors.Is(err, errNodeClaimGone) {
+		launchErrors.WithLabelValues(ReasonNodeNotRegistered).Inc()
+		c.ledger.Release(r.reservations[i])
+		c.inFlight.failed(r.planned[i])
+	}
+	return node, err
+}
+
+// record records the launched instance of a reserved group's i-th node on its NodeClaim, and
+// counts it in the ledger and the batch in flight under the name its kubelet registers its Node
+// as.
+func (c *Controller) record(ctx context.Context, r *reservedLaunch, i int, instance *cloudprovider.Instance) error {
 	p := r.provisioner
 	it := launcher.InstanceTypeNamed(r.group.candidates, instance.InstanceType)
 	nc, err := c.launcher.Record(ctx, r.nodeClaims[i], instance, it)
 	if err != nil {
 		c.ledger.Release(r.reservations[i])
 		c.inFlight.failed(r.planned[i])
-		return nil, err
+		return err
 	}
 	r.nodeClaims[i] = nc
 	if it != nil {
@@ -392,24 +409,9 @@ func (c *Controller) register(ctx context.Context, r *reservedLaunch, i int, ins
 		c.ledger.Launched(r.reservations[i], instance.NodeName, nil)
 	}
 	c.inFlight.launched(r.planned[i], instance.NodeName)
-	node := launcher.NodeOf(nc, instance)
-	if hold {
-		node.Spec.Taints = append(node.Spec.Taints, launchingTaint)
-	}
-	if err := launcher.CreateNode(ctx, c.client, c.instanceProvider, node); err != nil {
-		launchErrors.WithLabelValues(ReasonNodeCreateFailed).Inc()
-		// Deleting the NodeClaim terminates its instance.
-		if deleteErr := c.client.Delete(ctx, nc); client.IgnoreNotFound(deleteErr) != nil {
-			err = errors.Join(err, fmt.Errorf("deleting nodeclaim %s, %w", nc.Name, deleteErr))
-		}
-		c.ledger.Release(r.reservations[i])
-		c.inFlight.failed(r.planned[i])
-		return nil, fmt.Errorf("creating node %s for instance %s, %w", node.Name, instance.ProviderID, err)
-	}
-	killpoint.Reached(killpoint.NodeCreated)
 	if instance.FellBackFrom != nil {
 		c.recorder.Event(p, corev1.EventTypeWarning, ReasonInsufficientCapacity,
-			fmt.Sprintf("Node %s launched as %s in %s (%s) after no capacity in %d cheaper offerings: %s", node.Name, instance.InstanceType, instance.Zone,
+			fmt.Sprintf("Node %s launched as %s in %s (%s) after no capacity in %d cheaper offerings: %s", instance.NodeName, instance.InstanceType, instance.Zone,
 				instance.CapacityType, len(instance.FellBackFrom.Offerings), capacityReasons(instance.FellBackFrom)))
 	}
 	if c.launchFailures.succeeded(p.Name) {
@@ -418,6 +420,44 @@ func (c *Controller) register(ctx context.Context, r *reservedLaunch, i int, ins
 		c.batcher.poke()
 	}
 	nodesCreated.WithLabelValues(p.Name, instance.InstanceType, instance.Zone, instance.CapacityType).Inc()
-	c.recorder.Eventf(p, corev1.EventTypeNormal, ReasonLaunched, "Launched node %s: %s in %s (%s) for %d pods", node.Name, instance.InstanceType, instance.Zone, instance.CapacityType, len(r.group.nodes[i].Pods))
-	return node, nil
+	c.recorder.Eventf(p, corev1.EventTypeNormal, ReasonLaunched, "Launched node %s: %s in %s (%s) for %d pods", instance.NodeName, instance.InstanceType, instance.Zone, instance.CapacityType, len(r.group.nodes[i].Pods))
+	return nil
+}
+
+// errNodeClaimGone is awaitRegistered's answer for a NodeClaim deleted before its node
+// registered: its pods are planned again.
+var errNodeClaimGone = errors.New("the nodeclaim was deleted before its node registered")
+
+// registeredPoll is how often awaitRegistered reads the cache.
+const registeredPoll = 50 * time.Millisecond
+
+// awaitRegistered returns the NodeClaim's Node once the cache shows it registered: its
+// kubelet registered it and the NodeClaim lifecycle controller synced the NodeClaim onto it and
+// lifted the unregistered taint, so that a pod bound or nominated there stays. It waits while
+// the NodeClaim lives: the lifecycle controller deletes one whose node does not register in
+// time.
+func (c *Controller) awaitRegistered(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
+	var registered *corev1.Node
+	err := wait.PollUntilContextCancel(ctx, registeredPoll, true, func(ctx context.Context) (bool, error) {
+		current := &v1.NodeClaim{}
+		if err := c.client.Get(ctx, client.ObjectKeyFromObject(nc), current); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, errNodeClaimGone
+			}
+			return false, err
+		}
+		if current.DeletionTimestamp != nil {
+			return false, errNodeClaimGone
+		}
+		node, err := nodeclaims.NodeFor(ctx, c.client, nc)
+		if err != nil || node == nil || !nodeclaims.Registered(node) {
+			return false, err
+		}
+		registered = node
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the node of nodeclaim %s (instance %s) to register, %w", nc.Name, nc.Status.ProviderID, err)
+	}
+	return registered, nil
 }

@@ -14,12 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/state"
 )
 
 // With Options.BindPods the allocator binds each pod it planned onto a node it launched (or
-// onto one still launching) itself, as Karpenter v0.5 did, the moment the Node exists, instead
+// onto one still launching) itself, as Karpenter v0.5 did, the moment the Node is registered
+// (never before: the unregistered taint would evict it), instead
 // of nominating it and leaving the binding to kube-scheduler. kube-scheduler places a pending
 // pod by its own scoring, clears nominations it did not make at a failed attempt, and counts
 // only bound pods in a spread's skew, so where it strays from the plan a pod finds its room
@@ -66,9 +68,9 @@ func (c *Controller) bindable(snapshot *state.Snapshot) bindable {
 	}
 }
 
-// place binds the pods of the nominations that may be bound (at most launchLimit binding calls
-// at once), waits until the cache shows them bound, and returns the rest, to nominate: those
-// bindable refuses, and those whose binding failed for a reason that may pass (with the
+// place binds the pods of the nominations that may be bound to registered nodes (at most
+// launchLimit binding calls at once), waits until the cache shows them bound, and returns the
+// rest, to nominate: those bindable refuses or whose node is not registered, and those whose binding failed for a reason that may pass (with the
 // error). A pod deleted, replaced by another of its name, or bound elsewhere meanwhile (by
 // kube-scheduler, to room that opened) is neither bound nor nominated.
 func (c *Controller) place(ctx context.Context, nominations []nomination, bindable bindable) (bound map[*corev1.Pod]bool, rest []nomination, err error) {
@@ -78,7 +80,7 @@ func (c *Controller) place(ctx context.Context, nominations []nomination, bindab
 	group.SetLimit(c.launchLimit)
 	var placed []*corev1.Pod
 	for _, n := range nominations {
-		if !bindable(n.pod) {
+		if !bindable(n.pod) || !c.registered(ctx, n.node) {
 			rest = append(rest, n)
 			continue
 		}
@@ -103,6 +105,13 @@ func (c *Controller) place(ctx context.Context, nominations []nomination, bindab
 		err = cacheErr
 	}
 	return bound, rest, err
+}
+
+// registered is whether the cache shows the node registered: a pod bound to a node still
+// carrying the unregistered taint (NoExecute) would be evicted from it.
+func (c *Controller) registered(ctx context.Context, name string) bool {
+	node := &corev1.Node{}
+	return c.client.Get(ctx, client.ObjectKey{Name: name}, node) == nil && node.DeletionTimestamp == nil && nodeclaims.Registered(node)
 }
 
 // bind binds the pod to the node through the pods/binding subresource, as kube-scheduler does:

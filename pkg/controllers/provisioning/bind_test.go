@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,7 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
@@ -145,5 +148,38 @@ func TestBatchPodsBoundWhenBindingPods(t *testing.T) {
 	}
 	if boundEvents != 1 {
 		t.Errorf("%d launch Events say the pod was bound, want 1 (the plain pod's)", boundEvents)
+	}
+}
+
+// TestPodNeverBoundToAnUnregisteredNode: a planned pod is bound only to a node its NodeClaim
+// registered; to one its kubelet registered but that still carries the unregistered taint (which
+// evicts what runs there) it is nominated instead.
+func TestPodNeverBoundToAnUnregisteredNode(t *testing.T) {
+	unregistered := builders.Node(builders.NodeOptions{Name: "unregistered"})
+	unregistered.Spec.Taints = []corev1.Taint{nodeclaims.UnregisteredTaint}
+	registered := builders.Node(builders.NodeOptions{Name: "registered", Labels: map[string]string{v1.NodeRegisteredLabelKey: "true"}})
+	var pods []client.Object
+	var plan []nomination
+	for name, node := range map[string]string{"waits": "unregistered", "runs": "registered", "nowhere": "missing"} {
+		pod := builders.Pod(builders.PodOptions{Name: name, Unschedulable: true})
+		pods = append(pods, pod)
+		plan = append(plan, nomination{pod: pod, node: node})
+	}
+	c, _, kube := launchingController(t, bindingAPI, append(pods, unregistered, registered)...)
+	bound, rest, err := c.place(t.Context(), plan, func(*corev1.Pod) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nominated []string
+	for _, n := range rest {
+		nominated = append(nominated, n.pod.Name+"->"+n.node)
+	}
+	slices.Sort(nominated)
+	if len(bound) != 1 || !slices.Equal(nominated, []string{"nowhere->missing", "waits->unregistered"}) {
+		t.Errorf("%d bound, nominated %v; want runs bound, the others nominated", len(bound), nominated)
+	}
+	waiting := &corev1.Pod{}
+	if err := kube.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "waits"}, waiting); err != nil || waiting.Spec.NodeName != "" {
+		t.Errorf("pod waits on %q (%v), want unbound", waiting.Spec.NodeName, err)
 	}
 }

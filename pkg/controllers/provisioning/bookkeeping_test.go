@@ -159,7 +159,7 @@ func startLauncher(t *testing.T, bindPods bool) (*environment.Environment, *fake
 	})
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	j := startJoiner(t, env)
-	operatortest.Start(t, env, operatortest.Options{Config: j.registering(t, env.Config), Controllers: controllers.Options{
+	operatortest.Start(t, env, operatortest.Options{CompleteNode: j.complete, Controllers: controllers.Options{
 		Enabled:           []string{provisioning.Name, termination.Name, nodeclaimlifecycle.Name, nodeclaimtermination.Name},
 		CloudProvider:     cloudprovider.NewRegistry(),
 		InstanceProvider:  cloud,

@@ -18,8 +18,9 @@ import (
 	"karpenter.sh/karpenter/pkg/state"
 )
 
-// A batch's nodes are created with the launching taint and released together once the last
-// of them exists, its pods nominated to their nodes just before (nominate.go). So when
+// A batch's nodes register with the launching taint (a startup taint of their NodeClaims, which
+// registration puts on the Node) and are released together once the last of them is registered,
+// its pods nominated to their nodes just before (nominate.go). So when
 // kube-scheduler sees the first node it can bind a pod to, every pod of the batch already
 // counts on its planned node: small pods spread over the least allocated nodes do not take
 // the room planned for a large one; and every zone and host the plan spread pods over is

@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -21,7 +22,9 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
+	"karpenter.sh/karpenter/pkg/test/kubelet"
 )
 
 func TestInFlightAwaited(t *testing.T) {
@@ -133,6 +136,7 @@ func newPasses(t *testing.T, opts Options, funcs interceptor.Funcs, gated func(c
 	if err != nil {
 		t.Fatal(err)
 	}
+	kubelet.Start(t, &kubelet.Kubelets{Client: kube, Instances: cloud.InstanceProvider, Register: true})
 	return &passes{c: c, cloud: cloud, kube: kube}
 }
 
@@ -389,7 +393,8 @@ func TestPartialFulfilment(t *testing.T) {
 }
 
 // TestStopWaitsForLaunches: the loop returns only once the launches it started ended, and an
-// instance the cloud launched as the controller stopped still gets its Node.
+// instance the cloud launched as the controller stopped is still recorded, so that its kubelet's
+// Node is registered for it.
 func TestStopWaitsForLaunches(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
 	s := newPasses(t, Options{}, interceptor.Funcs{}, onlyFirstCall(), p)
@@ -407,14 +412,14 @@ func TestStopWaitsForLaunches(t *testing.T) {
 	if len(s.c.inFlight.capture()) != 0 {
 		t.Error("the loop returned with a batch in flight")
 	}
-	nodes := s.nodes(t)
-	instances, err := s.cloud.List(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(instances) != 1 || len(nodes) != 1 || nodes[0].Spec.ProviderID != instances[0].ProviderID {
-		t.Errorf("%d instances, %d nodes; want the instance launched as the controller stopped with its Node", len(instances), len(nodes))
-	}
+	eventually.Holds(t, "the instance launched as the controller stopped has its Node", func() (bool, string, error) {
+		nodes := s.nodes(t)
+		instances, err := s.cloud.List(context.Background())
+		if err != nil {
+			return false, "", err
+		}
+		return len(instances) == 1 && len(nodes) == 1 && nodes[0].Spec.ProviderID == instances[0].ProviderID, fmt.Sprintf("%d instances, %d nodes", len(instances), len(nodes)), nil
+	})
 }
 
 // TestAwaitedPodsCountAsPending: pods a batch in flight launches for are pending for their

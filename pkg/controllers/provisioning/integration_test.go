@@ -1,13 +1,9 @@
 package provisioning_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -18,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,6 +22,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers"
+	nodeclaimlifecycle "karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/test/builders"
@@ -57,8 +53,8 @@ func TestAllocator(t *testing.T) {
 	})
 	s := &suite{env: env, cloud: fake.NewInstanceProvider(fake.InstanceProviderOptions{})}
 	s.joiner = startJoiner(t, env)
-	operatortest.Start(t, env, operatortest.Options{Config: s.joiner.registering(t, env.Config), Controllers: controllers.Options{
-		Enabled:           []string{provisioning.Name},
+	operatortest.Start(t, env, operatortest.Options{CompleteNode: s.joiner.complete, Controllers: controllers.Options{
+		Enabled:           []string{provisioning.Name, nodeclaimlifecycle.Name},
 		CloudProvider:     cloudprovider.NewRegistry(),
 		InstanceProvider:  s.cloud,
 		BatchIdleDuration: 200 * time.Millisecond,
@@ -477,26 +473,21 @@ func (s *suite) dump(t *testing.T) {
 	}
 }
 
-// joiner plays the kubelet of the nodes Karpenter launches, as the sandbox's node joiner
-// does. kwok runs a node only when the node carries its annotation from creation, as a
-// kubelet registers its node with its capacity: so the operator's requests creating Nodes
-// go through registering, which adds both. kwok then marks the node Ready and runs its
-// pods. Until the readiness reconciler of the node lifecycle controllers is merged, the
+// joiner completes the kubelets of the nodes Karpenter launches, as the sandbox's node joiner
+// does. kwok runs a node only when the node carries its annotation from creation: so the fake
+// cloud's kubelets (operatortest) register their Nodes with it (complete). kwok then marks the
+// node Ready and runs its pods. Until the readiness reconciler of the node lifecycle controllers is merged, the
 // joiner also removes the not-ready taint once kwok reports the node Ready, except on the
 // nodes of a provisioner held, which stay launching.
 type joiner struct {
-	env       *environment.Environment
-	catalogue map[string]corev1.ResourceList
-	mu        sync.Mutex
-	held      map[string]bool
-	lastErr   error
+	env     *environment.Environment
+	mu      sync.Mutex
+	held    map[string]bool
+	lastErr error
 }
 
 func startJoiner(t *testing.T, env *environment.Environment) *joiner {
-	j := &joiner{env: env, catalogue: map[string]corev1.ResourceList{}, held: map[string]bool{}}
-	for _, it := range fake.DefaultInstanceTypes() {
-		j.catalogue[it.Name] = it.Capacity
-	}
+	j := &joiner{env: env, held: map[string]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -519,47 +510,10 @@ func startJoiner(t *testing.T, env *environment.Environment) *joiner {
 	return j
 }
 
-// registering is config with Node creations rewritten as a kubelet registers its node: with
-// kwok's annotation and the instance type's capacity.
-func (j *joiner) registering(t *testing.T, config *rest.Config) *rest.Config {
-	config = rest.CopyConfig(config)
-	// JSON, which the rewriting below reads, rather than protobuf.
-	config.ContentType, config.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
-	config.Wrap(func(next http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
-			if req.Method != http.MethodPost || req.URL.Path != "/api/v1/nodes" {
-				return next.RoundTrip(req)
-			}
-			if !strings.Contains(req.Header.Get("Content-Type"), "json") {
-				t.Errorf("a Node was created as %s; the joiner reads only JSON", req.Header.Get("Content-Type"))
-				return next.RoundTrip(req)
-			}
-			body, err := io.ReadAll(req.Body)
-			if err != nil {
-				return nil, err
-			}
-			node := &corev1.Node{}
-			if err := json.Unmarshal(body, node); err != nil {
-				return nil, err
-			}
-			metav1.SetMetaDataAnnotation(&node.ObjectMeta, environment.KwokNodeAnnotation, "fake")
-			capacity := j.catalogue[node.Labels[corev1.LabelInstanceTypeStable]]
-			node.Status.Capacity, node.Status.Allocatable = capacity.DeepCopy(), capacity.DeepCopy()
-			if body, err = json.Marshal(node); err != nil {
-				return nil, err
-			}
-			req = req.Clone(req.Context())
-			req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-			return next.RoundTrip(req)
-		})
-	})
-	return config
+// complete completes a Node a kubelet of the fake cloud registers for kwok to run it.
+func (j *joiner) complete(node *corev1.Node) {
+	metav1.SetMetaDataAnnotation(&node.ObjectMeta, environment.KwokNodeAnnotation, "fake")
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // hold keeps the provisioner's nodes launching until release.
 func (j *joiner) hold(provisioner string) {

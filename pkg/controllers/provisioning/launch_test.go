@@ -19,9 +19,11 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
+	"karpenter.sh/karpenter/pkg/test/kubelet"
 )
 
 // launchingController is a controller on a fake API client and the fake cloud, for one launch at a time.
@@ -33,6 +35,9 @@ func launchingController(t *testing.T, funcs interceptor.Funcs, objects ...clien
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The instances' kubelets register their Nodes, and the NodeClaim lifecycle controller's
+	// registration is played with them.
+	kubelet.Start(t, &kubelet.Kubelets{Client: kube, Instances: cloud, Register: true})
 	return c, cloud, kube
 }
 
@@ -60,52 +65,48 @@ func alone(n *scheduling.NewNode) *launchGroup {
 	return groupLaunches([]*scheduling.NewNode{n}, 1)[0]
 }
 
-// TestLaunchAcceptsTheNodeAlreadyThere: a retry that creates the Node of an instance again
-// (same name and provider id, as the same instance always gives) succeeds without a second Node.
-func TestLaunchAcceptsTheNodeAlreadyThere(t *testing.T) {
-	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+// TestLaunchReturnsTheRegisteredNode: Karpenter creates no Node; the launch returns the Node
+// the instance's kubelet registered, once its NodeClaim is synced onto it and it is registered.
+func TestLaunchReturnsTheRegisteredNode(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default", Labels: map[string]string{"team": "ml"}})
 	c, cloud, kube := launchingController(t, interceptor.Funcs{})
-	planned := plannedNode(t, cloud, p)
-	// The fake cloud names its first instance and its node so.
-	existing := builders.Node(builders.NodeOptions{Name: "ip-10-0-0-1.us-west-2.compute.internal"})
-	existing.Spec.ProviderID = "fake:///" + Candidates(planned)[0].Offering.Zone + "/i-00000000000000001"
-	if err := kube.Create(context.Background(), existing); err != nil {
+	nodes, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nil, false)
+	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, err := reserveAndLaunch(c, alone(planned), p, nil, false)
-	if err != nil {
-		t.Fatalf("launching over an existing Node, %v", err)
+	var claims v1.NodeClaimList
+	if err := kube.List(t.Context(), &claims); err != nil || len(claims.Items) != 1 {
+		t.Fatalf("%d nodeclaims (%v), want the launch's", len(claims.Items), err)
 	}
 	node := nodes[0]
-	var list corev1.NodeList
-	if err := kube.List(context.Background(), &list); err != nil {
-		t.Fatal(err)
-	}
-	if node.Name != existing.Name || len(list.Items) != 1 || list.Items[0].UID != existing.UID {
-		t.Errorf("node %s, %d nodes; want the existing one only", node.Name, len(list.Items))
+	if node == nil || node.Spec.ProviderID != claims.Items[0].Status.ProviderID || !nodeclaims.Registered(node) || node.Labels["team"] != "ml" {
+		t.Errorf("node %+v, want the registered node of nodeclaim %s", node, claims.Items[0].Name)
 	}
 }
 
-// TestLaunchTerminatesAnInstanceWithoutNode: when the Node cannot be created, the instance's
-// NodeClaim is deleted at once (its termination terminates the instance) and its reservation
-// released; when the NodeClaim itself cannot be created, nothing is launched.
-func TestLaunchTerminatesAnInstanceWithoutNode(t *testing.T) {
+// TestLaunchGivesUpOnANodeClaimDeletedUnregistered: a NodeClaim deleted before its node
+// registered (the lifecycle controller's registration timeout) fails its launch and releases
+// its reservation; when the NodeClaim itself cannot be created, nothing is launched.
+func TestLaunchGivesUpOnANodeClaimDeletedUnregistered(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
-	c, cloud, kube := launchingController(t, interceptor.Funcs{Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-		if _, ok := obj.(*corev1.Node); ok {
-			return errors.New("the apiserver is down")
+	c, cloud, kube := launchingController(t, interceptor.Funcs{SubResourcePatch: func(ctx context.Context, cl client.Client, subResource string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+		if err := cl.SubResource(subResource).Patch(ctx, obj, patch, opts...); err != nil {
+			return err
 		}
-		return cl.Create(ctx, obj, opts...)
+		if nc, ok := obj.(*v1.NodeClaim); ok && nc.Status.ProviderID != "" {
+			return cl.Delete(ctx, nc.DeepCopy())
+		}
+		return nil
 	}})
-	if _, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nil, false); err == nil {
-		t.Fatal("a launch whose Node failed succeeded")
+	if _, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nil, false); !errors.Is(err, errNodeClaimGone) {
+		t.Fatalf("a launch whose NodeClaim went unregistered returned %v, want errNodeClaimGone", err)
 	}
 	var claims v1.NodeClaimList
 	if err := kube.List(t.Context(), &claims); err != nil {
 		t.Fatal(err)
 	}
-	if len(claims.Items) != 1 || claims.Items[0].DeletionTimestamp == nil || claims.Items[0].Status.ProviderID == "" {
-		t.Errorf("nodeclaims %+v, want the launched one being deleted, which terminates its instance", claims.Items)
+	if len(claims.Items) != 1 || claims.Items[0].DeletionTimestamp == nil {
+		t.Errorf("nodeclaims %+v, want the launched one being deleted", claims.Items)
 	}
 	if used := c.ledger.Used("default", nil); len(used) != 0 {
 		t.Errorf("the failed launch still reserves %v", used)

@@ -13,7 +13,7 @@ const (
 	ReasonInsufficientCapacity = "InsufficientCapacity"
 	ReasonLimitExceeded        = "LimitExceeded"
 	ReasonCloudError           = "CloudError"
-	ReasonNodeCreateFailed     = "NodeCreateFailed"
+	ReasonNodeNotRegistered    = "NodeNotRegistered"
 )
 
 // Allocator metrics, on the controller's /metrics endpoint.
@@ -40,7 +40,7 @@ var (
 	}, []string{"nodepool", "instance_type", "zone", "capacity_type"})
 	launchErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metricsNamespace, Name: "launch_errors_total",
-		Help: "Launches that did not produce a node, by reason: InsufficientCapacity, LimitExceeded, CloudError, NodeCreateFailed, or the cause only the user can fix (InvalidInstanceProfile, InvalidLaunchTemplate, InvalidSubnet, InvalidSecurityGroup, InvalidAMI, Unauthorized, VCPUQuotaExceeded).",
+		Help: "Launches that did not produce a node, by reason: InsufficientCapacity, LimitExceeded, CloudError, NodeNotRegistered, or the cause only the user can fix (InvalidInstanceProfile, InvalidLaunchTemplate, InvalidSubnet, InvalidSecurityGroup, InvalidAMI, Unauthorized, VCPUQuotaExceeded).",
 	}, []string{"reason"})
 )
 

@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 )
 
 // nodeConfig is the part of nodeadm's NodeConfig (node.eks.aws/v1alpha1) Karpenter writes; the
@@ -102,9 +104,16 @@ func UserData(in NodeBootstrap) (string, error) {
 	return fmt.Sprintf("MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=%q\r\n\r\n%s", userDataBoundary, body.String()), nil
 }
 
+// unregisteredTaint is on the node from its registration until Karpenter has synced its
+// NodeClaim onto it: nothing runs there before it has the NodeClaim's labels and taints.
+var unregisteredTaint = corev1.Taint{Key: v1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}
+
 // kubeletFlags register the node with its labels (sorted, so the user data is stable) and
-// taints.
+// taints, the unregistered taint among them, as upstream Karpenter's user data does.
 func kubeletFlags(labels map[string]string, taints []corev1.Taint) []string {
+	if !slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.MatchTaint(&unregisteredTaint) }) {
+		taints = append(slices.Clone(taints), unregisteredTaint)
+	}
 	var flags []string
 	if len(labels) > 0 {
 		var pairs []string
@@ -113,12 +122,9 @@ func kubeletFlags(labels map[string]string, taints []corev1.Taint) []string {
 		}
 		flags = append(flags, "--node-labels="+strings.Join(pairs, ","))
 	}
-	if len(taints) > 0 {
-		var rendered []string
-		for _, t := range taints {
-			rendered = append(rendered, t.ToString())
-		}
-		flags = append(flags, "--register-with-taints="+strings.Join(rendered, ","))
+	var rendered []string
+	for _, t := range taints {
+		rendered = append(rendered, t.ToString())
 	}
-	return flags
+	return append(flags, "--register-with-taints="+strings.Join(rendered, ","))
 }

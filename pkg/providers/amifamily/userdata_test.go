@@ -26,10 +26,13 @@ func TestUserDataIsStableAndQuotesNothing(t *testing.T) {
 		}
 	}
 	// nodeadm passes flags to the kubelet as they are: no shell quoting to undo.
-	if want := `--register-with-taints=gpu=true:NoSchedule,it's:NoExecute`; !strings.Contains(first, want) {
+	// The node registers with the unregistered taint, which Karpenter lifts once it has synced
+	// the node's NodeClaim onto it.
+	if want := `--register-with-taints=gpu=true:NoSchedule,it's:NoExecute,karpenter.sh/unregistered:NoExecute`; !strings.Contains(first, want) {
 		t.Errorf("user data lacks %q:\n%s", want, first)
 	}
-	if plain, _ := amifamily.UserData(amifamily.NodeBootstrap{ClusterName: "demo"}); strings.Contains(plain, "flags:") {
-		t.Errorf("user data without labels or taints passes kubelet flags:\n%s", plain)
+	plain, _ := amifamily.UserData(amifamily.NodeBootstrap{ClusterName: "demo"})
+	if strings.Contains(plain, "--node-labels") || !strings.Contains(plain, "--register-with-taints=karpenter.sh/unregistered:NoExecute") {
+		t.Errorf("user data without labels or taints passes other flags than the unregistered taint:\n%s", plain)
 	}
 }

@@ -7,15 +7,22 @@ import (
 	"bytes"
 	"context"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 
+	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers"
+	"karpenter.sh/karpenter/pkg/controllers/consolidation"
+	"karpenter.sh/karpenter/pkg/controllers/node/expiration"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/operator"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/kubelet"
 )
 
 // Options choose what the operator runs and with which fakes.
@@ -28,6 +35,17 @@ type Options struct {
 	Config *rest.Config
 	// Namespaces, when set, limits the operator's cache to them.
 	Namespaces []string
+	// CompleteNode, when set, completes each Node the fake cloud's kubelets register, e.g. for
+	// kwok to run it. The kubelets run when a controller that launches does.
+	CompleteNode func(*corev1.Node)
+}
+
+// launches is whether a controller that launches instances is enabled: their kubelets are
+// wanted then, and only then, so that a test of instances without a node keeps them so.
+func launches(enabled []string) bool {
+	return len(enabled) == 0 || slices.ContainsFunc(enabled, func(name string) bool {
+		return name == provisioning.Name || name == consolidation.Name || name == expiration.Name
+	})
 }
 
 // stuckAfter is how long a stop may take before the goroutines are dumped, within the manager's
@@ -59,6 +77,10 @@ func Start(t testing.TB, env *environment.Environment, options Options) (stop fu
 	if err != nil {
 		cancel()
 		t.Fatalf("building the operator, %v", err)
+	}
+	if instances, ok := options.Controllers.InstanceProvider.(*fake.InstanceProvider); ok && launches(options.Controllers.Enabled) {
+		// Karpenter never creates a Node: the kubelets of the instances it launches do.
+		kubelet.Start(t, &kubelet.Kubelets{Client: env.Client, Instances: instances, Complete: options.CompleteNode})
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

@@ -21,12 +21,13 @@ type Capacities interface {
 	NodeAllocatable(instanceType string) map[string]string
 }
 
-// Admission is a mutating admission webhook for the Nodes Karpenter creates (those labelled
-// karpenter.sh/provisioner-name): it adds what the instance's kubelet would report — the
-// instance type's capacity, and allocatable less what the kubelet reserves — and the annotation that hands the Node to kwok, which then
-// reports it Ready and runs its pods. It must happen as the Node is created: kwok v0.7.0 only
-// takes a Node it sees created (it holds the Node's Lease from then on), never one annotated
-// later. So the Node is Ready about a second after its creation, not after the instance's boot.
+// Admission is a mutating admission webhook for the Nodes a Karpenter from before NodeClaims
+// creates itself (labelled karpenter.sh/provisioner-name, not kwok's yet; the upgrade test runs
+// one): it adds what the instance's kubelet would report — the instance type's capacity, and
+// allocatable less what the kubelet reserves — and the annotation that hands the Node to kwok,
+// which then reports it Ready and runs its pods. It must happen as the Node is created: kwok
+// v0.7.0 only takes a Node it sees created (it holds the Node's Lease from then on), never one
+// annotated later. The Nodes Kubelets register are complete already and pass unchanged.
 func Admission(capacities Capacities) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		review := &admissionv1.AdmissionReview{}
@@ -57,6 +58,9 @@ func admit(capacities Capacities, raw []byte) admission.Response {
 	}
 	if node.Labels[v1alpha5.ProvisionerNameLabelKey] == "" {
 		return admission.Allowed("not launched by a Provisioner")
+	}
+	if node.Annotations[environment.KwokNodeAnnotation] != "" {
+		return admission.Allowed("registered by a kubelet")
 	}
 	instanceType := node.Labels[corev1.LabelInstanceTypeStable]
 	capacity, err := resources(node.Name, capacities.NodeCapacity(instanceType))

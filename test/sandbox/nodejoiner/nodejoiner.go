@@ -3,9 +3,12 @@
 // aws:///<zone>/<instance-id>, the group's labels and taints, the instance's capacity), and it
 // deletes the Node and its pods once its instance stops being in service, as the cloud node
 // lifecycle controller and pod garbage collection would. For the EC2 instances a Provisioner
-// launches (CreateFleet), Karpenter creates the Node itself; Admission completes that Node as
-// it is created (see there). It never registers a Node for such an instance: an instance whose
-// Node was never created is the orphan Karpenter's garbage collection must find.
+// launches (CreateFleet), Kubelets register the Node from the instance's user data, as the
+// kubelet nodeadm configures does; Karpenter matches it to its NodeClaim by provider id. Nodes
+// are created complete, with what the kubelet reports and kwok's annotation: kwok v0.7.0 only
+// takes a Node it sees created (it holds the Node's Lease from then on), never one annotated
+// later. So the Node is Ready about a second after its registration, not after the instance's
+// boot.
 package nodejoiner
 
 import (
@@ -45,6 +48,9 @@ type Joiner struct {
 	Interval time.Duration
 	// Logf, when set, receives one line per Node registered or removed.
 	Logf func(format string, args ...any)
+	// Kubelets, when set, register the Nodes of the EC2 instances a Provisioner launches at
+	// each pass too.
+	Kubelets *Kubelets
 }
 
 // Run syncs every Interval until ctx is done. A failed pass is logged and retried.
@@ -58,6 +64,11 @@ func (j *Joiner) Run(ctx context.Context) {
 	for {
 		if err := j.Sync(ctx); err != nil && ctx.Err() == nil {
 			j.logf("node joiner: %v", err)
+		}
+		if j.Kubelets != nil {
+			if err := j.Kubelets.Sync(ctx); err != nil && ctx.Err() == nil {
+				j.logf("node joiner: %v", err)
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"karpenter.sh/karpenter/pkg/providers/amifamily"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/test/awsemulator"
@@ -109,6 +111,110 @@ func TestSyncRegistersInServiceAndRemovesGoneInstances(t *testing.T) {
 	}
 }
 
+// ec2Launched is a running EC2 instance a Provisioner launched, tagged for the sandbox cluster,
+// with Karpenter's user data.
+func ec2Launched(t *testing.T, id string) awsemulator.EC2Instance {
+	t.Helper()
+	userData, err := amifamily.UserData(amifamily.NodeBootstrap{ClusterName: "sandbox", MaxPods: 29,
+		Labels: map[string]string{"karpenter.sh/provisioner-name": "default", "team": "ml"},
+		Taints: []corev1.Taint{{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return awsemulator.EC2Instance{
+		InstanceID: id, ProviderID: "aws:///us-west-2b/" + id, InstanceType: "m5.large", AvailabilityZone: "us-west-2b", State: "running",
+		PrivateDNSName: "ip-10-0-1-4.us-west-2.compute.internal", Architecture: "x86_64", UserData: userData,
+		Tags:        map[string]string{"kubernetes.io/cluster/sandbox": "owned"},
+		Capacity:    map[string]string{"cpu": "2", "memory": "7577Mi", "pods": "29"},
+		Allocatable: map[string]string{"cpu": "1930m", "memory": "6903Mi", "pods": "29"},
+	}
+}
+
+func TestKubeletNodeIsWhatTheUserDataRegisters(t *testing.T) {
+	node, err := KubeletNode(ec2Launched(t, "i-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Name != "ip-10-0-1-4.us-west-2.compute.internal" || node.Spec.ProviderID != "aws:///us-west-2b/i-1" {
+		t.Errorf("name %q providerID %q, want the private DNS name and aws:///<zone>/<id>", node.Name, node.Spec.ProviderID)
+	}
+	for key, want := range map[string]string{
+		"karpenter.sh/provisioner-name": "default",
+		"team":                          "ml",
+		corev1.LabelInstanceTypeStable:  "m5.large",
+		corev1.LabelTopologyZone:        "us-west-2b",
+		corev1.LabelTopologyRegion:      "us-west-2",
+		corev1.LabelArchStable:          "amd64",
+		corev1.LabelHostname:            node.Name,
+	} {
+		if got := node.Labels[key]; got != want {
+			t.Errorf("label %s = %q, want %q", key, got, want)
+		}
+	}
+	want := []corev1.Taint{{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}, {Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute}}
+	if !slices.Equal(node.Spec.Taints, want) {
+		t.Errorf("taints %v, want %v", node.Spec.Taints, want)
+	}
+	if cpu, alloc := node.Status.Capacity[corev1.ResourceCPU], node.Status.Allocatable[corev1.ResourceCPU]; cpu.String() != "2" || alloc.String() != "1930m" {
+		t.Errorf("capacity cpu %s, allocatable cpu %s", cpu.String(), alloc.String())
+	}
+	if node.Annotations[environment.KwokNodeAnnotation] != environment.KwokNodeAnnotationValue {
+		t.Errorf("no kwok annotation: %v", node.Annotations)
+	}
+	bad := ec2Launched(t, "i-2")
+	bad.UserData = "#!/bin/bash\n/etc/eks/bootstrap.sh sandbox"
+	if _, err := KubeletNode(bad); err == nil {
+		t.Error("expected an error for user data without a nodeadm NodeConfig")
+	}
+}
+
+type ec2Instances []awsemulator.EC2Instance
+
+func (i *ec2Instances) EC2Instances() []awsemulator.EC2Instance { return *i }
+
+// TestKubeletsRegisterOnce: a running instance of the cluster registers its Node once; not one
+// of another cluster, nor one not running, nor one whose Node exists (created by an older
+// Karpenter), nor again once its Node was deleted.
+func TestKubeletsRegisterOnce(t *testing.T) {
+	ctx := context.Background()
+	old := ec2Launched(t, "i-old")
+	old.PrivateDNSName = "ip-10-0-1-5.us-west-2.compute.internal"
+	existing := builders.Node(builders.NodeOptions{Name: "created-by-karpenter"})
+	existing.Spec.ProviderID = old.ProviderID
+	other, pending := ec2Launched(t, "i-other"), ec2Launched(t, "i-pending")
+	other.Tags = map[string]string{"kubernetes.io/cluster/other": "owned"}
+	pending.State = "pending"
+	pending.PrivateDNSName = "ip-10-0-1-6.us-west-2.compute.internal"
+	instances := &ec2Instances{ec2Launched(t, "i-new"), old, other, pending}
+	c := fake.NewClientBuilder().WithObjects(existing).Build()
+	kubelets := &Kubelets{Client: c, Instances: instances, ClusterName: "sandbox"}
+	names := func() []string {
+		t.Helper()
+		if err := kubelets.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		nodes := &corev1.NodeList{}
+		if err := c.List(ctx, nodes); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, n := range nodes.Items {
+			out = append(out, n.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := names(); !slices.Equal(got, []string{"created-by-karpenter", "ip-10-0-1-4.us-west-2.compute.internal"}) {
+		t.Errorf("nodes %v, want the new instance's and the existing one", got)
+	}
+	if err := c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-1-4.us-west-2.compute.internal"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); !slices.Equal(got, []string{"created-by-karpenter"}) {
+		t.Errorf("nodes %v after the new instance's was deleted, want it not registered again", got)
+	}
+}
+
 // capacities are each instance type's capacity and allocatable.
 type capacities map[string][2]map[string]string
 
@@ -118,7 +224,10 @@ func (c capacities) NodeAllocatable(instanceType string) map[string]string {
 	return c[instanceType][1]
 }
 
-func TestAdmissionCompletesTheNodesKarpenterCreates(t *testing.T) {
+// TestAdmissionCompletesTheNodesAnOlderKarpenterCreates: a Node a Karpenter from before
+// NodeClaims created itself is completed for kwok; one a kubelet registered, or one no
+// Provisioner launched, passes unchanged.
+func TestAdmissionCompletesTheNodesAnOlderKarpenterCreates(t *testing.T) {
 	handler := Admission(capacities{"m5.large": {
 		{"cpu": "2", "memory": "7577Mi", "pods": "29"},
 		{"cpu": "1930m", "memory": "6903Mi", "pods": "29"},
@@ -158,5 +267,12 @@ func TestAdmissionCompletesTheNodesKarpenterCreates(t *testing.T) {
 	}
 	if other := review(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "other"}}); !other.Allowed || len(other.Patch) != 0 {
 		t.Errorf("a node no Provisioner launched: allowed %t, patch %s", other.Allowed, other.Patch)
+	}
+	registered, err := KubeletNode(ec2Launched(t, "i-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kubelets := review(registered); !kubelets.Allowed || len(kubelets.Patch) != 0 {
+		t.Errorf("a node its kubelet registered: allowed %t, patch %s", kubelets.Allowed, kubelets.Patch)
 	}
 }

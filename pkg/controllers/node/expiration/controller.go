@@ -189,7 +189,7 @@ func New(options Options) (*Controller, error) {
 // Name identifies the controller.
 func (c *Controller) Name() string { return Name }
 
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
@@ -216,14 +216,14 @@ func (c *Controller) Pass(ctx context.Context) error {
 	for _, d := range Decide(*snapshot) {
 		if !d.Delete {
 			for _, n := range d.Launch {
-				node, err := consolidation.Launch(ctx, c.launcher, n, provisioners[n.Provisioner], consolidation.LaunchOptions{
+				launched, err := consolidation.Launch(ctx, c.launcher, n, provisioners[n.Provisioner], consolidation.LaunchOptions{
 					Ledger: c.ledger, Counted: snapshot.Counted[n.Provisioner], Decision: launchKey(d.Node, n.Pods), Reason: metrics.ReasonExpired,
 				})
 				if err != nil {
 					return fmt.Errorf("launching capacity for the pods of expired node %s, %w", d.Node.Name, err)
 				}
-				c.expected.Launched(node.Name, c.clock.Now())
-				c.recorder.Eventf(d.Node, corev1.EventTypeNormal, ReasonExpired, "Node is past ttlSecondsUntilExpired; launched %s for %d of its pods, the node is deleted once it is Ready", node.Name, len(n.Pods))
+				c.expected.Launched(c.clock.Now(), launched.NodeName, launched.NodeClaim.Name)
+				c.recorder.Eventf(d.Node, corev1.EventTypeNormal, ReasonExpired, "Node is past ttlSecondsUntilExpired; launched %s for %d of its pods, the node is deleted once it is Ready", launched.NodeName, len(n.Pods))
 			}
 			continue
 		}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	nodeclaimlifecycle "karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -87,7 +89,7 @@ func TestANodeWithoutItsTerminationFinalizerIsStillDrained(t *testing.T) {
 		return err == nil && nodes.IsReady(spare) && !nodes.AwaitsItsPods(spare), "", err
 	})
 	operatortest.Start(t, env, operatortest.Options{Controllers: controllers.Options{
-		Enabled:                 []string{expiration.Name, consolidation.Name, termination.Name, readiness.Name},
+		Enabled:                 []string{expiration.Name, consolidation.Name, termination.Name, readiness.Name, nodeclaimlifecycle.Name},
 		CloudProvider:           cloudprovider.NewRegistry(),
 		InstanceProvider:        cloud,
 		Clock:                   clock.RealClock{},

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	nodeclaimlifecycle "karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,7 +97,7 @@ func TestExpiryReplacesBeforeRemoving(t *testing.T) {
 		t.Fatal(err)
 	}
 	operatortest.Start(t, env, operatortest.Options{Controllers: controllers.Options{
-		Enabled:          []string{expiration.Name, termination.Name, readiness.Name},
+		Enabled:          []string{expiration.Name, termination.Name, readiness.Name, nodeclaimlifecycle.Name},
 		CloudProvider:    cloudprovider.NewRegistry(),
 		InstanceProvider: cloud,
 		Clock:            clock.RealClock{},
@@ -209,7 +211,7 @@ func TestExpiryKeepsADoNotEvictPodThatToleratesTheCordon(t *testing.T) {
 		return err == nil && job.Status.Phase == corev1.PodRunning, string(job.Status.Phase), err
 	})
 	operatortest.Start(t, env, operatortest.Options{Controllers: controllers.Options{
-		Enabled:          []string{expiration.Name, termination.Name, readiness.Name},
+		Enabled:          []string{expiration.Name, termination.Name, readiness.Name, nodeclaimlifecycle.Name},
 		CloudProvider:    cloudprovider.NewRegistry(),
 		InstanceProvider: cloud,
 		Clock:            clock.RealClock{},

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	nodeclaimlifecycle "karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -98,7 +100,7 @@ func TestAPodNoProvisionerServesFreezesNeitherExpiryNorConsolidation(t *testing.
 		return len(list.Items) == 1 && pods.IsProvisionable(&list.Items[0]), fmt.Sprintf("%d pods", len(list.Items)), nil
 	})
 	operatortest.Start(t, env, operatortest.Options{Controllers: controllers.Options{
-		Enabled:                 []string{expiration.Name, consolidation.Name, termination.Name, readiness.Name},
+		Enabled:                 []string{expiration.Name, consolidation.Name, termination.Name, readiness.Name, nodeclaimlifecycle.Name},
 		CloudProvider:           cloudprovider.NewRegistry(),
 		InstanceProvider:        cloud,
 		Clock:                   clock.RealClock{},

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	cloudmetrics "karpenter.sh/karpenter/pkg/cloudprovider/metrics"
@@ -30,6 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/killpoint"
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/metrics"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
@@ -44,7 +47,6 @@ const (
 	ReasonNodeNotRegistered = "NodeNotRegistered"
 	ReasonInitialized       = "Initialized"
 	ReasonNodeGone          = "NodeGone"
-	ReasonInstanceGone      = "InstanceGone"
 )
 
 // Launches finish what a stopped controller's launches left: the launcher.
@@ -53,9 +55,6 @@ type Launches interface {
 	Launching(nc *v1.NodeClaim) bool
 	// Resume finishes the launch of the NodeClaim's group.
 	Resume(ctx context.Context, nc *v1.NodeClaim) error
-	// EnsureNode creates the Node of a NodeClaim that recorded its instance, and reports whether
-	// the instance is gone.
-	EnsureNode(ctx context.Context, nc *v1.NodeClaim) (gone bool, err error)
 }
 
 // resumeAfter is how long after its creation a NodeClaim not launching in this process may have
@@ -71,7 +70,7 @@ type Options struct {
 	// Timeouts of each step; DefaultLaunchTimeout and DefaultRegistrationTimeout when zero, and
 	// for the initialization the node ready timeout the caller passes.
 	Timeouts Timeouts
-	// Launches resume launches and create Nodes; nil when nothing launches in this process.
+	// Launches resume launches; nil when nothing launches in this process.
 	Launches Launches
 }
 
@@ -174,8 +173,9 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 	return reconcile.Result{}, c.delete(ctx, nc, deleteFor)
 }
 
-// resume finishes the launch of a NodeClaim a stopped controller left: one not launched, or one
-// launched without its Node. It reports whether it acted; the NodeClaim's update brings it back.
+// resume finishes the launch of a NodeClaim a stopped controller left, one not launched. It
+// reports whether it acted; the NodeClaim's update brings it back. A launched one waits for its
+// kubelet to register its node.
 func (c *Controller) resume(ctx context.Context, nc *v1.NodeClaim) (bool, reconcile.Result, error) {
 	if c.launches == nil || c.launches.Launching(nc) {
 		return false, reconcile.Result{}, nil
@@ -195,16 +195,6 @@ func (c *Controller) resume(ctx context.Context, nc *v1.NodeClaim) (bool, reconc
 			log.FromContext(ctx).Info("resumed the launch of a nodeclaim", "nodeclaim", nc.Name)
 		}
 		return true, reconcile.Result{}, err
-	}
-	if nc.IsTrue(v1.ConditionTypeRegistered) {
-		return false, reconcile.Result{}, nil
-	}
-	gone, err := c.launches.EnsureNode(ctx, nc)
-	if err != nil {
-		return true, reconcile.Result{}, err
-	}
-	if gone {
-		return true, reconcile.Result{}, c.delete(ctx, nc, ReasonInstanceGone)
 	}
 	return false, reconcile.Result{}, nil
 }
@@ -236,22 +226,46 @@ func (c *Controller) step(ctx context.Context, nc *v1.NodeClaim) (deleteFor stri
 	return "", c.initialize(ctx, nc, node)
 }
 
-// register syncs the NodeClaim onto its node, which registration then lets run pods.
+// register matches the node the kubelet registered for the NodeClaim's instance: it syncs the
+// NodeClaim onto the node, then lifts the unregistered taint, which lets pods run there. Two
+// writes, so that a node never runs pods without its NodeClaim's labels and taints; a restart
+// between them finds the taint still there and registers again. A registered node is not
+// synced again: what was lifted since (a startup taint, the batch's hold) stays lifted.
 func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) error {
-	registered := nodeclaims.Register(nc, node)
-	if !equality.Semantic.DeepEqual(node, registered) {
-		// An optimistic lock: a merge patch replaces the taints whole, and must not drop a taint
-		// written since the read.
-		if err := c.client.Patch(ctx, registered, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})); err != nil {
+	if !nodeclaims.Registered(node) {
+		synced := nodeclaims.Sync(nc, node)
+		if !slices.ContainsFunc(synced.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha5.NotReadyTaintKey }) {
+			// Karpenter's own not-ready taint, which the readiness controller lifts once it has
+			// seen the kubelet report Ready: until then the node counts as launching.
+			synced.Spec.Taints = append(synced.Spec.Taints, corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule})
+		}
+		if err := c.patchNode(ctx, node, synced); err != nil {
+			return fmt.Errorf("syncing nodeclaim %s onto node %s, %w", nc.Name, node.Name, err)
+		}
+		killpoint.Reached(killpoint.NodeRegistered)
+		if err := c.patchNode(ctx, node, nodeclaims.Register(nc, node)); err != nil {
 			return fmt.Errorf("registering node %s of nodeclaim %s, %w", node.Name, nc.Name, err)
 		}
-		*node = *registered
 	}
 	nc.Status.NodeName = node.Name
 	if !nc.IsTrue(v1.ConditionTypeRegistered) {
 		nc.SetCondition(v1.ConditionTypeRegistered, metav1.ConditionTrue, ReasonRegistered, "")
 		c.recorder.Eventf(nc, corev1.EventTypeNormal, ReasonRegistered, "Node %s registered for instance %s", node.Name, nc.Status.ProviderID)
 	}
+	return nil
+}
+
+// patchNode patches node into want, when they differ, and leaves node as stored. An optimistic
+// lock: a merge patch replaces the taints whole, and must not drop a taint written since the
+// read.
+func (c *Controller) patchNode(ctx context.Context, node, want *corev1.Node) error {
+	if equality.Semantic.DeepEqual(node, want) {
+		return nil
+	}
+	if err := c.client.Patch(ctx, want, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	*node = *want
 	return nil
 }
 
@@ -289,7 +303,6 @@ func (c *Controller) delete(ctx context.Context, nc *v1.NodeClaim, reason string
 		ReasonRegistrationTimedOut:   fmt.Sprintf("Instance %s registered no node within %s of its launch; deleted, the instance is terminated", nc.Status.ProviderID, c.timeouts.Registration),
 		ReasonInitializationTimedOut: fmt.Sprintf("Node %s was not ready for pods within %s of registering; deleted, the instance is terminated", nc.Status.NodeName, c.timeouts.Initialization),
 		ReasonNodeGone:               fmt.Sprintf("Node %s was deleted; deleted, the instance is terminated", nc.Status.NodeName),
-		ReasonInstanceGone:           fmt.Sprintf("Instance %s is gone; deleted", nc.Status.ProviderID),
 	}[reason]
 	eventType := corev1.EventTypeWarning
 	if reason == ReasonNodeGone {

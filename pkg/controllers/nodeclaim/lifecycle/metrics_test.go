@@ -2,7 +2,6 @@ package lifecycle_test
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -13,12 +12,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
-	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/launcher"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/counters"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
@@ -48,8 +47,9 @@ func TestRegistrationAndInitializationCountedOnce(t *testing.T) {
 	ctx := t.Context()
 	c := kubefake.NewClientBuilder().Build()
 	it := fake.DefaultInstanceTypes()[0]
-	l := launcher.New(c, fake.NewInstanceProvider(fake.InstanceProviderOptions{}), 0)
-	node, err := l.LaunchNode(ctx, launcher.Request{
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	l := launcher.New(c, cloud, 0)
+	launched, err := l.LaunchNode(ctx, launcher.Request{
 		Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: pool}),
 		Candidates:  []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
 		Nodes:       []*scheduling.NewNode{{Provisioner: pool, InstanceTypes: []*cloudprovider.InstanceType{it}}},
@@ -57,16 +57,15 @@ func TestRegistrationAndInitializationCountedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The kubelet reports the node Ready, and the readiness controller lifts the not-ready taint.
-	launched := node.DeepCopy()
-	node.Status.Allocatable = it.Allocatable()
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
-	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(taint corev1.Taint) bool { return taint.Key == v1alpha5.NotReadyTaintKey })
-	// Each write answers with the node as stored, which the other write has yet to change.
-	if err := c.Patch(ctx, node.DeepCopy(), client.MergeFrom(launched)); err != nil {
-		t.Fatal(err)
+	// The kubelet registered the node, the NodeClaim was synced onto it (before a crash, say)
+	// and the readiness controller lifted the not-ready taint once the kubelet reported Ready.
+	node, ok := cloud.KubeletNode(launched.NodeClaim.Status.ProviderID)
+	if !ok {
+		t.Fatal("the launched instance does not run")
 	}
-	if err := c.Status().Patch(ctx, node.DeepCopy(), client.MergeFrom(launched)); err != nil {
+	node = nodeclaims.Register(launched.NodeClaim, node)
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
+	if err := c.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
 	var list v1.NodeClaimList

@@ -20,6 +20,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/nodeclaim/termination"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/launcher"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/counters"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
@@ -50,12 +51,20 @@ func TestTerminationCountedOnce(t *testing.T) {
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	it := fake.DefaultInstanceTypes()[0]
 	l := launcher.New(c, cloud, 0)
-	node, err := l.LaunchNode(ctx, launcher.Request{
+	launched, err := l.LaunchNode(ctx, launcher.Request{
 		Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: pool}),
 		Candidates:  []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
 		Nodes:       []*scheduling.NewNode{{Provisioner: pool, InstanceTypes: []*cloudprovider.InstanceType{it}}},
 	}, "", nil)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Its kubelet registered the node, and the lifecycle controller matched it.
+	node, ok := cloud.KubeletNode(launched.NodeClaim.Status.ProviderID)
+	if !ok {
+		t.Fatal("the launched instance does not run")
+	}
+	if err := c.Create(ctx, nodeclaims.Register(launched.NodeClaim, node)); err != nil {
 		t.Fatal(err)
 	}
 	var list v1.NodeClaimList

@@ -1,0 +1,90 @@
+package lifecycle_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
+	"karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/launcher"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
+	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/kubefake"
+)
+
+// TestTheKubeletsNodeIsRegistered: the Node the kubelet of a launched instance registers (with
+// the unregistered taint, none of the NodeClaim's own labels) is matched by provider id and
+// registered: the NodeClaim's labels and taints synced onto it, the termination finalizer and
+// the NodeClaim as owner set, Karpenter's not-ready taint added, the unregistered taint lifted;
+// the NodeClaim records the node and turns Registered.
+func TestTheKubeletsNodeIsRegistered(t *testing.T) {
+	const pool = "registered"
+	ctx := t.Context()
+	c := kubefake.NewClientBuilder().Build()
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	it := fake.DefaultInstanceTypes()[0]
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: pool, Labels: map[string]string{"team": "ml"},
+		Taints: []corev1.Taint{{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}}})
+	launched, err := launcher.New(c, cloud, 0).LaunchNode(ctx, launcher.Request{
+		Provisioner: p,
+		Candidates:  []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
+		Nodes:       []*scheduling.NewNode{{Provisioner: pool, InstanceTypes: []*cloudprovider.InstanceType{it}}},
+	}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil || len(nodes.Items) != 0 {
+		t.Fatalf("%d nodes (%v) after the launch, want none: the kubelet registers the node", len(nodes.Items), err)
+	}
+	kubeletNode, ok := cloud.KubeletNode(launched.NodeClaim.Status.ProviderID)
+	if !ok {
+		t.Fatal("the launched instance does not run")
+	}
+	// The kubelet knows nothing of the NodeClaim but what the user data told it.
+	delete(kubeletNode.Labels, v1alpha5.CapacityTypeLabelKey)
+	if err := c.Create(ctx, kubeletNode); err != nil {
+		t.Fatal(err)
+	}
+	controller, err := lifecycle.New(lifecycle.Options{Client: c, Recorder: record.NewFakeRecorder(10),
+		Clock: clocktesting.NewFakeClock(time.Now()), Timeouts: lifecycle.Timeouts{Initialization: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := controller.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(launched.NodeClaim)}); err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(kubeletNode), node); err != nil {
+		t.Fatal(err)
+	}
+	if !nodeclaims.Registered(node) || node.Labels["team"] != "ml" || node.Labels[v1alpha5.CapacityTypeLabelKey] != it.Offerings[0].CapacityType {
+		t.Errorf("node labels %v taints %v, want registered with the NodeClaim's labels", node.Labels, node.Spec.Taints)
+	}
+	for _, key := range []string{"dedicated", v1alpha5.NotReadyTaintKey} {
+		if !slices.ContainsFunc(node.Spec.Taints, func(taint corev1.Taint) bool { return taint.Key == key }) {
+			t.Errorf("node taints %v, want %s", node.Spec.Taints, key)
+		}
+	}
+	if !slices.Contains(node.Finalizers, v1.TerminationFinalizer) || len(node.OwnerReferences) != 1 || node.OwnerReferences[0].UID != launched.NodeClaim.UID {
+		t.Errorf("finalizers %v owners %v, want the termination finalizer and the NodeClaim", node.Finalizers, node.OwnerReferences)
+	}
+	nc := &v1.NodeClaim{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(launched.NodeClaim), nc); err != nil {
+		t.Fatal(err)
+	}
+	if nc.Status.NodeName != node.Name || !nc.IsTrue(v1.ConditionTypeRegistered) {
+		t.Errorf("nodeclaim node %q conditions %v, want %s Registered", nc.Status.NodeName, nc.Status.Conditions, node.Name)
+	}
+}
