@@ -16,6 +16,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/overlay"
 	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/state"
 )
@@ -73,11 +74,12 @@ type SkippedProvisioner struct {
 
 // Provisioning plans the snapshot's pending pods as the provisioning controller does: each
 // Provisioner with the instance types the lister gives for it (added to the snapshot, as the
-// controller does) and what its nodes hold against its limits.
+// controller does, the snapshot's NodeOverlays applied) and what its nodes hold against its
+// limits.
 func Provisioning(ctx context.Context, snapshot *state.Snapshot, provisioners []v1alpha5.Provisioner, lister cloudprovider.InstanceTypeLister) *Report {
 	report := &Report{NewNodes: []NewNode{}, ExistingNodes: []ExistingNode{}, Unschedulable: []UnschedulablePod{}}
 	slices.SortFunc(provisioners, func(a, b v1alpha5.Provisioner) int { return cmp.Compare(a.Name, b.Name) })
-	resolved := map[string][]*cloudprovider.InstanceType{}
+	var pools []overlay.Pool
 	for i := range provisioners {
 		p := &provisioners[i]
 		if p.DeletionTimestamp != nil {
@@ -88,11 +90,9 @@ func Provisioning(ctx context.Context, snapshot *state.Snapshot, provisioners []
 			report.SkippedProvisioners = append(report.SkippedProvisioners, SkippedProvisioner{p.Name, err.Error()})
 			continue
 		}
-		resolved[p.Name] = types
-		for _, it := range types {
-			snapshot.InstanceTypes[it.Name] = it
-		}
+		pools = append(pools, provisioning.OverlayPool(p, types))
 	}
+	resolved := snapshot.AddInstanceTypes(pools)
 	var planned []scheduling.Provisioner
 	for i := range provisioners {
 		if types, ok := resolved[provisioners[i].Name]; ok {
