@@ -7,11 +7,13 @@ package plan
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
@@ -31,6 +33,8 @@ type Report struct {
 	Unschedulable []UnschedulablePod `json:"unschedulable"`
 	// Provisioners that cannot launch now: their instance types could not be resolved.
 	SkippedProvisioners []SkippedProvisioner `json:"skippedProvisioners,omitempty"`
+	// NodeOverlays given that apply nowhere, as the nodeoverlay controller's conditions say.
+	SkippedNodeOverlays []SkippedNodeOverlay `json:"skippedNodeOverlays,omitempty"`
 	// PricePerHour is what the new nodes add, each at its cheapest offering, in US dollars.
 	PricePerHour float64 `json:"pricePerHour"`
 	// Consolidation is set by --consolidation.
@@ -66,6 +70,30 @@ type UnschedulablePod struct {
 	Reason string `json:"reason"`
 }
 
+// SkippedNodeOverlay is a NodeOverlay that changes no instance type, and why.
+type SkippedNodeOverlay struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// skippedOverlays are the overlays, by name, that apply nowhere.
+func skippedOverlays(overlays []v1alpha1.NodeOverlay, outcomes map[string]overlay.Outcome) []SkippedNodeOverlay {
+	var out []SkippedNodeOverlay
+	for i := range overlays {
+		name := overlays[i].Name
+		switch o := outcomes[name]; {
+		case o.Invalid != nil:
+			out = append(out, SkippedNodeOverlay{name, o.Invalid.Error()})
+		case o.ConflictsWith != "":
+			out = append(out, SkippedNodeOverlay{name, fmt.Sprintf("conflicts with NodeOverlay %s of the same weight, which applies", o.ConflictsWith)})
+		case !o.Matched:
+			out = append(out, SkippedNodeOverlay{name, "its requirements match no offering of any Provisioner's instance types"})
+		}
+	}
+	slices.SortFunc(out, func(a, b SkippedNodeOverlay) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
 // SkippedProvisioner is a Provisioner the pass plans no node for, and why.
 type SkippedProvisioner struct {
 	Name   string `json:"name"`
@@ -92,7 +120,8 @@ func Provisioning(ctx context.Context, snapshot *state.Snapshot, provisioners []
 		}
 		pools = append(pools, provisioning.OverlayPool(p, types))
 	}
-	resolved := snapshot.AddInstanceTypes(pools)
+	resolved, outcomes := snapshot.AddInstanceTypes(pools)
+	report.SkippedNodeOverlays = skippedOverlays(snapshot.Overlays, outcomes)
 	var planned []scheduling.Provisioner
 	for i := range provisioners {
 		if types, ok := resolved[provisioners[i].Name]; ok {

@@ -332,6 +332,13 @@ spec:
 	if len(after.NewNodes) != 1 || after.NewNodes[0].InstanceType != dearest || after.NewNodes[0].PricePerHour != 0.001 {
 		t.Fatalf("new nodes %+v, want one %s at the overlay's $0.001/h (it was %s)", after.NewNodes, dearest, before.NewNodes[0].InstanceType)
 	}
+	if len(after.SkippedNodeOverlays) != 1 || after.SkippedNodeOverlays[0].Name != "elsewhere" || !strings.Contains(after.SkippedNodeOverlays[0].Reason, "match no offering") {
+		t.Errorf("skipped overlays %+v, want elsewhere, which matches nothing", after.SkippedNodeOverlays)
+	}
+	var table bytes.Buffer
+	if err := plan.Write(&table, after, plan.FormatTable); err != nil || !strings.Contains(table.String(), "NodeOverlay elsewhere applies nowhere") {
+		t.Errorf("the table (%v) does not say elsewhere applies nowhere:\n%s", err, table.String())
+	}
 	for _, it := range fake.DefaultInstanceTypes() {
 		if it.Name == dearest && it.Offerings[0].Price == 0.001 {
 			t.Errorf("the catalogue's %s was changed", dearest)

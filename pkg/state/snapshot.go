@@ -52,9 +52,9 @@ type Snapshot struct {
 // AddInstanceTypes is where instance types enter a plan: it applies the snapshot's
 // NodeOverlays to the pools' instance types (all pools at once, as an overlay's conflicts are
 // found across them), records them by name for the nodes launched as them, and returns them,
-// by pool name, as each pool plans with them.
-func (c *Snapshot) AddInstanceTypes(pools []overlay.Pool) map[string][]*cloudprovider.InstanceType {
-	overlaid, _ := overlay.Apply(pools, c.Overlays)
+// by pool name, as each pool plans with them, and what became of each overlay.
+func (c *Snapshot) AddInstanceTypes(pools []overlay.Pool) (map[string][]*cloudprovider.InstanceType, map[string]overlay.Outcome) {
+	overlaid, outcomes := overlay.Apply(pools, c.Overlays)
 	out := make(map[string][]*cloudprovider.InstanceType, len(overlaid))
 	for _, pool := range overlaid {
 		out[pool.Name] = pool.InstanceTypes
@@ -62,7 +62,7 @@ func (c *Snapshot) AddInstanceTypes(pools []overlay.Pool) map[string][]*cloudpro
 			c.InstanceTypes[it.Name] = it
 		}
 	}
-	return out
+	return out, outcomes
 }
 
 // Pending are the pods a new node would help, in a stable order: those kube-scheduler found

@@ -229,7 +229,7 @@ func Read(ctx context.Context, reader client.Reader, cluster *state.Snapshot, in
 		byName[p.Name] = p
 		pools = append(pools, provisioning.OverlayPool(p, types))
 	}
-	overlaid := cluster.AddInstanceTypes(pools)
+	overlaid, _ := cluster.AddInstanceTypes(pools)
 	for _, pool := range pools {
 		p := byName[pool.Name]
 		snapshot.Counted[p.Name] = provisioning.Counted(cluster.Nodes, p.Name, cluster.InstanceTypes)

@@ -58,7 +58,8 @@ func (c *Controller) snapshot(ctx context.Context) (*state.Snapshot, map[string]
 		}
 		pools = append(pools, OverlayPool(stored, types))
 	}
-	for name, types := range snapshot.AddInstanceTypes(pools) {
+	overlaid, _ := snapshot.AddInstanceTypes(pools)
+	for name, types := range overlaid {
 		plans[name].instanceTypes = types
 	}
 	for name, p := range plans {
