@@ -83,3 +83,47 @@ func TestStartupReportsIgnoredAndOverriddenVariables(t *testing.T) {
 		t.Errorf("MIN_VALUES_POLICY=Strict, what this project does, is reported:\n%s", output.String())
 	}
 }
+
+// TestFeatureGates: the gates with a meaning here set their options, with upstream's defaults;
+// the others are reported when enabled, and an unknown gate is refused.
+func TestFeatureGates(t *testing.T) {
+	for _, c := range []struct {
+		value                 string
+		noSpotToSpot, overlay bool
+		ignored               []string
+		refused               bool
+	}{
+		{value: ""},
+		{value: "SpotToSpotConsolidation=false", noSpotToSpot: true},
+		{value: "NodeOverlay=true", overlay: true},
+		{value: "NodeOverlay=false,NodeRepair=true", ignored: []string{"NodeRepair=true"}},
+		{value: "NodeOverlay", refused: true},
+		{value: "Unknown=true", refused: true},
+	} {
+		t.Run(c.value, func(t *testing.T) {
+			fs := flag.NewFlagSet("controller", flag.ContinueOnError)
+			f, err := parseFlags(fs, []string{"--feature-gates=" + c.value})
+			if c.refused {
+				if err == nil {
+					t.Errorf("--feature-gates=%s is accepted, want it refused", c.value)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.operator.Controllers; got.ConsolidationNoSpotToSpot != c.noSpotToSpot || got.NodeOverlay != c.overlay {
+				t.Errorf("no spot-to-spot %t, NodeOverlay %t; want %t, %t", got.ConsolidationNoSpotToSpot, got.NodeOverlay, c.noSpotToSpot, c.overlay)
+			}
+			var warned []string
+			for _, w := range f.warnings {
+				if strings.HasPrefix(w, "feature gate ") {
+					warned = append(warned, strings.Fields(w)[2])
+				}
+			}
+			if strings.Join(warned, ",") != strings.Join(c.ignored, ",") {
+				t.Errorf("warned of %v, want %v", warned, c.ignored)
+			}
+		})
+	}
+}

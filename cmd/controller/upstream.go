@@ -67,6 +67,7 @@ func (f *flags) applyUpstreamSettings(warn func(string)) error {
 		return err
 	}
 	f.operator.Controllers.ConsolidationNoSpotToSpot = !gates.spotToSpot
+	f.operator.Controllers.NodeOverlay = gates.nodeOverlay
 	for _, gate := range gates.ignored {
 		warn(fmt.Sprintf("feature gate %s=true has no effect here: this project has no such feature", gate))
 	}
@@ -81,16 +82,18 @@ func (f *flags) applyUpstreamSettings(warn func(string)) error {
 	return nil
 }
 
-// featureGates are upstream Karpenter's gates by name (FEATURE_GATES); spotToSpot is the one
-// with a meaning here.
+// featureGates are upstream Karpenter's gates by name (FEATURE_GATES); spotToSpot and
+// nodeOverlay are those with a meaning here, with upstream's defaults (true, and false as
+// NodeOverlay is alpha).
 type featureGates struct {
-	spotToSpot bool
+	spotToSpot  bool
+	nodeOverlay bool
 	// ignored names the gates enabled that have no meaning here.
 	ignored []string
 }
 
 // upstreamGatesWithoutMeaning are upstream's gates for features this project does not have.
-var upstreamGatesWithoutMeaning = []string{"NodeRepair", "ReservedCapacity", "NodeOverlay", "StaticCapacity", "CapacityBuffer"}
+var upstreamGatesWithoutMeaning = []string{"NodeRepair", "ReservedCapacity", "StaticCapacity", "CapacityBuffer"}
 
 // parseFeatureGates reads "Name=bool,..." as upstream does; an unknown gate is an error.
 func parseFeatureGates(value string) (featureGates, error) {
@@ -107,12 +110,14 @@ func parseFeatureGates(value string) (featureGates, error) {
 		switch {
 		case name == "SpotToSpotConsolidation":
 			gates.spotToSpot = enabled
+		case name == "NodeOverlay":
+			gates.nodeOverlay = enabled
 		case slices.Contains(upstreamGatesWithoutMeaning, name):
 			if enabled {
 				gates.ignored = append(gates.ignored, name)
 			}
 		default:
-			return gates, fmt.Errorf("--feature-gates: unknown gate %q (SpotToSpotConsolidation, %s)", name, strings.Join(upstreamGatesWithoutMeaning, ", "))
+			return gates, fmt.Errorf("--feature-gates: unknown gate %q (SpotToSpotConsolidation, NodeOverlay, %s)", name, strings.Join(upstreamGatesWithoutMeaning, ", "))
 		}
 	}
 	return gates, nil

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"karpenter.sh/karpenter/pkg/apis"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
@@ -64,6 +65,7 @@ type planFlags struct {
 	instanceTypes       string
 	dumpInstanceTypes   bool
 	pods, provisioners  string
+	nodeOverlays        string
 	empty, offline      bool
 	consolidation       bool
 	settings            consolidation.Settings
@@ -133,6 +135,7 @@ func parsePlanFlags(args []string, stderr io.Writer) (planFlags, error) {
 	fs.BoolVar(&f.dumpInstanceTypes, "dump-instance-types", false, "Print the cloud's instance types and prices as an --instance-types file, and plan nothing.")
 	fs.StringVar(&f.pods, "pods", "", "Plan for the pods of these manifests (Pods, Deployments, ReplicaSets, StatefulSets, Jobs; DaemonSets run on every new node) instead of the cluster's pending pods.")
 	fs.StringVar(&f.provisioners, "provisioners", "", "Plan with the Provisioners of this file instead of the cluster's, each defaulted and validated as the admission webhook does.")
+	fs.StringVar(&f.nodeOverlays, "node-overlays", "", "Apply the NodeOverlays of this file to the instance types planned with, as the controller does with --feature-gates NodeOverlay=true.")
 	fs.BoolVar(&f.empty, "empty", false, "Ignore the cluster's nodes and the pods on them: plan as for an empty cluster (its DaemonSets still count).")
 	fs.BoolVar(&f.offline, "offline", false, "Read nothing from a cluster: --pods, --provisioners and --instance-types are the whole input (implies --empty).")
 	fs.BoolVar(&f.consolidation, "consolidation", false, "Also print what consolidation would delete or replace now, the saving, and why each other node is kept.")
@@ -226,6 +229,16 @@ func planNow(ctx context.Context, f planFlags, stdout io.Writer) (*plan.Report, 
 			return nil, err
 		}
 	}
+	var overlays []v1alpha1.NodeOverlay
+	if f.nodeOverlays != "" {
+		data, err := os.ReadFile(f.nodeOverlays)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("reading --node-overlays, %w", err)}
+		}
+		if overlays, err = plan.ReadNodeOverlays(f.nodeOverlays, data); err != nil {
+			return nil, err
+		}
+	}
 	now := time.Now()
 	snapshot := &state.Snapshot{Now: now, InstanceTypes: map[string]*cloudprovider.InstanceType{}}
 	var reader client.Reader
@@ -245,6 +258,7 @@ func planNow(ctx context.Context, f planFlags, stdout io.Writer) (*plan.Report, 
 			provisioners = list.Items
 		}
 	}
+	snapshot.Overlays = overlays
 	whatIf(snapshot, workload, f.empty)
 	report := plan.Provisioning(ctx, snapshot, provisioners, lister)
 	if f.consolidation {
@@ -254,6 +268,7 @@ func planNow(ctx context.Context, f planFlags, stdout io.Writer) (*plan.Report, 
 		if err != nil {
 			return nil, fmt.Errorf("reading the cluster for consolidation, %w", err)
 		}
+		cluster.Overlays = overlays
 		s, _, err := consolidation.Read(ctx, reader, cluster, lister, provisioning.NewLedger())
 		if err != nil {
 			return nil, fmt.Errorf("reading the cluster for consolidation, %w", err)

@@ -29,6 +29,7 @@ import (
 	nodeclaimlifecycle "karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
 	nodeclaimtermination "karpenter.sh/karpenter/pkg/controllers/nodeclaim/termination"
 	"karpenter.sh/karpenter/pkg/controllers/nodeclass"
+	"karpenter.sh/karpenter/pkg/controllers/nodeoverlay"
 	nodepoolstatus "karpenter.sh/karpenter/pkg/controllers/nodepool/status"
 	provisionerstatus "karpenter.sh/karpenter/pkg/controllers/provisioner/status"
 	provisionerwarnings "karpenter.sh/karpenter/pkg/controllers/provisioner/warnings"
@@ -120,6 +121,10 @@ type Options struct {
 	ConsolidationMinNodeAge time.Duration
 	// ConsolidationNoSpotToSpot keeps spot nodes from being replaced by cheaper spot nodes.
 	ConsolidationNoSpotToSpot bool
+	// NodeOverlay is upstream's alpha feature gate: the planners apply the NodeOverlays to
+	// the instance types they plan with, and the nodeoverlay controller, registered only
+	// then, writes the overlays' status.
+	NodeOverlay bool
 	// AWSClients are the AWS clients of the region nodes launch in, AWSRegion; the nodeclass
 	// controller, which resolves EC2NodeClasses through them, is not registered when nil.
 	AWSClients awsapi.ClientsFunc
@@ -144,10 +149,10 @@ type Options struct {
 // Names lists every controller, in the order they are registered.
 var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name,
 	provisioning.Name, nodeclaimlifecycle.Name, nodeclaimtermination.Name, nodeclaimhydration.Name, readiness.Name, termination.Name, garbagecollection.Name,
-	interruption.Name, provisionerstatus.Name, provisionerwarnings.Name, nodeclass.Name, nodepoolstatus.Name, emptiness.Name, expiration.Name, consolidation.Name, statemetrics.Name}
+	interruption.Name, provisionerstatus.Name, provisionerwarnings.Name, nodeclass.Name, nodepoolstatus.Name, nodeoverlay.Name, emptiness.Name, expiration.Name, consolidation.Name, statemetrics.Name}
 
 // needInstances are the controllers that run only with an InstanceProvider.
-var needInstances = []string{provisioning.Name, nodeclaimtermination.Name, termination.Name, garbagecollection.Name, interruption.Name, expiration.Name, consolidation.Name}
+var needInstances = []string{provisioning.Name, nodeclaimtermination.Name, termination.Name, garbagecollection.Name, interruption.Name, expiration.Name, consolidation.Name, nodeoverlay.Name}
 
 // reconciler is what each controller package offers to the manager.
 type reconciler interface {
@@ -183,9 +188,17 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 	})
 	// One cluster state, read by every planning loop; its informers start only with a loop that
 	// plans, so a metrics-only deployment watches no pods or volumes.
-	cluster := sync.OnceValues(func() (*state.Cluster, error) { return state.NewCluster(ctx, mgr.GetCache(), mgr.GetClient()) })
+	cluster := sync.OnceValues(func() (*state.Cluster, error) {
+		return state.NewCluster(ctx, mgr.GetCache(), mgr.GetClient(), opts.NodeOverlay)
+	})
 	for _, name := range Names {
 		if len(opts.Enabled) > 0 && !slices.Contains(opts.Enabled, name) {
+			continue
+		}
+		if name == nodeoverlay.Name && !opts.NodeOverlay {
+			if slices.Contains(opts.Enabled, name) {
+				return fmt.Errorf("the %s controller runs only with the NodeOverlay feature gate", name)
+			}
 			continue
 		}
 		if opts.InstanceProvider == nil && slices.Contains(needInstances, name) {
@@ -390,6 +403,8 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			KubernetesVersion: opts.KubernetesVersion,
 			Period:            opts.NodeClassPeriod,
 		})
+	case nodeoverlay.Name:
+		return nodeoverlay.New(nodeoverlay.Options{Client: mgr.GetClient(), InstanceTypes: opts.InstanceProvider, Recorder: recorderFor(mgr, name), Clock: opts.Clock})
 	case nodepoolstatus.Name:
 		return nodepoolstatus.New(nodepoolstatus.Options{Client: mgr.GetClient(), Recorder: recorderFor(mgr, name)})
 	case provisionerstatus.Name:

@@ -24,6 +24,10 @@ func TestRegisterRefusesBadOptions(t *testing.T) {
 			want: "the nodetermination controller needs an instance provider"},
 		{name: "interruption without a queue", options: controllers.Options{Clock: clock.RealClock{}, InstanceProvider: fake.NewInstanceProvider(fake.InstanceProviderOptions{}), Enabled: []string{"interruption"}},
 			want: "the interruption controller needs an interruption queue"},
+		{name: "nodeoverlay without its feature gate", options: controllers.Options{Clock: clock.RealClock{}, InstanceProvider: fake.NewInstanceProvider(fake.InstanceProviderOptions{}), Enabled: []string{"nodeoverlay"}},
+			want: "the nodeoverlay controller runs only with the NodeOverlay feature gate"},
+		{name: "nodeoverlay without instances", options: controllers.Options{Clock: clock.RealClock{}, NodeOverlay: true, Enabled: []string{"nodeoverlay"}},
+			want: "the nodeoverlay controller needs an instance provider"},
 		{name: "an interruption queue without instances", options: controllers.Options{Clock: clock.RealClock{}, InterruptionQueue: fake.NewInterruptionQueue()},
 			want: "the interruption controller has a queue but no instance provider"},
 	} {

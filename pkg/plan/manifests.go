@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"karpenter.sh/karpenter/pkg/apis"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/webhook"
@@ -300,6 +301,30 @@ func ReadProvisioners(ctx context.Context, file string, data []byte, cloud cloud
 			return nil, &InputError{File: file, Line: o.line, Object: o.name, Err: fmt.Errorf("the admission webhook would refuse it: %w", refusal)}
 		}
 		out = append(out, *p)
+	}
+	return out, nil
+}
+
+// ReadNodeOverlays reads a file of NodeOverlays (karpenter.sh/v1alpha1), to plan with as the
+// controller does with its NodeOverlay feature gate on. Any other kind is an error; an overlay
+// whose price or requirements cannot be read is planned without (overlay.Apply says why).
+func ReadNodeOverlays(file string, data []byte) ([]v1alpha1.NodeOverlay, error) {
+	objects, err := decode(file, data)
+	if err != nil {
+		return nil, err
+	}
+	var out []v1alpha1.NodeOverlay
+	seen := map[string]bool{}
+	for _, o := range objects {
+		overlay, ok := o.object.(*v1alpha1.NodeOverlay)
+		if !ok {
+			return nil, &InputError{File: file, Line: o.line, Object: o.name, Err: fmt.Errorf("is not a NodeOverlay (%s)", v1alpha1.SchemeGroupVersion)}
+		}
+		if overlay.Name == "" || seen[overlay.Name] {
+			return nil, &InputError{File: file, Line: o.line, Object: o.name, Err: fmt.Errorf("needs a name of its own")}
+		}
+		seen[overlay.Name] = true
+		out = append(out, *overlay)
 	}
 	return out, nil
 }

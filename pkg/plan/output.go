@@ -88,6 +88,9 @@ func writeTable(w io.Writer, r *Report) error {
 	for _, s := range r.SkippedProvisioners {
 		fmt.Fprintf(tw, "Provisioner %s plans no node: %s\n", s.Name, s.Reason)
 	}
+	for _, s := range r.SkippedNodeOverlays {
+		fmt.Fprintf(tw, "NodeOverlay %s applies nowhere: %s\n", s.Name, s.Reason)
+	}
 	existing := 0
 	for _, n := range r.ExistingNodes {
 		existing += len(n.Pods)

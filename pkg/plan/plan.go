@@ -7,15 +7,18 @@ package plan
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/overlay"
 	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/state"
 )
@@ -30,6 +33,8 @@ type Report struct {
 	Unschedulable []UnschedulablePod `json:"unschedulable"`
 	// Provisioners that cannot launch now: their instance types could not be resolved.
 	SkippedProvisioners []SkippedProvisioner `json:"skippedProvisioners,omitempty"`
+	// NodeOverlays given that apply nowhere, as the nodeoverlay controller's conditions say.
+	SkippedNodeOverlays []SkippedNodeOverlay `json:"skippedNodeOverlays,omitempty"`
 	// PricePerHour is what the new nodes add, each at its cheapest offering, in US dollars.
 	PricePerHour float64 `json:"pricePerHour"`
 	// Consolidation is set by --consolidation.
@@ -65,6 +70,30 @@ type UnschedulablePod struct {
 	Reason string `json:"reason"`
 }
 
+// SkippedNodeOverlay is a NodeOverlay that changes no instance type, and why.
+type SkippedNodeOverlay struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// skippedOverlays are the overlays, by name, that apply nowhere.
+func skippedOverlays(overlays []v1alpha1.NodeOverlay, outcomes map[string]overlay.Outcome) []SkippedNodeOverlay {
+	var out []SkippedNodeOverlay
+	for i := range overlays {
+		name := overlays[i].Name
+		switch o := outcomes[name]; {
+		case o.Invalid != nil:
+			out = append(out, SkippedNodeOverlay{name, o.Invalid.Error()})
+		case o.ConflictsWith != "":
+			out = append(out, SkippedNodeOverlay{name, fmt.Sprintf("conflicts with NodeOverlay %s of the same weight, which applies", o.ConflictsWith)})
+		case !o.Matched:
+			out = append(out, SkippedNodeOverlay{name, "its requirements match no offering of any Provisioner's instance types"})
+		}
+	}
+	slices.SortFunc(out, func(a, b SkippedNodeOverlay) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
 // SkippedProvisioner is a Provisioner the pass plans no node for, and why.
 type SkippedProvisioner struct {
 	Name   string `json:"name"`
@@ -73,11 +102,12 @@ type SkippedProvisioner struct {
 
 // Provisioning plans the snapshot's pending pods as the provisioning controller does: each
 // Provisioner with the instance types the lister gives for it (added to the snapshot, as the
-// controller does) and what its nodes hold against its limits.
+// controller does, the snapshot's NodeOverlays applied) and what its nodes hold against its
+// limits.
 func Provisioning(ctx context.Context, snapshot *state.Snapshot, provisioners []v1alpha5.Provisioner, lister cloudprovider.InstanceTypeLister) *Report {
 	report := &Report{NewNodes: []NewNode{}, ExistingNodes: []ExistingNode{}, Unschedulable: []UnschedulablePod{}}
 	slices.SortFunc(provisioners, func(a, b v1alpha5.Provisioner) int { return cmp.Compare(a.Name, b.Name) })
-	resolved := map[string][]*cloudprovider.InstanceType{}
+	var pools []overlay.Pool
 	for i := range provisioners {
 		p := &provisioners[i]
 		if p.DeletionTimestamp != nil {
@@ -88,11 +118,10 @@ func Provisioning(ctx context.Context, snapshot *state.Snapshot, provisioners []
 			report.SkippedProvisioners = append(report.SkippedProvisioners, SkippedProvisioner{p.Name, err.Error()})
 			continue
 		}
-		resolved[p.Name] = types
-		for _, it := range types {
-			snapshot.InstanceTypes[it.Name] = it
-		}
+		pools = append(pools, provisioning.OverlayPool(p, types))
 	}
+	resolved, outcomes := snapshot.AddInstanceTypes(pools)
+	report.SkippedNodeOverlays = skippedOverlays(snapshot.Overlays, outcomes)
 	var planned []scheduling.Provisioner
 	for i := range provisioners {
 		if types, ok := resolved[provisioners[i].Name]; ok {

@@ -291,3 +291,68 @@ func TestWriteSaysHowSpotIsChosen(t *testing.T) {
 		t.Errorf("table\n%s\nlacks the spot note\n%s", table.String(), note)
 	}
 }
+
+// TestNodeOverlaysChangeTheChoice: a NodeOverlay read from manifests that makes the dearest
+// candidate the cheapest makes the plan launch it, at the overlay's price; the snapshot's
+// instance types carry it too, and the cloud's are left as they were.
+func TestNodeOverlaysChangeTheChoice(t *testing.T) {
+	snapshotOf := func() *state.Snapshot {
+		return &state.Snapshot{Pods: []corev1.Pod{*builders.Pod(builders.PodOptions{Name: "web", Requests: builders.Resources("cpu", "1"), Unschedulable: true})},
+			InstanceTypes: map[string]*cloudprovider.InstanceType{}}
+	}
+	before := plan.Provisioning(context.Background(), snapshotOf(), []v1alpha5.Provisioner{onDemand("default")}, lister{})
+	if len(before.NewNodes) != 1 || len(before.NewNodes[0].InstanceTypes) < 2 {
+		t.Fatalf("new nodes %+v, want one with several candidates", before.NewNodes)
+	}
+	candidates := before.NewNodes[0].InstanceTypes
+	dearest := candidates[len(candidates)-1]
+	overlays, err := plan.ReadNodeOverlays("overlays.yaml", []byte(`apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: discount}
+spec:
+  requirements:
+    - {key: node.kubernetes.io/instance-type, operator: In, values: [`+dearest+`]}
+    - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+  price: "0.001"
+---
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: elsewhere}
+spec:
+  requirements:
+    - {key: karpenter.sh/nodepool, operator: In, values: [other]}
+  priceAdjustment: "-100%"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshot := snapshotOf()
+	snapshot.Overlays = overlays
+	after := plan.Provisioning(context.Background(), snapshot, []v1alpha5.Provisioner{onDemand("default")}, lister{})
+	if len(after.NewNodes) != 1 || after.NewNodes[0].InstanceType != dearest || after.NewNodes[0].PricePerHour != 0.001 {
+		t.Fatalf("new nodes %+v, want one %s at the overlay's $0.001/h (it was %s)", after.NewNodes, dearest, before.NewNodes[0].InstanceType)
+	}
+	if len(after.SkippedNodeOverlays) != 1 || after.SkippedNodeOverlays[0].Name != "elsewhere" || !strings.Contains(after.SkippedNodeOverlays[0].Reason, "match no offering") {
+		t.Errorf("skipped overlays %+v, want elsewhere, which matches nothing", after.SkippedNodeOverlays)
+	}
+	var table bytes.Buffer
+	if err := plan.Write(&table, after, plan.FormatTable); err != nil || !strings.Contains(table.String(), "NodeOverlay elsewhere applies nowhere") {
+		t.Errorf("the table (%v) does not say elsewhere applies nowhere:\n%s", err, table.String())
+	}
+	for _, it := range fake.DefaultInstanceTypes() {
+		if it.Name == dearest && it.Offerings[0].Price == 0.001 {
+			t.Errorf("the catalogue's %s was changed", dearest)
+		}
+	}
+	if it := snapshot.InstanceTypes[dearest]; it == nil || !slices.ContainsFunc(it.Offerings, func(o cloudprovider.Offering) bool { return o.Price == 0.001 }) {
+		t.Errorf("the snapshot's %s is %+v, want the overlay's price", dearest, it)
+	}
+}
+
+func TestReadNodeOverlaysRefusesOtherKinds(t *testing.T) {
+	_, err := plan.ReadNodeOverlays("overlays.yaml", []byte("apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: default}\n"))
+	var input *plan.InputError
+	if !errors.As(err, &input) || !strings.Contains(err.Error(), "is not a NodeOverlay") {
+		t.Errorf("err %v, want an InputError saying it is not a NodeOverlay", err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 )
 
@@ -65,13 +66,20 @@ func kinds() []client.Object {
 type Cluster struct {
 	reader    client.Reader
 	informers []cache.Informer
+	// overlays is true when the NodeOverlay feature gate is on: snapshots then hold the
+	// NodeOverlays.
+	overlays bool
 }
 
-// NewCluster starts (or joins) the informers of every kind a Snapshot holds, so that Synced
-// answers for all of them from the start.
-func NewCluster(ctx context.Context, informers cache.Informers, reader client.Reader) (*Cluster, error) {
-	c := &Cluster{reader: reader}
-	for _, kind := range kinds() {
+// NewCluster starts (or joins) the informers of every kind a Snapshot holds, NodeOverlays among
+// them when overlays is true, so that Synced answers for all of them from the start.
+func NewCluster(ctx context.Context, informers cache.Informers, reader client.Reader, overlays bool) (*Cluster, error) {
+	c := &Cluster{reader: reader, overlays: overlays}
+	watched := kinds()
+	if overlays {
+		watched = append(watched, &v1alpha1.NodeOverlay{})
+	}
+	for _, kind := range watched {
 		informer, err := informers.GetInformer(ctx, kind, cache.BlockUntilSynced(false))
 		if err != nil {
 			return nil, fmt.Errorf("getting the informer of %T, %w", kind, err)
@@ -102,7 +110,16 @@ func (c *Cluster) Snapshot(ctx context.Context, now time.Time) (*Snapshot, error
 	if !c.Synced() {
 		return nil, ErrNotSynced
 	}
-	return Read(ctx, c.reader, now)
+	snapshot, err := Read(ctx, c.reader, now)
+	if err != nil || !c.overlays {
+		return snapshot, err
+	}
+	var overlays v1alpha1.NodeOverlayList
+	if err := c.reader.List(ctx, &overlays); err != nil {
+		return nil, fmt.Errorf("listing nodeoverlays, %w", err)
+	}
+	snapshot.Overlays = overlays.Items
+	return snapshot, nil
 }
 
 // ErrNotSynced is Snapshot's answer before the informers have listed the cluster.

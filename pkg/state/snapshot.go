@@ -17,18 +17,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/overlay"
 	"karpenter.sh/karpenter/pkg/pods"
 	pkgscheduling "karpenter.sh/karpenter/pkg/scheduling"
 )
 
 // Snapshot is the cluster at Now: every pod, node, NodeClaim and DaemonSet, the claims, volumes
-// and storage classes that keep pods to zones, and the instance types the planners may launch,
-// by instance type name (their callers add them).
+// and storage classes that keep pods to zones, the NodeOverlays the planners apply, and the
+// instance types the planners may launch, by instance type name (their callers add them, through
+// AddInstanceTypes).
 type Snapshot struct {
 	Now        time.Time
 	Pods       []corev1.Pod
@@ -39,8 +42,27 @@ type Snapshot struct {
 	Volumes    []corev1.PersistentVolume
 	Classes    []storagev1.StorageClass
 	// CSINodes say, per existing node, how many volumes each CSI driver attaches there.
-	CSINodes      []storagev1.CSINode
+	CSINodes []storagev1.CSINode
+	// Overlays are the NodeOverlays applied to the instance types planned with: none unless
+	// the NodeOverlay feature gate is on, or `kubectl karpenter plan` is given some.
+	Overlays      []v1alpha1.NodeOverlay
 	InstanceTypes map[string]*cloudprovider.InstanceType
+}
+
+// AddInstanceTypes is where instance types enter a plan: it applies the snapshot's
+// NodeOverlays to the pools' instance types (all pools at once, as an overlay's conflicts are
+// found across them), records them by name for the nodes launched as them, and returns them,
+// by pool name, as each pool plans with them, and what became of each overlay.
+func (c *Snapshot) AddInstanceTypes(pools []overlay.Pool) (map[string][]*cloudprovider.InstanceType, map[string]overlay.Outcome) {
+	overlaid, outcomes := overlay.Apply(pools, c.Overlays)
+	out := make(map[string][]*cloudprovider.InstanceType, len(overlaid))
+	for _, pool := range overlaid {
+		out[pool.Name] = pool.InstanceTypes
+		for _, it := range pool.InstanceTypes {
+			c.InstanceTypes[it.Name] = it
+		}
+	}
+	return out, outcomes
 }
 
 // Pending are the pods a new node would help, in a stable order: those kube-scheduler found

@@ -416,7 +416,7 @@ var upstreamValueCases = map[string]valueCase{
 	"settings.amiRefreshInterval":                   {args: set("settings.amiRefreshInterval=5m"), warning: "settings.amiRefreshInterval"},
 	"settings.subnetRefreshInterval":                {args: set("settings.subnetRefreshInterval=5m"), warning: "settings.subnetRefreshInterval"},
 	"settings.featureGates.nodeRepair":              {args: set("settings.featureGates.nodeRepair=true"), warning: "settings.featureGates.nodeRepair"},
-	"settings.featureGates.nodeOverlay":             {args: set("settings.featureGates.nodeOverlay=true"), warning: "settings.featureGates.nodeOverlay"},
+	"settings.featureGates.nodeOverlay":             {args: set("settings.featureGates.nodeOverlay=true"), check: controllerEnv("FEATURE_GATES", "NodeOverlay=true")},
 	"settings.featureGates.reservedCapacity":        {args: set("settings.featureGates.reservedCapacity=true"), warning: "settings.featureGates.reservedCapacity"},
 	"settings.featureGates.spotToSpotConsolidation": {args: set("settings.featureGates.spotToSpotConsolidation=false"), check: controllerEnv("FEATURE_GATES", "SpotToSpotConsolidation=false")},
 	"settings.featureGates.staticCapacity":          {args: set("settings.featureGates.staticCapacity=true"), warning: "settings.featureGates.staticCapacity"},

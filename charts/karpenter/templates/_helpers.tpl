@@ -159,9 +159,16 @@ variable named there overrides the chart's.
 - name: ISOLATED_VPC
   value: "true"
 {{- end }}
+{{- $gates := list }}
 {{- if not (kindIs "invalid" $settings.featureGates.spotToSpotConsolidation) }}
+{{- $gates = append $gates (printf "SpotToSpotConsolidation=%v" $settings.featureGates.spotToSpotConsolidation) }}
+{{- end }}
+{{- if $settings.featureGates.nodeOverlay }}
+{{- $gates = append $gates "NodeOverlay=true" }}
+{{- end }}
+{{- if $gates }}
 - name: FEATURE_GATES
-  value: "SpotToSpotConsolidation={{ $settings.featureGates.spotToSpotConsolidation }}"
+  value: {{ join "," $gates | quote }}
 {{- end }}
 {{- end }}
 
@@ -278,7 +285,7 @@ other than upstream's default (README.md lists them). NOTES.txt prints them.
 - settings.{{ $name }}={{ $value }}: the AMI (an hour) and subnets (a minute) are cached for fixed times here.
 {{- end }}
 {{- end }}
-{{- range $gate, $why := dict "nodeRepair" "nodes are not repaired here" "nodeOverlay" "there are no NodeOverlays here" "reservedCapacity" "capacity reservations are not launched into here" "staticCapacity" "there is no static capacity here" "capacityBuffer" "there are no CapacityBuffers here" }}
+{{- range $gate, $why := dict "nodeRepair" "nodes are not repaired here" "reservedCapacity" "capacity reservations are not launched into here" "staticCapacity" "there is no static capacity here" "capacityBuffer" "there are no CapacityBuffers here" }}
 {{- if index $s.featureGates $gate }}
 - settings.featureGates.{{ $gate }}: {{ $why }}.
 {{- end }}

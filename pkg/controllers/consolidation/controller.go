@@ -35,6 +35,7 @@ import (
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/metrics"
 	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/overlay"
 	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/state"
 )
@@ -204,9 +205,10 @@ func (c *Controller) Pass(ctx context.Context) error {
 // name: the cluster's Provisioners with their instance types, the nodes with their pods (and
 // CSINodes) as the state gives them room (nominated pods and launching nodes included) and
 // those being deleted with their bound pods, PodDisruptionBudgets, and the question every
-// planner asks the scheduler (state.Question). What counts against each Provisioner's limits is
-// the ledger's, launches in flight included, never a status that may lag. Node expiry decides
-// on the same snapshot.
+// planner asks the scheduler (state.Question), the cluster's NodeOverlays applied to the
+// instance types (state.Snapshot.AddInstanceTypes). What counts against each Provisioner's
+// limits is the ledger's, launches in flight included, never a status that may lag. Node expiry
+// decides on the same snapshot.
 func Read(ctx context.Context, reader client.Reader, cluster *state.Snapshot, instances cloudprovider.InstanceTypeLister, ledger *provisioning.Ledger) (*Snapshot, map[string]*v1alpha5.Provisioner, error) {
 	var provisionerList v1alpha5.ProvisionerList
 	if err := reader.List(ctx, &provisionerList); err != nil {
@@ -214,6 +216,7 @@ func Read(ctx context.Context, reader client.Reader, cluster *state.Snapshot, in
 	}
 	byName := map[string]*v1alpha5.Provisioner{}
 	snapshot := &Snapshot{Now: cluster.Now, Counted: map[string]map[string]corev1.ResourceList{}}
+	var pools []overlay.Pool
 	for i := range provisionerList.Items {
 		p := &provisionerList.Items[i]
 		if p.DeletionTimestamp != nil {
@@ -223,14 +226,16 @@ func Read(ctx context.Context, reader client.Reader, cluster *state.Snapshot, in
 		if err != nil {
 			return nil, nil, fmt.Errorf("listing the instance types of provisioner %s, %w", p.Name, err)
 		}
-		for _, it := range types {
-			cluster.InstanceTypes[it.Name] = it
-		}
 		byName[p.Name] = p
+		pools = append(pools, provisioning.OverlayPool(p, types))
+	}
+	overlaid, _ := cluster.AddInstanceTypes(pools)
+	for _, pool := range pools {
+		p := byName[pool.Name]
 		snapshot.Counted[p.Name] = provisioning.Counted(cluster.Nodes, p.Name, cluster.InstanceTypes)
 		limited := p.DeepCopy()
 		limited.Status.Resources = ledger.Used(p.Name, snapshot.Counted[p.Name])
-		snapshot.Provisioners = append(snapshot.Provisioners, scheduling.Provisioner{Provisioner: limited, InstanceTypes: types})
+		snapshot.Provisioners = append(snapshot.Provisioners, scheduling.Provisioner{Provisioner: limited, InstanceTypes: overlaid[p.Name]})
 	}
 	var budgets policyv1.PodDisruptionBudgetList
 	if err := reader.List(ctx, &budgets); err != nil {

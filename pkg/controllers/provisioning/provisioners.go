@@ -16,6 +16,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/conditions"
 	"karpenter.sh/karpenter/pkg/events"
+	"karpenter.sh/karpenter/pkg/overlay"
 	"karpenter.sh/karpenter/pkg/state"
 )
 
@@ -23,7 +24,8 @@ import (
 // pass writes back on them (the Ready and PricesCurrent conditions, lastScaleTime).
 
 // snapshot reads the cluster from the cache and each Provisioner's instance types from the
-// cloud, marking the Provisioner not Ready when they cannot be resolved.
+// cloud, marking the Provisioner not Ready when they cannot be resolved; the snapshot's
+// NodeOverlays are applied to them.
 func (c *Controller) snapshot(ctx context.Context) (*state.Snapshot, map[string]*provisionerPlan, error) {
 	var provisioners v1alpha5.ProvisionerList
 	if err := c.client.List(ctx, &provisioners); err != nil {
@@ -34,6 +36,7 @@ func (c *Controller) snapshot(ctx context.Context) (*state.Snapshot, map[string]
 		return nil, nil, err
 	}
 	plans := map[string]*provisionerPlan{}
+	var pools []overlay.Pool
 	for i := range provisioners.Items {
 		stored := &provisioners.Items[i]
 		if stored.DeletionTimestamp != nil {
@@ -53,15 +56,22 @@ func (c *Controller) snapshot(ctx context.Context) (*state.Snapshot, map[string]
 		} else {
 			p.updated.StatusConditions().MarkTrue(v1alpha5.ConditionPricesCurrent)
 		}
-		p.instanceTypes = types
-		for _, it := range types {
-			snapshot.InstanceTypes[it.Name] = it
-		}
+		pools = append(pools, OverlayPool(stored, types))
+	}
+	overlaid, _ := snapshot.AddInstanceTypes(pools)
+	for name, types := range overlaid {
+		plans[name].instanceTypes = types
 	}
 	for name, p := range plans {
 		p.nodes = Counted(snapshot.Nodes, name, snapshot.InstanceTypes)
 	}
 	return snapshot, plans, nil
+}
+
+// OverlayPool is a Provisioner's instance types as NodeOverlays match them: with its name and
+// the labels of every node it launches.
+func OverlayPool(p *v1alpha5.Provisioner, types []*cloudprovider.InstanceType) overlay.Pool {
+	return overlay.Pool{Name: p.Name, Labels: p.Spec.Labels, InstanceTypes: types}
 }
 
 // ResolveInstanceTypes are the instance types a Provisioner may launch; when there are none,
