@@ -185,7 +185,7 @@ func KubeletFlags(userData string) ([]string, error) {
 	}
 	mediaType, params, err := mime.ParseMediaType(message.Header.Get("Content-Type"))
 	if err != nil || !strings.HasPrefix(mediaType, "multipart/") {
-		return nil, fmt.Errorf("the user data is not a MIME multi-part document (%s), %v", mediaType, err)
+		return nil, fmt.Errorf("the user data is not a MIME multi-part document (%s), %w", mediaType, err)
 	}
 	parts := multipart.NewReader(message.Body, params["boundary"])
 	for {
