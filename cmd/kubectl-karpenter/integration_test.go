@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpenterapis "karpenter.sh/karpenter/pkg/apis"
+	karpenterv1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
@@ -153,15 +154,19 @@ func TestPlanIsWhatTheControllerLaunches(t *testing.T) {
 			t.Logf("event on %s: %s %s", e.InvolvedObject.Name, e.Reason, e.Message)
 		}
 	})
+	// What the controller launched is its NodeClaims that got an instance: no kubelet registers
+	// their Nodes here.
 	var launched []string
 	eventually.Holds(t, "the controller launching the plan's nodes", func() (bool, string, error) {
-		var list corev1.NodeList
+		var list karpenterv1.NodeClaimList
 		if err := env.Client.List(ctx, &list, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: p.Name}); err != nil {
 			return false, "", err
 		}
 		launched = launched[:0]
-		for _, node := range list.Items {
-			launched = append(launched, node.Labels[corev1.LabelInstanceTypeStable])
+		for _, nc := range list.Items {
+			if nc.Status.ProviderID != "" {
+				launched = append(launched, nc.Labels[corev1.LabelInstanceTypeStable])
+			}
 		}
 		slices.Sort(launched)
 		return len(launched) >= len(planned), fmt.Sprintf("launched %v", launched), nil

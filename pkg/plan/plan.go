@@ -12,12 +12,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/overlay"
 	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/state"
@@ -137,15 +139,21 @@ func Provisioning(ctx context.Context, snapshot *state.Snapshot, provisioners []
 		report.NewNodes = append(report.NewNodes, newNode(n))
 	}
 	report.PricePerHour = plan.Results.Price()
-	launching := snapshot.LaunchingNodes()
+	// Launching are the Nodes still launching and the NodeClaims launched whose kubelet has not
+	// registered a Node yet.
+	launching := sets.New[string]()
+	for _, node := range snapshot.AllNodes() {
+		if nodes.IsLaunching(&node) {
+			launching.Insert(node.Name)
+		}
+	}
 	byNode := map[string]int{}
 	onNode := func(name string, pod *corev1.Pod) {
 		i, ok := byNode[name]
 		if !ok {
-			_, isLaunching := launching[name]
 			i = len(report.ExistingNodes)
 			byNode[name] = i
-			report.ExistingNodes = append(report.ExistingNodes, ExistingNode{Name: name, Launching: isLaunching})
+			report.ExistingNodes = append(report.ExistingNodes, ExistingNode{Name: name, Launching: launching.Has(name)})
 		}
 		report.ExistingNodes[i].Pods = append(report.ExistingNodes[i].Pods, podName(pod))
 	}
