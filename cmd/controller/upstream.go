@@ -32,10 +32,10 @@ var upstreamIgnored = []flagenv.Ignored{
 	{Variable: "ENABLE_ZONAL_SHIFT", Inert: "false", Why: "zonal shifts are not followed"},
 	{Variable: "IGNORE_DRA_REQUESTS", Inert: "true", Why: "pods' resource claims are always left to kube-scheduler"},
 	{Variable: "DISABLE_CLUSTER_STATE_OBSERVABILITY", Inert: "false", Why: "the cluster-state metrics cannot be turned off"},
-	{Variable: "DISABLE_DRY_RUN", Inert: "false", Why: "there are no EC2NodeClasses to dry-run"},
+	{Variable: "DISABLE_DRY_RUN", Inert: "false", Why: "EC2NodeClasses are not dry-run: the nodeclass controller resolves them against the cloud and says what fails in their conditions"},
 	{Variable: "AMI_REFRESH_INTERVAL", Inert: "1m", Why: "the AMI is cached for an hour"},
 	{Variable: "SUBNET_REFRESH_INTERVAL", Inert: "1m", Why: "subnets are cached for a minute"},
-	{Variable: "AWS_FEATURE_GATES", Inert: "NodeClassCEL=false", Why: "there are no EC2NodeClasses"},
+	{Variable: "AWS_FEATURE_GATES", Inert: "NodeClassCEL=false", Why: "the EC2NodeClass CRD validates with CEL always"},
 	{Variable: "LEADER_ELECTION_NAME", Inert: "karpenter-leader-election", Why: "the lease is always karpenter-leader-election"},
 	{Variable: "DISABLE_CONTROLLER_WARMUP", Why: "caches fill once a replica leads"},
 	{Variable: "KARPENTER_SERVICE", Why: "the admission webhook is its own Deployment, with its own --service-name"},
@@ -43,7 +43,7 @@ var upstreamIgnored = []flagenv.Ignored{
 	{Variable: "WEBHOOK_METRICS_PORT", Why: "the admission webhook is its own Deployment"},
 	{Variable: "DISABLE_WEBHOOK", Why: "the admission webhook is its own Deployment: scale it to zero instead"},
 	{Variable: "KUBERNETES_MIN_VERSION", Why: "the Kubernetes versions supported are in docs/getting-started.md"},
-	{Variable: "CPU_REQUESTS", Why: "GOMAXPROCS follows the container's CPU limit"},
+	{Variable: "CPU_REQUESTS", Why: "the Go runtime's default GOMAXPROCS (the CPUs the process sees) applies; set GOMAXPROCS to bound it"},
 	{Variable: "MEMORY_LIMIT", Why: "GOMEMLIMIT (set by the manifests from the container's memory limit) is read instead"},
 }
 

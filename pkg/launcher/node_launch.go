@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -40,7 +41,11 @@ type Launched struct {
 // decision always launches anew. A NodeClaim that got no instance is deleted.
 func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision string, counted map[string]corev1.ResourceList) (*Launched, error) {
 	if decision != "" {
-		request.Annotations = withAnnotation(request.Annotations, DecisionAnnotationKey, decisionDigest(decision))
+		request.Annotations = maps.Clone(request.Annotations)
+		if request.Annotations == nil {
+			request.Annotations = map[string]string{}
+		}
+		request.Annotations[DecisionAnnotationKey] = decisionDigest(decision)
 		launched, err := l.launchedFor(ctx, request.Annotations[DecisionAnnotationKey], counted)
 		if launched != nil || err != nil {
 			return launched, err
@@ -103,13 +108,4 @@ func (l *Launcher) launchedFor(ctx context.Context, digest string, counted map[s
 		return &Launched{NodeClaim: nc, NodeName: instance.NodeName}, nil
 	}
 	return nil, nil
-}
-
-func withAnnotation(annotations map[string]string, key, value string) map[string]string {
-	out := make(map[string]string, len(annotations)+1)
-	for k, v := range annotations {
-		out[k] = v
-	}
-	out[key] = value
-	return out
 }

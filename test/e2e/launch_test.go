@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -285,9 +282,9 @@ func checkLaunchFailure(t *testing.T, row launchFailure) *corev1.Pod {
 		if err != nil {
 			return false, "", err
 		}
-		counted, err := launchErrors(row.reason)
-		if err != nil {
-			return false, "", err
+		counted := 0.0
+		if s, problem := find(scrapeController(t), "karpenter_launch_errors_total", map[string]string{"reason": row.reason}); problem == "" {
+			counted = s.value
 		}
 		return condition && warned && (told == 1 || row.unplanned && told > 0) && counted >= 2,
 			fmt.Sprintf("Ready %+v, Provisioner Event %t, pod told %d times, karpenter_launch_errors_total{reason=%q} %g", ready, warned, told, row.reason, counted), nil
@@ -329,26 +326,6 @@ func podToldOf(pod *corev1.Pod, row launchFailure) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// launchErrors is karpenter_launch_errors_total{reason} on the controller's /metrics.
-func launchErrors(reason string) (float64, error) {
-	resp, err := http.Get("http://" + stack.MetricsAddress + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	prefix := fmt.Sprintf("karpenter_launch_errors_total{reason=%q} ", reason)
-	for _, line := range strings.Split(string(body), "\n") {
-		if value, ok := strings.CutPrefix(line, prefix); ok {
-			return strconv.ParseFloat(value, 64)
-		}
-	}
-	return 0, nil
 }
 
 // createLaunchTemplate creates (or finds, from an earlier run) a launch template of the user's

@@ -140,16 +140,14 @@ func Decide(s Snapshot, settings Settings) Decision {
 	decision := Decision{Skipped: map[string]Explanation{}}
 	// One Decide simulates on the same pods once per candidate: their requests are kept.
 	s.Question.Requests = scheduling.NewRequestCache()
-	settling := slices.Clone(s.Settling)
-	for _, n := range s.Nodes {
-		if nodes.IsLaunching(n.Node) || nodes.HasConditionTaint(n.Node) {
-			settling = append(settling, n.Node)
-		}
+	// A replacement is on its way, or Kubernetes has yet to open a node that became Ready: what
+	// fits where changes when it is done.
+	if len(s.Settling) > 0 {
+		decision.Unsettled = fmt.Sprintf("node %s is launching", s.Settling[0].Name)
+		return decision
 	}
-	for _, node := range settling {
-		// A replacement is on its way, or Kubernetes has yet to open a node that became Ready:
-		// what fits where changes when it is done.
-		decision.Unsettled = fmt.Sprintf("node %s is launching", node.Name)
+	if i := slices.IndexFunc(s.Nodes, func(n scheduling.Node) bool { return nodes.IsLaunching(n.Node) || nodes.HasConditionTaint(n.Node) }); i >= 0 {
+		decision.Unsettled = fmt.Sprintf("node %s is launching", s.Nodes[i].Node.Name)
 		return decision
 	}
 	for _, n := range s.Nodes {

@@ -88,6 +88,9 @@ func (p *Provider) List(zones map[string]bool, requirements []corev1.NodeSelecto
 // subnets narrow its offerings.
 type catalogueEntry struct {
 	info ec2types.InstanceTypeInfo
+	// labels are the type's own (typeLabels, architecture, os), computed once per read of the
+	// catalogue rather than on every listing.
+	labels map[string]string
 	// zones the type is offered in, sorted.
 	zones []string
 	// capacityTypes the type can be bought as (on-demand, spot).
@@ -146,8 +149,12 @@ func (p *Provider) readCatalogue(ctx context.Context) ([]catalogueEntry, error) 
 					capacityTypes = append(capacityTypes, ct)
 				}
 			}
+			labels := typeLabels(info)
+			labels[corev1.LabelArchStable] = architecture(info)
+			labels[corev1.LabelOSStable] = "linux"
 			entries = append(entries, catalogueEntry{
 				info:          info,
+				labels:        labels,
 				zones:         slices.Sorted(slices.Values(zones[string(info.InstanceType)])),
 				capacityTypes: capacityTypes,
 			})
@@ -166,9 +173,13 @@ func buildInstanceTypes(catalogue []catalogueEntry, prices pricing.Book, zones m
 	var types []*cloudprovider.InstanceType
 	for _, entry := range catalogue {
 		name := string(entry.info.InstanceType)
-		labels := typeLabels(entry.info)
-		labels[corev1.LabelArchStable] = architecture(entry.info)
-		labels[corev1.LabelOSStable] = "linux"
+		// The requirements are on well-known labels only (wellKnownRequirements): the offering's
+		// and the type's architecture and OS.
+		offeringLabels := map[string]string{
+			corev1.LabelArchStable:         entry.labels[corev1.LabelArchStable],
+			corev1.LabelOSStable:           entry.labels[corev1.LabelOSStable],
+			corev1.LabelInstanceTypeStable: name,
+		}
 		var offerings []cloudprovider.Offering
 		for _, zone := range entry.zones {
 			if !zones[zone] {
@@ -179,8 +190,6 @@ func buildInstanceTypes(catalogue []catalogueEntry, prices pricing.Book, zones m
 				if !ok {
 					continue
 				}
-				offeringLabels := maps.Clone(labels)
-				offeringLabels[corev1.LabelInstanceTypeStable] = name
 				offeringLabels[corev1.LabelTopologyZone] = zone
 				offeringLabels[v1alpha5.CapacityTypeLabelKey] = capacityType
 				if !requirements.MatchesLabels(offeringLabels) {
@@ -195,7 +204,7 @@ func buildInstanceTypes(catalogue []catalogueEntry, prices pricing.Book, zones m
 		}
 		types = append(types, &cloudprovider.InstanceType{
 			Name:         name,
-			Labels:       labels,
+			Labels:       maps.Clone(entry.labels),
 			Capacity:     shape.capacity(entry.info),
 			Overhead:     shape.overhead(entry.info),
 			Offerings:    offerings,

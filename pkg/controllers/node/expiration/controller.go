@@ -70,7 +70,7 @@ func Decide(s consolidation.Snapshot) []Decision {
 	}
 	deleting := map[string]bool{}
 	for _, n := range s.Nodes {
-		if nodes.AwaitsItsPods(n.Node) || (s.Pending > 0) {
+		if nodes.AwaitsItsPods(n.Node) {
 			return nil
 		}
 		if n.Node.DeletionTimestamp != nil {

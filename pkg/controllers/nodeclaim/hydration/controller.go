@@ -10,7 +10,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -109,9 +108,6 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 	}
 	owned := node.DeepCopy()
 	owned.OwnerReferences = append(owned.OwnerReferences, nodeclaims.OwnerReference(nc))
-	if equality.Semantic.DeepEqual(owned.OwnerReferences, node.OwnerReferences) {
-		return reconcile.Result{}, nil
-	}
 	if err := c.client.Patch(ctx, owned, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("making node %s owned by nodeclaim %s, %w", node.Name, nc.Name, err))
 	}
