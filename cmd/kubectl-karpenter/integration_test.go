@@ -154,22 +154,11 @@ func TestPlanIsWhatTheControllerLaunches(t *testing.T) {
 			t.Logf("event on %s: %s %s", e.InvolvedObject.Name, e.Reason, e.Message)
 		}
 	})
-	// What the controller launched is its NodeClaims that got an instance: no kubelet registers
-	// their Nodes here.
 	var launched []string
 	eventually.Holds(t, "the controller launching the plan's nodes", func() (bool, string, error) {
-		var list karpenterv1.NodeClaimList
-		if err := env.Client.List(ctx, &list, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: p.Name}); err != nil {
-			return false, "", err
-		}
-		launched = launched[:0]
-		for _, nc := range list.Items {
-			if nc.Status.ProviderID != "" {
-				launched = append(launched, nc.Labels[corev1.LabelInstanceTypeStable])
-			}
-		}
-		slices.Sort(launched)
-		return len(launched) >= len(planned), fmt.Sprintf("launched %v", launched), nil
+		var err error
+		launched, err = launchedTypes(ctx, env.Client, p.Name)
+		return len(launched) >= len(planned), fmt.Sprintf("launched %v", launched), err
 	}, eventually.Timeout(2*time.Minute))
 	if !slices.Equal(launched, planned) {
 		t.Errorf("the controller launched %v, the plan said %v", launched, planned)
@@ -197,6 +186,23 @@ func TestPlanIsWhatTheControllerLaunches(t *testing.T) {
 	if again.Consolidation == nil || again.Consolidation.Unsettled == "" {
 		t.Errorf("consolidation %+v while nodes launch, want it unsettled", again.Consolidation)
 	}
+}
+
+// launchedTypes are the instance types, sorted, of the Provisioner's NodeClaims that got an
+// instance: what the controller launched (no kubelet registers their Nodes here).
+func launchedTypes(ctx context.Context, c client.Reader, provisioner string) ([]string, error) {
+	var list karpenterv1.NodeClaimList
+	if err := c.List(ctx, &list, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: provisioner}); err != nil {
+		return nil, err
+	}
+	var launched []string
+	for _, nc := range list.Items {
+		if nc.Status.ProviderID != "" {
+			launched = append(launched, nc.Labels[corev1.LabelInstanceTypeStable])
+		}
+	}
+	slices.Sort(launched)
+	return launched, nil
 }
 
 // controllerInstances is the InstanceProvider the controller runs with: AWS through the same
