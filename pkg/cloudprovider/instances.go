@@ -72,8 +72,14 @@ type Constraints struct {
 	// zone, capacity type, architecture and operating system labels select
 	// instance types and offerings; requirements on other keys do not.
 	Requirements []corev1.NodeSelectorRequirement
-	// Provider is the Provisioner's spec.provider block, defaulted and valid.
+	// Provider is the Provisioner's spec.provider block, defaulted and valid; nil for a
+	// NodePool.
 	Provider *runtime.RawExtension
+	// NodeClass is a NodePool's node class, in the cloud's own API kind (on AWS a
+	// karpenter.k8s.aws/v1 EC2NodeClass), as read when its Ready condition was True: the cloud
+	// launches from what its status resolved (subnets, security groups, images, instance
+	// profile), never from its selectors. Nil for a Provisioner.
+	NodeClass runtime.Object
 }
 
 // LaunchRequest asks for Count identical instances: one cloud call launches them all.
@@ -83,14 +89,18 @@ type LaunchRequest struct {
 	// Candidates are the instance types and offerings the instance may be,
 	// cheapest first: an offering without capacity falls through to the next.
 	Candidates []Candidate
-	// ProvisionerName names the Provisioner the instance is launched for; the
-	// cloud tags the instance with it.
+	// ProvisionerName names the Provisioner the instance is launched for, NodePoolName the
+	// NodePool (one of the two is set); the cloud tags the instance with it.
 	ProvisionerName string
+	NodePoolName    string
 	// Labels and Taints are registered with the node.
 	Labels map[string]string
 	Taints []corev1.Taint
-	// Provider is the Provisioner's spec.provider block, defaulted and valid.
+	// Provider is the Provisioner's spec.provider block, defaulted and valid; nil for a
+	// NodePool.
 	Provider *runtime.RawExtension
+	// NodeClass is the NodePool's node class, as in Constraints; nil for a Provisioner.
+	NodeClass runtime.Object
 	// IdempotencyKey names the launch: a Create retried with the same key and candidates (after
 	// a crash or a lost answer) returns the instances the first one launched instead of more,
 	// and when the candidates changed since, fails with *LaunchedBeforeError rather than launch
