@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
-	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/killpoint"
@@ -40,9 +39,9 @@ const ReasonLaunchFailed = "LaunchFailed"
 // Request is a group of new nodes one cloud call launches: of one Provisioner, with the same
 // candidates (cheapest first).
 type Request struct {
-	Provisioner *v1alpha5.Provisioner
-	Candidates  []cloudprovider.Candidate
-	Nodes       []*scheduling.NewNode
+	Pool       Pool
+	Candidates []cloudprovider.Candidate
+	Nodes      []*scheduling.NewNode
 	// Annotations are written on the NodeClaims and their Nodes, e.g. the nodes a replacement
 	// replaces.
 	Annotations map[string]string
@@ -106,7 +105,7 @@ func (l *Launcher) begin(group string) func() {
 func (l *Launcher) CreateNodeClaims(ctx context.Context, request Request) ([]*v1.NodeClaim, func(), error) {
 	names := make([]string, len(request.Nodes))
 	for i := range names {
-		names[i] = newName(request.Provisioner.Name)
+		names[i] = newName(request.Pool.Key().Name)
 	}
 	annotations := maps.Clone(request.Annotations)
 	if annotations == nil {
@@ -121,7 +120,7 @@ func (l *Launcher) CreateNodeClaims(ctx context.Context, request Request) ([]*v1
 	writes.SetLimit(l.concurrency)
 	for i, n := range request.Nodes {
 		writes.Go(func() error {
-			nc := newNodeClaim(names[i], request.Provisioner, n, request.Candidates, annotations, request.StartupTaints)
+			nc := newNodeClaim(names[i], request.Pool, n, request.Candidates, annotations, request.StartupTaints)
 			if err := l.client.Create(ctx, nc); err != nil {
 				errs[i] = fmt.Errorf("creating nodeclaim %s, %w", nc.Name, err)
 				return nil
@@ -147,19 +146,10 @@ func (l *Launcher) Launch(ctx context.Context, request Request, nodeClaims []*v1
 // launch asks the cloud for count instances under the group's key.
 func (l *Launcher) launch(ctx context.Context, request Request, group string, count int) ([]*cloudprovider.Instance, error) {
 	if err := l.calls.Acquire(ctx, 1); err != nil {
-		return nil, fmt.Errorf("waiting to launch instances for provisioner %q, %w", request.Provisioner.Name, err)
+		return nil, fmt.Errorf("waiting to launch instances for %s, %w", request.Pool.Key(), err)
 	}
 	defer l.calls.Release(1)
-	p := request.Provisioner
-	instances, err := l.instances.Create(ctx, cloudprovider.LaunchRequest{
-		Count:           count,
-		Candidates:      request.Candidates,
-		ProvisionerName: p.Name,
-		Labels:          Labels(p),
-		Taints:          p.Spec.Taints,
-		Provider:        p.Spec.Provider,
-		IdempotencyKey:  group,
-	})
+	instances, err := l.instances.Create(ctx, request.Pool.launchRequest(request.Candidates, group, count))
 	killpoint.Reached(killpoint.InstancesLaunched)
 	return instances, err
 }

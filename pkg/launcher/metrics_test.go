@@ -8,6 +8,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/metrics"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/counters"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
@@ -32,14 +33,14 @@ func TestNodeClaimsCountedCreatedAndLaunchedOnce(t *testing.T) {
 	} {
 		t.Run(tc.pool, func(t *testing.T) {
 			l := launcher.New(kubefake.NewClientBuilder().Build(), fake.NewInstanceProvider(fake.InstanceProviderOptions{}), 0)
-			request := launcher.Request{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: tc.pool}), Candidates: candidates, Reason: tc.reason}
+			request := launcher.Request{Pool: launcher.Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: tc.pool})}, Candidates: candidates, Reason: tc.reason}
 			createdLabels := map[string]string{"reason": tc.wantReason, "nodepool": tc.pool, "min_values_relaxed": "false"}
 			created := counters.MarkNow(t, "karpenter_nodeclaims_created_total", createdLabels)
 			launched := counters.MarkNow(t, "karpenter_nodeclaims_launched_total", map[string]string{"nodepool": tc.pool})
 			want := float64(tc.nodes)
 			if tc.nodes == 0 {
 				want = 1
-				request.Nodes = []*scheduling.NewNode{{Provisioner: tc.pool, InstanceTypes: []*cloudprovider.InstanceType{it}}}
+				request.Nodes = []*scheduling.NewNode{{Pool: pools.Provisioner(tc.pool), InstanceTypes: []*cloudprovider.InstanceType{it}}}
 				for range 2 {
 					if _, err := l.LaunchNode(t.Context(), request, "replacing old-"+tc.pool, nil); err != nil {
 						t.Fatal(err)
@@ -47,7 +48,7 @@ func TestNodeClaimsCountedCreatedAndLaunchedOnce(t *testing.T) {
 				}
 			} else {
 				for range tc.nodes {
-					request.Nodes = append(request.Nodes, &scheduling.NewNode{Provisioner: tc.pool, InstanceTypes: []*cloudprovider.InstanceType{it}})
+					request.Nodes = append(request.Nodes, &scheduling.NewNode{Pool: pools.Provisioner(tc.pool), InstanceTypes: []*cloudprovider.InstanceType{it}})
 				}
 				nodeClaims, done, err := l.CreateNodeClaims(t.Context(), request)
 				defer done()

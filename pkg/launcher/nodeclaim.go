@@ -16,7 +16,6 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
-	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/pods"
@@ -99,40 +98,41 @@ func requirements(scheduled []corev1.NodeSelectorRequirement, candidates []cloud
 	return out
 }
 
-// Labels are those Karpenter asks the cloud to register a Provisioner's node with: the
-// Provisioner's own and its name.
-func Labels(p *v1alpha5.Provisioner) map[string]string {
-	labels := maps.Clone(p.Spec.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[v1alpha5.ProvisionerNameLabelKey] = p.Name
-	return labels
-}
-
-// newNodeClaim is the NodeClaim of one node a Provisioner launches: named, labelled and
-// annotated as its group's, carrying the plan's decision (what it may launch as, what it must
-// have room for), the Provisioner's taints and the startup taints its launcher asks for. Its nodeClassRef is the Provisioner, whose
-// spec.provider is its cloud configuration; it never expires by itself, as a Provisioner's
-// ttlSecondsUntilExpired is read live.
-func newNodeClaim(name string, p *v1alpha5.Provisioner, n *scheduling.NewNode, candidates []cloudprovider.Candidate, annotations map[string]string, startupTaints []corev1.Taint) *v1.NodeClaim {
-	return &v1.NodeClaim{
+// newNodeClaim is the NodeClaim of one node a pool launches: named, labelled and annotated as
+// its group's, carrying the plan's decision (what it may launch as, what it must have room for),
+// the pool's taints and the startup taints its launcher asks for. A NodePool's NodeClaim names
+// its EC2NodeClass and takes the template's annotations, startup taints, expireAfter and
+// terminationGracePeriod; a Provisioner's names the Provisioner, whose spec.provider is its
+// cloud configuration, and never expires by itself, as its ttlSecondsUntilExpired is read live.
+func newNodeClaim(name string, pool Pool, n *scheduling.NewNode, candidates []cloudprovider.Candidate, annotations map[string]string, startupTaints []corev1.Taint) *v1.NodeClaim {
+	nc := &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
-			Labels:      Labels(p),
+			Labels:      pool.Labels(),
 			Annotations: maps.Clone(annotations),
 			Finalizers:  []string{v1.TerminationFinalizer},
 		},
 		Spec: v1.NodeClaimSpec{
-			Taints:        v1.TaintsFrom(p.Spec.Taints),
+			Taints:        v1.TaintsFrom(pool.Taints()),
 			StartupTaints: v1.TaintsFrom(startupTaints),
 			Requirements:  requirements(n.Requirements, candidates),
 			Resources:     v1.ResourceRequirements{Requests: podRequests(n.Pods)},
-			NodeClassRef:  &v1.NodeClassReference{Group: v1alpha5.SchemeGroupVersion.Group, Kind: "Provisioner", Name: p.Name},
-			// Never: a Provisioner's ttlSecondsUntilExpired is read live.
-			ExpireAfter: v1.NillableDuration{},
+			NodeClassRef:  pool.nodeClassRef(),
 		},
 	}
+	if pool.NodePool == nil {
+		return nc
+	}
+	template := &pool.NodePool.Spec.Template
+	for k, v := range template.Annotations {
+		if _, ok := nc.Annotations[k]; !ok {
+			nc.Annotations[k] = v
+		}
+	}
+	nc.Spec.StartupTaints = append(slices.Clone(template.Spec.StartupTaints), nc.Spec.StartupTaints...)
+	nc.Spec.ExpireAfter = template.Spec.ExpireAfter
+	nc.Spec.TerminationGracePeriod = template.Spec.TerminationGracePeriod
+	return nc
 }
 
 // Assign pairs a group's NodeClaims with the instances launched for them: a NodeClaim that

@@ -13,6 +13,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -100,7 +101,7 @@ func TestLaunchedNodeClaimRegistersItsNode(t *testing.T) {
 		CapacityType: v1alpha5.CapacityTypeSpot, NodeName: "ip-10-0-0-1.us-west-2.compute.internal",
 		Labels: map[string]string{corev1.LabelInstanceTypeStable: it.Name, corev1.LabelTopologyZone: "us-west-2b", v1alpha5.CapacityTypeLabelKey: "spot"}}
 	hold := corev1.Taint{Key: v1alpha5.LaunchingTaintKey, Effect: corev1.TaintEffectNoSchedule}
-	nc := newNodeClaim("default-abcde", p, &scheduling.NewNode{Provisioner: p.Name}, nil, map[string]string{v1alpha5.ReplacesAnnotationKey: "old"}, []corev1.Taint{hold})
+	nc := newNodeClaim("default-abcde", Pool{Provisioner: p}, &scheduling.NewNode{Pool: pools.Provisioner(p.Name)}, nil, map[string]string{v1alpha5.ReplacesAnnotationKey: "old"}, []corev1.Taint{hold})
 	nc.UID = "nc-uid"
 	nc = launched(nc, instance, it)
 	kubelet := &corev1.Node{

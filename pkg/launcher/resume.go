@@ -7,10 +7,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
-	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	pkgscheduling "karpenter.sh/karpenter/pkg/scheduling"
 )
@@ -26,7 +24,7 @@ var ErrLaunchUnsettled = errors.New("the group was launched, its instances are n
 // cloud answers with the first launch's instances if there was one, never with more. The group's
 // instances are then paired with its NodeClaims by Assign, the same rule the launch follows, so a
 // NodeClaim gets the instance it would have had, and records it. A NodeClaim
-// the cloud had no instance for is failed. The NodeClaim's Provisioner gone, the group is failed.
+// the cloud had no instance for is failed. The NodeClaim's pool (or its node class) gone, the group is failed.
 // Each instance's kubelet registers its Node.
 func (l *Launcher) Resume(ctx context.Context, nc *v1.NodeClaim) error {
 	group := nc.Annotations[LaunchGroupAnnotationKey]
@@ -39,12 +37,12 @@ func (l *Launcher) Resume(ctx context.Context, nc *v1.NodeClaim) error {
 	if err != nil {
 		return err
 	}
-	p := &v1alpha5.Provisioner{}
-	if err := l.client.Get(ctx, client.ObjectKey{Name: nc.Spec.NodeClassRef.Name}, p); err != nil {
-		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("reading provisioner %s of nodeclaim %s, %w", nc.Spec.NodeClassRef.Name, nc.Name, err)
-		}
-		return l.failAll(ctx, members, fmt.Errorf("provisioner %s is gone", nc.Spec.NodeClassRef.Name))
+	p, err := PoolOf(ctx, l.client, nc)
+	if gone := (*PoolGoneError)(nil); errors.As(err, &gone) {
+		return l.failAll(ctx, members, gone)
+	}
+	if err != nil {
+		return err
 	}
 	instances, err := l.instancesOf(ctx, group)
 	if err != nil {
@@ -102,8 +100,8 @@ func (l *Launcher) instancesOf(ctx context.Context, group string) ([]*cloudprovi
 
 // candidates are what the NodeClaim may launch as, cheapest first: the Provisioner's offerings
 // its requirements allow.
-func (l *Launcher) candidates(ctx context.Context, p *v1alpha5.Provisioner, nc *v1.NodeClaim) ([]cloudprovider.Candidate, error) {
-	constraints := cloudprovider.Constraints{Provider: p.Spec.Provider}
+func (l *Launcher) candidates(ctx context.Context, p Pool, nc *v1.NodeClaim) ([]cloudprovider.Candidate, error) {
+	constraints := p.constraints()
 	requirements := pkgscheduling.Requirements{}
 	for _, r := range nc.Spec.Requirements {
 		constraints.Requirements = append(constraints.Requirements, corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values})
@@ -146,8 +144,8 @@ func (l *Launcher) candidates(ctx context.Context, p *v1alpha5.Provisioner, nc *
 // of the group: the cloud answers with the first launch's instances when there was one. One made
 // with other candidates or counts is not answered again: its instances are listed once the cloud
 // lists them.
-func (l *Launcher) relaunch(ctx context.Context, p *v1alpha5.Provisioner, candidates []cloudprovider.Candidate, members []*v1.NodeClaim, group string) ([]*cloudprovider.Instance, error) {
-	instances, err := l.launch(ctx, Request{Provisioner: p, Candidates: candidates}, group, len(members))
+func (l *Launcher) relaunch(ctx context.Context, p Pool, candidates []cloudprovider.Candidate, members []*v1.NodeClaim, group string) ([]*cloudprovider.Instance, error) {
+	instances, err := l.launch(ctx, Request{Pool: p, Candidates: candidates}, group, len(members))
 	if launchedBefore := (*cloudprovider.LaunchedBeforeError)(nil); errors.As(err, &launchedBefore) {
 		return nil, ErrLaunchUnsettled
 	}

@@ -126,7 +126,7 @@ func describe(plan provisioning.Plan) string {
 	}
 	var b strings.Builder
 	for _, n := range plan.Results.NewNodes {
-		fmt.Fprintf(&b, "new %s of %s %v %v price %g:", n.Hostname, n.Provisioner, n.Requirements, n.Taints, n.Price)
+		fmt.Fprintf(&b, "new %s of %s %v %v price %g:", n.Hostname, n.Pool.Name, n.Requirements, n.Taints, n.Price)
 		for _, it := range n.InstanceTypes {
 			fmt.Fprintf(&b, " %s", it.Name)
 		}
@@ -181,7 +181,7 @@ func snapshot(trim bool) *state.Snapshot {
 // TestTrimForCacheKeepsWhatIsRead: a plan on trimmed pods and nodes is the plan on whole ones,
 // and every pod predicate answers the same.
 func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
-	provisioners := []scheduling.Provisioner{provisioning.Limited(builders.Provisioner(builders.ProvisionerOptions{Name: "default"}), fake.DefaultInstanceTypes(), nil)}
+	provisioners := []scheduling.Pool{provisioning.Limited(builders.Provisioner(builders.ProvisionerOptions{Name: "default"}), fake.DefaultInstanceTypes(), nil)}
 	whole, trimmed := snapshot(false), snapshot(true)
 	want, got := describe(provisioning.PlanPending(whole, provisioners)), describe(provisioning.PlanPending(trimmed, provisioners))
 	if want != got {

@@ -24,14 +24,15 @@ import (
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/scheduling"
 )
 
-// Pool is the instance types one Provisioner plans with, and the labels every node it launches
-// carries whichever type it launches as (its spec.labels); overlays match its name as the
-// karpenter.sh/nodepool label.
+// Pool is the instance types one pool (a Provisioner or a NodePool) plans with, and the labels
+// every node it launches carries whichever type it launches as (its spec.labels, its template's
+// labels); overlays match its name as the karpenter.sh/nodepool label, whatever its kind.
 type Pool struct {
-	Name          string
+	Key           pools.Key
 	Labels        map[string]string
 	InstanceTypes []*cloudprovider.InstanceType
 }
@@ -279,7 +280,7 @@ func matching(pools []Pool, o parsed) []match {
 			labels := make(map[string]string, len(pool.Labels)+len(it.Labels)+4)
 			maps.Copy(labels, pool.Labels)
 			maps.Copy(labels, it.Labels)
-			labels[v1.NodePoolLabelKey] = pool.Name
+			labels[v1.NodePoolLabelKey] = pool.Key.Name
 			labels[corev1.LabelInstanceTypeStable] = it.Name
 			m := match{pool: i, instanceType: j}
 			for k, offering := range it.Offerings {

@@ -13,6 +13,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/pools"
 )
 
 const gpu = corev1.ResourceName("example.com/gpu")
@@ -195,7 +196,7 @@ func TestApply(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			types := catalogue()
-			pools := []Pool{{Name: "default", Labels: map[string]string{"team": "web"}, InstanceTypes: types}}
+			pools := []Pool{{Key: poolKey("default"), Labels: map[string]string{"team": "web"}, InstanceTypes: types}}
 			var overlays []v1alpha1.NodeOverlay
 			for _, s := range tc.overlays {
 				overlays = append(overlays, s.build())
@@ -276,7 +277,7 @@ func equalCatalogue(a, b *cloudprovider.InstanceType) bool {
 // TestApplyAcrossPools: a conflict in one pool keeps the overlay out of every pool, as upstream
 // validates an overlay against every NodePool before applying it anywhere.
 func TestApplyAcrossPools(t *testing.T) {
-	pools := []Pool{{Name: "a", InstanceTypes: catalogue()}, {Name: "b", InstanceTypes: catalogue()}}
+	pools := []Pool{{Key: poolKey("a"), InstanceTypes: catalogue()}, {Key: poolKey("b"), InstanceTypes: catalogue()}}
 	overlays := []v1alpha1.NodeOverlay{
 		overlaySpec{name: "only-b", requirements: []v1alpha1.NodeSelectorRequirement{in("karpenter.sh/nodepool", "b")}, price: "0.3"}.build(),
 		overlaySpec{name: "everywhere", price: "2"}.build(),
@@ -292,3 +293,6 @@ func TestApplyAcrossPools(t *testing.T) {
 		t.Errorf("pool b's m5.large costs %g, want only-b's 0.3", p)
 	}
 }
+
+// poolKey is the key of the Provisioner named name: overlays match it by name alone.
+func poolKey(name string) pools.Key { return pools.Provisioner(name) }

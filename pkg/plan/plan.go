@@ -22,6 +22,7 @@ import (
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/overlay"
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 )
 
@@ -109,7 +110,7 @@ type SkippedProvisioner struct {
 func Provisioning(ctx context.Context, snapshot *state.Snapshot, provisioners []v1alpha5.Provisioner, lister cloudprovider.InstanceTypeLister) *Report {
 	report := &Report{NewNodes: []NewNode{}, ExistingNodes: []ExistingNode{}, Unschedulable: []UnschedulablePod{}}
 	slices.SortFunc(provisioners, func(a, b v1alpha5.Provisioner) int { return cmp.Compare(a.Name, b.Name) })
-	var pools []overlay.Pool
+	var overlayInputs []overlay.Pool
 	for i := range provisioners {
 		p := &provisioners[i]
 		if p.DeletionTimestamp != nil {
@@ -120,14 +121,15 @@ func Provisioning(ctx context.Context, snapshot *state.Snapshot, provisioners []
 			report.SkippedProvisioners = append(report.SkippedProvisioners, SkippedProvisioner{p.Name, err.Error()})
 			continue
 		}
-		pools = append(pools, provisioning.OverlayPool(p, types))
+		overlayInputs = append(overlayInputs, provisioning.OverlayPool(p, types))
 	}
-	resolved, outcomes := snapshot.AddInstanceTypes(pools)
+	resolved, outcomes := snapshot.AddInstanceTypes(overlayInputs)
 	report.SkippedNodeOverlays = skippedOverlays(snapshot.Overlays, outcomes)
-	var planned []scheduling.Provisioner
+	var planned []scheduling.Pool
 	for i := range provisioners {
-		if types, ok := resolved[provisioners[i].Name]; ok {
-			planned = append(planned, provisioning.Limited(&provisioners[i], types, provisioning.Used(snapshot, provisioners[i].Name)))
+		key := pools.Provisioner(provisioners[i].Name)
+		if types, ok := resolved[key]; ok {
+			planned = append(planned, provisioning.Limited(&provisioners[i], types, provisioning.Used(snapshot, key)))
 		}
 	}
 	plan := provisioning.PlanPending(snapshot, planned)
@@ -187,7 +189,7 @@ func Provisioning(ctx context.Context, snapshot *state.Snapshot, provisioners []
 // newNode reports a planned node as the controller would launch it: its candidates, cheapest
 // first, are those provisioning.Candidates gives the cloud.
 func newNode(n *scheduling.NewNode) NewNode {
-	out := NewNode{Provisioner: n.Provisioner, PricePerHour: n.Price}
+	out := NewNode{Provisioner: n.Pool.Name, PricePerHour: n.Price}
 	for _, it := range n.InstanceTypes {
 		out.InstanceTypes = append(out.InstanceTypes, it.Name)
 	}

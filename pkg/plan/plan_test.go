@@ -195,7 +195,7 @@ func TestConsolidate(t *testing.T) {
 	unfinalized.Node.Finalizers = nil
 	snapshot := consolidation.Snapshot{
 		Now: now,
-		Provisioners: []scheduling.Provisioner{
+		Provisioners: []consolidation.Provisioner{
 			{Provisioner: &p, InstanceTypes: fake.DefaultInstanceTypes()},
 			{Provisioner: &manual, InstanceTypes: fake.DefaultInstanceTypes()},
 		},

@@ -29,7 +29,7 @@ func (c *Snapshot) Question() Question {
 
 // Input asks where pods go: onto the room of nodes (bound and nominated pods included, as
 // Snapshot.Room gives them), or onto new nodes of the provisioners.
-func (q Question) Input(pods []*corev1.Pod, provisioners []scheduling.Provisioner, room []scheduling.Node) scheduling.Input {
-	return scheduling.Input{Pods: pods, Provisioners: provisioners, Nodes: room, DaemonSetPods: q.DaemonSetPods,
+func (q Question) Input(pods []*corev1.Pod, provisioners []scheduling.Pool, room []scheduling.Node) scheduling.Input {
+	return scheduling.Input{Pods: pods, Pools: provisioners, Nodes: room, DaemonSetPods: q.DaemonSetPods,
 		PersistentVolumeClaims: q.Claims, PersistentVolumes: q.Volumes, StorageClasses: q.Classes, Requests: q.Requests}
 }

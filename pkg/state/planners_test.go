@@ -25,6 +25,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/plan"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
@@ -114,8 +115,8 @@ func summary(input scheduling.Input) asked {
 		}
 		out.Nodes = append(out.Nodes, node)
 	}
-	for _, p := range input.Provisioners {
-		out.Provisioners = append(out.Provisioners, fmt.Sprintf("%s used %v of %d types", p.Provisioner.Name, p.Provisioner.Status.Resources, len(p.InstanceTypes)))
+	for _, p := range input.Pools {
+		out.Provisioners = append(out.Provisioners, fmt.Sprintf("%s used %v of %d types", p.Key.Name, p.Used, len(p.InstanceTypes)))
 	}
 	return out
 }
@@ -139,7 +140,7 @@ func TestEveryPlannerAsksTheSchedulerTheSameQuestion(t *testing.T) {
 		snapshot.InstanceTypes[it.Name] = it
 	}
 	pending := snapshot.Pending()
-	provisioners := []scheduling.Provisioner{provisioning.Limited(p, types, provisioning.Used(snapshot, p.Name))}
+	provisioners := []scheduling.Pool{provisioning.Limited(p, types, provisioning.Used(snapshot, pools.Provisioner(p.Name)))}
 	fromProvisioning := summary(provisioning.PendingInput(snapshot, pending, provisioners))
 
 	want := asked{

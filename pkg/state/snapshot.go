@@ -25,6 +25,7 @@ import (
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/overlay"
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/pools"
 	pkgscheduling "karpenter.sh/karpenter/pkg/scheduling"
 )
 
@@ -53,11 +54,11 @@ type Snapshot struct {
 // NodeOverlays to the pools' instance types (all pools at once, as an overlay's conflicts are
 // found across them), records them by name for the nodes launched as them, and returns them,
 // by pool name, as each pool plans with them, and what became of each overlay.
-func (c *Snapshot) AddInstanceTypes(pools []overlay.Pool) (map[string][]*cloudprovider.InstanceType, map[string]overlay.Outcome) {
-	overlaid, outcomes := overlay.Apply(pools, c.Overlays)
-	out := make(map[string][]*cloudprovider.InstanceType, len(overlaid))
+func (c *Snapshot) AddInstanceTypes(inputs []overlay.Pool) (map[pools.Key][]*cloudprovider.InstanceType, map[string]overlay.Outcome) {
+	overlaid, outcomes := overlay.Apply(inputs, c.Overlays)
+	out := make(map[pools.Key][]*cloudprovider.InstanceType, len(overlaid))
 	for _, pool := range overlaid {
-		out[pool.Name] = pool.InstanceTypes
+		out[pool.Key] = pool.InstanceTypes
 		for _, it := range pool.InstanceTypes {
 			c.InstanceTypes[it.Name] = it
 		}

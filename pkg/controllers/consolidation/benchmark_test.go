@@ -8,7 +8,6 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/controllers/consolidation"
-	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 )
 
 // BenchmarkConsolidationPass times one pass over a 500-node over-provisioned cluster (the
@@ -17,7 +16,7 @@ import (
 func BenchmarkConsolidationPass(b *testing.B) {
 	p := provisioner("default", v1alpha5.CapacityTypeOnDemand, true)
 	p.Provisioner.Spec.Consolidation.Budget = ptr.To(intstr.FromString("10%"))
-	s := consolidation.Snapshot{Nodes: overProvisioned(500), Provisioners: []scheduling.Provisioner{p}, Now: now}
+	s := consolidation.Snapshot{Nodes: overProvisioned(500), Provisioners: []consolidation.Provisioner{p}, Now: now}
 	var d consolidation.Decision
 	for b.Loop() {
 		d = consolidation.Decide(s, settings)

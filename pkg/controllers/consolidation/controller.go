@@ -37,6 +37,7 @@ import (
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/overlay"
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 )
 
@@ -196,7 +197,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 	case Delete:
 		return c.delete(ctx, decision)
 	case Replace:
-		return c.replace(ctx, decision, provisioners[decision.Replacement.Provisioner], snapshot.Counted[decision.Replacement.Provisioner])
+		return c.replace(ctx, decision, provisioners[decision.Replacement.Pool.Name], snapshot.Counted[decision.Replacement.Pool.Name])
 	}
 	return nil
 }
@@ -216,7 +217,7 @@ func Read(ctx context.Context, reader client.Reader, cluster *state.Snapshot, in
 	}
 	byName := map[string]*v1alpha5.Provisioner{}
 	snapshot := &Snapshot{Now: cluster.Now, Counted: map[string]map[string]corev1.ResourceList{}}
-	var pools []overlay.Pool
+	var overlayInputs []overlay.Pool
 	for i := range provisionerList.Items {
 		p := &provisionerList.Items[i]
 		if p.DeletionTimestamp != nil {
@@ -227,15 +228,15 @@ func Read(ctx context.Context, reader client.Reader, cluster *state.Snapshot, in
 			return nil, nil, fmt.Errorf("listing the instance types of provisioner %s, %w", p.Name, err)
 		}
 		byName[p.Name] = p
-		pools = append(pools, provisioning.OverlayPool(p, types))
+		overlayInputs = append(overlayInputs, provisioning.OverlayPool(p, types))
 	}
-	overlaid, _ := cluster.AddInstanceTypes(pools)
-	for _, pool := range pools {
-		p := byName[pool.Name]
-		snapshot.Counted[p.Name] = provisioning.Counted(cluster.Nodes, p.Name, cluster.InstanceTypes)
+	overlaid, _ := cluster.AddInstanceTypes(overlayInputs)
+	for _, pool := range overlayInputs {
+		p := byName[pool.Key.Name]
+		snapshot.Counted[p.Name] = provisioning.Counted(cluster.Nodes, pool.Key, cluster.InstanceTypes)
 		limited := p.DeepCopy()
-		limited.Status.Resources = ledger.Used(p.Name, snapshot.Counted[p.Name])
-		snapshot.Provisioners = append(snapshot.Provisioners, scheduling.Provisioner{Provisioner: limited, InstanceTypes: overlaid[p.Name]})
+		limited.Status.Resources = ledger.Used(pool.Key, snapshot.Counted[p.Name])
+		snapshot.Provisioners = append(snapshot.Provisioners, Provisioner{Provisioner: limited, InstanceTypes: overlaid[pool.Key]})
 	}
 	var budgets policyv1.PodDisruptionBudgetList
 	if err := reader.List(ctx, &budgets); err != nil {
@@ -355,7 +356,7 @@ func (c *Controller) delete(ctx context.Context, decision Decision) error {
 // unsettled, and the first pass after, in this controller or a restarted one, deletes them.
 func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5.Provisioner, counted map[string]corev1.ResourceList) error {
 	if p == nil {
-		return fmt.Errorf("the replacement's provisioner %s is gone", decision.Replacement.Provisioner)
+		return fmt.Errorf("the replacement's provisioner %s is gone", decision.Replacement.Pool.Name)
 	}
 	names := make([]string, 0, len(decision.Nodes))
 	uids := make([]string, 0, len(decision.Nodes))
@@ -419,13 +420,13 @@ func Launch(ctx context.Context, l *launcher.Launcher, n *scheduling.NewNode, p 
 		if p.Spec.Limits != nil {
 			limits = p.Spec.Limits.Resources
 		}
-		kept, id, err := options.Ledger.Reserve(p.Name, limits, options.Counted, candidates)
+		kept, id, err := options.Ledger.Reserve(pools.Provisioner(p.Name), limits, options.Counted, candidates)
 		if err != nil {
 			return nil, fmt.Errorf("launching a node for provisioner %s, %w", p.Name, err)
 		}
 		candidates, reservation = kept, id
 	}
-	launched, err := l.LaunchNode(ctx, launcher.Request{Provisioner: p, Candidates: candidates, Nodes: []*scheduling.NewNode{n}, Annotations: options.Annotations, Reason: options.Reason},
+	launched, err := l.LaunchNode(ctx, launcher.Request{Pool: launcher.Pool{Provisioner: p}, Candidates: candidates, Nodes: []*scheduling.NewNode{n}, Annotations: options.Annotations, Reason: options.Reason},
 		options.Decision, options.Counted)
 	if err != nil {
 		if options.Ledger != nil {

@@ -31,7 +31,7 @@ type Snapshot struct {
 	// count against their Provisioner's budget but take no pods.
 	Nodes []scheduling.Node
 	// Provisioners are every Provisioner with the instance types it may launch.
-	Provisioners []scheduling.Provisioner
+	Provisioners []Provisioner
 	// Settling are the nodes, as the cluster has them, still launching or not yet opened by
 	// Kubernetes (launched NodeClaims whose Node has yet to register included): the copies in
 	// Nodes stand for the room they promise, their launch taints lifted, as provisioning counts
@@ -161,7 +161,7 @@ func Decide(s Snapshot, settings Settings) Decision {
 		decision.Unsettled = fmt.Sprintf("%d pods wait for capacity", s.Pending)
 		return decision
 	}
-	provisioners := map[string]*scheduling.Provisioner{}
+	provisioners := map[string]*Provisioner{}
 	for i := range s.Provisioners {
 		provisioners[s.Provisioners[i].Provisioner.Name] = &s.Provisioners[i]
 	}
@@ -222,7 +222,7 @@ func Decide(s Snapshot, settings Settings) Decision {
 // restarted: once the replacement is Ready, the nodes its annotation names are deleted when
 // their pods still fit, rather than decided on afresh, when the replacement's empty room would
 // invite other moves and the old nodes could stay. Their budget was taken when it launched.
-func resume(s Snapshot, provisioners map[string]*scheduling.Provisioner, settings Settings) (Decision, bool) {
+func resume(s Snapshot, provisioners map[string]*Provisioner, settings Settings) (Decision, bool) {
 	byName := map[string]*scheduling.Node{}
 	for i := range s.Nodes {
 		byName[s.Nodes[i].Node.Name] = &s.Nodes[i]
@@ -264,7 +264,7 @@ func resume(s Snapshot, provisioners map[string]*scheduling.Provisioner, setting
 
 // budgets is how many more nodes each Provisioner may have disrupted: its budget of its nodes,
 // less those being deleted.
-func budgets(s Snapshot, provisioners map[string]*scheduling.Provisioner) map[string]int {
+func budgets(s Snapshot, provisioners map[string]*Provisioner) map[string]int {
 	total, deleting := map[string]int{}, map[string]int{}
 	for _, n := range s.Nodes {
 		name := n.Node.Labels[v1alpha5.ProvisionerNameLabelKey]
@@ -290,7 +290,7 @@ func budgets(s Snapshot, provisioners map[string]*scheduling.Provisioner) map[st
 }
 
 // guard is the node as a candidate, or why it may not be one.
-func guard(n *scheduling.Node, p *scheduling.Provisioner, s Snapshot, settings Settings) (*candidate, *Explanation) {
+func guard(n *scheduling.Node, p *Provisioner, s Snapshot, settings Settings) (*candidate, *Explanation) {
 	node := n.Node
 	if !nodes.IsReady(node) || node.Spec.Unschedulable {
 		return nil, &Explanation{ReasonNotReady, "node is not Ready or is cordoned"}
@@ -349,7 +349,7 @@ func blockingBudget(movable []*corev1.Pod, budgets []policyv1.PodDisruptionBudge
 }
 
 // nodePrice is the hourly price of the offering the node runs as.
-func nodePrice(node *corev1.Node, p *scheduling.Provisioner) (float64, bool) {
+func nodePrice(node *corev1.Node, p *Provisioner) (float64, bool) {
 	for _, it := range p.InstanceTypes {
 		if it.Name != node.Labels[corev1.LabelInstanceTypeStable] {
 			continue
@@ -435,8 +435,8 @@ func simulate(s Snapshot, removed []*candidate, settings Settings) (Decision, *E
 }
 
 // withoutLimits is the Provisioners with their limits lifted, or nil when none has any.
-func withoutLimits(provisioners []scheduling.Provisioner) []scheduling.Provisioner {
-	if !slices.ContainsFunc(provisioners, func(p scheduling.Provisioner) bool { return p.Provisioner.Spec.Limits != nil }) {
+func withoutLimits(provisioners []Provisioner) []Provisioner {
+	if !slices.ContainsFunc(provisioners, func(p Provisioner) bool { return p.Provisioner.Spec.Limits != nil }) {
 		return nil
 	}
 	out := slices.Clone(provisioners)
@@ -497,12 +497,30 @@ func multiNode(s Snapshot, candidates []*candidate, available map[string]int, se
 // Input is the scheduler's question: where do the moved pods go, given the room of the nodes
 // but those removed (and those being deleted, which take nothing) and the provisioners.
 // Consolidation, expiry and their plans all ask it so, as provisioning does.
-func (s Snapshot) Input(moved []*corev1.Pod, provisioners []scheduling.Provisioner, removed map[string]bool) scheduling.Input {
+func (s Snapshot) Input(moved []*corev1.Pod, provisioners []Provisioner, removed map[string]bool) scheduling.Input {
 	room := make([]scheduling.Node, 0, len(s.Nodes))
 	for _, n := range s.Nodes {
 		if !removed[n.Node.Name] && n.Node.DeletionTimestamp == nil {
 			room = append(room, n)
 		}
 	}
-	return s.Question.Input(moved, provisioners, room)
+	pools := make([]scheduling.Pool, 0, len(provisioners))
+	for _, p := range provisioners {
+		pools = append(pools, p.Pool())
+	}
+	return s.Question.Input(moved, pools, room)
+}
+
+// Provisioner is a Provisioner with the instance types it may launch, as consolidation reads
+// it: its consolidation settings and budget, and as a pool of the scheduler (Pool), its
+// status.resources what counts against its limits. Consolidation and expiry disrupt
+// Provisioners' nodes; a NodePool's are the disruption controller's.
+type Provisioner struct {
+	Provisioner   *v1alpha5.Provisioner
+	InstanceTypes []*cloudprovider.InstanceType
+}
+
+// Pool is the Provisioner as the scheduler takes it.
+func (p Provisioner) Pool() scheduling.Pool {
+	return scheduling.FromProvisioner(p.Provisioner, p.InstanceTypes)
 }

@@ -28,13 +28,13 @@ var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 var settings = consolidation.Settings{MinNodeAge: 5 * time.Minute, Threshold: 0.1, MinSpotTypes: 1}
 
 // provisioner consolidates amd64 nodes of the capacity type given.
-func provisioner(name, capacityType string, enabled bool) scheduling.Provisioner {
+func provisioner(name, capacityType string, enabled bool) consolidation.Provisioner {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: name, Requirements: []v1alpha5.NodeSelectorRequirement{
 		{Key: v1alpha5.CapacityTypeLabelKey, Operator: "In", Values: []string{capacityType}},
 		{Key: corev1.LabelArchStable, Operator: "In", Values: []string{"amd64"}},
 	}})
 	p.Spec.Consolidation = &v1alpha5.Consolidation{Enabled: ptr.To(enabled)}
-	return scheduling.Provisioner{Provisioner: p, InstanceTypes: fake.DefaultInstanceTypes()}
+	return consolidation.Provisioner{Provisioner: p, InstanceTypes: fake.DefaultInstanceTypes()}
 }
 
 func instanceType(name string) *cloudprovider.InstanceType {
@@ -84,7 +84,7 @@ func TestDecide(t *testing.T) {
 	allAtOnce := provisioner("all", v1alpha5.CapacityTypeOnDemand, true)
 	allAtOnce.Provisioner.Spec.Consolidation.Budget = ptr.To(intstr.FromString("100%"))
 	// limited counts the 8 cpus of one m5.2xlarge against a limit of cpu cpus.
-	limited := func(cpu string) scheduling.Provisioner {
+	limited := func(cpu string) consolidation.Provisioner {
 		p := provisioner("default", v1alpha5.CapacityTypeOnDemand, true)
 		p.Provisioner.Spec.Limits = &v1alpha5.Limits{Resources: builders.Resources("cpu", cpu)}
 		p.Provisioner.Status.Resources = builders.Resources("cpu", "8")
@@ -120,7 +120,7 @@ func TestDecide(t *testing.T) {
 
 	for _, tc := range []struct {
 		name         string
-		provisioners []scheduling.Provisioner
+		provisioners []consolidation.Provisioner
 		nodes        []scheduling.Node
 		budgets      []policyv1.PodDisruptionBudget
 		pending      int
@@ -184,13 +184,13 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:         "a replacement is not launched past the Provisioner's limits",
-			provisioners: []scheduling.Provisioner{limited("9")},
+			provisioners: []consolidation.Provisioner{limited("9")},
 			nodes:        []scheduling.Node{node("oversized", "default", "m5.2xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi"))},
 			skipped:      map[string]consolidation.Reason{"oversized": consolidation.ReasonLimits},
 		},
 		{
 			name:         "a replacement is launched when the limits leave room for it beside the old node",
-			provisioners: []scheduling.Provisioner{limited("10")},
+			provisioners: []consolidation.Provisioner{limited("10")},
 			nodes:        []scheduling.Node{node("oversized", "default", "m5.2xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi"))},
 			action:       consolidation.Replace, removed: []string{"oversized"}, replacement: "t3.medium",
 		},
@@ -219,25 +219,25 @@ func TestDecide(t *testing.T) {
 				node("left", "all", "m5.large", v1alpha5.CapacityTypeOnDemand, pod("l", "800m", "5Gi")),
 				node("right", "all", "m5.large", v1alpha5.CapacityTypeOnDemand, pod("r", "800m", "5Gi")),
 			},
-			provisioners: []scheduling.Provisioner{allAtOnce},
+			provisioners: []consolidation.Provisioner{allAtOnce},
 			action:       consolidation.Replace, removed: []string{"left", "right"}, replacement: "r5.large",
 		},
 		{
 			name:         "a spot node is replaced by cheaper spot",
-			provisioners: []scheduling.Provisioner{spot},
+			provisioners: []consolidation.Provisioner{spot},
 			nodes:        []scheduling.Node{node("spotty", "spot", "m5.2xlarge", v1alpha5.CapacityTypeSpot, pod("a", "1", "1Gi"))},
 			action:       consolidation.Replace, removed: []string{"spotty"}, replacement: "t3.medium",
 		},
 		{
 			name:         "a spot node is not replaced when too few types are cheaper",
-			provisioners: []scheduling.Provisioner{spot},
+			provisioners: []consolidation.Provisioner{spot},
 			nodes:        []scheduling.Node{node("spotty", "spot", "m5.2xlarge", v1alpha5.CapacityTypeSpot, pod("a", "1", "1Gi"))},
 			settings:     &consolidation.Settings{MinNodeAge: settings.MinNodeAge, Threshold: 0.1, MinSpotTypes: 100},
 			skipped:      map[string]consolidation.Reason{"spotty": consolidation.ReasonSpotNotDiverse},
 		},
 		{
 			name:         "a spot node is not replaced by spot with SpotToSpotConsolidation=false",
-			provisioners: []scheduling.Provisioner{spot},
+			provisioners: []consolidation.Provisioner{spot},
 			nodes:        []scheduling.Node{node("spotty", "spot", "m5.2xlarge", v1alpha5.CapacityTypeSpot, pod("a", "1", "1Gi"))},
 			settings:     &consolidation.Settings{MinNodeAge: settings.MinNodeAge, Threshold: 0.1, MinSpotTypes: 5, NoSpotToSpot: true},
 			skipped:      map[string]consolidation.Reason{"spotty": consolidation.ReasonSpotToSpotOff},
@@ -319,7 +319,7 @@ func TestDecide(t *testing.T) {
 			// Spot is cheaper: where it may launch, every replacement is spot.
 			provisioners := tc.provisioners
 			if provisioners == nil {
-				provisioners = []scheduling.Provisioner{onDemand, disabled, oneAtATime}
+				provisioners = []consolidation.Provisioner{onDemand, disabled, oneAtATime}
 			}
 			if tc.settings != nil {
 				s = *tc.settings
@@ -405,7 +405,7 @@ func TestDecideMovesPodsWithVolumes(t *testing.T) {
 			}
 			decision := consolidation.Decide(consolidation.Snapshot{
 				Nodes:        []scheduling.Node{small, big},
-				Provisioners: []scheduling.Provisioner{provisioner("default", v1alpha5.CapacityTypeOnDemand, true)},
+				Provisioners: []consolidation.Provisioner{provisioner("default", v1alpha5.CapacityTypeOnDemand, true)},
 				Question:     state.Question{Claims: []*corev1.PersistentVolumeClaim{claim}, Volumes: []*corev1.PersistentVolume{volume}},
 				Now:          now,
 			}, consolidation.Settings{Threshold: 0.1, MinNodeAge: time.Minute})

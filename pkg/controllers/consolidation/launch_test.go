@@ -14,6 +14,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/launcher"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
 )
@@ -23,7 +24,7 @@ import (
 func TestLaunchReservesUnderLimits(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
 	p.Spec.Limits = &v1alpha5.Limits{Resources: builders.Resources("cpu", "10")}
-	planned := &scheduling.NewNode{Provisioner: p.Name, InstanceTypes: []*cloudprovider.InstanceType{instanceType("t3.medium")}}
+	planned := &scheduling.NewNode{Pool: pools.Provisioner(p.Name), InstanceTypes: []*cloudprovider.InstanceType{instanceType("t3.medium")}}
 	counted := map[string]corev1.ResourceList{"old": builders.Resources("cpu", "8")}
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	c := kubefake.NewClientBuilder().Build()
@@ -44,7 +45,7 @@ func TestLaunchReservesUnderLimits(t *testing.T) {
 	}
 	// Once the node is counted, its reservation is dropped and the limit still holds.
 	counted[node.NodeName] = instanceType("t3.medium").Capacity
-	if used := ledger.Used(p.Name, counted); used.Cpu().Cmp(resource.MustParse("10")) != 0 {
+	if used := ledger.Used(pools.Provisioner(p.Name), counted); used.Cpu().Cmp(resource.MustParse("10")) != 0 {
 		t.Errorf("used %s cpu, want 10", used.Cpu())
 	}
 }
@@ -56,7 +57,7 @@ func TestLaunchReservesUnderLimits(t *testing.T) {
 // with it again would make the decision come back for ever.
 func TestLaunchRetriedGetsItsNodeUnlessOthersTookIt(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
-	planned := &scheduling.NewNode{Provisioner: p.Name, InstanceTypes: []*cloudprovider.InstanceType{instanceType("t3.medium")}}
+	planned := &scheduling.NewNode{Pool: pools.Provisioner(p.Name), InstanceTypes: []*cloudprovider.InstanceType{instanceType("t3.medium")}}
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	c := kubefake.NewClientBuilder().Build()
 	l := launcher.New(c, cloud, 0)

@@ -55,12 +55,12 @@ func apply(t testing.TB, s *consolidation.Snapshot, d consolidation.Decision) {
 	}
 	if d.Replacement != nil {
 		c := provisioning.Candidates(d.Replacement)[0]
-		n := node(fmt.Sprintf("replacement-%d", len(s.Nodes)+len(kept)), d.Replacement.Provisioner, c.InstanceType.Name, c.Offering.CapacityType)
+		n := node(fmt.Sprintf("replacement-%d", len(s.Nodes)+len(kept)), d.Replacement.Pool.Name, c.InstanceType.Name, c.Offering.CapacityType)
 		n.Node.Name += "-" + d.Nodes[0].Name
 		n.Node.CreationTimestamp = metav1.Time{Time: s.Now}
 		kept = append(kept, n)
 	}
-	results := scheduling.Schedule(scheduling.Input{Pods: moved, Provisioners: s.Provisioners, Nodes: kept})
+	results := scheduling.Schedule(scheduling.Input{Pods: moved, Pools: []scheduling.Pool{s.Provisioners[0].Pool()}, Nodes: kept})
 	if len(results.NewNodes) > 0 || len(results.Unschedulable) > 0 {
 		t.Fatalf("after %s of %d nodes the pods need %d new nodes, %d fit nowhere", d.Action, len(d.Nodes), len(results.NewNodes), len(results.Unschedulable))
 	}
@@ -106,7 +106,7 @@ func podCount(s consolidation.Snapshot) int {
 func TestSteadyState(t *testing.T) {
 	p := provisioner("default", v1alpha5.CapacityTypeOnDemand, true)
 	p.Provisioner.Spec.Consolidation.Budget = ptr.To(intstr.FromString("20%"))
-	s := consolidation.Snapshot{Nodes: overProvisioned(20), Provisioners: []scheduling.Provisioner{p}, Now: now}
+	s := consolidation.Snapshot{Nodes: overProvisioned(20), Provisioners: []consolidation.Provisioner{p}, Now: now}
 	before, pods := price(t, s), podCount(s)
 	passes := 0
 	for ; passes < 100; passes++ {

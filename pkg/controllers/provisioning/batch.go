@@ -17,11 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
-	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 )
 
@@ -31,7 +31,7 @@ import (
 // startLaunches reserves room under the limits for the plan's new nodes and launches them in
 // the background: the next pass is planned while they run, without their pods until their
 // Nodes are in the cache (inFlight). It reports whether the limits refused some.
-func (c *Controller) startLaunches(ctx context.Context, newNodes []*scheduling.NewNode, plans map[string]*provisionerPlan, binds bindable) (retry bool) {
+func (c *Controller) startLaunches(ctx context.Context, newNodes []*scheduling.NewNode, plans map[pools.Key]*poolPlan, binds bindable) (retry bool) {
 	batch, launches, retry := c.reserveAll(ctx, newNodes, plans)
 	if batch == nil {
 		return retry
@@ -50,16 +50,16 @@ func (c *Controller) startLaunches(ctx context.Context, newNodes []*scheduling.N
 // reserveAll groups the plan's identical new nodes for one cloud call each, reserves room
 // under the limits for them, and records them in flight as one batch; nil when the limits
 // allow none. It reports whether the limits refused some.
-func (c *Controller) reserveAll(ctx context.Context, newNodes []*scheduling.NewNode, plans map[string]*provisionerPlan) (*launchBatch, []*reservedLaunch, bool) {
+func (c *Controller) reserveAll(ctx context.Context, newNodes []*scheduling.NewNode, plans map[pools.Key]*poolPlan) (*launchBatch, []*reservedLaunch, bool) {
 	retry := false
 	var launches []*reservedLaunch
 	var planned []*plannedLaunch
 	for _, g := range groupLaunches(newNodes, launchGroupSize(len(newNodes), c.launchLimit)) {
-		p := plans[g.provisioner]
-		r, err := c.reserve(g, p.updated, p.nodes)
+		p := plans[g.pool]
+		r, err := c.reserve(g, p)
 		if err != nil {
 			retry = true
-			log.FromContext(ctx).WithName(Name).Error(err, "reserving room for nodes", "provisioner", g.provisioner, "nodes", len(g.nodes))
+			log.FromContext(ctx).WithName(Name).Error(err, "reserving room for nodes", "pool", g.pool.String(), "nodes", len(g.nodes))
 		}
 		if r != nil {
 			p.launched = true
@@ -92,7 +92,7 @@ func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launch
 			defer group.Done()
 			nodes, err := c.launch(ctx, r, hold)
 			if err != nil {
-				log.FromContext(ctx).WithName(Name).Error(err, "launching nodes", "provisioner", r.provisioner.Name, "nodes", len(r.group.nodes), "launched", len(nodes))
+				log.FromContext(ctx).WithName(Name).Error(err, "launching nodes", "pool", r.group.pool.String(), "nodes", len(r.group.nodes), "launched", len(nodes))
 			}
 			var planned []nomination
 			for i, node := range nodes {
@@ -117,8 +117,8 @@ func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launch
 					if bound[pod] {
 						how = ", and the pod bound to it"
 					}
-					c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonPlanned, "Node %s (%s, %s) was launched for this pod by provisioner %s%s", node.Name,
-						node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone], r.provisioner.Name, how)
+					c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonPlanned, "Node %s (%s, %s) was launched for this pod by %s%s", node.Name,
+						node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone], r.group.pool, how)
 				}
 			}
 			mu.Lock()
@@ -197,8 +197,8 @@ func (c *Controller) releaseLeftovers(ctx context.Context, snapshot *state.Snaps
 
 // reservedLaunch is a launch group with room reserved under the limits for each of its nodes.
 type reservedLaunch struct {
-	// provisioner is the pass's copy: the pass goes on writing its own status.
-	provisioner *v1alpha5.Provisioner
+	// pool is the pass's copy: the pass goes on writing a Provisioner's status.
+	pool launcher.Pool
 	// group has the nodes reserved for and the candidates that fit under the limits.
 	group        *launchGroup
 	reservations []int
@@ -212,23 +212,21 @@ type reservedLaunch struct {
 // candidates that fit beside all of them; fewer than the group's nodes (with an error: their
 // pods stay pending for the next pass) when the limits allow fewer, none when they allow
 // none.
-func (c *Controller) reserve(g *launchGroup, p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList) (*reservedLaunch, error) {
-	var limits corev1.ResourceList
-	if p.Spec.Limits != nil {
-		limits = p.Spec.Limits.Resources
-	}
+func (c *Controller) reserve(g *launchGroup, p *poolPlan) (*reservedLaunch, error) {
+	limits := p.limits()
+	pool := p.launcherPool()
 	// Each node reserves from the candidates the ones before it kept, so that the group's last
 	// list, which launches them all, is within every reservation.
 	kept := g.candidates
 	var reservations []int
 	var err error
 	for _, n := range g.nodes {
-		candidates, reservation, reserveErr := c.ledger.Reserve(p.Name, limits, nodes, kept)
+		candidates, reservation, reserveErr := c.ledger.Reserve(p.key, limits, p.nodes, kept)
 		if reserveErr != nil {
 			var exceeded *LimitExceededError
 			if errors.As(reserveErr, &exceeded) {
 				launchErrors.WithLabelValues(ReasonLimitExceeded).Inc()
-				c.recorder.Event(p, corev1.EventTypeWarning, ReasonLimitExceeded, fmt.Sprintf("A node for %d pods was not launched, %v", len(n.Pods), reserveErr))
+				c.recorder.Event(pool.Object(), corev1.EventTypeWarning, ReasonLimitExceeded, fmt.Sprintf("A node for %d pods was not launched, %v", len(n.Pods), reserveErr))
 			}
 			err = reserveErr
 			break
@@ -240,12 +238,12 @@ func (c *Controller) reserve(g *launchGroup, p *v1alpha5.Provisioner, nodes map[
 		return nil, err
 	}
 	r := &reservedLaunch{
-		provisioner:  p.DeepCopy(),
-		group:        &launchGroup{provisioner: g.provisioner, candidates: kept, nodes: g.nodes[:len(reservations)]},
+		pool:         pool,
+		group:        &launchGroup{pool: g.pool, candidates: kept, nodes: g.nodes[:len(reservations)]},
 		reservations: reservations,
 	}
 	for _, n := range r.group.nodes {
-		r.planned = append(r.planned, plannedFor(g.provisioner, n.Pods))
+		r.planned = append(r.planned, plannedFor(g.pool.Name, n.Pods))
 	}
 	return r, err
 }
@@ -259,12 +257,12 @@ func (c *Controller) reserve(g *launchGroup, p *v1alpha5.Provisioner, nodes map[
 // pass). An instance the cloud could not read back keeps its NodeClaim and its pods until a pass
 // reads it (readUnread).
 func (c *Controller) launch(ctx context.Context, r *reservedLaunch, hold bool) ([]*corev1.Node, error) {
-	p := r.provisioner
+	p := r.pool
 	fail := func(i int) {
 		c.ledger.Release(r.reservations[i])
 		c.inFlight.failed(r.planned[i])
 	}
-	request := launcher.Request{Provisioner: p, Candidates: r.group.candidates, Nodes: r.group.nodes}
+	request := launcher.Request{Pool: p, Candidates: r.group.candidates, Nodes: r.group.nodes}
 	if hold {
 		request.StartupTaints = []corev1.Taint{launchingTaint}
 	}
@@ -279,7 +277,7 @@ func (c *Controller) launch(ctx context.Context, r *reservedLaunch, hold bool) (
 		created = append(created, nc)
 	}
 	if len(created) == 0 {
-		return nil, fmt.Errorf("launching instances for provisioner %q, %w", p.Name, createErr)
+		return nil, fmt.Errorf("launching instances for %s, %w", p.Key(), createErr)
 	}
 	r.nodeClaims = nodeClaims
 	instances, err := c.launcher.Launch(ctx, request, created)
@@ -296,13 +294,13 @@ func (c *Controller) launch(ctx context.Context, r *reservedLaunch, hold bool) (
 		var capacity *cloudprovider.InsufficientCapacityError
 		if cloudprovider.ActionRequired(err) == nil && errors.As(err, &capacity) {
 			launchErrors.WithLabelValues(ReasonInsufficientCapacity).Inc()
-			c.recorder.Event(p, corev1.EventTypeWarning, ReasonInsufficientCapacity,
+			c.recorder.Event(p.Object(), corev1.EventTypeWarning, ReasonInsufficientCapacity,
 				fmt.Sprintf("No capacity for %d nodes for %d pods in any of %d offerings: %s", len(r.reservations), len(r.group.pods()), len(capacity.Offerings), capacityReasons(capacity)))
 		} else {
 			launchErrors.WithLabelValues(launchErrorReason(err)).Inc()
 			c.reportLaunchFailure(p, err, r.group.pods())
 		}
-		return nil, errors.Join(fmt.Errorf("launching instances for provisioner %q, %w", p.Name, err), createErr)
+		return nil, errors.Join(fmt.Errorf("launching instances for %s, %w", p.Key(), err), createErr)
 	}
 	isUnread := map[*cloudprovider.Instance]bool{}
 	all := instances
@@ -316,7 +314,7 @@ func (c *Controller) launch(ctx context.Context, r *reservedLaunch, hold bool) (
 	errs := []error{createErr}
 	if len(unlaunched) > 0 {
 		launchErrors.WithLabelValues(ReasonInsufficientCapacity).Inc()
-		errs = append(errs, fmt.Errorf("the cloud launched %d of %d instances for provisioner %q", len(all), len(created), p.Name))
+		errs = append(errs, fmt.Errorf("the cloud launched %d of %d instances for %s", len(all), len(created), p.Key()))
 	}
 	var waiting []*corev1.Pod
 	// The Nodes are awaited several at once: one by one, a large group's would wait on the
@@ -369,7 +367,7 @@ func (c *Controller) launch(ctx context.Context, r *reservedLaunch, hold bool) (
 	if unread != nil {
 		launchErrors.WithLabelValues(launchErrorReason(unread)).Inc()
 		c.reportLaunchFailure(p, unread, waiting)
-		errs = append(errs, fmt.Errorf("launching instances for provisioner %q, %w; they stay reserved for their pods until read", p.Name, unread))
+		errs = append(errs, fmt.Errorf("launching instances for %s, %w; they stay reserved for their pods until read", p.Key(), unread))
 	}
 	return nodes, errors.Join(errs...)
 }
@@ -394,7 +392,7 @@ func (c *Controller) register(ctx context.Context, r *reservedLaunch, i int, ins
 // counts it in the ledger and the batch in flight under the name its kubelet registers its Node
 // as.
 func (c *Controller) record(ctx context.Context, r *reservedLaunch, i int, instance *cloudprovider.Instance) error {
-	p := r.provisioner
+	p := r.pool
 	it := launcher.InstanceTypeNamed(r.group.candidates, instance.InstanceType)
 	nc, err := c.launcher.Record(ctx, r.nodeClaims[i], instance, it)
 	if err != nil {
@@ -410,17 +408,17 @@ func (c *Controller) record(ctx context.Context, r *reservedLaunch, i int, insta
 	}
 	c.inFlight.launched(r.planned[i], instance.NodeName)
 	if instance.FellBackFrom != nil {
-		c.recorder.Event(p, corev1.EventTypeWarning, ReasonInsufficientCapacity,
+		c.recorder.Event(p.Object(), corev1.EventTypeWarning, ReasonInsufficientCapacity,
 			fmt.Sprintf("Node %s launched as %s in %s (%s) after no capacity in %d cheaper offerings: %s", instance.NodeName, instance.InstanceType, instance.Zone,
 				instance.CapacityType, len(instance.FellBackFrom.Offerings), capacityReasons(instance.FellBackFrom)))
 	}
-	if c.launchFailures.succeeded(p.Name) {
+	if c.launchFailures.succeeded(p.Key()) {
 		// The Provisioner still says its launches fail: a pass writes it Ready again, even when
 		// no pod is left pending to start one.
 		c.batcher.poke()
 	}
-	nodesCreated.WithLabelValues(p.Name, instance.InstanceType, instance.Zone, instance.CapacityType).Inc()
-	c.recorder.Eventf(p, corev1.EventTypeNormal, ReasonLaunched, "Launched node %s: %s in %s (%s) for %d pods", instance.NodeName, instance.InstanceType, instance.Zone, instance.CapacityType, len(r.group.nodes[i].Pods))
+	nodesCreated.WithLabelValues(p.Key().Name, instance.InstanceType, instance.Zone, instance.CapacityType).Inc()
+	c.recorder.Eventf(p.Object(), corev1.EventTypeNormal, ReasonLaunched, "Launched node %s: %s in %s (%s) for %d pods", instance.NodeName, instance.InstanceType, instance.Zone, instance.CapacityType, len(r.group.nodes[i].Pods))
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
@@ -112,13 +113,13 @@ func TestBatchPodsBoundWhenBindingPods(t *testing.T) {
 			t.Fatal(err)
 		}
 		pods[name] = pod
-		plan = append(plan, &scheduling.NewNode{Provisioner: n.Provisioner, InstanceTypes: n.InstanceTypes, Pods: []*corev1.Pod{pod}})
+		plan = append(plan, &scheduling.NewNode{Pool: n.Pool, InstanceTypes: n.InstanceTypes, Pods: []*corev1.Pod{pod}})
 	}
 	snapshot, err := state.Read(t.Context(), kube, c.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	plans := map[string]*provisionerPlan{p.Name: {stored: p, updated: p.DeepCopy(), nodes: map[string]corev1.ResourceList{}}}
+	plans := map[pools.Key]*poolPlan{pools.Provisioner(p.Name): {key: pools.Provisioner(p.Name), stored: p, updated: p.DeepCopy(), nodes: map[string]corev1.ResourceList{}}}
 	batch, launches, refused := c.reserveAll(t.Context(), plan, plans)
 	if refused || c.launchBatch(t.Context(), batch, launches, held(plan), c.bindable(snapshot)) {
 		t.Fatal("a launch, binding or nomination failed")

@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,8 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"knative.dev/pkg/apis"
 
-	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/launcher"
+	"karpenter.sh/karpenter/pkg/pools"
 )
 
 // A launch that fails for a reason only the user can fix (cloudprovider.ActionRequiredError: an
@@ -22,11 +24,11 @@ import (
 // Event) until one of its launches succeeds, each pod it was for gets one Warning Event of that
 // reason, and karpenter_launch_errors_total counts every failed attempt by that reason.
 
-// launchFailures are, by Provisioner, the last of its launches that failed for a reason only its
-// user can fix.
+// launchFailures are, by pool, the last of its launches that failed for a reason only its user
+// can fix.
 type launchFailures struct {
-	mu            sync.Mutex
-	byProvisioner map[string]launchFailure
+	mu     sync.Mutex
+	byPool map[pools.Key]launchFailure
 }
 
 type launchFailure struct {
@@ -37,46 +39,50 @@ type launchFailure struct {
 }
 
 func newLaunchFailures() *launchFailures {
-	return &launchFailures{byProvisioner: map[string]launchFailure{}}
+	return &launchFailures{byPool: map[pools.Key]launchFailure{}}
 }
 
-// failed records a launch of the Provisioner that failed for a reason only its user can fix.
-func (f *launchFailures) failed(p *v1alpha5.Provisioner, err *cloudprovider.ActionRequiredError) {
+// failed records a launch of the pool that failed for a reason only its user can fix.
+func (f *launchFailures) failed(p launcher.Pool, err *cloudprovider.ActionRequiredError) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.byProvisioner[p.Name] = launchFailure{err: err, generation: p.Generation}
+	f.byPool[p.Key()] = launchFailure{err: err, generation: p.Object().GetGeneration()}
 }
 
-// succeeded forgets the Provisioner's failure: one of its launches succeeded. It reports
-// whether there was one, whose condition a pass must now clear.
-func (f *launchFailures) succeeded(provisioner string) bool {
+// succeeded forgets the pool's failure: one of its launches succeeded. It reports whether there
+// was one, whose condition a pass must now clear.
+func (f *launchFailures) succeeded(pool pools.Key) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, failed := f.byProvisioner[provisioner]
-	delete(f.byProvisioner, provisioner)
+	_, failed := f.byPool[pool]
+	delete(f.byPool, pool)
 	return failed
 }
 
-// current are the failures recorded, by Provisioner.
-func (f *launchFailures) current() map[string]*cloudprovider.ActionRequiredError {
+// current are the failures recorded, by pool.
+func (f *launchFailures) current() map[pools.Key]*cloudprovider.ActionRequiredError {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make(map[string]*cloudprovider.ActionRequiredError, len(f.byProvisioner))
-	for name, failure := range f.byProvisioner {
-		out[name] = failure.err
+	out := make(map[pools.Key]*cloudprovider.ActionRequiredError, len(f.byPool))
+	for key, failure := range f.byPool {
+		out[key] = failure.err
 	}
 	return out
 }
 
 // mark makes each Provisioner of the pass whose last launch failed so Ready=False with the
-// cause, and forgets the failures of Provisioners gone or changed since.
-func (f *launchFailures) mark(plans map[string]*provisionerPlan) {
+// cause, and forgets the failures of pools gone or changed since. (A NodePool's failed launch
+// is told on its NodeClaim and to its pods.)
+func (f *launchFailures) mark(plans map[pools.Key]*poolPlan) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for name, failure := range f.byProvisioner {
-		p, ok := plans[name]
-		if !ok || p.updated.Generation != failure.generation {
-			delete(f.byProvisioner, name)
+	for key, failure := range f.byPool {
+		p, ok := plans[key]
+		if !ok || p.launcherPool().Object().GetGeneration() != failure.generation {
+			delete(f.byPool, key)
+			continue
+		}
+		if p.updated == nil {
 			continue
 		}
 		p.updated.StatusConditions().MarkFalse(apis.ConditionReady, failure.err.Reason, "Launching nodes fails: %v", failure.err)
@@ -86,13 +92,13 @@ func (f *launchFailures) mark(plans map[string]*provisionerPlan) {
 // reportLaunchFailure records a failed launch of the Provisioner that only its user can fix, for
 // the Provisioner's condition, and tells each pod it was for, once; it leaves other failures
 // alone.
-func (c *Controller) reportLaunchFailure(p *v1alpha5.Provisioner, err error, pods []*corev1.Pod) {
+func (c *Controller) reportLaunchFailure(p launcher.Pool, err error, pods []*corev1.Pod) {
 	required := cloudprovider.ActionRequired(err)
 	if required == nil {
 		return
 	}
 	c.launchFailures.failed(p, required)
-	message := fmt.Sprintf("Launching a node for this pod by provisioner %s fails: %v", p.Name, required)
+	message := fmt.Sprintf("Launching a node for this pod by %s fails: %v", p.Key(), required)
 	c.toldMu.Lock()
 	defer c.toldMu.Unlock()
 	for _, pod := range pods {
@@ -117,16 +123,16 @@ func launchErrorReason(err error) string {
 // can fix, by name: those whose instance types could not be resolved so (a Provisioner whose
 // subnets none are selected plans for no pod), and those whose last launch failed so (once its
 // offerings failed for want of quota, they are not planned for a while).
-func (c *Controller) cannotLaunch(plans map[string]*provisionerPlan) map[string]*cloudprovider.ActionRequiredError {
-	out := map[string]*cloudprovider.ActionRequiredError{}
-	for name, p := range plans {
+func (c *Controller) cannotLaunch(plans map[pools.Key]*poolPlan) map[pools.Key]*cloudprovider.ActionRequiredError {
+	out := map[pools.Key]*cloudprovider.ActionRequiredError{}
+	for key, p := range plans {
 		if p.unresolved != nil {
-			out[name] = p.unresolved
+			out[key] = p.unresolved
 		}
 	}
-	for name, err := range c.launchFailures.current() {
-		if _, ok := plans[name]; ok {
-			out[name] = err
+	for key, err := range c.launchFailures.current() {
+		if _, ok := plans[key]; ok {
+			out[key] = err
 		}
 	}
 	return out
@@ -135,18 +141,17 @@ func (c *Controller) cannotLaunch(plans map[string]*provisionerPlan) map[string]
 // whyCannotLaunch says, for a pod no Provisioner can take, which of those that might have taken
 // it cannot launch (failing): the pod would not learn why otherwise. It returns the text to add to
 // what the pod is told, and those Provisioners' names.
-func whyCannotLaunch(pod *corev1.Pod, failing map[string]*cloudprovider.ActionRequiredError) (string, []string) {
-	var names []string
-	for _, name := range slices.Sorted(maps.Keys(failing)) {
-		// A pod selecting another Provisioner by name is not one this one would take.
-		if selected, ok := pod.Spec.NodeSelector[v1alpha5.ProvisionerNameLabelKey]; ok && selected != name {
+func whyCannotLaunch(pod *corev1.Pod, failing map[pools.Key]*cloudprovider.ActionRequiredError) (string, []pools.Key) {
+	keys := slices.SortedFunc(maps.Keys(failing), func(a, b pools.Key) int { return cmp.Compare(a.String(), b.String()) })
+	var affected []pools.Key
+	var b strings.Builder
+	for _, key := range keys {
+		// A pod selecting another pool by name is not one this one would take.
+		if selected, ok := pod.Spec.NodeSelector[key.LabelKey]; ok && selected != key.Name {
 			continue
 		}
-		names = append(names, name)
+		affected = append(affected, key)
+		fmt.Fprintf(&b, "; %s cannot launch: %s: %v", key, failing[key].Reason, failing[key])
 	}
-	var b strings.Builder
-	for _, name := range names {
-		fmt.Fprintf(&b, "; provisioner %s cannot launch: %s: %v", name, failing[name].Reason, failing[name])
-	}
-	return b.String(), names
+	return b.String(), affected
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
@@ -55,9 +56,9 @@ func TestBatchNodesOpenTogether(t *testing.T) {
 		pod := builders.Pod(builders.PodOptions{Name: name, Labels: map[string]string{"app": "spread"},
 			TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, map[string]string{"app": "spread"})}})
 		pod.UID = types.UID(name)
-		plan = append(plan, &scheduling.NewNode{Provisioner: n.Provisioner, InstanceTypes: n.InstanceTypes, Pods: []*corev1.Pod{pod}})
+		plan = append(plan, &scheduling.NewNode{Pool: n.Pool, InstanceTypes: n.InstanceTypes, Pods: []*corev1.Pod{pod}})
 	}
-	plans := map[string]*provisionerPlan{p.Name: {stored: p, updated: p.DeepCopy(), nodes: map[string]corev1.ResourceList{}}}
+	plans := map[pools.Key]*poolPlan{pools.Provisioner(p.Name): {key: pools.Provisioner(p.Name), stored: p, updated: p.DeepCopy(), nodes: map[string]corev1.ResourceList{}}}
 	batch, launches, refused := c.reserveAll(context.Background(), plan, plans)
 	if refused || c.launchBatch(context.Background(), batch, launches, held(plan), bindsNone) {
 		t.Fatal("a launch failed")

@@ -11,6 +11,7 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/pools"
 	pkgscheduling "karpenter.sh/karpenter/pkg/scheduling"
 )
 
@@ -42,12 +43,12 @@ func Candidates(n *scheduling.NewNode) []cloudprovider.Candidate {
 	return out
 }
 
-// launchGroup is new nodes of one plan that one cloud call launches: the same Provisioner
-// (so the same labels and taints) and the same candidates, in the same order.
+// launchGroup is new nodes of one plan that one cloud call launches: the same pool (so the same
+// labels and taints) and the same candidates, in the same order.
 type launchGroup struct {
-	provisioner string
-	candidates  []cloudprovider.Candidate
-	nodes       []*scheduling.NewNode
+	pool       pools.Key
+	candidates []cloudprovider.Candidate
+	nodes      []*scheduling.NewNode
 }
 
 // pods are the pods of every node of the group.
@@ -81,10 +82,10 @@ func groupLaunches(newNodes []*scheduling.NewNode, maxSize int) []*launchGroup {
 	open := map[string]*launchGroup{}
 	for _, n := range newNodes {
 		candidates := Candidates(n)
-		key := launchKey(n.Provisioner, candidates)
+		key := launchKey(n.Pool, candidates)
 		g, ok := open[key]
 		if !ok || len(g.nodes) == maxSize {
-			g = &launchGroup{provisioner: n.Provisioner, candidates: candidates}
+			g = &launchGroup{pool: n.Pool, candidates: candidates}
 			open[key] = g
 			out = append(out, g)
 		}
@@ -94,9 +95,9 @@ func groupLaunches(newNodes []*scheduling.NewNode, maxSize int) []*launchGroup {
 }
 
 // launchKey is equal for launches the cloud cannot tell apart.
-func launchKey(provisioner string, candidates []cloudprovider.Candidate) string {
+func launchKey(pool pools.Key, candidates []cloudprovider.Candidate) string {
 	var b strings.Builder
-	b.WriteString(provisioner)
+	b.WriteString(pool.LabelKey + "=" + pool.Name)
 	for _, c := range candidates {
 		fmt.Fprintf(&b, "\n%s %s %s", c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/pools"
 )
 
 func podsWithUIDs(uids ...string) []*corev1.Pod {
@@ -48,7 +49,7 @@ func TestGroupLaunches(t *testing.T) {
 	small := &cloudprovider.InstanceType{Name: "small", Offerings: []cloudprovider.Offering{{Zone: "a", CapacityType: "on-demand", Available: true, Price: 1}}}
 	large := &cloudprovider.InstanceType{Name: "large", Offerings: []cloudprovider.Offering{{Zone: "a", CapacityType: "on-demand", Available: true, Price: 2}}}
 	node := func(provisioner string, types ...*cloudprovider.InstanceType) *scheduling.NewNode {
-		return &scheduling.NewNode{Provisioner: provisioner, InstanceTypes: types}
+		return &scheduling.NewNode{Pool: pools.Provisioner(provisioner), InstanceTypes: types}
 	}
 	zoneB := node("default", small)
 	zoneB.Requirements = []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}}}
@@ -71,8 +72,8 @@ func TestGroupLaunches(t *testing.T) {
 			for _, g := range groupLaunches(tc.nodes, tc.maxSize) {
 				got = append(got, len(g.nodes))
 				for _, n := range g.nodes {
-					if n.Provisioner != g.provisioner {
-						t.Errorf("node of %s in a group of %s", n.Provisioner, g.provisioner)
+					if n.Pool != g.pool {
+						t.Errorf("node of %s in a group of %s", n.Pool, g.pool)
 					}
 				}
 			}

@@ -20,6 +20,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
@@ -47,12 +48,12 @@ func plannedNode(t *testing.T, cloud *fake.InstanceProvider, p *v1alpha5.Provisi
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &scheduling.NewNode{Provisioner: p.Name, InstanceTypes: types[:2]}
+	return &scheduling.NewNode{Pool: pools.Provisioner(p.Name), InstanceTypes: types[:2]}
 }
 
 // reserveAndLaunch launches a group as a pass does: room reserved, then the launch.
 func reserveAndLaunch(c *Controller, g *launchGroup, p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList, hold bool) ([]*corev1.Node, error) {
-	r, err := c.reserve(g, p, nodes)
+	r, err := c.reserve(g, provisionerPlanOf(p, nodes))
 	if r == nil {
 		return nil, err
 	}
@@ -108,7 +109,7 @@ func TestLaunchGivesUpOnANodeClaimDeletedUnregistered(t *testing.T) {
 	if len(claims.Items) != 1 || claims.Items[0].DeletionTimestamp == nil {
 		t.Errorf("nodeclaims %+v, want the launched one being deleted", claims.Items)
 	}
-	if used := c.ledger.Used("default", nil); len(used) != 0 {
+	if used := c.ledger.Used(pools.Provisioner("default"), nil); len(used) != 0 {
 		t.Errorf("the failed launch still reserves %v", used)
 	}
 
@@ -257,7 +258,7 @@ func TestLaunchGroupWithOneCall(t *testing.T) {
 	if err := kube.List(context.Background(), &list); err != nil || len(list.Items) != 3 {
 		t.Errorf("%d nodes (%v), want 3", len(list.Items), err)
 	}
-	if used := c.ledger.Used("default", nil); used.Cpu().IsZero() {
+	if used := c.ledger.Used(pools.Provisioner("default"), nil); used.Cpu().IsZero() {
 		t.Errorf("the ledger counts %v for 3 launched nodes", used)
 	}
 }
@@ -294,8 +295,8 @@ func TestLaunchGroupWithinEveryReservation(t *testing.T) {
 		return cloudprovider.Candidate{InstanceType: &cloudprovider.InstanceType{Name: name, Capacity: builders.Resources("cpu", cpu, "memory", memory)}}
 	}
 	node := &scheduling.NewNode{Pods: builders.Pods(1, builders.PodOptions{})}
-	g := &launchGroup{provisioner: "default", candidates: []cloudprovider.Candidate{candidate("a", "4", "8Gi"), candidate("x", "2", "32Gi")}, nodes: []*scheduling.NewNode{node, node}}
-	r, err := c.reserve(g, p, nil)
+	g := &launchGroup{pool: pools.Provisioner("default"), candidates: []cloudprovider.Candidate{candidate("a", "4", "8Gi"), candidate("x", "2", "32Gi")}, nodes: []*scheduling.NewNode{node, node}}
+	r, err := c.reserve(g, provisionerPlanOf(p, nil))
 	if r == nil {
 		t.Fatalf("nothing reserved, %v", err)
 	}
@@ -343,4 +344,9 @@ func (c *Controller) toldCount() int {
 	c.toldMu.Lock()
 	defer c.toldMu.Unlock()
 	return len(c.told)
+}
+
+// provisionerPlanOf is the Provisioner as a pass plans it, its nodes counting against its limits.
+func provisionerPlanOf(p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList) *poolPlan {
+	return &poolPlan{key: pools.Provisioner(p.Name), stored: p, updated: p.DeepCopy(), nodes: nodes}
 }

@@ -8,11 +8,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
-	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/pools"
 )
 
-// Ledger makes Provisioners' limits hard: a launch reserves, under one lock, the capacity of
+// Ledger makes pools' limits hard (Provisioners' and NodePools'): a launch reserves, under one lock, the capacity of
 // the largest instance type it may become, against what the provisioner's nodes already hold
 // and what launches still in flight reserved. The Node of a launch is counted from the
 // cluster once it is seen there, and its reservation is dropped then; so is the reservation of
@@ -29,8 +30,8 @@ type Ledger struct {
 }
 
 type reservation struct {
-	provisioner string
-	capacity    corev1.ResourceList
+	pool     pools.Key
+	capacity corev1.ResourceList
 	// nodeName is set once the instance launched; the reservation stands until a Node of
 	// that name is counted.
 	nodeName string
@@ -43,13 +44,14 @@ type reservation struct {
 // NewLedger is a ledger with nothing reserved.
 func NewLedger() *Ledger { return &Ledger{inFlight: map[int]*reservation{}} }
 
-// Counted is the capacity, by node name, of the nodes the provisioner launched: what its
-// limits count. A node the kubelet has not reported on yet counts as its instance type.
-func Counted(nodes []corev1.Node, provisioner string, instanceTypes map[string]*cloudprovider.InstanceType) map[string]corev1.ResourceList {
+// Counted is what each node the pool launched counts against its limits, by node name: its
+// capacity and one node (see withNode). A node the kubelet has not reported on yet counts as
+// its instance type.
+func Counted(nodes []corev1.Node, pool pools.Key, instanceTypes map[string]*cloudprovider.InstanceType) map[string]corev1.ResourceList {
 	out := map[string]corev1.ResourceList{}
 	for i := range nodes {
 		node := &nodes[i]
-		if node.Labels[v1alpha5.ProvisionerNameLabelKey] != provisioner {
+		if key, ok := pools.Of(node.Labels); !ok || key != pool {
 			continue
 		}
 		capacity := node.Status.Capacity
@@ -58,32 +60,43 @@ func Counted(nodes []corev1.Node, provisioner string, instanceTypes map[string]*
 				capacity = it.Capacity
 			}
 		}
-		out[node.Name] = capacity
+		out[node.Name] = withNode(capacity)
 	}
+	return out
+}
+
+// withNode is what a node of this capacity counts against its pool's limits: the capacity, and
+// as v1.LimitNodes one node, which a NodePool's limits.nodes bounds.
+func withNode(capacity corev1.ResourceList) corev1.ResourceList {
+	out := capacity.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	out[v1.LimitNodes] = *resource.NewQuantity(1, resource.DecimalSI)
 	return out
 }
 
 // LimitExceededError is returned when no candidate of a launch fits under a limit.
 type LimitExceededError struct {
-	Provisioner string
+	Pool        pools.Key
 	Resource    corev1.ResourceName
 	Used, Limit resource.Quantity
 }
 
 func (e *LimitExceededError) Error() string {
-	return fmt.Sprintf("provisioner %q is at its %s limit: %s of %s in use or launching", e.Provisioner, e.Resource, e.Used.String(), e.Limit.String())
+	return fmt.Sprintf("%s is at its %s limit: %s of %s in use or launching", e.Pool, e.Resource, e.Used.String(), e.Limit.String())
 }
 
 // used is what counts against the provisioner's limits: the capacity of its nodes (by name)
 // and of its launches whose Node is not among them. Reservations whose Node is counted are
 // dropped. The caller holds mu.
-func (l *Ledger) used(provisioner string, nodes map[string]corev1.ResourceList) corev1.ResourceList {
+func (l *Ledger) used(pool pools.Key, nodes map[string]corev1.ResourceList) corev1.ResourceList {
 	total := corev1.ResourceList{}
 	for _, capacity := range nodes {
 		addTo(total, capacity)
 	}
 	for id, r := range l.inFlight {
-		if r.provisioner != provisioner {
+		if r.pool != pool {
 			continue
 		}
 		if _, counted := nodes[r.nodeName]; counted && r.nodeName != "" {
@@ -97,10 +110,10 @@ func (l *Ledger) used(provisioner string, nodes map[string]corev1.ResourceList) 
 
 // Used is what counts against the provisioner's limits now, given its nodes' capacity by
 // name.
-func (l *Ledger) Used(provisioner string, nodes map[string]corev1.ResourceList) corev1.ResourceList {
+func (l *Ledger) Used(pool pools.Key, nodes map[string]corev1.ResourceList) corev1.ResourceList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.used(provisioner, nodes)
+	return l.used(pool, nodes)
 }
 
 // reserveSpread bounds, under limits, the candidates a launch keeps: none larger in a limited
@@ -115,15 +128,16 @@ const reserveSpread = 2
 // no limits) beside what is used and, under limits, is within reserveSpread of the cheapest of
 // those in every limited resource; it reserves the largest it keeps. It returns
 // *LimitExceededError when none fits.
-func (l *Ledger) Reserve(provisioner string, limits corev1.ResourceList, nodes map[string]corev1.ResourceList, candidates []cloudprovider.Candidate) ([]cloudprovider.Candidate, int, error) {
+func (l *Ledger) Reserve(pool pools.Key, limits corev1.ResourceList, nodes map[string]corev1.ResourceList, candidates []cloudprovider.Candidate) ([]cloudprovider.Candidate, int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	used := l.used(provisioner, nodes)
+	used := l.used(pool, nodes)
 	var kept []cloudprovider.Candidate
 	reserved := corev1.ResourceList{}
 	var exceeded *LimitExceededError
 	for _, c := range candidates {
-		if err := fitsUnder(provisioner, limits, used, c.InstanceType.Capacity); err != nil {
+		counted := withNode(c.InstanceType.Capacity)
+		if err := fitsUnder(pool, limits, used, counted); err != nil {
 			exceeded = err
 			continue
 		}
@@ -131,16 +145,16 @@ func (l *Ledger) Reserve(provisioner string, limits corev1.ResourceList, nodes m
 			continue
 		}
 		kept = append(kept, c)
-		maxInto(reserved, c.InstanceType.Capacity)
+		maxInto(reserved, counted)
 	}
 	if len(kept) == 0 {
 		if exceeded == nil {
-			return nil, 0, fmt.Errorf("launching for provisioner %q, no candidate instance types", provisioner)
+			return nil, 0, fmt.Errorf("launching for %s, no candidate instance types", pool)
 		}
 		return nil, 0, exceeded
 	}
 	l.next++
-	l.inFlight[l.next] = &reservation{provisioner: provisioner, capacity: reserved}
+	l.inFlight[l.next] = &reservation{pool: pool, capacity: reserved}
 	return kept, l.next, nil
 }
 
@@ -152,7 +166,7 @@ func (l *Ledger) Launched(id int, nodeName string, capacity corev1.ResourceList)
 	if r, ok := l.inFlight[id]; ok {
 		r.nodeName = nodeName
 		if len(capacity) > 0 {
-			r.capacity = capacity.DeepCopy()
+			r.capacity = withNode(capacity)
 		}
 	}
 }
@@ -214,14 +228,14 @@ func withinSpread(limits, cheapest, capacity corev1.ResourceList) bool {
 }
 
 // fitsUnder reports the first limited resource that used plus capacity would exceed.
-func fitsUnder(provisioner string, limits, used, capacity corev1.ResourceList) *LimitExceededError {
+func fitsUnder(pool pools.Key, limits, used, capacity corev1.ResourceList) *LimitExceededError {
 	for name, limit := range limits {
 		total := used[name].DeepCopy()
 		if add, ok := capacity[name]; ok {
 			total.Add(add)
 		}
 		if total.Cmp(limit) > 0 {
-			return &LimitExceededError{Provisioner: provisioner, Resource: name, Used: used[name].DeepCopy(), Limit: limit.DeepCopy()}
+			return &LimitExceededError{Pool: pool, Resource: name, Used: used[name].DeepCopy(), Limit: limit.DeepCopy()}
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/pools"
 )
 
 func cpu(cores string) corev1.ResourceList {
@@ -58,7 +59,7 @@ func TestLedgerReserve(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l := NewLedger()
 			for _, nodeName := range tc.launched {
-				_, id, err := l.Reserve("p", nil, nil, candidates)
+				_, id, err := l.Reserve(pools.Provisioner("p"), nil, nil, candidates)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -66,7 +67,7 @@ func TestLedgerReserve(t *testing.T) {
 					l.Launched(id, nodeName, cpu("2"))
 				}
 			}
-			kept, _, err := l.Reserve("p", tc.limits, tc.nodes, candidates)
+			kept, _, err := l.Reserve(pools.Provisioner("p"), tc.limits, tc.nodes, candidates)
 			if tc.exceeded {
 				var exceeded *LimitExceededError
 				if !errors.As(err, &exceeded) {
@@ -91,7 +92,7 @@ func TestLedgerReservesForTheBatch(t *testing.T) {
 	l := NewLedger()
 	candidates := []cloudprovider.Candidate{candidate("small", "2"), candidate("medium", "4"), candidate("huge", "192")}
 	for i := range 14 {
-		kept, _, err := l.Reserve("p", cpu("1000"), nil, candidates)
+		kept, _, err := l.Reserve(pools.Provisioner("p"), cpu("1000"), nil, candidates)
 		if err != nil {
 			t.Fatalf("node %d of the batch: %v", i+1, err)
 		}
@@ -99,7 +100,7 @@ func TestLedgerReservesForTheBatch(t *testing.T) {
 			t.Errorf("node %d kept %v, want [small medium]", i+1, got)
 		}
 	}
-	if used := l.Used("p", nil); used.Cpu().Cmp(resource.MustParse("56")) != 0 {
+	if used := l.Used(pools.Provisioner("p"), nil); used.Cpu().Cmp(resource.MustParse("56")) != 0 {
 		t.Errorf("the batch reserved %s cores, want 14 × 4", used.Cpu())
 	}
 }
@@ -116,7 +117,7 @@ func TestLedgerHardUnderConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, _, err := l.Reserve("p", limits, nil, []cloudprovider.Candidate{candidate("small", "2"), candidate("large", "8")}); err == nil {
+			if _, _, err := l.Reserve(pools.Provisioner("p"), limits, nil, []cloudprovider.Candidate{candidate("small", "2"), candidate("large", "8")}); err == nil {
 				mu.Lock()
 				granted++
 				mu.Unlock()
@@ -124,7 +125,7 @@ func TestLedgerHardUnderConcurrency(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	used := l.Used("p", nil)
+	used := l.Used(pools.Provisioner("p"), nil)
 	if used.Cpu().Cmp(resource.MustParse("20")) > 0 {
 		t.Errorf("%d launches reserved %s cores past the limit of 20", granted, used.Cpu())
 	}
@@ -132,22 +133,22 @@ func TestLedgerHardUnderConcurrency(t *testing.T) {
 		t.Error("no launch was granted")
 	}
 	// Another provisioner's launches are not limited by this one's.
-	if _, _, err := l.Reserve("q", limits, nil, []cloudprovider.Candidate{candidate("large", "8")}); err != nil {
+	if _, _, err := l.Reserve(pools.Provisioner("q"), limits, nil, []cloudprovider.Candidate{candidate("large", "8")}); err != nil {
 		t.Errorf("provisioner q was refused, %v", err)
 	}
 }
 
 func TestLedgerRelease(t *testing.T) {
 	l := NewLedger()
-	_, id, err := l.Reserve("p", cpu("8"), nil, []cloudprovider.Candidate{candidate("large", "8")})
+	_, id, err := l.Reserve(pools.Provisioner("p"), cpu("8"), nil, []cloudprovider.Candidate{candidate("large", "8")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := l.Reserve("p", cpu("8"), nil, []cloudprovider.Candidate{candidate("large", "8")}); err == nil {
+	if _, _, err := l.Reserve(pools.Provisioner("p"), cpu("8"), nil, []cloudprovider.Candidate{candidate("large", "8")}); err == nil {
 		t.Fatal("a second launch was reserved past the limit")
 	}
 	l.Release(id)
-	if _, _, err := l.Reserve("p", cpu("8"), nil, []cloudprovider.Candidate{candidate("large", "8")}); err != nil {
+	if _, _, err := l.Reserve(pools.Provisioner("p"), cpu("8"), nil, []cloudprovider.Candidate{candidate("large", "8")}); err != nil {
 		t.Errorf("a released reservation still counts, %v", err)
 	}
 }
@@ -157,12 +158,12 @@ func TestLedgerRelease(t *testing.T) {
 // reserved, rather than count as nothing until its Node is seen.
 func TestLedgerKeepsTheRoomOfALaunchedTypeItDoesNotKnow(t *testing.T) {
 	l := NewLedger()
-	_, id, err := l.Reserve("p", cpu("100"), nil, []cloudprovider.Candidate{candidate("small", "2"), candidate("medium", "4")})
+	_, id, err := l.Reserve(pools.Provisioner("p"), cpu("100"), nil, []cloudprovider.Candidate{candidate("small", "2"), candidate("medium", "4")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.Launched(id, "n1", nil)
-	if used := l.Used("p", nil); used.Cpu().Cmp(resource.MustParse("4")) != 0 {
+	if used := l.Used(pools.Provisioner("p"), nil); used.Cpu().Cmp(resource.MustParse("4")) != 0 {
 		t.Errorf("used %v after launching a type the ledger does not know, want the 4 cores reserved", used)
 	}
 }
@@ -189,7 +190,7 @@ func TestLedgerForgetGone(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := NewLedger()
-			_, id, err := l.Reserve("p", nil, nil, []cloudprovider.Candidate{candidate("small", "2")})
+			_, id, err := l.Reserve(pools.Provisioner("p"), nil, nil, []cloudprovider.Candidate{candidate("small", "2")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -202,7 +203,7 @@ func TestLedgerForgetGone(t *testing.T) {
 				}
 			}
 			l.ForgetGone(tc.nodes, read)
-			used := l.Used("p", nil)
+			used := l.Used(pools.Provisioner("p"), nil)
 			if reserved := !used.Cpu().IsZero(); reserved != tc.reserved {
 				t.Errorf("reserved = %t, want %t", reserved, tc.reserved)
 			}

@@ -16,6 +16,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
@@ -112,14 +113,14 @@ func TestBatchPodsNominatedBeforeOpening(t *testing.T) {
 			TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, map[string]string{"app": "spread"})}})
 		pod.UID = types.UID(name)
 		pods = append(pods, pod)
-		plan = append(plan, &scheduling.NewNode{Provisioner: n.Provisioner, InstanceTypes: n.InstanceTypes, Pods: []*corev1.Pod{pod}})
+		plan = append(plan, &scheduling.NewNode{Pool: n.Pool, InstanceTypes: n.InstanceTypes, Pods: []*corev1.Pod{pod}})
 	}
 	for _, pod := range pods {
 		if err := kube.Create(context.Background(), pod); err != nil {
 			t.Fatal(err)
 		}
 	}
-	plans := map[string]*provisionerPlan{p.Name: {stored: p, updated: p.DeepCopy(), nodes: map[string]corev1.ResourceList{}}}
+	plans := map[pools.Key]*poolPlan{pools.Provisioner(p.Name): {key: pools.Provisioner(p.Name), stored: p, updated: p.DeepCopy(), nodes: map[string]corev1.ResourceList{}}}
 	batch, launches, refused := c.reserveAll(context.Background(), plan, plans)
 	if refused || c.launchBatch(context.Background(), batch, launches, held(plan), bindsNone) {
 		t.Fatal("a launch failed")

@@ -71,7 +71,7 @@ func NotOffered(ctx context.Context, lister cloudprovider.InstanceTypeLister, p 
 
 // markOffered sets the Provisioner's RequirementsOffered condition from NotOffered; it is left
 // as it was when the cloud cannot say.
-func (c *Controller) markOffered(ctx context.Context, p *provisionerPlan) {
+func (c *Controller) markOffered(ctx context.Context, p *poolPlan) {
 	notOffered, err := NotOffered(ctx, c.instanceProvider, p.stored)
 	switch {
 	case err != nil:
@@ -87,7 +87,7 @@ func (c *Controller) markOffered(ctx context.Context, p *provisionerPlan) {
 // recordOffered sends a Warning Event when RequirementsOffered turns False or names other values
 // (its message, unlike others, is the same until the spec or the cloud's offer changes), and a
 // Normal one when every value is offered again.
-func recordOffered(recorder record.EventRecorder, p *provisionerPlan) {
+func recordOffered(recorder record.EventRecorder, p *poolPlan) {
 	before := p.stored.StatusConditions().GetCondition(v1alpha5.ConditionRequirementsOffered)
 	after := p.updated.StatusConditions().GetCondition(v1alpha5.ConditionRequirementsOffered)
 	switch {

@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -9,21 +10,32 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 )
 
 // One pass of the allocator: snapshot, plan, start the launches, tell the pods.
 
-// provisionerPlan is a Provisioner as one pass sees it.
-type provisionerPlan struct {
+// poolPlan is a pool, a Provisioner or a NodePool, as one pass sees it.
+type poolPlan struct {
+	key pools.Key
+	// stored and updated are the Provisioner as read and as the pass rewrites its status; nil
+	// for a NodePool, whose status its own controller writes.
 	stored, updated *v1alpha5.Provisioner
-	instanceTypes   []*cloudprovider.InstanceType
+	// nodePool and nodeClass are the NodePool and its node class, read Ready; nil for a
+	// Provisioner.
+	nodePool      *v1.NodePool
+	nodeClass     client.Object
+	instanceTypes []*cloudprovider.InstanceType
 	// unresolved is why its instance types could not be resolved, when only its user can fix it.
 	unresolved *cloudprovider.ActionRequiredError
 	nodes      map[string]corev1.ResourceList
@@ -73,19 +85,19 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 	launching := snapshot.LaunchingNodes()
 	renominations := c.renominations(snapshot)
 	binds := c.bindable(snapshot)
-	var provisioners []scheduling.Provisioner
-	for _, name := range sortedNames(plans) {
-		p := plans[name]
+	var schedulable []scheduling.Pool
+	for _, key := range sortedKeys(plans) {
+		p := plans[key]
 		// Instance types not read yet (the provider's first refresh) or unreadable: try again,
 		// so that the Provisioner becomes Ready without waiting for a pod.
 		retry = retry || p.instanceTypes == nil
 		if p.instanceTypes != nil {
 			// What counts against the limits is the ledger's: the nodes seen and the launches
 			// in flight, never a status that may lag.
-			provisioners = append(provisioners, Limited(p.updated, p.instanceTypes, c.ledger.Used(name, p.nodes)))
+			schedulable = append(schedulable, p.schedulingPool(c.ledger.Used(key, p.nodes)))
 		}
 	}
-	plan := PlanPending(snapshot, provisioners)
+	plan := PlanPending(snapshot, schedulable)
 	results := plan.Results
 	if early {
 		if results == nil {
@@ -155,13 +167,48 @@ func awaitedPending(snapshot *state.Snapshot, awaited map[types.UID]string) map[
 	return out
 }
 
-func sortedNames(plans map[string]*provisionerPlan) []string {
-	names := make([]string, 0, len(plans))
-	for name := range plans {
-		names = append(names, name)
+func sortedKeys(plans map[pools.Key]*poolPlan) []pools.Key {
+	keys := make([]pools.Key, 0, len(plans))
+	for key := range plans {
+		keys = append(keys, key)
 	}
-	slices.Sort(names)
-	return names
+	slices.SortFunc(keys, func(a, b pools.Key) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.LabelKey, b.LabelKey))
+	})
+	return keys
+}
+
+// schedulingPool is the pool as the scheduler takes it, with used, what counts against its
+// limits.
+func (p *poolPlan) schedulingPool(used corev1.ResourceList) scheduling.Pool {
+	var pool scheduling.Pool
+	if p.nodePool != nil {
+		pool = scheduling.FromNodePool(p.nodePool, p.instanceTypes)
+	} else {
+		pool = scheduling.FromProvisioner(p.updated, p.instanceTypes)
+	}
+	pool.Used = used
+	return pool
+}
+
+// launcherPool is the pool as the launcher takes it: a copy, as the pass goes on writing the
+// Provisioner's status.
+func (p *poolPlan) launcherPool() launcher.Pool {
+	if p.nodePool != nil {
+		return launcher.Pool{NodePool: p.nodePool, NodeClass: p.nodeClass}
+	}
+	return launcher.Pool{Provisioner: p.updated.DeepCopy()}
+}
+
+// limits are the pool's: nil when it has none.
+func (p *poolPlan) limits() corev1.ResourceList {
+	if p.nodePool != nil {
+		return corev1.ResourceList(p.nodePool.Spec.Limits)
+	}
+	if p.updated.Spec.Limits != nil {
+		return p.updated.Spec.Limits.Resources
+	}
+	return nil
 }
 
 // plannedOntoOpenNodes is whether the plan puts a pending pod on a node that stands open: not

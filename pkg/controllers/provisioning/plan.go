@@ -6,6 +6,7 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 )
 
@@ -22,7 +23,7 @@ type Plan struct {
 // launching included) and on new nodes of the provisioners, each given with its instance types
 // and, as Status.Resources, what counts against its limits (Limited). It does no I/O: the
 // controller and `kubectl karpenter plan` run it alike.
-func PlanPending(s *state.Snapshot, provisioners []scheduling.Provisioner) Plan {
+func PlanPending(s *state.Snapshot, provisioners []scheduling.Pool) Plan {
 	pending := s.Pending()
 	if len(pending) == 0 {
 		return Plan{}
@@ -32,20 +33,20 @@ func PlanPending(s *state.Snapshot, provisioners []scheduling.Provisioner) Plan 
 
 // PendingInput asks the scheduler where the pending pods go: onto the room of the snapshot's
 // nodes or new nodes of the provisioners, as every planner asks it (state.Question).
-func PendingInput(s *state.Snapshot, pending []*corev1.Pod, provisioners []scheduling.Provisioner) scheduling.Input {
+func PendingInput(s *state.Snapshot, pending []*corev1.Pod, provisioners []scheduling.Pool) scheduling.Input {
 	return s.Question().Input(pending, provisioners, s.Room())
 }
 
 // Limited is the provisioner as Plan takes it: with its instance types, and used, what counts
 // against its limits, as its status's resources.
-func Limited(p *v1alpha5.Provisioner, instanceTypes []*cloudprovider.InstanceType, used corev1.ResourceList) scheduling.Provisioner {
-	limited := p.DeepCopy()
-	limited.Status.Resources = used
-	return scheduling.Provisioner{Provisioner: limited, InstanceTypes: instanceTypes}
+func Limited(p *v1alpha5.Provisioner, instanceTypes []*cloudprovider.InstanceType, used corev1.ResourceList) scheduling.Pool {
+	pool := scheduling.FromProvisioner(p, instanceTypes)
+	pool.Used = used
+	return pool
 }
 
-// Used is what the snapshot's nodes of the provisioner hold against its limits; the
-// controller adds the launches it has in flight.
-func Used(s *state.Snapshot, provisioner string) corev1.ResourceList {
-	return NewLedger().Used(provisioner, Counted(s.Nodes, provisioner, s.InstanceTypes))
+// Used is what the snapshot's nodes of the pool hold against its limits; the controller adds
+// the launches it has in flight.
+func Used(s *state.Snapshot, pool pools.Key) corev1.ResourceList {
+	return NewLedger().Used(pool, Counted(s.Nodes, pool, s.InstanceTypes))
 }

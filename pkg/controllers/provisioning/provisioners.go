@@ -8,25 +8,34 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/conditions"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/events"
 	"karpenter.sh/karpenter/pkg/overlay"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 )
 
-// The Provisioners as a pass takes them (their instance types, within their limits) and what a
-// pass writes back on them (the Ready and PricesCurrent conditions, lastScaleTime).
+// The pools as a pass takes them (their instance types, within their limits) and what a pass
+// writes back on its Provisioners (the Ready and PricesCurrent conditions, lastScaleTime); a
+// NodePool's status is its own controller's.
 
-// snapshot reads the cluster from the cache and each Provisioner's instance types from the
-// cloud, marking the Provisioner not Ready when they cannot be resolved; the snapshot's
-// NodeOverlays are applied to them.
-func (c *Controller) snapshot(ctx context.Context) (*state.Snapshot, map[string]*provisionerPlan, error) {
+// snapshot reads the cluster from the cache and each pool's instance types from the cloud,
+// marking a Provisioner not Ready when they cannot be resolved; the snapshot's NodeOverlays are
+// applied to them. A NodePool takes part once its node class is Ready (its NodeClassReady
+// condition says why not otherwise).
+func (c *Controller) snapshot(ctx context.Context) (*state.Snapshot, map[pools.Key]*poolPlan, error) {
 	var provisioners v1alpha5.ProvisionerList
 	if err := c.client.List(ctx, &provisioners); err != nil {
 		return nil, nil, fmt.Errorf("listing provisioners, %w", err)
@@ -35,15 +44,17 @@ func (c *Controller) snapshot(ctx context.Context) (*state.Snapshot, map[string]
 	if err != nil {
 		return nil, nil, err
 	}
-	plans := map[string]*provisionerPlan{}
-	var pools []overlay.Pool
+	plans, overlayInputs, err := c.nodePoolPlans(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	for i := range provisioners.Items {
 		stored := &provisioners.Items[i]
 		if stored.DeletionTimestamp != nil {
 			continue
 		}
-		p := &provisionerPlan{stored: stored, updated: stored.DeepCopy()}
-		plans[stored.Name] = p
+		p := &poolPlan{key: pools.Provisioner(stored.Name), stored: stored, updated: stored.DeepCopy()}
+		plans[p.key] = p
 		c.markOffered(ctx, p)
 		types, reason, err := ResolveInstanceTypes(ctx, c.instanceProvider, stored)
 		if err != nil {
@@ -56,22 +67,84 @@ func (c *Controller) snapshot(ctx context.Context) (*state.Snapshot, map[string]
 		} else {
 			p.updated.StatusConditions().MarkTrue(v1alpha5.ConditionPricesCurrent)
 		}
-		pools = append(pools, OverlayPool(stored, types))
+		overlayInputs = append(overlayInputs, OverlayPool(stored, types))
 	}
-	overlaid, _ := snapshot.AddInstanceTypes(pools)
-	for name, types := range overlaid {
-		plans[name].instanceTypes = types
+	overlaid, _ := snapshot.AddInstanceTypes(overlayInputs)
+	for key, types := range overlaid {
+		plans[key].instanceTypes = types
 	}
-	for name, p := range plans {
-		p.nodes = Counted(snapshot.Nodes, name, snapshot.InstanceTypes)
+	for key, p := range plans {
+		p.nodes = Counted(snapshot.Nodes, key, snapshot.InstanceTypes)
 	}
 	return snapshot, plans, nil
+}
+
+// nodePoolPlans are the NodePools that may launch now, with their instance types as NodeOverlays
+// match them: not being deleted, not static (spec.replicas), their node class Ready. One whose
+// instance types cannot be listed is left out of the pass, with an Event.
+func (c *Controller) nodePoolPlans(ctx context.Context) (map[pools.Key]*poolPlan, []overlay.Pool, error) {
+	var nodePools v1.NodePoolList
+	if err := c.client.List(ctx, &nodePools); err != nil {
+		return nil, nil, fmt.Errorf("listing nodepools, %w", err)
+	}
+	plans := map[pools.Key]*poolPlan{}
+	var inputs []overlay.Pool
+	for i := range nodePools.Items {
+		np := &nodePools.Items[i]
+		if np.DeletionTimestamp != nil || np.Spec.Replicas != nil {
+			continue
+		}
+		class, err := ReadyNodeClass(ctx, c.client, np)
+		if err != nil || class == nil {
+			if err != nil {
+				log.FromContext(ctx).WithName(Name).Error(err, "reading the node class of a nodepool", "nodepool", np.Name)
+			}
+			continue
+		}
+		types, err := c.instanceProvider.InstanceTypes(ctx, NodePoolConstraints(np, class))
+		if err != nil {
+			c.recorder.Event(np, corev1.EventTypeWarning, ReasonInstanceTypesUnresolved, fmt.Sprintf("Listing instance types: %v", err))
+			continue
+		}
+		p := &poolPlan{key: pools.NodePool(np.Name), nodePool: np, nodeClass: class}
+		plans[p.key] = p
+		inputs = append(inputs, OverlayNodePool(np, types))
+	}
+	return plans, inputs, nil
+}
+
+// ReadyNodeClass is the NodePool's EC2NodeClass when it is Ready to launch from, nil when it is
+// not (missing, or its conditions say why; the NodePool's NodeClassReady condition tells).
+func ReadyNodeClass(ctx context.Context, reader client.Reader, np *v1.NodePool) (*awsv1.EC2NodeClass, error) {
+	ref := np.Spec.Template.Spec.NodeClassRef
+	if ref == nil || ref.GroupKind() != (schema.GroupKind{Group: awsv1.SchemeGroupVersion.Group, Kind: "EC2NodeClass"}) {
+		return nil, nil
+	}
+	class := &awsv1.EC2NodeClass{}
+	if err := reader.Get(ctx, client.ObjectKey{Name: ref.Name}, class); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if class.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(class.Status.Conditions, awsv1.ConditionTypeReady) {
+		return nil, nil
+	}
+	return class, nil
+}
+
+// NodePoolConstraints are what the cloud needs of a NodePool to list its instance types.
+func NodePoolConstraints(np *v1.NodePool, class client.Object) cloudprovider.Constraints {
+	pool := scheduling.FromNodePool(np, nil)
+	return cloudprovider.Constraints{Requirements: pool.Requirements, NodeClass: class}
 }
 
 // OverlayPool is a Provisioner's instance types as NodeOverlays match them: with its name and
 // the labels of every node it launches.
 func OverlayPool(p *v1alpha5.Provisioner, types []*cloudprovider.InstanceType) overlay.Pool {
-	return overlay.Pool{Name: p.Name, Labels: p.Spec.Labels, InstanceTypes: types}
+	return overlay.Pool{Key: pools.Provisioner(p.Name), Labels: p.Spec.Labels, InstanceTypes: types}
+}
+
+// OverlayNodePool is a NodePool's instance types as NodeOverlays match them.
+func OverlayNodePool(np *v1.NodePool, types []*cloudprovider.InstanceType) overlay.Pool {
+	return overlay.Pool{Key: pools.NodePool(np.Name), Labels: scheduling.FromNodePool(np, nil).Labels, InstanceTypes: types}
 }
 
 // ResolveInstanceTypes are the instance types a Provisioner may launch; when there are none,
@@ -105,19 +178,19 @@ func Constraints(p *v1alpha5.Provisioner) cloudprovider.Constraints {
 
 // updateLimitsCondition marks a Provisioner whose limits leave room for none of its instance
 // types not Ready, with what is used; it is Ready again once nodes go away.
-func (c *Controller) updateLimitsCondition(plans map[string]*provisionerPlan) {
-	for name, p := range plans {
-		if p.instanceTypes == nil {
+func (c *Controller) updateLimitsCondition(plans map[pools.Key]*poolPlan) {
+	for key, p := range plans {
+		if p.instanceTypes == nil || p.updated == nil {
 			continue
 		}
 		if p.updated.Spec.Limits == nil || len(p.updated.Spec.Limits.Resources) == 0 {
 			p.updated.StatusConditions().MarkTrue(apis.ConditionReady)
 			continue
 		}
-		used := c.ledger.Used(name, p.nodes)
+		used := c.ledger.Used(key, p.nodes)
 		var exhausted *LimitExceededError
 		for _, it := range p.instanceTypes {
-			if exhausted = fitsUnder(name, p.updated.Spec.Limits.Resources, used, it.Capacity); exhausted == nil {
+			if exhausted = fitsUnder(key, p.updated.Spec.Limits.Resources, used, withNode(it.Capacity)); exhausted == nil {
 				break
 			}
 		}
@@ -132,10 +205,13 @@ func (c *Controller) updateLimitsCondition(plans map[string]*provisionerPlan) {
 // writeStatus patches what the pass changed of each Provisioner's status: the Ready
 // condition (with an Event when it changes) and lastScaleTime. status.resources is the
 // status controller's, and a merge patch leaves it as it is.
-func (c *Controller) writeStatus(ctx context.Context, plans map[string]*provisionerPlan) error {
+func (c *Controller) writeStatus(ctx context.Context, plans map[pools.Key]*poolPlan) error {
 	var errs []error
-	for _, name := range sortedNames(plans) {
-		p := plans[name]
+	for _, key := range sortedKeys(plans) {
+		p := plans[key]
+		if p.updated == nil {
+			continue
+		}
 		if p.launched {
 			p.updated.Status.LastScaleTime = &apis.VolatileTime{Inner: metav1.NewTime(c.clock.Now())}
 		}
@@ -149,7 +225,7 @@ func (c *Controller) writeStatus(ctx context.Context, plans map[string]*provisio
 			continue
 		}
 		if err := c.client.Status().Patch(ctx, p.updated, client.MergeFrom(p.stored)); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("patching the status of provisioner %s, %w", name, err))
+			errs = append(errs, fmt.Errorf("patching the status of provisioner %s, %w", key.Name, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -7,6 +7,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/pools"
 )
 
 // What pending pods are told of the nodes planned for them, and the pending pods metric.
@@ -16,7 +17,7 @@ import (
 // Provisioners that might have and cannot launch (failing), whose attempt this pass is counted
 // as a failed launch. Pods awaited by a batch in flight were told of their node when it
 // launched.
-func (c *Controller) tell(launching map[string]string, results *scheduling.Results, bound map[*corev1.Pod]bool, failing map[string]*cloudprovider.ActionRequiredError) {
+func (c *Controller) tell(launching map[string]string, results *scheduling.Results, bound map[*corev1.Pod]bool, failing map[pools.Key]*cloudprovider.ActionRequiredError) {
 	c.toldMu.Lock()
 	defer c.toldMu.Unlock()
 	for _, b := range results.Bindings {
@@ -30,18 +31,18 @@ func (c *Controller) tell(launching map[string]string, results *scheduling.Resul
 		}
 		c.recorder.Eventf(b.Pod, corev1.EventTypeNormal, ReasonPlanned, "Waiting for node %s, launching, to become Ready", b.NodeName)
 	}
-	affecting := sets.New[string]()
+	affecting := sets.New[pools.Key]()
 	for _, e := range results.Unschedulable {
-		why, names := whyCannotLaunch(e.Pod, failing)
-		affecting.Insert(names...)
+		why, keys := whyCannotLaunch(e.Pod, failing)
+		affecting.Insert(keys...)
 		if c.told[e.Pod.UID] == e.Reason {
 			continue
 		}
 		c.told[e.Pod.UID] = e.Reason
 		c.recorder.Event(e.Pod, corev1.EventTypeWarning, ReasonUnprovisionable, "No provisioner can launch a node for this pod: "+e.Reason+why)
 	}
-	for name := range affecting {
-		launchErrors.WithLabelValues(failing[name].Reason).Inc()
+	for key := range affecting {
+		launchErrors.WithLabelValues(failing[key].Reason).Inc()
 	}
 }
 
@@ -71,7 +72,7 @@ func (c *Controller) recordPending(launching map[string]string, awaited map[type
 	}
 	if results != nil {
 		for _, n := range results.NewNodes {
-			counts[n.Provisioner] += float64(len(n.Pods))
+			counts[n.Pool.Name] += float64(len(n.Pods))
 		}
 		for _, b := range results.Bindings {
 			if provisioner, ok := launching[b.NodeName]; ok {

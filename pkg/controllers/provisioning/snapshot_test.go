@@ -11,6 +11,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
@@ -34,7 +35,7 @@ func TestProvisionerNodes(t *testing.T) {
 	other := builders.Node(builders.NodeOptions{Name: "other", Capacity: cpu("8"), Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "other"}})
 	unmanaged := builders.Node(builders.NodeOptions{Name: "unmanaged", Capacity: cpu("8")})
 	c := &state.Snapshot{Nodes: []corev1.Node{*reported, *unreported, *other, *unmanaged}, InstanceTypes: catalogue()}
-	got := Counted(c.Nodes, "default", c.InstanceTypes)
+	got := Counted(c.Nodes, pools.Provisioner("default"), c.InstanceTypes)
 	reportedCPU, unreportedCPU := got["reported"][corev1.ResourceCPU], got["unreported"][corev1.ResourceCPU]
 	if len(got) != 2 || !reportedCPU.Equal(resource.MustParse("3")) || !unreportedCPU.Equal(resource.MustParse("4")) {
 		t.Errorf("default's nodes %v, want reported at 3 cores (the kubelet's word) and unreported at its instance type's 4", got)

@@ -216,8 +216,8 @@ func (c *Controller) Pass(ctx context.Context) error {
 	for _, d := range Decide(*snapshot) {
 		if !d.Delete {
 			for _, n := range d.Launch {
-				launched, err := consolidation.Launch(ctx, c.launcher, n, provisioners[n.Provisioner], consolidation.LaunchOptions{
-					Ledger: c.ledger, Counted: snapshot.Counted[n.Provisioner], Decision: launchKey(d.Node, n.Pods), Reason: metrics.ReasonExpired,
+				launched, err := consolidation.Launch(ctx, c.launcher, n, provisioners[n.Pool.Name], consolidation.LaunchOptions{
+					Ledger: c.ledger, Counted: snapshot.Counted[n.Pool.Name], Decision: launchKey(d.Node, n.Pods), Reason: metrics.ReasonExpired,
 				})
 				if err != nil {
 					return fmt.Errorf("launching capacity for the pods of expired node %s, %w", d.Node.Name, err)

@@ -42,7 +42,7 @@ func TestDecide(t *testing.T) {
 		{Key: v1alpha5.CapacityTypeLabelKey, Operator: "In", Values: []string{v1alpha5.CapacityTypeOnDemand}}}})
 	withTTL.Spec.TTLSecondsUntilExpired = ptr.To[int64](3600)
 	without := builders.Provisioner(builders.ProvisionerOptions{Name: "forever"})
-	provisioners := []scheduling.Provisioner{
+	provisioners := []consolidation.Provisioner{
 		{Provisioner: withTTL, InstanceTypes: fake.DefaultInstanceTypes()},
 		{Provisioner: without, InstanceTypes: fake.DefaultInstanceTypes()},
 	}

@@ -27,7 +27,7 @@ func TestATTLTooLongForADurationNeverExpiresANode(t *testing.T) {
 	decisions := expiration.Decide(consolidation.Snapshot{
 		Nodes: []scheduling.Node{node("young", "expiring", time.Minute), node("old", "expiring", 100*365*24*time.Hour),
 			node("hourly-old", "hourly", 2*time.Hour)},
-		Provisioners: []scheduling.Provisioner{
+		Provisioners: []consolidation.Provisioner{
 			{Provisioner: provisioner, InstanceTypes: fake.DefaultInstanceTypes()},
 			{Provisioner: hourly, InstanceTypes: fake.DefaultInstanceTypes()},
 		},

@@ -39,7 +39,7 @@ func TestAnExpiredNodesPodWithAVolumeGetsAReplacementInItsZone(t *testing.T) {
 		}}}},
 	}}
 	decisions := expiration.Decide(consolidation.Snapshot{Nodes: []scheduling.Node{old},
-		Provisioners: []scheduling.Provisioner{{Provisioner: p, InstanceTypes: fake.DefaultInstanceTypes()}},
+		Provisioners: []consolidation.Provisioner{{Provisioner: p, InstanceTypes: fake.DefaultInstanceTypes()}},
 		Question:     state.Question{Claims: []*corev1.PersistentVolumeClaim{claim}, Volumes: []*corev1.PersistentVolume{volume}}, Now: now})
 	if len(decisions) != 1 || decisions[0].Delete || len(decisions[0].Launch) != 1 {
 		var stranded []string

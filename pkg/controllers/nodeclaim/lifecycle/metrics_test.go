@@ -18,6 +18,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/counters"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
@@ -50,9 +51,9 @@ func TestRegistrationAndInitializationCountedOnce(t *testing.T) {
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	l := launcher.New(c, cloud, 0)
 	launched, err := l.LaunchNode(ctx, launcher.Request{
-		Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: pool}),
-		Candidates:  []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
-		Nodes:       []*scheduling.NewNode{{Provisioner: pool, InstanceTypes: []*cloudprovider.InstanceType{it}}},
+		Pool:       launcher.Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: pool})},
+		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
+		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner(pool), InstanceTypes: []*cloudprovider.InstanceType{it}}},
 	}, "", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
 )
@@ -37,9 +38,9 @@ func TestTheKubeletsNodeIsRegistered(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: pool, Labels: map[string]string{"team": "ml"},
 		Taints: []corev1.Taint{{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}}})
 	launched, err := launcher.New(c, cloud, 0).LaunchNode(ctx, launcher.Request{
-		Provisioner: p,
-		Candidates:  []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
-		Nodes:       []*scheduling.NewNode{{Provisioner: pool, InstanceTypes: []*cloudprovider.InstanceType{it}}},
+		Pool:       launcher.Pool{Provisioner: p},
+		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
+		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner(pool), InstanceTypes: []*cloudprovider.InstanceType{it}}},
 	}, "", nil)
 	if err != nil {
 		t.Fatal(err)

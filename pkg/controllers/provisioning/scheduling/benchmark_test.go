@@ -13,7 +13,7 @@ import (
 
 func workloadInput(pods int) scheduling.Input {
 	types := workloadInstanceTypes()
-	return scheduling.Input{Pods: workloadPods(pods), Provisioners: []scheduling.Provisioner{workloadProvisioner(types)}}
+	return scheduling.Input{Pods: workloadPods(pods), Pools: []scheduling.Pool{workloadProvisioner(types)}}
 }
 
 // verifyWorkload fails unless every pod is placed and every placement passes the checker.
@@ -41,7 +41,7 @@ func TestWorkload(t *testing.T) {
 		name, types := catalogue.name, catalogue.types
 		for _, n := range []int{100, 1000} {
 			t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
-				in := scheduling.Input{Pods: workloadPods(n), Provisioners: []scheduling.Provisioner{workloadProvisioner(types)}}
+				in := scheduling.Input{Pods: workloadPods(n), Pools: []scheduling.Pool{workloadProvisioner(types)}}
 				r := scheduling.Schedule(in)
 				verifyWorkload(t, in, r)
 				if len(r.Bindings) != n {
@@ -66,7 +66,7 @@ func BenchmarkScheduling(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000, 10000, 20000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			in := workloadInput(n)
-			lb := lowerBound(b, in.Provisioners[0].InstanceTypes, in.Pods)
+			lb := lowerBound(b, in.Pools[0].InstanceTypes, in.Pods)
 			var r *scheduling.Results
 			var elapsed, cpu time.Duration
 			b.ResetTimer()

@@ -68,7 +68,7 @@ func BenchmarkSchedulingRealCatalogue(b *testing.B) {
 	types := emulatorInstanceTypes(b)
 	for _, n := range []int{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
-			in := scheduling.Input{Pods: workloadPods(n), Provisioners: []scheduling.Provisioner{workloadProvisioner(types)}}
+			in := scheduling.Input{Pods: workloadPods(n), Pools: []scheduling.Pool{workloadProvisioner(types)}}
 			lb := lowerBound(b, types, in.Pods)
 			var r *scheduling.Results
 			var elapsed time.Duration

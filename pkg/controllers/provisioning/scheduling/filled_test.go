@@ -32,7 +32,7 @@ func TestFilled(t *testing.T) {
 		{name: "a pod waiting elsewhere would fit", placed: pods("900m", "900m"), others: pods("50m"), filled: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := scheduling.Input{Pods: tc.placed, Provisioners: []scheduling.Provisioner{workloadProvisioner(workloadInstanceTypes())}}
+			in := scheduling.Input{Pods: tc.placed, Pools: []scheduling.Pool{workloadProvisioner(workloadInstanceTypes())}}
 			r := scheduling.Schedule(in)
 			if len(r.NewNodes) != 1 || len(r.Unschedulable) > 0 {
 				t.Fatalf("%d new nodes, %v unschedulable, want one node for every pod", len(r.NewNodes), r.Unschedulable)

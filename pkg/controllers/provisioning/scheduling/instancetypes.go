@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/scheduling"
 )
@@ -101,6 +102,10 @@ func (s *scheduler) newInstanceType(it *cloudprovider.InstanceType) *instanceTyp
 		capacity: s.resources.vector(it.Capacity),
 	}
 	s.volumeLimits(t.alloc, it.VolumeLimits)
+	// Every node counts one against a pool's node limit: a node of any type is one node.
+	if i, ok := s.resources[v1.LimitNodes]; ok {
+		t.capacity[i] = resourceOne.MilliValue()
+	}
 	for _, o := range it.Offerings {
 		if !o.Available {
 			continue

@@ -63,7 +63,7 @@ func TestHostPorts(t *testing.T) {
 		{"a daemonset's port on the types of every arch", []*corev1.Pod{portPod(port("", "", 9100))}, nil, []*corev1.Pod{onArch(portPod(port("", "", 9100)), "arm64", "amd64")}, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := scheduling.Input{Pods: tc.pods, Nodes: tc.nodes, DaemonSetPods: tc.daemons, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+			in := scheduling.Input{Pods: tc.pods, Nodes: tc.nodes, DaemonSetPods: tc.daemons, Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			r := scheduling.Schedule(in)
 			for _, err := range check.Verify(in, r) {
 				t.Error(err)
@@ -77,7 +77,7 @@ func TestHostPorts(t *testing.T) {
 // TestCheckerCatchesHostPortConflicts: a plan putting two pods binding one host port on one
 // node is rejected.
 func TestCheckerCatchesHostPortConflicts(t *testing.T) {
-	in := scheduling.Input{Pods: []*corev1.Pod{portPod(port("", "", 8080)), portPod(port("", "", 8080))}, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+	in := scheduling.Input{Pods: []*corev1.Pod{portPod(port("", "", 8080)), portPod(port("", "", 8080))}, Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 	checkerCatches(t, in, "a host port bound twice on one node", "", func(_ *scheduling.Input, r *scheduling.Results) {
 		r.Bindings[1].NodeName = r.Bindings[0].NodeName
 	})

@@ -70,7 +70,7 @@ type attempt struct {
 
 func (s *scheduler) prepare(in Input) []*podInfo {
 	// Resources and zones first: everything else is sized by them.
-	for _, p := range in.Provisioners {
+	for _, p := range in.Pools {
 		for _, it := range p.InstanceTypes {
 			s.resources.register(it.Capacity)
 			for _, o := range it.Offerings {
@@ -78,9 +78,7 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 				s.capacityTypes.intern(o.CapacityType)
 			}
 		}
-		if p.Provisioner.Spec.Limits != nil {
-			s.resources.register(p.Provisioner.Spec.Limits.Resources)
-		}
+		s.resources.register(p.Limits)
 	}
 	for _, n := range in.Nodes {
 		s.resources.register(n.Node.Status.Allocatable)
@@ -108,13 +106,23 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 	}
 
 	s.indexVolumeDrivers()
-	for i, p := range in.Provisioners {
+	for i, p := range in.Pools {
 		s.provisioners = append(s.provisioners, s.newProvisioner(i, p, in.DaemonSetPods, requests))
 	}
 	for _, n := range in.Nodes {
 		s.existingLabels = append(s.existingLabels, n.Node.Labels)
 	}
-	sort.SliceStable(s.provisioners, func(i, j int) bool { return s.provisioners[i].name < s.provisioners[j].name })
+	// The highest weight first: newNodeFor takes the first weight that can take a pod.
+	sort.SliceStable(s.provisioners, func(i, j int) bool {
+		a, b := s.provisioners[i], s.provisioners[j]
+		if a.weight != b.weight {
+			return a.weight > b.weight
+		}
+		if a.key.Name != b.key.Name {
+			return a.key.Name < b.key.Name
+		}
+		return a.key.LabelKey < b.key.LabelKey
+	})
 
 	s.topology = &topologyGroups{bySignature: map[string]*topologyGroup{}, selectors: map[string]labels.Selector{}, key: s.topologyKey}
 	pending := make([]*podInfo, 0, len(in.Pods))
@@ -197,29 +205,29 @@ func (s *scheduler) indexVolumeDrivers() {
 	}
 }
 
-func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev1.Pod, requests map[*corev1.Pod]corev1.ResourceList) *provisioner {
-	spec := &p.Provisioner.Spec
+func (s *scheduler) newProvisioner(index int, p Pool, daemonSets []*corev1.Pod, requests map[*corev1.Pod]corev1.ResourceList) *provisioner {
 	prov := &provisioner{
 		index:        index,
-		name:         p.Provisioner.Name,
+		key:          p.Key,
+		weight:       p.Weight,
 		requirements: scheduling.Requirements{},
-		fixedKeys:    sets.New(v1alpha5.ProvisionerNameLabelKey),
-		labels:       map[string]string{v1alpha5.ProvisionerNameLabelKey: p.Provisioner.Name},
+		fixedKeys:    sets.New(p.Key.LabelKey),
+		labels:       map[string]string{p.Key.LabelKey: p.Key.Name},
 		typeKeys:     sets.New(corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, v1alpha5.CapacityTypeLabelKey),
-		taints:       spec.Taints,
+		taints:       p.Taints,
 	}
 	// Admission validates requirements; one that still fails to parse matches nothing.
-	for _, r := range spec.Requirements {
-		if err := prov.requirements.Add(r.Key, corev1.NodeSelectorOperator(r.Operator), r.Values...); err != nil {
+	for _, r := range p.Requirements {
+		if err := prov.requirements.Add(r.Key, r.Operator, r.Values...); err != nil {
 			prov.requirements[r.Key] = scheduling.Unsatisfiable()
 		}
 	}
-	for k, v := range spec.Labels {
+	for k, v := range p.Labels {
 		_ = prov.requirements.Add(k, corev1.NodeSelectorOpIn, v)
 		prov.fixedKeys.Insert(k)
 		prov.labels[k] = v
 	}
-	_ = prov.requirements.Add(v1alpha5.ProvisionerNameLabelKey, corev1.NodeSelectorOpIn, prov.name)
+	_ = prov.requirements.Add(p.Key.LabelKey, corev1.NodeSelectorOpIn, p.Key.Name)
 	for _, it := range p.InstanceTypes {
 		for k := range it.Labels {
 			prov.typeKeys.Insert(k)
@@ -257,13 +265,13 @@ func (s *scheduler) newProvisioner(index int, p Provisioner, daemonSets []*corev
 	}
 	prov.zones &= reachable
 
-	if spec.Limits != nil && len(spec.Limits.Resources) > 0 {
+	if len(p.Limits) > 0 {
 		prov.limited = make([]bool, len(s.resources))
-		for name := range spec.Limits.Resources {
+		for name := range p.Limits {
 			prov.limited[s.resources[name]] = true
 		}
-		prov.remaining = s.resources.vector(spec.Limits.Resources)
-		prov.remaining.sub(s.resources.vector(p.Provisioner.Status.Resources))
+		prov.remaining = s.resources.vector(p.Limits)
+		prov.remaining.sub(s.resources.vector(p.Used))
 	}
 	return prov
 }

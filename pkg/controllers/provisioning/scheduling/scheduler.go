@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/scheduling"
 )
 
@@ -51,7 +52,8 @@ type scheduler struct {
 
 type provisioner struct {
 	index        int
-	name         string
+	key          pools.Key
+	weight       int32
 	requirements scheduling.Requirements
 	// labels are those the provisioner sets itself (spec.labels, provisioner-name); fixedKeys
 	// are their keys.
@@ -442,13 +444,16 @@ func (s *scheduler) newNodeFor(p *podInfo, a *attempt, allowed []domainSet) (*no
 	var bestNarrowing *narrowing
 	var reasons []string
 	for _, prov := range s.provisioners {
+		if best != nil && prov.weight < best.prov.weight {
+			break // the pools are in descending weight: a lighter one never takes the pod
+		}
 		if scheduling.UntoleratedTaint(p.pod.Spec.Tolerations, prov.taints) != nil {
-			reasons = append(reasons, fmt.Sprintf("provisioner %q: pod does not tolerate its taints", prov.name))
+			reasons = append(reasons, fmt.Sprintf("%s: pod does not tolerate its taints", prov.key))
 			continue
 		}
 		n := s.emptyNode(prov)
 		if portsConflict(n.ports, p.hostPorts) {
-			reasons = append(reasons, fmt.Sprintf("provisioner %q: %s", prov.name, daemonPortRefusal))
+			reasons = append(reasons, fmt.Sprintf("%s: %s", prov.key, daemonPortRefusal))
 			continue
 		}
 		if !s.topologyAllowsNode(n, p, a) {
@@ -457,7 +462,7 @@ func (s *scheduler) newNodeFor(p *podInfo, a *attempt, allowed []domainSet) (*no
 		}
 		nw, refusal := s.constrain(n, p, a, allowed)
 		if refusal != "" {
-			reasons = append(reasons, fmt.Sprintf("provisioner %q: %s", prov.name, refusal))
+			reasons = append(reasons, fmt.Sprintf("%s: %s", prov.key, refusal))
 			continue
 		}
 		if best == nil || nw.prices[nw.first] < bestNarrowing.prices[bestNarrowing.first] {
@@ -545,7 +550,7 @@ func (s *scheduler) finish() {
 	for _, n := range s.nodes[s.existing:] {
 		out := &NewNode{
 			Hostname:     n.hostname,
-			Provisioner:  n.prov.name,
+			Pool:         n.prov.key,
 			Requirements: n.requirements.NodeSelectorRequirements(),
 			Taints:       n.prov.taints,
 			Price:        n.prices[n.first],

@@ -15,11 +15,11 @@ import (
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
-func provisioner(o builders.ProvisionerOptions) scheduling.Provisioner {
+func provisioner(o builders.ProvisionerOptions) scheduling.Pool {
 	if o.Name == "" {
 		o.Name = "default"
 	}
-	return scheduling.Provisioner{Provisioner: builders.Provisioner(o), InstanceTypes: workloads.InstanceTypes()}
+	return scheduling.FromProvisioner(builders.Provisioner(o), workloads.InstanceTypes())
 }
 
 func requests(cpu, memory string) corev1.ResourceList {
@@ -65,7 +65,7 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "cheapest instance type that holds the pods, not the largest",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: builders.Pods(2, builders.PodOptions{Requests: requests("500m", "1Gi")}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+				return scheduling.Input{Pods: builders.Pods(2, builders.PodOptions{Requests: requests("500m", "1Gi")}), Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				wantNodes(t, r, 1)
@@ -80,7 +80,7 @@ func TestScheduling(t *testing.T) {
 					InitContainers: []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{Requests: builders.Resources("cpu", "2500m")}}},
 				})
 				p.Spec.Overhead = builders.Resources("cpu", "500m")
-				return scheduling.Input{Pods: []*corev1.Pod{p}, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+				return scheduling.Input{Pods: []*corev1.Pod{p}, Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				// max(500m, 2500m) + 500m = 3 cores: more than small's 1.9 allocatable.
@@ -91,7 +91,7 @@ func TestScheduling(t *testing.T) {
 			name: "nodeSelector",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("1", "1Gi"), NodeSelector: map[string]string{corev1.LabelArchStable: "amd64"}}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				for _, it := range r.NewNodes[0].InstanceTypes {
@@ -104,7 +104,7 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "required node affinity pins the zone",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: builders.Pods(3, builders.PodOptions{Requests: requests("1", "1Gi"), NodeRequirements: []corev1.NodeSelectorRequirement{builders.In(corev1.LabelTopologyZone, "zone-2")}}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+				return scheduling.Input{Pods: builders.Pods(3, builders.PodOptions{Requests: requests("1", "1Gi"), NodeRequirements: []corev1.NodeSelectorRequirement{builders.In(corev1.LabelTopologyZone, "zone-2")}}), Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				if got := podsPerZone(r)["zone-2"]; got != 3 {
@@ -115,7 +115,7 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "preferred node affinity is honoured when possible",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: builders.Pods(2, builders.PodOptions{Requests: requests("1", "1Gi"), NodePreferences: []corev1.PreferredSchedulingTerm{builders.Preferred(10, builders.In(corev1.LabelTopologyZone, "zone-3"))}}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+				return scheduling.Input{Pods: builders.Pods(2, builders.PodOptions{Requests: requests("1", "1Gi"), NodePreferences: []corev1.PreferredSchedulingTerm{builders.Preferred(10, builders.In(corev1.LabelTopologyZone, "zone-3"))}}), Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				if got := podsPerZone(r)["zone-3"]; got != 2 {
@@ -128,7 +128,7 @@ func TestScheduling(t *testing.T) {
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: builders.Pods(2, builders.PodOptions{Requests: requests("1", "1Gi"), NodePreferences: []corev1.PreferredSchedulingTerm{
 					builders.Preferred(10, builders.In(corev1.LabelTopologyZone, "nowhere")), builders.Preferred(5, builders.In(corev1.LabelArchStable, "arm64"))}}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				wantNodes(t, r, 1)
@@ -145,7 +145,7 @@ func TestScheduling(t *testing.T) {
 					Requests:    requests("1", "1Gi"),
 					Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}},
 				})
-				return scheduling.Input{Pods: []*corev1.Pod{tolerating, builders.Pod(builders.PodOptions{Requests: requests("1", "1Gi")})}, Provisioners: []scheduling.Provisioner{tainted}}
+				return scheduling.Input{Pods: []*corev1.Pod{tolerating, builders.Pod(builders.PodOptions{Requests: requests("1", "1Gi")})}, Pools: []scheduling.Pool{tainted}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				wantUnschedulable(t, r, 1, "taints")
@@ -156,7 +156,7 @@ func TestScheduling(t *testing.T) {
 			name: "zone topology spread",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: builders.Pods(7, builders.PodOptions{Requests: requests("1", "1Gi"), Labels: map[string]string{"app": "web"}, TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, map[string]string{"app": "web"})}}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				for z, n := range podsPerZone(r) {
@@ -170,7 +170,7 @@ func TestScheduling(t *testing.T) {
 			name: "hostname topology spread",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: builders.Pods(4, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "web"}, TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelHostname, corev1.DoNotSchedule, map[string]string{"app": "web"})}}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) { wantNodes(t, r, 4) },
 		},
@@ -178,7 +178,7 @@ func TestScheduling(t *testing.T) {
 			name: "ScheduleAnyway spread is a preference",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: builders.Pods(3, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "web"}, TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelHostname, corev1.ScheduleAnyway, map[string]string{"app": "web"})}}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{Limits: builders.Resources("cpu", "2")})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{Limits: builders.Resources("cpu", "2")})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				// The limit allows one node; the preference gives way rather than the pods.
@@ -191,7 +191,7 @@ func TestScheduling(t *testing.T) {
 			input: func() scheduling.Input {
 				db := builders.Pod(builders.PodOptions{Requests: requests("1", "1Gi"), Labels: map[string]string{"app": "db"}, NodeRequirements: []corev1.NodeSelectorRequirement{builders.In(corev1.LabelTopologyZone, "zone-3")}})
 				return scheduling.Input{Pods: append(builders.Pods(4, builders.PodOptions{Requests: requests("1", "1Gi"), PodAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelTopologyZone, map[string]string{"app": "db"})}}), db),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				if got := podsPerZone(r)["zone-3"]; got != 5 {
@@ -203,7 +203,7 @@ func TestScheduling(t *testing.T) {
 			name: "hostname pod anti-affinity",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: builders.Pods(3, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "nginx"}, PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, map[string]string{"app": "nginx"})}}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) { wantNodes(t, r, 3) },
 		},
@@ -211,7 +211,7 @@ func TestScheduling(t *testing.T) {
 			name: "zone pod anti-affinity leaves pods that cannot fit unschedulable",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: builders.Pods(4, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "nginx"}, PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelTopologyZone, map[string]string{"app": "nginx"})}}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) { wantUnschedulable(t, r, 1, "zone") },
 		},
@@ -219,7 +219,7 @@ func TestScheduling(t *testing.T) {
 			name: "existing pods' anti-affinity keeps new pods away",
 			input: func() scheduling.Input {
 				guard := builders.Pod(builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "guard"}, PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, map[string]string{"app": "web"})}})
-				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "web"}}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
+				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "web"}}), Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})},
 					Nodes: []scheduling.Node{existingNode("node-a", "zone-1", "4", "8Gi", guard)}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) { wantNodes(t, r, 1) },
@@ -227,7 +227,7 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "existing nodes with room are filled first",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: builders.Pods(5, builders.PodOptions{Requests: requests("1", "1Gi")}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
+				return scheduling.Input{Pods: builders.Pods(5, builders.PodOptions{Requests: requests("1", "1Gi")}), Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})},
 					Nodes: []scheduling.Node{existingNode("node-a", "zone-1", "3", "8Gi", builders.Pod(builders.PodOptions{Requests: requests("1", "1Gi")}))}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
@@ -245,7 +245,7 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "provisioner requirements restrict capacity type and price",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("1", "1Gi")}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{
+				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("1", "1Gi")}), Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{
 					Requirements: []v1alpha5.NodeSelectorRequirement{{Key: v1alpha5.CapacityTypeLabelKey, Operator: "In", Values: []string{v1alpha5.CapacityTypeOnDemand}}},
 				})}}
 			},
@@ -259,7 +259,7 @@ func TestScheduling(t *testing.T) {
 			name: "limits bound the capacity launched",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: builders.Pods(4, builders.PodOptions{Requests: requests("1500m", "1Gi"), Labels: map[string]string{"app": "nginx"}, PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, map[string]string{"app": "nginx"})}}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{Limits: builders.Resources("cpu", "5")})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{Limits: builders.Resources("cpu", "5")})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
 				wantNodes(t, r, 2)
@@ -269,7 +269,7 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "pods per node",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: builders.Pods(3, builders.PodOptions{Requests: requests("100m", "100Mi")}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{
+				return scheduling.Input{Pods: builders.Pods(3, builders.PodOptions{Requests: requests("100m", "100Mi")}), Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{
 					Requirements: []v1alpha5.NodeSelectorRequirement{{Key: corev1.LabelInstanceTypeStable, Operator: "In", Values: []string{"tiny-pods"}}},
 				})}}
 			},
@@ -278,7 +278,7 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "daemonset overhead is reserved on new nodes",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("1500m", "1Gi")}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
+				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("1500m", "1Gi")}), Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})},
 					DaemonSetPods: builders.Pods(1, builders.PodOptions{Requests: requests("500m", "100Mi")})}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) { wantFirstType(t, r.NewNodes[0], "arm-medium") },
@@ -286,7 +286,7 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "a daemonset that selects an arch is reserved only on instance types of that arch",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("1500m", "1Gi")}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
+				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("1500m", "1Gi")}), Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})},
 					DaemonSetPods: builders.Pods(1, builders.PodOptions{Requests: requests("500m", "100Mi"), NodeSelector: map[string]string{corev1.LabelArchStable: "arm64"}})}
 			},
 			// Were it reserved on every type, small (1,900m allocatable) would not hold the pod.
@@ -295,7 +295,7 @@ func TestScheduling(t *testing.T) {
 		{
 			name: "a daemonset that selects instance types takes its room from those types only",
 			input: func() scheduling.Input {
-				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("1500m", "1Gi")}), Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
+				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("1500m", "1Gi")}), Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})},
 					DaemonSetPods: builders.Pods(1, builders.PodOptions{Requests: requests("3", "100Mi"), NodeRequirements: []corev1.NodeSelectorRequirement{
 						{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"medium", "arm-medium"}}}})}
 			},
@@ -317,11 +317,11 @@ func TestScheduling(t *testing.T) {
 					Requests:     requests("1", "1Gi"),
 					NodeSelector: map[string]string{v1alpha5.ProvisionerNameLabelKey: "other"},
 				}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{}), other}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{}), other}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
-				if r.NewNodes[0].Provisioner != "other" {
-					t.Errorf("provisioner %s, want other", r.NewNodes[0].Provisioner)
+				if r.NewNodes[0].Pool.Name != "other" {
+					t.Errorf("pool %s, want other", r.NewNodes[0].Pool)
 				}
 			},
 		},
@@ -332,7 +332,7 @@ func TestScheduling(t *testing.T) {
 					builders.Pod(builders.PodOptions{Requests: requests("64", "1Gi")}),
 					builders.Pod(builders.PodOptions{Requests: requests("1", "1Gi"), NodeSelector: map[string]string{"team": "x"}}),
 					builders.Pod(builders.PodOptions{Requests: requests("1", "1Gi"), TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread("example.com/rack", corev1.DoNotSchedule, map[string]string{"a": "b"})}}),
-				}, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+				}, Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) { wantUnschedulable(t, r, 3, "") },
 		},
@@ -349,7 +349,7 @@ func TestScheduling(t *testing.T) {
 				return scheduling.Input{
 					Pods: builders.Pods(40, builders.PodOptions{Requests: requests("1", "1Gi"), Labels: cache,
 						PodAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelTopologyZone, cache)}}),
-					Provisioners: []scheduling.Provisioner{{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: "default"}), InstanceTypes: types}},
+					Pools: []scheduling.Pool{scheduling.FromProvisioner(builders.Provisioner(builders.ProvisionerOptions{Name: "default"}), types)},
 				}
 			},
 			expect: func(t *testing.T, r *scheduling.Results) {
@@ -380,7 +380,7 @@ func TestScheduling(t *testing.T) {
 				ps = append(ps, builders.Pods(8, builders.PodOptions{Requests: requests("100m", "128Mi"), Labels: web})...)
 				ps = append(ps, builders.Pods(4, builders.PodOptions{Requests: requests("1", "1Gi"), Labels: batch, TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelHostname, corev1.DoNotSchedule, batch)},
 					NodePreferences: []corev1.PreferredSchedulingTerm{builders.Preferred(1, builders.In(corev1.LabelArchStable, "arm64"))}})...)
-				return scheduling.Input{Pods: ps, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
+				return scheduling.Input{Pods: ps, Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})},
 					Nodes:         []scheduling.Node{existingNode("node-a", "zone-1", "2", "4Gi", builders.Pod(builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: web}))},
 					DaemonSetPods: builders.Pods(1, builders.PodOptions{Requests: requests("100m", "64Mi")})}
 			},
@@ -447,7 +447,7 @@ func checkerCatches(t *testing.T, in scheduling.Input, what string, want string,
 // that break constraints.
 func TestCheckerCatchesViolations(t *testing.T) {
 	input := scheduling.Input{Pods: builders.Pods(3, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "nginx"}, PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, map[string]string{"app": "nginx"})}}),
-		Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+		Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 	// Put every pod on the first node.
 	checkerCatches(t, input, "anti-affinity violation", "", func(_ *scheduling.Input, r *scheduling.Results) {
 		r.Bindings[1].NodeName = r.Bindings[0].NodeName
@@ -469,7 +469,7 @@ func TestProvisionerWithoutInstanceTypes(t *testing.T) {
 	spread := builders.Pod(builders.PodOptions{Requests: requests("1", "1Gi"), Labels: map[string]string{"app": "a"},
 		TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, map[string]string{"app": "a"})}})
 	pinned := builders.Pod(builders.PodOptions{Requests: requests("1", "1Gi"), NodeRequirements: []corev1.NodeSelectorRequirement{builders.In(corev1.LabelTopologyZone, "zone-2")}})
-	r := scheduling.Schedule(scheduling.Input{Pods: []*corev1.Pod{spread, pinned}, Provisioners: []scheduling.Provisioner{empty}})
+	r := scheduling.Schedule(scheduling.Input{Pods: []*corev1.Pod{spread, pinned}, Pools: []scheduling.Pool{empty}})
 	if len(r.NewNodes) != 0 || len(r.Unschedulable) != 2 {
 		t.Fatalf("%d new nodes, %d pods refused; want none and both", len(r.NewNodes), len(r.Unschedulable))
 	}

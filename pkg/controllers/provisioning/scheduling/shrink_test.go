@@ -16,7 +16,7 @@ import (
 func TestShrink(t *testing.T) {
 	inputs := map[string]scheduling.Input{
 		"workload/1000": workloadInput(1000),
-		"catalogue/100": {Pods: workloadPods(100), Provisioners: []scheduling.Provisioner{workloadProvisioner(emulatorInstanceTypes(t))}},
+		"catalogue/100": {Pods: workloadPods(100), Pools: []scheduling.Pool{workloadProvisioner(emulatorInstanceTypes(t))}},
 	}
 	for seed := int64(1); seed <= 40; seed++ {
 		inputs[fmt.Sprintf("mixed/%d", seed)] = workloads.Mixed(seed)

@@ -116,7 +116,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 			name: "spread over capacity types",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: builders.Pods(6, builders.PodOptions{Requests: requests("1", "1Gi"), Labels: web, TopologySpread: spread(v1alpha5.CapacityTypeLabelKey, corev1.DoNotSchedule, web, nil)}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
 				wantCounts(t, podsByValue(in, r, v1alpha5.CapacityTypeLabelKey), map[string]int{v1alpha5.CapacityTypeSpot: 3, v1alpha5.CapacityTypeOnDemand: 3})
@@ -127,7 +127,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 			input: func() scheduling.Input {
 				constraints := append(spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, web, nil), spread(v1alpha5.CapacityTypeLabelKey, corev1.DoNotSchedule, web, nil)...)
 				return scheduling.Input{Pods: builders.Pods(6, builders.PodOptions{Requests: requests("1", "1Gi"), Labels: web, TopologySpread: constraints}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})},
 					// Without a capacity-type label this node is no domain of either constraint.
 					Nodes: []scheduling.Node{labelledNode("unmanaged", map[string]string{corev1.LabelTopologyZone: "zone-1"}, "8")}}
 			},
@@ -140,7 +140,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 			name: "anti-affinity over capacity types has two domains",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: builders.Pods(3, builders.PodOptions{Requests: requests("1", "1Gi"), Labels: web, PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(v1alpha5.CapacityTypeLabelKey, web)}}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
 				wantUnschedulable(t, r, 1, v1alpha5.CapacityTypeLabelKey)
@@ -151,7 +151,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 			name: "anti-affinity over instance types narrows each node to one type",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: builders.Pods(3, builders.PodOptions{Requests: requests("1", "1Gi"), Labels: web, PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelInstanceTypeStable, web)}}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
 				wantNodes(t, r, 3)
@@ -166,7 +166,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 			input: func() scheduling.Input {
 				db := builders.Pod(builders.PodOptions{Requests: requests("1", "1Gi"), Labels: map[string]string{"app": "db"}, NodeSelector: map[string]string{corev1.LabelArchStable: "arm64"}})
 				return scheduling.Input{Pods: append(builders.Pods(3, builders.PodOptions{Requests: requests("1", "1Gi"), PodAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelArchStable, map[string]string{"app": "db"})}}), db),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
 				wantCounts(t, podsByValue(in, r, corev1.LabelArchStable), map[string]int{"arm64": 4})
@@ -178,7 +178,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 				a := provisioner(builders.ProvisionerOptions{Name: "team-a", Labels: map[string]string{"example.com/team": "a"}})
 				b := provisioner(builders.ProvisionerOptions{Name: "team-b", Labels: map[string]string{"example.com/team": "b"}})
 				return scheduling.Input{Pods: builders.Pods(4, builders.PodOptions{Requests: requests("1", "1Gi"), Labels: web, TopologySpread: spread("example.com/team", corev1.DoNotSchedule, web, nil)}),
-					Provisioners: []scheduling.Provisioner{a, b}}
+					Pools: []scheduling.Pool{a, b}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
 				wantCounts(t, podsByValue(in, r, "example.com/team"), map[string]int{"a": 2, "b": 2})
@@ -188,7 +188,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 			name: "existing nodes' labels are domains",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: builders.Pods(4, builders.PodOptions{Requests: requests("1", "1Gi"), Labels: web, TopologySpread: spread("example.com/rack", corev1.DoNotSchedule, web, nil)}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})},
 					Nodes: []scheduling.Node{
 						labelledNode("rack-1-node", map[string]string{"example.com/rack": "1"}, "2"),
 						labelledNode("rack-2-node", map[string]string{"example.com/rack": "2"}, "4"),
@@ -204,7 +204,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 			name: "preferred pod anti-affinity is honoured when possible",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: preferring(3, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: web}, nil, weighted(builders.AffinityTerm(corev1.LabelHostname, web))),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) { wantNodes(t, r, 3) },
 		},
@@ -212,7 +212,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 			name: "preferred pod anti-affinity is relaxed when it cannot be met",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: preferring(3, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: web}, nil, weighted(builders.AffinityTerm(corev1.LabelHostname, web))),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{Limits: builders.Resources("cpu", "2")})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{Limits: builders.Resources("cpu", "2")})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
 				wantNodes(t, r, 1)
@@ -224,7 +224,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 			input: func() scheduling.Input {
 				db := builders.Pod(builders.PodOptions{Requests: requests("1", "1Gi"), Labels: map[string]string{"app": "db"}, NodeRequirements: []corev1.NodeSelectorRequirement{builders.In(corev1.LabelTopologyZone, "zone-2")}})
 				return scheduling.Input{Pods: append(preferring(3, builders.PodOptions{Requests: requests("1", "1Gi")}, weighted(builders.AffinityTerm(corev1.LabelTopologyZone, map[string]string{"app": "db"})), nil), db),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
 				wantCounts(t, podsByValue(in, r, corev1.LabelTopologyZone), map[string]int{"zone-2": 4})
@@ -234,7 +234,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 			name: "preferred pod affinity to pods that do not exist is relaxed",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: preferring(2, builders.PodOptions{Requests: requests("1", "1Gi")}, weighted(builders.AffinityTerm(corev1.LabelTopologyZone, map[string]string{"app": "db"})), nil),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) { wantUnschedulable(t, r, 0, "") },
 		},
@@ -242,7 +242,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 			name: "ScheduleAnyway zone spread is honoured when possible",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: builders.Pods(6, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: web, TopologySpread: spread(corev1.LabelTopologyZone, corev1.ScheduleAnyway, web, nil)}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
 				wantCounts(t, podsByValue(in, r, corev1.LabelTopologyZone), map[string]int{"zone-1": 2, "zone-2": 2, "zone-3": 2})
@@ -252,7 +252,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 			name: "minDomains above the domains there are treats the minimum as zero",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: builders.Pods(5, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: web, TopologySpread: spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, web, func(c *corev1.TopologySpreadConstraint) { c.MinDomains = ptr.To[int32](5) })}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
 				wantUnschedulable(t, r, 2, "zone")
@@ -264,7 +264,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: builders.Pods(4, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: web, TopologySpread: spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, web, nil),
 					NodeRequirements: []corev1.NodeSelectorRequirement{builders.In(corev1.LabelTopologyZone, "zone-2", "zone-3")}}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
 				wantCounts(t, podsByValue(in, r, corev1.LabelTopologyZone), map[string]int{"zone-2": 2, "zone-3": 2})
@@ -278,7 +278,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 						c.NodeAffinityPolicy = ptr.To(corev1.NodeInclusionPolicyIgnore)
 					}),
 					NodeRequirements: []corev1.NodeSelectorRequirement{builders.In(corev1.LabelTopologyZone, "zone-2", "zone-3")}}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
 				// zone-1 stays empty, so each other zone may hold one pod more.
@@ -311,7 +311,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 					pods = append(pods, builders.Pods(2, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "web", "version": version},
 						TopologySpread: spread(corev1.LabelHostname, corev1.DoNotSchedule, web, func(c *corev1.TopologySpreadConstraint) { c.MatchLabelKeys = []string{"version"} })})...)
 				}
-				return scheduling.Input{Pods: pods, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+				return scheduling.Input{Pods: pods, Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) { wantNodes(t, r, 2) },
 		},
@@ -324,7 +324,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 					term.MatchLabelKeys = []string{"version"}
 					pods = append(pods, builders.Pods(2, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: map[string]string{"app": "web", "version": version}, PodAntiAffinity: []corev1.PodAffinityTerm{term}})...)
 				}
-				return scheduling.Input{Pods: pods, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+				return scheduling.Input{Pods: pods, Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) { wantNodes(t, r, 2) },
 		},
@@ -332,7 +332,7 @@ func TestTopologyKeysAndPreferences(t *testing.T) {
 			name: "a topology key no node carries leaves the pod unschedulable",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("1", "1Gi"), PodAffinity: []corev1.PodAffinityTerm{{TopologyKey: "example.com/rack", LabelSelector: &metav1.LabelSelector{}}}}),
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) { wantUnschedulable(t, r, 1, "") },
 		},
@@ -358,5 +358,5 @@ func taintedZoneInput(policy *corev1.NodeInclusionPolicy) scheduling.Input {
 		Requirements: []v1alpha5.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: "In", Values: []string{"zone-3"}}}})
 	return scheduling.Input{Pods: builders.Pods(4, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: web,
 		TopologySpread: spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, web, func(c *corev1.TopologySpreadConstraint) { c.NodeTaintsPolicy = policy })}),
-		Provisioners: []scheduling.Provisioner{open, tainted}}
+		Pools: []scheduling.Pool{open, tainted}}
 }

@@ -6,15 +6,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
-	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/pools"
 )
-
-// Provisioner is a Provisioner with the instance types its cloud provider offers for it.
-type Provisioner struct {
-	Provisioner   *v1alpha5.Provisioner
-	InstanceTypes []*cloudprovider.InstanceType
-}
 
 // Node is an existing node and the pods bound to it.
 type Node struct {
@@ -30,8 +24,8 @@ type Node struct {
 type Input struct {
 	// Pods are the pending pods to place.
 	Pods []*corev1.Pod
-	// Provisioners may launch new nodes.
-	Provisioners []Provisioner
+	// Pools may launch new nodes: a pod goes to the highest-weighted that can take it.
+	Pools []Pool
 	// Nodes are filled, where they have room, before new nodes are opened.
 	Nodes []Node
 	// DaemonSetPods are one pod per daemonset; each runs on every new node it tolerates and
@@ -56,8 +50,8 @@ type Input struct {
 // NewNode is a node the pass decided to launch.
 type NewNode struct {
 	// Hostname stands for the node until it exists; it is unique within Results.
-	Hostname    string
-	Provisioner string
+	Hostname string
+	Pool     pools.Key
 	// Requirements are the labels the node must carry for its pods' constraints to hold.
 	Requirements []corev1.NodeSelectorRequirement
 	Taints       []corev1.Taint

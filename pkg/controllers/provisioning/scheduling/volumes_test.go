@@ -65,7 +65,7 @@ func TestVolumeTopology(t *testing.T) {
 					in.PersistentVolumeClaims = append(in.PersistentVolumeClaims, claim(name, "pv-"+name, nil))
 					in.PersistentVolumes = append(in.PersistentVolumes, zonalVolume("pv-"+name, "topology.ebs.csi.aws.com/zone", "zone-2"))
 				}
-				in.Provisioners = []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}
+				in.Pools = []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}
 				return in
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
@@ -80,7 +80,7 @@ func TestVolumeTopology(t *testing.T) {
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: []*corev1.Pod{withClaim(pod(), "data")}, PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{claim("data", "pv", nil)},
 					PersistentVolumes: []*corev1.PersistentVolume{zonalVolume("pv", "topology.ebs.csi.aws.com/zone", "zone-1")},
-					Nodes:             []scheduling.Node{existingNode("no-driver", "zone-1", "4", "8Gi")}, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Nodes:             []scheduling.Node{existingNode("no-driver", "zone-1", "4", "8Gi")}, Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
 				wantNodes(t, r, 1)
@@ -92,7 +92,7 @@ func TestVolumeTopology(t *testing.T) {
 			input: func() scheduling.Input {
 				pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", Labels: map[string]string{corev1.LabelTopologyZone: "zone-1__zone-3"}}}
 				return scheduling.Input{Pods: []*corev1.Pod{withClaim(pod(), "data")}, PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{claim("data", "pv", nil)},
-					PersistentVolumes: []*corev1.PersistentVolume{pv}, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					PersistentVolumes: []*corev1.PersistentVolume{pv}, Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
 				wantUnschedulable(t, r, 0, "")
@@ -105,7 +105,7 @@ func TestVolumeTopology(t *testing.T) {
 			name: "an unbound WaitForFirstConsumer claim follows its class's allowed topologies",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: []*corev1.Pod{withClaim(pod(), "data")}, PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{claim("data", "", class("gp3"))},
-					StorageClasses: []*storagev1.StorageClass{storageClass("gp3", wffc, "zone-3")}, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					StorageClasses: []*storagev1.StorageClass{storageClass("gp3", wffc, "zone-3")}, Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
 				wantCounts(t, podsByValue(in, r, corev1.LabelTopologyZone), map[string]int{"zone-3": 1})
@@ -119,7 +119,7 @@ func TestVolumeTopology(t *testing.T) {
 					VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: class("gp3")}},
 				}}}}
 				return scheduling.Input{Pods: []*corev1.Pod{p}, StorageClasses: []*storagev1.StorageClass{storageClass("gp3", wffc, "zone-1")},
-					Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
 				wantCounts(t, podsByValue(in, r, corev1.LabelTopologyZone), map[string]int{"zone-1": 1})
@@ -129,7 +129,7 @@ func TestVolumeTopology(t *testing.T) {
 			name: "a class without allowed topologies constrains nothing",
 			input: func() scheduling.Input {
 				return scheduling.Input{Pods: []*corev1.Pod{withClaim(pod(), "data")}, PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{claim("data", "", class("gp3"))},
-					StorageClasses: []*storagev1.StorageClass{storageClass("gp3", wffc)}, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					StorageClasses: []*storagev1.StorageClass{storageClass("gp3", wffc)}, Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) { wantUnschedulable(t, r, 0, "") },
 		},
@@ -140,7 +140,7 @@ func TestVolumeTopology(t *testing.T) {
 				ps := builders.Pods(3, builders.PodOptions{Requests: requests("1", "1Gi"), Labels: web, TopologySpread: spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, web, nil)})
 				withClaim(ps[0], "data")
 				return scheduling.Input{Pods: ps, PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{claim("data", "pv", nil)},
-					PersistentVolumes: []*corev1.PersistentVolume{zonalVolume("pv", corev1.LabelTopologyZone, "zone-1")}, Provisioners: []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+					PersistentVolumes: []*corev1.PersistentVolume{zonalVolume("pv", corev1.LabelTopologyZone, "zone-1")}, Pools: []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
 				wantCounts(t, podsByValue(in, r, corev1.LabelTopologyZone), map[string]int{"zone-1": 1, "zone-2": 1, "zone-3": 1})
@@ -155,7 +155,7 @@ func TestVolumeTopology(t *testing.T) {
 					PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{claim("immediate", "", class("io2")), claim("lost-volume", "gone", nil), claim("no-class", "", nil), claim("zonal", "pv", nil)},
 					PersistentVolumes:      []*corev1.PersistentVolume{zonalVolume("pv", corev1.LabelTopologyZone, "zone-2")},
 					StorageClasses:         []*storagev1.StorageClass{storageClass("io2", immediate)},
-					Provisioners:           []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
+					Pools:                  []scheduling.Pool{provisioner(builders.ProvisionerOptions{})},
 				}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) { wantUnschedulable(t, r, 5, "") },
@@ -177,7 +177,7 @@ func TestVolumeTopology(t *testing.T) {
 					Nodes:                  []scheduling.Node{existingNode("node-a", "zone-1", "4", "8Gi", running)},
 					PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{once("held"), once("shared")},
 					PersistentVolumes:      []*corev1.PersistentVolume{zonalVolume("pv-held", corev1.LabelTopologyZone, "zone-1"), zonalVolume("pv-shared", corev1.LabelTopologyZone, "zone-1")},
-					Provisioners:           []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})},
+					Pools:                  []scheduling.Pool{provisioner(builders.ProvisionerOptions{})},
 				}
 			},
 			expect: func(t *testing.T, in scheduling.Input, r *scheduling.Results) {
@@ -239,10 +239,10 @@ func attachedPerNode(r *scheduling.Results) map[string]int {
 func TestVolumeAttachLimits(t *testing.T) {
 	wffc := storagev1.VolumeBindingWaitForFirstConsumer
 	gp3 := storageClass("gp3", wffc)
-	limited := func(types ...*cloudprovider.InstanceType) []scheduling.Provisioner {
+	limited := func(types ...*cloudprovider.InstanceType) []scheduling.Pool {
 		p := provisioner(builders.ProvisionerOptions{})
 		p.InstanceTypes = types
-		return []scheduling.Provisioner{p}
+		return []scheduling.Pool{p}
 	}
 	cases := []struct {
 		name   string
@@ -252,7 +252,7 @@ func TestVolumeAttachLimits(t *testing.T) {
 		{
 			name: "a new node gets no more EBS volumes than its instance type attaches",
 			input: func() scheduling.Input {
-				in := scheduling.Input{StorageClasses: []*storagev1.StorageClass{gp3}, Provisioners: limited(volumeLimited("small", 8, 0.1, 3))}
+				in := scheduling.Input{StorageClasses: []*storagev1.StorageClass{gp3}, Pools: limited(volumeLimited("small", 8, 0.1, 3))}
 				in.Pods = ebsPods(10, &in.PersistentVolumeClaims)
 				return in
 			},
@@ -269,7 +269,7 @@ func TestVolumeAttachLimits(t *testing.T) {
 			name: "a larger attach limit is worth a dearer type only when the pods need it",
 			input: func() scheduling.Input {
 				in := scheduling.Input{StorageClasses: []*storagev1.StorageClass{gp3},
-					Provisioners: limited(volumeLimited("few-volumes", 8, 0.1, 2), volumeLimited("many-volumes", 8, 0.15, 20))}
+					Pools: limited(volumeLimited("few-volumes", 8, 0.1, 2), volumeLimited("many-volumes", 8, 0.15, 20))}
 				in.Pods = ebsPods(10, &in.PersistentVolumeClaims)
 				return in
 			},
@@ -286,7 +286,7 @@ func TestVolumeAttachLimits(t *testing.T) {
 				old := existingNode("old", "zone-1", "8", "16Gi", withClaim(builders.Pod(builders.PodOptions{}), "old-data"))
 				old.CSINode = csiNode("old", map[string]int32{cloudprovider.EBSCSIDriver: 2})
 				in := scheduling.Input{Nodes: []scheduling.Node{old}, StorageClasses: []*storagev1.StorageClass{gp3}, PersistentVolumes: []*corev1.PersistentVolume{inTree},
-					PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{claim("old-data", "old-pv", nil)}, Provisioners: limited(volumeLimited("small", 8, 0.1, 3))}
+					PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{claim("old-data", "old-pv", nil)}, Pools: limited(volumeLimited("small", 8, 0.1, 3))}
 				in.Pods = ebsPods(1, &in.PersistentVolumeClaims)
 				twoVolumes := ebsPods(1, &in.PersistentVolumeClaims)[0]
 				twoVolumes.Name += "-two"
@@ -309,7 +309,7 @@ func TestVolumeAttachLimits(t *testing.T) {
 			name: "inline in-tree EBS volumes count, a driver without a declared limit has none",
 			input: func() scheduling.Input {
 				efs := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "efs"}, Provisioner: "efs.csi.aws.com", VolumeBindingMode: &wffc}
-				in := scheduling.Input{StorageClasses: []*storagev1.StorageClass{efs}, Provisioners: limited(volumeLimited("small", 8, 0.1, 3))}
+				in := scheduling.Input{StorageClasses: []*storagev1.StorageClass{efs}, Pools: limited(volumeLimited("small", 8, 0.1, 3))}
 				for i, p := range builders.Pods(6, builders.PodOptions{Requests: requests("100m", "100Mi")}) {
 					if i < 3 {
 						p.Spec.Volumes = []corev1.Volume{{Name: "inline", VolumeSource: corev1.VolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: p.Name}}}}
@@ -350,7 +350,7 @@ func TestCheckerCatchesReadWriteOncePodSharing(t *testing.T) {
 	second := withClaim(builders.Pod(builders.PodOptions{Name: "second", Requests: requests("1", "1Gi")}), "shared")
 	in := scheduling.Input{Pods: []*corev1.Pod{first}, PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{shared},
 		PersistentVolumes: []*corev1.PersistentVolume{zonalVolume("pv-shared", corev1.LabelTopologyZone, "zone-1")},
-		Provisioners:      []scheduling.Provisioner{provisioner(builders.ProvisionerOptions{})}}
+		Pools:             []scheduling.Pool{provisioner(builders.ProvisionerOptions{})}}
 	checkerCatches(t, in, "a ReadWriteOncePod claim used by two pods", "ReadWriteOncePod", func(in *scheduling.Input, r *scheduling.Results) {
 		in.Pods = append(in.Pods, second)
 		r.Bindings = append(r.Bindings, scheduling.Binding{Pod: second, NodeName: r.Bindings[0].NodeName})

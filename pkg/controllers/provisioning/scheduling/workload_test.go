@@ -52,11 +52,8 @@ func workloadInstanceTypes() []*cloudprovider.InstanceType {
 	return types
 }
 
-func workloadProvisioner(types []*cloudprovider.InstanceType) scheduling.Provisioner {
-	return scheduling.Provisioner{
-		Provisioner:   builders.Provisioner(builders.ProvisionerOptions{Name: "default", Limits: builders.Resources("cpu", "100M", "memory", "100Pi")}),
-		InstanceTypes: types,
-	}
+func workloadProvisioner(types []*cloudprovider.InstanceType) scheduling.Pool {
+	return scheduling.FromProvisioner(builders.Provisioner(builders.ProvisionerOptions{Name: "default", Limits: builders.Resources("cpu", "100M", "memory", "100Pi")}), types)
 }
 
 // workloadPods builds n pods in five equal groups, the remainder generic.

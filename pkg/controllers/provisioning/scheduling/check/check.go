@@ -16,9 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/pools"
 )
 
 // node is a node as the checker sees it. A new node may launch as any of several instance types
@@ -166,10 +168,10 @@ func (c *checker) verifyAccounting() {
 	}
 }
 
-func (c *checker) provisioner(name string) *scheduling.Provisioner {
-	for i := range c.in.Provisioners {
-		if c.in.Provisioners[i].Provisioner.Name == name {
-			return &c.in.Provisioners[i]
+func (c *checker) pool(key pools.Key) *scheduling.Pool {
+	for i := range c.in.Pools {
+		if c.in.Pools[i].Key == key {
+			return &c.in.Pools[i]
 		}
 	}
 	return nil
@@ -195,9 +197,9 @@ func (c *checker) buildNodes() {
 		}
 		n := newNode(nn.Hostname)
 		n.taints = nn.Taints
-		prov := c.provisioner(nn.Provisioner)
+		prov := c.pool(nn.Pool)
 		if prov == nil {
-			c.fail("new node %s: unknown provisioner %q", nn.Hostname, nn.Provisioner)
+			c.fail("new node %s: unknown pool %s", nn.Hostname, nn.Pool)
 			continue
 		}
 		selector, err := requirementsSelector(nn.Requirements)
@@ -205,7 +207,7 @@ func (c *checker) buildNodes() {
 			c.fail("new node %s: requirements, %v", nn.Hostname, err)
 			continue
 		}
-		provSelector, err := requirementsSelector(provisionerRequirements(prov.Provisioner))
+		provSelector, err := requirementsSelector(prov.Requirements)
 		if err != nil {
 			c.fail("new node %s: provisioner requirements, %v", nn.Hostname, err)
 			continue
@@ -220,13 +222,13 @@ func (c *checker) buildNodes() {
 				for k, v := range it.Labels {
 					l[k] = v
 				}
-				for k, v := range prov.Provisioner.Spec.Labels {
+				for k, v := range prov.Labels {
 					l[k] = v
 				}
 				l[corev1.LabelInstanceTypeStable] = it.Name
 				l[corev1.LabelTopologyZone] = o.Zone
 				l[v1alpha5.CapacityTypeLabelKey] = o.CapacityType
-				l[v1alpha5.ProvisionerNameLabelKey] = prov.Provisioner.Name
+				l[prov.Key.LabelKey] = prov.Key.Name
 				l[corev1.LabelHostname] = nn.Hostname
 				if !selector.Matches(l) || !provSelector.Matches(l) {
 					continue
@@ -249,8 +251,8 @@ func (c *checker) buildNodes() {
 		if len(n.price) == 0 {
 			c.fail("new node %s: no instance type can launch it", nn.Hostname)
 		}
-		if !equalTaints(nn.Taints, prov.Provisioner.Spec.Taints) {
-			c.fail("new node %s: taints %v differ from provisioner's %v", nn.Hostname, nn.Taints, prov.Provisioner.Spec.Taints)
+		if !equalTaints(nn.Taints, prov.Taints) {
+			c.fail("new node %s: taints %v differ from %s's %v", nn.Hostname, nn.Taints, prov.Key, prov.Taints)
 		}
 		c.nodes[n.name] = n
 		c.order = append(c.order, n)
@@ -260,10 +262,10 @@ func (c *checker) buildNodes() {
 // verifyNewNodes checks each new node's instance types: offered by its provisioner, fitting
 // its pods and daemonsets, cheapest first at the stated price, and within limits.
 func (c *checker) verifyNewNodes() {
-	launched := map[string]corev1.ResourceList{}
+	launched := map[pools.Key]corev1.ResourceList{}
 	for _, nn := range c.r.NewNodes {
 		n := c.nodes[nn.Hostname]
-		prov := c.provisioner(nn.Provisioner)
+		prov := c.pool(nn.Pool)
 		if n == nil || prov == nil || len(nn.InstanceTypes) == 0 {
 			if len(nn.InstanceTypes) == 0 {
 				c.fail("new node %s: no instance types", nn.Hostname)
@@ -277,7 +279,7 @@ func (c *checker) verifyNewNodes() {
 		previous := -1.0
 		for i, it := range nn.InstanceTypes {
 			if !offered[it] {
-				c.fail("new node %s: instance type %s is not offered for provisioner %s", nn.Hostname, it.Name, prov.Provisioner.Name)
+				c.fail("new node %s: instance type %s is not offered for %s", nn.Hostname, it.Name, prov.Key)
 			}
 			price, ok := n.price[it]
 			if !ok {
@@ -292,32 +294,32 @@ func (c *checker) verifyNewNodes() {
 			}
 			c.verifyFit(nn, it, n)
 		}
-		used := launched[prov.Provisioner.Name]
+		used := launched[prov.Key]
 		if used == nil {
-			used = prov.Provisioner.Status.Resources.DeepCopy()
+			used = prov.Used.DeepCopy()
 			if used == nil {
 				used = corev1.ResourceList{}
 			}
-			launched[prov.Provisioner.Name] = used
+			launched[prov.Key] = used
 		}
-		for name, q := range nn.InstanceTypes[0].Capacity {
+		for name, q := range nodeCount(nn.InstanceTypes[0]) {
 			sum := used[name]
 			sum.Add(q)
 			used[name] = sum
 		}
 	}
 	for _, nn := range c.r.NewNodes {
-		prov := c.provisioner(nn.Provisioner)
-		if prov == nil || prov.Provisioner.Spec.Limits == nil || len(nn.InstanceTypes) == 0 {
+		prov := c.pool(nn.Pool)
+		if prov == nil || len(prov.Limits) == 0 || len(nn.InstanceTypes) == 0 {
 			continue
 		}
 		for _, it := range nn.InstanceTypes {
-			for name, limit := range prov.Provisioner.Spec.Limits.Resources {
-				total := launched[prov.Provisioner.Name][name]
-				total.Sub(nn.InstanceTypes[0].Capacity[name])
-				total.Add(it.Capacity[name])
+			for name, limit := range prov.Limits {
+				total := launched[prov.Key][name]
+				total.Sub(nodeCount(nn.InstanceTypes[0])[name])
+				total.Add(nodeCount(it)[name])
 				if total.Cmp(limit) > 0 {
-					c.fail("new node %s: launching %s would take provisioner %s to %s %s, over its limit %s", nn.Hostname, it.Name, prov.Provisioner.Name, total.String(), name, limit.String())
+					c.fail("new node %s: launching %s would take %s to %s %s, over its limit %s", nn.Hostname, it.Name, prov.Key, total.String(), name, limit.String())
 				}
 			}
 		}
@@ -478,11 +480,11 @@ func equalTaints(a, b []corev1.Taint) bool {
 	return true
 }
 
-func provisionerRequirements(p *v1alpha5.Provisioner) []corev1.NodeSelectorRequirement {
-	var out []corev1.NodeSelectorRequirement
-	for _, r := range p.Spec.Requirements {
-		out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOperator(r.Operator), Values: r.Values})
-	}
+// nodeCount is what a node of the type counts against its pool's limits: its capacity, and
+// one node.
+func nodeCount(it *cloudprovider.InstanceType) corev1.ResourceList {
+	out := it.Capacity.DeepCopy()
+	out[v1.LimitNodes] = *resource.NewQuantity(1, resource.DecimalSI)
 	return out
 }
 

@@ -15,6 +15,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/check"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -64,7 +65,7 @@ func (p plan) results(in scheduling.Input) *scheduling.Results {
 	byName := map[string]*scheduling.NewNode{}
 	for _, name := range slices.Sorted(maps.Keys(p.nodes)) {
 		n := p.nodes[name]
-		nn := &scheduling.NewNode{Hostname: name, Provisioner: "default", Requirements: n.requirements, InstanceTypes: n.types, Price: n.types[0].Offerings[0].Price}
+		nn := &scheduling.NewNode{Hostname: name, Pool: pools.Provisioner("default"), Requirements: n.requirements, InstanceTypes: n.types, Price: n.types[0].Offerings[0].Price}
 		byName[name] = nn
 		r.NewNodes = append(r.NewNodes, nn)
 	}
@@ -82,8 +83,8 @@ func in(key string, values ...string) corev1.NodeSelectorRequirement {
 }
 
 func input(ps []*corev1.Pod, nodes ...scheduling.Node) scheduling.Input {
-	return scheduling.Input{Pods: ps, Nodes: nodes, Provisioners: []scheduling.Provisioner{{
-		Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: "default"}), InstanceTypes: []*cloudprovider.InstanceType{amd, arm},
+	return scheduling.Input{Pods: ps, Nodes: nodes, Pools: []scheduling.Pool{{
+		Key: pools.Provisioner("default"), InstanceTypes: []*cloudprovider.InstanceType{amd, arm},
 	}}}
 }
 
@@ -348,7 +349,7 @@ func TestVerifyAttachLimits(t *testing.T) {
 	ebsPods := func(n int, provisioner string) scheduling.Input {
 		ps := pods(n, builders.PodOptions{})
 		in := input(ps)
-		in.Provisioners[0].InstanceTypes = []*cloudprovider.InstanceType{&limited}
+		in.Pools[0].InstanceTypes = []*cloudprovider.InstanceType{&limited}
 		in.StorageClasses = []*storagev1.StorageClass{{ObjectMeta: metav1.ObjectMeta{Name: "sc"}, Provisioner: provisioner, VolumeBindingMode: &wffc}}
 		for _, p := range ps {
 			p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: p.Name}}}}

@@ -67,13 +67,13 @@ func Mixed(seed int64) scheduling.Input {
 	apps := []string{"a", "b", "c", "d"}
 	pick := func(values []string) string { return values[rng.Intn(len(values))] }
 	wffc := storagev1.VolumeBindingWaitForFirstConsumer
-	provisioner := func(o builders.ProvisionerOptions) scheduling.Provisioner {
+	provisioner := func(o builders.ProvisionerOptions) scheduling.Pool {
 		types := InstanceTypes()
 		// Few EBS attachments per node, so that the limits bind.
 		for i, it := range types {
 			it.VolumeLimits = map[string]int64{cloudprovider.EBSCSIDriver: int64(1 + i%3)}
 		}
-		return scheduling.Provisioner{Provisioner: builders.Provisioner(o), InstanceTypes: types}
+		return scheduling.FromProvisioner(builders.Provisioner(o), types)
 	}
 	existing := func(name string, labels map[string]string, cpu string, pods ...*corev1.Pod) scheduling.Node {
 		l := map[string]string{corev1.LabelHostname: name}
@@ -83,7 +83,7 @@ func Mixed(seed int64) scheduling.Input {
 		return scheduling.Node{Node: builders.Node(builders.NodeOptions{Name: name, Labels: l, Allocatable: builders.Resources("cpu", cpu, "memory", "8Gi", "pods", "110")}), Pods: pods}
 	}
 	in := scheduling.Input{
-		Provisioners: []scheduling.Provisioner{
+		Pools: []scheduling.Pool{
 			provisioner(builders.ProvisionerOptions{Name: "team-x", Labels: map[string]string{"example.com/team": "x"}}),
 			provisioner(builders.ProvisionerOptions{Name: "team-y", Labels: map[string]string{"example.com/team": "y"},
 				Taints: []corev1.Taint{{Key: "dedicated", Value: "y", Effect: corev1.TaintEffectNoSchedule}}}),

@@ -1,0 +1,83 @@
+package scheduling
+
+import (
+	"maps"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/pools"
+)
+
+// Pool is what may launch new nodes, a v1alpha5 Provisioner or a v1 NodePool, as the scheduler
+// reads it, with the instance types its cloud provider offers for it.
+type Pool struct {
+	Key pools.Key
+	// Labels are set on every node of the pool; the pool's own label (Key) is added to them.
+	Labels map[string]string
+	// Requirements are what every node's labels must satisfy.
+	Requirements []corev1.NodeSelectorRequirement
+	// Taints are on every node; pods must tolerate them.
+	Taints []corev1.Taint
+	// Weight orders the pools a pod could go to: the highest-weighted that can take it does,
+	// at the price of its cheapest fitting node; among equal weights the cheapest node wins.
+	Weight int32
+	// Limits bound the capacities of the pool's nodes, summed, and as v1.LimitNodes their
+	// number; Used is what counts against them already. Nil Limits: no bound.
+	Limits, Used  corev1.ResourceList
+	InstanceTypes []*cloudprovider.InstanceType
+}
+
+// FromProvisioner is a Provisioner as the scheduler reads it. Its status.resources count
+// against its limits; a Provisioner has no weight of its own here, so NodePools of any
+// positive weight come before it.
+func FromProvisioner(p *v1alpha5.Provisioner, instanceTypes []*cloudprovider.InstanceType) Pool {
+	pool := Pool{Key: pools.Provisioner(p.Name), Labels: maps.Clone(p.Spec.Labels), Taints: p.Spec.Taints, Used: p.Status.Resources, InstanceTypes: instanceTypes}
+	for _, r := range p.Spec.Requirements {
+		pool.Requirements = append(pool.Requirements, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOperator(r.Operator), Values: r.Values})
+	}
+	if p.Spec.Limits != nil {
+		pool.Limits = p.Spec.Limits.Resources
+	}
+	return pool
+}
+
+// FromNodePool is a NodePool as the scheduler reads it: its template's labels, requirements and
+// taints, its weight, and its limits, against which its status.resources and node count (as
+// v1.LimitNodes in status.resources or from the caller) count. A node's startup taints are
+// not the pool's taints: pods need not tolerate them.
+func FromNodePool(np *v1.NodePool, instanceTypes []*cloudprovider.InstanceType) Pool {
+	template := &np.Spec.Template
+	pool := Pool{Key: pools.NodePool(np.Name), Labels: map[string]string{}, Taints: v1.CoreTaints(template.Spec.Taints),
+		Limits: corev1.ResourceList(np.Spec.Limits), Used: np.Status.Resources, InstanceTypes: instanceTypes}
+	for k, v := range template.Labels {
+		pool.Labels[k] = string(v)
+	}
+	if np.Spec.Weight != nil {
+		pool.Weight = *np.Spec.Weight
+	}
+	for _, r := range template.Spec.Requirements {
+		pool.Requirements = append(pool.Requirements, coreRequirement(r))
+	}
+	return pool
+}
+
+// coreRequirement is a v1 requirement as a node selector states it: Gte n is Gt n-1 and Lte n
+// is Lt n+1 on integer labels, the only ones those operators admit.
+func coreRequirement(r v1.NodeSelectorRequirementWithMinValues) corev1.NodeSelectorRequirement {
+	out := corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values}
+	if r.Operator != v1.NodeSelectorOpGte && r.Operator != v1.NodeSelectorOpLte || len(r.Values) != 1 {
+		return out
+	}
+	n, err := strconv.ParseInt(r.Values[0], 10, 64)
+	if err != nil {
+		return out // refused by the scheduler's requirements as malformed
+	}
+	if r.Operator == v1.NodeSelectorOpGte {
+		return corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOpGt, Values: []string{strconv.FormatInt(n-1, 10)}}
+	}
+	return corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOpLt, Values: []string{strconv.FormatInt(n+1, 10)}}
+}
