@@ -12,6 +12,7 @@ import (
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/pools"
 )
 
 // ReadyStatus is the status of the node's Ready condition, Unknown when the kubelet has not
@@ -30,10 +31,10 @@ func IsReady(node *corev1.Node) bool {
 	return ReadyStatus(node) == corev1.ConditionTrue
 }
 
-// IsLaunchedByKarpenter is true for a node a Provisioner launched: it carries the
-// provisioner-name label.
+// IsLaunchedByKarpenter is true for a node a Provisioner or a NodePool launched: it carries
+// the pool's label (pools.Of).
 func IsLaunchedByKarpenter(node *corev1.Node) bool {
-	_, ok := node.Labels[v1alpha5.ProvisionerNameLabelKey]
+	_, ok := pools.Of(node.Labels)
 	return ok
 }
 

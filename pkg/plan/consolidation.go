@@ -76,11 +76,13 @@ func Consolidate(snapshot consolidation.Snapshot, settings consolidation.Setting
 		case decision.Unsettled != "":
 			kept.Reason, kept.Message = ReasonUnsettled, decision.Unsettled
 		case !nodes.IsLaunchedByKarpenter(node):
-			kept.Reason, kept.Message = ReasonNotKarpenter, "no Provisioner launched the node"
+			kept.Reason, kept.Message = ReasonNotKarpenter, "no Provisioner or NodePool launched the node"
 		case node.DeletionTimestamp != nil:
 			kept.Reason, kept.Message = ReasonDeleting, "the node is being deleted"
 		case !nodes.HasTerminationFinalizer(node):
 			kept.Reason, kept.Message = ReasonNoFinalizer, "the node lacks the "+v1alpha5.TerminationFinalizer+" finalizer, without which it would go undrained; the termination controller puts it back"
+		case node.Labels[v1alpha5.ProvisionerNameLabelKey] == "":
+			kept.Reason, kept.Message = ReasonConsolidationDisabled, "a NodePool's node: this plan consolidates Provisioners' nodes"
 		case !consolidating[node.Labels[v1alpha5.ProvisionerNameLabelKey]]:
 			kept.Reason, kept.Message = ReasonConsolidationDisabled, "provisioner "+node.Labels[v1alpha5.ProvisionerNameLabelKey]+" does not have spec.consolidation.enabled"
 		case decision.Action != consolidation.None:

@@ -210,7 +210,8 @@ func (c *Snapshot) LaunchingNodes() map[string]string {
 	out := map[string]string{}
 	for i := range c.Nodes {
 		if node := &c.Nodes[i]; nodes.IsLaunching(node) {
-			out[node.Name] = node.Labels[v1alpha5.ProvisionerNameLabelKey]
+			key, _ := pools.Of(node.Labels)
+			out[node.Name] = key.Name
 		}
 	}
 	return out

@@ -77,6 +77,8 @@ func TestAllocator(t *testing.T) {
 	t.Run("pods left without capacity are retried once it returns", s.capacityReturns)
 	t.Run("a pod selecting a label no provisioner sets is never provisioned for", s.twoPaths)
 	t.Run("a provisioner whose instance types cannot be resolved is not Ready", s.unresolved)
+	t.Run("a NodePool takes the pods it weighs most for, launching NodeClaims of its class", s.nodePoolTakesItsPods)
+	t.Run("a NodePool's limits.nodes caps its nodes", s.nodePoolNodeLimit)
 }
 
 // provisioner creates a Provisioner whose nodes carry suite=name, and returns the selector

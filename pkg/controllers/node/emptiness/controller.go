@@ -26,6 +26,7 @@ import (
 	"karpenter.sh/karpenter/pkg/metrics"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/seconds"
 )
 
@@ -180,7 +181,8 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 	if err := c.client.Get(ctx, request.NamespacedName, node); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !nodes.IsLaunchedByKarpenter(node) {
+	// ttlSecondsAfterEmpty is a Provisioner's; a NodePool's empty nodes are its disruption's.
+	if key, ok := pools.Of(node.Labels); !ok || key.IsNodePool() {
 		return reconcile.Result{}, nil
 	}
 	ttl, err := c.ttl(ctx, node)

@@ -30,12 +30,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/killpoint"
 	"karpenter.sh/karpenter/pkg/metrics"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/seconds"
 )
 
@@ -226,12 +228,17 @@ func (c *Controller) cordon(ctx context.Context, node *corev1.Node) error {
 }
 
 // deadline is when the node's drain gives up evicting, from its Provisioner's
-// terminationGracePeriodSeconds; nil when it has none.
+// terminationGracePeriodSeconds or, for a NodePool's node, its NodeClaim's
+// terminationGracePeriod; nil when it has none.
 func (c *Controller) deadline(ctx context.Context, node *corev1.Node) (*time.Time, error) {
-	name, ok := node.Labels[v1alpha5.ProvisionerNameLabelKey]
+	key, ok := pools.Of(node.Labels)
 	if !ok {
 		return nil, nil
 	}
+	if key.IsNodePool() {
+		return c.nodeClaimDeadline(ctx, node)
+	}
+	name := key.Name
 	provisioner := &v1alpha5.Provisioner{}
 	if err := c.client.Get(ctx, types.NamespacedName{Name: name}, provisioner); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -244,6 +251,26 @@ func (c *Controller) deadline(ctx context.Context, node *corev1.Node) (*time.Tim
 	}
 	deadline := node.DeletionTimestamp.Add(seconds.Duration(*provisioner.Spec.TerminationGracePeriodSeconds))
 	return &deadline, nil
+}
+
+// nodeClaimDeadline is the deadline of a node by the terminationGracePeriod of the NodeClaim
+// that owns it; nil without one.
+func (c *Controller) nodeClaimDeadline(ctx context.Context, node *corev1.Node) (*time.Time, error) {
+	for _, owner := range node.OwnerReferences {
+		if owner.Kind != "NodeClaim" || owner.APIVersion != v1.SchemeGroupVersion.String() {
+			continue
+		}
+		nc := &v1.NodeClaim{}
+		if err := c.client.Get(ctx, types.NamespacedName{Name: owner.Name}, nc); err != nil {
+			return nil, client.IgnoreNotFound(fmt.Errorf("reading nodeclaim %s, %w", owner.Name, err))
+		}
+		if nc.Spec.TerminationGracePeriod == nil {
+			return nil, nil
+		}
+		deadline := node.DeletionTimestamp.Add(nc.Spec.TerminationGracePeriod.Duration)
+		return &deadline, nil
+	}
+	return nil, nil
 }
 
 // drain evicts the step's pods; a refused eviction is retried with backoff, never forced.

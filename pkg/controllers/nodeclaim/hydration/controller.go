@@ -23,7 +23,7 @@ import (
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
-	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/pools"
 )
 
 // Name identifies the controller.
@@ -74,7 +74,8 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 // the Provisioner's label and its instance's provider id, and no NodeClaim owns it (the launcher
 // makes every node it creates owned by its NodeClaim, which recorded the instance first).
 func needsNodeClaim(node *corev1.Node) bool {
-	return nodes.IsLaunchedByKarpenter(node) && node.DeletionTimestamp == nil && node.Spec.ProviderID != "" &&
+	key, launched := pools.Of(node.Labels)
+	return launched && !key.IsNodePool() && node.DeletionTimestamp == nil && node.Spec.ProviderID != "" &&
 		!slices.ContainsFunc(node.OwnerReferences, func(r metav1.OwnerReference) bool {
 			return r.Kind == "NodeClaim" && r.APIVersion == v1.SchemeGroupVersion.String()
 		})

@@ -1,0 +1,130 @@
+package provisioning_test
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/eventually"
+)
+
+// readyNodeClass creates an EC2NodeClass whose status says it is Ready, as its controller
+// would once its selectors resolved.
+func (s *suite) readyNodeClass(t *testing.T, name string) {
+	t.Helper()
+	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: awsv1.EC2NodeClassSpec{
+		Role:                       "KarpenterNodeRole-test",
+		AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+		SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "test"}}},
+		SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "test"}}},
+	}}
+	s.create(t, class)
+	stored := class.DeepCopy()
+	meta.SetStatusCondition(&class.Status.Conditions, metav1.Condition{Type: awsv1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"})
+	if err := s.env.Client.Status().Patch(t.Context(), class, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// nodePool creates a NodePool of the class whose nodes are labelled and tainted for the
+// subtest, as provisioner does.
+func (s *suite) nodePool(t *testing.T, name, class string, mutate func(*v1.NodePool)) {
+	t.Helper()
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{
+		NodeClaimTemplateObjectMeta: v1.NodeClaimTemplateObjectMeta{Labels: map[string]v1.LabelValue{"suite": v1.LabelValue(name)}},
+		Spec: v1.NodeClaimTemplateSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
+			Taints:       []v1.Taint{{Key: "dedicated", Value: name, Effect: corev1.TaintEffectNoSchedule}},
+			NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: class},
+		},
+	}}}
+	if mutate != nil {
+		mutate(np)
+	}
+	s.create(t, np)
+}
+
+// nodePoolTakesItsPods: a NodePool of a Ready class launches NodeClaims that name its class and
+// carry its label, and its pods run on their nodes; a Provisioner of the same name and labels,
+// weighing 0, launches nothing for pods both could take.
+func (s *suite) nodePoolTakesItsPods(t *testing.T) {
+	s.readyNodeClass(t, "takes-its-pods")
+	s.nodePool(t, "both", "takes-its-pods", func(np *v1.NodePool) {
+		np.Spec.Weight = ptr.To[int32](10)
+		np.Spec.Template.Annotations = map[string]string{"example.com/owner": "team-a"}
+		np.Spec.Template.Spec.ExpireAfter = v1.MustParseNillableDuration("24h")
+	})
+	selector, tolerations := s.provisioner(t, "both", nil)
+	pods := s.pods(t, 3, builders.PodOptions{Requests: builders.Resources("cpu", "1500m"), NodeSelector: selector, Tolerations: tolerations})
+	for pod, node := range s.running(t, pods) {
+		if node.Labels[v1.NodePoolLabelKey] != "both" || node.Labels[v1alpha5.ProvisionerNameLabelKey] != "" {
+			t.Errorf("pod %s runs on node %s labelled %v, want the NodePool's", pod, node.Name, node.Labels)
+		}
+	}
+	var claims v1.NodeClaimList
+	if err := s.env.Client.List(t.Context(), &claims, client.MatchingLabels{v1.NodePoolLabelKey: "both"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(claims.Items) == 0 {
+		t.Fatal("no NodeClaim of the NodePool")
+	}
+	for _, nc := range claims.Items {
+		ref := nc.Spec.NodeClassRef
+		if ref == nil || ref.Kind != "EC2NodeClass" || ref.Name != "takes-its-pods" || ref.Group != "karpenter.k8s.aws" {
+			t.Errorf("nodeclaim %s names class %+v, want the NodePool's EC2NodeClass", nc.Name, ref)
+		}
+		if nc.Annotations["example.com/owner"] != "team-a" || nc.Spec.ExpireAfter.Duration == nil || nc.Spec.ExpireAfter.Duration.String() != "24h0m0s" {
+			t.Errorf("nodeclaim %s: annotations %v, expireAfter %v; want the template's", nc.Name, nc.Annotations, nc.Spec.ExpireAfter)
+		}
+	}
+	if n := s.launches("both"); n != 0 {
+		t.Errorf("the Provisioner launched %d instances for pods the heavier NodePool takes", n)
+	}
+}
+
+// nodePoolNodeLimit: limits.nodes caps the NodePool's nodes; a pod beyond it waits, told why.
+func (s *suite) nodePoolNodeLimit(t *testing.T) {
+	s.readyNodeClass(t, "node-limit")
+	s.nodePool(t, "node-limit", "node-limit", func(np *v1.NodePool) {
+		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
+			v1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c5.large"}})
+		np.Spec.Limits = v1.Limits{v1.LimitNodes: builders.Resources("nodes", "1")["nodes"]}
+	})
+	selector := map[string]string{"suite": "node-limit"}
+	tolerations := []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "node-limit", Effect: corev1.TaintEffectNoSchedule}}
+	pods := s.pods(t, 2, builders.PodOptions{Requests: builders.Resources("cpu", "1500m"), NodeSelector: selector, Tolerations: tolerations})
+	var waiting string
+	eventually.Holds(t, "one pod Running, the other pending", func() (bool, string, error) {
+		running := 0
+		for _, pod := range pods {
+			current := &corev1.Pod{}
+			if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(pod), current); err != nil {
+				return false, "", err
+			}
+			if current.Status.Phase == corev1.PodRunning {
+				running++
+			} else {
+				waiting = current.Name
+			}
+		}
+		return running == 1, fmt.Sprintf("%d running", running), nil
+	}, eventually.Timeout(pollTimeout))
+	s.event(t, waiting, provisioning.ReasonUnprovisionable, "limits")
+	var claims v1.NodeClaimList
+	if err := s.env.Client.List(t.Context(), &claims, client.MatchingLabels{v1.NodePoolLabelKey: "node-limit"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(claims.Items) != 1 {
+		t.Errorf("%d NodeClaims under limits.nodes 1", len(claims.Items))
+	}
+}
