@@ -224,7 +224,7 @@ func TestConsolidate(t *testing.T) {
 	if err := plan.Write(&table, &plan.Report{Consolidation: got}, plan.FormatTable); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Consolidation: delete a, saving $", "ConsolidationPodWithoutController  pod default/bare has no controller", "NotLaunchedByKarpenter             no Provisioner launched the node"} {
+	for _, want := range []string{"Consolidation: delete a, saving $", "ConsolidationPodWithoutController  pod default/bare has no controller", "NotLaunchedByKarpenter             no Provisioner or NodePool launched the node"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table\n%s\ndoes not say %q", table.String(), want)
 		}
