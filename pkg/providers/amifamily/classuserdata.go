@@ -311,3 +311,23 @@ func bottlerocketKubelet(kubernetes map[string]any, kubelet *awsv1.KubeletConfig
 		kubernetes["cpu-cfs-quota-enforced"] = *kubelet.CPUCFSQuota
 	}
 }
+
+// aliasFamilies are the AMI families of the aliases' family names.
+var aliasFamilies = map[string]string{
+	"al2023": awsv1.AMIFamilyAL2023, "al2": awsv1.AMIFamilyAL2, "bottlerocket": awsv1.AMIFamilyBottlerocket,
+	"windows2019": awsv1.AMIFamilyWindows2019, "windows2022": awsv1.AMIFamilyWindows2022, "windows2025": awsv1.AMIFamilyWindows2025,
+}
+
+// Family is the AMI family of a class's nodes: spec.amiFamily, else its alias's family; "" when
+// it has neither (the schema refuses that).
+func Family(class *awsv1.EC2NodeClass) string {
+	if class.Spec.AMIFamily != nil {
+		return *class.Spec.AMIFamily
+	}
+	for _, term := range class.Spec.AMISelectorTerms {
+		if name, _, ok := strings.Cut(term.Alias, "@"); ok {
+			return aliasFamilies[strings.ToLower(name)]
+		}
+	}
+	return ""
+}
