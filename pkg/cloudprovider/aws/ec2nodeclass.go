@@ -30,8 +30,12 @@ func ec2NodeClass(nodeClass runtime.Object) (*awsv1.EC2NodeClass, error) {
 		return nil, nil
 	}
 	class, ok := nodeClass.(*awsv1.EC2NodeClass)
-	if !ok || class == nil {
+	if !ok {
 		return nil, fmt.Errorf("AWS launches from a karpenter.k8s.aws/v1 EC2NodeClass, not a %T", nodeClass)
+	}
+	if class == nil {
+		// A NodePool must not launch as a Provisioner with the default provider block would.
+		return nil, errors.New("the NodePool's EC2NodeClass is nil")
 	}
 	return class, nil
 }

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -317,6 +318,14 @@ func TestEC2NodeClassWithoutStatusNamesTheField(t *testing.T) {
 	}
 	if _, err := e.instances.InstanceTypes(context.Background(), cloudprovider.Constraints{NodeClass: &awsv1.EC2NodeClass{}}); cloudprovider.ActionRequired(err) == nil {
 		t.Errorf("InstanceTypes of a class without status = %v, want action required", err)
+	}
+	// Another kind of node class, or none behind the interface, is no Provisioner's launch.
+	for _, other := range []runtime.Object{&corev1.ConfigMap{}, (*awsv1.EC2NodeClass)(nil)} {
+		r := classRequest(candidates, readyClass())
+		r.NodeClass = other
+		if _, err := e.instances.Create(context.Background(), r); err == nil {
+			t.Errorf("Create from a %T node class succeeded", other)
+		}
 	}
 	if len(e.emulator.FleetRequests()) != 0 {
 		t.Error("a class lacking status launched")

@@ -47,16 +47,16 @@ func metadataOptions(class *awsv1.EC2NodeClass) *awsv1.MetadataOptions {
 		HTTPEndpoint: ptr.To("enabled"), HTTPProtocolIPv6: ptr.To("disabled"), HTTPPutResponseHopLimit: ptr.To[int64](1), HTTPTokens: ptr.To("required"),
 	}
 	if set := class.Spec.MetadataOptions; set != nil {
-		options.HTTPEndpoint = cmpOr(set.HTTPEndpoint, options.HTTPEndpoint)
-		options.HTTPProtocolIPv6 = cmpOr(set.HTTPProtocolIPv6, options.HTTPProtocolIPv6)
-		options.HTTPPutResponseHopLimit = cmpOr(set.HTTPPutResponseHopLimit, options.HTTPPutResponseHopLimit)
-		options.HTTPTokens = cmpOr(set.HTTPTokens, options.HTTPTokens)
+		options.HTTPEndpoint = firstSet(set.HTTPEndpoint, options.HTTPEndpoint)
+		options.HTTPProtocolIPv6 = firstSet(set.HTTPProtocolIPv6, options.HTTPProtocolIPv6)
+		options.HTTPPutResponseHopLimit = firstSet(set.HTTPPutResponseHopLimit, options.HTTPPutResponseHopLimit)
+		options.HTTPTokens = firstSet(set.HTTPTokens, options.HTTPTokens)
 	}
 	return &options
 }
 
-// cmpOr is the first pointer that is not nil.
-func cmpOr[T any](a, b *T) *T {
+// firstSet is the first pointer that is not nil.
+func firstSet[T any](a, b *T) *T {
 	if a != nil {
 		return a
 	}
