@@ -209,6 +209,8 @@ func (i *Instances) InstanceTypes(ctx context.Context, constraints cloudprovider
 	return i.instanceTypes.List(subnet.Zones(subnets), constraints.Requirements)
 }
 
+// classInstanceTypes are offered in the zones of the class's status.subnets, for the types some
+// AMI of its status boots; its selectors are not read.
 func (i *Instances) classInstanceTypes(class *awsv1.EC2NodeClass, constraints cloudprovider.Constraints) ([]*cloudprovider.InstanceType, error) {
 	subnets, err := classSubnets(class)
 	if err != nil {
