@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/providers/amifamily"
 	"karpenter.sh/karpenter/pkg/providers/instance"
@@ -64,9 +65,10 @@ type InstancesOptions struct {
 	Clock clock.WithTicker
 }
 
-// Instances launches EC2 instances for Provisioners in the provider's default region: it is the
-// cloudprovider.InstanceProvider on AWS, an adapter that resolves a Provisioner's provider block
-// through the per-concern providers (pkg/providers) and answers in the cloudprovider's terms.
+// Instances launches EC2 instances for Provisioners and NodePools in the provider's default
+// region: it is the cloudprovider.InstanceProvider on AWS, an adapter that resolves a
+// Provisioner's provider block, or reads a NodePool's EC2NodeClass status, through the
+// per-concern providers (pkg/providers) and answers in the cloudprovider's terms.
 // Start must run (it is a manager Runnable) for InstanceTypes to have a catalogue: the
 // catalogue and the prices are read in the background, never while scheduling.
 type Instances struct {
@@ -186,8 +188,16 @@ func (i *Instances) RefreshInstanceTypes(ctx context.Context) error {
 }
 
 // InstanceTypes answers from the catalogue and prices read in the background; only the
-// Provisioner's subnets may be read (they are cached), to know its zones.
+// Provisioner's subnets may be read (they are cached), to know its zones. A NodePool's are
+// offered in the zones of its EC2NodeClass's subnets, those some AMI of the class boots.
 func (i *Instances) InstanceTypes(ctx context.Context, constraints cloudprovider.Constraints) ([]*cloudprovider.InstanceType, error) {
+	class, err := ec2NodeClass(constraints.NodeClass)
+	if err != nil {
+		return nil, err
+	}
+	if class != nil {
+		return i.classInstanceTypes(class, constraints)
+	}
 	block, err := i.block(ctx, constraints.Provider)
 	if err != nil {
 		return nil, err
@@ -199,6 +209,20 @@ func (i *Instances) InstanceTypes(ctx context.Context, constraints cloudprovider
 	return i.instanceTypes.List(subnet.Zones(subnets), constraints.Requirements)
 }
 
+// classInstanceTypes are offered in the zones of the class's status.subnets, for the types some
+// AMI of its status boots; its selectors are not read.
+func (i *Instances) classInstanceTypes(class *awsv1.EC2NodeClass, constraints cloudprovider.Constraints) ([]*cloudprovider.InstanceType, error) {
+	subnets, err := classSubnets(class)
+	if err != nil {
+		return nil, err
+	}
+	instanceTypes, err := i.instanceTypes.List(subnet.Zones(subnets), constraints.Requirements)
+	if err != nil {
+		return nil, err
+	}
+	return bootable(class, instanceTypes)
+}
+
 // MarkUnavailable stops offering key for the unavailable-offerings TTL, as after a capacity
 // error: interruption handling calls it when EC2 reclaims a spot instance. Marking again
 // restarts the TTL.
@@ -207,8 +231,24 @@ func (i *Instances) MarkUnavailable(_ context.Context, key cloudprovider.Offerin
 }
 
 // Create launches the request's instances from its Provisioner's provider block: into its
-// subnets, from its launch template or Karpenter's (instance.Provider.Create says how).
+// subnets, from its launch template or Karpenter's (instance.Provider.Create says how); or from
+// its NodePool's EC2NodeClass as its status resolved it.
 func (i *Instances) Create(ctx context.Context, request cloudprovider.LaunchRequest) ([]*cloudprovider.Instance, error) {
+	class, err := ec2NodeClass(request.NodeClass)
+	if err != nil {
+		return nil, err
+	}
+	if class != nil {
+		if len(request.Candidates) == 0 {
+			return nil, fmt.Errorf("launching for nodepool %q, no candidate instance types", request.NodePoolName)
+		}
+		nodeClass, err := classNodeClass(class)
+		if err != nil {
+			return nil, err
+		}
+		instances, err := i.instances.Create(ctx, request, nodeClass)
+		return instances, classError(class, err)
+	}
 	if len(request.Candidates) == 0 {
 		return nil, fmt.Errorf("launching for provisioner %q, no candidate instance types", request.ProvisionerName)
 	}

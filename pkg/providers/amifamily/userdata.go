@@ -10,8 +10,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 )
 
@@ -47,6 +49,39 @@ type nodeConfigKubeletConfig struct {
 	// MaxPods is the provider's figure for the instance type, so the node's allocatable pods
 	// match what the scheduler assumed.
 	MaxPods int64 `json:"maxPods"`
+	// The others are an EC2NodeClass's spec.kubelet, named as the kubelet's
+	// KubeletConfiguration; unset for a Provisioner, which leaves the AMI's defaults.
+	PodsPerCore                 *int32                     `json:"podsPerCore,omitempty"`
+	ClusterDNS                  []string                   `json:"clusterDNS,omitempty"`
+	SystemReserved              map[string]string          `json:"systemReserved,omitempty"`
+	KubeReserved                map[string]string          `json:"kubeReserved,omitempty"`
+	EvictionHard                map[string]string          `json:"evictionHard,omitempty"`
+	EvictionSoft                map[string]string          `json:"evictionSoft,omitempty"`
+	EvictionSoftGracePeriod     map[string]metav1.Duration `json:"evictionSoftGracePeriod,omitempty"`
+	EvictionMaxPodGracePeriod   *int32                     `json:"evictionMaxPodGracePeriod,omitempty"`
+	ImageGCHighThresholdPercent *int32                     `json:"imageGCHighThresholdPercent,omitempty"`
+	ImageGCLowThresholdPercent  *int32                     `json:"imageGCLowThresholdPercent,omitempty"`
+	CPUCFSQuota                 *bool                      `json:"cpuCFSQuota,omitempty"`
+}
+
+// kubeletConfig is the kubelet configuration nodeadm merges into the AMI's.
+func kubeletConfig(maxPods int64, kubelet *awsv1.KubeletConfiguration) nodeConfigKubeletConfig {
+	config := nodeConfigKubeletConfig{MaxPods: maxPods}
+	if kubelet == nil {
+		return config
+	}
+	config.PodsPerCore = kubelet.PodsPerCore
+	config.ClusterDNS = kubelet.ClusterDNS
+	config.SystemReserved = kubelet.SystemReserved
+	config.KubeReserved = kubelet.KubeReserved
+	config.EvictionHard = kubelet.EvictionHard
+	config.EvictionSoft = kubelet.EvictionSoft
+	config.EvictionSoftGracePeriod = kubelet.EvictionSoftGracePeriod
+	config.EvictionMaxPodGracePeriod = kubelet.EvictionMaxPodGracePeriod
+	config.ImageGCHighThresholdPercent = kubelet.ImageGCHighThresholdPercent
+	config.ImageGCLowThresholdPercent = kubelet.ImageGCLowThresholdPercent
+	config.CPUCFSQuota = kubelet.CPUCFSQuota
+	return config
 }
 
 // nodeadmContentType marks the MIME part nodeadm reads its NodeConfig from.
@@ -63,12 +98,25 @@ type NodeBootstrap struct {
 	ServiceCIDR     string
 	Labels          map[string]string
 	Taints          []corev1.Taint
-	MaxPods         int64
+	// MaxPods is the kubelet's maxPods: the instance type's pods capacity, or the class's
+	// spec.kubelet.maxPods.
+	MaxPods int64
+	// Kubelet is an EC2NodeClass's spec.kubelet; nil for a Provisioner.
+	Kubelet *awsv1.KubeletConfiguration
 }
 
 // UserData is a MIME multi-part document with one nodeadm NodeConfig part, as the AL2023
 // EKS-optimized AMI expects.
 func UserData(in NodeBootstrap) (string, error) {
+	raw, err := nodeadmConfig(in)
+	if err != nil {
+		return "", err
+	}
+	return mimeDocument([]mimePart{{header: textproto.MIMEHeader{"Content-Type": {nodeadmContentType}}, body: raw}})
+}
+
+// nodeadmConfig is the NodeConfig that joins the node, as YAML.
+func nodeadmConfig(in NodeBootstrap) ([]byte, error) {
 	config := nodeConfig{
 		APIVersion: "node.eks.aws/v1alpha1",
 		Kind:       "NodeConfig",
@@ -79,26 +127,39 @@ func UserData(in NodeBootstrap) (string, error) {
 				CertificateAuthority: in.ClusterCABundle,
 				CIDR:                 in.ServiceCIDR,
 			},
-			Kubelet: nodeConfigKubelet{Config: nodeConfigKubeletConfig{MaxPods: in.MaxPods}, Flags: kubeletFlags(in.Labels, in.Taints)},
+			Kubelet: nodeConfigKubelet{Config: kubeletConfig(in.MaxPods, in.Kubelet), Flags: kubeletFlags(in.Labels, in.Taints)},
 		},
 	}
 	raw, err := yaml.Marshal(config)
 	if err != nil {
-		return "", fmt.Errorf("encoding the nodeadm NodeConfig, %w", err)
+		return nil, fmt.Errorf("encoding the nodeadm NodeConfig, %w", err)
 	}
+	return raw, nil
+}
+
+// mimePart is one part of a MIME multi-part user data document.
+type mimePart struct {
+	header textproto.MIMEHeader
+	body   []byte
+}
+
+// mimeDocument is the parts as one MIME multi-part document, as cloud-init and nodeadm read it.
+func mimeDocument(parts []mimePart) (string, error) {
 	var body bytes.Buffer
-	parts := multipart.NewWriter(&body)
-	if err := parts.SetBoundary(userDataBoundary); err != nil {
+	writer := multipart.NewWriter(&body)
+	if err := writer.SetBoundary(userDataBoundary); err != nil {
 		return "", fmt.Errorf("setting the user data's MIME boundary, %w", err)
 	}
-	part, err := parts.CreatePart(textproto.MIMEHeader{"Content-Type": {nodeadmContentType}})
-	if err != nil {
-		return "", fmt.Errorf("writing the user data, %w", err)
+	for _, p := range parts {
+		part, err := writer.CreatePart(p.header)
+		if err != nil {
+			return "", fmt.Errorf("writing the user data, %w", err)
+		}
+		if _, err := part.Write(p.body); err != nil {
+			return "", fmt.Errorf("writing the user data, %w", err)
+		}
 	}
-	if _, err := part.Write(raw); err != nil {
-		return "", fmt.Errorf("writing the user data, %w", err)
-	}
-	if err := parts.Close(); err != nil {
+	if err := writer.Close(); err != nil {
 		return "", fmt.Errorf("writing the user data, %w", err)
 	}
 	return fmt.Sprintf("MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=%q\r\n\r\n%s", userDataBoundary, body.String()), nil
@@ -111,9 +172,7 @@ var unregisteredTaint = corev1.Taint{Key: v1.UnregisteredTaintKey, Effect: corev
 // kubeletFlags register the node with its labels (sorted, so the user data is stable) and
 // taints, the unregistered taint among them, as upstream Karpenter's user data does.
 func kubeletFlags(labels map[string]string, taints []corev1.Taint) []string {
-	if !slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.MatchTaint(&unregisteredTaint) }) {
-		taints = append(slices.Clone(taints), unregisteredTaint)
-	}
+	taints = withUnregistered(taints)
 	var flags []string
 	if len(labels) > 0 {
 		var pairs []string
@@ -127,4 +186,12 @@ func kubeletFlags(labels map[string]string, taints []corev1.Taint) []string {
 		rendered = append(rendered, t.ToString())
 	}
 	return append(flags, "--register-with-taints="+strings.Join(rendered, ","))
+}
+
+// withUnregistered are the taints with the unregistered taint among them.
+func withUnregistered(taints []corev1.Taint) []corev1.Taint {
+	if slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.MatchTaint(&unregisteredTaint) }) {
+		return taints
+	}
+	return append(slices.Clone(taints), unregisteredTaint)
 }

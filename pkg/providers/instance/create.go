@@ -142,8 +142,8 @@ func (p *Provider) launch(ctx context.Context, request cloudprovider.LaunchReque
 		SpotOptions:     &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized},
 		// An instant fleet tags only itself and its instances.
 		TagSpecifications: []ec2types.TagSpecification{
-			{ResourceType: ec2types.ResourceTypeInstance, Tags: p.instanceTags(request, nodeClass.Tags)},
-			{ResourceType: ec2types.ResourceTypeFleet, Tags: p.instanceTags(request, nodeClass.Tags)},
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: p.instanceTags(request, nodeClass)},
+			{ResourceType: ec2types.ResourceTypeFleet, Tags: p.instanceTags(request, nodeClass)},
 		},
 		ClientToken: clientToken(request.IdempotencyKey, call),
 	}
@@ -156,7 +156,7 @@ func (p *Provider) launch(ctx context.Context, request cloudprovider.LaunchReque
 		if awsapi.ErrorCode(err) == "IdempotentParameterMismatch" {
 			return nil, nil, &cloudprovider.LaunchedBeforeError{Key: request.IdempotencyKey, Err: err}
 		}
-		err = awsapi.CallError(err, "ec2:CreateFleet", fmt.Sprintf("a %s instance for provisioner %s", capacityType, request.ProvisionerName))
+		err = awsapi.CallError(err, "ec2:CreateFleet", fmt.Sprintf("a %s instance for %s", capacityType, launchedFor(request)))
 		if required := actionRequired(nodeClass.LaunchTemplate != "", awsapi.ErrorCode(err), awsapi.ErrorMessage(err), err); required != nil {
 			return nil, nil, required
 		}
@@ -179,7 +179,7 @@ func (p *Provider) launch(ctx context.Context, request cloudprovider.LaunchReque
 		if len(text) == 0 {
 			text = []string{"no instance and no error"}
 		}
-		err := fmt.Errorf("calling ec2:CreateFleet for provisioner %s, %s", request.ProvisionerName, strings.Join(text, "; "))
+		err := fmt.Errorf("calling ec2:CreateFleet for %s, %s", launchedFor(request), strings.Join(text, "; "))
 		for _, e := range other {
 			if required := actionRequired(nodeClass.LaunchTemplate != "", sdkaws.ToString(e.ErrorCode), sdkaws.ToString(e.ErrorMessage), err); required != nil {
 				return nil, nil, required

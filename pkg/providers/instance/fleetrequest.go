@@ -12,6 +12,8 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 
+	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/providers/awsapi"
@@ -36,6 +38,7 @@ func (p *Provider) launchTemplateConfigs(ctx context.Context, request cloudprovi
 				Labels:          nodeLabels(request),
 				Taints:          request.Taints,
 				InstanceType:    c.InstanceType,
+				NodeClass:       nodeClass.EC2NodeClass,
 			}); err != nil {
 				return nil, err
 			}
@@ -65,29 +68,47 @@ func (p *Provider) launchTemplateConfigs(ctx context.Context, request cloudprovi
 	return configs, nil
 }
 
-// nodeLabels are the labels the node registers with: the request's and the Provisioner's name.
+// nodeLabels are the labels the node registers with: the request's and the Provisioner's or
+// NodePool's name.
 func nodeLabels(request cloudprovider.LaunchRequest) map[string]string {
 	labels := maps.Clone(request.Labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[v1alpha5.ProvisionerNameLabelKey] = request.ProvisionerName
+	if request.NodePoolName != "" {
+		labels[v1.NodePoolLabelKey] = request.NodePoolName
+	} else {
+		labels[v1alpha5.ProvisionerNameLabelKey] = request.ProvisionerName
+	}
 	return labels
 }
 
-// instanceTags are every instance's: a Name, the Provisioner, the cluster's ownership, the key of
-// the launch that made it (by which a launch resumed after a crash finds its instances), then the
-// node class's own (which may not override the others).
-func (p *Provider) instanceTags(request cloudprovider.LaunchRequest, extra map[string]string) []ec2types.Tag {
-	tags := map[string]string{
-		"Name":                              fmt.Sprintf("karpenter.sh/%s/%s", p.clusterName, request.ProvisionerName),
-		v1alpha5.ProvisionerNameLabelKey:    request.ProvisionerName,
-		awsapi.ClusterTagKey(p.clusterName): "owned",
+// launchedFor names what the launch is for in errors: "provisioner <name>" or "nodepool <name>".
+func launchedFor(request cloudprovider.LaunchRequest) string {
+	if request.NodePoolName != "" {
+		return "nodepool " + request.NodePoolName
+	}
+	return "provisioner " + request.ProvisionerName
+}
+
+// instanceTags are every instance's: for a Provisioner a Name and the Provisioner, for a NodePool
+// the NodePool, its EC2NodeClass and the cluster's name as EKS tags it; the cluster's ownership,
+// the key of the launch that made it (by which a launch resumed after a crash finds its
+// instances), then the node class's own (which may not override the others).
+func (p *Provider) instanceTags(request cloudprovider.LaunchRequest, nodeClass NodeClass) []ec2types.Tag {
+	tags := map[string]string{awsapi.ClusterTagKey(p.clusterName): "owned"}
+	if nodeClass.EC2NodeClass != nil {
+		tags[v1.NodePoolLabelKey] = request.NodePoolName
+		tags[awsv1.LabelNodeClass] = nodeClass.EC2NodeClass.Name
+		tags[launchtemplate.EKSClusterNameTagKey] = p.clusterName
+	} else {
+		tags["Name"] = fmt.Sprintf("karpenter.sh/%s/%s", p.clusterName, request.ProvisionerName)
+		tags[v1alpha5.ProvisionerNameLabelKey] = request.ProvisionerName
 	}
 	if request.IdempotencyKey != "" {
 		tags[LaunchGroupTagKey] = request.IdempotencyKey
 	}
-	for key, value := range extra {
+	for key, value := range nodeClass.Tags {
 		if _, ok := tags[key]; !ok {
 			tags[key] = value
 		}

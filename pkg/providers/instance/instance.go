@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
+	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/providers/awsapi"
@@ -26,8 +28,8 @@ import (
 	"karpenter.sh/karpenter/pkg/providers/subnet"
 )
 
-// NodeClass is what instances are launched from: the node class of the launch, resolved (today
-// from a Provisioner's provider block).
+// NodeClass is what instances are launched from: the node class of the launch, resolved from a
+// Provisioner's provider block or a NodePool's EC2NodeClass.
 type NodeClass struct {
 	// Subnets are those instances may launch into; each zone's with the most free addresses is
 	// used.
@@ -40,6 +42,9 @@ type NodeClass struct {
 	InstanceProfile string
 	// Tags are added to every instance; Karpenter's own tags win.
 	Tags map[string]string
+	// EC2NodeClass is the NodePool's class, nil for a Provisioner: Karpenter's templates are made
+	// from it (launchtemplate.Request.NodeClass), and the instances tagged with its name.
+	EC2NodeClass *awsv1.EC2NodeClass
 }
 
 // Provider launches and finds the instances of one cluster in the region its clients call.
@@ -159,8 +164,8 @@ func convertInstance(instance ec2types.Instance) *cloudprovider.Instance {
 	launchGroup := ""
 	for _, tag := range instance.Tags {
 		switch sdkaws.ToString(tag.Key) {
-		case v1alpha5.ProvisionerNameLabelKey:
-			labels[v1alpha5.ProvisionerNameLabelKey] = sdkaws.ToString(tag.Value)
+		case v1alpha5.ProvisionerNameLabelKey, v1.NodePoolLabelKey:
+			labels[sdkaws.ToString(tag.Key)] = sdkaws.ToString(tag.Value)
 		case LaunchGroupTagKey:
 			launchGroup = sdkaws.ToString(tag.Value)
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/utils/clock"
 
+	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/providers/amifamily"
 	"karpenter.sh/karpenter/pkg/providers/awsapi"
@@ -70,6 +71,11 @@ type Request struct {
 	// InstanceType: its architecture picks the AMI and its pods capacity is the kubelet's
 	// maxPods, so types that share both share a template.
 	InstanceType *cloudprovider.InstanceType
+	// NodeClass is the EC2NodeClass the nodes launch from, nil for a Provisioner: its status
+	// holds their AMIs and security groups (SecurityGroups are not read), its spec their user
+	// data, kubelet settings, volumes, metadata options and tags. InstanceProfile is its
+	// status's.
+	NodeClass *awsv1.EC2NodeClass
 }
 
 // NoSecurityGroupError is Resolve's error when the request's terms select no security group:
@@ -85,6 +91,9 @@ func (e *NoSecurityGroupError) Error() string {
 // Resolve returns the name of Karpenter's template for the request's nodes, making it when EC2
 // has none of that name.
 func (p *Provider) Resolve(ctx context.Context, request Request) (string, error) {
+	if request.NodeClass != nil {
+		return p.resolveClass(ctx, request)
+	}
 	ami, err := p.amis.Recommended(ctx, request.InstanceType.Labels[corev1.LabelArchStable])
 	if err != nil {
 		return "", err
