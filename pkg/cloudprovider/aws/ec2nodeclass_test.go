@@ -119,6 +119,11 @@ func TestNodePoolLaunchesFromItsEC2NodeClass(t *testing.T) {
 	if got := launched[0]; got.Labels["karpenter.sh/nodepool"] != "default" || got.Labels["team"] != "ml" || got.Labels["karpenter.sh/provisioner-name"] != "" {
 		t.Errorf("labels = %v, want the NodePool's and the request's", got.Labels)
 	}
+	// Listed as the cluster's, for garbage collection and a resumed launch to find.
+	listed, err := e.instances.List(context.Background())
+	if err != nil || len(listed) != 1 || listed[0].ID != launched[0].ID || listed[0].Labels["karpenter.sh/nodepool"] != "default" {
+		t.Errorf("List = %v, %v; want the NodePool's instance, labelled", listed, err)
+	}
 	fleet := e.emulator.FleetRequests()[0]
 	wantTags := map[string]string{
 		"karpenter.sh/nodepool": "default", "karpenter.k8s.aws/ec2nodeclass": "general", "eks:eks-cluster-name": "demo",

@@ -238,7 +238,8 @@ func (p *Provider) List(ctx context.Context) ([]*cloudprovider.Instance, error) 
 	var instances []*cloudprovider.Instance
 	pages := ec2.NewDescribeInstancesPaginator(c.EC2, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
 		{Name: sdkaws.String("tag:" + awsapi.ClusterTagKey(p.clusterName)), Values: []string{"owned"}},
-		{Name: sdkaws.String("tag-key"), Values: []string{v1alpha5.ProvisionerNameLabelKey}},
+		// A Provisioner's or a NodePool's: the values of one filter are alternatives.
+		{Name: sdkaws.String("tag-key"), Values: []string{v1alpha5.ProvisionerNameLabelKey, v1.NodePoolLabelKey}},
 		{Name: sdkaws.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped"}},
 	}})
 	for pages.HasMorePages() {
