@@ -176,8 +176,9 @@ type nodeConfig struct {
 // nodeadmContentType marks the MIME part nodeadm reads its NodeConfig from.
 const nodeadmContentType = "application/node.eks.aws"
 
-// KubeletFlags are the kubelet flags of the nodeadm NodeConfig in user data (a MIME multi-part
-// document, as the AL2023 EKS AMI reads it).
+// KubeletFlags are the kubelet flags of the nodeadm NodeConfigs in user data (a MIME multi-part
+// document, as the AL2023 EKS AMI reads it): nodeadm merges every NodeConfig part, a user's
+// before Karpenter's, so their flags add up.
 func KubeletFlags(userData string) ([]string, error) {
 	message, err := mail.ReadMessage(strings.NewReader(userData))
 	if err != nil {
@@ -188,10 +189,15 @@ func KubeletFlags(userData string) ([]string, error) {
 		return nil, fmt.Errorf("the user data is not a MIME multi-part document (%s), %w", mediaType, err)
 	}
 	parts := multipart.NewReader(message.Body, params["boundary"])
+	var flags []string
+	found := false
 	for {
 		part, err := parts.NextPart()
 		if errors.Is(err, io.EOF) {
-			return nil, errors.New("the user data has no nodeadm NodeConfig")
+			if !found {
+				return nil, errors.New("the user data has no nodeadm NodeConfig")
+			}
+			return flags, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading the user data's parts, %w", err)
@@ -207,7 +213,8 @@ func KubeletFlags(userData string) ([]string, error) {
 		if err := yaml.Unmarshal(raw.Bytes(), &config); err != nil {
 			return nil, fmt.Errorf("parsing the nodeadm NodeConfig, %w", err)
 		}
-		return config.Spec.Kubelet.Flags, nil
+		found = true
+		flags = append(flags, config.Spec.Kubelet.Flags...)
 	}
 }
 

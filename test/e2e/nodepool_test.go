@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/eventually"
+	"karpenter.sh/karpenter/test/sandbox"
+)
+
+// gettingStartedManifest is upstream's v1.14 getting-started NodePool and EC2NodeClass, as its
+// guide's step 12 writes them (kept with its source in pkg/apis/testdata).
+const gettingStartedManifest = "../../pkg/apis/testdata/upstream/website/content/en/v1.14/getting-started/getting-started-with-karpenter/scripts/step12-add-nodepool.sh.L2-L49.yaml"
+
+// TestGettingStartedWithANodePool (issue 36, "Done when"): upstream's getting-started flow in
+// the sandbox. Its NodePool and EC2NodeClass apply unchanged (the guide's variables filled in,
+// --validate=strict); the class resolves and both become Ready; inflate scaled to 5 gets
+// NodeClaims of the NodePool, Ready, on nodes of the instance categories it asks for, launched
+// from the class's instance profile and AMI; `kubectl delete nodeclaim` drains one, terminates
+// its instance, and a new NodeClaim takes its pods. Not parallel: the guide's NodePool takes
+// any pod that selects nothing, as it does in a user's cluster.
+func TestGettingStartedWithANodePool(t *testing.T) {
+	raw, err := os.ReadFile(gettingStartedManifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := strings.NewReplacer("${CLUSTER_NAME}", sandbox.ClusterName, "${ALIAS_VERSION}", "latest").Replace(string(raw))
+	file := filepath.Join(t.TempDir(), "nodepool.yaml")
+	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, "apply", "--validate=strict", "-f", file)
+	const app = "inflate"
+	t.Cleanup(func() { cleanUpGettingStarted(t, app) })
+
+	class := &awsv1.EC2NodeClass{}
+	eventually.Holds(t, "the EC2NodeClass and the NodePool Ready", func() (bool, string, error) {
+		if err := stack.Env.Client.Get(context.Background(), client.ObjectKey{Name: "default"}, class); err != nil {
+			return false, "", err
+		}
+		np := &v1.NodePool{}
+		if err := stack.Env.Client.Get(context.Background(), client.ObjectKey{Name: "default"}, np); err != nil {
+			return false, "", err
+		}
+		return meta.IsStatusConditionTrue(class.Status.Conditions, awsv1.ConditionTypeReady) && meta.IsStatusConditionTrue(np.Status.Conditions, v1.ConditionTypeReady),
+			fmt.Sprintf("class %v; nodepool %v", class.Status.Conditions, np.Status.Conditions), nil
+	}, eventually.Timeout(waitTimeout))
+
+	createObject(t, builders.Deployment(builders.DeploymentOptions{Name: app, Namespace: sandbox.Namespace, Replicas: 0, Pod: builders.PodOptions{
+		Labels: map[string]string{"app": app}, Requests: builders.Resources("cpu", "1"),
+	}}))
+	kubectl(t, "scale", "deployment", app, "-n", sandbox.Namespace, "--replicas", "5")
+	placed := waitApp(t, app, 5)
+	claims := nodePoolClaims(t, "default")
+	for pod, node := range placed {
+		// The sandbox's node group has room for some, as a user's cluster may.
+		if node.Labels[sandbox.NodeGroupLabel] != "" {
+			continue
+		}
+		if node.Labels[v1.NodePoolLabelKey] != "default" || !slices.Contains([]string{"c", "m", "r"}, node.Labels["karpenter.k8s.aws/instance-category"]) ||
+			node.Labels[v1.CapacityTypeLabelKey] != v1.CapacityTypeOnDemand {
+			t.Errorf("pod %s runs on %s labelled %v, want a default NodePool on-demand node of category c, m or r", pod, node.Name, node.Labels)
+		}
+	}
+	for _, nc := range claims {
+		if !nc.IsTrue(v1.ConditionTypeReady) || nc.Spec.NodeClassRef.Kind != "EC2NodeClass" || nc.Spec.NodeClassRef.Name != "default" {
+			t.Errorf("nodeclaim %s: class %+v, conditions %v; want the EC2NodeClass, Ready", nc.Name, nc.Spec.NodeClassRef, nc.Status.Conditions)
+		}
+		if !slices.ContainsFunc(class.Status.AMIs, func(a awsv1.AMI) bool { return a.ID == nc.Status.ImageID }) {
+			t.Errorf("nodeclaim %s booted %s, not one of the class's AMIs %v", nc.Name, nc.Status.ImageID, class.Status.AMIs)
+		}
+	}
+	for _, instance := range liveInstances("") {
+		if instance.Tags[v1.NodePoolLabelKey] != "default" {
+			continue
+		}
+		template, ok := stack.Emulator.LaunchTemplate(instance.LaunchTemplateName)
+		if !ok || template.Data.IAMInstanceProfileName != class.Status.InstanceProfile {
+			t.Errorf("instance %s launched from template %q (found %t) with profile %q, want the class's %q", instance.InstanceID, instance.LaunchTemplateName, ok,
+				template.Data.IAMInstanceProfileName, class.Status.InstanceProfile)
+		}
+	}
+	printed := kubectl(t, "get", "nodepools,ec2nodeclasses,nodeclaims")
+	for _, want := range []string{"nodepool.karpenter.sh/default", "ec2nodeclass.karpenter.k8s.aws/default", claims[0].Name} {
+		if !strings.Contains(printed, want) {
+			t.Errorf("kubectl get nodepools,ec2nodeclasses,nodeclaims printed\n%s\nwant %q in it", printed, want)
+		}
+	}
+
+	// kubectl delete nodeclaim: drained, its instance terminated, its pods on a new NodeClaim.
+	first := claims[0]
+	node := &corev1.Node{}
+	if err := stack.Env.Client.Get(context.Background(), client.ObjectKey{Name: first.Status.NodeName}, node); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, "delete", "nodeclaim", first.Name, "--wait=false")
+	waitGone(t, node)
+	eventually.Holds(t, "nodeclaim "+first.Name+" gone, its instance terminated", func() (bool, string, error) {
+		err := stack.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(&first), &v1.NodeClaim{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, "", err
+		}
+		return apierrors.IsNotFound(err) && terminations(instanceIDOf(node)) > 0, fmt.Sprintf("terminations %d", terminations(instanceIDOf(node))), nil
+	}, eventually.Timeout(waitTimeout))
+	waitApp(t, app, 5)
+	for _, nc := range nodePoolClaims(t, "default") {
+		if nc.Name == first.Name {
+			t.Errorf("nodeclaim %s still listed", nc.Name)
+		}
+	}
+}
+
+// nodePoolClaims are the NodePool's NodeClaims, once every one is Ready.
+func nodePoolClaims(t *testing.T, nodePool string) []v1.NodeClaim {
+	t.Helper()
+	var list v1.NodeClaimList
+	eventually.Holds(t, "the NodeClaims of nodepool "+nodePool+" Ready", func() (bool, string, error) {
+		if err := stack.Env.Client.List(context.Background(), &list, client.MatchingLabels{v1.NodePoolLabelKey: nodePool}); err != nil {
+			return false, "", err
+		}
+		var seen []string
+		ready := len(list.Items) > 0
+		for _, nc := range list.Items {
+			ready = ready && nc.DeletionTimestamp == nil && nc.IsTrue(v1.ConditionTypeReady)
+			seen = append(seen, fmt.Sprintf("%s deleting=%t ready=%t", nc.Name, nc.DeletionTimestamp != nil, nc.IsTrue(v1.ConditionTypeReady)))
+		}
+		return ready, strings.Join(seen, "; "), nil
+	}, eventually.Timeout(waitTimeout))
+	return list.Items
+}
+
+// cleanUpGettingStarted deletes what the guide made, the NodePool's NodeClaims (and so their
+// nodes and instances) included, and waits for them to go, so that the parallel tests after it
+// see none of it.
+func cleanUpGettingStarted(t *testing.T, app string) {
+	ctx := context.Background()
+	kubectl(t, "delete", "deployment", app, "-n", sandbox.Namespace, "--ignore-not-found")
+	kubectl(t, "delete", "nodepool", "default", "--ignore-not-found")
+	kubectl(t, "delete", "nodeclaims", "-l", v1.NodePoolLabelKey+"=default", "--wait=false")
+	// The test's context is done by now: poll on one of the cleanup's own.
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		var list v1.NodeClaimList
+		err := stack.Env.Client.List(ctx, &list, client.MatchingLabels{v1.NodePoolLabelKey: "default"})
+		return err == nil && len(list.Items) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("the NodePool's NodeClaims not gone, %v", err)
+	}
+	kubectl(t, "delete", "ec2nodeclass", "default", "--ignore-not-found")
+}
