@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -123,6 +124,10 @@ func newNodeClaim(name string, pool Pool, n *scheduling.NewNode, candidates []cl
 	if pool.NodePool == nil {
 		return nc
 	}
+	// Owned by its NodePool, as upstream's: deleting the NodePool deletes its NodeClaims, and so
+	// drains and terminates its nodes; the NodePool stays until they are gone.
+	nc.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodePool", Name: pool.NodePool.Name,
+		UID: pool.NodePool.UID, BlockOwnerDeletion: ptr.To(true)}}
 	template := &pool.NodePool.Spec.Template
 	for k, v := range template.Annotations {
 		if _, ok := nc.Annotations[k]; !ok {

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	cloudmetrics "karpenter.sh/karpenter/pkg/cloudprovider/metrics"
@@ -162,6 +163,11 @@ func (c *Controller) Name() string { return Name }
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/finalizers,verbs=update
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
+// A NodePool's NodeClaims block its deletion (ownerReferences[].blockOwnerDeletion), which the
+// OwnerReferencesPermissionEnforcement admission plugin allows to who may update its finalizers.
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools/finalizers,verbs=update
+// +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
@@ -202,6 +208,18 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		}))
 	if err != nil {
 		return fmt.Errorf("watching provisioners, %w", err)
+	}
+	// Pods waiting for a NodePool whose class just became Ready are planned for at once. A
+	// NodePool's status changes with its class's readiness, not its generation.
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named(Name + "-nodepools").
+		For(&v1.NodePool{}).
+		Complete(reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+			c.batcher.poke()
+			return reconcile.Result{}, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("watching nodepools, %w", err)
 	}
 	// A plain runnable runs only while this replica leads, like the controllers.
 	return mgr.Add(manager.RunnableFunc(c.run))

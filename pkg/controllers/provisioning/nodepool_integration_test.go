@@ -90,6 +90,28 @@ func (s *suite) nodePoolTakesItsPods(t *testing.T) {
 	if n := s.launches("both"); n != 0 {
 		t.Errorf("the Provisioner launched %d instances for pods the heavier NodePool takes", n)
 	}
+
+	// Its NodeClaims are the NodePool's: deleting it deletes them (the garbage collector
+	// follows their owner reference), and so their nodes.
+	np := &v1.NodePool{}
+	if err := s.env.Client.Get(t.Context(), client.ObjectKey{Name: "both"}, np); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.env.Client.Delete(t.Context(), np); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Holds(t, "the NodePool's NodeClaims deleted with it", func() (bool, string, error) {
+		var list v1.NodeClaimList
+		if err := s.env.Client.List(t.Context(), &list, client.MatchingLabels{v1.NodePoolLabelKey: "both"}); err != nil {
+			return false, "", err
+		}
+		for _, nc := range list.Items {
+			if nc.DeletionTimestamp == nil {
+				return false, "nodeclaim " + nc.Name + " not deleted", nil
+			}
+		}
+		return true, "", nil
+	}, eventually.Timeout(pollTimeout))
 }
 
 // nodePoolNodeLimit: limits.nodes caps the NodePool's nodes; a pod beyond it waits, told why.
