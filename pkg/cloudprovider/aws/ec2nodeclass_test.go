@@ -362,4 +362,17 @@ func TestEC2NodeClassInstanceTypesComeFromItsStatus(t *testing.T) {
 			}
 		}
 	}
+
+	// Sized as its kubelet settings make the nodes report: what the scheduler packs is what
+	// the node will take.
+	class.Spec.Kubelet = &awsv1.KubeletConfiguration{MaxPods: ptr.To[int32](110)}
+	sized, err := e.instances.InstanceTypes(context.Background(), cloudprovider.Constraints{NodeClass: class})
+	if err != nil || len(sized) != len(types) {
+		t.Fatalf("%d types, %v", len(sized), err)
+	}
+	for _, it := range sized {
+		if it.Capacity.Pods().Value() != 110 {
+			t.Errorf("%s takes %s pods, want the class's maxPods 110", it.Name, it.Capacity.Pods())
+		}
+	}
 }

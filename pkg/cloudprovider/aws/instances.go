@@ -210,7 +210,8 @@ func (i *Instances) InstanceTypes(ctx context.Context, constraints cloudprovider
 }
 
 // classInstanceTypes are offered in the zones of the class's status.subnets, for the types some
-// AMI of its status boots; its selectors are not read.
+// AMI of its status boots, sized as its kubelet settings make the nodes report; its selectors
+// are not read.
 func (i *Instances) classInstanceTypes(class *awsv1.EC2NodeClass, constraints cloudprovider.Constraints) ([]*cloudprovider.InstanceType, error) {
 	subnets, err := classSubnets(class)
 	if err != nil {
@@ -220,7 +221,13 @@ func (i *Instances) classInstanceTypes(class *awsv1.EC2NodeClass, constraints cl
 	if err != nil {
 		return nil, err
 	}
-	return bootable(class, instanceTypes)
+	booted, err := bootable(class, instanceTypes)
+	if err != nil || class.Spec.Kubelet == nil {
+		return booted, err
+	}
+	k := class.Spec.Kubelet
+	return instancetype.WithKubelet(booted, instancetype.KubeletSettings{MaxPods: k.MaxPods, PodsPerCore: k.PodsPerCore,
+		KubeReserved: k.KubeReserved, SystemReserved: k.SystemReserved, EvictionHard: k.EvictionHard}), nil
 }
 
 // MarkUnavailable stops offering key for the unavailable-offerings TTL, as after a capacity
