@@ -143,39 +143,46 @@ func TestNodePoolLaunchesFromItsEC2NodeClass(t *testing.T) {
 	}
 
 	for instanceType, ami := range map[string]string{"m5.large": amdAMI, "m6g.large": armAMI} {
-		lt := templateOf(t, e, instanceType)
-		data := lt.Data
-		if data.ImageID != ami || !slices.Equal(data.SecurityGroupIDs, []string{"sg-nodes"}) || data.IAMInstanceProfileName != "KarpenterNodeInstanceProfile-demo" {
-			t.Errorf("%s: template holds AMI %s, groups %v, profile %s; want %s, the status's groups and profile", instanceType, data.ImageID, data.SecurityGroupIDs, data.IAMInstanceProfileName, ami)
-		}
-		wantDevices := []awsemulator.LaunchTemplateBlockDeviceMapping{{DeviceName: "/dev/xvda",
-			EBS: &awsemulator.LaunchTemplateEBS{VolumeSize: ptr.To[int32](100), VolumeType: "gp3", IOPS: ptr.To[int32](4000), Encrypted: ptr.To(true)}}}
-		if diff := cmp.Diff(wantDevices, data.BlockDeviceMappings); diff != "" {
-			t.Errorf("%s: block devices (-want +got):\n%s", instanceType, diff)
-		}
-		if m := data.MetadataOptions; m == nil || m.HTTPTokens != "required" || ptr.Deref(m.HTTPPutResponseHopLimit, 0) != 2 || m.HTTPEndpoint != "enabled" {
-			t.Errorf("%s: metadata options = %+v, want the class's", instanceType, m)
-		}
-		if !ptr.Deref(data.DetailedMonitoring, false) {
-			t.Errorf("%s: detailed monitoring is off", instanceType)
-		}
-		if lt.Tags["karpenter.k8s.aws/ec2nodeclass"] != "general" || lt.Tags["cost-center"] != "42" || data.TagSpecifications["volume"]["cost-center"] != "42" {
-			t.Errorf("%s: template tags %v, volume tags %v; want the class's", instanceType, lt.Tags, data.TagSpecifications["volume"])
-		}
-		types, bodies := userDataParts(t, data.DecodedUserData)
-		if diff := cmp.Diff([]string{`text/x-shellscript; charset="us-ascii"`, "application/node.eks.aws"}, types); diff != "" {
-			t.Fatalf("%s: user data parts (-want +got):\n%s", instanceType, diff)
-		}
-		var config nodeConfig
-		if err := yaml.UnmarshalStrict([]byte(bodies[1]), &config); err != nil {
-			t.Fatalf("%s: Karpenter's part is not a NodeConfig, %v", instanceType, err)
-		}
-		kubelet := config.Spec.Kubelet
-		if config.Spec.Cluster.Name != "demo" || config.Spec.Cluster.CIDR == "" || kubelet.Config["maxPods"] != float64(50) ||
-			!cmp.Equal(kubelet.Config["systemReserved"], map[string]any{"cpu": "100m"}) || !cmp.Equal(kubelet.Config["clusterDNS"], []any{"10.100.0.10"}) ||
-			!slices.Equal(kubelet.Flags, []string{"--node-labels=karpenter.sh/nodepool=default,team=ml", "--register-with-taints=dedicated=ml:NoSchedule,karpenter.sh/unregistered:NoExecute"}) {
-			t.Errorf("%s: NodeConfig = %+v", instanceType, config.Spec)
-		}
+		checkClassTemplate(t, e, instanceType, ami)
+	}
+}
+
+// checkClassTemplate reads back the launch template the instance type launched from: the
+// class's AMI for its architecture, status, devices, metadata options, tags and user data.
+func checkClassTemplate(t *testing.T, e *instancesEnv, instanceType, ami string) {
+	t.Helper()
+	lt := templateOf(t, e, instanceType)
+	data := lt.Data
+	if data.ImageID != ami || !slices.Equal(data.SecurityGroupIDs, []string{"sg-nodes"}) || data.IAMInstanceProfileName != "KarpenterNodeInstanceProfile-demo" {
+		t.Errorf("%s: template holds AMI %s, groups %v, profile %s; want %s, the status's groups and profile", instanceType, data.ImageID, data.SecurityGroupIDs, data.IAMInstanceProfileName, ami)
+	}
+	wantDevices := []awsemulator.LaunchTemplateBlockDeviceMapping{{DeviceName: "/dev/xvda",
+		EBS: &awsemulator.LaunchTemplateEBS{VolumeSize: ptr.To[int32](100), VolumeType: "gp3", IOPS: ptr.To[int32](4000), Encrypted: ptr.To(true)}}}
+	if diff := cmp.Diff(wantDevices, data.BlockDeviceMappings); diff != "" {
+		t.Errorf("%s: block devices (-want +got):\n%s", instanceType, diff)
+	}
+	if m := data.MetadataOptions; m == nil || m.HTTPTokens != "required" || ptr.Deref(m.HTTPPutResponseHopLimit, 0) != 2 || m.HTTPEndpoint != "enabled" {
+		t.Errorf("%s: metadata options = %+v, want the class's", instanceType, m)
+	}
+	if !ptr.Deref(data.DetailedMonitoring, false) {
+		t.Errorf("%s: detailed monitoring is off", instanceType)
+	}
+	if lt.Tags["karpenter.k8s.aws/ec2nodeclass"] != "general" || lt.Tags["cost-center"] != "42" || data.TagSpecifications["volume"]["cost-center"] != "42" {
+		t.Errorf("%s: template tags %v, volume tags %v; want the class's", instanceType, lt.Tags, data.TagSpecifications["volume"])
+	}
+	types, bodies := userDataParts(t, data.DecodedUserData)
+	if diff := cmp.Diff([]string{`text/x-shellscript; charset="us-ascii"`, "application/node.eks.aws"}, types); diff != "" {
+		t.Fatalf("%s: user data parts (-want +got):\n%s", instanceType, diff)
+	}
+	var config nodeConfig
+	if err := yaml.UnmarshalStrict([]byte(bodies[1]), &config); err != nil {
+		t.Fatalf("%s: Karpenter's part is not a NodeConfig, %v", instanceType, err)
+	}
+	kubelet := config.Spec.Kubelet
+	if config.Spec.Cluster.Name != "demo" || config.Spec.Cluster.CIDR == "" || kubelet.Config["maxPods"] != float64(50) ||
+		!cmp.Equal(kubelet.Config["systemReserved"], map[string]any{"cpu": "100m"}) || !cmp.Equal(kubelet.Config["clusterDNS"], []any{"10.100.0.10"}) ||
+		!slices.Equal(kubelet.Flags, []string{"--node-labels=karpenter.sh/nodepool=default,team=ml", "--register-with-taints=dedicated=ml:NoSchedule,karpenter.sh/unregistered:NoExecute"}) {
+		t.Errorf("%s: NodeConfig = %+v", instanceType, config.Spec)
 	}
 }
 
