@@ -67,7 +67,7 @@ func (t *timeline) playNodePoolChapter(ctx context.Context, stack *sandbox.Stack
 	if err != nil {
 		return err
 	}
-	t.step("%d inflate pods Running on %d NodeClaims of NodePool %q: $%.4f/h", inflateReplicas, claims, gettingStartedNodePool, nodePoolCost(stack))
+	t.step("%d inflate pods Running on NodePool %q's NodeClaims (%d, on-demand): $%.4f/h", inflateReplicas, gettingStartedNodePool, claims, nodePoolCost(stack))
 	t.step("kubectl get nodepools,ec2nodeclasses,nodeclaims")
 	t.kubectl(ctx, stack.Env.KubeconfigPath, "get", "nodepools,ec2nodeclasses,nodeclaims")
 
