@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis/autoscaling/v1alpha1"
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/controllers/consolidation"
 	"karpenter.sh/karpenter/pkg/controllers/node/emptiness"
@@ -45,13 +46,7 @@ func applyExamples(ctx context.Context, stack *sandbox.Stack, logf func(string, 
 	}
 	for _, name := range slices.Sorted(maps.Keys(examples)) {
 		for _, object := range examples[name] {
-			what := fmt.Sprintf("%s/%s Ready", strings.ToLower(object.GetKind()), object.GetName())
-			var last string
-			if err := waitFor(ctx, what, &last, func() (bool, error) {
-				ready, why, err := sandbox.Ready(ctx, stack.Env.Client, object)
-				last = why
-				return ready, err
-			}); err != nil {
+			if err := waitReady(ctx, stack, object); err != nil {
 				return err
 			}
 		}
@@ -148,6 +143,9 @@ func playStory(ctx context.Context, stack *sandbox.Stack, begin time.Time) error
 	if err := t.waitConsolidated(ctx, 1); err != nil {
 		return err
 	}
+	if err := t.playNodePoolChapter(ctx, stack); err != nil {
+		return err
+	}
 	t.step("story done in %s", time.Since(storyBegin).Round(time.Second))
 	return nil
 }
@@ -161,8 +159,8 @@ type timeline struct {
 
 	mu   sync.Mutex
 	last map[string]groupState
-	// launches, once set, is the Provisioner's chapter: instances launched, nodes Ready, shop
-	// pods Running.
+	// launches, once set, is the Provisioner's and NodePool's chapters: instances launched, nodes
+	// Ready, shop pods Running.
 	launches *launches
 }
 
@@ -295,8 +293,8 @@ func (t *timeline) observe(ctx context.Context, group string) (groupState, error
 	return state, nil
 }
 
-// observeLaunches prints each instance the Provisioner launched (type, zone, capacity type,
-// price), each of their nodes going Ready and the shop pods Running.
+// observeLaunches prints each instance launched for a Provisioner or a NodePool (type, zone,
+// capacity type, price), each of their nodes going Ready and the shop pods Running.
 func (t *timeline) observeLaunches(ctx context.Context) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -322,12 +320,15 @@ func (t *timeline) observeLaunches(ctx context.Context) {
 				instance.AvailabilityZone, instance.CapacityType, instance.PricePerHour)
 		}
 	}
-	launched := &corev1.NodeList{}
-	if err := t.client.List(ctx, launched, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: sandbox.ProvisionerName}); err == nil {
+	for _, poolLabel := range []string{v1alpha5.ProvisionerNameLabelKey, v1.NodePoolLabelKey} {
+		launched := &corev1.NodeList{}
+		if err := t.client.List(ctx, launched, client.HasLabels{poolLabel}); err != nil {
+			continue
+		}
 		for _, node := range launched.Items {
 			if nodes.IsReady(&node) && !l.printed[node.Name] {
 				l.printed[node.Name] = true
-				fmt.Printf("%s    node %s Ready (%s)\n", clockSince(t.begin), node.Name, node.Labels[corev1.LabelInstanceTypeStable])
+				fmt.Printf("%s    node %s Ready (%s, %s %s)\n", clockSince(t.begin), node.Name, node.Labels[corev1.LabelInstanceTypeStable], poolLabel, node.Labels[poolLabel])
 			}
 		}
 	}

@@ -368,7 +368,8 @@ func Build(dir string) (controller, webhook string, err error) {
 	return filepath.Join(dir, "controller"), filepath.Join(dir, "webhook"), nil
 }
 
-// Examples are the manifests in docs/examples, by file name.
+// Examples are the manifests in docs/examples, by file name: the policies the sandbox applies
+// at start. docs/examples/v1 is not among them (NodePoolExample).
 func Examples() (map[string][]*unstructured.Unstructured, error) {
 	root, err := environment.RepositoryRoot()
 	if err != nil {
@@ -381,18 +382,40 @@ func Examples() (map[string][]*unstructured.Unstructured, error) {
 	sort.Strings(files)
 	examples := map[string][]*unstructured.Unstructured{}
 	for _, file := range files {
-		f, err := os.Open(file) //nolint:gosec // G304: an example manifest of the repository.
+		objects, err := decodeFile(file)
 		if err != nil {
 			return nil, err
-		}
-		objects, err := manifests.DecodeAll(f)
-		_ = f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("decoding %s, %w", file, err)
 		}
 		examples[filepath.Base(file)] = objects
 	}
 	return examples, nil
+}
+
+// NodePoolExampleFile is upstream v1's getting-started NodePool and EC2NodeClass, filled in for
+// the sandbox, relative to the repository's root.
+const NodePoolExampleFile = "docs/examples/v1/nodepool.yaml"
+
+// NodePoolExample is the objects of NodePoolExampleFile. The sandbox does not apply it at start,
+// as its NodePool takes any pod that selects nothing; the story's NodePool chapter does.
+func NodePoolExample() ([]*unstructured.Unstructured, error) {
+	root, err := environment.RepositoryRoot()
+	if err != nil {
+		return nil, err
+	}
+	return decodeFile(filepath.Join(root, filepath.FromSlash(NodePoolExampleFile)))
+}
+
+func decodeFile(file string) ([]*unstructured.Unstructured, error) {
+	f, err := os.Open(file) //nolint:gosec // G304: an example manifest of the repository.
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	objects, err := manifests.DecodeAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("decoding %s, %w", file, err)
+	}
+	return objects, nil
 }
 
 // Apply server-side applies objects into Namespace, as `kubectl apply --server-side` would.

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/test/sandbox"
+)
+
+const (
+	// inflate is upstream's getting-started workload: pods of one CPU, scaled to inflateReplicas.
+	inflate         = "inflate"
+	inflateReplicas = 5
+	// gettingStartedNodePool names the guide's NodePool and its EC2NodeClass alike.
+	gettingStartedNodePool = "default"
+)
+
+// playNodePoolChapter applies upstream v1's getting-started NodePool and EC2NodeClass, waits for
+// both Ready, scales inflate onto the NodePool's nodes, prints what `kubectl get
+// nodepools,ec2nodeclasses,nodeclaims` shows, and deletes all of it again, so that whatever
+// runs after the story meets the cluster as the earlier chapters left it.
+func (t *timeline) playNodePoolChapter(ctx context.Context, stack *sandbox.Stack) error {
+	c := stack.Env.Client
+	objects, err := sandbox.NodePoolExample()
+	if err != nil {
+		return fmt.Errorf("reading %s, %w", sandbox.NodePoolExampleFile, err)
+	}
+	t.step("upstream v1's getting-started NodePool %q and EC2NodeClass %q arrive (%s): the class resolves subnets, security groups and AMIs by their tags and alias, and creates its instance profile",
+		gettingStartedNodePool, gettingStartedNodePool, sandbox.NodePoolExampleFile)
+	if err := sandbox.Apply(ctx, c, objects); err != nil {
+		return err
+	}
+	for _, object := range objects {
+		if err := waitReady(ctx, stack, object); err != nil {
+			return err
+		}
+	}
+	t.step("EC2NodeClass and NodePool %q Ready", gettingStartedNodePool)
+
+	// The guide's inflate selects nothing; here the general group's nodes have room for some of
+	// it, and the spot Provisioner, of the same weight 0, is cheaper than the NodePool's
+	// on-demand nodes. Selecting the NodePool's label sends every pod to it.
+	t.step("Deployment %q scales to %d pods of 1 CPU selecting karpenter.sh/nodepool: %s (without it the general group's room and the cheaper spot Provisioner of the same weight would take them)",
+		inflate, inflateReplicas, gettingStartedNodePool)
+	deployment := builders.Deployment(builders.DeploymentOptions{Name: inflate, Namespace: sandbox.Namespace, Pod: builders.PodOptions{
+		Labels:       map[string]string{"app": inflate},
+		NodeSelector: map[string]string{v1.NodePoolLabelKey: gettingStartedNodePool},
+		Requests:     builders.Resources("cpu", "1"),
+	}})
+	if err := c.Create(ctx, deployment); err != nil {
+		return fmt.Errorf("creating deployment %s, %w", inflate, err)
+	}
+	scale := []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, inflateReplicas))
+	if err := c.Patch(ctx, deployment, client.RawPatch(types.MergePatchType, scale)); err != nil {
+		return fmt.Errorf("scaling deployment %s, %w", inflate, err)
+	}
+	claims, err := waitInflate(ctx, c)
+	if err != nil {
+		return err
+	}
+	t.step("%d inflate pods Running on NodePool %q's NodeClaims (%d, on-demand): $%.4f/h", inflateReplicas, gettingStartedNodePool, claims, nodePoolCost(stack))
+	t.step("kubectl get nodepools,ec2nodeclasses,nodeclaims")
+	t.kubectl(ctx, stack.Env.KubeconfigPath, "get", "nodepools,ec2nodeclasses,nodeclaims")
+
+	// NodePool nodes are not disrupted yet (no consolidation, emptiness or expiry for them), so
+	// the story deletes its NodeClaims itself, as `kubectl delete nodeclaim` would.
+	t.step("inflate, NodePool %q and its NodeClaims are deleted (each drained, its instance terminated), then the EC2NodeClass", gettingStartedNodePool)
+	if err := cleanUpNodePoolChapter(ctx, c, objects); err != nil {
+		return err
+	}
+	t.step("the NodePool chapter's objects and nodes are gone")
+	return nil
+}
+
+// waitReady waits until object's Ready condition is True.
+func waitReady(ctx context.Context, stack *sandbox.Stack, object *unstructured.Unstructured) error {
+	what := fmt.Sprintf("%s/%s Ready", strings.ToLower(object.GetKind()), object.GetName())
+	var last string
+	return waitFor(ctx, what, &last, func() (bool, error) {
+		ready, why, err := sandbox.Ready(ctx, stack.Env.Client, object)
+		last = why
+		return ready, err
+	})
+}
+
+// waitInflate waits until every inflate pod runs and each NodeClaim of the NodePool is Ready,
+// and returns how many NodeClaims there are.
+func waitInflate(ctx context.Context, c client.Client) (int, error) {
+	var last string
+	claims := 0
+	err := waitFor(ctx, fmt.Sprintf("%d inflate pods Running on Ready NodeClaims of nodepool %s", inflateReplicas, gettingStartedNodePool), &last, func() (bool, error) {
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.InNamespace(sandbox.Namespace), client.MatchingLabels{"app": inflate}); err != nil {
+			return false, err
+		}
+		running := 0
+		for _, pod := range pods.Items {
+			if pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
+				running++
+			}
+		}
+		list := &v1.NodeClaimList{}
+		if err := c.List(ctx, list, client.MatchingLabels{v1.NodePoolLabelKey: gettingStartedNodePool}); err != nil {
+			return false, err
+		}
+		ready := 0
+		for _, nc := range list.Items {
+			if nc.DeletionTimestamp == nil && nc.IsTrue(v1.ConditionTypeReady) {
+				ready++
+			}
+		}
+		claims = len(list.Items)
+		last = fmt.Sprintf("%d pods Running, %d of %d NodeClaims Ready", running, ready, claims)
+		return running == inflateReplicas && claims > 0 && ready == claims, nil
+	})
+	return claims, err
+}
+
+// nodePoolCost is what the NodePool's live instances cost, in $/h.
+func nodePoolCost(stack *sandbox.Stack) float64 {
+	cost := 0.0
+	for _, instance := range stack.Emulator.EC2Instances() {
+		if instance.Tags[v1.NodePoolLabelKey] == gettingStartedNodePool && instance.State != "shutting-down" && instance.State != "terminated" {
+			cost += instance.PricePerHour
+		}
+	}
+	return cost
+}
+
+// cleanUpNodePoolChapter deletes inflate, the NodePool and its NodeClaims, waits until the
+// NodeClaims are gone (their nodes drained and instances terminated), then deletes the node
+// class and waits until it is gone too.
+func cleanUpNodePoolChapter(ctx context.Context, c client.Client, objects []*unstructured.Unstructured) error {
+	deployment := builders.Deployment(builders.DeploymentOptions{Name: inflate, Namespace: sandbox.Namespace})
+	if err := c.Delete(ctx, deployment, client.PropagationPolicy("Background")); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting deployment %s, %w", inflate, err)
+	}
+	nodePool := &v1.NodePool{}
+	nodePool.Name = gettingStartedNodePool
+	if err := c.Delete(ctx, nodePool); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting nodepool %s, %w", gettingStartedNodePool, err)
+	}
+	if err := c.DeleteAllOf(ctx, &v1.NodeClaim{}, client.MatchingLabels{v1.NodePoolLabelKey: gettingStartedNodePool}); err != nil {
+		return fmt.Errorf("deleting the nodeclaims of nodepool %s, %w", gettingStartedNodePool, err)
+	}
+	var last string
+	if err := waitFor(ctx, "the nodeclaims of nodepool "+gettingStartedNodePool+" gone", &last, func() (bool, error) {
+		list := &v1.NodeClaimList{}
+		if err := c.List(ctx, list, client.MatchingLabels{v1.NodePoolLabelKey: gettingStartedNodePool}); err != nil {
+			return false, err
+		}
+		last = fmt.Sprintf("%d left", len(list.Items))
+		return len(list.Items) == 0, nil
+	}); err != nil {
+		return err
+	}
+	// The NodePool first and the class after: the class must outlive the nodes launched from it.
+	for _, object := range objects {
+		if object.GetKind() == "NodePool" {
+			continue
+		}
+		if err := c.Delete(ctx, object.DeepCopy()); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %s %s, %w", object.GetKind(), object.GetName(), err)
+		}
+	}
+	for _, object := range objects {
+		what := fmt.Sprintf("%s/%s gone", strings.ToLower(object.GetKind()), object.GetName())
+		if err := waitFor(ctx, what, &last, func() (bool, error) {
+			current := &unstructured.Unstructured{}
+			current.SetGroupVersionKind(object.GroupVersionKind())
+			err := c.Get(ctx, client.ObjectKey{Name: object.GetName()}, current)
+			last = fmt.Sprintf("%v", err)
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
