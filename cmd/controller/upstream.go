@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
 	"go.uber.org/zap/zapcore"
 
+	"karpenter.sh/karpenter/pkg/featuregates"
 	"karpenter.sh/karpenter/pkg/flagenv"
 )
 
@@ -62,13 +62,13 @@ func portAddress(value string) (string, error) {
 
 // applyUpstreamSettings turns the flags of upstream's settings into the options they set.
 func (f *flags) applyUpstreamSettings(warn func(string)) error {
-	gates, err := parseFeatureGates(f.featureGates)
+	gates, err := featuregates.Parse(f.featureGates)
 	if err != nil {
 		return err
 	}
-	f.operator.Controllers.ConsolidationNoSpotToSpot = !gates.spotToSpot
-	f.operator.Controllers.NodeOverlay = gates.nodeOverlay
-	for _, gate := range gates.ignored {
+	f.operator.Controllers.ConsolidationNoSpotToSpot = !gates.SpotToSpot
+	f.operator.Controllers.NodeOverlay = gates.NodeOverlay
+	for _, gate := range gates.Ignored {
 		warn(fmt.Sprintf("feature gate %s=true has no effect here: this project has no such feature", gate))
 	}
 	if f.clusterCABundle != "" {
@@ -80,47 +80,6 @@ func (f *flags) applyUpstreamSettings(warn func(string)) error {
 		return fmt.Errorf("--vm-memory-overhead-percent must be within (0, 1) and --reserved-enis not negative, not %g and %d", o.VMMemoryOverhead, o.ReservedENIs)
 	}
 	return nil
-}
-
-// featureGates are upstream Karpenter's gates by name (FEATURE_GATES); spotToSpot and
-// nodeOverlay are those with a meaning here, with upstream's defaults (true, and false as
-// NodeOverlay is alpha).
-type featureGates struct {
-	spotToSpot  bool
-	nodeOverlay bool
-	// ignored names the gates enabled that have no meaning here.
-	ignored []string
-}
-
-// upstreamGatesWithoutMeaning are upstream's gates for features this project does not have.
-var upstreamGatesWithoutMeaning = []string{"NodeRepair", "ReservedCapacity", "StaticCapacity", "CapacityBuffer"}
-
-// parseFeatureGates reads "Name=bool,..." as upstream does; an unknown gate is an error.
-func parseFeatureGates(value string) (featureGates, error) {
-	gates := featureGates{spotToSpot: true}
-	for _, pair := range strings.Split(value, ",") {
-		if pair = strings.TrimSpace(pair); pair == "" {
-			continue
-		}
-		name, raw, ok := strings.Cut(pair, "=")
-		enabled, err := strconv.ParseBool(raw)
-		if !ok || err != nil {
-			return gates, fmt.Errorf("--feature-gates takes Name=true|false pairs, not %q", pair)
-		}
-		switch {
-		case name == "SpotToSpotConsolidation":
-			gates.spotToSpot = enabled
-		case name == "NodeOverlay":
-			gates.nodeOverlay = enabled
-		case slices.Contains(upstreamGatesWithoutMeaning, name):
-			if enabled {
-				gates.ignored = append(gates.ignored, name)
-			}
-		default:
-			return gates, fmt.Errorf("--feature-gates: unknown gate %q (SpotToSpotConsolidation, NodeOverlay, %s)", name, strings.Join(upstreamGatesWithoutMeaning, ", "))
-		}
-	}
-	return gates, nil
 }
 
 // openLogPaths opens upstream's log output paths: stdout, stderr or files (appended to).

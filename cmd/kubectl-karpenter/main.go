@@ -13,17 +13,20 @@ import (
 	"os/signal"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"karpenter.sh/karpenter/pkg/apis"
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/controllers/consolidation"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	"karpenter.sh/karpenter/pkg/featuregates"
 	"karpenter.sh/karpenter/pkg/plan"
 	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/state"
@@ -39,9 +42,9 @@ const (
 	planUsageSummary = `Usage: kubectl karpenter plan [flags]
 
 Prints what one provisioning pass of Karpenter would do now — the nodes it would launch
-(instance type, zone, capacity type, $/h), where each pending pod goes, the pods no
-Provisioner can take and why — without launching anything. --pods and --provisioners plan for
-manifests not applied yet. Exit status: 0 every pod is placed, 1 some cannot be, 2 bad input
+(instance type, zone, capacity type, $/h, the Provisioner or NodePool), where each pending pod
+goes, the pods no pool can take and why — without launching anything. --pods and
+--provisioners plan for manifests not applied yet. Exit status: 0 every pod is placed, 1 some cannot be, 2 bad input
 or usage, 3 the cluster or the cloud could not be read.
 
 Flags:
@@ -74,6 +77,8 @@ type planFlags struct {
 	awsCallTimeout      time.Duration
 	defaultProfile      string
 	includeBareMetal    bool
+	featureGates        string
+	gates               featuregates.Gates
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -135,7 +140,7 @@ func parsePlanFlags(args []string, stderr io.Writer) (planFlags, error) {
 	fs.BoolVar(&f.dumpInstanceTypes, "dump-instance-types", false, "Print the cloud's instance types and prices as an --instance-types file, and plan nothing.")
 	fs.StringVar(&f.pods, "pods", "", "Plan for the pods of these manifests (Pods, Deployments, ReplicaSets, StatefulSets, Jobs; DaemonSets run on every new node) instead of the cluster's pending pods.")
 	fs.StringVar(&f.provisioners, "provisioners", "", "Plan with the Provisioners of this file instead of the cluster's, each defaulted and validated as the admission webhook does.")
-	fs.StringVar(&f.nodeOverlays, "node-overlays", "", "Apply the NodeOverlays of this file to the instance types planned with, as the controller does with --feature-gates NodeOverlay=true.")
+	fs.StringVar(&f.nodeOverlays, "node-overlays", "", "Apply the NodeOverlays of this file to the instance types planned with, as the controller does with --feature-gates NodeOverlay=true, instead of the cluster's.")
 	fs.BoolVar(&f.empty, "empty", false, "Ignore the cluster's nodes and the pods on them: plan as for an empty cluster (its DaemonSets still count).")
 	fs.BoolVar(&f.offline, "offline", false, "Read nothing from a cluster: --pods, --provisioners and --instance-types are the whole input (implies --empty).")
 	fs.BoolVar(&f.consolidation, "consolidation", false, "Also print what consolidation would delete or replace now, the saving, and why each other node is kept.")
@@ -146,13 +151,22 @@ func parsePlanFlags(args []string, stderr io.Writer) (planFlags, error) {
 	fs.DurationVar(&f.awsCallTimeout, "aws-call-timeout", aws.DefaultCallTimeout, "As the controller's flag: time limit of each AWS call, its retries included.")
 	fs.StringVar(&f.defaultProfile, "aws-default-instance-profile", "", "As the controller's flag: instance profile of the Provisioners whose provider block names none.")
 	fs.BoolVar(&f.includeBareMetal, "aws-include-bare-metal", false, "As the controller's flag: offer bare metal instance types too.")
+	fs.StringVar(&f.featureGates, "feature-gates", "", "As the controller's flag: NodeOverlay=true applies the cluster's NodeOverlays to the instance types planned with; SpotToSpotConsolidation=false keeps --consolidation from replacing spot nodes by spot.")
 	if err := fs.Parse(args); err != nil {
 		return f, err
+	}
+	var err error
+	if f.gates, err = featuregates.Parse(f.featureGates); err != nil {
+		return f, err
+	}
+	for _, gate := range f.gates.Ignored {
+		fmt.Fprintf(stderr, "warning: feature gate %s=true has no effect here: this project has no such feature\n", gate)
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("plan takes no arguments, not %q", fs.Args())
 	}
 	f.settings.MinSpotTypes = consolidation.DefaultMinSpotTypes
+	f.settings.NoSpotToSpot = !f.gates.SpotToSpot
 	switch {
 	case f.output != plan.FormatTable && f.output != plan.FormatYAML && f.output != plan.FormatJSON:
 		return f, fmt.Errorf("-o must be table, yaml or json, not %q", f.output)
@@ -241,6 +255,7 @@ func planNow(ctx context.Context, f planFlags, stdout io.Writer) (*plan.Report, 
 	}
 	now := time.Now()
 	snapshot := &state.Snapshot{Now: now, InstanceTypes: map[string]*cloudprovider.InstanceType{}}
+	in := plan.Pools{Provisioners: provisioners}
 	var reader client.Reader
 	if !f.offline {
 		var err error
@@ -250,17 +265,23 @@ func planNow(ctx context.Context, f planFlags, stdout io.Writer) (*plan.Report, 
 		if snapshot, err = state.Read(ctx, reader, now); err != nil {
 			return nil, fmt.Errorf("reading the cluster, %w", err)
 		}
-		if f.provisioners == "" {
-			var list v1alpha5.ProvisionerList
+		if in, err = clusterPools(ctx, reader, f.provisioners == ""); err != nil {
+			return nil, err
+		}
+		if f.provisioners != "" {
+			in.Provisioners = provisioners
+		}
+		if f.gates.NodeOverlay && f.nodeOverlays == "" {
+			var list v1alpha1.NodeOverlayList
 			if err := reader.List(ctx, &list); err != nil {
-				return nil, fmt.Errorf("listing provisioners, %w", err)
+				return nil, fmt.Errorf("listing nodeoverlays, %w", err)
 			}
-			provisioners = list.Items
+			overlays = list.Items
 		}
 	}
 	snapshot.Overlays = overlays
 	whatIf(snapshot, workload, f.empty)
-	report := plan.Provisioning(ctx, snapshot, provisioners, lister)
+	report := plan.Provisioning(ctx, snapshot, in, lister)
 	if f.consolidation {
 		// The cluster as it is, not as --pods or --empty imagine it, and a fresh ledger: the
 		// plugin has no launches in flight of its own.
@@ -276,6 +297,25 @@ func planNow(ctx context.Context, f planFlags, stdout io.Writer) (*plan.Report, 
 		report.Consolidation = plan.Consolidate(*s, f.settings)
 	}
 	return report, nil
+}
+
+// clusterPools are the cluster's NodePools, with it to read their EC2NodeClasses, and its
+// Provisioners when withProvisioners. A cluster without the NodePool CRD has none.
+func clusterPools(ctx context.Context, reader client.Reader, withProvisioners bool) (plan.Pools, error) {
+	in := plan.Pools{NodeClasses: reader}
+	if withProvisioners {
+		var list v1alpha5.ProvisionerList
+		if err := reader.List(ctx, &list); err != nil {
+			return in, fmt.Errorf("listing provisioners, %w", err)
+		}
+		in.Provisioners = list.Items
+	}
+	var nodePools v1.NodePoolList
+	if err := reader.List(ctx, &nodePools); err != nil && !meta.IsNoMatchError(err) {
+		return in, fmt.Errorf("listing nodepools, %w", err)
+	}
+	in.NodePools = nodePools.Items
+	return in, nil
 }
 
 // whatIf makes the snapshot the one asked for: with --empty no nodes and no pods on them; with

@@ -45,10 +45,10 @@ func Write(w io.Writer, report *Report, format string) error {
 func writeTable(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if len(r.NewNodes) > 0 {
-		fmt.Fprintln(tw, "NEW NODE\tPROVISIONER\tINSTANCE TYPE\tZONE\tCAPACITY TYPE\t$/H\tPODS\tALSO FITS")
+		fmt.Fprintln(tw, "NEW NODE\tPOOL\tINSTANCE TYPE\tZONE\tCAPACITY TYPE\t$/H\tPODS\tALSO FITS")
 		spot := false
 		for i, n := range r.NewNodes {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.4f\t%d\t%s\n", i+1, n.Provisioner, n.InstanceType, n.Zone, n.CapacityType, n.PricePerHour, len(n.Pods), alsoFits(n))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.4f\t%d\t%s\n", i+1, n.Pool, n.InstanceType, n.Zone, n.CapacityType, n.PricePerHour, len(n.Pods), alsoFits(n))
 			spot = spot || n.CapacityType == v1alpha5.CapacityTypeSpot
 		}
 		fmt.Fprintln(tw)
@@ -85,8 +85,8 @@ func writeTable(w io.Writer, r *Report) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	for _, s := range r.SkippedProvisioners {
-		fmt.Fprintf(tw, "Provisioner %s plans no node: %s\n", s.Name, s.Reason)
+	for _, s := range r.SkippedPools {
+		fmt.Fprintf(tw, "%s %s plans no node: %s\n", s.Kind, s.Name, s.Reason)
 	}
 	for _, s := range r.SkippedNodeOverlays {
 		fmt.Fprintf(tw, "NodeOverlay %s applies nowhere: %s\n", s.Name, s.Reason)

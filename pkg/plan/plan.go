@@ -9,11 +9,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -32,10 +35,12 @@ type Report struct {
 	NewNodes []NewNode `json:"newNodes"`
 	// ExistingNodes are the nodes, Ready or still launching, pending pods would go to.
 	ExistingNodes []ExistingNode `json:"existingNodes"`
-	// Unschedulable are the pods no provisioner can take, with the scheduler's reason.
+	// Unschedulable are the pods no pool can take, with the scheduler's reason.
 	Unschedulable []UnschedulablePod `json:"unschedulable"`
-	// Provisioners that cannot launch now: their instance types could not be resolved.
-	SkippedProvisioners []SkippedProvisioner `json:"skippedProvisioners,omitempty"`
+	// SkippedPools cannot launch now: a Provisioner whose instance types could not be
+	// resolved; a NodePool being deleted, static, whose node class is not Ready, or whose
+	// instance types could not be listed.
+	SkippedPools []SkippedPool `json:"skippedPools,omitempty"`
 	// NodeOverlays given that apply nowhere, as the nodeoverlay controller's conditions say.
 	SkippedNodeOverlays []SkippedNodeOverlay `json:"skippedNodeOverlays,omitempty"`
 	// PricePerHour is what the new nodes add, each at its cheapest offering, in US dollars.
@@ -51,7 +56,9 @@ type Report struct {
 // pool's spare capacity before its price, so it launches the first while its capacity is
 // ample.
 type NewNode struct {
-	Provisioner   string   `json:"provisioner"`
+	// Pool launches the node, named by kind, as kubectl names objects: provisioner/default,
+	// nodepool/default (both kinds may share a name).
+	Pool          string   `json:"pool"`
 	InstanceType  string   `json:"instanceType"`
 	Zone          string   `json:"zone"`
 	CapacityType  string   `json:"capacityType"`
@@ -67,7 +74,7 @@ type ExistingNode struct {
 	Pods      []string `json:"pods"`
 }
 
-// UnschedulablePod is a pod no provisioner can take.
+// UnschedulablePod is a pod no pool can take.
 type UnschedulablePod struct {
 	Pod    string `json:"pod"`
 	Reason string `json:"reason"`
@@ -90,26 +97,36 @@ func skippedOverlays(overlays []v1alpha1.NodeOverlay, outcomes map[string]overla
 		case o.ConflictsWith != "":
 			out = append(out, SkippedNodeOverlay{name, fmt.Sprintf("conflicts with NodeOverlay %s of the same weight, which applies", o.ConflictsWith)})
 		case !o.Matched:
-			out = append(out, SkippedNodeOverlay{name, "its requirements match no offering of any Provisioner's instance types"})
+			out = append(out, SkippedNodeOverlay{name, "its requirements match no offering of any Provisioner's or NodePool's instance types"})
 		}
 	}
 	slices.SortFunc(out, func(a, b SkippedNodeOverlay) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 
-// SkippedProvisioner is a Provisioner the pass plans no node for, and why.
-type SkippedProvisioner struct {
+// SkippedPool is a Provisioner or a NodePool the pass plans no node for, and why.
+type SkippedPool struct {
+	// Kind is Provisioner or NodePool.
+	Kind   string `json:"kind"`
 	Name   string `json:"name"`
 	Reason string `json:"reason"`
 }
 
+// Pools are what the pass launches for: Provisioners and NodePools, whose EC2NodeClasses
+// NodeClasses reads (it may be nil when there are no NodePools).
+type Pools struct {
+	Provisioners []v1alpha5.Provisioner
+	NodePools    []v1.NodePool
+	NodeClasses  client.Reader
+}
+
 // Provisioning plans the snapshot's pending pods as the provisioning controller does: each
-// Provisioner with the instance types the lister gives for it (added to the snapshot, as the
-// controller does, the snapshot's NodeOverlays applied) and what its nodes hold against its
-// limits.
-func Provisioning(ctx context.Context, snapshot *state.Snapshot, provisioners []v1alpha5.Provisioner, lister cloudprovider.InstanceTypeLister) *Report {
+// Provisioner, and each NodePool whose node class is Ready, with the instance types the lister
+// gives for it (added to the snapshot, as the controller does, the snapshot's NodeOverlays
+// applied) and what its nodes hold against its limits.
+func Provisioning(ctx context.Context, snapshot *state.Snapshot, in Pools, lister cloudprovider.InstanceTypeLister) *Report {
 	report := &Report{NewNodes: []NewNode{}, ExistingNodes: []ExistingNode{}, Unschedulable: []UnschedulablePod{}}
-	slices.SortFunc(provisioners, func(a, b v1alpha5.Provisioner) int { return cmp.Compare(a.Name, b.Name) })
+	provisioners := slices.SortedFunc(slices.Values(in.Provisioners), func(a, b v1alpha5.Provisioner) int { return cmp.Compare(a.Name, b.Name) })
 	var overlayInputs []overlay.Pool
 	for i := range provisioners {
 		p := &provisioners[i]
@@ -118,10 +135,20 @@ func Provisioning(ctx context.Context, snapshot *state.Snapshot, provisioners []
 		}
 		types, _, err := provisioning.ResolveInstanceTypes(ctx, lister, p)
 		if err != nil {
-			report.SkippedProvisioners = append(report.SkippedProvisioners, SkippedProvisioner{p.Name, err.Error()})
+			report.SkippedPools = append(report.SkippedPools, SkippedPool{"Provisioner", p.Name, err.Error()})
 			continue
 		}
 		overlayInputs = append(overlayInputs, provisioning.OverlayPool(p, types))
+	}
+	nodePools := slices.SortedFunc(slices.Values(in.NodePools), func(a, b v1.NodePool) int { return cmp.Compare(a.Name, b.Name) })
+	for i := range nodePools {
+		np := &nodePools[i]
+		types, why := nodePoolInstanceTypes(ctx, in.NodeClasses, lister, np)
+		if why != "" {
+			report.SkippedPools = append(report.SkippedPools, SkippedPool{"NodePool", np.Name, why})
+			continue
+		}
+		overlayInputs = append(overlayInputs, provisioning.OverlayNodePool(np, types))
 	}
 	resolved, outcomes := snapshot.AddInstanceTypes(overlayInputs)
 	report.SkippedNodeOverlays = skippedOverlays(snapshot.Overlays, outcomes)
@@ -130,6 +157,12 @@ func Provisioning(ctx context.Context, snapshot *state.Snapshot, provisioners []
 		key := pools.Provisioner(provisioners[i].Name)
 		if types, ok := resolved[key]; ok {
 			planned = append(planned, provisioning.Limited(&provisioners[i], types, provisioning.Used(snapshot, key)))
+		}
+	}
+	for i := range nodePools {
+		key := pools.NodePool(nodePools[i].Name)
+		if types, ok := resolved[key]; ok {
+			planned = append(planned, provisioning.LimitedNodePool(&nodePools[i], types, provisioning.Used(snapshot, key)))
 		}
 	}
 	plan := provisioning.PlanPending(snapshot, planned)
@@ -141,6 +174,41 @@ func Provisioning(ctx context.Context, snapshot *state.Snapshot, provisioners []
 		report.NewNodes = append(report.NewNodes, newNode(n))
 	}
 	report.PricePerHour = plan.Results.Price()
+	report.ExistingNodes = existingNodes(snapshot, plan.Results)
+	for _, u := range plan.Results.Unschedulable {
+		report.Unschedulable = append(report.Unschedulable, UnschedulablePod{Pod: podName(u.Pod), Reason: u.Reason})
+	}
+	slices.SortFunc(report.Unschedulable, func(a, b UnschedulablePod) int { return cmp.Compare(a.Pod, b.Pod) })
+	return report
+}
+
+// nodePoolInstanceTypes are the instance types a NodePool launches now, as the controller's pass
+// reads them; when it takes no part, why.
+func nodePoolInstanceTypes(ctx context.Context, classes client.Reader, lister cloudprovider.InstanceTypeLister, np *v1.NodePool) ([]*cloudprovider.InstanceType, string) {
+	if why := provisioning.NodePoolLeftOut(np); why != "" {
+		return nil, why
+	}
+	if classes == nil {
+		return nil, "its node class cannot be read: no cluster is read"
+	}
+	class, notReady, err := provisioning.ReadyNodeClass(ctx, classes, np)
+	switch {
+	case err != nil:
+		return nil, err.Error()
+	case class == nil:
+		return nil, notReady
+	}
+	types, err := lister.InstanceTypes(ctx, provisioning.NodePoolConstraints(np, class))
+	if err != nil {
+		return nil, fmt.Sprintf("listing instance types, %v", err)
+	}
+	return types, ""
+}
+
+// existingNodes are the nodes, existing or launching, the plan puts pending pods on, and those
+// pods nominated to a standing node wait for.
+func existingNodes(snapshot *state.Snapshot, results *scheduling.Results) []ExistingNode {
+	out := []ExistingNode{}
 	// Launching are the Nodes still launching and the NodeClaims launched whose kubelet has not
 	// registered a Node yet.
 	launching := sets.New[string]()
@@ -153,16 +221,16 @@ func Provisioning(ctx context.Context, snapshot *state.Snapshot, provisioners []
 	onNode := func(name string, pod *corev1.Pod) {
 		i, ok := byNode[name]
 		if !ok {
-			i = len(report.ExistingNodes)
+			i = len(out)
 			byNode[name] = i
-			report.ExistingNodes = append(report.ExistingNodes, ExistingNode{Name: name, Launching: launching.Has(name)})
+			out = append(out, ExistingNode{Name: name, Launching: launching.Has(name)})
 		}
-		report.ExistingNodes[i].Pods = append(report.ExistingNodes[i].Pods, podName(pod))
+		out[i].Pods = append(out[i].Pods, podName(pod))
 	}
 	placedByPlan := map[types.UID]bool{}
-	for _, b := range plan.Results.Bindings {
+	for _, b := range results.Bindings {
 		placedByPlan[b.Pod.UID] = true
-		if !slices.ContainsFunc(plan.Results.NewNodes, func(n *scheduling.NewNode) bool { return n.Hostname == b.NodeName }) {
+		if !slices.ContainsFunc(results.NewNodes, func(n *scheduling.NewNode) bool { return n.Hostname == b.NodeName }) {
 			onNode(b.NodeName, b.Pod)
 		}
 	}
@@ -175,21 +243,17 @@ func Provisioning(ctx context.Context, snapshot *state.Snapshot, provisioners []
 			onNode(node, pod)
 		}
 	}
-	for i := range report.ExistingNodes {
-		slices.Sort(report.ExistingNodes[i].Pods)
+	for i := range out {
+		slices.Sort(out[i].Pods)
 	}
-	slices.SortFunc(report.ExistingNodes, func(a, b ExistingNode) int { return cmp.Compare(a.Name, b.Name) })
-	for _, u := range plan.Results.Unschedulable {
-		report.Unschedulable = append(report.Unschedulable, UnschedulablePod{Pod: podName(u.Pod), Reason: u.Reason})
-	}
-	slices.SortFunc(report.Unschedulable, func(a, b UnschedulablePod) int { return cmp.Compare(a.Pod, b.Pod) })
-	return report
+	slices.SortFunc(out, func(a, b ExistingNode) int { return cmp.Compare(a.Name, b.Name) })
+	return out
 }
 
 // newNode reports a planned node as the controller would launch it: its candidates, cheapest
 // first, are those provisioning.Candidates gives the cloud.
 func newNode(n *scheduling.NewNode) NewNode {
-	out := NewNode{Provisioner: n.Pool.Name, PricePerHour: n.Price}
+	out := NewNode{Pool: PoolName(n.Pool), PricePerHour: n.Price}
 	for _, it := range n.InstanceTypes {
 		out.InstanceTypes = append(out.InstanceTypes, it.Name)
 	}
@@ -203,5 +267,8 @@ func newNode(n *scheduling.NewNode) NewNode {
 	slices.Sort(out.Pods)
 	return out
 }
+
+// PoolName names a pool by kind and name, as kubectl names objects: nodepool/default.
+func PoolName(key pools.Key) string { return strings.ToLower(key.Kind()) + "/" + key.Name }
 
 func podName(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }

@@ -72,13 +72,13 @@ func TestProvisioningReport(t *testing.T) {
 	broken := onDemand("broken", func(p *v1alpha5.Provisioner) {
 		p.Spec.Requirements = append(p.Spec.Requirements, v1alpha5.NodeSelectorRequirement{Key: "fail", Operator: "Exists"})
 	})
-	report := plan.Provisioning(context.Background(), snapshot, []v1alpha5.Provisioner{onDemand("default"), broken}, lister{})
+	report := plan.Provisioning(context.Background(), snapshot, plan.Pools{Provisioners: []v1alpha5.Provisioner{onDemand("default"), broken}}, lister{})
 
 	if len(report.NewNodes) != 1 || !slices.Equal(report.NewNodes[0].Pods, []string{"default/c-big"}) {
 		t.Fatalf("new nodes %+v, want one for c-big", report.NewNodes)
 	}
 	n := report.NewNodes[0]
-	if n.Provisioner != "default" || n.CapacityType != v1alpha5.CapacityTypeOnDemand || n.InstanceType != n.InstanceTypes[0] || n.Zone == "" || n.PricePerHour <= 0 {
+	if n.Pool != "provisioner/default" || n.CapacityType != v1alpha5.CapacityTypeOnDemand || n.InstanceType != n.InstanceTypes[0] || n.Zone == "" || n.PricePerHour <= 0 {
 		t.Errorf("new node %+v, want the cheapest on-demand offering of the first candidate", n)
 	}
 	if report.PricePerHour != n.PricePerHour {
@@ -91,8 +91,8 @@ func TestProvisioningReport(t *testing.T) {
 	if len(report.Unschedulable) != 1 || report.Unschedulable[0].Pod != "default/d-nowhere" || report.Unschedulable[0].Reason == "" {
 		t.Errorf("unschedulable %+v, want d-nowhere with a reason", report.Unschedulable)
 	}
-	if len(report.SkippedProvisioners) != 1 || report.SkippedProvisioners[0].Name != "broken" || !strings.Contains(report.SkippedProvisioners[0].Reason, "no subnets") {
-		t.Errorf("skipped %+v, want broken with the cloud's error", report.SkippedProvisioners)
+	if len(report.SkippedPools) != 1 || report.SkippedPools[0] != (plan.SkippedPool{Kind: "Provisioner", Name: "broken", Reason: report.SkippedPools[0].Reason}) || !strings.Contains(report.SkippedPools[0].Reason, "no subnets") {
+		t.Errorf("skipped %+v, want Provisioner broken with the cloud's error", report.SkippedPools)
 	}
 }
 
@@ -110,7 +110,7 @@ func TestLimitsCountTheNodes(t *testing.T) {
 	limited := onDemand("default", func(p *v1alpha5.Provisioner) {
 		p.Spec.Limits = &v1alpha5.Limits{Resources: builders.Resources("cpu", "8")}
 	})
-	report := plan.Provisioning(context.Background(), snapshot, []v1alpha5.Provisioner{limited}, lister{})
+	report := plan.Provisioning(context.Background(), snapshot, plan.Pools{Provisioners: []v1alpha5.Provisioner{limited}}, lister{})
 	if len(report.NewNodes) != 0 || len(report.Unschedulable) != 1 {
 		t.Errorf("report %+v, want no new node and big unschedulable under the limit", report)
 	}
@@ -233,18 +233,19 @@ func TestConsolidate(t *testing.T) {
 
 func TestWrite(t *testing.T) {
 	report := &plan.Report{
-		NewNodes: []plan.NewNode{{Provisioner: "default", InstanceType: "m5.large", Zone: "us-west-2a", CapacityType: "on-demand", PricePerHour: 0.096,
+		NewNodes: []plan.NewNode{{Pool: "provisioner/default", InstanceType: "m5.large", Zone: "us-west-2a", CapacityType: "on-demand", PricePerHour: 0.096,
 			InstanceTypes: []string{"m5.large", "c5.xlarge", "m5.xlarge", "r5.large", "m5.2xlarge"}, Pods: []string{"shop/web-0"}}},
 		ExistingNodes: []plan.ExistingNode{{Name: "ip-10-0-1-4", Launching: true, Pods: []string{"shop/web-1"}}},
 		Unschedulable: []plan.UnschedulablePod{{Pod: "shop/gpu", Reason: "no instance type has nvidia.com/gpu"}},
+		SkippedPools:  []plan.SkippedPool{{Kind: "NodePool", Name: "gpu", Reason: "EC2NodeClass gpu does not exist"}},
 		PricePerHour:  0.096,
 	}
 	var table bytes.Buffer
 	if err := plan.Write(&table, report, plan.FormatTable); err != nil {
 		t.Fatal(err)
 	}
-	want := `NEW NODE  PROVISIONER  INSTANCE TYPE  ZONE        CAPACITY TYPE  $/H     PODS  ALSO FITS
-1         default      m5.large       us-west-2a  on-demand      0.0960  1     c5.xlarge,m5.xlarge,r5.large +1
+	want := `NEW NODE  POOL                 INSTANCE TYPE  ZONE        CAPACITY TYPE  $/H     PODS  ALSO FITS
+1         provisioner/default  m5.large       us-west-2a  on-demand      0.0960  1     c5.xlarge,m5.xlarge,r5.large +1
 
 POD         GOES TO
 shop/web-0  new node 1 (m5.large)
@@ -253,6 +254,7 @@ shop/web-1  launching node ip-10-0-1-4
 UNSCHEDULABLE POD  REASON
 shop/gpu           no instance type has nvidia.com/gpu
 
+NodePool gpu plans no node: EC2NodeClass gpu does not exist
 1 new nodes add $0.0960/h; 1 pods go to existing or launching nodes; 1 pods cannot be placed.
 `
 	if table.String() != want {
@@ -279,7 +281,7 @@ shop/gpu           no instance type has nvidia.com/gpu
 // A table with spot nodes says that EC2 picks among their candidates by spare capacity first
 // (finding 34.17): the offering shown is a prediction only while its capacity is ample.
 func TestWriteSaysHowSpotIsChosen(t *testing.T) {
-	report := &plan.Report{NewNodes: []plan.NewNode{{Provisioner: "spot", InstanceType: "t3.small", Zone: "us-west-2a", CapacityType: "spot", PricePerHour: 0.0064,
+	report := &plan.Report{NewNodes: []plan.NewNode{{Pool: "provisioner/spot", InstanceType: "t3.small", Zone: "us-west-2a", CapacityType: "spot", PricePerHour: 0.0064,
 		InstanceTypes: []string{"t3.small", "t3a.small"}, Pods: []string{"default/web-0"}}}, PricePerHour: 0.0064}
 	var table bytes.Buffer
 	if err := plan.Write(&table, report, plan.FormatTable); err != nil {
@@ -300,7 +302,7 @@ func TestNodeOverlaysChangeTheChoice(t *testing.T) {
 		return &state.Snapshot{Pods: []corev1.Pod{*builders.Pod(builders.PodOptions{Name: "web", Requests: builders.Resources("cpu", "1"), Unschedulable: true})},
 			InstanceTypes: map[string]*cloudprovider.InstanceType{}}
 	}
-	before := plan.Provisioning(context.Background(), snapshotOf(), []v1alpha5.Provisioner{onDemand("default")}, lister{})
+	before := plan.Provisioning(context.Background(), snapshotOf(), plan.Pools{Provisioners: []v1alpha5.Provisioner{onDemand("default")}}, lister{})
 	if len(before.NewNodes) != 1 || len(before.NewNodes[0].InstanceTypes) < 2 {
 		t.Fatalf("new nodes %+v, want one with several candidates", before.NewNodes)
 	}
@@ -328,7 +330,7 @@ spec:
 	}
 	snapshot := snapshotOf()
 	snapshot.Overlays = overlays
-	after := plan.Provisioning(context.Background(), snapshot, []v1alpha5.Provisioner{onDemand("default")}, lister{})
+	after := plan.Provisioning(context.Background(), snapshot, plan.Pools{Provisioners: []v1alpha5.Provisioner{onDemand("default")}}, lister{})
 	if len(after.NewNodes) != 1 || after.NewNodes[0].InstanceType != dearest || after.NewNodes[0].PricePerHour != 0.001 {
 		t.Fatalf("new nodes %+v, want one %s at the overlay's $0.001/h (it was %s)", after.NewNodes, dearest, before.NewNodes[0].InstanceType)
 	}

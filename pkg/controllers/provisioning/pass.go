@@ -181,14 +181,10 @@ func sortedKeys(plans map[pools.Key]*poolPlan) []pools.Key {
 // schedulingPool is the pool as the scheduler takes it, with used, what counts against its
 // limits.
 func (p *poolPlan) schedulingPool(used corev1.ResourceList) scheduling.Pool {
-	var pool scheduling.Pool
 	if p.nodePool != nil {
-		pool = scheduling.FromNodePool(p.nodePool, p.instanceTypes)
-	} else {
-		pool = scheduling.FromProvisioner(p.updated, p.instanceTypes)
+		return LimitedNodePool(p.nodePool, p.instanceTypes, used)
 	}
-	pool.Used = used
-	return pool
+	return Limited(p.updated, p.instanceTypes, used)
 }
 
 // launcherPool is the pool as the launcher takes it: a copy, as the pass goes on writing the

@@ -3,6 +3,7 @@ package provisioning
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
@@ -41,6 +42,14 @@ func PendingInput(s *state.Snapshot, pending []*corev1.Pod, provisioners []sched
 // against its limits, as its status's resources.
 func Limited(p *v1alpha5.Provisioner, instanceTypes []*cloudprovider.InstanceType, used corev1.ResourceList) scheduling.Pool {
 	pool := scheduling.FromProvisioner(p, instanceTypes)
+	pool.Used = used
+	return pool
+}
+
+// LimitedNodePool is the NodePool as Plan takes it: with its instance types, and used, what
+// counts against its limits.
+func LimitedNodePool(np *v1.NodePool, instanceTypes []*cloudprovider.InstanceType, used corev1.ResourceList) scheduling.Pool {
+	pool := scheduling.FromNodePool(np, instanceTypes)
 	pool.Used = used
 	return pool
 }

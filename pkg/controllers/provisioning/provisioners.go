@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"knative.dev/pkg/apis"
@@ -20,6 +19,7 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/conditions"
+	"karpenter.sh/karpenter/pkg/controllers/nodepool/status"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/events"
 	"karpenter.sh/karpenter/pkg/overlay"
@@ -91,10 +91,10 @@ func (c *Controller) nodePoolPlans(ctx context.Context) (map[pools.Key]*poolPlan
 	var inputs []overlay.Pool
 	for i := range nodePools.Items {
 		np := &nodePools.Items[i]
-		if np.DeletionTimestamp != nil || np.Spec.Replicas != nil {
+		if NodePoolLeftOut(np) != "" {
 			continue
 		}
-		class, err := ReadyNodeClass(ctx, c.client, np)
+		class, _, err := ReadyNodeClass(ctx, c.client, np)
 		if err != nil || class == nil {
 			if err != nil {
 				log.FromContext(ctx).WithName(Name).Error(err, "reading the node class of a nodepool", "nodepool", np.Name)
@@ -113,21 +113,38 @@ func (c *Controller) nodePoolPlans(ctx context.Context) (map[pools.Key]*poolPlan
 	return plans, inputs, nil
 }
 
-// ReadyNodeClass is the NodePool's EC2NodeClass when it is Ready to launch from, nil when it is
-// not (missing, or its conditions say why; the NodePool's NodeClassReady condition tells).
-func ReadyNodeClass(ctx context.Context, reader client.Reader, np *v1.NodePool) (*awsv1.EC2NodeClass, error) {
+// NodePoolLeftOut says why a pass leaves a NodePool out whatever its node class: it is being
+// deleted, or it is static (spec.replicas), its nodes kept by its own controller; "" when it
+// takes part.
+func NodePoolLeftOut(np *v1.NodePool) string {
+	switch {
+	case np.DeletionTimestamp != nil:
+		return "it is being deleted"
+	case np.Spec.Replicas != nil:
+		return "it is static (spec.replicas): its own controller keeps its nodes"
+	}
+	return ""
+}
+
+// ReadyNodeClass is the NodePool's EC2NodeClass when it is Ready to launch from; when it is not
+// (missing, or its conditions say why), nil and why, as the NodePool's NodeClassReady condition
+// says it.
+func ReadyNodeClass(ctx context.Context, reader client.Reader, np *v1.NodePool) (*awsv1.EC2NodeClass, string, error) {
 	ref := np.Spec.Template.Spec.NodeClassRef
-	if ref == nil || ref.GroupKind() != (schema.GroupKind{Group: awsv1.SchemeGroupVersion.Group, Kind: "EC2NodeClass"}) {
-		return nil, nil
+	var class *awsv1.EC2NodeClass
+	if ref != nil && ref.GroupKind() == (schema.GroupKind{Group: awsv1.SchemeGroupVersion.Group, Kind: "EC2NodeClass"}) {
+		class = &awsv1.EC2NodeClass{}
+		if err := reader.Get(ctx, client.ObjectKey{Name: ref.Name}, class); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return nil, "", fmt.Errorf("reading EC2NodeClass %s, %w", ref.Name, err)
+			}
+			class = nil
+		}
 	}
-	class := &awsv1.EC2NodeClass{}
-	if err := reader.Get(ctx, client.ObjectKey{Name: ref.Name}, class); err != nil {
-		return nil, client.IgnoreNotFound(err)
+	if ready, _, message := status.NodeClassReady(ref, class); ready != metav1.ConditionTrue {
+		return nil, message, nil
 	}
-	if class.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(class.Status.Conditions, awsv1.ConditionTypeReady) {
-		return nil, nil
-	}
-	return class, nil
+	return class, "", nil
 }
 
 // NodePoolConstraints are what the cloud needs of a NodePool to list its instance types.

@@ -37,7 +37,7 @@ func Decide(np *v1.NodePool, class *awsv1.EC2NodeClass, claims []v1.NodeClaim) v
 		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: conditionType, Status: s, Reason: reason, Message: message, ObservedGeneration: np.Generation})
 	}
 	set(v1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, ReasonValid, "")
-	classStatus, reason, message := nodeClassReady(np.Spec.Template.Spec.NodeClassRef, class)
+	classStatus, reason, message := NodeClassReady(np.Spec.Template.Spec.NodeClassRef, class)
 	set(v1.ConditionTypeNodeClassReady, classStatus, reason, message)
 	if class != nil {
 		status.NodeClassObservedGeneration = class.Generation
@@ -50,8 +50,9 @@ func Decide(np *v1.NodePool, class *awsv1.EC2NodeClass, claims []v1.NodeClaim) v
 	return status
 }
 
-// nodeClassReady is the NodeClassReady condition: the class's Ready condition as it stands.
-func nodeClassReady(ref *v1.NodeClassReference, class *awsv1.EC2NodeClass) (metav1.ConditionStatus, string, string) {
+// NodeClassReady is the NodeClassReady condition: the class's Ready condition as it stands. The
+// provisioning pass launches from the class only when it is True, and says why not otherwise.
+func NodeClassReady(ref *v1.NodeClassReference, class *awsv1.EC2NodeClass) (metav1.ConditionStatus, string, string) {
 	if ref == nil || ref.GroupKind() != awsv1.SchemeGroupVersion.WithKind("EC2NodeClass").GroupKind() {
 		group, kind := "", ""
 		if ref != nil {

@@ -1,0 +1,111 @@
+package plan_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kubefake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"karpenter.sh/karpenter/pkg/apis"
+	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/plan"
+	"karpenter.sh/karpenter/pkg/state"
+	"karpenter.sh/karpenter/pkg/test/builders"
+)
+
+// nodeClass is an EC2NodeClass whose Ready condition has the status given, as its controller
+// writes it.
+func nodeClass(name string, ready metav1.ConditionStatus) *awsv1.EC2NodeClass {
+	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	class.Status.Conditions = []metav1.Condition{{Type: awsv1.ConditionTypeReady, Status: ready, Reason: "SubnetsNotFound", Message: "no subnet matches"}}
+	return class
+}
+
+// nodePool is a NodePool of the class, on-demand amd64 nodes.
+func nodePool(name, class string, mutate ...func(*v1.NodePool)) v1.NodePool {
+	np := v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+		Requirements: []v1.NodeSelectorRequirementWithMinValues{
+			{Key: v1alpha5.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1alpha5.CapacityTypeOnDemand}},
+			{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
+		},
+		NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: class},
+	}}}}
+	for _, m := range mutate {
+		m(&np)
+	}
+	return np
+}
+
+func classes(objects ...client.Object) client.Reader {
+	return kubefake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objects...).Build()
+}
+
+func pendingPod(name, cpu string) *state.Snapshot {
+	return &state.Snapshot{Pods: []corev1.Pod{*builders.Pod(builders.PodOptions{Name: name, Requests: builders.Resources("cpu", cpu), Unschedulable: true})},
+		InstanceTypes: map[string]*cloudprovider.InstanceType{}}
+}
+
+// TestNodePoolsArePlanned: a NodePool whose class is Ready plans the pod's node, named by its
+// kind; those the controller's pass leaves out are reported with the reason.
+func TestNodePoolsArePlanned(t *testing.T) {
+	in := plan.Pools{
+		NodePools: []v1.NodePool{
+			nodePool("default", "ready"),
+			nodePool("waiting", "not-ready"),
+			nodePool("orphan", "missing"),
+			nodePool("static", "ready", func(np *v1.NodePool) { np.Spec.Replicas = ptr.To[int64](2) }),
+		},
+		NodeClasses: classes(nodeClass("ready", metav1.ConditionTrue), nodeClass("not-ready", metav1.ConditionFalse)),
+	}
+	report := plan.Provisioning(context.Background(), pendingPod("web", "1"), in, lister{})
+
+	if len(report.NewNodes) != 1 || report.NewNodes[0].Pool != "nodepool/default" || !slices.Equal(report.NewNodes[0].Pods, []string{"default/web"}) {
+		t.Errorf("new nodes %+v, want one of nodepool/default for web", report.NewNodes)
+	}
+	want := map[string]string{
+		"waiting": "EC2NodeClass not-ready is not ready: no subnet matches",
+		"orphan":  "EC2NodeClass missing does not exist",
+		"static":  "static (spec.replicas)",
+	}
+	if len(report.SkippedPools) != len(want) {
+		t.Errorf("skipped %+v, want %v", report.SkippedPools, want)
+	}
+	for _, s := range report.SkippedPools {
+		if s.Kind != "NodePool" || !strings.Contains(s.Reason, want[s.Name]) || want[s.Name] == "" {
+			t.Errorf("skipped %+v, want NodePool %s skipped saying %q", s, s.Name, want[s.Name])
+		}
+	}
+}
+
+// TestNodePoolWeightBeatsACheaperProvisioner: a weighted NodePool takes the pod on its dearer
+// instance type, though a Provisioner of the same name would launch a cheaper node.
+func TestNodePoolWeightBeatsACheaperProvisioner(t *testing.T) {
+	in := plan.Pools{
+		Provisioners: []v1alpha5.Provisioner{onDemand("default")},
+		NodePools: []v1.NodePool{nodePool("default", "ready", func(np *v1.NodePool) {
+			np.Spec.Weight = ptr.To[int32](10)
+			np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, v1.NodeSelectorRequirementWithMinValues{
+				Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.2xlarge"}})
+		})},
+		NodeClasses: classes(nodeClass("ready", metav1.ConditionTrue)),
+	}
+	report := plan.Provisioning(context.Background(), pendingPod("web", "1"), in, lister{})
+	if len(report.NewNodes) != 1 || report.NewNodes[0].Pool != "nodepool/default" || report.NewNodes[0].InstanceType != "m5.2xlarge" {
+		t.Errorf("new nodes %+v, want one m5.2xlarge of nodepool/default", report.NewNodes)
+	}
+
+	in.NodePools[0].Spec.Weight = nil
+	report = plan.Provisioning(context.Background(), pendingPod("web", "1"), in, lister{})
+	if len(report.NewNodes) != 1 || report.NewNodes[0].Pool != "provisioner/default" || report.NewNodes[0].InstanceType == "m5.2xlarge" {
+		t.Errorf("new nodes %+v, want the Provisioner's cheaper node once the NodePool weighs as little", report.NewNodes)
+	}
+}
