@@ -198,7 +198,7 @@ func TestEveryPlannerAsksTheSchedulerTheSameQuestion(t *testing.T) {
 		t.Errorf("expiry of node ready asks otherwise than provisioning, less that node (-want +got):\n%s", diff)
 	}
 
-	report := plan.Provisioning(t.Context(), fixture(now), []v1alpha5.Provisioner{*p}, lister)
+	report := plan.Provisioning(t.Context(), fixture(now), plan.Pools{Provisioners: []v1alpha5.Provisioner{*p}}, lister)
 	results := scheduling.Schedule(provisioning.PendingInput(snapshot, pending, provisioners))
 	if len(report.NewNodes) != len(results.NewNodes) || report.PricePerHour != results.Price() {
 		t.Errorf("kubectl karpenter plan plans %d new nodes at $%.4f/h, the controller's input %d at $%.4f/h", len(report.NewNodes), report.PricePerHour,
