@@ -70,7 +70,18 @@ func distinctValues(types []*instanceType, mv *minValue, zones, capacityTypes ui
 	return len(seen) + bits.OnesCount64(mask)
 }
 
-// minValuesRefusal says why a node is refused under MinValuesStrict.
-func minValuesRefusal(mv *minValue, have int) string {
-	return fmt.Sprintf("its instance types would give %d distinct values of %s, fewer than its minValues %d (min-values-policy Strict)", have, mv.key, mv.min)
+// strictMinValuesRefusal says why new node n, narrowed to out to hold used, is refused under
+// MinValuesStrict: its instance types would give too few values of a key; "" if not refused.
+func strictMinValuesRefusal(n *node, out *narrowing, used resources) string {
+	if !n.prov.minValuesStrict || len(n.prov.minValues) == 0 {
+		return ""
+	}
+	// The node's options are the types from the cheapest on that hold its pods, as finish
+	// renders them.
+	keep := func(t *instanceType) bool { return within(t.alloc, used) && n.prov.withinLimits(n.cheapest, t) }
+	unmet, have := n.prov.unmetMinValues(out.candidates[out.first:], out.zones, out.capacityTypes, keep)
+	if unmet == nil {
+		return ""
+	}
+	return fmt.Sprintf("its instance types would give %d distinct values of %s, fewer than its minValues %d (min-values-policy Strict)", have, unmet.key, unmet.min)
 }

@@ -257,13 +257,8 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 	if !n.prov.withinLimits(n.cheapest, out.candidates[out.first]) {
 		return nil, "no instance type fits within the provisioner's limits"
 	}
-	if n.prov.minValuesStrict && len(n.prov.minValues) > 0 {
-		// The node's options are the types from the cheapest on that hold its pods, as
-		// finish renders them.
-		keep := func(t *instanceType) bool { return within(t.alloc, used) && n.prov.withinLimits(n.cheapest, t) }
-		if unmet, have := n.prov.unmetMinValues(out.candidates[out.first:], out.zones, out.capacityTypes, keep); unmet != nil {
-			return nil, minValuesRefusal(unmet, have)
-		}
+	if refusal := strictMinValuesRefusal(n, out, used); refusal != "" {
+		return nil, refusal
 	}
 	return out, ""
 }
