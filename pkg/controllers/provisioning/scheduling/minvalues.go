@@ -72,10 +72,17 @@ func distinctValues(types []*instanceType, mv *minValue, zones, capacityTypes ui
 
 // strictMinValuesRefusal says why new node n, narrowed to out to hold used, is refused under
 // MinValuesStrict: its instance types would give too few values of a key; "" if not refused.
+// Small enough to inline, it costs a pool without minValues, constrain's common case, no call.
 func strictMinValuesRefusal(n *node, out *narrowing, used resources) string {
-	if !n.prov.minValuesStrict || len(n.prov.minValues) == 0 {
+	if !n.prov.minValuesStrict {
 		return ""
 	}
+	return minValuesShortfall(n, out, used)
+}
+
+// minValuesShortfall says which of the minValues of new node n, narrowed to out to hold used,
+// its instance types fall short of; "" if none.
+func minValuesShortfall(n *node, out *narrowing, used resources) string {
 	// The node's options are the types from the cheapest on that hold its pods, as finish
 	// renders them.
 	keep := func(t *instanceType) bool { return within(t.alloc, used) && n.prov.withinLimits(n.cheapest, t) }

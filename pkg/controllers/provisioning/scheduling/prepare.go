@@ -217,7 +217,7 @@ func (s *scheduler) newProvisioner(index int, p Pool, daemonSets []*corev1.Pod, 
 		taints:       p.Taints,
 		minValues:    minValuesOf(p),
 		// An unset policy is upstream's default.
-		minValuesStrict: p.MinValuesPolicy != MinValuesBestEffort,
+		minValuesStrict: len(p.MinValues) > 0 && p.MinValuesPolicy != MinValuesBestEffort,
 	}
 	// Admission validates requirements; one that still fails to parse matches nothing.
 	for _, r := range p.Requirements {

@@ -79,8 +79,8 @@ type provisioner struct {
 	// limit is the remaining capacity under spec.limits per resource, or nil without limits.
 	limited   []bool
 	remaining resources
-	// minValues are the pool's, in key order; minValuesStrict is whether a node that would
-	// keep fewer is refused (MinValuesStrict) rather than relaxed.
+	// minValues are the pool's, in key order; minValuesStrict is whether there are some and a
+	// node that would keep fewer is refused (MinValuesStrict) rather than relaxed.
 	minValues       []minValue
 	minValuesStrict bool
 }
