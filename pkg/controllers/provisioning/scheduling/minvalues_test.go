@@ -1,6 +1,7 @@
 package scheduling_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/check"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/workloads"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -98,5 +100,34 @@ func TestMinValues(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMixedConstraintsWithMinValues: the seeded random workloads, with minValues on every pool,
+// under each policy, have every plan verified by the checker.
+func TestMixedConstraintsWithMinValues(t *testing.T) {
+	for _, policy := range []scheduling.MinValuesPolicy{scheduling.MinValuesStrict, scheduling.MinValuesBestEffort} {
+		for seed := int64(1); seed <= 20; seed++ {
+			t.Run(fmt.Sprintf("%s/%d", policy, seed), func(t *testing.T) {
+				in := workloads.Mixed(seed)
+				for i := range in.Pools {
+					// Spreads over the instance type pin many nodes to one: Strict refuses them,
+					// BestEffort relaxes them.
+					in.Pools[i].MinValues = map[string]int{corev1.LabelInstanceTypeStable: 2}
+					in.Pools[i].MinValuesPolicy = policy
+				}
+				r := scheduling.Schedule(in)
+				for i, err := range check.Verify(in, r) {
+					if i == 10 {
+						t.Error("...")
+						break
+					}
+					t.Error(err)
+				}
+				if len(r.Bindings) == 0 {
+					t.Error("no pod placed")
+				}
+			})
+		}
 	}
 }
