@@ -23,6 +23,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
 	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/flagenv"
 	"karpenter.sh/karpenter/pkg/metrics/clients"
 	"karpenter.sh/karpenter/pkg/operator"
@@ -37,6 +38,8 @@ type flags struct {
 	// clusterCABundle is base64 PEM, as upstream's CLUSTER_CA_BUNDLE.
 	clusterCABundle string
 	featureGates    string
+	// minValuesPolicy is upstream's MIN_VALUES_POLICY: Strict or BestEffort.
+	minValuesPolicy string
 	// probe, when set, makes the binary probe these URLs and exit instead of running.
 	probe string
 	// warnings are said once the logger is set up: settings overridden or without effect.
@@ -99,6 +102,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.Float64Var(&f.operator.Controllers.ConsolidationThreshold, "consolidation-threshold", consolidation.DefaultThreshold, "Fraction of the nodes' hourly price a consolidation must save, within (0, 1).")
 	fs.DurationVar(&f.operator.Controllers.ConsolidationMinNodeAge, "consolidation-min-node-age", consolidation.DefaultMinNodeAge, "How long a node exists before consolidation may delete or replace it.")
 	fs.StringVar(&f.featureGates, "feature-gates", "", "Upstream Karpenter's feature gates, Name=true|false comma-separated: SpotToSpotConsolidation=false keeps spot nodes from being replaced by spot; NodeOverlay=true applies NodeOverlays to the instance types scheduling plans with; the others have no effect here.")
+	fs.StringVar(&f.minValuesPolicy, "min-values-policy", string(scheduling.MinValuesStrict), "What a new node of a NodePool does whose pods leave its instance types fewer values of a key than a requirement's minValues: Strict, it is not made so (the pods go to other nodes or stay pending); BestEffort, it launches with the values there are, its NodeClaim annotated karpenter.sh/nodeclaim-min-values-relaxed=true.")
 	fs.StringVar(&f.operator.InterruptionQueue, "interruption-queue", "", "SQS queue (name, URL or ARN) the EventBridge rules send EC2 spot interruptions, rebalance recommendations, scheduled changes and state changes to; empty disables interruption handling.")
 	fs.Float64Var(&f.kubeClientQPS, "kube-client-qps", defaultKubeClientQPS, "Requests per second the controller may send the API server on average; negative for no client-side limit (the API server's priority and fairness still applies).")
 	fs.IntVar(&f.operator.KubeClientBurst, "kube-client-burst", defaultKubeClientBurst, "Requests the controller may send the API server at once above --kube-client-qps.")

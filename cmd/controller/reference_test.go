@@ -36,6 +36,7 @@ var chartValues = map[string]string{
 	"vm-memory-overhead-percent":   "settings.vmMemoryOverheadPercent",
 	"reserved-enis":                "settings.reservedENIs",
 	"feature-gates":                "settings.featureGates.spotToSpotConsolidation",
+	"min-values-policy":            "settings.minValuesPolicy",
 	"aws-region":                   "settings.aws.region",
 	"aws-default-instance-profile": "settings.aws.defaultInstanceProfile",
 }

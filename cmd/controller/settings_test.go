@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 )
 
 // TestUpstreamVariablesSetTheirFlags: each environment variable of upstream Karpenter that has a
@@ -29,6 +31,7 @@ func TestUpstreamVariablesSetTheirFlags(t *testing.T) {
 		{"VM_MEMORY_OVERHEAD_PERCENT", "0.1", "vm-memory-overhead-percent", "0.1"},
 		{"RESERVED_ENIS", "1", "reserved-enis", "1"},
 		{"FEATURE_GATES", "SpotToSpotConsolidation=false", "feature-gates", "SpotToSpotConsolidation=false"},
+		{"MIN_VALUES_POLICY", "BestEffort", "min-values-policy", "BestEffort"},
 		{"LOG_OUTPUT_PATHS", "stdout", "log-output-paths", "stdout"},
 		{"LOG_ERROR_OUTPUT_PATHS", "stderr", "log-error-output-paths", "stderr"},
 	} {
@@ -69,7 +72,7 @@ func TestStartupReportsIgnoredAndOverriddenVariables(t *testing.T) {
 		"AMI_REFRESH_INTERVAL=5m",
 		"KARPENTER_SERVICE=karpenter",
 		"PREFERENCE_POLICY=Ignore",
-		"MIN_VALUES_POLICY=Strict", // upstream's default, what this project does: not reported
+		"DISABLE_DRY_RUN=false", // upstream's default, what this project does: not reported
 	)
 	var output bytes.Buffer
 	command.Stdout, command.Stderr = &output, &output
@@ -79,8 +82,8 @@ func TestStartupReportsIgnoredAndOverriddenVariables(t *testing.T) {
 			t.Errorf("the controller's start-up output does not name %s:\n%s", want, output.String())
 		}
 	}
-	if strings.Contains(output.String(), "MIN_VALUES_POLICY") {
-		t.Errorf("MIN_VALUES_POLICY=Strict, what this project does, is reported:\n%s", output.String())
+	if strings.Contains(output.String(), "DISABLE_DRY_RUN") {
+		t.Errorf("DISABLE_DRY_RUN=false, what this project does, is reported:\n%s", output.String())
 	}
 }
 
@@ -123,6 +126,37 @@ func TestFeatureGates(t *testing.T) {
 			}
 			if strings.Join(warned, ",") != strings.Join(c.ignored, ",") {
 				t.Errorf("warned of %v, want %v", warned, c.ignored)
+			}
+		})
+	}
+}
+
+// TestMinValuesPolicy: --min-values-policy is Strict unless set to BestEffort; anything else is
+// refused.
+func TestMinValuesPolicy(t *testing.T) {
+	for _, c := range []struct {
+		args    []string
+		want    scheduling.MinValuesPolicy
+		refused bool
+	}{
+		{args: nil, want: scheduling.MinValuesStrict},
+		{args: []string{"--min-values-policy=BestEffort"}, want: scheduling.MinValuesBestEffort},
+		{args: []string{"--min-values-policy=Strict"}, want: scheduling.MinValuesStrict},
+		{args: []string{"--min-values-policy=bestEffort"}, refused: true},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			f, err := parseFlags(flag.NewFlagSet("controller", flag.ContinueOnError), c.args)
+			if c.refused {
+				if err == nil {
+					t.Errorf("%v is accepted, want it refused", c.args)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.operator.Controllers.MinValuesPolicy; got != c.want {
+				t.Errorf("policy %q, want %q", got, c.want)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/featuregates"
 	"karpenter.sh/karpenter/pkg/flagenv"
 )
@@ -27,7 +28,6 @@ var upstreamAliases = []flagenv.Alias{
 // to anything but their inert value, each is reported at start-up.
 var upstreamIgnored = []flagenv.Ignored{
 	{Variable: "PREFERENCE_POLICY", Inert: "Respect", Why: "preferences are always respected, as kube-scheduler does"},
-	{Variable: "MIN_VALUES_POLICY", Inert: "Strict", Why: "Provisioners have no minValues to relax"},
 	{Variable: "EKS_CONTROL_PLANE", Inert: "false", Why: "the endpoint and CA are the controller's own or --cluster-endpoint and --cluster-ca-bundle; eks:DescribeCluster is read only for the service CIDR"},
 	{Variable: "ENABLE_ZONAL_SHIFT", Inert: "false", Why: "zonal shifts are not followed"},
 	{Variable: "IGNORE_DRA_REQUESTS", Inert: "true", Why: "pods' resource claims are always left to kube-scheduler"},
@@ -68,6 +68,12 @@ func (f *flags) applyUpstreamSettings(warn func(string)) error {
 	}
 	f.operator.Controllers.ConsolidationNoSpotToSpot = !gates.SpotToSpot
 	f.operator.Controllers.NodeOverlay = gates.NodeOverlay
+	switch policy := scheduling.MinValuesPolicy(f.minValuesPolicy); policy {
+	case scheduling.MinValuesStrict, scheduling.MinValuesBestEffort:
+		f.operator.Controllers.MinValuesPolicy = policy
+	default:
+		return fmt.Errorf("--min-values-policy must be Strict or BestEffort, not %q", f.minValuesPolicy)
+	}
 	for _, gate := range gates.Ignored {
 		warn(fmt.Sprintf("feature gate %s=true has no effect here: this project has no such feature", gate))
 	}

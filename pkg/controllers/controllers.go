@@ -34,6 +34,7 @@ import (
 	provisionerstatus "karpenter.sh/karpenter/pkg/controllers/provisioner/status"
 	provisionerwarnings "karpenter.sh/karpenter/pkg/controllers/provisioner/warnings"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/controllers/scalablenodegroup"
 	"karpenter.sh/karpenter/pkg/controllers/statemetrics"
 	"karpenter.sh/karpenter/pkg/launcher"
@@ -125,6 +126,9 @@ type Options struct {
 	// the instance types they plan with, and the nodeoverlay controller, registered only
 	// then, writes the overlays' status.
 	NodeOverlay bool
+	// MinValuesPolicy is what a new node of a NodePool does whose pods leave it fewer values
+	// of a key than the NodePool's minValues; MinValuesStrict when empty.
+	MinValuesPolicy scheduling.MinValuesPolicy
 	// AWSClients are the AWS clients of the region nodes launch in, AWSRegion; the nodeclass
 	// controller, which resolves EC2NodeClasses through them, is not registered when nil.
 	AWSClients awsapi.ClientsFunc
@@ -293,6 +297,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			BatchMaxDuration:  opts.BatchMaxDuration,
 			EarlyLaunch:       opts.BatchEarlyLaunch,
 			BindPods:          opts.BindPods,
+			MinValuesPolicy:   opts.MinValuesPolicy,
 			Ledger:            with.ledger,
 			Launcher:          with.launches(),
 			Cluster:           cluster,

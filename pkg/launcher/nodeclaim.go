@@ -74,8 +74,9 @@ func claimable(r corev1.NodeSelectorRequirement) bool {
 
 // requirements are what the node must satisfy: the scheduler's requirements that a NodeClaim
 // may hold, with the instance types, zones and capacity types of the candidates in place of
-// the scheduler's own for those keys, in the candidates' order (cheapest first).
-func requirements(scheduled []corev1.NodeSelectorRequirement, candidates []cloudprovider.Candidate) []v1.NodeSelectorRequirementWithMinValues {
+// the scheduler's own for those keys, in the candidates' order (cheapest first), and the pool's
+// minValues on their keys (withMinValues).
+func requirements(scheduled []corev1.NodeSelectorRequirement, candidates []cloudprovider.Candidate, minValues map[string]int) []v1.NodeSelectorRequirementWithMinValues {
 	decided := map[string][]string{corev1.LabelInstanceTypeStable: nil, corev1.LabelTopologyZone: nil, v1.CapacityTypeLabelKey: nil}
 	for _, c := range candidates {
 		for key, value := range map[string]string{corev1.LabelInstanceTypeStable: c.InstanceType.Name, corev1.LabelTopologyZone: c.Offering.Zone, v1.CapacityTypeLabelKey: c.Offering.CapacityType} {
@@ -96,16 +97,42 @@ func requirements(scheduled []corev1.NodeSelectorRequirement, candidates []cloud
 			out = append(out, v1.NodeSelectorRequirementWithMinValues{Key: key, Operator: corev1.NodeSelectorOpIn, Values: decided[key]})
 		}
 	}
+	return withMinValues(out, candidates, minValues)
+}
+
+// withMinValues sets on the requirements the minValues of their keys, as the candidates meet
+// them: a minValues the candidates fall short of (relaxed) is lowered to what they give, as
+// upstream's relaxed NodeClaims state it. A key without a requirement gets one, Exists.
+func withMinValues(out []v1.NodeSelectorRequirementWithMinValues, candidates []cloudprovider.Candidate, minValues map[string]int) []v1.NodeSelectorRequirementWithMinValues {
+	for _, key := range slices.Sorted(maps.Keys(minValues)) {
+		kept := ptr.To(min(minValues[key], cloudprovider.DistinctValues(candidates, key)))
+		i := slices.IndexFunc(out, func(r v1.NodeSelectorRequirementWithMinValues) bool { return r.Key == key })
+		if i < 0 {
+			out = append(out, v1.NodeSelectorRequirementWithMinValues{Key: key, Operator: corev1.NodeSelectorOpExists, MinValues: kept})
+			continue
+		}
+		out[i].MinValues = kept
+	}
 	return out
+}
+
+// minValuesRelaxed is whether the node launches with fewer values of a key than the pool's
+// minValues: relaxed by the scheduler (MinValuesBestEffort), or by the candidates that the
+// pool's limits left it.
+func minValuesRelaxed(n *scheduling.NewNode, candidates []cloudprovider.Candidate, minValues map[string]int) bool {
+	unmet, _ := cloudprovider.MinValuesUnmet(candidates, minValues)
+	return n.MinValuesRelaxed || unmet != ""
 }
 
 // newNodeClaim is the NodeClaim of one node a pool launches: named, labelled and annotated as
 // its group's, carrying the plan's decision (what it may launch as, what it must have room for),
 // the pool's taints and the startup taints its launcher asks for. A NodePool's NodeClaim names
-// its EC2NodeClass and takes the template's annotations, startup taints, expireAfter and
-// terminationGracePeriod; a Provisioner's names the Provisioner, whose spec.provider is its
-// cloud configuration, and never expires by itself, as its ttlSecondsUntilExpired is read live.
+// its EC2NodeClass, takes the template's annotations, startup taints, expireAfter and
+// terminationGracePeriod, and with minValues says whether they were relaxed; a Provisioner's
+// names the Provisioner, whose spec.provider is its cloud configuration, and never expires by
+// itself, as its ttlSecondsUntilExpired is read live.
 func newNodeClaim(name string, pool Pool, n *scheduling.NewNode, candidates []cloudprovider.Candidate, annotations map[string]string, startupTaints []corev1.Taint) *v1.NodeClaim {
+	minValues := pool.MinValues()
 	nc := &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
@@ -116,7 +143,7 @@ func newNodeClaim(name string, pool Pool, n *scheduling.NewNode, candidates []cl
 		Spec: v1.NodeClaimSpec{
 			Taints:        v1.TaintsFrom(pool.Taints()),
 			StartupTaints: v1.TaintsFrom(startupTaints),
-			Requirements:  requirements(n.Requirements, candidates),
+			Requirements:  requirements(n.Requirements, candidates, minValues),
 			Resources:     v1.ResourceRequirements{Requests: podRequests(n.Pods)},
 			NodeClassRef:  pool.nodeClassRef(),
 		},
@@ -128,6 +155,9 @@ func newNodeClaim(name string, pool Pool, n *scheduling.NewNode, candidates []cl
 	// drains and terminates its nodes; the NodePool stays until they are gone.
 	nc.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodePool", Name: pool.NodePool.Name,
 		UID: pool.NodePool.UID, BlockOwnerDeletion: ptr.To(true)}}
+	if len(minValues) > 0 {
+		nc.Annotations[v1.NodeClaimMinValuesRelaxedAnnotationKey] = strconv.FormatBool(minValuesRelaxed(n, candidates, minValues))
+	}
 	template := &pool.NodePool.Spec.Template
 	for k, v := range template.Annotations {
 		if _, ok := nc.Annotations[k]; !ok {

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
@@ -48,7 +49,7 @@ func TestRequirementsAreWhatANodeClaimMayHold(t *testing.T) {
 		{Key: "example.com/team", Operator: corev1.NodeSelectorOpIn, Values: []string{"ml"}},
 		{Key: "example.com/generation", Operator: corev1.NodeSelectorOpGt, Values: []string{"-1"}},
 		{Key: "example.com/size", Operator: corev1.NodeSelectorOpGt, Values: []string{"4"}},
-	}, candidates)
+	}, candidates, nil)
 	var keys []string
 	for _, r := range got {
 		keys = append(keys, r.Key)
@@ -132,5 +133,60 @@ func TestLaunchedNodeClaimRegistersItsNode(t *testing.T) {
 	}
 	if nc.Status.ProviderID != instance.ProviderID || nc.Status.ImageID != instance.ImageID || !nc.IsTrue(v1.ConditionTypeLaunched) || nc.Status.Allocatable.Cpu().IsZero() {
 		t.Errorf("nodeclaim status %+v, want the instance recorded, Launched", nc.Status)
+	}
+}
+
+// TestNodeClaimMinValues: a NodePool's NodeClaim carries the minValues of its requirements, as
+// its candidates meet them, and says whether they were relaxed: by the scheduler, or by
+// candidates that give fewer values than minValues asks.
+func TestNodeClaimMinValues(t *testing.T) {
+	types := fake.DefaultInstanceTypes()
+	offered := func(n int) []cloudprovider.Candidate {
+		var out []cloudprovider.Candidate
+		for _, it := range types[:n] {
+			out = append(out, cloudprovider.Candidate{InstanceType: it, Offering: it.Offerings[0]})
+		}
+		return out
+	}
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "flexible"}}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+		{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpExists, MinValues: ptr.To(2)},
+		{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}, MinValues: ptr.To(1)},
+	}
+	scheduled := []corev1.NodeSelectorRequirement{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}}
+	for _, tc := range []struct {
+		name             string
+		candidates       []cloudprovider.Candidate
+		scheduledRelaxed bool
+		wantTypes        int
+		wantRelaxed      string
+	}{
+		{"met", offered(3), false, 2, "false"},
+		{"too few candidates", offered(1), false, 1, "true"},
+		{"relaxed by the scheduler", offered(3), true, 2, "true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &scheduling.NewNode{Pool: pools.NodePool(np.Name), Requirements: scheduled, MinValuesRelaxed: tc.scheduledRelaxed}
+			nc := newNodeClaim("flexible-abcde", Pool{NodePool: np}, n, tc.candidates, map[string]string{}, nil)
+			minValues := map[string]int{}
+			for _, r := range nc.Spec.Requirements {
+				if r.MinValues != nil {
+					minValues[r.Key] = *r.MinValues
+				}
+			}
+			if minValues[corev1.LabelInstanceTypeStable] != tc.wantTypes || minValues[corev1.LabelOSStable] != 1 || len(minValues) != 2 {
+				t.Errorf("minValues %v, want %d instance types and 1 os", minValues, tc.wantTypes)
+			}
+			if got := nc.Annotations[v1.NodeClaimMinValuesRelaxedAnnotationKey]; got != tc.wantRelaxed {
+				t.Errorf("relaxed annotation %q, want %q", got, tc.wantRelaxed)
+			}
+		})
+	}
+	// A Provisioner's NodeClaim has no minValues to say anything of.
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	nc := newNodeClaim("default-abcde", Pool{Provisioner: p}, &scheduling.NewNode{Pool: pools.Provisioner(p.Name)}, offered(1), map[string]string{}, nil)
+	if _, ok := nc.Annotations[v1.NodeClaimMinValuesRelaxedAnnotationKey]; ok {
+		t.Errorf("a Provisioner's NodeClaim annotated %v", nc.Annotations)
 	}
 }

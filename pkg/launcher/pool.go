@@ -13,6 +13,7 @@ import (
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/pools"
 )
 
@@ -32,6 +33,15 @@ func (p Pool) Key() pools.Key {
 		return pools.NodePool(p.NodePool.Name)
 	}
 	return pools.Provisioner(p.Provisioner.Name)
+}
+
+// MinValues are the pool's minValues by requirement key: a NodePool's; nil for a Provisioner,
+// whose requirements have none.
+func (p Pool) MinValues() map[string]int {
+	if p.NodePool == nil {
+		return nil
+	}
+	return scheduling.FromNodePool(p.NodePool, nil).MinValues
 }
 
 // Labels are those Karpenter asks the cloud to register the pool's nodes with: the pool's own

@@ -400,7 +400,7 @@ var upstreamValueCases = map[string]valueCase{
 	"settings.batchMaxDuration":                     {args: set("settings.batchMaxDuration=20s"), check: controllerEnv("BATCH_MAX_DURATION", "20s")},
 	"settings.batchIdleDuration":                    {args: set("settings.batchIdleDuration=2s"), check: controllerEnv("BATCH_IDLE_DURATION", "2s")},
 	"settings.preferencePolicy":                     {args: set("settings.preferencePolicy=Ignore"), warning: "settings.preferencePolicy"},
-	"settings.minValuesPolicy":                      {args: set("settings.minValuesPolicy=BestEffort"), warning: "settings.minValuesPolicy"},
+	"settings.minValuesPolicy":                      {args: set("settings.minValuesPolicy=BestEffort"), check: controllerEnv("MIN_VALUES_POLICY", "BestEffort")},
 	"settings.clusterCABundle":                      {args: set("settings.clusterCABundle=Q0E="), check: controllerEnv("CLUSTER_CA_BUNDLE", "Q0E=")},
 	"settings.clusterName":                          {args: set("settings.clusterName=prod"), check: controllerEnv("CLUSTER_NAME", "prod")},
 	"settings.clusterEndpoint":                      {args: set("settings.clusterEndpoint=https://example.eks.amazonaws.com"), check: controllerEnv("CLUSTER_ENDPOINT", "https://example.eks.amazonaws.com")},

@@ -145,7 +145,7 @@ variable named there overrides the chart's.
 - name: CLUSTER_ENDPOINT
   value: {{ . | quote }}
 {{- end }}
-{{- range $name, $value := dict "CLUSTER_CA_BUNDLE" $settings.clusterCABundle "BATCH_MAX_DURATION" $settings.batchMaxDuration "BATCH_IDLE_DURATION" $settings.batchIdleDuration "INTERRUPTION_QUEUE" $settings.interruptionQueue "VM_MEMORY_OVERHEAD_PERCENT" $settings.vmMemoryOverheadPercent "RESERVED_ENIS" $settings.reservedENIs "AWS_REGION" $settings.aws.region }}
+{{- range $name, $value := dict "CLUSTER_CA_BUNDLE" $settings.clusterCABundle "BATCH_MAX_DURATION" $settings.batchMaxDuration "BATCH_IDLE_DURATION" $settings.batchIdleDuration "INTERRUPTION_QUEUE" $settings.interruptionQueue "VM_MEMORY_OVERHEAD_PERCENT" $settings.vmMemoryOverheadPercent "RESERVED_ENIS" $settings.reservedENIs "MIN_VALUES_POLICY" $settings.minValuesPolicy "AWS_REGION" $settings.aws.region }}
 {{- if not (eq (toString $value) "" "<nil>") }}
 - name: {{ $name }}
   value: {{ toString $value | quote }}
@@ -260,9 +260,6 @@ other than upstream's default (README.md lists them). NOTES.txt prints them.
 {{- $s := .Values.settings }}
 {{- if and $s.preferencePolicy (ne $s.preferencePolicy "Respect") }}
 - settings.preferencePolicy={{ $s.preferencePolicy }}: preferences are always respected here, as kube-scheduler does.
-{{- end }}
-{{- if and $s.minValuesPolicy (ne $s.minValuesPolicy "Strict") }}
-- settings.minValuesPolicy={{ $s.minValuesPolicy }}: Provisioners have no minValues; nothing to relax.
 {{- end }}
 {{- if $s.eksControlPlane }}
 - settings.eksControlPlane: the endpoint, CA and service CIDR are the controller's own or settings.*; eks:DescribeCluster is read only for the service CIDR.

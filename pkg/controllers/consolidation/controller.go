@@ -420,7 +420,7 @@ func Launch(ctx context.Context, l *launcher.Launcher, n *scheduling.NewNode, p 
 		if p.Spec.Limits != nil {
 			limits = p.Spec.Limits.Resources
 		}
-		kept, id, err := options.Ledger.Reserve(pools.Provisioner(p.Name), limits, options.Counted, candidates)
+		kept, id, err := options.Ledger.Reserve(pools.Provisioner(p.Name), limits, options.Counted, candidates, nil)
 		if err != nil {
 			return nil, fmt.Errorf("launching a node for provisioner %s, %w", p.Name, err)
 		}

@@ -221,7 +221,7 @@ func (c *Controller) reserve(g *launchGroup, p *poolPlan) (*reservedLaunch, erro
 	var reservations []int
 	var err error
 	for _, n := range g.nodes {
-		candidates, reservation, reserveErr := c.ledger.Reserve(p.key, limits, p.nodes, kept)
+		candidates, reservation, reserveErr := c.ledger.Reserve(p.key, limits, p.nodes, kept, pool.MinValues())
 		if reserveErr != nil {
 			var exceeded *LimitExceededError
 			if errors.As(reserveErr, &exceeded) {

@@ -33,6 +33,7 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	cloudmetrics "karpenter.sh/karpenter/pkg/cloudprovider/metrics"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/state"
@@ -78,6 +79,9 @@ type Options struct {
 	// BindPods binds the pods planned onto the nodes it launches itself, as Karpenter v0.5
 	// did, instead of nominating them for kube-scheduler to bind (bind.go).
 	BindPods bool
+	// MinValuesPolicy is what a new node of a NodePool does whose pods leave it fewer values
+	// of a key than the NodePool's minValues; MinValuesStrict when empty.
+	MinValuesPolicy scheduling.MinValuesPolicy
 	// Ledger counts launches against the Provisioners' limits, shared with the other
 	// controllers that launch; a ledger of its own when nil.
 	Ledger *Ledger
@@ -104,6 +108,7 @@ type Controller struct {
 	window           window
 	launchLimit      int
 	bindPods         bool
+	minValuesPolicy  scheduling.MinValuesPolicy
 	inFlight         *inFlight
 	// launcher creates the NodeClaims and launches them; it bounds the cloud's launch calls at
 	// once, of every batch in flight and every other caller.
@@ -148,6 +153,7 @@ func New(opts Options) (*Controller, error) {
 		window:           w,
 		launchLimit:      launchLimit,
 		bindPods:         opts.BindPods,
+		minValuesPolicy:  opts.MinValuesPolicy,
 		inFlight:         newInFlight(),
 		launcher:         cmp.Or(opts.Launcher, launcher.New(opts.Client, opts.InstanceProvider, launchLimit)),
 		told:             map[types.UID]string{},

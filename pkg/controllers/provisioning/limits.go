@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -126,26 +127,25 @@ const reserveSpread = 2
 
 // Reserve keeps the candidates (cheapest first) whose instance type fits under limits (nil:
 // no limits) beside what is used and, under limits, is within reserveSpread of the cheapest of
-// those in every limited resource; it reserves the largest it keeps. It returns
-// *LimitExceededError when none fits.
-func (l *Ledger) Reserve(pool pools.Key, limits corev1.ResourceList, nodes map[string]corev1.ResourceList, candidates []cloudprovider.Candidate) ([]cloudprovider.Candidate, int, error) {
+// those in every limited resource, and beyond the spread those that give the values of a key
+// the others lack for the pool's minValues (nil: none); it reserves the largest it keeps. It
+// returns *LimitExceededError when none fits.
+func (l *Ledger) Reserve(pool pools.Key, limits corev1.ResourceList, nodes map[string]corev1.ResourceList, candidates []cloudprovider.Candidate, minValues map[string]int) ([]cloudprovider.Candidate, int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	used := l.used(pool, nodes)
-	var kept []cloudprovider.Candidate
-	reserved := corev1.ResourceList{}
+	var kept, beyondSpread []int
 	var exceeded *LimitExceededError
-	for _, c := range candidates {
-		counted := withNode(c.InstanceType.Capacity)
-		if err := fitsUnder(pool, limits, used, counted); err != nil {
+	for i, c := range candidates {
+		if err := fitsUnder(pool, limits, used, withNode(c.InstanceType.Capacity)); err != nil {
 			exceeded = err
 			continue
 		}
-		if len(kept) > 0 && !withinSpread(limits, kept[0].InstanceType.Capacity, c.InstanceType.Capacity) {
+		if len(kept) > 0 && !withinSpread(limits, candidates[kept[0]].InstanceType.Capacity, c.InstanceType.Capacity) {
+			beyondSpread = append(beyondSpread, i)
 			continue
 		}
-		kept = append(kept, c)
-		maxInto(reserved, counted)
+		kept = append(kept, i)
 	}
 	if len(kept) == 0 {
 		if exceeded == nil {
@@ -153,9 +153,49 @@ func (l *Ledger) Reserve(pool pools.Key, limits corev1.ResourceList, nodes map[s
 		}
 		return nil, 0, exceeded
 	}
+	kept = keepMinValues(candidates, kept, beyondSpread, minValues)
+	out := make([]cloudprovider.Candidate, 0, len(kept))
+	reserved := corev1.ResourceList{}
+	for _, i := range kept {
+		out = append(out, candidates[i])
+		maxInto(reserved, withNode(candidates[i].InstanceType.Capacity))
+	}
 	l.next++
 	l.inFlight[l.next] = &reservation{pool: pool, capacity: reserved}
-	return kept, l.next, nil
+	return out, l.next, nil
+}
+
+// keepMinValues adds to kept, indices of candidates, those of extra, cheapest first, that give
+// a value of a key kept gives fewer of than minValues asks, until kept gives enough or extra
+// none; the indices come back in the candidates' order. Launch flexibility is what minValues
+// buys, so it outweighs the spread's bound on what a launch reserves.
+func keepMinValues(candidates []cloudprovider.Candidate, kept, extra []int, minValues map[string]int) []int {
+	selected := func() []cloudprovider.Candidate {
+		out := make([]cloudprovider.Candidate, len(kept))
+		for j, i := range kept {
+			out[j] = candidates[i]
+		}
+		return out
+	}
+	for key, _ := cloudprovider.MinValuesUnmet(selected(), minValues); key != ""; key, _ = cloudprovider.MinValuesUnmet(selected(), minValues) {
+		values := map[string]bool{}
+		for _, i := range kept {
+			if v, ok := candidates[i].LabelValue(key); ok {
+				values[v] = true
+			}
+		}
+		next := slices.IndexFunc(extra, func(i int) bool {
+			v, ok := candidates[i].LabelValue(key)
+			return ok && !values[v]
+		})
+		if next < 0 {
+			return kept
+		}
+		kept = append(kept, extra[next])
+		extra = slices.Delete(extra, next, next+1)
+		slices.Sort(kept)
+	}
+	return kept
 }
 
 // Launched narrows a reservation to the instance type launched, until a Node named nodeName

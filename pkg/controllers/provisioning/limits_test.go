@@ -59,7 +59,7 @@ func TestLedgerReserve(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l := NewLedger()
 			for _, nodeName := range tc.launched {
-				_, id, err := l.Reserve(pools.Provisioner("p"), nil, nil, candidates)
+				_, id, err := l.Reserve(pools.Provisioner("p"), nil, nil, candidates, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -67,7 +67,7 @@ func TestLedgerReserve(t *testing.T) {
 					l.Launched(id, nodeName, cpu("2"))
 				}
 			}
-			kept, _, err := l.Reserve(pools.Provisioner("p"), tc.limits, tc.nodes, candidates)
+			kept, _, err := l.Reserve(pools.Provisioner("p"), tc.limits, tc.nodes, candidates, nil)
 			if tc.exceeded {
 				var exceeded *LimitExceededError
 				if !errors.As(err, &exceeded) {
@@ -92,7 +92,7 @@ func TestLedgerReservesForTheBatch(t *testing.T) {
 	l := NewLedger()
 	candidates := []cloudprovider.Candidate{candidate("small", "2"), candidate("medium", "4"), candidate("huge", "192")}
 	for i := range 14 {
-		kept, _, err := l.Reserve(pools.Provisioner("p"), cpu("1000"), nil, candidates)
+		kept, _, err := l.Reserve(pools.Provisioner("p"), cpu("1000"), nil, candidates, nil)
 		if err != nil {
 			t.Fatalf("node %d of the batch: %v", i+1, err)
 		}
@@ -117,7 +117,7 @@ func TestLedgerHardUnderConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, _, err := l.Reserve(pools.Provisioner("p"), limits, nil, []cloudprovider.Candidate{candidate("small", "2"), candidate("large", "8")}); err == nil {
+			if _, _, err := l.Reserve(pools.Provisioner("p"), limits, nil, []cloudprovider.Candidate{candidate("small", "2"), candidate("large", "8")}, nil); err == nil {
 				mu.Lock()
 				granted++
 				mu.Unlock()
@@ -133,22 +133,22 @@ func TestLedgerHardUnderConcurrency(t *testing.T) {
 		t.Error("no launch was granted")
 	}
 	// Another provisioner's launches are not limited by this one's.
-	if _, _, err := l.Reserve(pools.Provisioner("q"), limits, nil, []cloudprovider.Candidate{candidate("large", "8")}); err != nil {
+	if _, _, err := l.Reserve(pools.Provisioner("q"), limits, nil, []cloudprovider.Candidate{candidate("large", "8")}, nil); err != nil {
 		t.Errorf("provisioner q was refused, %v", err)
 	}
 }
 
 func TestLedgerRelease(t *testing.T) {
 	l := NewLedger()
-	_, id, err := l.Reserve(pools.Provisioner("p"), cpu("8"), nil, []cloudprovider.Candidate{candidate("large", "8")})
+	_, id, err := l.Reserve(pools.Provisioner("p"), cpu("8"), nil, []cloudprovider.Candidate{candidate("large", "8")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := l.Reserve(pools.Provisioner("p"), cpu("8"), nil, []cloudprovider.Candidate{candidate("large", "8")}); err == nil {
+	if _, _, err := l.Reserve(pools.Provisioner("p"), cpu("8"), nil, []cloudprovider.Candidate{candidate("large", "8")}, nil); err == nil {
 		t.Fatal("a second launch was reserved past the limit")
 	}
 	l.Release(id)
-	if _, _, err := l.Reserve(pools.Provisioner("p"), cpu("8"), nil, []cloudprovider.Candidate{candidate("large", "8")}); err != nil {
+	if _, _, err := l.Reserve(pools.Provisioner("p"), cpu("8"), nil, []cloudprovider.Candidate{candidate("large", "8")}, nil); err != nil {
 		t.Errorf("a released reservation still counts, %v", err)
 	}
 }
@@ -158,7 +158,7 @@ func TestLedgerRelease(t *testing.T) {
 // reserved, rather than count as nothing until its Node is seen.
 func TestLedgerKeepsTheRoomOfALaunchedTypeItDoesNotKnow(t *testing.T) {
 	l := NewLedger()
-	_, id, err := l.Reserve(pools.Provisioner("p"), cpu("100"), nil, []cloudprovider.Candidate{candidate("small", "2"), candidate("medium", "4")})
+	_, id, err := l.Reserve(pools.Provisioner("p"), cpu("100"), nil, []cloudprovider.Candidate{candidate("small", "2"), candidate("medium", "4")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestLedgerForgetGone(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := NewLedger()
-			_, id, err := l.Reserve(pools.Provisioner("p"), nil, nil, []cloudprovider.Candidate{candidate("small", "2")})
+			_, id, err := l.Reserve(pools.Provisioner("p"), nil, nil, []cloudprovider.Candidate{candidate("small", "2")}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,6 +206,40 @@ func TestLedgerForgetGone(t *testing.T) {
 			used := l.Used(pools.Provisioner("p"), nil)
 			if reserved := !used.Cpu().IsZero(); reserved != tc.reserved {
 				t.Errorf("reserved = %t, want %t", reserved, tc.reserved)
+			}
+		})
+	}
+}
+
+// TestLedgerReserveKeepsMinValues: beyond the spread, the candidates that give a value of a key
+// the others lack for minValues are kept too, cheapest first; never one over the limits.
+func TestLedgerReserveKeepsMinValues(t *testing.T) {
+	family := func(name, cores, family string) cloudprovider.Candidate {
+		c := candidate(name, cores)
+		c.InstanceType.Labels = map[string]string{"example.com/family": family}
+		return c
+	}
+	candidates := []cloudprovider.Candidate{family("small", "2", "a"), family("medium", "4", "a"), family("large", "8", "b"),
+		family("larger", "12", "b"), family("huge", "16", "c")}
+	for _, tc := range []struct {
+		name      string
+		limits    corev1.ResourceList
+		minValues map[string]int
+		want      []string
+	}{
+		{"no minValues: the spread", cpu("100"), nil, []string{"small", "medium"}},
+		{"two families", cpu("100"), map[string]int{"example.com/family": 2}, []string{"small", "medium", "large"}},
+		{"three families", cpu("100"), map[string]int{"example.com/family": 3}, []string{"small", "medium", "large", "huge"}},
+		{"the limits bound them", cpu("10"), map[string]int{"example.com/family": 3}, []string{"small", "medium", "large"}},
+		{"met within the spread", cpu("100"), map[string]int{corev1.LabelInstanceTypeStable: 2}, []string{"small", "medium"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kept, _, err := NewLedger().Reserve(pools.NodePool("p"), tc.limits, nil, candidates, tc.minValues)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := names(kept); !slices.Equal(got, tc.want) {
+				t.Errorf("kept %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -94,7 +94,7 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 		if p.instanceTypes != nil {
 			// What counts against the limits is the ledger's: the nodes seen and the launches
 			// in flight, never a status that may lag.
-			schedulable = append(schedulable, p.schedulingPool(c.ledger.Used(key, p.nodes)))
+			schedulable = append(schedulable, p.schedulingPool(c.ledger.Used(key, p.nodes), c.minValuesPolicy))
 		}
 	}
 	plan := PlanPending(snapshot, schedulable)
@@ -179,10 +179,12 @@ func sortedKeys(plans map[pools.Key]*poolPlan) []pools.Key {
 }
 
 // schedulingPool is the pool as the scheduler takes it, with used, what counts against its
-// limits.
-func (p *poolPlan) schedulingPool(used corev1.ResourceList) scheduling.Pool {
+// limits, and the policy for a NodePool's minValues.
+func (p *poolPlan) schedulingPool(used corev1.ResourceList, minValuesPolicy scheduling.MinValuesPolicy) scheduling.Pool {
 	if p.nodePool != nil {
-		return LimitedNodePool(p.nodePool, p.instanceTypes, used)
+		pool := LimitedNodePool(p.nodePool, p.instanceTypes, used)
+		pool.MinValuesPolicy = minValuesPolicy
+		return pool
 	}
 	return Limited(p.updated, p.instanceTypes, used)
 }

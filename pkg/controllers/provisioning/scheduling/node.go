@@ -257,6 +257,9 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 	if !n.prov.withinLimits(n.cheapest, out.candidates[out.first]) {
 		return nil, "no instance type fits within the provisioner's limits"
 	}
+	if refusal := strictMinValuesRefusal(n, out, used); refusal != "" {
+		return nil, refusal
+	}
 	return out, ""
 }
 

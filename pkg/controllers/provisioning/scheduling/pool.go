@@ -29,7 +29,25 @@ type Pool struct {
 	// number; Used is what counts against them already. Nil Limits: no bound.
 	Limits, Used  corev1.ResourceList
 	InstanceTypes []*cloudprovider.InstanceType
+	// MinValues are, per requirement key, how many distinct values of it every node's instance
+	// types must keep between them (a NodePool requirement's minValues), so the cloud has that
+	// many to choose from; MinValuesPolicy says what a node whose pods leave fewer does.
+	MinValues       map[string]int
+	MinValuesPolicy MinValuesPolicy
 }
+
+// MinValuesPolicy is what a node does whose pods leave its instance types fewer distinct values
+// of a key than the pool's minValues.
+type MinValuesPolicy string
+
+const (
+	// MinValuesStrict refuses the node: its pods go to other nodes or stay pending. The empty
+	// policy is Strict.
+	MinValuesStrict MinValuesPolicy = "Strict"
+	// MinValuesBestEffort launches the node with the values there are, marked relaxed
+	// (NewNode.MinValuesRelaxed).
+	MinValuesBestEffort MinValuesPolicy = "BestEffort"
+)
 
 // FromProvisioner is a Provisioner as the scheduler reads it. Its status.resources count
 // against its limits; a Provisioner has no weight of its own here, so NodePools of any
@@ -45,8 +63,8 @@ func FromProvisioner(p *v1alpha5.Provisioner, instanceTypes []*cloudprovider.Ins
 	return pool
 }
 
-// FromNodePool is a NodePool as the scheduler reads it: its template's labels, requirements and
-// taints, its weight, and its limits, against which its status.resources and node count (as
+// FromNodePool is a NodePool as the scheduler reads it: its template's labels, requirements
+// (with their minValues; the policy is the caller's) and taints, its weight, and its limits, against which its status.resources and node count (as
 // v1.LimitNodes in status.resources or from the caller) count. A node's startup taints are
 // not the pool's taints: pods need not tolerate them.
 func FromNodePool(np *v1.NodePool, instanceTypes []*cloudprovider.InstanceType) Pool {
@@ -61,6 +79,13 @@ func FromNodePool(np *v1.NodePool, instanceTypes []*cloudprovider.InstanceType) 
 	}
 	for _, r := range template.Spec.Requirements {
 		pool.Requirements = append(pool.Requirements, coreRequirement(r))
+		if r.MinValues != nil {
+			if pool.MinValues == nil {
+				pool.MinValues = map[string]int{}
+			}
+			// Two requirements on one key: both minValues must hold.
+			pool.MinValues[r.Key] = max(pool.MinValues[r.Key], *r.MinValues)
+		}
 	}
 	return pool
 }

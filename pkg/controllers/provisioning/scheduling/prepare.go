@@ -215,6 +215,9 @@ func (s *scheduler) newProvisioner(index int, p Pool, daemonSets []*corev1.Pod, 
 		labels:       map[string]string{p.Key.LabelKey: p.Key.Name},
 		typeKeys:     sets.New(corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, v1alpha5.CapacityTypeLabelKey),
 		taints:       p.Taints,
+		minValues:    minValuesOf(p),
+		// An unset policy is upstream's default.
+		minValuesStrict: len(p.MinValues) > 0 && p.MinValuesPolicy != MinValuesBestEffort,
 	}
 	// Admission validates requirements; one that still fails to parse matches nothing.
 	for _, r := range p.Requirements {

@@ -79,6 +79,10 @@ type provisioner struct {
 	// limit is the remaining capacity under spec.limits per resource, or nil without limits.
 	limited   []bool
 	remaining resources
+	// minValues are the pool's, in key order; minValuesStrict is whether there are some and a
+	// node that would keep fewer is refused (MinValuesStrict) rather than relaxed.
+	minValues       []minValue
+	minValuesStrict bool
 }
 
 // Schedule places the input's pending pods.
@@ -586,6 +590,13 @@ func (s *scheduler) finish() {
 					out.InstanceTypes = append(out.InstanceTypes, t.it)
 				}
 			}
+		}
+		if len(n.prov.minValues) > 0 {
+			keep := func(t *instanceType) bool {
+				return within(t.alloc, n.used) && (t == n.cheapest || n.prov.withinLimits(n.cheapest, t))
+			}
+			unmet, _ := n.prov.unmetMinValues(candidates, n.zones, n.capacityTypes, keep)
+			out.MinValuesRelaxed = unmet != nil
 		}
 		s.results.NewNodes = append(s.results.NewNodes, out)
 	}

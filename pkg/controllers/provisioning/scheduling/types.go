@@ -61,6 +61,10 @@ type NewNode struct {
 	// Price is the hourly price of the cheapest offering the node may launch as.
 	Price float64
 	Pods  []*corev1.Pod
+	// MinValuesRelaxed is whether InstanceTypes keep fewer distinct values of a key than the
+	// pool's minValues: under MinValuesBestEffort, or under a pool's limits, which leave it
+	// fewer instance types to grow into than minValues asks.
+	MinValuesRelaxed bool
 
 	// alloc is the cheapest of InstanceTypes' allocatable and used what the pods and daemonsets
 	// take of it, indexed by index (shared by the nodes of one pass); read only.

@@ -126,6 +126,7 @@ func Verify(in scheduling.Input, r *scheduling.Results) []error {
 	c.verifyAccounting()
 	c.buildNodes()
 	c.verifyNewNodes()
+	c.verifyMinValues()
 	c.verifyPlacements()
 	c.verifyVolumes()
 	c.verifyAttachLimits()
@@ -322,6 +323,32 @@ func (c *checker) verifyNewNodes() {
 					c.fail("new node %s: launching %s would take %s to %s %s, over its limit %s", nn.Hostname, it.Name, prov.Key, total.String(), name, limit.String())
 				}
 			}
+		}
+	}
+}
+
+// verifyMinValues checks that a new node is marked relaxed exactly when its realizations give
+// fewer distinct values of a key than its pool's minValues, and that under the Strict policy
+// only a pool's limits, which leave a node fewer instance types to grow into, relax one.
+func (c *checker) verifyMinValues() {
+	for _, nn := range c.r.NewNodes {
+		n, prov := c.nodes[nn.Hostname], c.pool(nn.Pool)
+		if n == nil || prov == nil {
+			continue
+		}
+		short := ""
+		for key, want := range prov.MinValues {
+			if have := n.values[key].Len(); have < want {
+				short = fmt.Sprintf("%d values of %s, minValues %d", have, key, want)
+			}
+		}
+		switch {
+		case short != "" && !nn.MinValuesRelaxed:
+			c.fail("new node %s: %s, and not marked relaxed", nn.Hostname, short)
+		case short == "" && nn.MinValuesRelaxed:
+			c.fail("new node %s: marked relaxed, but its instance types meet %s's minValues", nn.Hostname, prov.Key)
+		case short != "" && prov.MinValuesPolicy != scheduling.MinValuesBestEffort && len(prov.Limits) == 0:
+			c.fail("new node %s: %s under the Strict policy", nn.Hostname, short)
 		}
 	}
 }

@@ -392,3 +392,30 @@ func TestVerifyAttachLimits(t *testing.T) {
 		})
 	}
 }
+
+func TestVerifyMinValues(t *testing.T) {
+	both, amdOnly := []*cloudprovider.InstanceType{amd, arm}, []*cloudprovider.InstanceType{amd}
+	cases := []struct {
+		name    string
+		policy  scheduling.MinValuesPolicy
+		types   []*cloudprovider.InstanceType
+		relaxed bool
+		want    string
+	}{
+		{name: "both archs kept", policy: scheduling.MinValuesStrict, types: both},
+		{name: "one arch, unmarked", policy: scheduling.MinValuesBestEffort, types: amdOnly, want: "1 values of kubernetes.io/arch, minValues 2, and not marked relaxed"},
+		{name: "one arch, relaxed under BestEffort", policy: scheduling.MinValuesBestEffort, types: amdOnly, relaxed: true},
+		{name: "one arch, relaxed under Strict", policy: scheduling.MinValuesStrict, types: amdOnly, relaxed: true, want: "under the Strict policy"},
+		{name: "marked relaxed but both kept", policy: scheduling.MinValuesBestEffort, types: both, relaxed: true, want: "marked relaxed, but"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := input(pods(1, builders.PodOptions{}))
+			in.Pools[0].MinValues = map[string]int{corev1.LabelArchStable: 2}
+			in.Pools[0].MinValuesPolicy = tc.policy
+			r := plan{nodes: map[string]newNode{"n1": {tc.types, nil}}, bindings: []string{"n1"}}.results(in)
+			r.NewNodes[0].MinValuesRelaxed = tc.relaxed
+			wantErrors(t, check.Verify(in, r), tc.want)
+		})
+	}
+}
