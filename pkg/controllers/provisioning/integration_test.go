@@ -365,10 +365,20 @@ func (s *suite) limits(t *testing.T) {
 		return c != nil && c.IsFalse() && c.Reason == provisioning.ReasonLimitsExhausted, fmt.Sprintf("%+v", c), nil
 	}, eventually.Timeout(pollTimeout))
 	s.event(t, "limited", provisioning.ReasonLimitsExhausted, "cpu")
-	running := 0
+	waiting := s.oneRunningOneWaiting(t, pods)
+	s.event(t, waiting.Name, provisioning.ReasonUnprovisionable, "limits")
+	if n := s.launches("limited"); n != 1 {
+		t.Errorf("%d launches under a limit that allows one", n)
+	}
+}
+
+// oneRunningOneWaiting waits for one of the two pods to run and returns the other, pending.
+func (s *suite) oneRunningOneWaiting(t *testing.T, pods []*corev1.Pod) *corev1.Pod {
+	t.Helper()
 	var waiting *corev1.Pod
-	eventually.Holds(t, "one pod Running, the other told why it waits", func() (bool, string, error) {
-		running, waiting = 0, nil
+	eventually.Holds(t, "one pod Running, the other pending", func() (bool, string, error) {
+		running := 0
+		waiting = nil
 		for _, pod := range pods {
 			current := &corev1.Pod{}
 			if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(pod), current); err != nil {
@@ -382,10 +392,7 @@ func (s *suite) limits(t *testing.T) {
 		}
 		return running == 1 && waiting != nil, fmt.Sprintf("%d running", running), nil
 	}, eventually.Timeout(pollTimeout))
-	s.event(t, waiting.Name, provisioning.ReasonUnprovisionable, "limits")
-	if n := s.launches("limited"); n != 1 {
-		t.Errorf("%d launches under a limit that allows one", n)
-	}
+	return waiting
 }
 
 func (s *suite) insufficientCapacity(t *testing.T) {

@@ -1,7 +1,6 @@
 package provisioning_test
 
 import (
-	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -125,23 +124,8 @@ func (s *suite) nodePoolNodeLimit(t *testing.T) {
 	selector := map[string]string{"suite": "node-limit"}
 	tolerations := []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "node-limit", Effect: corev1.TaintEffectNoSchedule}}
 	pods := s.pods(t, 2, builders.PodOptions{Requests: builders.Resources("cpu", "1500m"), NodeSelector: selector, Tolerations: tolerations})
-	var waiting string
-	eventually.Holds(t, "one pod Running, the other pending", func() (bool, string, error) {
-		running := 0
-		for _, pod := range pods {
-			current := &corev1.Pod{}
-			if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(pod), current); err != nil {
-				return false, "", err
-			}
-			if current.Status.Phase == corev1.PodRunning {
-				running++
-			} else {
-				waiting = current.Name
-			}
-		}
-		return running == 1, fmt.Sprintf("%d running", running), nil
-	}, eventually.Timeout(pollTimeout))
-	s.event(t, waiting, provisioning.ReasonUnprovisionable, "limits")
+	waiting := s.oneRunningOneWaiting(t, pods)
+	s.event(t, waiting.Name, provisioning.ReasonUnprovisionable, "limits")
 	var claims v1.NodeClaimList
 	if err := s.env.Client.List(t.Context(), &claims, client.MatchingLabels{v1.NodePoolLabelKey: "node-limit"}); err != nil {
 		t.Fatal(err)
