@@ -20,7 +20,7 @@ func TestDocumentedHelmCommandsRender(t *testing.T) {
 	}
 	files = append(files, filepath.Join(repositoryRoot, "README.md"), filepath.Join(chart, "README.md"))
 	samples := strings.NewReplacer("$REGISTRY", "registry.example", "$ACCOUNT", "111122223333", "$REGION", "us-west-2",
-		"${ACCOUNT}", "111122223333", "$CLUSTER", "prod", "$VERSION", "v0.0.0-test", "sha256:...", "sha256:"+strings.Repeat("0", 64))
+		"${ACCOUNT}", "111122223333", "$CLUSTER", "prod", "${CLUSTER_NAME}", "prod", "$VERSION", "v0.0.0-test", "sha256:...", "sha256:"+strings.Repeat("0", 64))
 	command := regexp.MustCompile(`(?m)^helm upgrade (?:--install )?karpenter charts/karpenter ((?:[^\n]*\\\n)*[^\n]*)$`)
 	set := regexp.MustCompile(`--set ([^ ]+)`)
 	rendered := 0
