@@ -170,9 +170,11 @@ func (l *Launcher) failAll(ctx context.Context, members []*v1.NodeClaim, reason 
 }
 
 // ResumeAll finishes every launch a stopped controller left: the launches of the NodeClaims that
-// recorded no instance. The
-// allocator calls it before its first pass, so that the pass sees the room those launches made
-// rather than launching for their pods again.
+// recorded no instance. The allocator calls it before its first pass, so that the pass sees the
+// room those launches made rather than launching for their pods again; a launch the cloud says
+// was made but does not list yet (its call was in flight when the controller stopped) is
+// reported with ErrLaunchUnsettled, so that the allocator asks again rather than plan those pods
+// anew (an e2e crash test launched a sixth node for five pods so).
 func (l *Launcher) ResumeAll(ctx context.Context) error {
 	var list v1.NodeClaimList
 	if err := l.client.List(ctx, &list); err != nil {
@@ -187,7 +189,7 @@ func (l *Launcher) ResumeAll(ctx context.Context) error {
 			continue
 		}
 		resumed[group] = true
-		if err := l.Resume(ctx, nc); err != nil && !errors.Is(err, ErrLaunchUnsettled) {
+		if err := l.Resume(ctx, nc); err != nil {
 			errs = append(errs, err)
 		}
 	}
