@@ -210,14 +210,14 @@ type snapshotLister struct{ *cache.Snapshot }
 // realize is the node and CSINode a new node becomes when it launches as instance type it, in
 // its cheapest offering that meets the node's requirements.
 func realize(in scheduling.Input, nn *scheduling.NewNode, it *cloudprovider.InstanceType) (*corev1.Node, *storagev1.CSINode, error) {
-	var prov *v1alpha5.Provisioner
-	for _, p := range in.Provisioners {
-		if p.Provisioner.Name == nn.Provisioner {
-			prov = p.Provisioner
+	var prov *scheduling.Pool
+	for i := range in.Pools {
+		if in.Pools[i].Key == nn.Pool {
+			prov = &in.Pools[i]
 		}
 	}
 	if prov == nil {
-		return nil, nil, fmt.Errorf("new node %s: unknown provisioner %q", nn.Hostname, nn.Provisioner)
+		return nil, nil, fmt.Errorf("new node %s: unknown pool %s", nn.Hostname, nn.Pool)
 	}
 	requirements := &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: nn.Requirements}}}
 	var node *corev1.Node
@@ -230,10 +230,10 @@ func realize(in scheduling.Input, nn *scheduling.NewNode, it *cloudprovider.Inst
 		for k, v := range it.Labels {
 			labels[k] = v
 		}
-		for k, v := range prov.Spec.Labels {
+		for k, v := range prov.Labels {
 			labels[k] = v
 		}
-		labels[v1alpha5.ProvisionerNameLabelKey] = prov.Name
+		labels[prov.Key.LabelKey] = prov.Key.Name
 		labels[corev1.LabelInstanceTypeStable] = it.Name
 		labels[corev1.LabelTopologyZone] = o.Zone
 		labels[v1alpha5.CapacityTypeLabelKey] = o.CapacityType
