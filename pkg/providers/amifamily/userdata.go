@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
@@ -47,41 +46,16 @@ type nodeConfigKubelet struct {
 
 type nodeConfigKubeletConfig struct {
 	// MaxPods is the provider's figure for the instance type, so the node's allocatable pods
-	// match what the scheduler assumed.
+	// match what the scheduler assumed; it shadows the class's, which that figure already took.
 	MaxPods int64 `json:"maxPods"`
-	// The others are an EC2NodeClass's spec.kubelet, named as the kubelet's
-	// KubeletConfiguration; unset for a Provisioner, which leaves the AMI's defaults.
-	PodsPerCore                 *int32                     `json:"podsPerCore,omitempty"`
-	ClusterDNS                  []string                   `json:"clusterDNS,omitempty"`
-	SystemReserved              map[string]string          `json:"systemReserved,omitempty"`
-	KubeReserved                map[string]string          `json:"kubeReserved,omitempty"`
-	EvictionHard                map[string]string          `json:"evictionHard,omitempty"`
-	EvictionSoft                map[string]string          `json:"evictionSoft,omitempty"`
-	EvictionSoftGracePeriod     map[string]metav1.Duration `json:"evictionSoftGracePeriod,omitempty"`
-	EvictionMaxPodGracePeriod   *int32                     `json:"evictionMaxPodGracePeriod,omitempty"`
-	ImageGCHighThresholdPercent *int32                     `json:"imageGCHighThresholdPercent,omitempty"`
-	ImageGCLowThresholdPercent  *int32                     `json:"imageGCLowThresholdPercent,omitempty"`
-	CPUCFSQuota                 *bool                      `json:"cpuCFSQuota,omitempty"`
+	// KubeletConfiguration is an EC2NodeClass's spec.kubelet, its fields named as the kubelet's
+	// KubeletConfiguration; nil for a Provisioner, which leaves the AMI's defaults.
+	*awsv1.KubeletConfiguration `json:",inline"`
 }
 
 // kubeletConfig is the kubelet configuration nodeadm merges into the AMI's.
 func kubeletConfig(maxPods int64, kubelet *awsv1.KubeletConfiguration) nodeConfigKubeletConfig {
-	config := nodeConfigKubeletConfig{MaxPods: maxPods}
-	if kubelet == nil {
-		return config
-	}
-	config.PodsPerCore = kubelet.PodsPerCore
-	config.ClusterDNS = kubelet.ClusterDNS
-	config.SystemReserved = kubelet.SystemReserved
-	config.KubeReserved = kubelet.KubeReserved
-	config.EvictionHard = kubelet.EvictionHard
-	config.EvictionSoft = kubelet.EvictionSoft
-	config.EvictionSoftGracePeriod = kubelet.EvictionSoftGracePeriod
-	config.EvictionMaxPodGracePeriod = kubelet.EvictionMaxPodGracePeriod
-	config.ImageGCHighThresholdPercent = kubelet.ImageGCHighThresholdPercent
-	config.ImageGCLowThresholdPercent = kubelet.ImageGCLowThresholdPercent
-	config.CPUCFSQuota = kubelet.CPUCFSQuota
-	return config
+	return nodeConfigKubeletConfig{MaxPods: maxPods, KubeletConfiguration: kubelet}
 }
 
 // nodeadmContentType marks the MIME part nodeadm reads its NodeConfig from.

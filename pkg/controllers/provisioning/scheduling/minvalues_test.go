@@ -10,7 +10,6 @@ import (
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
-	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/check"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/workloads"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
@@ -82,8 +81,8 @@ func TestMinValues(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := scheduling.Input{Pods: tc.pods, Pools: []scheduling.Pool{tc.pool}}
 			r := scheduling.Schedule(in)
-			if err := check.Verify(in, r); err != nil {
-				t.Fatal(err)
+			if !verified(t, in, r) {
+				t.FailNow()
 			}
 			relaxed := 0
 			for _, n := range r.NewNodes {
@@ -117,13 +116,7 @@ func TestMixedConstraintsWithMinValues(t *testing.T) {
 					in.Pools[i].MinValuesPolicy = policy
 				}
 				r := scheduling.Schedule(in)
-				for i, err := range check.Verify(in, r) {
-					if i == 10 {
-						t.Error("...")
-						break
-					}
-					t.Error(err)
-				}
+				verified(t, in, r)
 				if len(r.Bindings) == 0 {
 					t.Error("no pod placed")
 				}

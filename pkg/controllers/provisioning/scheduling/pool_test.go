@@ -11,7 +11,6 @@ import (
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
-	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/check"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/workloads"
 	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/test/builders"
@@ -92,8 +91,8 @@ func TestPoolsAreTakenByWeight(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := scheduling.Input{Pods: builders.Pods(1, builders.PodOptions{Requests: requests("1", "1Gi")}), Pools: tc.pools}
 			r := scheduling.Schedule(in)
-			if err := check.Verify(in, r); err != nil {
-				t.Fatal(err)
+			if !verified(t, in, r) {
+				t.FailNow()
 			}
 			if len(r.NewNodes) != 1 || r.NewNodes[0].Pool != tc.want || r.NewNodes[0].InstanceTypes[0].Name != tc.typ {
 				t.Fatalf("new nodes %v, want one of %s as %s", describe(r), tc.want, tc.typ)
@@ -114,8 +113,8 @@ func TestNodeLimitBoundsNewNodes(t *testing.T) {
 	// Each pod fills a node of the largest type alone: five nodes wanted, two allowed.
 	in := scheduling.Input{Pods: builders.Pods(5, builders.PodOptions{Requests: requests("10", "20Gi")}), Pools: []scheduling.Pool{pool}}
 	r := scheduling.Schedule(in)
-	if err := check.Verify(in, r); err != nil {
-		t.Fatal(err)
+	if !verified(t, in, r) {
+		t.FailNow()
 	}
 	if len(r.NewNodes) != 2 || len(r.Unschedulable) != 3 {
 		t.Fatalf("%d new nodes and %d pods unschedulable, want 2 and 3", len(r.NewNodes), len(r.Unschedulable))
