@@ -45,8 +45,7 @@ func ec2NodeClass(nodeClass runtime.Object) (*awsv1.EC2NodeClass, error) {
 // first subnet.
 func classSubnets(class *awsv1.EC2NodeClass) ([]subnet.Subnet, error) {
 	if len(class.Status.Subnets) == 0 {
-		return nil, &cloudprovider.ActionRequiredError{Reason: cloudprovider.ReasonInvalidSubnet, Field: fieldSubnetSelectorTerms,
-			Err: fmt.Errorf("EC2NodeClass %s has no subnets in its status", class.Name)}
+		return nil, missingInStatus(class, cloudprovider.ReasonInvalidSubnet, fieldSubnetSelectorTerms, "subnets")
 	}
 	var subnets []subnet.Subnet
 	for _, s := range class.Status.Subnets {
@@ -62,16 +61,13 @@ func classNodeClass(class *awsv1.EC2NodeClass) (instance.NodeClass, error) {
 	if err != nil {
 		return instance.NodeClass{}, err
 	}
-	missing := func(reason, field, what string) error {
-		return &cloudprovider.ActionRequiredError{Reason: reason, Field: field, Err: fmt.Errorf("EC2NodeClass %s has no %s in its status", class.Name, what)}
-	}
 	switch {
 	case len(class.Status.SecurityGroups) == 0:
-		return instance.NodeClass{}, missing(cloudprovider.ReasonInvalidSecurityGroup, fieldSecurityGroupSelectorTerms, "security groups")
+		return instance.NodeClass{}, missingInStatus(class, cloudprovider.ReasonInvalidSecurityGroup, fieldSecurityGroupSelectorTerms, "security groups")
 	case len(class.Status.AMIs) == 0:
-		return instance.NodeClass{}, missing(cloudprovider.ReasonInvalidAMI, fieldAMISelectorTerms, "AMIs")
+		return instance.NodeClass{}, missingInStatus(class, cloudprovider.ReasonInvalidAMI, fieldAMISelectorTerms, "AMIs")
 	case class.Status.InstanceProfile == "":
-		return instance.NodeClass{}, missing(cloudprovider.ReasonInvalidInstanceProfile, instanceProfileField(class), "instance profile")
+		return instance.NodeClass{}, missingInStatus(class, cloudprovider.ReasonInvalidInstanceProfile, instanceProfileField(class), "instance profile")
 	}
 	return instance.NodeClass{
 		Subnets:         subnets,
@@ -79,6 +75,20 @@ func classNodeClass(class *awsv1.EC2NodeClass) (instance.NodeClass, error) {
 		Tags:            class.Spec.Tags,
 		EC2NodeClass:    class,
 	}, nil
+}
+
+// missingInStatus is the error of a class whose status lacks what a launch needs: the user's to
+// fix, at the field that resolves it.
+func missingInStatus(class *awsv1.EC2NodeClass, reason, field, what string) error {
+	return &cloudprovider.ActionRequiredError{Reason: reason, Field: field, Err: fmt.Errorf("EC2NodeClass %s has no %s in its status", class.Name, what)}
+}
+
+// familyField is the class's field its AMI family comes from.
+func familyField(class *awsv1.EC2NodeClass) string {
+	if class.Spec.AMIFamily != nil {
+		return fieldAMIFamily
+	}
+	return fieldAMISelectorTerms
 }
 
 // instanceProfileField is the class's field its instance profile comes from.
@@ -94,7 +104,7 @@ func instanceProfileField(class *awsv1.EC2NodeClass) string {
 func classError(class *awsv1.EC2NodeClass, err error) error {
 	var unsupported *amifamily.UnsupportedFamilyError
 	if errors.As(err, &unsupported) {
-		return &cloudprovider.ActionRequiredError{Reason: cloudprovider.ReasonInvalidAMI, Field: fieldAMIFamily, Err: err}
+		return &cloudprovider.ActionRequiredError{Reason: cloudprovider.ReasonInvalidAMI, Field: familyField(class), Err: err}
 	}
 	var required *cloudprovider.ActionRequiredError
 	if errors.As(err, &required) && required.Field == "" {
@@ -113,11 +123,14 @@ func classError(class *awsv1.EC2NodeClass, err error) error {
 	return err
 }
 
-// bootable are the instance types some AMI of the class's status boots.
+// bootable are the instance types some AMI of the class's status boots; none for a class of a
+// family Karpenter renders no user data for, which is told.
 func bootable(class *awsv1.EC2NodeClass, instanceTypes []*cloudprovider.InstanceType) ([]*cloudprovider.InstanceType, error) {
+	if err := amifamily.Rendered(amifamily.Family(class)); err != nil {
+		return nil, classError(class, err)
+	}
 	if len(class.Status.AMIs) == 0 {
-		return nil, &cloudprovider.ActionRequiredError{Reason: cloudprovider.ReasonInvalidAMI, Field: fieldAMISelectorTerms,
-			Err: fmt.Errorf("EC2NodeClass %s has no AMIs in its status", class.Name)}
+		return nil, missingInStatus(class, cloudprovider.ReasonInvalidAMI, fieldAMISelectorTerms, "AMIs")
 	}
 	amis, err := launchtemplate.AMIsOf(class)
 	if err != nil {

@@ -317,8 +317,13 @@ func TestEC2NodeClassWithoutStatusNamesTheField(t *testing.T) {
 		{"spec.amiSelectorTerms", cloudprovider.ReasonInvalidAMI, func(c *awsv1.EC2NodeClass) { c.Status.AMIs = nil }},
 		{"spec.amiSelectorTerms", cloudprovider.ReasonInvalidAMI, func(c *awsv1.EC2NodeClass) { c.Status.AMIs = c.Status.AMIs[1:] }},
 		{"spec.role", cloudprovider.ReasonInvalidInstanceProfile, func(c *awsv1.EC2NodeClass) { c.Status.InstanceProfile = "" }},
-		{"spec.amiFamily", cloudprovider.ReasonInvalidAMI, func(c *awsv1.EC2NodeClass) {
+		// A family Karpenter renders no user data for: the field the family comes from.
+		{"spec.amiSelectorTerms", cloudprovider.ReasonInvalidAMI, func(c *awsv1.EC2NodeClass) {
 			c.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "windows2022@latest"}}
+		}},
+		{"spec.amiFamily", cloudprovider.ReasonInvalidAMI, func(c *awsv1.EC2NodeClass) {
+			c.Spec.AMIFamily = ptr.To(awsv1.AMIFamilyWindows2022)
+			c.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-windows"}}
 		}},
 	} {
 		class := readyClass()
@@ -327,6 +332,13 @@ func TestEC2NodeClassWithoutStatusNamesTheField(t *testing.T) {
 		if required := cloudprovider.ActionRequired(err); required == nil || required.Field != tt.field || required.Reason != tt.reason {
 			t.Errorf("Create = %v, want %s on %s", err, tt.reason, tt.field)
 		}
+	}
+	// A Windows class lists no instance types silently: the NodePool would plan nothing and
+	// never say why.
+	windows := readyClass()
+	windows.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "windows2022@latest"}}
+	if _, err := e.instances.InstanceTypes(context.Background(), cloudprovider.Constraints{NodeClass: windows}); cloudprovider.ActionRequired(err) == nil {
+		t.Errorf("InstanceTypes of a Windows class = %v, want action required", err)
 	}
 	if _, err := e.instances.InstanceTypes(context.Background(), cloudprovider.Constraints{NodeClass: &awsv1.EC2NodeClass{}}); cloudprovider.ActionRequired(err) == nil {
 		t.Errorf("InstanceTypes of a class without status = %v, want action required", err)

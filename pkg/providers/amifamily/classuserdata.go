@@ -51,6 +51,16 @@ func ClassUserData(family string, in NodeBootstrap, userData string) (string, er
 	return "", &UnsupportedFamilyError{Family: family}
 }
 
+// Rendered is nil for a family ClassUserData renders, *UnsupportedFamilyError otherwise, so
+// that a class of another family is told before anything is planned for it.
+func Rendered(family string) error {
+	switch family {
+	case awsv1.AMIFamilyAL2023, awsv1.AMIFamilyAL2, awsv1.AMIFamilyBottlerocket, awsv1.AMIFamilyCustom:
+		return nil
+	}
+	return &UnsupportedFamilyError{Family: family}
+}
+
 func al2023UserData(in NodeBootstrap, userData string) (string, error) {
 	parts, err := userParts(userData)
 	if err != nil {
