@@ -68,11 +68,8 @@ func (f *flags) applyUpstreamSettings(warn func(string)) error {
 	}
 	f.operator.Controllers.ConsolidationNoSpotToSpot = !gates.SpotToSpot
 	f.operator.Controllers.NodeOverlay = gates.NodeOverlay
-	switch policy := scheduling.MinValuesPolicy(f.minValuesPolicy); policy {
-	case scheduling.MinValuesStrict, scheduling.MinValuesBestEffort:
-		f.operator.Controllers.MinValuesPolicy = policy
-	default:
-		return fmt.Errorf("--min-values-policy must be Strict or BestEffort, not %q", f.minValuesPolicy)
+	if f.operator.Controllers.MinValuesPolicy, err = scheduling.ParseMinValuesPolicy(f.minValuesPolicy); err != nil {
+		return err
 	}
 	for _, gate := range gates.Ignored {
 		warn(fmt.Sprintf("feature gate %s=true has no effect here: this project has no such feature", gate))

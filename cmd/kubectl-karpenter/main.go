@@ -26,6 +26,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider/aws"
 	"karpenter.sh/karpenter/pkg/controllers/consolidation"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/featuregates"
 	"karpenter.sh/karpenter/pkg/plan"
 	"karpenter.sh/karpenter/pkg/pods"
@@ -78,7 +79,9 @@ type planFlags struct {
 	defaultProfile      string
 	includeBareMetal    bool
 	featureGates        string
+	minValuesPolicy     string
 	gates               featuregates.Gates
+	policy              scheduling.MinValuesPolicy
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -151,12 +154,16 @@ func parsePlanFlags(args []string, stderr io.Writer) (planFlags, error) {
 	fs.DurationVar(&f.awsCallTimeout, "aws-call-timeout", aws.DefaultCallTimeout, "As the controller's flag: time limit of each AWS call, its retries included.")
 	fs.StringVar(&f.defaultProfile, "aws-default-instance-profile", "", "As the controller's flag: instance profile of the Provisioners whose provider block names none.")
 	fs.BoolVar(&f.includeBareMetal, "aws-include-bare-metal", false, "As the controller's flag: offer bare metal instance types too.")
+	fs.StringVar(&f.minValuesPolicy, "min-values-policy", string(scheduling.MinValuesStrict), "As the controller's flag: Strict refuses a NodePool's node whose instance types give fewer values of a key than its minValues; BestEffort plans it relaxed.")
 	fs.StringVar(&f.featureGates, "feature-gates", "", "As the controller's flag: NodeOverlay=true applies the cluster's NodeOverlays to the instance types planned with; SpotToSpotConsolidation=false keeps --consolidation from replacing spot nodes by spot.")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
 	var err error
 	if f.gates, err = featuregates.Parse(f.featureGates); err != nil {
+		return f, err
+	}
+	if f.policy, err = scheduling.ParseMinValuesPolicy(f.minValuesPolicy); err != nil {
 		return f, err
 	}
 	for _, gate := range f.gates.Ignored {
@@ -281,6 +288,7 @@ func planNow(ctx context.Context, f planFlags, stdout io.Writer) (*plan.Report, 
 	}
 	snapshot.Overlays = overlays
 	whatIf(snapshot, workload, f.empty)
+	in.MinValuesPolicy = f.policy
 	report := plan.Provisioning(ctx, snapshot, in, lister)
 	if f.consolidation {
 		// The cluster as it is, not as --pods or --empty imagine it, and a fresh ledger: the

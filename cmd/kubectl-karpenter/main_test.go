@@ -37,6 +37,7 @@ func TestExitStatus(t *testing.T) {
 		{"--consolidation with what-if", offline("testdata/workload.yaml", "--consolidation"), exitUsage, nil, "--consolidation plans for the cluster as it is"},
 		{"a missing file", offline("testdata/missing.yaml"), exitUsage, nil, "reading --pods"},
 		{"an unknown feature gate", offline("testdata/workload.yaml", "--feature-gates", "Nope=true"), exitUsage, nil, `--feature-gates: unknown gate "Nope"`},
+		{"an unknown min-values policy", offline("testdata/workload.yaml", "--min-values-policy", "Lenient"), exitUsage, nil, `--min-values-policy must be Strict or BestEffort, not "Lenient"`},
 		{"a file of the wrong kinds", offline("testdata/provisioners.yaml"), exitUsage, nil, "testdata/provisioners.yaml:2: Provisioner default: is not a kind that runs pods"},
 		{"Provisioners the webhook refuses", []string{"plan", "--offline", "--instance-types", "testdata/instance-types.yaml",
 			"--provisioners", "testdata/provisioners.yaml", "--pods", "testdata/workload.yaml"}, exitUsage, nil, "the admission webhook would refuse it"},

@@ -17,6 +17,7 @@ import (
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/plan"
 	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
@@ -107,5 +108,29 @@ func TestNodePoolWeightBeatsACheaperProvisioner(t *testing.T) {
 	report = plan.Provisioning(context.Background(), pendingPod("web", "1"), in, lister{})
 	if len(report.NewNodes) != 1 || report.NewNodes[0].Pool != "provisioner/default" || report.NewNodes[0].InstanceType == "m5.2xlarge" {
 		t.Errorf("new nodes %+v, want the Provisioner's cheaper node once the NodePool weighs as little", report.NewNodes)
+	}
+}
+
+// TestPlanHoldsMinValuesToTheControllersPolicy: a NodePool asking more instance types than its
+// requirements leave is refused under Strict and planned under BestEffort, as the controller
+// plans it with that --min-values-policy.
+func TestPlanHoldsMinValuesToTheControllersPolicy(t *testing.T) {
+	in := plan.Pools{
+		NodePools: []v1.NodePool{nodePool("default", "ready", func(np *v1.NodePool) {
+			np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, v1.NodeSelectorRequirementWithMinValues{
+				Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.2xlarge"}, MinValues: ptr.To(1)},
+				v1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpExists, MinValues: ptr.To(2)})
+		})},
+		NodeClasses: classes(nodeClass("ready", metav1.ConditionTrue)),
+	}
+	for _, tc := range []struct {
+		policy   scheduling.MinValuesPolicy
+		newNodes int
+	}{{"", 0}, {scheduling.MinValuesStrict, 0}, {scheduling.MinValuesBestEffort, 1}} {
+		in.MinValuesPolicy = tc.policy
+		report := plan.Provisioning(context.Background(), pendingPod("web", "1"), in, lister{})
+		if len(report.NewNodes) != tc.newNodes {
+			t.Errorf("policy %q: new nodes %+v, unschedulable %+v; want %d new nodes", tc.policy, report.NewNodes, report.Unschedulable, tc.newNodes)
+		}
 	}
 }

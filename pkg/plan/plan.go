@@ -118,6 +118,8 @@ type Pools struct {
 	Provisioners []v1alpha5.Provisioner
 	NodePools    []v1.NodePool
 	NodeClasses  client.Reader
+	// MinValuesPolicy is the controller's --min-values-policy; empty is Strict.
+	MinValuesPolicy scheduling.MinValuesPolicy
 }
 
 // Provisioning plans the snapshot's pending pods as the provisioning controller does: each
@@ -143,7 +145,10 @@ func Provisioning(ctx context.Context, snapshot *state.Snapshot, in Pools, liste
 	nodePools := slices.SortedFunc(slices.Values(in.NodePools), func(a, b v1.NodePool) int { return cmp.Compare(a.Name, b.Name) })
 	for i := range nodePools {
 		np := &nodePools[i]
-		types, why := nodePoolInstanceTypes(ctx, in.NodeClasses, lister, np)
+		_, types, why, err := provisioning.NodePoolInstanceTypes(ctx, in.NodeClasses, lister, np)
+		if err != nil {
+			why = err.Error()
+		}
 		if why != "" {
 			report.SkippedPools = append(report.SkippedPools, SkippedPool{"NodePool", np.Name, why})
 			continue
@@ -162,7 +167,7 @@ func Provisioning(ctx context.Context, snapshot *state.Snapshot, in Pools, liste
 	for i := range nodePools {
 		key := pools.NodePool(nodePools[i].Name)
 		if types, ok := resolved[key]; ok {
-			planned = append(planned, provisioning.LimitedNodePool(&nodePools[i], types, provisioning.Used(snapshot, key)))
+			planned = append(planned, provisioning.LimitedNodePool(&nodePools[i], types, provisioning.Used(snapshot, key), in.MinValuesPolicy))
 		}
 	}
 	plan := provisioning.PlanPending(snapshot, planned)
@@ -180,29 +185,6 @@ func Provisioning(ctx context.Context, snapshot *state.Snapshot, in Pools, liste
 	}
 	slices.SortFunc(report.Unschedulable, func(a, b UnschedulablePod) int { return cmp.Compare(a.Pod, b.Pod) })
 	return report
-}
-
-// nodePoolInstanceTypes are the instance types a NodePool launches now, as the controller's pass
-// reads them; when it takes no part, why.
-func nodePoolInstanceTypes(ctx context.Context, classes client.Reader, lister cloudprovider.InstanceTypeLister, np *v1.NodePool) ([]*cloudprovider.InstanceType, string) {
-	if why := provisioning.NodePoolLeftOut(np); why != "" {
-		return nil, why
-	}
-	if classes == nil {
-		return nil, "its node class cannot be read: no cluster is read"
-	}
-	class, notReady, err := provisioning.ReadyNodeClass(ctx, classes, np)
-	switch {
-	case err != nil:
-		return nil, err.Error()
-	case class == nil:
-		return nil, notReady
-	}
-	types, err := lister.InstanceTypes(ctx, provisioning.NodePoolConstraints(np, class))
-	if err != nil {
-		return nil, fmt.Sprintf("listing instance types, %v", err)
-	}
-	return types, ""
 }
 
 // existingNodes are the nodes, existing or launching, the plan puts pending pods on, and those

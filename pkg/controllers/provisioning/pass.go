@@ -182,9 +182,7 @@ func sortedKeys(plans map[pools.Key]*poolPlan) []pools.Key {
 // limits, and the policy for a NodePool's minValues.
 func (p *poolPlan) schedulingPool(used corev1.ResourceList, minValuesPolicy scheduling.MinValuesPolicy) scheduling.Pool {
 	if p.nodePool != nil {
-		pool := LimitedNodePool(p.nodePool, p.instanceTypes, used)
-		pool.MinValuesPolicy = minValuesPolicy
-		return pool
+		return LimitedNodePool(p.nodePool, p.instanceTypes, used, minValuesPolicy)
 	}
 	return Limited(p.updated, p.instanceTypes, used)
 }

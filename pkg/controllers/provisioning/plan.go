@@ -21,8 +21,8 @@ type Plan struct {
 }
 
 // PlanPending places the snapshot's pending pods on the room of its nodes (those still
-// launching included) and on new nodes of the provisioners, each given with its instance types
-// and, as Status.Resources, what counts against its limits (Limited). It does no I/O: the
+// launching included) and on new nodes of the pools, each given with its instance types and
+// what counts against its limits (Limited, LimitedNodePool). It does no I/O: the
 // controller and `kubectl karpenter plan` run it alike.
 func PlanPending(s *state.Snapshot, provisioners []scheduling.Pool) Plan {
 	pending := s.Pending()
@@ -39,18 +39,18 @@ func PendingInput(s *state.Snapshot, pending []*corev1.Pod, provisioners []sched
 }
 
 // Limited is the provisioner as Plan takes it: with its instance types, and used, what counts
-// against its limits, as its status's resources.
+// against its limits.
 func Limited(p *v1alpha5.Provisioner, instanceTypes []*cloudprovider.InstanceType, used corev1.ResourceList) scheduling.Pool {
 	pool := scheduling.FromProvisioner(p, instanceTypes)
 	pool.Used = used
 	return pool
 }
 
-// LimitedNodePool is the NodePool as Plan takes it: with its instance types, and used, what
-// counts against its limits.
-func LimitedNodePool(np *v1.NodePool, instanceTypes []*cloudprovider.InstanceType, used corev1.ResourceList) scheduling.Pool {
+// LimitedNodePool is the NodePool as Plan takes it: with its instance types, used, what counts
+// against its limits, and the --min-values-policy its minValues are held to.
+func LimitedNodePool(np *v1.NodePool, instanceTypes []*cloudprovider.InstanceType, used corev1.ResourceList, policy scheduling.MinValuesPolicy) scheduling.Pool {
 	pool := scheduling.FromNodePool(np, instanceTypes)
-	pool.Used = used
+	pool.Used, pool.MinValuesPolicy = used, policy
 	return pool
 }
 

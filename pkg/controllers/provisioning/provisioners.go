@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
@@ -80,8 +79,8 @@ func (c *Controller) snapshot(ctx context.Context) (*state.Snapshot, map[pools.K
 }
 
 // nodePoolPlans are the NodePools that may launch now, with their instance types as NodeOverlays
-// match them: not being deleted, not static (spec.replicas), their node class Ready. One whose
-// instance types cannot be listed is left out of the pass, with an Event.
+// match them (NodePoolInstanceTypes). One whose class cannot be read or whose instance types
+// cannot be listed is left out of the pass, with an Event.
 func (c *Controller) nodePoolPlans(ctx context.Context) (map[pools.Key]*poolPlan, []overlay.Pool, error) {
 	var nodePools v1.NodePoolList
 	if err := c.client.List(ctx, &nodePools); err != nil {
@@ -91,19 +90,11 @@ func (c *Controller) nodePoolPlans(ctx context.Context) (map[pools.Key]*poolPlan
 	var inputs []overlay.Pool
 	for i := range nodePools.Items {
 		np := &nodePools.Items[i]
-		if NodePoolLeftOut(np) != "" {
-			continue
-		}
-		class, _, err := ReadyNodeClass(ctx, c.client, np)
-		if err != nil || class == nil {
-			if err != nil {
-				log.FromContext(ctx).WithName(Name).Error(err, "reading the node class of a nodepool", "nodepool", np.Name)
-			}
-			continue
-		}
-		types, err := c.instanceProvider.InstanceTypes(ctx, NodePoolConstraints(np, class))
+		class, types, why, err := NodePoolInstanceTypes(ctx, c.client, c.instanceProvider, np)
 		if err != nil {
-			c.recorder.Event(np, corev1.EventTypeWarning, ReasonInstanceTypesUnresolved, fmt.Sprintf("Listing instance types: %v", err))
+			c.recorder.Event(np, corev1.EventTypeWarning, ReasonInstanceTypesUnresolved, err.Error())
+		}
+		if why != "" || err != nil {
 			continue
 		}
 		p := &poolPlan{key: pools.NodePool(np.Name), nodePool: np, nodeClass: class}
@@ -124,6 +115,27 @@ func NodePoolLeftOut(np *v1.NodePool) string {
 		return "it is static (spec.replicas): its own controller keeps its nodes"
 	}
 	return ""
+}
+
+// NodePoolInstanceTypes are the instance types a NodePool launches now, and its class: when it
+// takes no part (NodePoolLeftOut, its class not Ready), why; the error reading its class or
+// listing its instance types otherwise. The pass and `kubectl karpenter plan` read NodePools so.
+func NodePoolInstanceTypes(ctx context.Context, reader client.Reader, lister cloudprovider.InstanceTypeLister, np *v1.NodePool) (*awsv1.EC2NodeClass, []*cloudprovider.InstanceType, string, error) {
+	if why := NodePoolLeftOut(np); why != "" {
+		return nil, nil, why, nil
+	}
+	class, notReady, err := ReadyNodeClass(ctx, reader, np)
+	switch {
+	case err != nil:
+		return nil, nil, "", fmt.Errorf("reading the node class, %w", err)
+	case class == nil:
+		return nil, nil, notReady, nil
+	}
+	types, err := lister.InstanceTypes(ctx, NodePoolConstraints(np, class))
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("listing instance types, %w", err)
+	}
+	return class, types, "", nil
 }
 
 // ReadyNodeClass is the NodePool's EC2NodeClass when it is Ready to launch from; when it is not

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"fmt"
 	"maps"
 	"strconv"
 
@@ -48,6 +49,15 @@ const (
 	// (NewNode.MinValuesRelaxed).
 	MinValuesBestEffort MinValuesPolicy = "BestEffort"
 )
+
+// ParseMinValuesPolicy is the policy --min-values-policy names: Strict or BestEffort, exactly.
+func ParseMinValuesPolicy(s string) (MinValuesPolicy, error) {
+	switch policy := MinValuesPolicy(s); policy {
+	case MinValuesStrict, MinValuesBestEffort:
+		return policy, nil
+	}
+	return "", fmt.Errorf("--min-values-policy must be Strict or BestEffort, not %q", s)
+}
 
 // FromProvisioner is a Provisioner as the scheduler reads it. Its status.resources count
 // against its limits; a Provisioner has no weight of its own here, so NodePools of any
