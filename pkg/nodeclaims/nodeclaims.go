@@ -34,6 +34,17 @@ func OwnerReference(nc *v1.NodeClaim) metav1.OwnerReference {
 	}
 }
 
+// Owner is the name of the NodeClaim a node registered for (OwnerReference), false for a node
+// no NodeClaim owns.
+func Owner(node metav1.Object) (string, bool) {
+	for _, owner := range node.GetOwnerReferences() {
+		if owner.Kind == "NodeClaim" && owner.APIVersion == v1.SchemeGroupVersion.String() {
+			return owner.Name, true
+		}
+	}
+	return "", false
+}
+
 // Sync is the node with its NodeClaim synced onto it: the NodeClaim's labels, annotations and
 // taints (its startup taints too) on top of the node's own, the termination finalizer and the
 // NodeClaim as its owner. The unregistered taint stays: Register lifts it. The node given is not

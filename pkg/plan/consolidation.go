@@ -7,6 +7,7 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/controllers/consolidation"
 	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/pools"
 )
 
 // Consolidation is what a consolidation pass would do now.
@@ -81,7 +82,7 @@ func Consolidate(snapshot consolidation.Snapshot, settings consolidation.Setting
 			kept.Reason, kept.Message = ReasonDeleting, "the node is being deleted"
 		case !nodes.HasTerminationFinalizer(node):
 			kept.Reason, kept.Message = ReasonNoFinalizer, "the node lacks the "+v1alpha5.TerminationFinalizer+" finalizer, without which it would go undrained; the termination controller puts it back"
-		case node.Labels[v1alpha5.ProvisionerNameLabelKey] == "":
+		case !launchedByProvisioner(node.Labels):
 			kept.Reason, kept.Message = ReasonConsolidationDisabled, "a NodePool's node: this plan consolidates Provisioners' nodes"
 		case !consolidating[node.Labels[v1alpha5.ProvisionerNameLabelKey]]:
 			kept.Reason, kept.Message = ReasonConsolidationDisabled, "provisioner "+node.Labels[v1alpha5.ProvisionerNameLabelKey]+" does not have spec.consolidation.enabled"
@@ -94,4 +95,11 @@ func Consolidate(snapshot consolidation.Snapshot, settings consolidation.Setting
 	}
 	slices.SortFunc(out.Kept, func(a, b KeptNode) int { return cmp.Compare(a.Name, b.Name) })
 	return out
+}
+
+// launchedByProvisioner is whether a Provisioner launched the node of these labels: a NodePool's nodes are not
+// this plan's to consolidate.
+func launchedByProvisioner(labels map[string]string) bool {
+	_, ok := pools.ProvisionerOf(labels)
+	return ok
 }

@@ -5,6 +5,7 @@
 package pools
 
 import (
+	"cmp"
 	"fmt"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
@@ -41,12 +42,28 @@ func (k Key) Kind() string {
 	return "Provisioner"
 }
 
+// Compare orders keys by name, then kind: the order pools are listed and planned in.
+func Compare(a, b Key) int {
+	return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.LabelKey, b.LabelKey))
+}
+
 // String names the pool in messages: `nodepool "default"`, `provisioner "default"`.
 func (k Key) String() string {
 	if k.IsNodePool() {
 		return fmt.Sprintf("nodepool %q", k.Name)
 	}
 	return fmt.Sprintf("provisioner %q", k.Name)
+}
+
+// ProvisionerOf is the name of the Provisioner a node or NodeClaim with these labels was
+// launched for; false for a NodePool's or one Karpenter did not launch. The v1alpha5 loops
+// (ttlSecondsAfterEmpty, hydration, the Provisioners' consolidation) act on those alone.
+func ProvisionerOf(labels map[string]string) (string, bool) {
+	key, ok := Of(labels)
+	if !ok || key.IsNodePool() {
+		return "", false
+	}
+	return key.Name, true
 }
 
 // Of is the pool a node or NodeClaim with these labels was launched for; false for one

@@ -1,6 +1,7 @@
 package pools_test
 
 import (
+	"slices"
 	"testing"
 
 	"karpenter.sh/karpenter/pkg/pools"
@@ -33,5 +34,22 @@ func TestSameNameDifferentKindsDiffer(t *testing.T) {
 	}
 	if got := pools.NodePool("default").String(); got != `nodepool "default"` {
 		t.Errorf("String() = %s", got)
+	}
+}
+
+func TestProvisionerOf(t *testing.T) {
+	for labels, want := range map[string]bool{"karpenter.sh/provisioner-name": true, "karpenter.sh/nodepool": false, "kubernetes.io/os": false} {
+		name, ok := pools.ProvisionerOf(map[string]string{labels: "default"})
+		if ok != want || (ok && name != "default") {
+			t.Errorf("ProvisionerOf(%s=default) = %q, %t; want %t", labels, name, ok, want)
+		}
+	}
+}
+
+func TestCompare(t *testing.T) {
+	keys := []pools.Key{pools.Provisioner("b"), pools.Provisioner("a"), pools.NodePool("a")}
+	slices.SortFunc(keys, pools.Compare)
+	if want := []pools.Key{pools.NodePool("a"), pools.Provisioner("a"), pools.Provisioner("b")}; !slices.Equal(keys, want) {
+		t.Errorf("sorted %v, want %v", keys, want)
 	}
 }

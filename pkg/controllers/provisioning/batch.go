@@ -215,13 +215,14 @@ type reservedLaunch struct {
 func (c *Controller) reserve(g *launchGroup, p *poolPlan) (*reservedLaunch, error) {
 	limits := p.limits()
 	pool := p.launcherPool()
+	minValues := pool.MinValues()
 	// Each node reserves from the candidates the ones before it kept, so that the group's last
 	// list, which launches them all, is within every reservation.
 	kept := g.candidates
 	var reservations []int
 	var err error
 	for _, n := range g.nodes {
-		candidates, reservation, reserveErr := c.ledger.Reserve(p.key, limits, p.nodes, kept, pool.MinValues())
+		candidates, reservation, reserveErr := c.ledger.Reserve(p.key, limits, p.nodes, kept, minValues)
 		if reserveErr != nil {
 			var exceeded *LimitExceededError
 			if errors.As(reserveErr, &exceeded) {

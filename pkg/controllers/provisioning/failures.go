@@ -1,7 +1,6 @@
 package provisioning
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -78,7 +77,7 @@ func (f *launchFailures) mark(plans map[pools.Key]*poolPlan) {
 	defer f.mu.Unlock()
 	for key, failure := range f.byPool {
 		p, ok := plans[key]
-		if !ok || p.launcherPool().Object().GetGeneration() != failure.generation {
+		if !ok || p.object().GetGeneration() != failure.generation {
 			delete(f.byPool, key)
 			continue
 		}
@@ -142,7 +141,7 @@ func (c *Controller) cannotLaunch(plans map[pools.Key]*poolPlan) map[pools.Key]*
 // it cannot launch (failing): the pod would not learn why otherwise. It returns the text to add to
 // what the pod is told, and those Provisioners' names.
 func whyCannotLaunch(pod *corev1.Pod, failing map[pools.Key]*cloudprovider.ActionRequiredError) (string, []pools.Key) {
-	keys := slices.SortedFunc(maps.Keys(failing), func(a, b pools.Key) int { return cmp.Compare(a.String(), b.String()) })
+	keys := slices.SortedFunc(maps.Keys(failing), pools.Compare)
 	var affected []pools.Key
 	var b strings.Builder
 	for _, key := range keys {

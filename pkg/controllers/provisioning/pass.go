@@ -1,7 +1,6 @@
 package provisioning
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -172,9 +171,7 @@ func sortedKeys(plans map[pools.Key]*poolPlan) []pools.Key {
 	for key := range plans {
 		keys = append(keys, key)
 	}
-	slices.SortFunc(keys, func(a, b pools.Key) int {
-		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.LabelKey, b.LabelKey))
-	})
+	slices.SortFunc(keys, pools.Compare)
 	return keys
 }
 
@@ -194,6 +191,14 @@ func (p *poolPlan) launcherPool() launcher.Pool {
 		return launcher.Pool{NodePool: p.nodePool, NodeClass: p.nodeClass}
 	}
 	return launcher.Pool{Provisioner: p.updated.DeepCopy()}
+}
+
+// object is the pool's object as read: the Provisioner or the NodePool.
+func (p *poolPlan) object() client.Object {
+	if p.nodePool != nil {
+		return p.nodePool
+	}
+	return p.stored
 }
 
 // limits are the pool's: nil when it has none.

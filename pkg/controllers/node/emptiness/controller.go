@@ -80,8 +80,10 @@ func (c *Controller) Name() string { return Name }
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(c.Name()).
+		// ttlSecondsAfterEmpty is a Provisioner's; a NodePool's empty nodes are its disruption's.
 		For(&corev1.Node{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return nodes.IsLaunchedByKarpenter(o.(*corev1.Node))
+			_, ok := pools.ProvisionerOf(o.GetLabels())
+			return ok
 		}))).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			pod := o.(*corev1.Pod)
@@ -181,8 +183,8 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 	if err := c.client.Get(ctx, request.NamespacedName, node); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	// ttlSecondsAfterEmpty is a Provisioner's; a NodePool's empty nodes are its disruption's.
-	if key, ok := pools.Of(node.Labels); !ok || key.IsNodePool() {
+	// A pod's node, mapped here, may be a NodePool's.
+	if _, ok := pools.ProvisionerOf(node.Labels); !ok {
 		return reconcile.Result{}, nil
 	}
 	ttl, err := c.ttl(ctx, node)

@@ -35,6 +35,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/killpoint"
 	"karpenter.sh/karpenter/pkg/metrics"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/pools"
@@ -256,21 +257,19 @@ func (c *Controller) deadline(ctx context.Context, node *corev1.Node) (*time.Tim
 // nodeClaimDeadline is the deadline of a node by the terminationGracePeriod of the NodeClaim
 // that owns it; nil without one.
 func (c *Controller) nodeClaimDeadline(ctx context.Context, node *corev1.Node) (*time.Time, error) {
-	for _, owner := range node.OwnerReferences {
-		if owner.Kind != "NodeClaim" || owner.APIVersion != v1.SchemeGroupVersion.String() {
-			continue
-		}
-		nc := &v1.NodeClaim{}
-		if err := c.client.Get(ctx, types.NamespacedName{Name: owner.Name}, nc); err != nil {
-			return nil, client.IgnoreNotFound(fmt.Errorf("reading nodeclaim %s, %w", owner.Name, err))
-		}
-		if nc.Spec.TerminationGracePeriod == nil {
-			return nil, nil
-		}
-		deadline := node.DeletionTimestamp.Add(nc.Spec.TerminationGracePeriod.Duration)
-		return &deadline, nil
+	name, ok := nodeclaims.Owner(node)
+	if !ok {
+		return nil, nil
 	}
-	return nil, nil
+	nc := &v1.NodeClaim{}
+	if err := c.client.Get(ctx, types.NamespacedName{Name: name}, nc); err != nil {
+		return nil, client.IgnoreNotFound(fmt.Errorf("reading nodeclaim %s, %w", name, err))
+	}
+	if nc.Spec.TerminationGracePeriod == nil {
+		return nil, nil
+	}
+	deadline := node.DeletionTimestamp.Add(nc.Spec.TerminationGracePeriod.Duration)
+	return &deadline, nil
 }
 
 // drain evicts the step's pods; a refused eviction is retried with backoff, never forced.

@@ -74,11 +74,9 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 // the Provisioner's label and its instance's provider id, and no NodeClaim owns it (the launcher
 // makes every node it creates owned by its NodeClaim, which recorded the instance first).
 func needsNodeClaim(node *corev1.Node) bool {
-	key, launched := pools.Of(node.Labels)
-	return launched && !key.IsNodePool() && node.DeletionTimestamp == nil && node.Spec.ProviderID != "" &&
-		!slices.ContainsFunc(node.OwnerReferences, func(r metav1.OwnerReference) bool {
-			return r.Kind == "NodeClaim" && r.APIVersion == v1.SchemeGroupVersion.String()
-		})
+	_, launched := pools.ProvisionerOf(node.Labels)
+	_, owned := nodeclaims.Owner(node)
+	return launched && node.DeletionTimestamp == nil && node.Spec.ProviderID != "" && !owned
 }
 
 // Reconcile creates the node's NodeClaim, unless one recorded its instance already, and makes the

@@ -94,13 +94,10 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 			return controllerutil.ContainsFinalizer(o, v1.TerminationFinalizer)
 		}))).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			var out []reconcile.Request
-			for _, owner := range o.GetOwnerReferences() {
-				if owner.Kind == "NodeClaim" && owner.APIVersion == v1.SchemeGroupVersion.String() {
-					out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: owner.Name}})
-				}
+			if name, ok := nodeclaims.Owner(o); ok {
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}
 			}
-			return out
+			return nil
 		})).
 		Complete(c)
 }

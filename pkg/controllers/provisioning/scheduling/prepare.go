@@ -13,6 +13,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/scheduling"
 )
 
@@ -118,10 +119,7 @@ func (s *scheduler) prepare(in Input) []*podInfo {
 		if a.weight != b.weight {
 			return a.weight > b.weight
 		}
-		if a.key.Name != b.key.Name {
-			return a.key.Name < b.key.Name
-		}
-		return a.key.LabelKey < b.key.LabelKey
+		return pools.Compare(a.key, b.key) < 0
 	})
 
 	s.topology = &topologyGroups{bySignature: map[string]*topologyGroup{}, selectors: map[string]labels.Selector{}, key: s.topologyKey}

@@ -8,7 +8,9 @@ package check
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -210,7 +212,7 @@ func (c *checker) buildNodes() {
 		}
 		provSelector, err := requirementsSelector(prov.Requirements)
 		if err != nil {
-			c.fail("new node %s: provisioner requirements, %v", nn.Hostname, err)
+			c.fail("new node %s: %s's requirements, %v", nn.Hostname, prov.Key, err)
 			continue
 		}
 		for _, it := range nn.InstanceTypes {
@@ -337,9 +339,10 @@ func (c *checker) verifyMinValues() {
 			continue
 		}
 		short := ""
-		for key, want := range prov.MinValues {
-			if have := n.values[key].Len(); have < want {
+		for _, key := range slices.Sorted(maps.Keys(prov.MinValues)) {
+			if have, want := n.values[key].Len(), prov.MinValues[key]; have < want {
 				short = fmt.Sprintf("%d values of %s, minValues %d", have, key, want)
+				break
 			}
 		}
 		switch {
