@@ -6,9 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
@@ -51,17 +49,13 @@ func (t *timeline) playNodePoolChapter(ctx context.Context, stack *sandbox.Stack
 	// on-demand nodes. Selecting the NodePool's label sends every pod to it.
 	t.step("Deployment %q scales to %d pods of 1 CPU selecting karpenter.sh/nodepool: %s (without it the general group's room and the cheaper spot Provisioner of the same weight would take them)",
 		inflate, inflateReplicas, gettingStartedNodePool)
-	deployment := builders.Deployment(builders.DeploymentOptions{Name: inflate, Namespace: sandbox.Namespace, Pod: builders.PodOptions{
+	deployment := builders.Deployment(builders.DeploymentOptions{Name: inflate, Namespace: sandbox.Namespace, Replicas: inflateReplicas, Pod: builders.PodOptions{
 		Labels:       map[string]string{"app": inflate},
 		NodeSelector: map[string]string{v1.NodePoolLabelKey: gettingStartedNodePool},
 		Requests:     builders.Resources("cpu", "1"),
 	}})
 	if err := c.Create(ctx, deployment); err != nil {
 		return fmt.Errorf("creating deployment %s, %w", inflate, err)
-	}
-	scale := []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, inflateReplicas))
-	if err := c.Patch(ctx, deployment, client.RawPatch(types.MergePatchType, scale)); err != nil {
-		return fmt.Errorf("scaling deployment %s, %w", inflate, err)
 	}
 	claims, err := waitInflate(ctx, c)
 	if err != nil {
@@ -72,9 +66,9 @@ func (t *timeline) playNodePoolChapter(ctx context.Context, stack *sandbox.Stack
 	t.kubectl(ctx, stack.Env.KubeconfigPath, "get", "nodepools,ec2nodeclasses,nodeclaims")
 
 	// NodePool nodes are not disrupted yet (no consolidation, emptiness or expiry for them), so
-	// the story deletes its NodeClaims itself, as `kubectl delete nodeclaim` would.
-	t.step("inflate, NodePool %q and its NodeClaims are deleted (each drained, its instance terminated), then the EC2NodeClass", gettingStartedNodePool)
-	if err := cleanUpNodePoolChapter(ctx, c, objects); err != nil {
+	// the story deletes the NodePool, whose NodeClaims go with it.
+	t.step("inflate and NodePool %q are deleted, its NodeClaims with it (each drained, its instance terminated), then the EC2NodeClass", gettingStartedNodePool)
+	if err := cleanUpNodePoolChapter(ctx, c); err != nil {
 		return err
 	}
 	t.step("the NodePool chapter's objects and nodes are gone")
@@ -136,53 +130,14 @@ func nodePoolCost(stack *sandbox.Stack) float64 {
 	return cost
 }
 
-// cleanUpNodePoolChapter deletes inflate, the NodePool and its NodeClaims, waits until the
-// NodeClaims are gone (their nodes drained and instances terminated), then deletes the node
-// class and waits until it is gone too.
-func cleanUpNodePoolChapter(ctx context.Context, c client.Client, objects []*unstructured.Unstructured) error {
+// cleanUpNodePoolChapter deletes inflate, then the NodePool and its class (RemoveNodePoolExample:
+// the NodeClaims go with the NodePool, drained, their instances terminated).
+func cleanUpNodePoolChapter(ctx context.Context, c client.Client) error {
 	deployment := builders.Deployment(builders.DeploymentOptions{Name: inflate, Namespace: sandbox.Namespace})
 	if err := c.Delete(ctx, deployment, client.PropagationPolicy("Background")); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting deployment %s, %w", inflate, err)
 	}
-	nodePool := &v1.NodePool{}
-	nodePool.Name = gettingStartedNodePool
-	if err := c.Delete(ctx, nodePool); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting nodepool %s, %w", gettingStartedNodePool, err)
-	}
-	if err := c.DeleteAllOf(ctx, &v1.NodeClaim{}, client.MatchingLabels{v1.NodePoolLabelKey: gettingStartedNodePool}); err != nil {
-		return fmt.Errorf("deleting the nodeclaims of nodepool %s, %w", gettingStartedNodePool, err)
-	}
-	var last string
-	if err := waitFor(ctx, "the nodeclaims of nodepool "+gettingStartedNodePool+" gone", &last, func() (bool, error) {
-		list := &v1.NodeClaimList{}
-		if err := c.List(ctx, list, client.MatchingLabels{v1.NodePoolLabelKey: gettingStartedNodePool}); err != nil {
-			return false, err
-		}
-		last = fmt.Sprintf("%d left", len(list.Items))
-		return len(list.Items) == 0, nil
-	}); err != nil {
-		return err
-	}
-	// The NodePool first and the class after: the class must outlive the nodes launched from it.
-	for _, object := range objects {
-		if object.GetKind() == "NodePool" {
-			continue
-		}
-		if err := c.Delete(ctx, object.DeepCopy()); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting %s %s, %w", object.GetKind(), object.GetName(), err)
-		}
-	}
-	for _, object := range objects {
-		what := fmt.Sprintf("%s/%s gone", strings.ToLower(object.GetKind()), object.GetName())
-		if err := waitFor(ctx, what, &last, func() (bool, error) {
-			current := &unstructured.Unstructured{}
-			current.SetGroupVersionKind(object.GroupVersionKind())
-			err := c.Get(ctx, client.ObjectKey{Name: object.GetName()}, current)
-			last = fmt.Sprintf("%v", err)
-			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	return sandbox.RemoveNodePoolExample(ctx, c)
 }

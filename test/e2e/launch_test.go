@@ -282,8 +282,12 @@ func checkLaunchFailure(t *testing.T, row launchFailure) *corev1.Pod {
 		if err != nil {
 			return false, "", err
 		}
+		scrape, err := scrapeControllerOnce(t.Context())
+		if err != nil {
+			return false, "", err
+		}
 		counted := 0.0
-		if s, problem := find(scrapeController(t), "karpenter_launch_errors_total", map[string]string{"reason": row.reason}); problem == "" {
+		if s, problem := find(scrape, "karpenter_launch_errors_total", map[string]string{"reason": row.reason}); problem == "" {
 			counted = s.value
 		}
 		return condition && warned && (told == 1 || row.unplanned && told > 0) && counted >= 2,

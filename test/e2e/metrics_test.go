@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -40,9 +41,18 @@ func (s series) String() string {
 // scrapeController reads the controller's /metrics: the series of each family, by name.
 func scrapeController(t *testing.T) map[string][]series {
 	t.Helper()
-	families, _, err := scaletest.Scrape(t.Context(), "http://"+stack.MetricsAddress+"/metrics")
+	out, err := scrapeControllerOnce(t.Context())
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// scrapeControllerOnce is scrapeController's one attempt, for a poll to retry.
+func scrapeControllerOnce(ctx context.Context) (map[string][]series, error) {
+	families, _, err := scaletest.Scrape(ctx, "http://"+stack.MetricsAddress+"/metrics")
+	if err != nil {
+		return nil, err
 	}
 	out := map[string][]series{}
 	for name, family := range families {
@@ -64,7 +74,7 @@ func scrapeController(t *testing.T) map[string][]series {
 			out[name] = append(out[name], s)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // find is the first series of a family whose labels include want, and a description of the

@@ -3,17 +3,14 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
@@ -23,28 +20,15 @@ import (
 	"karpenter.sh/karpenter/test/sandbox"
 )
 
-// gettingStartedManifest is upstream's v1.14 getting-started NodePool and EC2NodeClass, as its
-// guide's step 12 writes them (kept with its source in pkg/apis/testdata).
-const gettingStartedManifest = "../../pkg/apis/testdata/upstream/website/content/en/v1.14/getting-started/getting-started-with-karpenter/scripts/step12-add-nodepool.sh.L2-L49.yaml"
-
 // TestGettingStartedWithANodePool (issue 36, "Done when"): upstream's getting-started flow in
-// the sandbox. Its NodePool and EC2NodeClass apply unchanged (the guide's variables filled in,
-// --validate=strict); the class resolves and both become Ready; inflate scaled to 5 gets
+// the sandbox. Its NodePool and EC2NodeClass apply unchanged (docs/examples/v1/nodepool.yaml,
+// the guide's manifest with its variables filled in, as test/sandbox checks; --validate=strict); the class resolves and both become Ready; inflate scaled to 5 gets
 // NodeClaims of the NodePool, Ready, on nodes of the instance categories it asks for, launched
 // from the class's instance profile and AMI; `kubectl delete nodeclaim` drains one, terminates
 // its instance, and a new NodeClaim takes its pods. Not parallel: the guide's NodePool takes
 // any pod that selects nothing, as it does in a user's cluster; inflate selects it.
 func TestGettingStartedWithANodePool(t *testing.T) {
-	raw, err := os.ReadFile(gettingStartedManifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifest := strings.NewReplacer("${CLUSTER_NAME}", sandbox.ClusterName, "${ALIAS_VERSION}", "latest").Replace(string(raw))
-	file := filepath.Join(t.TempDir(), "nodepool.yaml")
-	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	kubectl(t, "apply", "--validate=strict", "-f", file)
+	kubectl(t, "apply", "--validate=strict", "-f", filepath.Join("..", "..", filepath.FromSlash(sandbox.NodePoolExampleFile)))
 	const app = "inflate"
 	t.Cleanup(func() { cleanUpGettingStarted(t, app) })
 
@@ -115,10 +99,14 @@ func TestGettingStartedWithANodePool(t *testing.T) {
 		}
 		return apierrors.IsNotFound(err) && terminations(instanceIDOf(node)) > 0, fmt.Sprintf("terminations %d", terminations(instanceIDOf(node))), nil
 	}, eventually.Timeout(waitTimeout))
-	waitApp(t, app, 5)
+	placed = waitApp(t, app, 5)
+	claimOf := map[string]string{}
 	for _, nc := range nodePoolClaims(t, "default") {
-		if nc.Name == first.Name {
-			t.Errorf("nodeclaim %s still listed", nc.Name)
+		claimOf[nc.Status.NodeName] = nc.Name
+	}
+	for pod, n := range placed {
+		if claimOf[n.Name] == "" || n.Name == first.Status.NodeName {
+			t.Errorf("pod %s runs on %s, want a node of one of the NodePool's Ready NodeClaims %v, not the deleted one's", pod, n.Name, claimOf)
 		}
 	}
 }
@@ -142,22 +130,15 @@ func nodePoolClaims(t *testing.T, nodePool string) []v1.NodeClaim {
 	return list.Items
 }
 
-// cleanUpGettingStarted deletes what the guide made, the NodePool's NodeClaims (and so their
-// nodes and instances) included, and waits for them to go, so that the parallel tests after it
-// see none of it.
+// cleanUpGettingStarted deletes inflate, then the guide's NodePool (its NodeClaims with it:
+// nodes drained, instances terminated) and class, and waits for them to go, so that the
+// parallel tests after it see none of it.
 func cleanUpGettingStarted(t *testing.T, app string) {
-	ctx := context.Background()
 	kubectl(t, "delete", "deployment", app, "-n", sandbox.Namespace, "--ignore-not-found")
-	kubectl(t, "delete", "nodepool", "default", "--ignore-not-found")
-	kubectl(t, "delete", "nodeclaims", "-l", v1.NodePoolLabelKey+"=default", "--wait=false")
-	// The test's context is done by now: poll on one of the cleanup's own.
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		var list v1.NodeClaimList
-		err := stack.Env.Client.List(ctx, &list, client.MatchingLabels{v1.NodePoolLabelKey: "default"})
-		return err == nil && len(list.Items) == 0, nil
-	})
-	if err != nil {
-		t.Errorf("the NodePool's NodeClaims not gone, %v", err)
+	// The test's context is done by now: the cleanup has one of its own.
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	if err := sandbox.RemoveNodePoolExample(ctx, stack.Env.Client); err != nil {
+		t.Error(err)
 	}
-	kubectl(t, "delete", "ec2nodeclass", "default", "--ignore-not-found")
 }

@@ -19,12 +19,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis"
@@ -427,6 +431,44 @@ func Apply(ctx context.Context, c client.Client, objects []*unstructured.Unstruc
 		}
 		if err := c.Patch(ctx, object, client.Apply, client.FieldOwner("sandbox"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s %s, %w", object.GetKind(), object.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// RemoveNodePoolExample deletes what NodePoolExample made, in the order it must go: the NodePool
+// first, in the foreground, so that it is gone once its NodeClaims, which it owns, are (each
+// drained and its instance terminated); then the EC2NodeClass the nodes launched from. It waits
+// until all of it is gone or ctx ends.
+func RemoveNodePoolExample(ctx context.Context, c client.Client) error {
+	objects, err := NodePoolExample()
+	if err != nil {
+		return err
+	}
+	nodePoolFirst := func(o *unstructured.Unstructured) int {
+		if o.GetKind() == "NodePool" {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(objects, func(a, b *unstructured.Unstructured) int { return nodePoolFirst(a) - nodePoolFirst(b) })
+	for _, object := range objects {
+		if err := c.Delete(ctx, object.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationForeground)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %s %s, %w", object.GetKind(), object.GetName(), err)
+		}
+		left := ""
+		err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			current := &unstructured.Unstructured{}
+			current.SetGroupVersionKind(object.GroupVersionKind())
+			err := c.Get(ctx, client.ObjectKey{Name: object.GetName()}, current)
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			left = fmt.Sprintf("%s %s still there (%v)", object.GetKind(), object.GetName(), err)
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("removing %s, %s, %w", NodePoolExampleFile, left, err)
 		}
 	}
 	return nil
