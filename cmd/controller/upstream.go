@@ -71,8 +71,8 @@ func (f *flags) applyUpstreamSettings(warn func(string)) error {
 	if f.operator.Controllers.MinValuesPolicy, err = scheduling.ParseMinValuesPolicy(f.minValuesPolicy); err != nil {
 		return err
 	}
-	for _, gate := range gates.Ignored {
-		warn(fmt.Sprintf("feature gate %s=true has no effect here: this project has no such feature", gate))
+	for _, warning := range gates.Warnings() {
+		warn(warning)
 	}
 	if f.clusterCABundle != "" {
 		if f.operator.ClusterCABundle, err = base64.StdEncoding.DecodeString(f.clusterCABundle); err != nil {

@@ -166,8 +166,8 @@ func parsePlanFlags(args []string, stderr io.Writer) (planFlags, error) {
 	if f.policy, err = scheduling.ParseMinValuesPolicy(f.minValuesPolicy); err != nil {
 		return f, err
 	}
-	for _, gate := range f.gates.Ignored {
-		fmt.Fprintf(stderr, "warning: feature gate %s=true has no effect here: this project has no such feature\n", gate)
+	for _, warning := range f.gates.Warnings() {
+		fmt.Fprintln(stderr, "warning: "+warning)
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("plan takes no arguments, not %q", fs.Args())

@@ -51,3 +51,12 @@ func Parse(value string) (Gates, error) {
 	}
 	return gates, nil
 }
+
+// Warnings say, for each gate enabled that has no meaning here, that it does nothing.
+func (g Gates) Warnings() []string {
+	var out []string
+	for _, gate := range g.Ignored {
+		out = append(out, fmt.Sprintf("feature gate %s=true has no effect here: this project has no such feature", gate))
+	}
+	return out
+}

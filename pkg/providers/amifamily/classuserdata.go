@@ -163,11 +163,7 @@ func kubeletConfigFlags(kubelet *awsv1.KubeletConfiguration) []string {
 			flags = append(flags, flag+"="+joinPairs(values, "<"))
 		}
 	}
-	if len(kubelet.EvictionSoftGracePeriod) > 0 {
-		periods := map[string]string{}
-		for signal, d := range kubelet.EvictionSoftGracePeriod {
-			periods[signal] = d.Duration.String()
-		}
+	if periods := softGracePeriods(kubelet); periods != nil {
 		flags = append(flags, "--eviction-soft-grace-period="+joinPairs(periods, "="))
 	}
 	for flag, value := range map[string]*int32{
@@ -184,6 +180,19 @@ func kubeletConfigFlags(kubelet *awsv1.KubeletConfiguration) []string {
 	// Sorted, as the maps above are iterated in any order: equal inputs share a template.
 	slices.Sort(flags)
 	return flags
+}
+
+// softGracePeriods are evictionSoftGracePeriod's durations as the kubelet reads them (1m30s),
+// nil when it sets none.
+func softGracePeriods(kubelet *awsv1.KubeletConfiguration) map[string]string {
+	if len(kubelet.EvictionSoftGracePeriod) == 0 {
+		return nil
+	}
+	periods := map[string]string{}
+	for signal, d := range kubelet.EvictionSoftGracePeriod {
+		periods[signal] = d.Duration.String()
+	}
+	return periods
 }
 
 // joinPairs joins a map's pairs sorted by key: k1<sep>v1,k2<sep>v2.
@@ -302,11 +311,7 @@ func bottlerocketKubelet(kubernetes map[string]any, kubelet *awsv1.KubeletConfig
 			kubernetes[key] = values
 		}
 	}
-	if len(kubelet.EvictionSoftGracePeriod) > 0 {
-		periods := map[string]string{}
-		for signal, d := range kubelet.EvictionSoftGracePeriod {
-			periods[signal] = d.Duration.String()
-		}
+	if periods := softGracePeriods(kubelet); periods != nil {
 		kubernetes["eviction-soft-grace-period"] = periods
 	}
 	for key, value := range map[string]*int32{

@@ -3,7 +3,6 @@ package amifamily
 import (
 	"bytes"
 	"fmt"
-	"maps"
 	"mime/multipart"
 	"net/textproto"
 	"slices"
@@ -149,11 +148,7 @@ func kubeletFlags(labels map[string]string, taints []corev1.Taint) []string {
 	taints = withUnregistered(taints)
 	var flags []string
 	if len(labels) > 0 {
-		var pairs []string
-		for _, key := range slices.Sorted(maps.Keys(labels)) {
-			pairs = append(pairs, key+"="+labels[key])
-		}
-		flags = append(flags, "--node-labels="+strings.Join(pairs, ","))
+		flags = append(flags, "--node-labels="+joinPairs(labels, "="))
 	}
 	var rendered []string
 	for _, t := range taints {
