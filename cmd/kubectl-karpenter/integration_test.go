@@ -197,8 +197,10 @@ func launchedTypes(ctx context.Context, c client.Reader, provisioner string) ([]
 	}
 	var launched []string
 	for _, nc := range list.Items {
-		if nc.Status.ProviderID != "" {
-			launched = append(launched, nc.Labels[corev1.LabelInstanceTypeStable])
+		// The launcher records the instance in the status before it labels the NodeClaim with
+		// its type: a NodeClaim counts once both are written.
+		if it := nc.Labels[corev1.LabelInstanceTypeStable]; nc.Status.ProviderID != "" && it != "" {
+			launched = append(launched, it)
 		}
 	}
 	slices.Sort(launched)
