@@ -25,6 +25,8 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
 	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
 	"karpenter.sh/karpenter/pkg/controllers/node/termination"
+	"karpenter.sh/karpenter/pkg/controllers/disruption"
+	nodeclaimdisruption "karpenter.sh/karpenter/pkg/controllers/nodeclaim/disruption"
 	nodeclaimhydration "karpenter.sh/karpenter/pkg/controllers/nodeclaim/hydration"
 	nodeclaimlifecycle "karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
 	nodeclaimtermination "karpenter.sh/karpenter/pkg/controllers/nodeclaim/termination"
@@ -122,6 +124,12 @@ type Options struct {
 	ConsolidationMinNodeAge time.Duration
 	// ConsolidationNoSpotToSpot keeps spot nodes from being replaced by cheaper spot nodes.
 	ConsolidationNoSpotToSpot bool
+	// DisruptionPeriod is how often a pass of the NodePools' disruption runs;
+	// disruption.DefaultPeriod when zero.
+	DisruptionPeriod time.Duration
+	// DisruptionValidationDelay is how long a node stays a disruption method's candidate before
+	// it is acted on; disruption.DefaultValidationDelay when zero. Tests shorten it.
+	DisruptionValidationDelay time.Duration
 	// NodeOverlay is upstream's alpha feature gate: the planners apply the NodeOverlays to
 	// the instance types they plan with, and the nodeoverlay controller, registered only
 	// then, writes the overlays' status.
@@ -153,10 +161,10 @@ type Options struct {
 // Names lists every controller, in the order they are registered.
 var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name,
 	provisioning.Name, nodeclaimlifecycle.Name, nodeclaimtermination.Name, nodeclaimhydration.Name, readiness.Name, termination.Name, garbagecollection.Name,
-	interruption.Name, provisionerstatus.Name, provisionerwarnings.Name, nodeclass.Name, nodepoolstatus.Name, nodeoverlay.Name, emptiness.Name, expiration.Name, consolidation.Name, statemetrics.Name}
+	interruption.Name, provisionerstatus.Name, provisionerwarnings.Name, nodeclass.Name, nodepoolstatus.Name, nodeoverlay.Name, emptiness.Name, expiration.Name, consolidation.Name, nodeclaimdisruption.Name, disruption.Name, statemetrics.Name}
 
 // needInstances are the controllers that run only with an InstanceProvider.
-var needInstances = []string{provisioning.Name, nodeclaimtermination.Name, termination.Name, garbagecollection.Name, interruption.Name, expiration.Name, consolidation.Name, nodeoverlay.Name}
+var needInstances = []string{provisioning.Name, nodeclaimtermination.Name, termination.Name, garbagecollection.Name, interruption.Name, expiration.Name, consolidation.Name, disruption.Name, nodeoverlay.Name}
 
 // reconciler is what each controller package offers to the manager.
 type reconciler interface {
@@ -309,6 +317,25 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			Clock:    opts.Clock,
 			Timeouts: nodeclaimlifecycle.Timeouts{Initialization: cmp.Or(opts.NodeReadyTimeout, readiness.DefaultTimeout)},
 			Launches: launchesIfInstances(opts, with.launches),
+		})
+	case nodeclaimdisruption.Name:
+		return nodeclaimdisruption.New(nodeclaimdisruption.Options{Client: mgr.GetClient(), Clock: opts.Clock})
+	case disruption.Name:
+		cluster, err := with.cluster()
+		if err != nil {
+			return nil, fmt.Errorf("reading the cluster's state, %w", err)
+		}
+		return disruption.New(disruption.Options{
+			Client:          mgr.GetClient(),
+			Instances:       opts.InstanceProvider,
+			Recorder:        recorderFor(mgr, name),
+			Clock:           opts.Clock,
+			Period:          opts.DisruptionPeriod,
+			ValidationDelay: opts.DisruptionValidationDelay,
+			MinValuesPolicy: opts.MinValuesPolicy,
+			Ledger:          with.ledger,
+			Launcher:        with.launches(),
+			Cluster:         cluster,
 		})
 	case nodeclaimhydration.Name:
 		return nodeclaimhydration.New(nodeclaimhydration.Options{Client: mgr.GetClient(), Recorder: recorderFor(mgr, name)})

@@ -16,9 +16,11 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 
+	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/pods"
 )
 
@@ -157,6 +159,13 @@ func newNodeClaim(name string, pool Pool, n *scheduling.NewNode, candidates []cl
 		UID: pool.NodePool.UID, BlockOwnerDeletion: ptr.To(true)}}
 	if len(minValues) > 0 {
 		nc.Annotations[v1.NodeClaimMinValuesRelaxedAnnotationKey] = strconv.FormatBool(minValuesRelaxed(n, candidates, minValues))
+	}
+	// What drift compares the NodeClaim with later: the template and class it launched from.
+	nc.Annotations[v1.NodePoolHashAnnotationKey] = disruption.NodePoolHash(pool.NodePool)
+	nc.Annotations[v1.NodePoolHashVersionAnnotationKey] = disruption.HashVersion
+	if class, ok := pool.NodeClass.(*awsv1.EC2NodeClass); ok {
+		nc.Annotations[awsv1.EC2NodeClassHashAnnotationKey] = disruption.EC2NodeClassHash(class)
+		nc.Annotations[awsv1.EC2NodeClassHashVersionAnnotationKey] = disruption.HashVersion
 	}
 	template := &pool.NodePool.Spec.Template
 	for k, v := range template.Annotations {

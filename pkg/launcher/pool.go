@@ -35,6 +35,17 @@ func (p Pool) Key() pools.Key {
 	return pools.Provisioner(p.Provisioner.Name)
 }
 
+// Limits bound the sum of the pool's nodes' resources; nil when it has none.
+func (p Pool) Limits() corev1.ResourceList {
+	if p.NodePool != nil {
+		return corev1.ResourceList(p.NodePool.Spec.Limits)
+	}
+	if p.Provisioner.Spec.Limits != nil {
+		return p.Provisioner.Spec.Limits.Resources
+	}
+	return nil
+}
+
 // MinValues are the pool's minValues by requirement key: a NodePool's; nil for a Provisioner,
 // whose requirements have none.
 func (p Pool) MinValues() map[string]int {

@@ -19,6 +19,7 @@ const (
 	ReasonUnderutilized = "underutilized"
 	ReasonEmpty         = "empty"
 	ReasonExpired       = "expired"
+	ReasonDrifted       = "drifted"
 )
 
 // Upstream Karpenter's NodeClaim families. Each is counted where the change it counts is

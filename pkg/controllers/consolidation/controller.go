@@ -37,7 +37,6 @@ import (
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/overlay"
 	"karpenter.sh/karpenter/pkg/pods"
-	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 )
 
@@ -365,7 +364,7 @@ func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5
 		uids = append(uids, string(old.UID))
 	}
 	slices.Sort(uids)
-	launched, err := Launch(ctx, c.launcher, decision.Replacement, p, LaunchOptions{
+	launched, err := provisioning.LaunchReplacement(ctx, c.launcher, decision.Replacement, launcher.Pool{Provisioner: p}, provisioning.ReplacementOptions{
 		Ledger:  c.ledger,
 		Counted: counted,
 		// A pass retried after a crash between the launch and the Node gets the same instance.
@@ -392,56 +391,6 @@ func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5
 	}
 	log.FromContext(ctx).Info("consolidation launched a replacement", "node", launched.NodeName, "nodeclaim", launched.NodeClaim.Name, "instanceType", instanceType, "replaces", len(decision.Nodes), "saving", decision.Saving)
 	return nil
-}
-
-// LaunchOptions are what a launch carries beyond the planned node.
-type LaunchOptions struct {
-	// Ledger reserves the launch under the Provisioner's limits, beside Counted: the capacity
-	// of its nodes by name (Snapshot.Counted). Without a ledger nothing is reserved.
-	Ledger  *provisioning.Ledger
-	Counted map[string]corev1.ResourceList
-	// Decision names what the launch is for, so that the same decision made again after a crash
-	// gets the node the first launched (launcher.LaunchNode); empty launches anew.
-	Decision string
-	// Annotations are written on the NodeClaim and its Node.
-	Annotations map[string]string
-	// Reason is the disruption reason of the nodes the launch replaces (metrics.Reason*).
-	Reason string
-}
-
-// Launch makes a planned node real through the one launcher: a NodeClaim and the cheapest
-// candidate the cloud has capacity for, whose kubelet then registers its Node. The caller acts
-// on the nodes it replaces only once a later snapshot shows that Node registered and Ready.
-func Launch(ctx context.Context, l *launcher.Launcher, n *scheduling.NewNode, p *v1alpha5.Provisioner, options LaunchOptions) (*launcher.Launched, error) {
-	candidates := provisioning.Candidates(n)
-	reservation := 0
-	if options.Ledger != nil {
-		var limits corev1.ResourceList
-		if p.Spec.Limits != nil {
-			limits = p.Spec.Limits.Resources
-		}
-		kept, id, err := options.Ledger.Reserve(pools.Provisioner(p.Name), limits, options.Counted, candidates, nil)
-		if err != nil {
-			return nil, fmt.Errorf("launching a node for provisioner %s, %w", p.Name, err)
-		}
-		candidates, reservation = kept, id
-	}
-	launched, err := l.LaunchNode(ctx, launcher.Request{Pool: launcher.Pool{Provisioner: p}, Candidates: candidates, Nodes: []*scheduling.NewNode{n}, Annotations: options.Annotations, Reason: options.Reason},
-		options.Decision, options.Counted)
-	if err != nil {
-		if options.Ledger != nil {
-			options.Ledger.Release(reservation)
-		}
-		return nil, fmt.Errorf("launching a node for provisioner %s, %w", p.Name, err)
-	}
-	if options.Ledger != nil {
-		var capacity corev1.ResourceList
-		if it := launcher.InstanceTypeNamed(candidates, launched.NodeClaim.Labels[corev1.LabelInstanceTypeStable]); it != nil {
-			capacity = it.Capacity
-		}
-		options.Ledger.Launched(reservation, launched.NodeName, capacity)
-	}
-	return launched, nil
 }
 
 // read takes the pass's snapshot from the cluster's state.

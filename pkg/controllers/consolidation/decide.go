@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
@@ -311,7 +310,7 @@ func guard(n *scheduling.Node, p *Provisioner, s Snapshot, settings Settings) (*
 		}
 		c.movable = append(c.movable, pod)
 	}
-	if pdb := blockingBudget(c.movable, s.Budgets); pdb != "" {
+	if pdb := pods.BlockingDisruptionBudget(c.movable, s.Budgets); pdb != "" {
 		return nil, &Explanation{ReasonPDB, fmt.Sprintf("PodDisruptionBudget %s allows no more disruptions now", pdb)}
 	}
 	price, ok := nodePrice(node, p)
@@ -320,32 +319,6 @@ func guard(n *scheduling.Node, p *Provisioner, s Snapshot, settings Settings) (*
 	}
 	c.price = price
 	return c, nil
-}
-
-// blockingBudget names a PodDisruptionBudget that would refuse evicting all of the pods.
-func blockingBudget(movable []*corev1.Pod, budgets []policyv1.PodDisruptionBudget) string {
-	for i := range budgets {
-		pdb := &budgets[i]
-		// A budget without a selector selects nothing; a malformed one is the apiserver's to
-		// refuse.
-		if pdb.Spec.Selector == nil {
-			continue
-		}
-		selector, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil {
-			continue
-		}
-		matched := 0
-		for _, pod := range movable {
-			if pod.Namespace == pdb.Namespace && selector.Matches(labels.Set(pod.Labels)) {
-				matched++
-			}
-		}
-		if matched > 0 && int32(matched) > pdb.Status.DisruptionsAllowed {
-			return pdb.Namespace + "/" + pdb.Name
-		}
-	}
-	return ""
 }
 
 // nodePrice is the hourly price of the offering the node runs as.

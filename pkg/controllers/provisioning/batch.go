@@ -213,8 +213,8 @@ type reservedLaunch struct {
 // pods stay pending for the next pass) when the limits allow fewer, none when they allow
 // none.
 func (c *Controller) reserve(g *launchGroup, p *poolPlan) (*reservedLaunch, error) {
-	limits := p.limits()
 	pool := p.launcherPool()
+	limits := pool.Limits()
 	minValues := pool.MinValues()
 	// Each node reserves from the candidates the ones before it kept, so that the group's last
 	// list, which launches them all, is within every reservation.

@@ -201,17 +201,6 @@ func (p *poolPlan) object() client.Object {
 	return p.stored
 }
 
-// limits are the pool's: nil when it has none.
-func (p *poolPlan) limits() corev1.ResourceList {
-	if p.nodePool != nil {
-		return corev1.ResourceList(p.nodePool.Spec.Limits)
-	}
-	if p.updated.Spec.Limits != nil {
-		return p.updated.Spec.Limits.Resources
-	}
-	return nil
-}
-
 // plannedOntoOpenNodes is whether the plan puts a pending pod on a node that stands open: not
 // launching, and not one of the new nodes the pass launches for it.
 func plannedOntoOpenNodes(launching map[string]string, results *scheduling.Results) bool {

@@ -32,6 +32,12 @@ const (
 	LabelPlacementGroupID                     = "karpenter.k8s.aws/placement-group-id"
 	LabelPlacementGroupPartition              = "karpenter.k8s.aws/placement-group-partition"
 
+	// EC2NodeClassHashAnnotationKey is, on an EC2NodeClass and on each NodeClaim launched from
+	// it, the hash of the class's fields that drift its nodes when they change.
+	EC2NodeClassHashAnnotationKey = "karpenter.k8s.aws/ec2nodeclass-hash"
+	// EC2NodeClassHashVersionAnnotationKey is how that hash was computed, as the NodePool's.
+	EC2NodeClassHashVersionAnnotationKey = "karpenter.k8s.aws/ec2nodeclass-hash-version"
+
 	// LabelTopologyZoneID is the zone id (usw2-az1) of a node, which names the same zone in
 	// every account, unlike the zone's name.
 	LabelTopologyZoneID = "topology.k8s.aws/zone-id"

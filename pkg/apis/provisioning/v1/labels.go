@@ -26,6 +26,12 @@ const (
 	// instance types than its requirements' minValues asked for (--min-values-policy
 	// BestEffort), "false" or absent otherwise.
 	NodeClaimMinValuesRelaxedAnnotationKey = "karpenter.sh/nodeclaim-min-values-relaxed"
+	// NodePoolHashAnnotationKey is, on a NodePool and on each NodeClaim launched from it, the
+	// hash of the template's fields that drift its nodes when they change (NodePoolHash).
+	NodePoolHashAnnotationKey = "karpenter.sh/nodepool-hash"
+	// NodePoolHashVersionAnnotationKey is how that hash was computed: NodeClaims stamped by
+	// another version are stamped again, never drifted, when the computation changes.
+	NodePoolHashVersionAnnotationKey = "karpenter.sh/nodepool-hash-version"
 	// TerminationFinalizer holds a NodeClaim and its node until the instance is terminated.
 	TerminationFinalizer = "karpenter.sh/termination"
 )

@@ -149,6 +149,7 @@ type Disruption struct {
 	// Budgets bound how many of the NodePool's nodes may be disrupted at once; the most
 	// restrictive active budget applies. Unset, one budget of 10%.
 	// +kubebuilder:validation:XValidation:message="'schedule' must be set with 'duration'",rule="self.all(x, has(x.schedule) == has(x.duration))"
+	// +kubebuilder:validation:XValidation:message="'timeZone' is set only with 'schedule'",rule="self.all(x, !has(x.timeZone) || has(x.schedule))"
 	// +kubebuilder:default:={{nodes: "10%"}}
 	// +kubebuilder:validation:MaxItems:=50
 	// +listType=atomic
@@ -170,7 +171,8 @@ type Budget struct {
 	// +required
 	Nodes string `json:"nodes"`
 	// Schedule is when the budget starts being active, in cron syntax ("0 9 * * mon-fri",
-	// "@daily") in UTC; set with duration. Unset, the budget is always active.
+	// "@daily"), in UTC unless timeZone says otherwise; set with duration. Unset, the budget is
+	// always active.
 	// +kubebuilder:validation:Pattern:=`^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$`
 	// +optional
 	Schedule *string `json:"schedule,omitempty"`
@@ -180,6 +182,12 @@ type Budget struct {
 	// +kubebuilder:validation:Type=string
 	// +optional
 	Duration *metav1.Duration `json:"duration,omitempty"`
+	// TimeZone is the IANA time zone the schedule is read in ("Europe/Berlin"), daylight saving
+	// included; unset, UTC. This project's addition to upstream's schema.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$`
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	TimeZone *string `json:"timeZone,omitempty"`
 }
 
 // ConsolidationPolicy is which nodes consolidation may remove or replace.

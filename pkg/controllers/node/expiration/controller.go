@@ -216,7 +216,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 	for _, d := range Decide(*snapshot) {
 		if !d.Delete {
 			for _, n := range d.Launch {
-				launched, err := consolidation.Launch(ctx, c.launcher, n, provisioners[n.Pool.Name], consolidation.LaunchOptions{
+				launched, err := provisioning.LaunchReplacement(ctx, c.launcher, n, launcher.Pool{Provisioner: provisioners[n.Pool.Name]}, provisioning.ReplacementOptions{
 					Ledger: c.ledger, Counted: snapshot.Counted[n.Pool.Name], Decision: launchKey(d.Node, n.Pods), Reason: metrics.ReasonExpired,
 				})
 				if err != nil {

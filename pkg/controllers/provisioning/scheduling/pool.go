@@ -3,7 +3,6 @@ package scheduling
 import (
 	"fmt"
 	"maps"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -88,7 +87,7 @@ func FromNodePool(np *v1.NodePool, instanceTypes []*cloudprovider.InstanceType) 
 		pool.Weight = *np.Spec.Weight
 	}
 	for _, r := range template.Spec.Requirements {
-		pool.Requirements = append(pool.Requirements, coreRequirement(r))
+		pool.Requirements = append(pool.Requirements, r.Core())
 		if r.MinValues != nil {
 			if pool.MinValues == nil {
 				pool.MinValues = map[string]int{}
@@ -98,21 +97,4 @@ func FromNodePool(np *v1.NodePool, instanceTypes []*cloudprovider.InstanceType) 
 		}
 	}
 	return pool
-}
-
-// coreRequirement is a v1 requirement as a node selector states it: Gte n is Gt n-1 and Lte n
-// is Lt n+1 on integer labels, the only ones those operators admit.
-func coreRequirement(r v1.NodeSelectorRequirementWithMinValues) corev1.NodeSelectorRequirement {
-	out := corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values}
-	if r.Operator != v1.NodeSelectorOpGte && r.Operator != v1.NodeSelectorOpLte || len(r.Values) != 1 {
-		return out
-	}
-	n, err := strconv.ParseInt(r.Values[0], 10, 64)
-	if err != nil {
-		return out // refused by the scheduler's requirements as malformed
-	}
-	if r.Operator == v1.NodeSelectorOpGte {
-		return corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOpGt, Values: []string{strconv.FormatInt(n-1, 10)}}
-	}
-	return corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOpLt, Values: []string{strconv.FormatInt(n+1, 10)}}
 }

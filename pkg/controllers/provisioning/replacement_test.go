@@ -1,4 +1,4 @@
-package consolidation_test
+package provisioning_test
 
 import (
 	"errors"
@@ -10,7 +10,6 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
-	"karpenter.sh/karpenter/pkg/controllers/consolidation"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/launcher"
@@ -19,24 +18,24 @@ import (
 	"karpenter.sh/karpenter/pkg/test/kubefake"
 )
 
-// TestLaunchReservesUnderLimits: a replacement's launch counts against the Provisioner's
+// TestReplacementReservesUnderLimits: a replacement's launch counts against the Provisioner's
 // limits in the ledger the other launches share, beside the nodes the snapshot counted.
-func TestLaunchReservesUnderLimits(t *testing.T) {
+func TestReplacementReservesUnderLimits(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
 	p.Spec.Limits = &v1alpha5.Limits{Resources: builders.Resources("cpu", "10")}
-	planned := &scheduling.NewNode{Pool: pools.Provisioner(p.Name), InstanceTypes: []*cloudprovider.InstanceType{instanceType("t3.medium")}}
+	planned := &scheduling.NewNode{Pool: pools.Provisioner(p.Name), InstanceTypes: []*cloudprovider.InstanceType{defaultInstanceType("t3.medium")}}
 	counted := map[string]corev1.ResourceList{"old": builders.Resources("cpu", "8")}
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	c := kubefake.NewClientBuilder().Build()
 	l := launcher.New(c, cloud, 0)
 	ledger := provisioning.NewLedger()
 
-	node, err := consolidation.Launch(t.Context(), l, planned, p, consolidation.LaunchOptions{Ledger: ledger, Counted: counted})
+	node, err := provisioning.LaunchReplacement(t.Context(), l, planned, launcher.Pool{Provisioner: p}, provisioning.ReplacementOptions{Ledger: ledger, Counted: counted})
 	if err != nil {
 		t.Fatalf("the first 2 cpus fit under the limit of 10 beside 8: %v", err)
 	}
 	// The cache has not shown the new node yet: its reservation still counts.
-	_, err = consolidation.Launch(t.Context(), l, planned, p, consolidation.LaunchOptions{Ledger: ledger, Counted: counted})
+	_, err = provisioning.LaunchReplacement(t.Context(), l, planned, launcher.Pool{Provisioner: p}, provisioning.ReplacementOptions{Ledger: ledger, Counted: counted})
 	if exceeded := (*provisioning.LimitExceededError)(nil); !errors.As(err, &exceeded) {
 		t.Fatalf("a second launch past the limit returned %v, want a LimitExceededError", err)
 	}
@@ -44,20 +43,20 @@ func TestLaunchReservesUnderLimits(t *testing.T) {
 		t.Errorf("%d instances launched, want 1", launches)
 	}
 	// Once the node is counted, its reservation is dropped and the limit still holds.
-	counted[node.NodeName] = instanceType("t3.medium").Capacity
+	counted[node.NodeName] = defaultInstanceType("t3.medium").Capacity
 	if used := ledger.Used(pools.Provisioner(p.Name), counted); used.Cpu().Cmp(resource.MustParse("10")) != 0 {
 		t.Errorf("used %s cpu, want 10", used.Cpu())
 	}
 }
 
-// TestLaunchRetriedGetsItsNodeUnlessOthersTookIt: the same decision launched again (a pass
+// TestReplacementRetriedGetsItsNodeUnlessOthersTookIt: the same decision launched again (a pass
 // after a crash) gets the instance the first launch made, unless the snapshot counts that node
 // already: then other pods took the room it was launched for (as with an expired node's
 // replacement that kube-scheduler filled before the expired node was deleted), and answering
 // with it again would make the decision come back for ever.
-func TestLaunchRetriedGetsItsNodeUnlessOthersTookIt(t *testing.T) {
+func TestReplacementRetriedGetsItsNodeUnlessOthersTookIt(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
-	planned := &scheduling.NewNode{Pool: pools.Provisioner(p.Name), InstanceTypes: []*cloudprovider.InstanceType{instanceType("t3.medium")}}
+	planned := &scheduling.NewNode{Pool: pools.Provisioner(p.Name), InstanceTypes: []*cloudprovider.InstanceType{defaultInstanceType("t3.medium")}}
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	c := kubefake.NewClientBuilder().Build()
 	l := launcher.New(c, cloud, 0)
@@ -65,9 +64,9 @@ func TestLaunchRetriedGetsItsNodeUnlessOthersTookIt(t *testing.T) {
 		t.Helper()
 		existing := map[string]corev1.ResourceList{"old": builders.Resources("cpu", "8")}
 		for _, name := range counted {
-			existing[name] = instanceType("t3.medium").Capacity
+			existing[name] = defaultInstanceType("t3.medium").Capacity
 		}
-		node, err := consolidation.Launch(t.Context(), l, planned, p, consolidation.LaunchOptions{Counted: existing, Decision: "expiration\nold"})
+		node, err := provisioning.LaunchReplacement(t.Context(), l, planned, launcher.Pool{Provisioner: p}, provisioning.ReplacementOptions{Counted: existing, Decision: "expiration\nold"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,4 +86,13 @@ func TestLaunchRetriedGetsItsNodeUnlessOthersTookIt(t *testing.T) {
 	if instances, err := cloud.List(t.Context()); err != nil || len(instances) != 2 {
 		t.Errorf("%d instances (%v), want 2", len(instances), err)
 	}
+}
+
+func defaultInstanceType(name string) *cloudprovider.InstanceType {
+	for _, it := range fake.DefaultInstanceTypes() {
+		if it.Name == name {
+			return it
+		}
+	}
+	panic("no instance type " + name)
 }

@@ -1,0 +1,355 @@
+// Package disruption removes NodePools' nodes Karpenter no longer wants, one pass at a time,
+// in upstream's order: empty consolidatable nodes are deleted, drifted nodes are replaced —
+// their pods' room launched first as NodeClaims through the one launcher, the node deleted once
+// those are initialized — all within the NodePools' disruption budgets, and never a node a
+// do-not-disrupt annotation or a PodDisruptionBudget holds. It decides with pkg/disruption on the
+// one cluster state; each node it leaves is told why, once per cause. Provisioners' nodes are
+// the v1alpha5 loops' (emptiness, expiration, consolidation).
+package disruption
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	cloudmetrics "karpenter.sh/karpenter/pkg/cloudprovider/metrics"
+	"karpenter.sh/karpenter/pkg/controllers/periodic"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/disruption"
+	"karpenter.sh/karpenter/pkg/launcher"
+	"karpenter.sh/karpenter/pkg/metrics"
+	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/state"
+)
+
+// Name identifies the controller.
+const Name = "disruption"
+
+// Defaults when none are configured.
+const (
+	// DefaultPeriod is how often a pass runs.
+	DefaultPeriod = 10 * time.Second
+	// DefaultValidationDelay is how long a node must stay a method's candidate before the method
+	// acts on it, as upstream's 15 s: churn in a rollout (a pod leaving and another arriving)
+	// does not trigger it.
+	DefaultValidationDelay = 15 * time.Second
+)
+
+// Event reasons of the actions, documented in docs/disruption.md; why a node is kept are the
+// disruption.Blocked* reasons.
+const (
+	ReasonDisrupting        = "DisruptionTerminating"
+	ReasonReplacing         = "DisruptionLaunchingReplacement"
+	ReasonRolledBack        = "DisruptionRolledBack"
+	ReasonPodsFitNowhere    = "DisruptionPodsFitNowhere"
+	ReasonInvalidAnnotation = "InvalidDoNotDisruptAnnotation"
+)
+
+var (
+	allowedDisruptions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "nodepools", Name: "allowed_disruptions",
+		Help: "How many more of a NodePool's nodes its budgets allow disrupted now, by nodepool and reason (Empty, Drifted, Underutilized).",
+	}, []string{metrics.NodePoolLabel, metrics.ReasonLabel})
+	decisionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "decisions_total",
+		Help: "Disruption decisions taken, by decision (delete, replace) and reason (empty, drifted).",
+	}, []string{"decision", metrics.ReasonLabel})
+	eligibleNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "eligible_nodes",
+		Help: "Nodes the last pass found a method wanted, taken or not, by reason (empty, drifted).",
+	}, []string{metrics.ReasonLabel})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(allowedDisruptions, decisionsTotal, eligibleNodes)
+}
+
+// Options configure the controller.
+type Options struct {
+	Client    client.Client
+	Instances cloudprovider.InstanceTypeLister
+	Recorder  record.EventRecorder
+	Clock     clock.Clock
+	// Period is how often a pass runs; DefaultPeriod when zero.
+	Period time.Duration
+	// ValidationDelay is how long a node stays a candidate before it is acted on;
+	// DefaultValidationDelay when zero.
+	ValidationDelay time.Duration
+	// MinValuesPolicy is the controller's --min-values-policy, which replacements are held to.
+	MinValuesPolicy scheduling.MinValuesPolicy
+	// Ledger counts replacements against the NodePools' limits, shared with the other
+	// controllers that launch.
+	Ledger *provisioning.Ledger
+	// Launcher launches the replacements, shared with the other controllers that launch.
+	Launcher *launcher.Launcher
+	// Cluster is the cluster state every planning loop reads.
+	Cluster *state.Cluster
+}
+
+// Controller runs disruption passes.
+type Controller struct {
+	Options
+	mu sync.Mutex
+	// seen is when each NodeClaim first became a method's candidate, by NodeClaim UID and
+	// method: it is acted on once it has been one for the validation delay.
+	seen map[string]time.Time
+	// told is the last reason each NodeClaim was told it is kept, so each cause is told once.
+	told map[types.UID]string
+}
+
+// New builds the controller.
+func New(options Options) (*Controller, error) {
+	if options.Client == nil || options.Instances == nil || options.Recorder == nil || options.Clock == nil || options.Launcher == nil || options.Ledger == nil || options.Cluster == nil {
+		return nil, fmt.Errorf("the %s controller needs a client, instance types, a recorder, a clock, the launcher, the ledger and the cluster state", Name)
+	}
+	options.Period = cmp.Or(options.Period, DefaultPeriod)
+	options.ValidationDelay = cmp.Or(options.ValidationDelay, DefaultValidationDelay)
+	return &Controller{Options: options, seen: map[string]time.Time{}, told: map[types.UID]string{}}, nil
+}
+
+// Name identifies the controller.
+func (c *Controller) Name() string { return Name }
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// SetupWithManager runs a pass every period on the leader.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	return periodic.Add(mgr, &periodic.Loop{Name: Name, Clock: c.Clock, Pass: c.Pass, Period: c.Period, Delayed: true})
+}
+
+// Pass reads the cluster, finishes the replacements earlier passes started, decides and acts.
+// Everything it needs is in the cluster (the karpenter.sh/disrupted taint, the replacements'
+// karpenter.sh/replaces annotation), so a pass after a crash carries on where the last stopped.
+func (c *Controller) Pass(ctx context.Context) error {
+	ctx = cloudmetrics.WithController(ctx, Name)
+	var nodePools v1.NodePoolList
+	if err := c.Client.List(ctx, &nodePools); err != nil {
+		return fmt.Errorf("listing nodepools, %w", err)
+	}
+	if len(nodePools.Items) == 0 {
+		return nil
+	}
+	now := c.Clock.Now()
+	snapshot, err := c.Cluster.Snapshot(ctx, now)
+	if err != nil {
+		return err
+	}
+	var budgets policyv1.PodDisruptionBudgetList
+	if err := c.Client.List(ctx, &budgets); err != nil {
+		return fmt.Errorf("listing poddisruptionbudgets, %w", err)
+	}
+	candidates := Candidates(snapshot, nodePools.Items)
+	blockers := map[string]*disruption.Blocked{}
+	for _, candidate := range candidates {
+		blocked, invalid := disruption.Block(candidate, budgets.Items, now)
+		blockers[candidate.Name()] = blocked
+		for pod, err := range invalid {
+			c.Recorder.Event(pod, corev1.EventTypeWarning, ReasonInvalidAnnotation, err.Error())
+		}
+	}
+	decision := disruption.Decide(candidates, blockers, now)
+	c.report(decision)
+	c.explain(candidates, decision.Blocked)
+	pools := &replacementPools{read: func() (*replacementPools, error) { return c.readPools(ctx, snapshot, nodePools.Items) }}
+	inFlight, err := c.finish(ctx, snapshot, candidates, blockers, pools)
+	if err != nil {
+		return err
+	}
+	empty := c.validated(decision.Empty, "empty", now)
+	for _, candidate := range empty {
+		if err := c.terminate(ctx, candidate, metrics.ReasonEmpty, "it has been empty for its NodePool's consolidateAfter"); err != nil {
+			return err
+		}
+	}
+	for _, candidate := range c.validated(decision.Drifted, "drifted", now) {
+		if len(candidate.Pods) > 0 && inFlight {
+			// One replacement at a time: the room a replacement brings is its pods', which the
+			// simulation of the next would hand out again.
+			break
+		}
+		launched, err := c.replace(ctx, snapshot, candidate, pools)
+		if err != nil {
+			return err
+		}
+		inFlight = inFlight || launched
+	}
+	return nil
+}
+
+// report sets the budget and eligibility gauges.
+func (c *Controller) report(decision disruption.Decision) {
+	allowedDisruptions.Reset()
+	for nodePool, byReason := range decision.Allowed {
+		for reason, n := range byReason {
+			allowedDisruptions.WithLabelValues(nodePool, string(reason)).Set(float64(n))
+		}
+	}
+	for _, reason := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted} {
+		eligibleNodes.WithLabelValues(strings.ToLower(string(reason))).Set(float64(decision.Eligible[reason]))
+	}
+}
+
+// validated are the candidates that have been a method's for the validation delay; the others
+// are remembered from now. Candidates no longer the method's are forgotten.
+func (c *Controller) validated(candidates []*disruption.Candidate, method string, now time.Time) []*disruption.Candidate {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	current := map[string]bool{}
+	var out []*disruption.Candidate
+	for _, candidate := range candidates {
+		key := string(candidate.NodeClaim.UID) + "/" + method
+		current[key] = true
+		first, ok := c.seen[key]
+		if !ok {
+			c.seen[key] = now
+			continue
+		}
+		if now.Sub(first) >= c.ValidationDelay {
+			out = append(out, candidate)
+		}
+	}
+	for key := range c.seen {
+		if strings.HasSuffix(key, "/"+method) && !current[key] {
+			delete(c.seen, key)
+		}
+	}
+	return out
+}
+
+// explain tells each NodeClaim and node a method wanted and did not take why, once per cause.
+func (c *Controller) explain(candidates []*disruption.Candidate, blocked map[string]disruption.Blocked) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[types.UID]bool{}
+	for _, candidate := range candidates {
+		uid := candidate.NodeClaim.UID
+		seen[uid] = true
+		why, ok := blocked[candidate.Name()]
+		if !ok {
+			delete(c.told, uid)
+			continue
+		}
+		if c.told[uid] == why.Reason {
+			continue
+		}
+		c.told[uid] = why.Reason
+		c.Recorder.Event(candidate.NodeClaim, corev1.EventTypeNormal, why.Reason, "Not disrupted: "+why.Message)
+		if candidate.Node != nil {
+			c.Recorder.Event(candidate.Node, corev1.EventTypeNormal, why.Reason, "Not disrupted: "+why.Message)
+		}
+	}
+	for uid := range c.told {
+		if !seen[uid] {
+			delete(c.told, uid)
+		}
+	}
+}
+
+// terminate taints the candidate's node disrupted, so nothing is scheduled there meanwhile,
+// and deletes its NodeClaim: the termination drains the node and terminates its instance.
+func (c *Controller) terminate(ctx context.Context, candidate *disruption.Candidate, reason, why string) error {
+	if candidate.Node != nil {
+		if err := taintDisrupted(ctx, c.Client, candidate.Node); err != nil {
+			return err
+		}
+	}
+	nc := candidate.NodeClaim
+	if err := c.Client.Delete(ctx, nc, client.Preconditions{UID: &nc.UID}); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("deleting nodeclaim %s, %w", nc.Name, err))
+	}
+	metrics.NodeClaimDisrupted(nc, reason)
+	decision := "delete"
+	if len(candidate.Pods) > 0 {
+		decision = "replace"
+	}
+	decisionsTotal.WithLabelValues(decision, reason).Inc()
+	message := fmt.Sprintf("Disrupting: %s (%s)", why, reason)
+	c.Recorder.Event(nc, corev1.EventTypeNormal, ReasonDisrupting, message)
+	if candidate.Node != nil {
+		c.Recorder.Event(candidate.Node, corev1.EventTypeNormal, ReasonDisrupting, message)
+	}
+	log.FromContext(ctx).Info("disrupting a nodeclaim", "nodeclaim", nc.Name, "reason", reason)
+	return nil
+}
+
+// Candidates are the NodePools' NodeClaims with their nodes and the movable pods bound or
+// nominated there, oldest first. NodeClaims of a NodePool not listed, static or being deleted
+// are left out: its own controller or the deletion takes care of them.
+func Candidates(snapshot *state.Snapshot, nodePools []v1.NodePool) []*disruption.Candidate {
+	byName := map[string]*v1.NodePool{}
+	for i := range nodePools {
+		if np := &nodePools[i]; np.DeletionTimestamp == nil && np.Spec.Replicas == nil {
+			byName[np.Name] = np
+		}
+	}
+	nodes := map[string]*corev1.Node{}
+	for i := range snapshot.Nodes {
+		nodes[snapshot.Nodes[i].Name] = &snapshot.Nodes[i]
+	}
+	onNode := map[string][]*corev1.Pod{}
+	for i := range snapshot.Pods {
+		pod := &snapshot.Pods[i]
+		name := pod.Spec.NodeName
+		if name == "" {
+			name = pods.NominatedNode(pod)
+		}
+		if name != "" && pods.IsMovable(pod) {
+			onNode[name] = append(onNode[name], pod)
+		}
+	}
+	var out []*disruption.Candidate
+	for i := range snapshot.NodeClaims {
+		nc := &snapshot.NodeClaims[i]
+		np := byName[nc.Labels[v1.NodePoolLabelKey]]
+		if np == nil {
+			continue
+		}
+		candidate := &disruption.Candidate{NodeClaim: nc, NodePool: np, Disrupting: nc.DeletionTimestamp != nil}
+		if node := nodes[nc.Status.NodeName]; node != nil && nc.Status.NodeName != "" {
+			candidate.Node = node
+			candidate.Pods = onNode[node.Name]
+			candidate.Disrupting = candidate.Disrupting || node.DeletionTimestamp != nil || hasDisruptedTaint(node)
+		}
+		out = append(out, candidate)
+	}
+	slices.SortFunc(out, func(a, b *disruption.Candidate) int {
+		return cmp.Or(a.NodeClaim.CreationTimestamp.Compare(b.NodeClaim.CreationTimestamp.Time), cmp.Compare(a.Name(), b.Name()))
+	})
+	return out
+}
+
+// replacementsOf are the NodeClaims launched to replace the node, not being deleted.
+func replacementsOf(snapshot *state.Snapshot, node string) []*v1.NodeClaim {
+	var out []*v1.NodeClaim
+	for i := range snapshot.NodeClaims {
+		nc := &snapshot.NodeClaims[i]
+		if nc.DeletionTimestamp == nil && slices.Contains(strings.Split(nc.Annotations[v1alpha5.ReplacesAnnotationKey], ","), node) {
+			out = append(out, nc)
+		}
+	}
+	return out
+}

@@ -1,0 +1,258 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/disruption"
+	"karpenter.sh/karpenter/pkg/launcher"
+	"karpenter.sh/karpenter/pkg/metrics"
+	"karpenter.sh/karpenter/pkg/overlay"
+	"karpenter.sh/karpenter/pkg/pools"
+	"karpenter.sh/karpenter/pkg/state"
+)
+
+// replacementPools are the NodePools a replacement may be launched for, read once per pass and
+// only when a pass needs them: as the scheduler plans with them (their instance types, NodeOverlays
+// applied, and what counts against their limits), and as the launcher launches for them.
+type replacementPools struct {
+	read      func() (*replacementPools, error)
+	loaded    *replacementPools
+	planned   []scheduling.Pool
+	launchers map[pools.Key]launcher.Pool
+	counted   map[pools.Key]map[string]corev1.ResourceList
+}
+
+// get reads the pools on first use.
+func (p *replacementPools) get() (*replacementPools, error) {
+	if p.loaded == nil {
+		loaded, err := p.read()
+		if err != nil {
+			return nil, err
+		}
+		p.loaded = loaded
+	}
+	return p.loaded, nil
+}
+
+// readPools reads the NodePools that may launch now (provisioning.NodePoolInstanceTypes), as the
+// provisioning pass reads them.
+func (c *Controller) readPools(ctx context.Context, snapshot *state.Snapshot, nodePools []v1.NodePool) (*replacementPools, error) {
+	out := &replacementPools{launchers: map[pools.Key]launcher.Pool{}, counted: map[pools.Key]map[string]corev1.ResourceList{}}
+	byKey := map[pools.Key]*v1.NodePool{}
+	var inputs []overlay.Pool
+	for i := range nodePools {
+		np := &nodePools[i]
+		class, types, why, err := provisioning.NodePoolInstanceTypes(ctx, c.Client, c.Instances, np)
+		if err != nil {
+			return nil, fmt.Errorf("reading nodepool %s, %w", np.Name, err)
+		}
+		if why != "" {
+			continue
+		}
+		key := pools.NodePool(np.Name)
+		byKey[key] = np
+		out.launchers[key] = launcher.Pool{NodePool: np, NodeClass: class}
+		inputs = append(inputs, provisioning.OverlayNodePool(np, types))
+	}
+	overlaid, _ := snapshot.AddInstanceTypes(inputs)
+	for _, input := range inputs {
+		key := input.Key
+		out.counted[key] = provisioning.Counted(snapshot.Nodes, key, snapshot.InstanceTypes)
+		out.planned = append(out.planned, provisioning.LimitedNodePool(byKey[key], overlaid[key], c.Ledger.Used(key, out.counted[key]), c.MinValuesPolicy))
+	}
+	return out, nil
+}
+
+// finish carries on the replacements earlier passes started, on nodes tainted disrupted and not
+// deleted yet: once all of a node's replacements are initialized the node goes; while one is
+// not, it waits (and inFlight is true). A node tainted without replacements (a crash between the
+// taint and the launch, or replacements that failed) is replaced again while it is still drifted
+// and free to go, and untainted otherwise: the disruption is rolled back.
+func (c *Controller) finish(ctx context.Context, snapshot *state.Snapshot, candidates []*disruption.Candidate, blockers map[string]*disruption.Blocked, pools *replacementPools) (bool, error) {
+	inFlight := false
+	for _, candidate := range candidates {
+		if candidate.Node == nil || candidate.NodeClaim.DeletionTimestamp != nil || candidate.Node.DeletionTimestamp != nil || !hasDisruptedTaint(candidate.Node) {
+			continue
+		}
+		replacements := replacementsOf(snapshot, candidate.Node.Name)
+		if len(replacements) > 0 {
+			if slices.ContainsFunc(replacements, func(nc *v1.NodeClaim) bool { return !nc.IsTrue(v1.ConditionTypeInitialized) }) {
+				inFlight = true
+				continue
+			}
+			if err := c.terminate(ctx, candidate, metrics.ReasonDrifted, fmt.Sprintf("its replacements %s are initialized", names(replacements))); err != nil {
+				return inFlight, err
+			}
+			continue
+		}
+		if candidate.NodeClaim.IsTrue(v1.ConditionTypeDrifted) && blockers[candidate.Name()] == nil {
+			launched, err := c.replace(ctx, snapshot, candidate, pools)
+			if err != nil {
+				return inFlight, err
+			}
+			inFlight = inFlight || launched
+			continue
+		}
+		if err := c.rollBack(ctx, candidate, "it is no longer drifted, or something now holds it"); err != nil {
+			return inFlight, err
+		}
+	}
+	return inFlight, nil
+}
+
+// replace disrupts a drifted node: deleted at once when its pods fit on the other nodes (or it
+// has none), otherwise tainted and the new nodes its pods need launched, each annotated with the
+// node it replaces; it goes once they are initialized (finish). It reports whether it launched.
+// When its pods would fit nowhere, or the launch fails, the node stays, told why.
+func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, candidate *disruption.Candidate, replacementPools *replacementPools) (bool, error) {
+	why := "it drifted"
+	if drifted := candidate.NodeClaim.Condition(v1.ConditionTypeDrifted); drifted != nil {
+		why = fmt.Sprintf("it drifted (%s: %s)", drifted.Reason, drifted.Message)
+	}
+	if len(candidate.Pods) == 0 {
+		return false, c.terminate(ctx, candidate, metrics.ReasonDrifted, why)
+	}
+	loaded, err := replacementPools.get()
+	if err != nil {
+		return false, err
+	}
+	results := scheduling.Schedule(snapshot.Question().Input(moved(candidate.Pods), loaded.planned, roomWithout(snapshot, candidate.Node.Name)))
+	if len(results.Unschedulable) > 0 {
+		u := results.Unschedulable[0]
+		c.tell(candidate, ReasonPodsFitNowhere, fmt.Sprintf("Not disrupted: pod %s/%s would fit neither on the other nodes nor on a new one: %s", u.Pod.Namespace, u.Pod.Name, u.Reason))
+		if hasDisruptedTaint(candidate.Node) {
+			return false, c.rollBack(ctx, candidate, "its pods would fit nowhere")
+		}
+		return false, nil
+	}
+	if len(results.NewNodes) == 0 {
+		return false, c.terminate(ctx, candidate, metrics.ReasonDrifted, why+"; its pods fit on the other nodes")
+	}
+	if err := taintDisrupted(ctx, c.Client, candidate.Node); err != nil {
+		return false, err
+	}
+	var launched []string
+	for i, n := range results.NewNodes {
+		pool, ok := loaded.launchers[n.Pool]
+		if !ok {
+			return false, fmt.Errorf("the replacement's %s is gone", n.Pool)
+		}
+		replacement, err := provisioning.LaunchReplacement(ctx, c.Launcher, n, pool, provisioning.ReplacementOptions{
+			Ledger:  c.Ledger,
+			Counted: loaded.counted[n.Pool],
+			// The same decision made again after a crash finds the NodeClaim launched for it.
+			Decision:    "drift\n" + string(candidate.NodeClaim.UID) + "\n" + strconv.Itoa(i),
+			Annotations: map[string]string{v1alpha5.ReplacesAnnotationKey: candidate.Node.Name},
+			Reason:      metrics.ReasonDrifted,
+		})
+		if err != nil {
+			c.tell(candidate, ReasonRolledBack, fmt.Sprintf("Not disrupted: launching its replacement failed, %v", err))
+			if limited := (*provisioning.LimitExceededError)(nil); errors.As(err, &limited) && len(launched) == 0 {
+				return false, c.rollBack(ctx, candidate, "its replacement would exceed its NodePool's limits")
+			}
+			return len(launched) > 0, err
+		}
+		launched = append(launched, replacement.NodeClaim.Name)
+	}
+	message := fmt.Sprintf("Disrupting: %s; launched %v for its pods, the node is deleted once they are initialized", why, launched)
+	c.Recorder.Event(candidate.NodeClaim, corev1.EventTypeNormal, ReasonReplacing, message)
+	c.Recorder.Event(candidate.Node, corev1.EventTypeNormal, ReasonReplacing, message)
+	log.FromContext(ctx).Info("launched replacements for a drifted nodeclaim", "nodeclaim", candidate.Name(), "replacements", launched)
+	return true, nil
+}
+
+// rollBack lifts the disrupted taint of a node Karpenter no longer removes, with an Event.
+func (c *Controller) rollBack(ctx context.Context, candidate *disruption.Candidate, why string) error {
+	if err := untaintDisrupted(ctx, c.Client, candidate.Node); err != nil {
+		return err
+	}
+	c.Recorder.Event(candidate.NodeClaim, corev1.EventTypeNormal, ReasonRolledBack, "Disruption rolled back: "+why)
+	return nil
+}
+
+// tell records an Event on the NodeClaim and its node, once per reason.
+func (c *Controller) tell(candidate *disruption.Candidate, reason, message string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.told[candidate.NodeClaim.UID] == reason {
+		return
+	}
+	c.told[candidate.NodeClaim.UID] = reason
+	c.Recorder.Event(candidate.NodeClaim, corev1.EventTypeNormal, reason, message)
+	if candidate.Node != nil {
+		c.Recorder.Event(candidate.Node, corev1.EventTypeNormal, reason, message)
+	}
+}
+
+// moved are the pods as the scheduler places them again: unbound.
+func moved(bound []*corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, 0, len(bound))
+	for _, pod := range bound {
+		pending := pod.DeepCopy()
+		pending.Spec.NodeName = ""
+		out = append(out, pending)
+	}
+	return out
+}
+
+// roomWithout is the room of the snapshot's nodes but the one disrupted and those already being
+// disrupted.
+func roomWithout(snapshot *state.Snapshot, node string) []scheduling.Node {
+	room := snapshot.Room()
+	return slices.DeleteFunc(room, func(n scheduling.Node) bool { return n.Node.Name == node || hasDisruptedTaint(n.Node) })
+}
+
+func names(ncs []*v1.NodeClaim) []string {
+	out := make([]string, len(ncs))
+	for i, nc := range ncs {
+		out[i] = nc.Name
+	}
+	return out
+}
+
+// disruptedTaint keeps pods off a node Karpenter is removing.
+var disruptedTaint = corev1.Taint{Key: v1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}
+
+func hasDisruptedTaint(node *corev1.Node) bool {
+	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.DisruptedTaintKey })
+}
+
+// taintDisrupted taints the node disrupted, unless it is already.
+func taintDisrupted(ctx context.Context, c client.Client, node *corev1.Node) error {
+	if hasDisruptedTaint(node) {
+		return nil
+	}
+	tainted := node.DeepCopy()
+	tainted.Spec.Taints = append(tainted.Spec.Taints, disruptedTaint)
+	if err := c.Patch(ctx, tainted, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("tainting node %s %s, %w", node.Name, v1.DisruptedTaintKey, err)
+	}
+	*node = *tainted
+	return nil
+}
+
+// untaintDisrupted lifts the disrupted taint.
+func untaintDisrupted(ctx context.Context, c client.Client, node *corev1.Node) error {
+	if !hasDisruptedTaint(node) {
+		return nil
+	}
+	untainted := node.DeepCopy()
+	untainted.Spec.Taints = slices.DeleteFunc(untainted.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.DisruptedTaintKey })
+	if err := c.Patch(ctx, untainted, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("lifting %s from node %s, %w", v1.DisruptedTaintKey, node.Name, err))
+	}
+	*node = *untainted
+	return nil
+}

@@ -1,0 +1,173 @@
+package disruption
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/pods"
+)
+
+// Candidate is a NodePool's NodeClaim as a disruption pass reads it.
+type Candidate struct {
+	NodeClaim *v1.NodeClaim
+	// Node is its registered node; nil before it registers.
+	Node     *corev1.Node
+	NodePool *v1.NodePool
+	// Pods are the movable pods bound or nominated to the node: those a disruption must find
+	// room for.
+	Pods []*corev1.Pod
+	// Disrupting is true once Karpenter is removing it: tainted karpenter.sh/disrupted or being
+	// deleted. It counts against its NodePool's budgets until it is gone.
+	Disrupting bool
+}
+
+// Name is the candidate's NodeClaim's name.
+func (c *Candidate) Name() string { return c.NodeClaim.Name }
+
+// Reasons a NodeClaim is not disrupted, the reason of the Event on it and its node; documented
+// in docs/disruption.md.
+const (
+	BlockedDoNotDisruptNode = "DisruptionBlockedByNodeAnnotation"
+	BlockedDoNotDisruptPod  = "DisruptionBlockedByPodAnnotation"
+	BlockedPDB              = "DisruptionBlockedByPDB"
+	BlockedBudget           = "DisruptionBudgetExhausted"
+	BlockedNotInitialized   = "DisruptionNodeNotInitialized"
+)
+
+// Blocked is why a candidate is not disrupted.
+type Blocked struct {
+	Reason  string
+	Message string
+}
+
+// Block is why the candidate may not be disrupted voluntarily now, nil when it may: its node is
+// not initialized, it or one of its pods is annotated karpenter.sh/do-not-disrupt, or a
+// PodDisruptionBudget would refuse evicting its pods. A pod's annotation that cannot be read
+// holds nothing, and is returned in invalid for its owner to be told.
+func Block(c *Candidate, budgets []policyv1.PodDisruptionBudget, now time.Time) (blocked *Blocked, invalid map[*corev1.Pod]error) {
+	if c.Node == nil || !c.NodeClaim.IsTrue(v1.ConditionTypeInitialized) {
+		return &Blocked{BlockedNotInitialized, "its node is not initialized yet"}, nil
+	}
+	if c.Node.Annotations[v1.DoNotDisruptAnnotationKey] == "true" {
+		return &Blocked{BlockedDoNotDisruptNode, fmt.Sprintf("node %s is annotated %s", c.Node.Name, v1.DoNotDisruptAnnotationKey)}, nil
+	}
+	for _, pod := range c.Pods {
+		until, held, err := pods.DoNotDisruptUntil(pod, now)
+		if err != nil {
+			if invalid == nil {
+				invalid = map[*corev1.Pod]error{}
+			}
+			invalid[pod] = err
+			continue
+		}
+		if !held {
+			continue
+		}
+		message := fmt.Sprintf("pod %s/%s is annotated %s", pod.Namespace, pod.Name, v1.DoNotDisruptAnnotationKey)
+		if !until.IsZero() {
+			message += " until " + until.UTC().Format(time.RFC3339)
+		}
+		return &Blocked{BlockedDoNotDisruptPod, message}, invalid
+	}
+	if pdb := pods.BlockingDisruptionBudget(c.Pods, budgets); pdb != "" {
+		return &Blocked{BlockedPDB, fmt.Sprintf("PodDisruptionBudget %s allows no more disruptions now", pdb)}, invalid
+	}
+	return nil, invalid
+}
+
+// Decision is what one pass disrupts, method by method in upstream's order, and why it leaves
+// the rest.
+type Decision struct {
+	// Empty are nodes without movable pods, consolidatable, to delete now.
+	Empty []*Candidate
+	// Drifted are drifted nodes to replace, in order: each gets the replacements its pods need
+	// before it is deleted.
+	Drifted []*Candidate
+	// Blocked explains, by NodeClaim name, every candidate a method wanted and did not take.
+	Blocked map[string]Blocked
+	// Allowed is, by NodePool and reason, how many more nodes the budgets allowed disrupted
+	// when the pass started; BudgetErrors say which NodePools' budgets could not be read.
+	Allowed      map[string]map[v1.DisruptionReason]int
+	BudgetErrors map[string]error
+	// Eligible counts, by reason, the nodes a method wanted that nothing but a budget held.
+	Eligible map[v1.DisruptionReason]int
+}
+
+// Decide is one disruption pass on the candidates: emptiness, then drift, each within its
+// NodePool's budgets for its reason, the nodes already disrupting counted against them.
+// blockers are the Block of each candidate, by name. A node is taken by one method only.
+func Decide(candidates []*Candidate, blockers map[string]*Blocked, now time.Time) Decision {
+	d := Decision{Blocked: map[string]Blocked{}, Allowed: map[string]map[v1.DisruptionReason]int{}, BudgetErrors: map[string]error{},
+		Eligible: map[v1.DisruptionReason]int{}}
+	byPool := map[string][]*Candidate{}
+	for _, c := range candidates {
+		byPool[c.NodePool.Name] = append(byPool[c.NodePool.Name], c)
+	}
+	taken := map[string]int{}
+	allowed := func(np *v1.NodePool, reason v1.DisruptionReason) int {
+		total, disrupting := 0, taken[np.Name]
+		for _, c := range byPool[np.Name] {
+			total++
+			if c.Disrupting {
+				disrupting++
+			}
+		}
+		n, err := Allowed(np.Spec.Disruption.Budgets, reason, total, disrupting, now)
+		if err != nil {
+			d.BudgetErrors[np.Name] = err
+		}
+		return n
+	}
+	for _, np := range nodePools(candidates) {
+		d.Allowed[np.Name] = map[v1.DisruptionReason]int{}
+		for _, reason := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized} {
+			d.Allowed[np.Name][reason] = allowed(np, reason)
+		}
+	}
+	chosen := map[string]bool{}
+	take := func(method v1.DisruptionReason, eligible func(*Candidate) bool) []*Candidate {
+		var out []*Candidate
+		for _, c := range candidates {
+			if c.Disrupting || chosen[c.Name()] || !eligible(c) {
+				continue
+			}
+			if why := blockers[c.Name()]; why != nil {
+				d.Blocked[c.Name()] = *why
+				continue
+			}
+			d.Eligible[method]++
+			if allowed(c.NodePool, method) <= 0 {
+				d.Blocked[c.Name()] = Blocked{BlockedBudget, fmt.Sprintf("NodePool %s's budgets allow no more %s nodes disrupted now", c.NodePool.Name, strings.ToLower(string(method)))}
+				continue
+			}
+			taken[c.NodePool.Name]++
+			chosen[c.Name()] = true
+			out = append(out, c)
+		}
+		return out
+	}
+	d.Empty = take(v1.DisruptionReasonEmpty, func(c *Candidate) bool {
+		return len(c.Pods) == 0 && c.NodeClaim.IsTrue(v1.ConditionTypeConsolidatable)
+	})
+	d.Drifted = take(v1.DisruptionReasonDrifted, func(c *Candidate) bool { return c.NodeClaim.IsTrue(v1.ConditionTypeDrifted) })
+	return d
+}
+
+// nodePools are the candidates' NodePools, by name.
+func nodePools(candidates []*Candidate) []*v1.NodePool {
+	var out []*v1.NodePool
+	for _, c := range candidates {
+		if !slices.ContainsFunc(out, func(np *v1.NodePool) bool { return np.Name == c.NodePool.Name }) {
+			out = append(out, c.NodePool)
+		}
+	}
+	slices.SortFunc(out, func(a, b *v1.NodePool) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}

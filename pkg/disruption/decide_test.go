@@ -1,0 +1,151 @@
+package disruption_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/disruption"
+)
+
+var decideNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// candidate is an initialized NodeClaim of the NodePool with its node, conditions set True,
+// with pods of the deployment "app".
+func candidate(name string, np *v1.NodePool, podCount int, conditions ...string) *disruption.Candidate {
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}
+	nc.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
+	for _, c := range conditions {
+		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue})
+	}
+	c := &disruption.Candidate{NodeClaim: nc, NodePool: np, Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+	for i := range podCount {
+		c.Pods = append(c.Pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-" + string(rune('a'+i)), Namespace: "default", Labels: map[string]string{"app": "app"}}})
+	}
+	return c
+}
+
+func pool(name string, budgets ...v1.Budget) *v1.NodePool {
+	return &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodePoolSpec{Disruption: v1.Disruption{Budgets: budgets}}}
+}
+
+func names(cs []*disruption.Candidate) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Name())
+	}
+	return out
+}
+
+func blockers(cs []*disruption.Candidate, pdbs ...policyv1.PodDisruptionBudget) map[string]*disruption.Blocked {
+	out := map[string]*disruption.Blocked{}
+	for _, c := range cs {
+		out[c.Name()], _ = disruption.Block(c, pdbs, decideNow)
+	}
+	return out
+}
+
+func TestDecide(t *testing.T) {
+	one := pool("one", v1.Budget{Nodes: "1"})
+	all := pool("all", v1.Budget{Nodes: "100%"})
+	noDrift := pool("nodrift", v1.Budget{Nodes: "100%"}, v1.Budget{Nodes: "0", Reasons: []v1.DisruptionReason{v1.DisruptionReasonDrifted}})
+	for _, tc := range []struct {
+		name        string
+		candidates  func() []*disruption.Candidate
+		pdbs        []policyv1.PodDisruptionBudget
+		wantEmpty   []string
+		wantDrifted []string
+		wantBlocked map[string]string
+	}{
+		{name: "empty and consolidatable goes; empty not yet consolidatable stays; one with pods is not empty",
+			candidates: func() []*disruption.Candidate {
+				return []*disruption.Candidate{candidate("a", all, 0, v1.ConditionTypeConsolidatable), candidate("b", all, 0), candidate("c", all, 1, v1.ConditionTypeConsolidatable)}
+			}, wantEmpty: []string{"a"}},
+		{name: "a budget of one takes one, the next is told",
+			candidates: func() []*disruption.Candidate {
+				return []*disruption.Candidate{candidate("a", one, 0, v1.ConditionTypeConsolidatable), candidate("b", one, 0, v1.ConditionTypeConsolidatable)}
+			}, wantEmpty: []string{"a"}, wantBlocked: map[string]string{"b": disruption.BlockedBudget}},
+		{name: "a node already disrupting takes the budget",
+			candidates: func() []*disruption.Candidate {
+				going := candidate("a", one, 0, v1.ConditionTypeConsolidatable)
+				going.Disrupting = true
+				return []*disruption.Candidate{going, candidate("b", one, 1, v1.ConditionTypeDrifted)}
+			}, wantBlocked: map[string]string{"b": disruption.BlockedBudget}},
+		{name: "emptiness first: it takes the budget drift wanted",
+			candidates: func() []*disruption.Candidate {
+				return []*disruption.Candidate{candidate("a", one, 1, v1.ConditionTypeDrifted), candidate("b", one, 0, v1.ConditionTypeConsolidatable)}
+			}, wantEmpty: []string{"b"}, wantBlocked: map[string]string{"a": disruption.BlockedBudget}},
+		{name: "an empty drifted node goes once, by emptiness",
+			candidates: func() []*disruption.Candidate {
+				return []*disruption.Candidate{candidate("a", all, 0, v1.ConditionTypeDrifted, v1.ConditionTypeConsolidatable)}
+			}, wantEmpty: []string{"a"}},
+		{name: "a budget for drift only",
+			candidates: func() []*disruption.Candidate {
+				return []*disruption.Candidate{candidate("a", noDrift, 1, v1.ConditionTypeDrifted), candidate("b", noDrift, 0, v1.ConditionTypeConsolidatable)}
+			}, wantEmpty: []string{"b"}, wantBlocked: map[string]string{"a": disruption.BlockedBudget}},
+		{name: "budgets are per NodePool",
+			candidates: func() []*disruption.Candidate {
+				return []*disruption.Candidate{candidate("a", one, 1, v1.ConditionTypeDrifted), candidate("b", all, 1, v1.ConditionTypeDrifted), candidate("c", all, 1, v1.ConditionTypeDrifted)}
+			}, wantDrifted: []string{"a", "b", "c"}},
+		{name: "do-not-disrupt on the node",
+			candidates: func() []*disruption.Candidate {
+				c := candidate("a", all, 1, v1.ConditionTypeDrifted)
+				c.Node.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+				return []*disruption.Candidate{c}
+			}, wantBlocked: map[string]string{"a": disruption.BlockedDoNotDisruptNode}},
+		{name: "do-not-disrupt on a pod",
+			candidates: func() []*disruption.Candidate {
+				c := candidate("a", all, 2, v1.ConditionTypeDrifted)
+				c.Pods[1].Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+				return []*disruption.Candidate{c}
+			}, wantBlocked: map[string]string{"a": disruption.BlockedDoNotDisruptPod}},
+		{name: "an unreadable do-not-disrupt holds nothing",
+			candidates: func() []*disruption.Candidate {
+				c := candidate("a", all, 1, v1.ConditionTypeDrifted)
+				c.Pods[0].Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "always"}
+				return []*disruption.Candidate{c}
+			}, wantDrifted: []string{"a"}},
+		{name: "a PodDisruptionBudget allowing nothing",
+			candidates: func() []*disruption.Candidate {
+				return []*disruption.Candidate{candidate("a", all, 1, v1.ConditionTypeDrifted)}
+			},
+			pdbs: []policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"},
+				Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "app"}}}}},
+			wantBlocked: map[string]string{"a": disruption.BlockedPDB}},
+		{name: "not initialized",
+			candidates: func() []*disruption.Candidate {
+				c := candidate("a", all, 1, v1.ConditionTypeDrifted)
+				c.NodeClaim.Status.Conditions[0].Status = metav1.ConditionFalse
+				return []*disruption.Candidate{c}
+			}, wantBlocked: map[string]string{"a": disruption.BlockedNotInitialized}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			candidates := tc.candidates()
+			d := disruption.Decide(candidates, blockers(candidates, tc.pdbs...), decideNow)
+			if got := names(d.Empty); !slices.Equal(got, tc.wantEmpty) {
+				t.Errorf("empty %v, want %v", got, tc.wantEmpty)
+			}
+			if got := names(d.Drifted); !slices.Equal(got, tc.wantDrifted) {
+				t.Errorf("drifted %v, want %v", got, tc.wantDrifted)
+			}
+			got := map[string]string{}
+			for name, why := range d.Blocked {
+				got[name] = why.Reason
+			}
+			if len(got) != len(tc.wantBlocked) {
+				t.Errorf("blocked %v, want %v", got, tc.wantBlocked)
+			}
+			for name, reason := range tc.wantBlocked {
+				if got[name] != reason {
+					t.Errorf("blocked %v, want %v", got, tc.wantBlocked)
+				}
+			}
+		})
+	}
+}
