@@ -17,6 +17,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	cloudmetrics "karpenter.sh/karpenter/pkg/cloudprovider/metrics"
 	"karpenter.sh/karpenter/pkg/controllers/consolidation"
+	"karpenter.sh/karpenter/pkg/controllers/disruption"
 	"karpenter.sh/karpenter/pkg/controllers/horizontalautoscaler"
 	"karpenter.sh/karpenter/pkg/controllers/interruption"
 	"karpenter.sh/karpenter/pkg/controllers/metricsproducer"
@@ -25,8 +26,8 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
 	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
 	"karpenter.sh/karpenter/pkg/controllers/node/termination"
-	"karpenter.sh/karpenter/pkg/controllers/disruption"
 	nodeclaimdisruption "karpenter.sh/karpenter/pkg/controllers/nodeclaim/disruption"
+	nodeclaimexpiration "karpenter.sh/karpenter/pkg/controllers/nodeclaim/expiration"
 	nodeclaimhydration "karpenter.sh/karpenter/pkg/controllers/nodeclaim/hydration"
 	nodeclaimlifecycle "karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
 	nodeclaimtermination "karpenter.sh/karpenter/pkg/controllers/nodeclaim/termination"
@@ -161,7 +162,7 @@ type Options struct {
 // Names lists every controller, in the order they are registered.
 var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name,
 	provisioning.Name, nodeclaimlifecycle.Name, nodeclaimtermination.Name, nodeclaimhydration.Name, readiness.Name, termination.Name, garbagecollection.Name,
-	interruption.Name, provisionerstatus.Name, provisionerwarnings.Name, nodeclass.Name, nodepoolstatus.Name, nodeoverlay.Name, emptiness.Name, expiration.Name, consolidation.Name, nodeclaimdisruption.Name, disruption.Name, statemetrics.Name}
+	interruption.Name, provisionerstatus.Name, provisionerwarnings.Name, nodeclass.Name, nodepoolstatus.Name, nodeoverlay.Name, emptiness.Name, expiration.Name, consolidation.Name, nodeclaimdisruption.Name, nodeclaimexpiration.Name, disruption.Name, statemetrics.Name}
 
 // needInstances are the controllers that run only with an InstanceProvider.
 var needInstances = []string{provisioning.Name, nodeclaimtermination.Name, termination.Name, garbagecollection.Name, interruption.Name, expiration.Name, consolidation.Name, disruption.Name, nodeoverlay.Name}
@@ -320,6 +321,8 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 		})
 	case nodeclaimdisruption.Name:
 		return nodeclaimdisruption.New(nodeclaimdisruption.Options{Client: mgr.GetClient(), Clock: opts.Clock})
+	case nodeclaimexpiration.Name:
+		return nodeclaimexpiration.New(nodeclaimexpiration.Options{Client: mgr.GetClient(), Recorder: recorderFor(mgr, name), Clock: opts.Clock})
 	case disruption.Name:
 		cluster, err := with.cluster()
 		if err != nil {

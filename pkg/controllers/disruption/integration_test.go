@@ -1,0 +1,382 @@
+package disruption_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"karpenter.sh/karpenter/pkg/apis"
+	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
+	"karpenter.sh/karpenter/pkg/controllers"
+	"karpenter.sh/karpenter/pkg/controllers/disruption"
+	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
+	"karpenter.sh/karpenter/pkg/controllers/node/termination"
+	nodeclaimdisruption "karpenter.sh/karpenter/pkg/controllers/nodeclaim/disruption"
+	nodeclaimlifecycle "karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
+	nodeclaimtermination "karpenter.sh/karpenter/pkg/controllers/nodeclaim/termination"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	pkgdisruption "karpenter.sh/karpenter/pkg/disruption"
+	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/eventually"
+	"karpenter.sh/karpenter/pkg/test/operatortest"
+	"karpenter.sh/karpenter/pkg/test/podwatch"
+)
+
+const pollTimeout = 2 * time.Minute
+
+// cluster is the test's control plane and cloud.
+type cluster struct {
+	env   *environment.Environment
+	cloud *fake.InstanceProvider
+}
+
+// TestDisruption runs the NodePools' provisioning, lifecycle, termination and disruption on a
+// real control plane: kube-scheduler and kube-controller-manager run the workloads, kwok plays the
+// kubelets and the fake cloud holds the instances.
+func TestDisruption(t *testing.T) {
+	env := environment.New(t, environment.Options{
+		AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}, Scheduler: true, ControllerManager: true, Kwok: true,
+	})
+	c := &cluster{env: env, cloud: fake.NewInstanceProvider(fake.InstanceProviderOptions{})}
+	c.readyNodeClass(t, "default")
+	operatortest.Start(t, env, operatortest.Options{
+		CompleteNode: func(node *corev1.Node) {
+			metav1.SetMetaDataAnnotation(&node.ObjectMeta, environment.KwokNodeAnnotation, "fake")
+		},
+		Controllers: controllers.Options{
+			Enabled: []string{provisioning.Name, nodeclaimlifecycle.Name, nodeclaimtermination.Name, readiness.Name, termination.Name,
+				nodeclaimdisruption.Name, disruption.Name},
+			CloudProvider:             cloudprovider.NewRegistry(),
+			InstanceProvider:          c.cloud,
+			Clock:                     clock.RealClock{},
+			BatchIdleDuration:         200 * time.Millisecond,
+			BatchMaxDuration:          2 * time.Second,
+			DisruptionPeriod:          200 * time.Millisecond,
+			DisruptionValidationDelay: 500 * time.Millisecond,
+		}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.dump(t)
+		}
+	})
+	t.Run("a NodePool's template edit replaces every node, one at a time, no pod lost", c.driftWithinBudget)
+	t.Run("an empty node goes after consolidateAfter", c.emptiness)
+	t.Run("a do-not-disrupt pod holds its drifted node, told why", c.doNotDisrupt)
+}
+
+// driftWithinBudget: a label added to the template drifts the NodePool's three nodes; each is
+// replaced (its replacement launched and initialized before it is deleted), never more than the
+// budget's one at a time, and the deployment never has fewer than two of its three pods running.
+func (c *cluster) driftWithinBudget(t *testing.T) {
+	np := c.nodePool(t, "drift", func(np *v1.NodePool) {
+		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "1"}}
+	})
+	c.deploy(t, "drift", 3)
+	before := c.runningOn(t, "drift", 3, nil)
+	mostDisrupted := watchDisrupted(t, c.env, "drift")
+	fewestRunning := podwatch.Available(t, c.env.Config, metav1.NamespaceDefault, "app=drift", 3)
+
+	c.update(t, np, func(np *v1.NodePool) { np.Spec.Template.Labels["generation"] = "2" })
+	after := c.runningOn(t, "drift", 3, func(node *corev1.Node) bool { return node.Labels["generation"] == "2" })
+	for _, node := range after {
+		if slices.Contains(before, node) {
+			t.Errorf("pod still on node %s of before the drift", node)
+		}
+	}
+	c.nodeClaimsGone(t, "drift", before)
+	if most := mostDisrupted(); most != 1 {
+		t.Errorf("at most %d nodes disrupted at once, want 1 (the budget)", most)
+	}
+	if fewest := fewestRunning(); fewest < 2 {
+		t.Errorf("as few as %d of 3 pods running at once, want at least 2", fewest)
+	}
+}
+
+// emptiness: a node whose pods all left goes once consolidateAfter has passed.
+func (c *cluster) emptiness(t *testing.T) {
+	c.nodePool(t, "empty", func(np *v1.NodePool) {
+		np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
+		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("2s")
+	})
+	deployment := c.deploy(t, "empty", 1)
+	nodes := c.runningOn(t, "empty", 1, nil)
+	stored := deployment.DeepCopy()
+	deployment.Spec.Replicas = new(int32)
+	if err := c.env.Client.Patch(t.Context(), deployment, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
+	c.nodeClaimsGone(t, "empty", nodes)
+}
+
+// doNotDisrupt: a pod annotated karpenter.sh/do-not-disrupt keeps its drifted node, and the
+// NodeClaim is told why.
+func (c *cluster) doNotDisrupt(t *testing.T) {
+	np := c.nodePool(t, "held", nil)
+	c.deploy(t, "held", 1, func(o *builders.PodOptions) {
+		o.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+	})
+	nodes := c.runningOn(t, "held", 1, nil)
+	c.update(t, np, func(np *v1.NodePool) { np.Spec.Template.Labels["generation"] = "2" })
+	claim := c.nodeClaimOf(t, nodes[0])
+	eventually.Holds(t, "nodeclaim "+claim+" Drifted", func() (bool, string, error) {
+		nc := &v1.NodeClaim{}
+		if err := c.env.Client.Get(t.Context(), client.ObjectKey{Name: claim}, nc); err != nil {
+			return false, "", err
+		}
+		drifted := nc.Condition(v1.ConditionTypeDrifted)
+		return drifted != nil && drifted.Reason == pkgdisruption.ReasonNodePoolDrifted, fmt.Sprintf("%+v", drifted), nil
+	}, eventually.Timeout(pollTimeout))
+	c.event(t, claim, pkgdisruption.BlockedDoNotDisruptPod, v1.DoNotDisruptAnnotationKey)
+	if on := c.runningOn(t, "held", 1, nil); on[0] != nodes[0] {
+		t.Errorf("the held pod moved from %s to %s", nodes[0], on[0])
+	}
+}
+
+func (c *cluster) readyNodeClass(t *testing.T, name string) {
+	t.Helper()
+	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: awsv1.EC2NodeClassSpec{
+		Role:                       "KarpenterNodeRole-test",
+		AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+		SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "test"}}},
+		SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "test"}}},
+	}}
+	if err := c.env.Client.Create(t.Context(), class); err != nil {
+		t.Fatal(err)
+	}
+	stored := class.DeepCopy()
+	meta.SetStatusCondition(&class.Status.Conditions, metav1.Condition{Type: awsv1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"})
+	if err := c.env.Client.Status().Patch(t.Context(), class, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// nodePool creates a NodePool of c5.large nodes labelled suite=<name>, which never consolidates
+// unless mutate says otherwise.
+func (c *cluster) nodePool(t *testing.T, name string, mutate func(*v1.NodePool)) *v1.NodePool {
+	t.Helper()
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodePoolSpec{
+		Template: v1.NodeClaimTemplate{
+			NodeClaimTemplateObjectMeta: v1.NodeClaimTemplateObjectMeta{Labels: map[string]v1.LabelValue{"suite": v1.LabelValue(name)}},
+			Spec: v1.NodeClaimTemplateSpec{
+				Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c5.large"}}},
+				NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+			},
+		},
+		Disruption: v1.Disruption{ConsolidateAfter: v1.MustParseNillableDuration("Never"), Budgets: []v1.Budget{{Nodes: "10%"}}},
+	}}
+	if mutate != nil {
+		mutate(np)
+	}
+	if err := c.env.Client.Create(t.Context(), np); err != nil {
+		t.Fatal(err)
+	}
+	return np
+}
+
+func (c *cluster) update(t *testing.T, np *v1.NodePool, change func(*v1.NodePool)) {
+	t.Helper()
+	if err := c.env.Client.Get(t.Context(), client.ObjectKeyFromObject(np), np); err != nil {
+		t.Fatal(err)
+	}
+	stored := np.DeepCopy()
+	change(np)
+	if err := c.env.Client.Patch(t.Context(), np, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deploy creates a deployment of pods of 1500m, one per c5.large, on the NodePool's nodes.
+func (c *cluster) deploy(t *testing.T, name string, replicas int32, mutate ...func(*builders.PodOptions)) *appsv1.Deployment {
+	t.Helper()
+	options := builders.PodOptions{Labels: map[string]string{"app": name}, Requests: builders.Resources("cpu", "1500m"), NodeSelector: map[string]string{"suite": name}}
+	for _, m := range mutate {
+		m(&options)
+	}
+	d := builders.Deployment(builders.DeploymentOptions{Name: name, Replicas: replicas, Pod: options})
+	if err := c.env.Client.Create(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// runningOn waits for n pods of the app Running, not being deleted, on nodes that pass the
+// check (any when nil), and returns their nodes, sorted.
+func (c *cluster) runningOn(t *testing.T, app string, n int, check func(*corev1.Node) bool) []string {
+	t.Helper()
+	var on []string
+	eventually.Holds(t, fmt.Sprintf("%d pods of %s running", n, app), func() (bool, string, error) {
+		var list corev1.PodList
+		if err := c.env.Client.List(t.Context(), &list, client.MatchingLabels{"app": app}); err != nil {
+			return false, "", err
+		}
+		on = nil
+		for _, pod := range list.Items {
+			if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
+				continue
+			}
+			node := &corev1.Node{}
+			if err := c.env.Client.Get(t.Context(), client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil {
+				return false, "", client.IgnoreNotFound(err)
+			}
+			if check == nil || check(node) {
+				on = append(on, node.Name)
+			}
+		}
+		return len(on) == n && len(list.Items) == n, fmt.Sprintf("%d of %d pods on %v", len(on), len(list.Items), on), nil
+	}, eventually.Timeout(pollTimeout))
+	slices.Sort(on)
+	return on
+}
+
+// nodeClaimOf is the NodeClaim of the node.
+func (c *cluster) nodeClaimOf(t *testing.T, node string) string {
+	t.Helper()
+	var list v1.NodeClaimList
+	if err := c.env.Client.List(t.Context(), &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, nc := range list.Items {
+		if nc.Status.NodeName == node {
+			return nc.Name
+		}
+	}
+	t.Fatalf("no nodeclaim of node %s", node)
+	return ""
+}
+
+// nodeClaimsGone waits for the NodePool's NodeClaims of the nodes to be gone, and their nodes.
+func (c *cluster) nodeClaimsGone(t *testing.T, nodePool string, nodes []string) {
+	t.Helper()
+	eventually.Holds(t, fmt.Sprintf("the nodeclaims of %v gone", nodes), func() (bool, string, error) {
+		var list v1.NodeClaimList
+		if err := c.env.Client.List(t.Context(), &list, client.MatchingLabels{v1.NodePoolLabelKey: nodePool}); err != nil {
+			return false, "", err
+		}
+		for _, nc := range list.Items {
+			if slices.Contains(nodes, nc.Status.NodeName) {
+				return false, "nodeclaim " + nc.Name + " remains", nil
+			}
+		}
+		var nodeList corev1.NodeList
+		if err := c.env.Client.List(t.Context(), &nodeList); err != nil {
+			return false, "", err
+		}
+		for _, node := range nodeList.Items {
+			if slices.Contains(nodes, node.Name) {
+				return false, "node " + node.Name + " remains", nil
+			}
+		}
+		return true, "", nil
+	}, eventually.Timeout(pollTimeout))
+}
+
+// event waits for an Event of reason on the object named name whose message contains text.
+func (c *cluster) event(t *testing.T, name, reason, text string) {
+	t.Helper()
+	eventually.Holds(t, fmt.Sprintf("a %s Event on %s", reason, name), func() (bool, string, error) {
+		var list corev1.EventList
+		if err := c.env.Client.List(t.Context(), &list); err != nil {
+			return false, "", err
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name != name {
+				continue
+			}
+			if e.Reason == reason && strings.Contains(e.Message, text) {
+				return true, "", nil
+			}
+			seen = append(seen, e.Reason+": "+e.Message)
+		}
+		return false, fmt.Sprintf("%v", seen), nil
+	}, eventually.Timeout(pollTimeout))
+}
+
+// watchDisrupted watches the NodePool's nodes; its result stops the watch and says the most of
+// them that were disrupted (tainted karpenter.sh/disrupted or being deleted) at any one time.
+func watchDisrupted(t *testing.T, env *environment.Environment, nodePool string) (most func() int) {
+	t.Helper()
+	clientset, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := clientset.CoreV1().Nodes().Watch(context.WithoutCancel(t.Context()), metav1.ListOptions{LabelSelector: v1.NodePoolLabelKey + "=" + nodePool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu      sync.Mutex
+		highest int
+		done    = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		disrupted := map[string]bool{}
+		for event := range w.ResultChan() {
+			node, ok := event.Object.(*corev1.Node)
+			if !ok {
+				continue
+			}
+			tainted := slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.DisruptedTaintKey })
+			if event.Type != watch.Deleted && (tainted || node.DeletionTimestamp != nil) {
+				disrupted[node.Name] = true
+			} else {
+				delete(disrupted, node.Name)
+			}
+			mu.Lock()
+			highest = max(highest, len(disrupted))
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return func() int {
+		w.Stop()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return highest
+	}
+}
+
+// dump logs the cluster as a failed test left it.
+func (c *cluster) dump(t *testing.T) {
+	ctx := context.WithoutCancel(t.Context())
+	var claims v1.NodeClaimList
+	_ = c.env.Client.List(ctx, &claims)
+	for _, nc := range claims.Items {
+		t.Logf("nodeclaim %s node %q deleting %v annotations %v conditions %+v", nc.Name, nc.Status.NodeName, nc.DeletionTimestamp != nil, nc.Annotations, nc.Status.Conditions)
+	}
+	var nodes corev1.NodeList
+	_ = c.env.Client.List(ctx, &nodes)
+	for _, node := range nodes.Items {
+		t.Logf("node %s labels %v taints %v deleting %v", node.Name, node.Labels, node.Spec.Taints, node.DeletionTimestamp != nil)
+	}
+	var pods corev1.PodList
+	_ = c.env.Client.List(ctx, &pods)
+	for _, pod := range pods.Items {
+		t.Logf("pod %s %s on %q", pod.Name, pod.Status.Phase, pod.Spec.NodeName)
+	}
+	var events corev1.EventList
+	_ = c.env.Client.List(ctx, &events)
+	for _, e := range events.Items {
+		t.Logf("event on %s %s: %s %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+	}
+}
