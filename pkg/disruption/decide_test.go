@@ -149,3 +149,15 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideReportsUnreadableBudgets: a budget that cannot be read allows nothing, and Decide
+// says which NodePool's, for the controller to tell it.
+func TestDecideReportsUnreadableBudgets(t *testing.T) {
+	zone, schedule := "Mars/Olympus", "@daily"
+	np := pool("mars", v1.Budget{Nodes: "100%"}, v1.Budget{Nodes: "100%", Schedule: &schedule, Duration: &metav1.Duration{Duration: time.Hour}, TimeZone: &zone})
+	candidates := []*disruption.Candidate{candidate("a", np, 0, v1.ConditionTypeConsolidatable)}
+	d := disruption.Decide(candidates, blockers(candidates), decideNow)
+	if len(d.Empty) != 0 || d.BudgetErrors["mars"] == nil || d.Blocked["a"].Reason != disruption.BlockedBudget {
+		t.Errorf("empty %v, budget errors %v, blocked %v; want nothing taken, the error reported, a blocked by its budget", names(d.Empty), d.BudgetErrors, d.Blocked)
+	}
+}

@@ -62,6 +62,7 @@ const (
 	ReasonRolledBack        = "DisruptionRolledBack"
 	ReasonPodsFitNowhere    = "DisruptionPodsFitNowhere"
 	ReasonInvalidAnnotation = "InvalidDoNotDisruptAnnotation"
+	ReasonBudgetUnreadable  = "DisruptionBudgetUnreadable"
 )
 
 var (
@@ -114,6 +115,8 @@ type Controller struct {
 	seen map[string]time.Time
 	// told is the last reason each NodeClaim was told it is kept, so each cause is told once.
 	told map[types.UID]string
+	// budgetWarned is the last budget error each NodePool was told.
+	budgetWarned map[types.UID]string
 }
 
 // New builds the controller.
@@ -123,7 +126,7 @@ func New(options Options) (*Controller, error) {
 	}
 	options.Period = cmp.Or(options.Period, DefaultPeriod)
 	options.ValidationDelay = cmp.Or(options.ValidationDelay, DefaultValidationDelay)
-	return &Controller{Options: options, seen: map[string]time.Time{}, told: map[types.UID]string{}}, nil
+	return &Controller{Options: options, seen: map[string]time.Time{}, told: map[types.UID]string{}, budgetWarned: map[types.UID]string{}}, nil
 }
 
 // Name identifies the controller.
@@ -173,6 +176,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 	}
 	decision := disruption.Decide(candidates, blockers, now)
 	c.report(decision)
+	c.warnBudgets(nodePools.Items, decision.BudgetErrors)
 	c.explain(candidates, decision.Blocked)
 	pools := &replacementPools{read: func() (*replacementPools, error) { return c.readPools(ctx, snapshot, nodePools.Items) }}
 	inFlight, err := c.finish(ctx, snapshot, candidates, blockers, pools)
@@ -210,6 +214,26 @@ func (c *Controller) report(decision disruption.Decision) {
 	}
 	for _, reason := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted} {
 		eligibleNodes.WithLabelValues(strings.ToLower(string(reason))).Set(float64(decision.Eligible[reason]))
+	}
+}
+
+// warnBudgets tells a NodePool whose budgets cannot be read (a time zone the image does not
+// know) that they allow nothing, once per error.
+func (c *Controller) warnBudgets(nodePools []v1.NodePool, errs map[string]error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range nodePools {
+		np := &nodePools[i]
+		err, ok := errs[np.Name]
+		if !ok {
+			delete(c.budgetWarned, np.UID)
+			continue
+		}
+		if c.budgetWarned[np.UID] == err.Error() {
+			continue
+		}
+		c.budgetWarned[np.UID] = err.Error()
+		c.Recorder.Eventf(np, corev1.EventTypeWarning, ReasonBudgetUnreadable, "Disruption budgets allow nothing until fixed: %v", err)
 	}
 }
 
