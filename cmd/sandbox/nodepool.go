@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/test/sandbox"
 )
@@ -24,8 +26,9 @@ const (
 
 // playNodePoolChapter applies upstream v1's getting-started NodePool and EC2NodeClass, waits for
 // both Ready, scales inflate onto the NodePool's nodes, prints what `kubectl get
-// nodepools,ec2nodeclasses,nodeclaims` shows, and deletes all of it again, so that whatever
-// runs after the story meets the cluster as the earlier chapters left it.
+// nodepools,ec2nodeclasses,nodeclaims` shows, drifts the nodes and watches them replaced, lets
+// emptiness remove them once inflate is gone, and deletes all of it again, so that whatever runs
+// after the story meets the cluster as the earlier chapters left it.
 func (t *timeline) playNodePoolChapter(ctx context.Context, stack *sandbox.Stack) error {
 	c := stack.Env.Client
 	objects, err := sandbox.NodePoolExample()
@@ -65,14 +68,105 @@ func (t *timeline) playNodePoolChapter(ctx context.Context, stack *sandbox.Stack
 	t.step("kubectl get nodepools,ec2nodeclasses,nodeclaims")
 	t.kubectl(ctx, stack.Env.KubeconfigPath, "get", "nodepools,ec2nodeclasses,nodeclaims")
 
-	// NodePool nodes are not disrupted yet (no consolidation, emptiness or expiry for them), so
-	// the story deletes the NodePool, whose NodeClaims go with it.
-	t.step("inflate and NodePool %q are deleted, its NodeClaims with it (each drained, its instance terminated), then the EC2NodeClass", gettingStartedNodePool)
+	if err := t.playDisruption(ctx, stack, claims); err != nil {
+		return err
+	}
+	t.step("inflate and NodePool %q are deleted, then the EC2NodeClass", gettingStartedNodePool)
 	if err := cleanUpNodePoolChapter(ctx, c); err != nil {
 		return err
 	}
 	t.step("the NodePool chapter's objects and nodes are gone")
 	return nil
+}
+
+// rolloutLabel is the template label the story adds to drift the NodePool's nodes.
+const rolloutLabel = "example.com/rollout"
+
+// playDisruption drifts the NodePool's nodes by a label added to its template, waits for every
+// inflate pod to run on the replacements, then scales inflate to zero and waits for emptiness to
+// remove the empty nodes once the guide's consolidateAfter has passed.
+func (t *timeline) playDisruption(ctx context.Context, stack *sandbox.Stack, claims int) error {
+	c := stack.Env.Client
+	np := &v1.NodePool{}
+	if err := c.Get(ctx, client.ObjectKey{Name: gettingStartedNodePool}, np); err != nil {
+		return fmt.Errorf("reading nodepool %s, %w", gettingStartedNodePool, err)
+	}
+	budget, _ := disruption.Allowed(np.Spec.Disruption.Budgets, v1.DisruptionReasonDrifted, claims, 0, time.Now())
+	t.step("NodePool %q's template gains the label %s=2: its NodeClaims (%d) drift (NodePoolDrifted) and are replaced, %d at a time (its budget), each replacement launched and initialized before the old node is drained",
+		gettingStartedNodePool, rolloutLabel, claims, budget)
+	stored := np.DeepCopy()
+	if np.Spec.Template.Labels == nil {
+		np.Spec.Template.Labels = map[string]v1.LabelValue{}
+	}
+	np.Spec.Template.Labels[rolloutLabel] = "2"
+	if err := c.Patch(ctx, np, client.MergeFrom(stored)); err != nil {
+		return fmt.Errorf("labelling nodepool %s's template, %w", gettingStartedNodePool, err)
+	}
+	started := time.Now()
+	if err := waitRolledOut(ctx, c); err != nil {
+		return err
+	}
+	t.step("every inflate pod runs on a replacement labelled %s=2 after %s", rolloutLabel, time.Since(started).Round(time.Second))
+	t.step("kubectl get nodeclaims")
+	t.kubectl(ctx, stack.Env.KubeconfigPath, "get", "nodeclaims")
+
+	deployment := builders.Deployment(builders.DeploymentOptions{Name: inflate, Namespace: sandbox.Namespace})
+	if err := c.Get(ctx, client.ObjectKeyFromObject(deployment), deployment); err != nil {
+		return fmt.Errorf("reading deployment %s, %w", inflate, err)
+	}
+	t.step("inflate scales to 0: the NodePool's nodes are empty, and go once its consolidateAfter (%s) and the 15 s validation have passed", np.Spec.Disruption.ConsolidateAfter)
+	scaled := deployment.DeepCopy()
+	scaled.Spec.Replicas = new(int32)
+	if err := c.Patch(ctx, scaled, client.MergeFrom(deployment)); err != nil {
+		return fmt.Errorf("scaling deployment %s to 0, %w", inflate, err)
+	}
+	started = time.Now()
+	var last string
+	if err := waitFor(ctx, "the NodePool's empty NodeClaims gone", &last, func() (bool, error) {
+		list := &v1.NodeClaimList{}
+		if err := c.List(ctx, list, client.MatchingLabels{v1.NodePoolLabelKey: gettingStartedNodePool}); err != nil {
+			return false, err
+		}
+		last = fmt.Sprintf("%d NodeClaims", len(list.Items))
+		return len(list.Items) == 0, nil
+	}); err != nil {
+		return err
+	}
+	t.step("emptiness removed the NodePool's nodes %s after inflate scaled to 0", time.Since(started).Round(time.Second))
+	return nil
+}
+
+// waitRolledOut waits until every inflate pod runs on a node labelled with the rollout and no
+// NodeClaim of the NodePool lacks it.
+func waitRolledOut(ctx context.Context, c client.Client) error {
+	var last string
+	return waitFor(ctx, "inflate on the replacements", &last, func() (bool, error) {
+		list := &v1.NodeClaimList{}
+		if err := c.List(ctx, list, client.MatchingLabels{v1.NodePoolLabelKey: gettingStartedNodePool}); err != nil {
+			return false, err
+		}
+		replaced := map[string]bool{}
+		old := 0
+		for _, nc := range list.Items {
+			if nc.Labels[rolloutLabel] == "2" {
+				replaced[nc.Status.NodeName] = true
+			} else {
+				old++
+			}
+		}
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.InNamespace(sandbox.Namespace), client.MatchingLabels{"app": inflate}); err != nil {
+			return false, err
+		}
+		moved := 0
+		for _, pod := range pods.Items {
+			if pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil && replaced[pod.Spec.NodeName] {
+				moved++
+			}
+		}
+		last = fmt.Sprintf("%d of %d pods on replacements, %d NodeClaims not replaced yet", moved, inflateReplicas, old)
+		return moved == inflateReplicas && old == 0, nil
+	})
 }
 
 // waitReady waits until object's Ready condition is True.
