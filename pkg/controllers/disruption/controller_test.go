@@ -1,0 +1,113 @@
+package disruption_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
+	"karpenter.sh/karpenter/pkg/controllers/disruption"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	"karpenter.sh/karpenter/pkg/launcher"
+	"karpenter.sh/karpenter/pkg/state"
+	"karpenter.sh/karpenter/pkg/test/kubefake"
+)
+
+// inFlight is a NodePool node a pass tainted disrupted: its NodeClaim, drifted or not, and the
+// replacements annotated as replacing it, initialized or not.
+func inFlight(drifted bool, replacementsInitialized ...bool) []client.Object {
+	initialized := metav1.Condition{Type: v1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.NodePoolSpec{Disruption: v1.Disruption{Budgets: []v1.Budget{{Nodes: "100%"}}}}}
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-old", UID: "old", Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
+		Status: v1.NodeClaimStatus{NodeName: "old", Conditions: []metav1.Condition{initialized}}}
+	if drifted {
+		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodePoolDrifted"})
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "old", Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: v1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}}}}
+	objects := []client.Object{np, nc, node}
+	for i, ready := range replacementsInitialized {
+		replacement := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-new" + string(rune('a'+i)), Labels: map[string]string{v1.NodePoolLabelKey: "default"},
+			Annotations: map[string]string{v1alpha5.ReplacesAnnotationKey: "old"}}}
+		if ready {
+			replacement.Status.Conditions = []metav1.Condition{initialized}
+		}
+		objects = append(objects, replacement)
+	}
+	return objects
+}
+
+// TestAPassFinishesOrRollsBack: a node tainted disrupted goes once all of its replacements are
+// initialized, waits while one is not, and is untainted (the disruption rolled back) when it has
+// none and is no longer drifted — as a pass after a crash finds it.
+func TestAPassFinishesOrRollsBack(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		objects      []client.Object
+		wantDeleted  bool
+		wantTainted  bool
+		wantRollBack bool
+	}{
+		{name: "every replacement initialized", objects: inFlight(true, true, true), wantDeleted: true, wantTainted: true},
+		{name: "a replacement not initialized yet", objects: inFlight(true, true, false), wantTainted: true},
+		{name: "no replacement and no longer drifted", objects: inFlight(false), wantRollBack: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := kubefake.NewClientBuilder().WithObjects(tc.objects...).Build()
+			cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+			recorder := record.NewFakeRecorder(20)
+			controller, err := disruption.New(disruption.Options{Client: c, Instances: cloud, Recorder: recorder,
+				Clock:  clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)),
+				Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, cloud, 0), Cluster: state.Live(c)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := controller.Pass(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			err = c.Get(t.Context(), client.ObjectKey{Name: "default-old"}, &v1.NodeClaim{})
+			if deleted := apierrors.IsNotFound(err); deleted != tc.wantDeleted {
+				t.Errorf("nodeclaim deleted %v (%v), want %v", deleted, err, tc.wantDeleted)
+			}
+			node := &corev1.Node{}
+			if err := c.Get(t.Context(), client.ObjectKey{Name: "old"}, node); err != nil {
+				t.Fatal(err)
+			}
+			tainted := slices.ContainsFunc(node.Spec.Taints, func(taint corev1.Taint) bool { return taint.Key == v1.DisruptedTaintKey })
+			if tainted != tc.wantTainted {
+				t.Errorf("node tainted %v, want %v", tainted, tc.wantTainted)
+			}
+			rolledBack := false
+			for len(recorder.Events) > 0 {
+				if reasonOf(<-recorder.Events) == disruption.ReasonRolledBack {
+					rolledBack = true
+				}
+			}
+			if rolledBack != tc.wantRollBack {
+				t.Errorf("rolled back %v, want %v", rolledBack, tc.wantRollBack)
+			}
+			if launched := len(cloud.CreateCalls()); launched != 0 {
+				t.Errorf("%d launches, want none", launched)
+			}
+		})
+	}
+}
+
+// reasonOf is the reason of a fake recorder's event ("Normal Reason message").
+func reasonOf(event string) string {
+	fields := strings.SplitN(event, " ", 3)
+	if len(fields) < 2 {
+		return ""
+	}
+	return fields[1]
+}
