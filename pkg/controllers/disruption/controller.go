@@ -113,8 +113,9 @@ type Controller struct {
 	// seen is when each NodeClaim first became a method's candidate, by NodeClaim UID and
 	// method: it is acted on once it has been one for the validation delay.
 	seen map[string]time.Time
-	// told is the last reason each NodeClaim was told it is kept, so each cause is told once.
-	told map[types.UID]string
+	// told is the last reason each NodeClaim was told a method's guards keep it, and toldActing
+	// the last reason an action on it did not go through, so that each cause is told once.
+	told, toldActing map[types.UID]string
 	// budgetWarned is the last budget error each NodePool was told.
 	budgetWarned map[types.UID]string
 }
@@ -126,7 +127,8 @@ func New(options Options) (*Controller, error) {
 	}
 	options.Period = cmp.Or(options.Period, DefaultPeriod)
 	options.ValidationDelay = cmp.Or(options.ValidationDelay, DefaultValidationDelay)
-	return &Controller{Options: options, seen: map[string]time.Time{}, told: map[types.UID]string{}, budgetWarned: map[types.UID]string{}}, nil
+	return &Controller{Options: options, seen: map[string]time.Time{}, told: map[types.UID]string{}, toldActing: map[types.UID]string{},
+		budgetWarned: map[types.UID]string{}}, nil
 }
 
 // Name identifies the controller.
@@ -286,9 +288,11 @@ func (c *Controller) explain(candidates []*disruption.Candidate, blocked map[str
 			c.Recorder.Event(candidate.Node, corev1.EventTypeNormal, why.Reason, "Not disrupted: "+why.Message)
 		}
 	}
-	for uid := range c.told {
-		if !seen[uid] {
-			delete(c.told, uid)
+	for _, told := range []map[types.UID]string{c.told, c.toldActing} {
+		for uid := range told {
+			if !seen[uid] {
+				delete(told, uid)
+			}
 		}
 	}
 }

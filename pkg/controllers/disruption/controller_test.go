@@ -8,11 +8,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
@@ -110,4 +112,47 @@ func reasonOf(event string) string {
 		return ""
 	}
 	return fields[1]
+}
+
+// TestPodsThatFitNowhereAreToldOnce: a drifted node whose pod would fit nowhere stays, and its
+// NodeClaim is told so once, not at every pass.
+func TestPodsThatFitNowhereAreToldOnce(t *testing.T) {
+	objects := inFlight(true)
+	node := objects[2].(*corev1.Node)
+	node.Spec.Taints = nil
+	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("110")}
+	np := objects[0].(*v1.NodePool)
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Status: awsv1.EC2NodeClassStatus{
+		Conditions: []metav1.Condition{{Type: awsv1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"}}}}
+	huge := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "huge", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "old",
+		Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	c := kubefake.NewClientBuilder().WithObjects(append(objects, class, huge)...).WithStatusSubresource(&awsv1.EC2NodeClass{}).Build()
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	recorder := record.NewFakeRecorder(50)
+	clock := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	controller, err := disruption.New(disruption.Options{Client: c, Instances: cloud, Recorder: recorder, Clock: clock,
+		Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, cloud, 0), Cluster: state.Live(c)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if err := controller.Pass(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		clock.Step(disruption.DefaultValidationDelay + time.Second)
+	}
+	told := 0
+	for len(recorder.Events) > 0 {
+		if reasonOf(<-recorder.Events) == disruption.ReasonPodsFitNowhere {
+			told++
+		}
+	}
+	if told != 2 {
+		t.Errorf("told %d times that its pods fit nowhere, want once on the NodeClaim and once on the node", told)
+	}
+	if launched := len(cloud.CreateCalls()); launched != 0 {
+		t.Errorf("%d launches, want none", launched)
+	}
 }

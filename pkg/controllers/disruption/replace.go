@@ -166,6 +166,7 @@ func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, cand
 		}
 		launched = append(launched, replacement.NodeClaim.Name)
 	}
+	c.acted(candidate)
 	message := fmt.Sprintf("Disrupting: %s; launched %v for its pods, the node is deleted once they are initialized", why, launched)
 	c.Recorder.Event(candidate.NodeClaim, corev1.EventTypeNormal, ReasonReplacing, message)
 	c.Recorder.Event(candidate.Node, corev1.EventTypeNormal, ReasonReplacing, message)
@@ -182,18 +183,26 @@ func (c *Controller) rollBack(ctx context.Context, candidate *disruption.Candida
 	return nil
 }
 
-// tell records an Event on the NodeClaim and its node, once per reason.
+// tell records an Event on the NodeClaim and its node saying why an action on it did not go
+// through, once per reason until an action does.
 func (c *Controller) tell(candidate *disruption.Candidate, reason, message string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.told[candidate.NodeClaim.UID] == reason {
+	if c.toldActing[candidate.NodeClaim.UID] == reason {
 		return
 	}
-	c.told[candidate.NodeClaim.UID] = reason
+	c.toldActing[candidate.NodeClaim.UID] = reason
 	c.Recorder.Event(candidate.NodeClaim, corev1.EventTypeNormal, reason, message)
 	if candidate.Node != nil {
 		c.Recorder.Event(candidate.Node, corev1.EventTypeNormal, reason, message)
 	}
+}
+
+// acted forgets why earlier actions on the candidate did not go through: one went.
+func (c *Controller) acted(candidate *disruption.Candidate) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.toldActing, candidate.NodeClaim.UID)
 }
 
 // moved are the pods as the scheduler places them again: unbound.
