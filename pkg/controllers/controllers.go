@@ -164,8 +164,10 @@ var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsp
 	provisioning.Name, nodeclaimlifecycle.Name, nodeclaimtermination.Name, nodeclaimhydration.Name, readiness.Name, termination.Name, garbagecollection.Name,
 	interruption.Name, provisionerstatus.Name, provisionerwarnings.Name, nodeclass.Name, nodepoolstatus.Name, nodeoverlay.Name, emptiness.Name, expiration.Name, consolidation.Name, nodeclaimdisruption.Name, nodeclaimexpiration.Name, disruption.Name, statemetrics.Name}
 
-// needInstances are the controllers that run only with an InstanceProvider.
-var needInstances = []string{provisioning.Name, nodeclaimtermination.Name, termination.Name, garbagecollection.Name, interruption.Name, expiration.Name, consolidation.Name, disruption.Name, nodeoverlay.Name}
+// needInstances are the controllers that run only with an InstanceProvider: without one no
+// node is launched for them to look after, and a metrics-only deployment watches no pods.
+var needInstances = []string{provisioning.Name, nodeclaimtermination.Name, termination.Name, garbagecollection.Name, interruption.Name, expiration.Name, consolidation.Name,
+	nodeclaimdisruption.Name, nodeclaimexpiration.Name, disruption.Name, nodeoverlay.Name}
 
 // reconciler is what each controller package offers to the manager.
 type reconciler interface {
