@@ -3,8 +3,6 @@ package disruption
 import (
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 )
 
@@ -14,11 +12,10 @@ import (
 // (consolidateAfter: Never) or is static (replicas set).
 func ConsolidatableAt(nc *v1.NodeClaim, np *v1.NodePool) (time.Time, bool) {
 	after := np.Spec.Disruption.ConsolidateAfter.Duration
-	initialized := nc.Condition(v1.ConditionTypeInitialized)
-	if after == nil || np.Spec.Replicas != nil || initialized == nil || initialized.Status != metav1.ConditionTrue {
+	if after == nil || np.Spec.Replicas != nil || !nc.IsTrue(v1.ConditionTypeInitialized) {
 		return time.Time{}, false
 	}
-	since := initialized.LastTransitionTime.Time
+	since := nc.Condition(v1.ConditionTypeInitialized).LastTransitionTime.Time
 	if last := nc.Status.LastPodEventTime.Time; last.After(since) {
 		since = last
 	}

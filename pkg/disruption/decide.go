@@ -101,36 +101,32 @@ type Decision struct {
 }
 
 // Decide is one disruption pass on the candidates: emptiness, then drift, each within its
-// NodePool's budgets for its reason, the nodes already disrupting counted against them.
-// blockers are the Block of each candidate, by name. A node is taken by one method only.
-func Decide(candidates []*Candidate, blockers map[string]*Blocked, now time.Time) Decision {
+// NodePool's budgets for its reason, the nodes already disrupting counted against them. block
+// says why a candidate may not be disrupted (Block); it is asked only of the candidates a method
+// wants. A node is taken by one method only.
+func Decide(candidates []*Candidate, block func(*Candidate) *Blocked, now time.Time) Decision {
 	d := Decision{Blocked: map[string]Blocked{}, Allowed: map[string]map[v1.DisruptionReason]int{}, BudgetErrors: map[string]error{},
 		Eligible: map[v1.DisruptionReason]int{}}
-	byPool := map[string][]*Candidate{}
+	total, disrupting := map[string]int{}, map[string]int{}
 	for _, c := range candidates {
-		byPool[c.NodePool.Name] = append(byPool[c.NodePool.Name], c)
-	}
-	taken := map[string]int{}
-	allowed := func(np *v1.NodePool, reason v1.DisruptionReason) int {
-		total, disrupting := 0, taken[np.Name]
-		for _, c := range byPool[np.Name] {
-			total++
-			if c.Disrupting {
-				disrupting++
-			}
+		total[c.NodePool.Name]++
+		if c.Disrupting {
+			disrupting[c.NodePool.Name]++
 		}
-		n, err := Allowed(np.Spec.Disruption.Budgets, reason, total, disrupting, now)
-		if err != nil {
-			d.BudgetErrors[np.Name] = err
-		}
-		return n
 	}
 	for _, np := range nodePools(candidates) {
 		d.Allowed[np.Name] = map[v1.DisruptionReason]int{}
 		for _, reason := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized} {
-			d.Allowed[np.Name][reason] = allowed(np, reason)
+			n, err := Allowed(np.Spec.Disruption.Budgets, reason, total[np.Name], disrupting[np.Name], now)
+			if err != nil {
+				d.BudgetErrors[np.Name] = err
+			}
+			d.Allowed[np.Name][reason] = n
 		}
 	}
+	// taken counts, by NodePool, the nodes this pass disrupts: they count against every budget
+	// after them, as those already disrupting do.
+	taken := map[string]int{}
 	chosen := map[string]bool{}
 	take := func(method v1.DisruptionReason, eligible func(*Candidate) bool) []*Candidate {
 		var out []*Candidate
@@ -138,12 +134,12 @@ func Decide(candidates []*Candidate, blockers map[string]*Blocked, now time.Time
 			if c.Disrupting || chosen[c.Name()] || !eligible(c) {
 				continue
 			}
-			if why := blockers[c.Name()]; why != nil {
+			if why := block(c); why != nil {
 				d.Blocked[c.Name()] = *why
 				continue
 			}
 			d.Eligible[method]++
-			if allowed(c.NodePool, method) <= 0 {
+			if d.Allowed[c.NodePool.Name][method]-taken[c.NodePool.Name] <= 0 {
 				d.Blocked[c.Name()] = Blocked{BlockedBudget, fmt.Sprintf("NodePool %s's budgets allow no more %s nodes disrupted now", c.NodePool.Name, strings.ToLower(string(method)))}
 				continue
 			}

@@ -43,12 +43,11 @@ func names(cs []*disruption.Candidate) []string {
 	return out
 }
 
-func blockers(cs []*disruption.Candidate, pdbs ...policyv1.PodDisruptionBudget) map[string]*disruption.Blocked {
-	out := map[string]*disruption.Blocked{}
-	for _, c := range cs {
-		out[c.Name()], _ = disruption.Block(c, pdbs, decideNow)
+func blockers(pdbs ...policyv1.PodDisruptionBudget) func(*disruption.Candidate) *disruption.Blocked {
+	return func(c *disruption.Candidate) *disruption.Blocked {
+		blocked, _ := disruption.Block(c, pdbs, decideNow)
+		return blocked
 	}
-	return out
 }
 
 func TestDecide(t *testing.T) {
@@ -127,7 +126,7 @@ func TestDecide(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			candidates := tc.candidates()
-			d := disruption.Decide(candidates, blockers(candidates, tc.pdbs...), decideNow)
+			d := disruption.Decide(candidates, blockers(tc.pdbs...), decideNow)
 			if got := names(d.Empty); !slices.Equal(got, tc.wantEmpty) {
 				t.Errorf("empty %v, want %v", got, tc.wantEmpty)
 			}
@@ -156,7 +155,7 @@ func TestDecideReportsUnreadableBudgets(t *testing.T) {
 	zone, schedule := "Mars/Olympus", "@daily"
 	np := pool("mars", v1.Budget{Nodes: "100%"}, v1.Budget{Nodes: "100%", Schedule: &schedule, Duration: &metav1.Duration{Duration: time.Hour}, TimeZone: &zone})
 	candidates := []*disruption.Candidate{candidate("a", np, 0, v1.ConditionTypeConsolidatable)}
-	d := disruption.Decide(candidates, blockers(candidates), decideNow)
+	d := disruption.Decide(candidates, blockers(), decideNow)
 	if len(d.Empty) != 0 || d.BudgetErrors["mars"] == nil || d.Blocked["a"].Reason != disruption.BlockedBudget {
 		t.Errorf("empty %v, budget errors %v, blocked %v; want nothing taken, the error reported, a blocked by its budget", names(d.Empty), d.BudgetErrors, d.Blocked)
 	}

@@ -110,14 +110,16 @@ type Options struct {
 type Controller struct {
 	Options
 	mu sync.Mutex
-	// seen is when each NodeClaim first became a method's candidate, by NodeClaim UID and
-	// method: it is acted on once it has been one for the validation delay.
-	seen map[string]time.Time
+	// seen is, by method, when each NodeClaim first became its candidate: it is acted on once it
+	// has been one for the validation delay.
+	seen map[string]map[types.UID]time.Time
 	// told is the last reason each NodeClaim was told a method's guards keep it, and toldActing
 	// the last reason an action on it did not go through, so that each cause is told once.
 	told, toldActing map[types.UID]string
 	// budgetWarned is the last budget error each NodePool was told.
 	budgetWarned map[types.UID]string
+	// invalidTold is the unreadable do-not-disrupt value each pod was told of.
+	invalidTold map[types.UID]string
 }
 
 // New builds the controller.
@@ -127,8 +129,8 @@ func New(options Options) (*Controller, error) {
 	}
 	options.Period = cmp.Or(options.Period, DefaultPeriod)
 	options.ValidationDelay = cmp.Or(options.ValidationDelay, DefaultValidationDelay)
-	return &Controller{Options: options, seen: map[string]time.Time{}, told: map[types.UID]string{}, toldActing: map[types.UID]string{},
-		budgetWarned: map[types.UID]string{}}, nil
+	return &Controller{Options: options, seen: map[string]map[types.UID]time.Time{}, told: map[types.UID]string{}, toldActing: map[types.UID]string{},
+		budgetWarned: map[types.UID]string{}, invalidTold: map[types.UID]string{}}, nil
 }
 
 // Name identifies the controller.
@@ -168,20 +170,13 @@ func (c *Controller) Pass(ctx context.Context) error {
 		return fmt.Errorf("listing poddisruptionbudgets, %w", err)
 	}
 	candidates := Candidates(snapshot, nodePools.Items)
-	blockers := map[string]*disruption.Blocked{}
-	for _, candidate := range candidates {
-		blocked, invalid := disruption.Block(candidate, budgets.Items, now)
-		blockers[candidate.Name()] = blocked
-		for pod, err := range invalid {
-			c.Recorder.Event(pod, corev1.EventTypeWarning, ReasonInvalidAnnotation, err.Error())
-		}
-	}
-	decision := disruption.Decide(candidates, blockers, now)
+	block := c.blocker(snapshot, budgets.Items, now)
+	decision := disruption.Decide(candidates, block, now)
 	c.report(decision)
 	c.warnBudgets(nodePools.Items, decision.BudgetErrors)
 	c.explain(candidates, decision.Blocked)
-	pools := &replacementPools{read: func() (*replacementPools, error) { return c.readPools(ctx, snapshot, nodePools.Items) }}
-	inFlight, err := c.finish(ctx, snapshot, candidates, blockers, pools)
+	loadPools := sync.OnceValues(func() (*replacementPools, error) { return c.readPools(ctx, snapshot, nodePools.Items) })
+	inFlight, err := c.finish(ctx, snapshot, candidates, block, loadPools)
 	if err != nil {
 		return err
 	}
@@ -197,13 +192,46 @@ func (c *Controller) Pass(ctx context.Context) error {
 			// simulation of the next would hand out again.
 			break
 		}
-		launched, err := c.replace(ctx, snapshot, candidate, pools)
+		launched, err := c.replace(ctx, snapshot, candidate, loadPools)
 		if err != nil {
 			return err
 		}
 		inFlight = inFlight || launched
 	}
 	return nil
+}
+
+// blocker is disruption.Block for the pass, asked once per candidate: a pod whose
+// do-not-disrupt annotation cannot be read gets a Warning Event, once per value.
+func (c *Controller) blocker(snapshot *state.Snapshot, budgets []policyv1.PodDisruptionBudget, now time.Time) func(*disruption.Candidate) *disruption.Blocked {
+	c.mu.Lock()
+	live := map[types.UID]bool{}
+	for i := range snapshot.Pods {
+		live[snapshot.Pods[i].UID] = true
+	}
+	for uid := range c.invalidTold {
+		if !live[uid] {
+			delete(c.invalidTold, uid)
+		}
+	}
+	c.mu.Unlock()
+	asked := map[*disruption.Candidate]*disruption.Blocked{}
+	return func(candidate *disruption.Candidate) *disruption.Blocked {
+		if blocked, ok := asked[candidate]; ok {
+			return blocked
+		}
+		blocked, invalid := disruption.Block(candidate, budgets, now)
+		asked[candidate] = blocked
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for pod, err := range invalid {
+			if value := pod.Annotations[v1.DoNotDisruptAnnotationKey]; c.invalidTold[pod.UID] != value {
+				c.invalidTold[pod.UID] = value
+				c.Recorder.Event(pod, corev1.EventTypeWarning, ReasonInvalidAnnotation, err.Error())
+			}
+		}
+		return blocked
+	}
 }
 
 // report sets the budget and eligibility gauges.
@@ -244,25 +272,20 @@ func (c *Controller) warnBudgets(nodePools []v1.NodePool, errs map[string]error)
 func (c *Controller) validated(candidates []*disruption.Candidate, method string, now time.Time) []*disruption.Candidate {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	current := map[string]bool{}
+	seen := map[types.UID]time.Time{}
 	var out []*disruption.Candidate
 	for _, candidate := range candidates {
-		key := string(candidate.NodeClaim.UID) + "/" + method
-		current[key] = true
-		first, ok := c.seen[key]
+		uid := candidate.NodeClaim.UID
+		first, ok := c.seen[method][uid]
 		if !ok {
-			c.seen[key] = now
-			continue
+			first = now
 		}
+		seen[uid] = first
 		if now.Sub(first) >= c.ValidationDelay {
 			out = append(out, candidate)
 		}
 	}
-	for key := range c.seen {
-		if strings.HasSuffix(key, "/"+method) && !current[key] {
-			delete(c.seen, key)
-		}
-	}
+	c.seen[method] = seen
 	return out
 }
 

@@ -156,3 +156,37 @@ func TestPodsThatFitNowhereAreToldOnce(t *testing.T) {
 		t.Errorf("%d launches, want none", launched)
 	}
 }
+
+// TestAnUnreadableDoNotDisruptIsToldOnce: a pod whose karpenter.sh/do-not-disrupt cannot be read
+// holds nothing, and gets one Warning Event for its value, not one per pass.
+func TestAnUnreadableDoNotDisruptIsToldOnce(t *testing.T) {
+	objects := inFlight(true)
+	node := objects[2].(*corev1.Node)
+	node.Spec.Taints = nil
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "p", Annotations: map[string]string{v1.DoNotDisruptAnnotationKey: "always"}},
+		Spec: corev1.PodSpec{NodeName: "old", Containers: []corev1.Container{{Name: "c"}}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	c := kubefake.NewClientBuilder().WithObjects(append(objects, pod)...).Build()
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	recorder := record.NewFakeRecorder(50)
+	clock := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	controller, err := disruption.New(disruption.Options{Client: c, Instances: cloud, Recorder: recorder, Clock: clock,
+		Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, cloud, 0), Cluster: state.Live(c)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := controller.Pass(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		clock.Step(time.Second)
+	}
+	told := 0
+	for len(recorder.Events) > 0 {
+		if reasonOf(<-recorder.Events) == disruption.ReasonInvalidAnnotation {
+			told++
+		}
+	}
+	if told != 1 {
+		t.Errorf("told %d times of the unreadable annotation, want once", told)
+	}
+}

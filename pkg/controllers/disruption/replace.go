@@ -23,27 +23,13 @@ import (
 	"karpenter.sh/karpenter/pkg/state"
 )
 
-// replacementPools are the NodePools a replacement may be launched for, read once per pass and
-// only when a pass needs them: as the scheduler plans with them (their instance types, NodeOverlays
-// applied, and what counts against their limits), and as the launcher launches for them.
+// replacementPools are the NodePools a replacement may be launched for, as the scheduler plans
+// with them (their instance types, NodeOverlays applied, and what counts against their limits)
+// and as the launcher launches for them. A pass reads them once, and only when it needs them.
 type replacementPools struct {
-	read      func() (*replacementPools, error)
-	loaded    *replacementPools
 	planned   []scheduling.Pool
 	launchers map[pools.Key]launcher.Pool
 	counted   map[pools.Key]map[string]corev1.ResourceList
-}
-
-// get reads the pools on first use.
-func (p *replacementPools) get() (*replacementPools, error) {
-	if p.loaded == nil {
-		loaded, err := p.read()
-		if err != nil {
-			return nil, err
-		}
-		p.loaded = loaded
-	}
-	return p.loaded, nil
 }
 
 // readPools reads the NodePools that may launch now (provisioning.NodePoolInstanceTypes), as the
@@ -80,7 +66,7 @@ func (c *Controller) readPools(ctx context.Context, snapshot *state.Snapshot, no
 // not, it waits (and inFlight is true). A node tainted without replacements (a crash between the
 // taint and the launch, or replacements that failed) is replaced again while it is still drifted
 // and free to go, and untainted otherwise: the disruption is rolled back.
-func (c *Controller) finish(ctx context.Context, snapshot *state.Snapshot, candidates []*disruption.Candidate, blockers map[string]*disruption.Blocked, pools *replacementPools) (bool, error) {
+func (c *Controller) finish(ctx context.Context, snapshot *state.Snapshot, candidates []*disruption.Candidate, block func(*disruption.Candidate) *disruption.Blocked, loadPools func() (*replacementPools, error)) (bool, error) {
 	inFlight := false
 	for _, candidate := range candidates {
 		if candidate.Node == nil || candidate.NodeClaim.DeletionTimestamp != nil || candidate.Node.DeletionTimestamp != nil || !hasDisruptedTaint(candidate.Node) {
@@ -97,8 +83,8 @@ func (c *Controller) finish(ctx context.Context, snapshot *state.Snapshot, candi
 			}
 			continue
 		}
-		if candidate.NodeClaim.IsTrue(v1.ConditionTypeDrifted) && blockers[candidate.Name()] == nil {
-			launched, err := c.replace(ctx, snapshot, candidate, pools)
+		if candidate.NodeClaim.IsTrue(v1.ConditionTypeDrifted) && block(candidate) == nil {
+			launched, err := c.replace(ctx, snapshot, candidate, loadPools)
 			if err != nil {
 				return inFlight, err
 			}
@@ -116,7 +102,7 @@ func (c *Controller) finish(ctx context.Context, snapshot *state.Snapshot, candi
 // has none), otherwise tainted and the new nodes its pods need launched, each annotated with the
 // node it replaces; it goes once they are initialized (finish). It reports whether it launched.
 // When its pods would fit nowhere, or the launch fails, the node stays, told why.
-func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, candidate *disruption.Candidate, replacementPools *replacementPools) (bool, error) {
+func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, candidate *disruption.Candidate, loadPools func() (*replacementPools, error)) (bool, error) {
 	why := "it drifted"
 	if drifted := candidate.NodeClaim.Condition(v1.ConditionTypeDrifted); drifted != nil {
 		why = fmt.Sprintf("it drifted (%s: %s)", drifted.Reason, drifted.Message)
@@ -124,7 +110,7 @@ func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, cand
 	if len(candidate.Pods) == 0 {
 		return false, c.terminate(ctx, candidate, metrics.ReasonDrifted, why)
 	}
-	loaded, err := replacementPools.get()
+	loaded, err := loadPools()
 	if err != nil {
 		return false, err
 	}
