@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -20,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis"
-	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
@@ -35,7 +32,9 @@ import (
 	pkgdisruption "karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/events"
 	"karpenter.sh/karpenter/pkg/test/eventually"
+	"karpenter.sh/karpenter/pkg/test/nodeclasses"
 	"karpenter.sh/karpenter/pkg/test/operatortest"
 	"karpenter.sh/karpenter/pkg/test/podwatch"
 )
@@ -56,7 +55,7 @@ func TestDisruption(t *testing.T) {
 		AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}, Scheduler: true, ControllerManager: true, Kwok: true,
 	})
 	c := &cluster{env: env, cloud: fake.NewInstanceProvider(fake.InstanceProviderOptions{})}
-	c.readyNodeClass(t, "default")
+	nodeclasses.Ready(t, env.Client, "default")
 	operatortest.Start(t, env, operatortest.Options{
 		CompleteNode: func(node *corev1.Node) {
 			metav1.SetMetaDataAnnotation(&node.ObjectMeta, environment.KwokNodeAnnotation, "fake")
@@ -144,27 +143,9 @@ func (c *cluster) doNotDisrupt(t *testing.T) {
 		drifted := nc.Condition(v1.ConditionTypeDrifted)
 		return drifted != nil && drifted.Reason == pkgdisruption.ReasonNodePoolDrifted, fmt.Sprintf("%+v", drifted), nil
 	}, eventually.Timeout(pollTimeout))
-	c.event(t, claim, pkgdisruption.BlockedDoNotDisruptPod, v1.DoNotDisruptAnnotationKey)
+	events.Wait(t, c.env.Client, claim, pkgdisruption.BlockedDoNotDisruptPod, v1.DoNotDisruptAnnotationKey, eventually.Timeout(pollTimeout))
 	if on := c.runningOn(t, "held", 1, nil); on[0] != nodes[0] {
 		t.Errorf("the held pod moved from %s to %s", nodes[0], on[0])
-	}
-}
-
-func (c *cluster) readyNodeClass(t *testing.T, name string) {
-	t.Helper()
-	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: awsv1.EC2NodeClassSpec{
-		Role:                       "KarpenterNodeRole-test",
-		AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
-		SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "test"}}},
-		SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "test"}}},
-	}}
-	if err := c.env.Client.Create(t.Context(), class); err != nil {
-		t.Fatal(err)
-	}
-	stored := class.DeepCopy()
-	meta.SetStatusCondition(&class.Status.Conditions, metav1.Condition{Type: awsv1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"})
-	if err := c.env.Client.Status().Patch(t.Context(), class, client.MergeFrom(stored)); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -285,28 +266,6 @@ func (c *cluster) nodeClaimsGone(t *testing.T, nodePool string, nodes []string) 
 			}
 		}
 		return true, "", nil
-	}, eventually.Timeout(pollTimeout))
-}
-
-// event waits for an Event of reason on the object named name whose message contains text.
-func (c *cluster) event(t *testing.T, name, reason, text string) {
-	t.Helper()
-	eventually.Holds(t, fmt.Sprintf("a %s Event on %s", reason, name), func() (bool, string, error) {
-		var list corev1.EventList
-		if err := c.env.Client.List(t.Context(), &list); err != nil {
-			return false, "", err
-		}
-		var seen []string
-		for _, e := range list.Items {
-			if e.InvolvedObject.Name != name {
-				continue
-			}
-			if e.Reason == reason && strings.Contains(e.Message, text) {
-				return true, "", nil
-			}
-			seen = append(seen, e.Reason+": "+e.Message)
-		}
-		return false, fmt.Sprintf("%v", seen), nil
 	}, eventually.Timeout(pollTimeout))
 }
 

@@ -3,7 +3,6 @@ package interruption_test
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	"karpenter.sh/karpenter/pkg/test/awstest"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/events"
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/operatortest"
 	"karpenter.sh/karpenter/test/awsemulator"
@@ -95,8 +95,8 @@ func (s *suite) spotInterruption(t *testing.T) {
 	s.create(t, pod)
 	s.waitRunning(t, pod)
 	s.interrupt(t, instance, awsemulator.InterruptSpot, "")
-	s.expectEvent(t, node.Name, string(cloudprovider.InterruptionSpot), "Spot interruption warning for instance "+instance.ID)
-	s.expectEvent(t, node.Name, termination.ReasonTerminated, instance.ProviderID)
+	events.Wait(t, s.env.Client, node.Name, string(cloudprovider.InterruptionSpot), "Spot interruption warning for instance "+instance.ID)
+	events.Wait(t, s.env.Client, node.Name, termination.ReasonTerminated, instance.ProviderID)
 	s.expectGone(t, pod)
 	s.expectGone(t, node)
 	if _, err := s.cloud.Get(t.Context(), instance.ProviderID); err == nil {
@@ -120,7 +120,7 @@ func (s *suite) scheduledChangeAndStopping(t *testing.T) {
 	} {
 		node, instance := s.node(t, string(tc.kind), false)
 		s.interrupt(t, instance, tc.kind, tc.state)
-		s.expectEvent(t, node.Name, string(map[awsemulator.InterruptionKind]cloudprovider.InterruptionKind{
+		events.Wait(t, s.env.Client, node.Name, string(map[awsemulator.InterruptionKind]cloudprovider.InterruptionKind{
 			awsemulator.InterruptScheduledChange: cloudprovider.InterruptionScheduledChange,
 			awsemulator.InterruptStateChange:     cloudprovider.InterruptionStateChange,
 		}[tc.kind]), tc.text)
@@ -132,7 +132,7 @@ func (s *suite) scheduledChangeAndStopping(t *testing.T) {
 func (s *suite) rebalanceIsAnEventOnly(t *testing.T) {
 	node, instance := s.node(t, "rebalanced", true)
 	s.interrupt(t, instance, awsemulator.InterruptRebalance, "")
-	s.expectEvent(t, node.Name, string(cloudprovider.InterruptionRebalance), "no action taken")
+	events.Wait(t, s.env.Client, node.Name, string(cloudprovider.InterruptionRebalance), "no action taken")
 	s.expectQueueEmpty(t)
 	if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), node); err != nil || node.DeletionTimestamp != nil {
 		t.Errorf("node %s: %v, deletion %v; want it kept", node.Name, err, node.DeletionTimestamp)
@@ -148,7 +148,7 @@ func (s *suite) doNotEvictToleratingCordonHolds(t *testing.T) {
 	s.create(t, job)
 	s.waitRunning(t, job)
 	s.interrupt(t, instance, awsemulator.InterruptSpot, "")
-	s.expectEvent(t, node.Name, termination.ReasonDrainBlocked, "default/interrupted-job")
+	events.Wait(t, s.env.Client, node.Name, termination.ReasonDrainBlocked, "default/interrupted-job")
 	if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(job), job); err != nil || job.DeletionTimestamp != nil {
 		t.Fatalf("pod %s deleted while it holds the drain (%v)", job.Name, err)
 	}
@@ -193,7 +193,7 @@ func (s *suite) interruptionBeforeTheNode(t *testing.T) {
 		return n >= 2, fmt.Sprintf("received %d times", n), err
 	})
 	node := s.register(t, instance.NodeName, instance)
-	s.expectEvent(t, node.Name, string(cloudprovider.InterruptionSpot), instance.ID)
+	events.Wait(t, s.env.Client, node.Name, string(cloudprovider.InterruptionSpot), instance.ID)
 	s.expectGone(t, node)
 	s.expectQueueEmpty(t)
 }
@@ -236,7 +236,7 @@ func (s *suite) crashBeforeTheMessageIsDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.interrupt(t, instance, awsemulator.InterruptSpot, "")
-	s.expectEvent(t, node.Name, string(cloudprovider.InterruptionSpot), instance.ID)
+	events.Wait(t, s.env.Client, node.Name, string(cloudprovider.InterruptionSpot), instance.ID)
 	s.stop()
 	s.emulator.ClearFaults()
 	if n, err := s.emulator.MessageCount(queueName); err != nil || n != 1 {
@@ -402,26 +402,4 @@ func (s *suite) events(t *testing.T, node, reason string) int32 {
 		}
 	}
 	return count
-}
-
-// expectEvent waits for an Event of reason about the node whose message contains text.
-func (s *suite) expectEvent(t *testing.T, node, reason, text string) {
-	t.Helper()
-	eventually.Holds(t, fmt.Sprintf("a %s event on node %s mentioning %q", reason, node, text), func() (bool, string, error) {
-		list := &corev1.EventList{}
-		if err := s.env.Client.List(t.Context(), list, client.InNamespace(metav1.NamespaceDefault)); err != nil {
-			return false, "", err
-		}
-		var seen []string
-		for _, e := range list.Items {
-			if e.InvolvedObject.Kind != "Node" || e.InvolvedObject.Name != node {
-				continue
-			}
-			if e.Reason == reason && strings.Contains(e.Message, text) {
-				return true, "", nil
-			}
-			seen = append(seen, e.Reason+": "+e.Message)
-		}
-		return false, strings.Join(seen, "; "), nil
-	})
 }

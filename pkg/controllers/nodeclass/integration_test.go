@@ -28,6 +28,7 @@ import (
 	"karpenter.sh/karpenter/pkg/providers/instanceprofile"
 	"karpenter.sh/karpenter/pkg/test/awstest"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/events"
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/operatortest"
 	"karpenter.sh/karpenter/test/awsemulator"
@@ -117,7 +118,7 @@ func TestGettingStartedEC2NodeClassIsResolvedAndItsProfileRemovedWithIt(t *testi
 		t.Fatal(err)
 	}
 	s.expectCondition(t, placed, awsv1.ConditionTypeValidationSucceeded, nodeclass.ReasonFieldsNotActedOn, "spec.placementGroupSelector")
-	s.expectEvent(t, placed.Name, nodeclass.ReasonFieldsNotActedOn, "spec.placementGroupSelector")
+	events.Wait(t, s.env.Client, placed.Name, nodeclass.ReasonFieldsNotActedOn, "spec.placementGroupSelector")
 
 	stored := class.DeepCopy()
 	class.Spec.Role = "KarpenterGPUNodeRole-sandbox"
@@ -189,7 +190,7 @@ func (s *suite) expectProfile(t *testing.T, profileName string) {
 func (s *suite) expectSubnetsNotFound(t *testing.T, class *awsv1.EC2NodeClass) {
 	t.Helper()
 	s.expectCondition(t, class, awsv1.ConditionTypeSubnetsReady, nodeclass.ReasonSubnetsNotFound, `"karpenter.sh/discovery"="nothing"`)
-	s.expectEvent(t, class.Name, nodeclass.ReasonSubnetsNotFound, "")
+	events.Wait(t, s.env.Client, class.Name, nodeclass.ReasonSubnetsNotFound, "")
 }
 
 // expectCondition waits for the class's condition to be False with the reason, its message
@@ -221,7 +222,7 @@ func (s *suite) expectDeletionWaitsForNodeClaims(t *testing.T, class *awsv1.EC2N
 	if err := s.env.Client.Delete(ctx, class); err != nil {
 		t.Fatal(err)
 	}
-	s.expectEvent(t, class.Name, "WaitingOnNodeClaimTermination", claim.Name)
+	events.Wait(t, s.env.Client, class.Name, "WaitingOnNodeClaimTermination", claim.Name)
 	if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(class), class); err != nil {
 		t.Fatalf("the class named by a NodeClaim is gone: %v", err)
 	}
@@ -239,23 +240,6 @@ func (s *suite) expectDeletionWaitsForNodeClaims(t *testing.T, class *awsv1.EC2N
 	if awsapi.ErrorCode(err) != "NoSuchEntity" {
 		t.Errorf("GetInstanceProfile after the class was deleted = %v, want NoSuchEntity", err)
 	}
-}
-
-// expectEvent waits for an Event of the reason on the class, its message holding message.
-func (s *suite) expectEvent(t *testing.T, className, reason, message string) {
-	t.Helper()
-	eventually.Holds(t, "an Event "+reason, func() (bool, string, error) {
-		var events corev1.EventList
-		if err := s.env.Client.List(t.Context(), &events, client.InNamespace("default")); err != nil {
-			return false, "", err
-		}
-		for _, e := range events.Items {
-			if e.InvolvedObject.Name == className && e.Reason == reason && strings.Contains(e.Message, message) {
-				return true, e.Message, nil
-			}
-		}
-		return false, fmt.Sprintf("%d events", len(events.Items)), nil
-	})
 }
 
 func subnetIDs(subnets []awsv1.Subnet) []string {

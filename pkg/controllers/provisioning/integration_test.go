@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +26,7 @@ import (
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/events"
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/operatortest"
 )
@@ -149,28 +149,6 @@ func (s *suite) launches(provisioner string) int {
 	return n
 }
 
-// event waits for an Event of reason on the object named name whose message contains text.
-func (s *suite) event(t *testing.T, name, reason, text string) {
-	t.Helper()
-	eventually.Holds(t, fmt.Sprintf("a %s Event on %s", reason, name), func() (bool, string, error) {
-		var list corev1.EventList
-		if err := s.env.Client.List(t.Context(), &list); err != nil {
-			return false, "", err
-		}
-		var seen []string
-		for _, e := range list.Items {
-			if e.InvolvedObject.Name != name {
-				continue
-			}
-			if e.Reason == reason && strings.Contains(e.Message, text) {
-				return true, "", nil
-			}
-			seen = append(seen, e.Reason+": "+e.Message)
-		}
-		return false, strings.Join(seen, "; "), nil
-	}, eventually.Timeout(pollTimeout))
-}
-
 func (s *suite) constraints(t *testing.T) {
 	selector, tolerations := s.provisioner(t, "constraints", nil)
 	// Each pod takes most of a two-core node, so the spread and anti-affinity groups need a
@@ -220,7 +198,7 @@ func (s *suite) constraints(t *testing.T) {
 	}
 	// Each pod was told of its node: launched for it, or launching when a later batch planned
 	// it there.
-	s.event(t, spread[0].Name, provisioning.ReasonPlanned, "")
+	events.Wait(t, s.env.Client, spread[0].Name, provisioning.ReasonPlanned, "", eventually.Timeout(pollTimeout))
 	eventually.Holds(t, "lastScaleTime set", func() (bool, string, error) {
 		p := &v1alpha5.Provisioner{}
 		if err := s.env.Client.Get(t.Context(), client.ObjectKey{Name: "constraints"}, p); err != nil {
@@ -269,7 +247,7 @@ func (s *suite) inFlight(t *testing.T) {
 	// A later batch plans its pods onto the launching node's room instead of launching again.
 	second := s.pods(t, 2, builders.PodOptions{Requests: builders.Resources("cpu", "1"), NodeSelector: selector, Tolerations: tolerations})
 	for _, pod := range second {
-		s.event(t, pod.Name, provisioning.ReasonPlanned, "Waiting for node")
+		events.Wait(t, s.env.Client, pod.Name, provisioning.ReasonPlanned, "Waiting for node", eventually.Timeout(pollTimeout))
 	}
 	if n := s.launches("inflight"); n != 1 {
 		t.Errorf("%d launches, want the one in flight only", n)
@@ -364,9 +342,9 @@ func (s *suite) limits(t *testing.T) {
 		c := p.StatusConditions().GetCondition(apis.ConditionReady)
 		return c != nil && c.IsFalse() && c.Reason == provisioning.ReasonLimitsExhausted, fmt.Sprintf("%+v", c), nil
 	}, eventually.Timeout(pollTimeout))
-	s.event(t, "limited", provisioning.ReasonLimitsExhausted, "cpu")
+	events.Wait(t, s.env.Client, "limited", provisioning.ReasonLimitsExhausted, "cpu", eventually.Timeout(pollTimeout))
 	waiting := s.oneRunningOneWaiting(t, pods)
-	s.event(t, waiting.Name, provisioning.ReasonUnprovisionable, "limits")
+	events.Wait(t, s.env.Client, waiting.Name, provisioning.ReasonUnprovisionable, "limits", eventually.Timeout(pollTimeout))
 	if n := s.launches("limited"); n != 1 {
 		t.Errorf("%d launches under a limit that allows one", n)
 	}
@@ -425,7 +403,7 @@ func (s *suite) capacityReturns(t *testing.T) {
 	}
 	t.Cleanup(s.cloud.ClearInsufficientCapacity)
 	pods := s.pods(t, 1, builders.PodOptions{Requests: builders.Resources("cpu", "1"), NodeSelector: selector, Tolerations: tolerations})
-	s.event(t, pods[0].Name, provisioning.ReasonUnprovisionable, "returns")
+	events.Wait(t, s.env.Client, pods[0].Name, provisioning.ReasonUnprovisionable, "returns", eventually.Timeout(pollTimeout))
 	// Nothing changes on the pod: the allocator looks again by itself.
 	s.cloud.ClearInsufficientCapacity()
 	on := s.running(t, pods)
@@ -438,7 +416,7 @@ func (s *suite) twoPaths(t *testing.T) {
 	// A node group's pods select the group's label, which no Provisioner sets.
 	pods := s.pods(t, 1, builders.PodOptions{Requests: builders.Resources("cpu", "1"), NodeSelector: map[string]string{"karpenter.sh/group": "workers"}})
 	before := len(s.cloud.CreateCalls())
-	s.event(t, pods[0].Name, provisioning.ReasonUnprovisionable, "")
+	events.Wait(t, s.env.Client, pods[0].Name, provisioning.ReasonUnprovisionable, "", eventually.Timeout(pollTimeout))
 	if after := len(s.cloud.CreateCalls()); after != before {
 		t.Errorf("%d launches for a pod no provisioner can take", after-before)
 	}
@@ -461,7 +439,7 @@ func (s *suite) unresolved(t *testing.T) {
 		c := p.StatusConditions().GetCondition(apis.ConditionReady)
 		return c != nil && c.IsFalse() && c.Reason == provisioning.ReasonNoInstanceTypes, fmt.Sprintf("%+v", c), nil
 	}, eventually.Timeout(pollTimeout))
-	s.event(t, "unresolved", provisioning.ReasonNoInstanceTypes, "no instance type")
+	events.Wait(t, s.env.Client, "unresolved", provisioning.ReasonNoInstanceTypes, "no instance type", eventually.Timeout(pollTimeout))
 }
 
 func (s *suite) dump(t *testing.T) {

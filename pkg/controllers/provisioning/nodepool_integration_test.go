@@ -4,36 +4,18 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/events"
 	"karpenter.sh/karpenter/pkg/test/eventually"
+	"karpenter.sh/karpenter/pkg/test/nodeclasses"
 )
-
-// readyNodeClass creates an EC2NodeClass whose status says it is Ready, as its controller
-// would once its selectors resolved.
-func (s *suite) readyNodeClass(t *testing.T, name string) {
-	t.Helper()
-	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: awsv1.EC2NodeClassSpec{
-		Role:                       "KarpenterNodeRole-test",
-		AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
-		SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "test"}}},
-		SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "test"}}},
-	}}
-	s.create(t, class)
-	stored := class.DeepCopy()
-	meta.SetStatusCondition(&class.Status.Conditions, metav1.Condition{Type: awsv1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"})
-	if err := s.env.Client.Status().Patch(t.Context(), class, client.MergeFrom(stored)); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // nodePool creates a NodePool of the class whose nodes are labelled and tainted for the
 // subtest, as provisioner does.
@@ -57,7 +39,7 @@ func (s *suite) nodePool(t *testing.T, name, class string, mutate func(*v1.NodeP
 // carry its label, and its pods run on their nodes; a Provisioner of the same name and labels,
 // weighing 0, launches nothing for pods both could take.
 func (s *suite) nodePoolTakesItsPods(t *testing.T) {
-	s.readyNodeClass(t, "takes-its-pods")
+	nodeclasses.Ready(t, s.env.Client, "takes-its-pods")
 	s.nodePool(t, "both", "takes-its-pods", func(np *v1.NodePool) {
 		np.Spec.Weight = ptr.To[int32](10)
 		np.Spec.Template.Annotations = map[string]string{"example.com/owner": "team-a"}
@@ -115,7 +97,7 @@ func (s *suite) nodePoolTakesItsPods(t *testing.T) {
 
 // nodePoolNodeLimit: limits.nodes caps the NodePool's nodes; a pod beyond it waits, told why.
 func (s *suite) nodePoolNodeLimit(t *testing.T) {
-	s.readyNodeClass(t, "node-limit")
+	nodeclasses.Ready(t, s.env.Client, "node-limit")
 	s.nodePool(t, "node-limit", "node-limit", func(np *v1.NodePool) {
 		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
 			v1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c5.large"}})
@@ -125,7 +107,7 @@ func (s *suite) nodePoolNodeLimit(t *testing.T) {
 	tolerations := []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "node-limit", Effect: corev1.TaintEffectNoSchedule}}
 	pods := s.pods(t, 2, builders.PodOptions{Requests: builders.Resources("cpu", "1500m"), NodeSelector: selector, Tolerations: tolerations})
 	waiting := s.oneRunningOneWaiting(t, pods)
-	s.event(t, waiting.Name, provisioning.ReasonUnprovisionable, "limits")
+	events.Wait(t, s.env.Client, waiting.Name, provisioning.ReasonUnprovisionable, "limits", eventually.Timeout(pollTimeout))
 	var claims v1.NodeClaimList
 	if err := s.env.Client.List(t.Context(), &claims, client.MatchingLabels{v1.NodePoolLabelKey: "node-limit"}); err != nil {
 		t.Fatal(err)

@@ -30,6 +30,7 @@ import (
 	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/events"
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/operatortest"
 	"karpenter.sh/karpenter/pkg/test/podwatch"
@@ -91,14 +92,14 @@ func TestTermination(t *testing.T) {
 
 	t.Run("a node is opened to pods once Ready", func(t *testing.T) {
 		node, _ := s.node(t, "joining", provisionerName, nil)
-		s.expectEvent(t, node.Name, readiness.ReasonReady, v1alpha5.NotReadyTaintKey)
+		events.Wait(t, s.env.Client, node.Name, readiness.ReasonReady, v1alpha5.NotReadyTaintKey)
 	})
 
 	t.Run("an empty node's instance is terminated and its finalizer removed", func(t *testing.T) {
 		node, instance := s.node(t, "empty", provisionerName, nil)
 		s.delete(t, node)
 		s.expectTerminated(t, node, instance)
-		s.expectEvent(t, node.Name, termination.ReasonTerminated, instance.ProviderID)
+		events.Wait(t, s.env.Client, node.Name, termination.ReasonTerminated, instance.ProviderID)
 	})
 
 	t.Run("critical pods are evicted after every other pod is gone", func(t *testing.T) {
@@ -131,7 +132,7 @@ func TestTermination(t *testing.T) {
 		precious := s.pod(t, builders.PodOptions{Name: "precious", NodeName: node.Name, Annotations: map[string]string{pods.DoNotEvictAnnotationKey: "true"}})
 		s.waitRunning(t, app, precious)
 		s.delete(t, node)
-		s.expectEvent(t, node.Name, termination.ReasonDrainBlocked, "default/precious")
+		events.Wait(t, s.env.Client, node.Name, termination.ReasonDrainBlocked, "default/precious")
 		for _, pod := range []*corev1.Pod{app, precious} {
 			if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil || pod.DeletionTimestamp != nil {
 				t.Fatalf("pod %s evicted while the drain is blocked (%v)", pod.Name, err)
@@ -155,7 +156,7 @@ func TestTermination(t *testing.T) {
 		job := s.pod(t, doNotEvictTolerating("tolerant-job", node.Name))
 		s.waitRunning(t, job)
 		s.delete(t, node)
-		s.expectEvent(t, node.Name, termination.ReasonDrainBlocked, "default/tolerant-job")
+		events.Wait(t, s.env.Client, node.Name, termination.ReasonDrainBlocked, "default/tolerant-job")
 		s.expectHeld(t, node, instance, job)
 		s.release(t, job)
 		s.expectTerminated(t, node, instance)
@@ -164,8 +165,8 @@ func TestTermination(t *testing.T) {
 	t.Run("a do-not-evict pod that tolerates the cordon holds the drain of a node that never became Ready", func(t *testing.T) {
 		node, instance := s.node(t, "never-ready-protected", provisionerName, nil)
 		job := s.pod(t, doNotEvictTolerating("bound-job", node.Name))
-		s.expectEvent(t, node.Name, readiness.ReasonNeverReady, "did not become Ready")
-		s.expectEvent(t, node.Name, termination.ReasonDrainBlocked, "default/bound-job")
+		events.Wait(t, s.env.Client, node.Name, readiness.ReasonNeverReady, "did not become Ready")
+		events.Wait(t, s.env.Client, node.Name, termination.ReasonDrainBlocked, "default/bound-job")
 		s.expectHeld(t, node, instance, job)
 	})
 
@@ -209,8 +210,8 @@ func TestTermination(t *testing.T) {
 		s.pdb(t, "guarded", map[string]string{"app": "guarded"})
 		s.waitRunning(t, pod)
 		s.delete(t, node)
-		s.expectEvent(t, node.Name, termination.ReasonEvictionBlocked, "guarded")
-		s.expectEvent(t, node.Name, termination.ReasonDrainDeadline, "default/guarded")
+		events.Wait(t, s.env.Client, node.Name, termination.ReasonEvictionBlocked, "guarded")
+		events.Wait(t, s.env.Client, node.Name, termination.ReasonDrainDeadline, "default/guarded")
 		s.expectTerminated(t, node, instance)
 	})
 
@@ -224,12 +225,12 @@ func TestTermination(t *testing.T) {
 		}
 		s.delete(t, node)
 		s.expectTerminated(t, node, instance)
-		s.expectEvent(t, node.Name, termination.ReasonTerminated, "released the node without draining")
+		events.Wait(t, s.env.Client, node.Name, termination.ReasonTerminated, "released the node without draining")
 	})
 
 	t.Run("a node that never becomes Ready is deleted and its instance terminated", func(t *testing.T) {
 		s.expectTerminated(t, neverReady, neverReadyInstance)
-		s.expectEvent(t, neverReady.Name, readiness.ReasonNeverReady, "did not become Ready")
+		events.Wait(t, s.env.Client, neverReady.Name, readiness.ReasonNeverReady, "did not become Ready")
 	})
 
 	// Finding 34.2: with --bind-pods a pod is bound to its node as soon as the Node exists. When
@@ -269,7 +270,7 @@ func TestTermination(t *testing.T) {
 		spare := environment.KwokNode("stateful-spare", labels, builders.Resources("cpu", "4", "memory", "16Gi"))
 		s.create(t, spare)
 
-		s.expectEvent(t, node.Name, readiness.ReasonNeverReady, "did not become Ready")
+		events.Wait(t, s.env.Client, node.Name, readiness.ReasonNeverReady, "did not become Ready")
 		eventually.Holds(t, "the bound pod is evicted", func() (bool, string, error) {
 			pod := &corev1.Pod{}
 			err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(bound), pod)
@@ -307,7 +308,7 @@ func TestTermination(t *testing.T) {
 		s.create(t, spare)
 
 		s.delete(t, node)
-		s.expectEvent(t, node.Name, termination.ReasonEvictionBlocked, "default/api-")
+		events.Wait(t, s.env.Client, node.Name, termination.ReasonEvictionBlocked, "default/api-")
 		s.expectTerminated(t, node, instance)
 		s.waitForDeployment(t, deployment, 2, spare.Name)
 		if n := fewest(); n < 1 {
@@ -334,7 +335,7 @@ func TestTermination(t *testing.T) {
 		s.create(t, spare)
 
 		s.delete(t, node)
-		s.expectEvent(t, node.Name, termination.ReasonEvictionBlocked, "PodDisruptionBudget")
+		events.Wait(t, s.env.Client, node.Name, termination.ReasonEvictionBlocked, "PodDisruptionBudget")
 		s.waitForDeployment(t, worker, 1, spare.Name)
 		if slices.Contains(s.cloud.DeleteCalls(), instance.ProviderID) {
 			t.Fatal("the instance was terminated while the budget refuses the eviction")
@@ -513,28 +514,6 @@ func (s *suite) expectTerminated(t *testing.T, node *corev1.Node, instance *clou
 	if _, err := s.cloud.Get(t.Context(), instance.ProviderID); err == nil {
 		t.Errorf("instance %s outlived node %s", instance.ProviderID, node.Name)
 	}
-}
-
-// expectEvent waits for an Event of reason about the node whose message contains text.
-func (s *suite) expectEvent(t *testing.T, node, reason, text string) {
-	t.Helper()
-	eventually.Holds(t, fmt.Sprintf("a %s event on node %s mentioning %q", reason, node, text), func() (bool, string, error) {
-		list := &corev1.EventList{}
-		if err := s.env.Client.List(t.Context(), list, client.InNamespace(metav1.NamespaceDefault)); err != nil {
-			return false, "", err
-		}
-		var seen []string
-		for _, e := range list.Items {
-			if e.InvolvedObject.Kind != "Node" || e.InvolvedObject.Name != node {
-				continue
-			}
-			if e.Reason == reason && strings.Contains(e.Message, text) {
-				return true, "", nil
-			}
-			seen = append(seen, e.Reason+": "+e.Message)
-		}
-		return false, strings.Join(seen, "; "), nil
-	})
 }
 
 // watchPods records, in order, "<pod> DELETING" when a pod on the node is first seen

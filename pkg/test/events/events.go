@@ -1,0 +1,37 @@
+// Package events waits for the Events a controller records, for integration tests that assert
+// what a user reading `kubectl get events` would see.
+package events
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"karpenter.sh/karpenter/pkg/test/eventually"
+)
+
+// Wait waits for an Event of reason on the object named name whose message contains text; on a
+// timeout it says the Events the object had.
+func Wait(t testing.TB, reader client.Reader, name, reason, text string, options ...eventually.Option) {
+	t.Helper()
+	eventually.Holds(t, fmt.Sprintf("a %s Event on %s mentioning %q", reason, name, text), func() (bool, string, error) {
+		var list corev1.EventList
+		if err := reader.List(t.Context(), &list); err != nil {
+			return false, "", err
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name != name {
+				continue
+			}
+			if e.Reason == reason && strings.Contains(e.Message, text) {
+				return true, "", nil
+			}
+			seen = append(seen, e.Reason+": "+e.Message)
+		}
+		return false, strings.Join(seen, "; "), nil
+	}, options...)
+}
