@@ -233,13 +233,13 @@ func existingNodes(snapshot *state.Snapshot, results *scheduling.Results) []Exis
 }
 
 // newNode reports a planned node as the controller would launch it: its candidates, cheapest
-// first, are those provisioning.Candidates gives the cloud.
+// first, are those NewNode.Offerings gives the cloud.
 func newNode(n *scheduling.NewNode) NewNode {
 	out := NewNode{Pool: PoolName(n.Pool), PricePerHour: n.Price}
 	for _, it := range n.InstanceTypes {
 		out.InstanceTypes = append(out.InstanceTypes, it.Name)
 	}
-	if candidates := provisioning.Candidates(n); len(candidates) > 0 {
+	if candidates := n.Offerings(); len(candidates) > 0 {
 		first := candidates[0]
 		out.InstanceType, out.Zone, out.CapacityType, out.PricePerHour = first.InstanceType.Name, first.Offering.Zone, first.Offering.CapacityType, first.Offering.Price
 	}

@@ -215,7 +215,7 @@ func TestConsolidate(t *testing.T) {
 	for _, k := range got.Kept {
 		reasons[k.Name] = k.Reason
 	}
-	want := map[string]string{"b": string(consolidation.ReasonNoController), "m": plan.ReasonConsolidationDisabled, "static": plan.ReasonNotKarpenter,
+	want := map[string]string{"b": consolidation.ReasonNoController, "m": plan.ReasonConsolidationDisabled, "static": plan.ReasonNotKarpenter,
 		"unfinalized": plan.ReasonNoFinalizer}
 	if mustJSON(t, reasons) != mustJSON(t, want) {
 		t.Errorf("kept %v, want %v", reasons, want)

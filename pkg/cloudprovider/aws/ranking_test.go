@@ -6,7 +6,7 @@ import (
 )
 
 // TestCreateLaunchesTheFirstCandidate is finding 34.17 at the cloud's edge: Create asks EC2
-// for the candidates in the order given (provisioning.Candidates', the plan's), so that the
+// for the candidates in the order given (NewNode.Offerings', the plan's), so that the
 // first is the one launched whenever it has capacity, also among offerings of one price. In
 // us-west-2a t3.small and t3a.small cost the same as spot, and they launch from different
 // templates (their max pods differ); an on-demand type costs the same in every zone.

@@ -32,6 +32,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/periodic"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/metrics"
 	"karpenter.sh/karpenter/pkg/nodes"
@@ -121,7 +122,7 @@ type Controller struct {
 	cluster   *state.Cluster
 	// explained is the last reason told on each node, so that each cause is told once.
 	mu        sync.Mutex
-	explained map[types.UID]Reason
+	explained map[types.UID]string
 	expected  Expectations
 }
 
@@ -144,7 +145,7 @@ func New(options Options) (*Controller, error) {
 	}
 	return &Controller{client: options.Client, instances: options.Instances, recorder: options.Recorder, clock: options.Clock,
 		period: options.Period, settings: options.Settings, ledger: cmp.Or(options.Ledger, provisioning.NewLedger()),
-		launcher: cmp.Or(options.Launcher, launcher.New(options.Client, options.Instances, 0)), explained: map[types.UID]Reason{},
+		launcher: cmp.Or(options.Launcher, launcher.New(options.Client, options.Instances, 0)), explained: map[types.UID]string{},
 		cluster: cmp.Or(options.Cluster, state.Live(options.Client))}, nil
 }
 
@@ -375,7 +376,7 @@ func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5
 	if exceeded := (*provisioning.LimitExceededError)(nil); errors.As(err, &exceeded) {
 		// Another launch took the room since the snapshot: the next pass decides again.
 		for _, old := range decision.Nodes {
-			c.recorder.Eventf(old, corev1.EventTypeNormal, string(ReasonLimits), "Not consolidated: its replacement would exceed spec.limits, %v", exceeded)
+			c.recorder.Eventf(old, corev1.EventTypeNormal, disruption.ConsolidationLimits, "Not consolidated: its replacement would exceed spec.limits, %v", exceeded)
 		}
 	}
 	if err != nil {

@@ -1,12 +1,9 @@
 package consolidation
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -17,8 +14,8 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
-	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/state"
@@ -79,30 +76,17 @@ const (
 	Replace Action = "replace"
 )
 
-// Reason says why a node is not consolidated; it is the reason of the Event on the node.
-type Reason string
-
-// Reasons a node is not consolidated, documented in docs/node-lifecycle.md.
+// Reasons a Provisioner's node is not considered for consolidation, the reason of the Event
+// on the node, documented in docs/node-lifecycle.md; those of a consolidation not worth it are
+// pkg/disruption's Consolidation* reasons, shared with NodePools.
 const (
-	ReasonNotReady       Reason = "ConsolidationNodeNotReady"
-	ReasonTooYoung       Reason = "ConsolidationNodeTooYoung"
-	ReasonDoNotEvict     Reason = "ConsolidationDoNotEvict"
-	ReasonNoController   Reason = "ConsolidationPodWithoutController"
-	ReasonPDB            Reason = "ConsolidationBlockedByPDB"
-	ReasonBudget         Reason = "ConsolidationBudgetExhausted"
-	ReasonUnknownPrice   Reason = "ConsolidationUnknownPrice"
-	ReasonPodsDoNotFit   Reason = "ConsolidationPodsDoNotFit"
-	ReasonNotCheaper     Reason = "ConsolidationNotCheaper"
-	ReasonSpotNotDiverse Reason = "ConsolidationSpotNotDiverse"
-	ReasonSpotToSpotOff  Reason = "ConsolidationSpotToSpotDisabled"
-	ReasonLimits         Reason = "ConsolidationLimitsExceeded"
+	ReasonNotReady     = "ConsolidationNodeNotReady"
+	ReasonTooYoung     = "ConsolidationNodeTooYoung"
+	ReasonDoNotEvict   = "ConsolidationDoNotEvict"
+	ReasonNoController = "ConsolidationPodWithoutController"
+	ReasonPDB          = "ConsolidationBlockedByPDB"
+	ReasonBudget       = "ConsolidationBudgetExhausted"
 )
-
-// Explanation is why one node is not consolidated.
-type Explanation struct {
-	Reason  Reason
-	Message string
-}
 
 // Decision is the outcome of a pass.
 type Decision struct {
@@ -115,20 +99,11 @@ type Decision struct {
 	// Price is the hourly price of Nodes; Saving what the action takes off it.
 	Price, Saving float64
 	// Skipped explains, by node name, every node considered and not acted on.
-	Skipped map[string]Explanation
+	Skipped map[string]disruption.Blocked
 	// Unsettled, when set, is why the pass considered no node at all.
 	Unsettled string
 	// ReplacedBy, on a Delete, names the Ready replacement an earlier pass launched for Nodes.
 	ReplacedBy string
-}
-
-// candidate is a node that passed the guards.
-type candidate struct {
-	node        *corev1.Node
-	provisioner string
-	capacity    string
-	price       float64
-	movable     []*corev1.Pod
 }
 
 // Decide is one consolidation pass on a snapshot: every node of a Provisioner with
@@ -136,7 +111,7 @@ type candidate struct {
 // of the rest alone and then the largest prefix of them together, and the action saving most
 // is chosen. At most one action per pass: the next pass sees its effect.
 func Decide(s Snapshot, settings Settings) Decision {
-	decision := Decision{Skipped: map[string]Explanation{}}
+	decision := Decision{Skipped: map[string]disruption.Blocked{}}
 	// One Decide simulates on the same pods once per candidate: their requests are kept.
 	s.Question.Requests = scheduling.NewRequestCache()
 	// A replacement is on its way, or Kubernetes has yet to open a node that became Ready: what
@@ -164,12 +139,14 @@ func Decide(s Snapshot, settings Settings) Decision {
 	for i := range s.Provisioners {
 		provisioners[s.Provisioners[i].Provisioner.Name] = &s.Provisioners[i]
 	}
-	if d, ok := resume(s, provisioners, settings); ok {
+	simulation := s.simulation()
+	core := disruption.ConsolidationSettings{MinSpotTypes: settings.MinSpotTypes, NoSpotToSpot: settings.NoSpotToSpot}
+	if d, ok := resume(s, simulation, provisioners, settings); ok {
 		d.Skipped = decision.Skipped
 		return d
 	}
 	available := budgets(s, provisioners)
-	var candidates []*candidate
+	var candidates []*disruption.Removal
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
 		p := provisioners[n.Node.Labels[v1alpha5.ProvisionerNameLabelKey]]
@@ -184,44 +161,67 @@ func Decide(s Snapshot, settings Settings) Decision {
 			continue
 		}
 		if available[p.Provisioner.Name] <= 0 {
-			decision.Skipped[n.Node.Name] = Explanation{ReasonBudget, fmt.Sprintf("provisioner %s already disrupts as many nodes as its consolidation budget allows", p.Provisioner.Name)}
+			decision.Skipped[n.Node.Name] = disruption.Blocked{Reason: ReasonBudget, Message: fmt.Sprintf("provisioner %s already disrupts as many nodes as its consolidation budget allows", p.Provisioner.Name)}
 			continue
 		}
 		candidates = append(candidates, c)
 	}
-	// The cheapest to disrupt first: fewest pods, then the most expensive.
-	slices.SortStableFunc(candidates, func(a, b *candidate) int {
-		return cmp.Or(cmp.Compare(len(a.movable), len(b.movable)), cmp.Compare(b.price, a.price), cmp.Compare(a.node.Name, b.node.Name))
-	})
-	best := Decision{}
+	disruption.SortRemovals(candidates)
+	best := disruption.Consolidation{}
 	for _, c := range candidates {
-		d, why := simulate(s, []*candidate{c}, settings)
+		d, why := simulation.Consolidate([]*disruption.Removal{c}, core)
 		if why != nil {
-			decision.Skipped[c.node.Name] = *why
+			decision.Skipped[c.Node.Name] = *why
 			continue
 		}
 		if d.Saving > best.Saving {
 			best = d
 		}
 	}
-	if multi := multiNode(s, candidates, available, settings); multi.Saving > best.Saving {
+	if multi := simulation.LargestPrefix(withinBudgets(candidates, available), core); multi.Saving > best.Saving {
 		best = multi
 	}
-	if best.Action == None {
+	if len(best.Removed) == 0 {
 		return decision
 	}
-	for _, n := range best.Nodes {
-		delete(decision.Skipped, n.Name)
+	for _, r := range best.Removed {
+		delete(decision.Skipped, r.Node.Name)
 	}
-	best.Skipped = decision.Skipped
-	return best
+	out := decisionOf(best)
+	out.Skipped = decision.Skipped
+	return out
+}
+
+// decisionOf is the pass's action for a consolidation.
+func decisionOf(c disruption.Consolidation) Decision {
+	d := Decision{Action: Delete, Nodes: c.Nodes(), Replacement: c.Replacement, Price: c.Price, Saving: c.Saving}
+	if c.Replacement != nil {
+		d.Action = Replace
+	}
+	return d
+}
+
+// simulation is the snapshot as consolidations are simulated on it: the nodes not being deleted
+// are the room, the Provisioners the pools.
+func (s Snapshot) simulation() disruption.Simulation {
+	room := make([]scheduling.Node, 0, len(s.Nodes))
+	for _, n := range s.Nodes {
+		if n.Node.DeletionTimestamp == nil {
+			room = append(room, n)
+		}
+	}
+	pools := make([]scheduling.Pool, 0, len(s.Provisioners))
+	for _, p := range s.Provisioners {
+		pools = append(pools, p.Pool())
+	}
+	return disruption.Simulation{Question: s.Question, Room: room, Pools: pools}
 }
 
 // resume finishes a replacement an earlier pass launched, perhaps in a controller since
 // restarted: once the replacement is Ready, the nodes its annotation names are deleted when
 // their pods still fit, rather than decided on afresh, when the replacement's empty room would
 // invite other moves and the old nodes could stay. Their budget was taken when it launched.
-func resume(s Snapshot, provisioners map[string]*Provisioner, settings Settings) (Decision, bool) {
+func resume(s Snapshot, simulation disruption.Simulation, provisioners map[string]*Provisioner, settings Settings) (Decision, bool) {
 	byName := map[string]*scheduling.Node{}
 	for i := range s.Nodes {
 		byName[s.Nodes[i].Node.Name] = &s.Nodes[i]
@@ -231,7 +231,7 @@ func resume(s Snapshot, provisioners map[string]*Provisioner, settings Settings)
 		if !ok || n.Node.DeletionTimestamp != nil {
 			continue
 		}
-		var removed []*candidate
+		var removed []*disruption.Removal
 		for _, name := range strings.Split(replaces, ",") {
 			old, ok := byName[name]
 			// A node of that name created after the replacement is another node.
@@ -253,7 +253,8 @@ func resume(s Snapshot, provisioners map[string]*Provisioner, settings Settings)
 		if len(removed) == 0 {
 			continue
 		}
-		if d, why := simulate(s, removed, settings); why == nil && d.Action == Delete {
+		if c, why := simulation.Consolidate(removed, disruption.ConsolidationSettings{MinSpotTypes: settings.MinSpotTypes, NoSpotToSpot: settings.NoSpotToSpot}); why == nil && c.Replacement == nil {
+			d := decisionOf(c)
 			d.ReplacedBy = n.Node.Name
 			return d, true
 		}
@@ -288,183 +289,50 @@ func budgets(s Snapshot, provisioners map[string]*Provisioner) map[string]int {
 	return out
 }
 
-// guard is the node as a candidate, or why it may not be one.
-func guard(n *scheduling.Node, p *Provisioner, s Snapshot, settings Settings) (*candidate, *Explanation) {
-	node := n.Node
-	if !nodes.IsReady(node) || node.Spec.Unschedulable {
-		return nil, &Explanation{ReasonNotReady, "node is not Ready or is cordoned"}
-	}
-	if age := s.Now.Sub(node.CreationTimestamp.Time); age < settings.MinNodeAge {
-		return nil, &Explanation{ReasonTooYoung, fmt.Sprintf("node is younger than the minimum age of %s", settings.MinNodeAge)}
-	}
-	c := &candidate{node: node, provisioner: p.Provisioner.Name, capacity: node.Labels[v1alpha5.CapacityTypeLabelKey]}
-	for _, pod := range n.Pods {
-		if pods.HoldsNode(pod) {
-			return nil, &Explanation{ReasonDoNotEvict, fmt.Sprintf("pod %s/%s is annotated %s", pod.Namespace, pod.Name, pods.DoNotEvictAnnotationKey)}
-		}
-		if !pods.IsMovable(pod) {
-			continue
-		}
-		if metav1.GetControllerOf(pod) == nil {
-			return nil, &Explanation{ReasonNoController, fmt.Sprintf("pod %s/%s has no controller to recreate it", pod.Namespace, pod.Name)}
-		}
-		c.movable = append(c.movable, pod)
-	}
-	if pdb := pods.BlockingDisruptionBudget(c.movable, s.Budgets); pdb != "" {
-		return nil, &Explanation{ReasonPDB, fmt.Sprintf("PodDisruptionBudget %s allows no more disruptions now", pdb)}
-	}
-	price, ok := nodePrice(node, p)
-	if !ok {
-		return nil, &Explanation{ReasonUnknownPrice, "no offering of the node's instance type, zone and capacity type is known"}
-	}
-	c.price = price
-	return c, nil
-}
-
-// nodePrice is the hourly price of the offering the node runs as.
-func nodePrice(node *corev1.Node, p *Provisioner) (float64, bool) {
-	for _, it := range p.InstanceTypes {
-		if it.Name != node.Labels[corev1.LabelInstanceTypeStable] {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if o.Zone == node.Labels[corev1.LabelTopologyZone] && o.CapacityType == node.Labels[v1alpha5.CapacityTypeLabelKey] {
-				return o.Price, true
-			}
-		}
-	}
-	return 0, false
-}
-
-// simulate schedules the pods of the nodes on the rest of the cluster and at most one new
-// node, and says what removing them would save, or why it is not worth it.
-func simulate(s Snapshot, removed []*candidate, settings Settings) (Decision, *Explanation) {
-	gone := map[string]bool{}
-	price := 0.0
-	spot := false
-	var moved []*corev1.Pod
-	for _, c := range removed {
-		gone[c.node.Name] = true
-		price += c.price
-		spot = spot || c.capacity == v1alpha5.CapacityTypeSpot
-		for _, pod := range c.movable {
-			pending := pod.DeepCopy()
-			pending.Spec.NodeName = ""
-			moved = append(moved, pending)
-		}
-	}
-	results := scheduling.Schedule(s.Input(moved, s.Provisioners, gone))
-	if len(results.Unschedulable) > 0 {
-		u := results.Unschedulable[0]
-		// Told apart from pods that fit nowhere, as raising the limits is the answer.
-		if unlimited := withoutLimits(s.Provisioners); unlimited != nil &&
-			len(scheduling.Schedule(s.Input(moved, unlimited, gone)).Unschedulable) == 0 {
-			return Decision{}, &Explanation{ReasonLimits, fmt.Sprintf("pod %s/%s fits only on a new node that would exceed its Provisioner's spec.limits", u.Pod.Namespace, u.Pod.Name)}
-		}
-		return Decision{}, &Explanation{ReasonPodsDoNotFit, fmt.Sprintf("pod %s/%s fits neither on the other nodes nor on a new one: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)}
-	}
-	nodesOf := func() []*corev1.Node {
-		out := make([]*corev1.Node, 0, len(removed))
-		for _, c := range removed {
-			out = append(out, c.node)
-		}
-		return out
-	}
-	switch len(results.NewNodes) {
-	case 0:
-		return Decision{Action: Delete, Nodes: nodesOf(), Price: price, Saving: price}, nil
-	case 1:
-	default:
-		return Decision{}, &Explanation{ReasonNotCheaper, fmt.Sprintf("its pods would need %d new nodes", len(results.NewNodes))}
-	}
-	// Worth it only below the threshold; a spot node only for spot, and only among enough
-	// types that an interruption does not leave one choice.
-	ceiling := price * (1 - settings.Threshold)
-	replacement := *results.NewNodes[0]
-	replacement.InstanceTypes = nil
-	replacement.Price = math.Inf(1)
-	for _, it := range results.NewNodes[0].InstanceTypes {
-		cheapest, ok := cheapestOffering(&replacement, it, spot)
-		if ok && cheapest < ceiling {
-			replacement.InstanceTypes = append(replacement.InstanceTypes, it)
-			replacement.Price = min(replacement.Price, cheapest)
-		}
-	}
-	if spot {
-		if settings.NoSpotToSpot {
-			return Decision{}, &Explanation{ReasonSpotToSpotOff, "a spot node is not replaced by another: the feature gate SpotToSpotConsolidation is false"}
-		}
-		if len(replacement.InstanceTypes) < settings.MinSpotTypes {
-			return Decision{}, &Explanation{ReasonSpotNotDiverse, fmt.Sprintf("a spot node is replaced only when at least %d spot instance types are cheaper by %.0f%%; %d are",
-				settings.MinSpotTypes, settings.Threshold*100, len(replacement.InstanceTypes))}
-		}
-		replacement.Requirements = append(slices.Clone(replacement.Requirements), corev1.NodeSelectorRequirement{
-			Key: v1alpha5.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1alpha5.CapacityTypeSpot}})
-	}
-	if len(replacement.InstanceTypes) == 0 {
-		return Decision{}, &Explanation{ReasonNotCheaper, fmt.Sprintf("no node that fits its pods costs %.0f%% less than $%.4f/h", settings.Threshold*100, price)}
-	}
-	return Decision{Action: Replace, Nodes: nodesOf(), Replacement: &replacement, Price: price, Saving: price - replacement.Price}, nil
-}
-
-// withoutLimits is the Provisioners with their limits lifted, or nil when none has any.
-func withoutLimits(provisioners []Provisioner) []Provisioner {
-	if !slices.ContainsFunc(provisioners, func(p Provisioner) bool { return p.Provisioner.Spec.Limits != nil }) {
-		return nil
-	}
-	out := slices.Clone(provisioners)
-	for i := range out {
-		if out[i].Provisioner.Spec.Limits != nil {
-			p := out[i].Provisioner.DeepCopy()
-			p.Spec.Limits = nil
-			out[i].Provisioner = p
+// withinBudgets are the candidates, in order, that every Provisioner's budget allows together.
+func withinBudgets(candidates []*disruption.Removal, available map[string]int) []*disruption.Removal {
+	left := maps.Clone(available)
+	var out []*disruption.Removal
+	for _, c := range candidates {
+		if left[c.Pool] > 0 {
+			left[c.Pool]--
+			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// cheapestOffering is the price of the instance type's cheapest offering the new node may
-// launch as, spot only when asked.
-func cheapestOffering(n *scheduling.NewNode, it *cloudprovider.InstanceType, spotOnly bool) (float64, bool) {
-	only := *n
-	only.InstanceTypes = []*cloudprovider.InstanceType{it}
-	for _, c := range provisioning.Candidates(&only) {
-		if !spotOnly || c.Offering.CapacityType == v1alpha5.CapacityTypeSpot {
-			return c.Offering.Price, true
-		}
+// guard is the node as a candidate, or why it may not be one.
+func guard(n *scheduling.Node, p *Provisioner, s Snapshot, settings Settings) (*disruption.Removal, *disruption.Blocked) {
+	node := n.Node
+	if !nodes.IsReady(node) || node.Spec.Unschedulable {
+		return nil, &disruption.Blocked{Reason: ReasonNotReady, Message: "node is not Ready or is cordoned"}
 	}
-	return 0, false
-}
-
-// multiNode finds the largest prefix of the candidates, two or more within every
-// Provisioner's budget, whose removal the scheduler places on the rest and at most one new
-// node, by binary search as upstream Karpenter does: simulating every subset is out of reach.
-func multiNode(s Snapshot, candidates []*candidate, available map[string]int, settings Settings) Decision {
-	left := maps.Clone(available)
-	var prefix []*candidate
-	for _, c := range candidates {
-		if left[c.provisioner] > 0 {
-			left[c.provisioner]--
-			prefix = append(prefix, c)
-		}
+	if age := s.Now.Sub(node.CreationTimestamp.Time); age < settings.MinNodeAge {
+		return nil, &disruption.Blocked{Reason: ReasonTooYoung, Message: fmt.Sprintf("node is younger than the minimum age of %s", settings.MinNodeAge)}
 	}
-	best := Decision{}
-	// sort.Search finds the first size that fails, assuming larger prefixes fail once one
-	// does; the best success seen is kept.
-	sort.Search(len(prefix)+1, func(size int) bool {
-		if size < 2 {
-			return false
+	c := &disruption.Removal{Node: node, Pool: p.Provisioner.Name, Threshold: settings.Threshold}
+	for _, pod := range n.Pods {
+		if pods.HoldsNode(pod) {
+			return nil, &disruption.Blocked{Reason: ReasonDoNotEvict, Message: fmt.Sprintf("pod %s/%s is annotated %s", pod.Namespace, pod.Name, pods.DoNotEvictAnnotationKey)}
 		}
-		d, why := simulate(s, prefix[:size], settings)
-		if why != nil {
-			return true
+		if !pods.IsMovable(pod) {
+			continue
 		}
-		if d.Saving > best.Saving {
-			best = d
+		if metav1.GetControllerOf(pod) == nil {
+			return nil, &disruption.Blocked{Reason: ReasonNoController, Message: fmt.Sprintf("pod %s/%s has no controller to recreate it", pod.Namespace, pod.Name)}
 		}
-		return false
-	})
-	return best
+		c.Pods = append(c.Pods, pod)
+	}
+	if pdb := pods.BlockingDisruptionBudget(c.Pods, s.Budgets); pdb != "" {
+		return nil, &disruption.Blocked{Reason: ReasonPDB, Message: fmt.Sprintf("PodDisruptionBudget %s allows no more disruptions now", pdb)}
+	}
+	price, ok := disruption.Price(node, p.InstanceTypes)
+	if !ok {
+		return nil, &disruption.Blocked{Reason: disruption.ConsolidationUnknownPrice, Message: "no offering of the node's instance type, zone and capacity type is known"}
+	}
+	c.Price = price
+	return c, nil
 }
 
 // Input is the scheduler's question: where do the moved pods go, given the room of the nodes

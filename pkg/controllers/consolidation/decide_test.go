@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"karpenter.sh/karpenter/pkg/disruption"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -129,7 +131,7 @@ func TestDecide(t *testing.T) {
 		removed      []string
 		replacement  string
 		replacedBy   string
-		skipped      map[string]consolidation.Reason
+		skipped      map[string]string
 	}{
 		{
 			// Deleting expensive would save more, but the replacement was launched for r5: a
@@ -150,7 +152,7 @@ func TestDecide(t *testing.T) {
 				node("expensive", "default", "m5.2xlarge", v1alpha5.CapacityTypeOnDemand, pod("b", "500m", "1Gi")),
 			},
 			action: consolidation.Delete, removed: []string{"expensive"},
-			skipped: map[string]consolidation.Reason{"r5": consolidation.ReasonDoNotEvict},
+			skipped: map[string]string{"r5": consolidation.ReasonDoNotEvict},
 		},
 		{
 			name: "a node of a replaced name created after the replacement is another node",
@@ -169,13 +171,13 @@ func TestDecide(t *testing.T) {
 			name:   "a node whose pods fit elsewhere is deleted",
 			nodes:  []scheduling.Node{big("big", "default"), node("small", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi"))},
 			action: consolidation.Delete, removed: []string{"small"},
-			skipped: map[string]consolidation.Reason{"big": consolidation.ReasonNotCheaper},
+			skipped: map[string]string{"big": disruption.ConsolidationNotCheaper},
 		},
 		{
 			// Finding 34.7.
 			name:    "a node without its termination finalizer waits for it",
 			nodes:   []scheduling.Node{big("big", "default"), unfinalized},
-			skipped: map[string]consolidation.Reason{"big": consolidation.ReasonNotCheaper},
+			skipped: map[string]string{"big": disruption.ConsolidationNotCheaper},
 		},
 		{
 			name:   "an oversized node is replaced with the cheapest type that fits",
@@ -186,7 +188,7 @@ func TestDecide(t *testing.T) {
 			name:         "a replacement is not launched past the Provisioner's limits",
 			provisioners: []consolidation.Provisioner{limited("9")},
 			nodes:        []scheduling.Node{node("oversized", "default", "m5.2xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi"))},
-			skipped:      map[string]consolidation.Reason{"oversized": consolidation.ReasonLimits},
+			skipped:      map[string]string{"oversized": disruption.ConsolidationLimits},
 		},
 		{
 			name:         "a replacement is launched when the limits leave room for it beside the old node",
@@ -198,7 +200,7 @@ func TestDecide(t *testing.T) {
 			name:     "a replacement saving less than the threshold is not made",
 			nodes:    []scheduling.Node{node("r5", "default", "r5.large", v1alpha5.CapacityTypeOnDemand, pod("a", "500m", "5Gi"))},
 			settings: &consolidation.Settings{MinNodeAge: settings.MinNodeAge, Threshold: 0.3},
-			skipped:  map[string]consolidation.Reason{"r5": consolidation.ReasonNotCheaper},
+			skipped:  map[string]string{"r5": disruption.ConsolidationNotCheaper},
 		},
 		{
 			name:   "the same replacement is made above the threshold",
@@ -211,7 +213,7 @@ func TestDecide(t *testing.T) {
 				node("left", "default", "m5.large", v1alpha5.CapacityTypeOnDemand, pod("l", "800m", "5Gi")),
 				node("right", "default", "m5.large", v1alpha5.CapacityTypeOnDemand, pod("r", "800m", "5Gi")),
 			},
-			skipped: map[string]consolidation.Reason{"left": consolidation.ReasonNotCheaper, "right": consolidation.ReasonNotCheaper},
+			skipped: map[string]string{"left": disruption.ConsolidationNotCheaper, "right": disruption.ConsolidationNotCheaper},
 		},
 		{
 			name: "two nodes are replaced by one when neither alone saves as much",
@@ -233,40 +235,40 @@ func TestDecide(t *testing.T) {
 			provisioners: []consolidation.Provisioner{spot},
 			nodes:        []scheduling.Node{node("spotty", "spot", "m5.2xlarge", v1alpha5.CapacityTypeSpot, pod("a", "1", "1Gi"))},
 			settings:     &consolidation.Settings{MinNodeAge: settings.MinNodeAge, Threshold: 0.1, MinSpotTypes: 100},
-			skipped:      map[string]consolidation.Reason{"spotty": consolidation.ReasonSpotNotDiverse},
+			skipped:      map[string]string{"spotty": disruption.ConsolidationSpotNotDiverse},
 		},
 		{
 			name:         "a spot node is not replaced by spot with SpotToSpotConsolidation=false",
 			provisioners: []consolidation.Provisioner{spot},
 			nodes:        []scheduling.Node{node("spotty", "spot", "m5.2xlarge", v1alpha5.CapacityTypeSpot, pod("a", "1", "1Gi"))},
 			settings:     &consolidation.Settings{MinNodeAge: settings.MinNodeAge, Threshold: 0.1, MinSpotTypes: 5, NoSpotToSpot: true},
-			skipped:      map[string]consolidation.Reason{"spotty": consolidation.ReasonSpotToSpotOff},
+			skipped:      map[string]string{"spotty": disruption.ConsolidationSpotToSpotOff},
 		},
 		{
 			name:    "a do-not-evict pod keeps its node",
 			nodes:   []scheduling.Node{big("big", "manual"), node("small", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi", doNotEvict))},
-			skipped: map[string]consolidation.Reason{"small": consolidation.ReasonDoNotEvict},
+			skipped: map[string]string{"small": consolidation.ReasonDoNotEvict},
 		},
 		{
 			name:    "a pod without a controller keeps its node",
 			nodes:   []scheduling.Node{big("big", "manual"), node("small", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi", noController))},
-			skipped: map[string]consolidation.Reason{"small": consolidation.ReasonNoController},
+			skipped: map[string]string{"small": consolidation.ReasonNoController},
 		},
 		{
 			name:    "a PDB allowing no disruption keeps the node",
 			nodes:   []scheduling.Node{big("big", "manual"), node("small", "default", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("guarded", "1", "1Gi"))},
 			budgets: []policyv1.PodDisruptionBudget{guarded},
-			skipped: map[string]consolidation.Reason{"small": consolidation.ReasonPDB},
+			skipped: map[string]string{"small": consolidation.ReasonPDB},
 		},
 		{
 			name:    "a young node is kept",
 			nodes:   []scheduling.Node{big("big", "manual"), young},
-			skipped: map[string]consolidation.Reason{"young": consolidation.ReasonTooYoung},
+			skipped: map[string]string{"young": consolidation.ReasonTooYoung},
 		},
 		{
 			name:    "a node not Ready is kept",
 			nodes:   []scheduling.Node{big("big", "manual"), notReady},
-			skipped: map[string]consolidation.Reason{"unready": consolidation.ReasonNotReady},
+			skipped: map[string]string{"unready": consolidation.ReasonNotReady},
 		},
 		{
 			name:  "a Provisioner without consolidation keeps its nodes, unexplained",
@@ -275,7 +277,7 @@ func TestDecide(t *testing.T) {
 		{
 			name:    "a budget spent on a node being deleted keeps the others",
 			nodes:   []scheduling.Node{big("big", "manual"), deleting, node("small", "single", "m5.xlarge", v1alpha5.CapacityTypeOnDemand, pod("a", "1", "1Gi"))},
-			skipped: map[string]consolidation.Reason{"small": consolidation.ReasonBudget},
+			skipped: map[string]string{"small": consolidation.ReasonBudget},
 		},
 		{
 			name: "a node draining holds every node",
@@ -311,7 +313,7 @@ func TestDecide(t *testing.T) {
 		{
 			name:    "pods that fit nowhere keep their node",
 			nodes:   []scheduling.Node{node("full", "default", "m5.large", v1alpha5.CapacityTypeOnDemand, pod("a", "1500m", "6Gi"))},
-			skipped: map[string]consolidation.Reason{"full": consolidation.ReasonNotCheaper},
+			skipped: map[string]string{"full": disruption.ConsolidationNotCheaper},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -349,7 +351,7 @@ func TestDecide(t *testing.T) {
 					t.Errorf("saving $%.4f/h of $%.4f/h", decision.Saving, decision.Price)
 				}
 			}
-			skipped := map[string]consolidation.Reason{}
+			skipped := map[string]string{}
 			for name, e := range decision.Skipped {
 				skipped[name] = e.Reason
 				if e.Message == "" {
@@ -363,9 +365,9 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-func orEmpty(m map[string]consolidation.Reason) map[string]consolidation.Reason {
+func orEmpty(m map[string]string) map[string]string {
 	if m == nil {
-		return map[string]consolidation.Reason{}
+		return map[string]string{}
 	}
 	return m
 }

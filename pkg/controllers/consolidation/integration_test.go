@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"karpenter.sh/karpenter/pkg/disruption"
+
 	"karpenter.sh/karpenter/pkg/nodeclaims"
 
 	nodeclaimlifecycle "karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
@@ -149,7 +151,7 @@ func TestConsolidation(t *testing.T) {
 		f.gone(t, underused, underusedInstance)
 		f.waitRunning(t, "web", pinned.Name)
 		f.waitRunning(t, "db", pinned.Name)
-		expectEvent(t, env, pinned.Name, string(consolidation.ReasonPodsDoNotFit))
+		expectEvent(t, env, pinned.Name, disruption.ConsolidationPodsDoNotFit)
 		expectEvent(t, env, underused.Name, consolidation.ReasonDeleted)
 	})
 
@@ -161,7 +163,7 @@ func TestConsolidation(t *testing.T) {
 		f.markReady(t, replacement)
 		f.gone(t, spotty, spottyInstance)
 		f.waitBound(t, "spotty", replacement.Name)
-		expectEvent(t, env, narrow.Name, string(consolidation.ReasonSpotNotDiverse))
+		expectEvent(t, env, narrow.Name, disruption.ConsolidationSpotNotDiverse)
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(narrow), &corev1.Node{}); err != nil {
 			t.Errorf("node narrow: %v", err)
 		}
@@ -171,7 +173,7 @@ func TestConsolidation(t *testing.T) {
 	})
 
 	t.Run("a pod whose PDB allows no disruption keeps its node", func(t *testing.T) {
-		expectEvent(t, env, protected.Name, string(consolidation.ReasonPDB))
+		expectEvent(t, env, protected.Name, consolidation.ReasonPDB)
 		pods := &corev1.PodList{}
 		if err := env.Client.List(ctx, pods, client.MatchingLabels{"app": "guarded"}); err != nil {
 			t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/controllers/consolidation"
-	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 )
 
@@ -54,7 +53,7 @@ func apply(t testing.TB, s *consolidation.Snapshot, d consolidation.Decision) {
 		kept = append(kept, n)
 	}
 	if d.Replacement != nil {
-		c := provisioning.Candidates(d.Replacement)[0]
+		c := d.Replacement.Offerings()[0]
 		n := node(fmt.Sprintf("replacement-%d", len(s.Nodes)+len(kept)), d.Replacement.Pool.Name, c.InstanceType.Name, c.Offering.CapacityType)
 		n.Node.Name += "-" + d.Nodes[0].Name
 		n.Node.CreationTimestamp = metav1.Time{Time: s.Now}

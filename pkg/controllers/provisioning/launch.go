@@ -1,47 +1,15 @@
 package provisioning
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/pools"
-	pkgscheduling "karpenter.sh/karpenter/pkg/scheduling"
 )
-
-// Candidates are every available offering of the new node's instance types that its
-// requirements allow (zone, capacity type), cheapest first, so that a capacity error falls
-// through to the next cheapest; equal prices keep the scheduler's order.
-func Candidates(n *scheduling.NewNode) []cloudprovider.Candidate {
-	requirements := pkgscheduling.Requirements{}
-	for _, r := range n.Requirements {
-		// The scheduler rendered these from requirements it parsed; a key it could not
-		// parse again allows nothing.
-		if err := requirements.Add(r.Key, r.Operator, r.Values...); err != nil {
-			return nil
-		}
-	}
-	allows := func(key, value string) bool {
-		r, ok := requirements[key]
-		return !ok || r.Has(value)
-	}
-	var out []cloudprovider.Candidate
-	for _, it := range n.InstanceTypes {
-		for _, o := range it.Offerings {
-			if o.Available && allows(corev1.LabelTopologyZone, o.Zone) && allows(v1alpha5.CapacityTypeLabelKey, o.CapacityType) {
-				out = append(out, cloudprovider.Candidate{InstanceType: it, Offering: o})
-			}
-		}
-	}
-	slices.SortStableFunc(out, func(a, b cloudprovider.Candidate) int { return cmp.Compare(a.Offering.Price, b.Offering.Price) })
-	return out
-}
 
 // launchGroup is new nodes of one plan that one cloud call launches: the same pool (so the same
 // labels and taints) and the same candidates, in the same order.
@@ -81,7 +49,7 @@ func groupLaunches(newNodes []*scheduling.NewNode, maxSize int) []*launchGroup {
 	var out []*launchGroup
 	open := map[string]*launchGroup{}
 	for _, n := range newNodes {
-		candidates := Candidates(n)
+		candidates := n.Offerings()
 		key := launchKey(n.Pool, candidates)
 		g, ok := open[key]
 		if !ok || len(g.nodes) == maxSize {

@@ -142,7 +142,7 @@ func TestLaunchFallsThroughOfferings(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "fall-through"})
 	c, cloud, _ := launchingController(t, interceptor.Funcs{})
 	planned := plannedNode(t, cloud, p)
-	first := Candidates(planned)[0]
+	first := planned.Offerings()[0]
 	cloud.SetInsufficientCapacity(first.Key())
 	nodes, err := reserveAndLaunch(c, alone(planned), p, nil, false)
 	if err != nil {

@@ -30,7 +30,7 @@ type ReplacementOptions struct {
 // registers its Node. Consolidation, expiry and drift launch so; the caller acts on the nodes it
 // replaces only once a later snapshot shows the replacement registered and Ready.
 func LaunchReplacement(ctx context.Context, l *launcher.Launcher, n *scheduling.NewNode, pool launcher.Pool, options ReplacementOptions) (*launcher.Launched, error) {
-	candidates := Candidates(n)
+	candidates := n.Offerings()
 	reservation := 0
 	if options.Ledger != nil {
 		kept, id, err := options.Ledger.Reserve(pool.Key(), pool.Limits(), options.Counted, candidates, pool.MinValues())

@@ -52,7 +52,7 @@ func TestCandidatesCheapestFirstWithinRequirements(t *testing.T) {
 		},
 	}
 	var got []cloudprovider.OfferingKey
-	for _, c := range Candidates(n) {
+	for _, c := range n.Offerings() {
 		got = append(got, c.Key())
 	}
 	want := []cloudprovider.OfferingKey{
@@ -68,7 +68,7 @@ func TestCandidatesCheapestFirstWithinRequirements(t *testing.T) {
 	for i := range unavailable.Offerings {
 		unavailable.Offerings[i].Available = unavailable.Offerings[i].Zone != "us-west-2a"
 	}
-	if c := Candidates(n); c[0].Key().Zone != "us-west-2b" || c[0].Key().InstanceType != "c5.large" {
+	if c := n.Offerings(); c[0].Key().Zone != "us-west-2b" || c[0].Key().InstanceType != "c5.large" {
 		t.Errorf("an unavailable offering was a candidate: %v", c[0].Key())
 	}
 }

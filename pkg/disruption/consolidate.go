@@ -1,0 +1,229 @@
+package disruption
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/state"
+)
+
+// Reasons a consolidation is not worth it or not possible, the reason of the Event on the node
+// kept; Provisioners' and NodePools' nodes alike, documented in docs/node-lifecycle.md and
+// docs/disruption.md.
+const (
+	ConsolidationUnknownPrice   = "ConsolidationUnknownPrice"
+	ConsolidationPodsDoNotFit   = "ConsolidationPodsDoNotFit"
+	ConsolidationNotCheaper     = "ConsolidationNotCheaper"
+	ConsolidationSpotNotDiverse = "ConsolidationSpotNotDiverse"
+	ConsolidationSpotToSpotOff  = "ConsolidationSpotToSpotDisabled"
+	ConsolidationLimits         = "ConsolidationLimitsExceeded"
+)
+
+// Simulation is what a consolidation is simulated on: the scheduler's question (the DaemonSets'
+// pods, the volumes that keep pods to zones), the nodes that may take the moved pods, and the
+// pools that may launch a replacement.
+type Simulation struct {
+	Question state.Question
+	// Room are the nodes with room for pods; those removed are left out of each simulation.
+	Room  []scheduling.Node
+	Pools []scheduling.Pool
+}
+
+// Removal is a node a consolidation may remove.
+type Removal struct {
+	Node *corev1.Node
+	// Pool is the name of the node's Provisioner or NodePool, whose budget it counts against.
+	Pool string
+	// Price is the hourly price of the offering it runs as.
+	Price float64
+	// Threshold is the fraction of its price a consolidation must save: its NodePool's
+	// spec.disruption.savingsThreshold, or the controller's --consolidation-threshold.
+	Threshold float64
+	// Pods are its movable pods, which must find room elsewhere.
+	Pods []*corev1.Pod
+}
+
+func (r *Removal) spot() bool {
+	return r.Node.Labels[v1alpha5.CapacityTypeLabelKey] == v1alpha5.CapacityTypeSpot
+}
+
+// ConsolidationSettings bound what a consolidation may launch.
+type ConsolidationSettings struct {
+	// MinSpotTypes is how many cheaper spot instance types a spot node's replacement must be
+	// able to launch as, so that the choice stays diverse (upstream's 15).
+	MinSpotTypes int
+	// NoSpotToSpot keeps a spot node from being replaced by a cheaper spot node (upstream's
+	// feature gate SpotToSpotConsolidation=false); it may still be deleted.
+	NoSpotToSpot bool
+}
+
+// Consolidation is removing some nodes, their pods moved to the other nodes and, when
+// Replacement is set, to one new cheaper node launched first.
+type Consolidation struct {
+	Removed     []*Removal
+	Replacement *scheduling.NewNode
+	// Price is the hourly price of the removed nodes; Saving what the consolidation takes off it.
+	Price, Saving float64
+}
+
+// Nodes are the removed nodes.
+func (c Consolidation) Nodes() []*corev1.Node {
+	out := make([]*corev1.Node, 0, len(c.Removed))
+	for _, r := range c.Removed {
+		out = append(out, r.Node)
+	}
+	return out
+}
+
+// Consolidate simulates removing the nodes together: their pods are scheduled on the rest of
+// the room and at most one new node. It is worth it when they all fit on the rest (a delete),
+// or on one new node whose cheapest offering saves the strictest threshold of the removed
+// nodes; a spot node is replaced only by spot, among at least MinSpotTypes cheaper types.
+func (s Simulation) Consolidate(removed []*Removal, settings ConsolidationSettings) (Consolidation, *Blocked) {
+	gone := map[string]bool{}
+	out := Consolidation{Removed: removed}
+	spot := false
+	threshold := 0.0
+	var moved []*corev1.Pod
+	for _, r := range removed {
+		gone[r.Node.Name] = true
+		out.Price += r.Price
+		spot = spot || r.spot()
+		threshold = max(threshold, r.Threshold)
+		for _, pod := range r.Pods {
+			pending := pod.DeepCopy()
+			pending.Spec.NodeName = ""
+			moved = append(moved, pending)
+		}
+	}
+	room := make([]scheduling.Node, 0, len(s.Room))
+	for _, n := range s.Room {
+		if !gone[n.Node.Name] {
+			room = append(room, n)
+		}
+	}
+	results := scheduling.Schedule(s.Question.Input(moved, s.Pools, room))
+	if len(results.Unschedulable) > 0 {
+		u := results.Unschedulable[0]
+		// Told apart from pods that fit nowhere, as raising the limits is the answer.
+		if unlimited := withoutLimits(s.Pools); unlimited != nil &&
+			len(scheduling.Schedule(s.Question.Input(moved, unlimited, room)).Unschedulable) == 0 {
+			return Consolidation{}, &Blocked{ConsolidationLimits, fmt.Sprintf("pod %s/%s fits only on a new node that would exceed its pool's limits", u.Pod.Namespace, u.Pod.Name)}
+		}
+		return Consolidation{}, &Blocked{ConsolidationPodsDoNotFit, fmt.Sprintf("pod %s/%s fits neither on the other nodes nor on a new one: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)}
+	}
+	switch len(results.NewNodes) {
+	case 0:
+		out.Saving = out.Price
+		return out, nil
+	case 1:
+	default:
+		return Consolidation{}, &Blocked{ConsolidationNotCheaper, fmt.Sprintf("its pods would need %d new nodes", len(results.NewNodes))}
+	}
+	ceiling := out.Price * (1 - threshold)
+	replacement := *results.NewNodes[0]
+	replacement.InstanceTypes = nil
+	replacement.Price = math.Inf(1)
+	for _, it := range results.NewNodes[0].InstanceTypes {
+		cheapest, ok := cheapestOffering(&replacement, it, spot)
+		if ok && cheapest < ceiling {
+			replacement.InstanceTypes = append(replacement.InstanceTypes, it)
+			replacement.Price = min(replacement.Price, cheapest)
+		}
+	}
+	if spot {
+		if settings.NoSpotToSpot {
+			return Consolidation{}, &Blocked{ConsolidationSpotToSpotOff, "a spot node is not replaced by another: the feature gate SpotToSpotConsolidation is false"}
+		}
+		if len(replacement.InstanceTypes) < settings.MinSpotTypes {
+			return Consolidation{}, &Blocked{ConsolidationSpotNotDiverse, fmt.Sprintf("a spot node is replaced only when at least %d spot instance types are cheaper by %.0f%%; %d are",
+				settings.MinSpotTypes, threshold*100, len(replacement.InstanceTypes))}
+		}
+		replacement.Requirements = append(slices.Clone(replacement.Requirements), corev1.NodeSelectorRequirement{
+			Key: v1alpha5.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1alpha5.CapacityTypeSpot}})
+	}
+	if len(replacement.InstanceTypes) == 0 {
+		return Consolidation{}, &Blocked{ConsolidationNotCheaper, fmt.Sprintf("no node that fits its pods costs %.0f%% less than $%.4f/h", threshold*100, out.Price)}
+	}
+	out.Replacement = &replacement
+	out.Saving = out.Price - replacement.Price
+	return out, nil
+}
+
+// LargestPrefix is the consolidation of the largest prefix of the removals, two or more, that
+// is worth it, found by binary search as upstream Karpenter does (simulating every subset is
+// out of reach); the best saving seen is kept. The zero Consolidation when none is.
+func (s Simulation) LargestPrefix(prefix []*Removal, settings ConsolidationSettings) Consolidation {
+	best := Consolidation{}
+	// sort.Search finds the first size that fails, assuming larger prefixes fail once one
+	// does.
+	sort.Search(len(prefix)+1, func(size int) bool {
+		if size < 2 {
+			return false
+		}
+		c, why := s.Consolidate(prefix[:size], settings)
+		if why != nil {
+			return true
+		}
+		if c.Saving > best.Saving {
+			best = c
+		}
+		return false
+	})
+	return best
+}
+
+// Price is the hourly price of the offering the node runs as, among its pool's instance types.
+func Price(node *corev1.Node, instanceTypes []*cloudprovider.InstanceType) (float64, bool) {
+	for _, it := range instanceTypes {
+		if it.Name != node.Labels[corev1.LabelInstanceTypeStable] {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone == node.Labels[corev1.LabelTopologyZone] && o.CapacityType == node.Labels[v1alpha5.CapacityTypeLabelKey] {
+				return o.Price, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// withoutLimits is the pools with their limits lifted, or nil when none has any.
+func withoutLimits(pools []scheduling.Pool) []scheduling.Pool {
+	if !slices.ContainsFunc(pools, func(p scheduling.Pool) bool { return p.Limits != nil }) {
+		return nil
+	}
+	out := slices.Clone(pools)
+	for i := range out {
+		out[i].Limits = nil
+	}
+	return out
+}
+
+// cheapestOffering is the price of the instance type's cheapest offering the new node may
+// launch as, spot only when asked.
+func cheapestOffering(n *scheduling.NewNode, it *cloudprovider.InstanceType, spotOnly bool) (float64, bool) {
+	only := *n
+	only.InstanceTypes = []*cloudprovider.InstanceType{it}
+	for _, c := range only.Offerings() {
+		if !spotOnly || c.Offering.CapacityType == v1alpha5.CapacityTypeSpot {
+			return c.Offering.Price, true
+		}
+	}
+	return 0, false
+}
+
+// SortRemovals orders removals cheapest to disrupt first: fewest pods, then the most expensive.
+func SortRemovals(removals []*Removal) {
+	slices.SortStableFunc(removals, func(a, b *Removal) int {
+		return cmp.Or(cmp.Compare(len(a.Pods), len(b.Pods)), cmp.Compare(b.Price, a.Price), cmp.Compare(a.Node.Name, b.Node.Name))
+	})
+}
