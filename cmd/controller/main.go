@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"karpenter.sh/karpenter/pkg/disruption"
+
 	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -100,8 +102,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	fs.DurationVar(&f.operator.Controllers.ExpirationPeriod, "expiration-period", expiration.DefaultPeriod, "How often nodes past their Provisioner's ttlSecondsUntilExpired are looked for.")
 	fs.DurationVar(&f.operator.Controllers.ConsolidationPeriod, "consolidation-period", consolidation.DefaultPeriod, "How often a consolidation pass looks for nodes to delete or replace.")
 	fs.Float64Var(&f.operator.Controllers.ConsolidationThreshold, "consolidation-threshold", consolidation.DefaultThreshold, "Fraction of the nodes' hourly price a consolidation must save, within (0, 1).")
+	fs.IntVar(&f.operator.Controllers.SpotToSpotMinTypes, "spot-to-spot-min-types", disruption.DefaultSpotToSpotMinTypes, "How many cheaper spot instance types a spot node's replacement by consolidation needs (with SpotToSpotConsolidation=true); upstream's fixed 15.")
 	fs.DurationVar(&f.operator.Controllers.ConsolidationMinNodeAge, "consolidation-min-node-age", consolidation.DefaultMinNodeAge, "How long a node exists before consolidation may delete or replace it.")
-	fs.StringVar(&f.featureGates, "feature-gates", "", "Upstream Karpenter's feature gates, Name=true|false comma-separated: SpotToSpotConsolidation=false keeps spot nodes from being replaced by spot; NodeOverlay=true applies NodeOverlays to the instance types scheduling plans with; the others have no effect here.")
+	fs.StringVar(&f.featureGates, "feature-gates", "", "Upstream Karpenter's feature gates, Name=true|false comma-separated: SpotToSpotConsolidation=true lets consolidation replace spot nodes by spot (upstream's default false); NodeOverlay=true applies NodeOverlays to the instance types scheduling plans with; the others have no effect here.")
 	fs.StringVar(&f.minValuesPolicy, "min-values-policy", string(scheduling.MinValuesStrict), "What a new node of a NodePool does whose pods leave its instance types fewer values of a key than a requirement's minValues: Strict, it is not made so (the pods go to other nodes or stay pending); BestEffort, it launches with the values there are, its NodeClaim annotated karpenter.sh/nodeclaim-min-values-relaxed=true.")
 	fs.StringVar(&f.operator.InterruptionQueue, "interruption-queue", "", "SQS queue (name, URL or ARN) the EventBridge rules send EC2 spot interruptions, rebalance recommendations, scheduled changes and state changes to; empty disables interruption handling.")
 	fs.Float64Var(&f.kubeClientQPS, "kube-client-qps", defaultKubeClientQPS, "Requests per second the controller may send the API server on average; negative for no client-side limit (the API server's priority and fairness still applies).")
@@ -166,6 +169,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (flags, error) {
 	}
 	if t := f.operator.Controllers.ConsolidationThreshold; t <= 0 || t >= 1 {
 		return f, fmt.Errorf("--consolidation-threshold must be within (0, 1), not %g", t)
+	}
+	if n := f.operator.Controllers.SpotToSpotMinTypes; n < 1 {
+		return f, fmt.Errorf("--spot-to-spot-min-types must be at least 1, not %d", n)
 	}
 	if f.operator.Controllers.HorizontalAutoscalerWorkers < 1 {
 		return f, fmt.Errorf("--horizontalautoscaler-workers must be at least 1, not %d", f.operator.Controllers.HorizontalAutoscalerWorkers)

@@ -84,6 +84,7 @@ func TestParseFlags(t *testing.T) {
 		"--consolidation-min-node-age=-1s",
 		"--consolidation-threshold=0",
 		"--consolidation-threshold=1",
+		"--spot-to-spot-min-types=0",
 		"--batch-max-duration=500ms", // shorter than the 1 s idle gap
 	} {
 		if _, err := parseFlags(flag.NewFlagSet("controller", flag.ContinueOnError), []string{bad}); err == nil {

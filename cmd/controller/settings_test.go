@@ -96,10 +96,11 @@ func TestFeatureGates(t *testing.T) {
 		ignored               []string
 		refused               bool
 	}{
-		{value: ""},
+		{value: "", noSpotToSpot: true},
 		{value: "SpotToSpotConsolidation=false", noSpotToSpot: true},
-		{value: "NodeOverlay=true", overlay: true},
-		{value: "NodeOverlay=false,NodeRepair=true", ignored: []string{"NodeRepair=true"}},
+		{value: "SpotToSpotConsolidation=true"},
+		{value: "NodeOverlay=true", noSpotToSpot: true, overlay: true},
+		{value: "NodeOverlay=false,NodeRepair=true", noSpotToSpot: true, ignored: []string{"NodeRepair=true"}},
 		{value: "NodeOverlay", refused: true},
 		{value: "Unknown=true", refused: true},
 	} {

@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"time"
 
+	"karpenter.sh/karpenter/pkg/disruption"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -149,13 +151,14 @@ func parsePlanFlags(args []string, stderr io.Writer) (planFlags, error) {
 	fs.BoolVar(&f.consolidation, "consolidation", false, "Also print what consolidation would delete or replace now, the saving, and why each other node is kept.")
 	fs.DurationVar(&f.settings.MinNodeAge, "consolidation-min-node-age", consolidation.DefaultMinNodeAge, "As the controller's flag: how long a node exists before consolidation may delete or replace it.")
 	fs.Float64Var(&f.settings.Threshold, "consolidation-threshold", consolidation.DefaultThreshold, "As the controller's flag: fraction of the nodes' hourly price a consolidation must save, within (0, 1).")
+	fs.IntVar(&f.settings.MinSpotTypes, "spot-to-spot-min-types", disruption.DefaultSpotToSpotMinTypes, "As the controller's flag: how many cheaper spot instance types a spot node's replacement needs.")
 	fs.StringVar(&f.clusterName, "cluster-name", "", "As the controller's flag: the cluster's name, which selects its subnets; needed to read instance types from AWS.")
 	fs.StringVar(&f.awsRegion, "aws-region", "", "As the controller's flag: the AWS region; the SDK's (AWS_REGION, profile) when empty.")
 	fs.DurationVar(&f.awsCallTimeout, "aws-call-timeout", aws.DefaultCallTimeout, "As the controller's flag: time limit of each AWS call, its retries included.")
 	fs.StringVar(&f.defaultProfile, "aws-default-instance-profile", "", "As the controller's flag: instance profile of the Provisioners whose provider block names none.")
 	fs.BoolVar(&f.includeBareMetal, "aws-include-bare-metal", false, "As the controller's flag: offer bare metal instance types too.")
 	fs.StringVar(&f.minValuesPolicy, "min-values-policy", string(scheduling.MinValuesStrict), "As the controller's flag: Strict refuses a NodePool's node whose instance types give fewer values of a key than its minValues; BestEffort plans it relaxed.")
-	fs.StringVar(&f.featureGates, "feature-gates", "", "As the controller's flag: NodeOverlay=true applies the cluster's NodeOverlays to the instance types planned with; SpotToSpotConsolidation=false keeps --consolidation from replacing spot nodes by spot.")
+	fs.StringVar(&f.featureGates, "feature-gates", "", "As the controller's flag: NodeOverlay=true applies the cluster's NodeOverlays to the instance types planned with; SpotToSpotConsolidation=true lets --consolidation replace spot nodes by spot.")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -172,7 +175,6 @@ func parsePlanFlags(args []string, stderr io.Writer) (planFlags, error) {
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("plan takes no arguments, not %q", fs.Args())
 	}
-	f.settings.MinSpotTypes = consolidation.DefaultMinSpotTypes
 	f.settings.NoSpotToSpot = !f.gates.SpotToSpot
 	switch {
 	case f.output != plan.FormatTable && f.output != plan.FormatYAML && f.output != plan.FormatJSON:
@@ -187,6 +189,8 @@ func parsePlanFlags(args []string, stderr io.Writer) (planFlags, error) {
 		return f, errors.New("--consolidation plans for the cluster as it is: it does not go with --pods, --provisioners, --empty or --offline")
 	case f.settings.Threshold <= 0 || f.settings.Threshold >= 1:
 		return f, fmt.Errorf("--consolidation-threshold must be within (0, 1), not %g", f.settings.Threshold)
+	case f.settings.MinSpotTypes < 1:
+		return f, fmt.Errorf("--spot-to-spot-min-types must be at least 1, not %d", f.settings.MinSpotTypes)
 	case f.settings.MinNodeAge <= 0:
 		return f, fmt.Errorf("--consolidation-min-node-age must be positive, not %s", f.settings.MinNodeAge)
 	}

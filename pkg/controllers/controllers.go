@@ -40,6 +40,7 @@ import (
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/controllers/scalablenodegroup"
 	"karpenter.sh/karpenter/pkg/controllers/statemetrics"
+	pkgdisruption "karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/metrics/clients"
 	"karpenter.sh/karpenter/pkg/metrics/producers"
@@ -125,6 +126,9 @@ type Options struct {
 	ConsolidationMinNodeAge time.Duration
 	// ConsolidationNoSpotToSpot keeps spot nodes from being replaced by cheaper spot nodes.
 	ConsolidationNoSpotToSpot bool
+	// SpotToSpotMinTypes is how many cheaper spot instance types a spot node's replacement
+	// needs; pkg/disruption's DefaultSpotToSpotMinTypes when zero.
+	SpotToSpotMinTypes int
 	// DisruptionPeriod is how often a pass of the NodePools' disruption runs;
 	// disruption.DefaultPeriod when zero.
 	DisruptionPeriod time.Duration
@@ -331,16 +335,18 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			return nil, fmt.Errorf("reading the cluster's state, %w", err)
 		}
 		return disruption.New(disruption.Options{
-			Client:          mgr.GetClient(),
-			Instances:       opts.InstanceProvider,
-			Recorder:        recorderFor(mgr, name),
-			Clock:           opts.Clock,
-			Period:          opts.DisruptionPeriod,
-			ValidationDelay: opts.DisruptionValidationDelay,
-			MinValuesPolicy: opts.MinValuesPolicy,
-			Ledger:          with.ledger,
-			Launcher:        with.launches(),
-			Cluster:         cluster,
+			Client:                 mgr.GetClient(),
+			Instances:              opts.InstanceProvider,
+			Recorder:               recorderFor(mgr, name),
+			Clock:                  opts.Clock,
+			Period:                 opts.DisruptionPeriod,
+			ValidationDelay:        opts.DisruptionValidationDelay,
+			MinValuesPolicy:        opts.MinValuesPolicy,
+			Ledger:                 with.ledger,
+			Launcher:               with.launches(),
+			Cluster:                cluster,
+			ConsolidationThreshold: opts.ConsolidationThreshold,
+			Consolidation:          pkgdisruption.ConsolidationSettings{MinSpotTypes: opts.SpotToSpotMinTypes, NoSpotToSpot: opts.ConsolidationNoSpotToSpot},
 		})
 	case nodeclaimhydration.Name:
 		return nodeclaimhydration.New(nodeclaimhydration.Options{Client: mgr.GetClient(), Recorder: recorderFor(mgr, name)})
@@ -417,6 +423,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 				MinNodeAge:   opts.ConsolidationMinNodeAge,
 				Threshold:    opts.ConsolidationThreshold,
 				NoSpotToSpot: opts.ConsolidationNoSpotToSpot,
+				MinSpotTypes: opts.SpotToSpotMinTypes,
 			},
 		})
 	case interruption.Name:

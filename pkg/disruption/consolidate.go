@@ -6,9 +6,12 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
@@ -54,6 +57,11 @@ type Removal struct {
 func (r *Removal) spot() bool {
 	return r.Node.Labels[v1alpha5.CapacityTypeLabelKey] == v1alpha5.CapacityTypeSpot
 }
+
+// DefaultSpotToSpotMinTypes is how many cheaper spot instance types a spot node's replacement
+// needs, upstream's 15: with fewer, the replacement's choice is too narrow to ride out
+// interruptions, and it would be the next interrupted.
+const DefaultSpotToSpotMinTypes = 15
 
 // ConsolidationSettings bound what a consolidation may launch.
 type ConsolidationSettings struct {
@@ -226,4 +234,19 @@ func SortRemovals(removals []*Removal) {
 	slices.SortStableFunc(removals, func(a, b *Removal) int {
 		return cmp.Or(cmp.Compare(len(a.Pods), len(b.Pods)), cmp.Compare(b.Price, a.Price), cmp.Compare(a.Node.Name, b.Node.Name))
 	})
+}
+
+// SavingsThreshold is the fraction of its nodes' price a NodePool's consolidation must save:
+// its spec.disruption.savingsThreshold, or fallback (the controller's --consolidation-threshold)
+// when unset. The schema admits only percentages; anything else takes the fallback.
+func SavingsThreshold(np *v1.NodePool, fallback float64) float64 {
+	value := np.Spec.Disruption.SavingsThreshold
+	if value == nil {
+		return fallback
+	}
+	percent, err := strconv.Atoi(strings.TrimSuffix(*value, "%"))
+	if err != nil || !strings.HasSuffix(*value, "%") || percent < 0 || percent > 100 {
+		return fallback
+	}
+	return float64(percent) / 100
 }

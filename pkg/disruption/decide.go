@@ -90,6 +90,10 @@ type Decision struct {
 	// Drifted are drifted nodes to replace, in order: each gets the replacements its pods need
 	// before it is deleted.
 	Drifted []*Candidate
+	// Underutilized are consolidatable nodes with pods of NodePools whose policy is
+	// WhenEmptyOrUnderutilized, all within their budgets together: a consolidation may remove
+	// any of them, and the simulation says which (Simulation.Consolidate).
+	Underutilized []*Candidate
 	// Blocked explains, by NodeClaim name, every candidate a method wanted and did not take.
 	Blocked map[string]Blocked
 	// Allowed is, by NodePool and reason, how many more nodes the budgets allowed disrupted
@@ -100,10 +104,10 @@ type Decision struct {
 	Eligible map[v1.DisruptionReason]int
 }
 
-// Decide is one disruption pass on the candidates: emptiness, then drift, each within its
-// NodePool's budgets for its reason, the nodes already disrupting counted against them. block
-// says why a candidate may not be disrupted (Block); it is asked only of the candidates a method
-// wants. A node is taken by one method only.
+// Decide is one disruption pass on the candidates: emptiness, drift, then consolidation of
+// underutilized nodes, each within its NodePool's budgets for its reason, the nodes already
+// disrupting counted against them. block says why a candidate may not be disrupted (Block); it
+// is asked only of the candidates a method wants. A node is taken by one method only.
 func Decide(candidates []*Candidate, block func(*Candidate) *Blocked, now time.Time) Decision {
 	d := Decision{Blocked: map[string]Blocked{}, Allowed: map[string]map[v1.DisruptionReason]int{}, BudgetErrors: map[string]error{},
 		Eligible: map[v1.DisruptionReason]int{}}
@@ -153,6 +157,14 @@ func Decide(candidates []*Candidate, block func(*Candidate) *Blocked, now time.T
 		return len(c.Pods) == 0 && c.NodeClaim.IsTrue(v1.ConditionTypeConsolidatable)
 	})
 	d.Drifted = take(v1.DisruptionReasonDrifted, func(c *Candidate) bool { return c.NodeClaim.IsTrue(v1.ConditionTypeDrifted) })
+	// Balanced, upstream's scoring of a move's saving against its disruption, is not
+	// implemented: its nodes are consolidated only when empty, never more than asked.
+	d.Underutilized = take(v1.DisruptionReasonUnderutilized, func(c *Candidate) bool {
+		// Unset is the API's default.
+		policy := cmp.Or(c.NodePool.Spec.Disruption.ConsolidationPolicy, v1.ConsolidationPolicyWhenEmptyOrUnderutilized)
+		return policy == v1.ConsolidationPolicyWhenEmptyOrUnderutilized &&
+			len(c.Pods) > 0 && c.NodeClaim.IsTrue(v1.ConditionTypeConsolidatable)
+	})
 	return d
 }
 

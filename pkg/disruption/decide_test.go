@@ -60,12 +60,29 @@ func TestDecide(t *testing.T) {
 		pdbs        []policyv1.PodDisruptionBudget
 		wantEmpty   []string
 		wantDrifted []string
+		// wantUnder are the underutilized candidates.
+		wantUnder   []string
 		wantBlocked map[string]string
 	}{
 		{name: "empty and consolidatable goes; empty not yet consolidatable stays; one with pods is not empty",
 			candidates: func() []*disruption.Candidate {
 				return []*disruption.Candidate{candidate("a", all, 0, v1.ConditionTypeConsolidatable), candidate("b", all, 0), candidate("c", all, 1, v1.ConditionTypeConsolidatable)}
-			}, wantEmpty: []string{"a"}},
+			}, wantEmpty: []string{"a"}, wantUnder: []string{"c"}},
+		{name: "underutilized: consolidatable nodes with pods under WhenEmptyOrUnderutilized only, within the budget for Underutilized",
+			candidates: func() []*disruption.Candidate {
+				whenEmpty, balanced := pool("whenempty"), pool("balanced")
+				whenEmpty.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
+				balanced.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyBalanced
+				twoUnder := pool("twounder", v1.Budget{Nodes: "100%"}, v1.Budget{Nodes: "2", Reasons: []v1.DisruptionReason{v1.DisruptionReasonUnderutilized}})
+				return []*disruption.Candidate{candidate("a", all, 1, v1.ConditionTypeConsolidatable), candidate("b", all, 1),
+					candidate("c", whenEmpty, 1, v1.ConditionTypeConsolidatable), candidate("d", balanced, 1, v1.ConditionTypeConsolidatable),
+					candidate("e", twoUnder, 1, v1.ConditionTypeConsolidatable), candidate("f", twoUnder, 2, v1.ConditionTypeConsolidatable),
+					candidate("g", twoUnder, 3, v1.ConditionTypeConsolidatable)}
+			}, wantUnder: []string{"a", "e", "f"}, wantBlocked: map[string]string{"g": disruption.BlockedBudget}},
+		{name: "drift before consolidation: it takes the budget",
+			candidates: func() []*disruption.Candidate {
+				return []*disruption.Candidate{candidate("a", one, 1, v1.ConditionTypeConsolidatable), candidate("b", one, 1, v1.ConditionTypeDrifted)}
+			}, wantDrifted: []string{"b"}, wantBlocked: map[string]string{"a": disruption.BlockedBudget}},
 		{name: "a budget of one takes one, the next is told",
 			candidates: func() []*disruption.Candidate {
 				return []*disruption.Candidate{candidate("a", one, 0, v1.ConditionTypeConsolidatable), candidate("b", one, 0, v1.ConditionTypeConsolidatable)}
@@ -132,6 +149,9 @@ func TestDecide(t *testing.T) {
 			}
 			if got := names(d.Drifted); !slices.Equal(got, tc.wantDrifted) {
 				t.Errorf("drifted %v, want %v", got, tc.wantDrifted)
+			}
+			if got := names(d.Underutilized); !slices.Equal(got, tc.wantUnder) {
+				t.Errorf("underutilized %v, want %v", got, tc.wantUnder)
 			}
 			got := map[string]string{}
 			for name, why := range d.Blocked {

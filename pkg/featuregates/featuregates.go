@@ -10,10 +10,11 @@ import (
 	"strings"
 )
 
-// Gates are the gates with a meaning here, with upstream's defaults (SpotToSpot true,
-// NodeOverlay false as it is alpha).
+// Gates are the gates with a meaning here, with upstream's defaults: both false (spot-to-spot
+// consolidation and NodeOverlay are upstream's alpha features).
 type Gates struct {
-	// SpotToSpot lets consolidation replace a spot node by a cheaper spot node.
+	// SpotToSpot lets consolidation replace a spot node by a cheaper spot node, among at least
+	// --spot-to-spot-min-types cheaper types.
 	SpotToSpot bool
 	// NodeOverlay applies the cluster's NodeOverlays to the instance types planned with.
 	NodeOverlay bool
@@ -26,7 +27,7 @@ var withoutMeaning = []string{"NodeRepair", "ReservedCapacity", "StaticCapacity"
 
 // Parse reads "Name=bool,..." as upstream does; an unknown gate is an error.
 func Parse(value string) (Gates, error) {
-	gates := Gates{SpotToSpot: true}
+	gates := Gates{}
 	for _, pair := range strings.Split(value, ",") {
 		if pair = strings.TrimSpace(pair); pair == "" {
 			continue

@@ -53,8 +53,6 @@ const (
 	DefaultMinNodeAge = 5 * time.Minute
 	// DefaultThreshold is the fraction of the nodes' price an action must save.
 	DefaultThreshold = 0.1
-	// DefaultMinSpotTypes is how many cheaper spot types a spot replacement needs.
-	DefaultMinSpotTypes = 5
 )
 
 // Event reasons of the actions, documented in docs/node-lifecycle.md; the reasons a node is
@@ -141,7 +139,7 @@ func New(options Options) (*Controller, error) {
 		options.Settings.Threshold = DefaultThreshold
 	}
 	if options.Settings.MinSpotTypes <= 0 {
-		options.Settings.MinSpotTypes = DefaultMinSpotTypes
+		options.Settings.MinSpotTypes = disruption.DefaultSpotToSpotMinTypes
 	}
 	return &Controller{client: options.Client, instances: options.Instances, recorder: options.Recorder, clock: options.Clock,
 		period: options.Period, settings: options.Settings, ledger: cmp.Or(options.Ledger, provisioning.NewLedger()),

@@ -81,7 +81,7 @@ func TestConsolidation(t *testing.T) {
 	f.deploy(t, "batch", "replaced", "1", nil)
 	f.waitRunning(t, "batch", oversized.Name)
 	// A spot node is replaced by spot among the 6 cheaper spot types that fit its pod; the
-	// pod of narrow fits 3 cheaper spot types only, too few.
+	// pod of narrow fits 3 cheaper spot types only, fewer than the 5 the fleet asks for.
 	spotty, spottyInstance := f.launch(t, "spotty", "spot", "m5.2xlarge")
 	f.deploy(t, "spotty", "spot", "1", nil)
 	f.waitRunning(t, "spotty", spotty.Name)
@@ -291,6 +291,7 @@ func (f *fleet) start(t *testing.T) (stop func()) {
 		Clock:                   clock.RealClock{},
 		ConsolidationPeriod:     200 * time.Millisecond,
 		ConsolidationMinNodeAge: time.Millisecond,
+		SpotToSpotMinTypes:      5,
 	}})
 }
 

@@ -1,7 +1,8 @@
 // Package disruption removes NodePools' nodes Karpenter no longer wants, one pass at a time,
 // in upstream's order: empty consolidatable nodes are deleted, drifted nodes are replaced —
 // their pods' room launched first as NodeClaims through the one launcher, the node deleted once
-// those are initialized — all within the NodePools' disruption budgets, and never a node a
+// those are initialized — and underutilized nodes are deleted or replaced by a cheaper node
+// (consolidate.go), all within the NodePools' disruption budgets, and never a node a
 // do-not-disrupt annotation or a PodDisruptionBudget holds. It decides with pkg/disruption on the
 // one cluster state; each node it leaves is told why, once per cause. Provisioners' nodes are
 // the v1alpha5 loops' (emptiness, expiration, consolidation).
@@ -52,6 +53,9 @@ const (
 	// acts on it, as upstream's 15 s: churn in a rollout (a pod leaving and another arriving)
 	// does not trigger it.
 	DefaultValidationDelay = 15 * time.Second
+	// DefaultConsolidationThreshold is the fraction of the nodes' price a replacement of
+	// underutilized nodes must save, as Provisioners' consolidation.
+	DefaultConsolidationThreshold = 0.1
 )
 
 // Event reasons of the actions, documented in docs/disruption.md; why a node is kept are the
@@ -72,11 +76,11 @@ var (
 	}, []string{metrics.NodePoolLabel, metrics.ReasonLabel})
 	decisionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "decisions_total",
-		Help: "Disruption decisions taken, by decision (delete, replace) and reason (empty, drifted).",
+		Help: "Disruption decisions taken, by decision (delete, replace) and reason (empty, drifted, underutilized); a replacement is counted when it launches.",
 	}, []string{"decision", metrics.ReasonLabel})
 	eligibleNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "eligible_nodes",
-		Help: "Nodes the last pass found a method wanted, taken or not, by reason (empty, drifted).",
+		Help: "Nodes the last pass found a method wanted, taken or not, by reason (empty, drifted, underutilized).",
 	}, []string{metrics.ReasonLabel})
 )
 
@@ -97,6 +101,13 @@ type Options struct {
 	ValidationDelay time.Duration
 	// MinValuesPolicy is the controller's --min-values-policy, which replacements are held to.
 	MinValuesPolicy scheduling.MinValuesPolicy
+	// ConsolidationThreshold is the fraction of the nodes' price replacing underutilized nodes
+	// must save where a NodePool sets no spec.disruption.savingsThreshold;
+	// DefaultConsolidationThreshold when zero.
+	ConsolidationThreshold float64
+	// Consolidation bounds the spot replacements of underutilized nodes; MinSpotTypes is
+	// disruption.DefaultSpotToSpotMinTypes when zero.
+	Consolidation disruption.ConsolidationSettings
 	// Ledger counts replacements against the NodePools' limits, shared with the other
 	// controllers that launch.
 	Ledger *provisioning.Ledger
@@ -129,6 +140,8 @@ func New(options Options) (*Controller, error) {
 	}
 	options.Period = cmp.Or(options.Period, DefaultPeriod)
 	options.ValidationDelay = cmp.Or(options.ValidationDelay, DefaultValidationDelay)
+	options.ConsolidationThreshold = cmp.Or(options.ConsolidationThreshold, DefaultConsolidationThreshold)
+	options.Consolidation.MinSpotTypes = cmp.Or(options.Consolidation.MinSpotTypes, disruption.DefaultSpotToSpotMinTypes)
 	return &Controller{Options: options, seen: map[string]map[types.UID]time.Time{}, told: map[types.UID]string{}, toldActing: map[types.UID]string{},
 		budgetWarned: map[types.UID]string{}, invalidTold: map[types.UID]string{}}, nil
 }
@@ -182,10 +195,11 @@ func (c *Controller) Pass(ctx context.Context) error {
 	}
 	empty := c.validated(decision.Empty, "empty", now)
 	for _, candidate := range empty {
-		if err := c.terminate(ctx, candidate, metrics.ReasonEmpty, "it has been empty for its NodePool's consolidateAfter"); err != nil {
+		if err := c.terminate(ctx, candidate, metrics.ReasonEmpty, "it has been empty for its NodePool's consolidateAfter", decisionDelete); err != nil {
 			return err
 		}
 	}
+	acted := len(empty) > 0
 	for _, candidate := range c.validated(decision.Drifted, "drifted", now) {
 		if len(candidate.Pods) > 0 && inFlight {
 			// One replacement at a time: the room a replacement brings is its pods', which the
@@ -197,8 +211,16 @@ func (c *Controller) Pass(ctx context.Context) error {
 			return err
 		}
 		inFlight = inFlight || launched
+		// Deleted or being replaced, its node is tainted now (taintDisrupted updates it).
+		acted = acted || hasDisruptedTaint(candidate.Node)
 	}
-	return nil
+	underutilized := c.validated(decision.Underutilized, "underutilized", now)
+	if acted || inFlight {
+		// The nodes this pass removes, or a replacement on its way, change what fits where: the
+		// next pass consolidates on the cluster they leave.
+		return nil
+	}
+	return c.consolidate(ctx, snapshot, underutilized, loadPools)
 }
 
 // blocker is disruption.Block for the pass, asked once per candidate: a pod whose
@@ -242,7 +264,7 @@ func (c *Controller) report(decision disruption.Decision) {
 			allowedDisruptions.WithLabelValues(nodePool, string(reason)).Set(float64(n))
 		}
 	}
-	for _, reason := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted} {
+	for _, reason := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized} {
 		eligibleNodes.WithLabelValues(strings.ToLower(string(reason))).Set(float64(decision.Eligible[reason]))
 	}
 }
@@ -320,9 +342,17 @@ func (c *Controller) explain(candidates []*disruption.Candidate, blocked map[str
 	}
 }
 
+// Decisions, the decision label of karpenter_voluntary_disruption_decisions_total: counted once,
+// when taken — a replacement when it launches, not again when its nodes go.
+const (
+	decisionDelete  = "delete"
+	decisionReplace = "replace"
+)
+
 // terminate taints the candidate's node disrupted, so nothing is scheduled there meanwhile,
-// and deletes its NodeClaim: the termination drains the node and terminates its instance.
-func (c *Controller) terminate(ctx context.Context, candidate *disruption.Candidate, reason, why string) error {
+// and deletes its NodeClaim: the termination drains the node and terminates its instance. A
+// decision, when not empty, is counted.
+func (c *Controller) terminate(ctx context.Context, candidate *disruption.Candidate, reason, why, decision string) error {
 	if candidate.Node != nil {
 		if err := taintDisrupted(ctx, c.Client, candidate.Node); err != nil {
 			return err
@@ -333,11 +363,9 @@ func (c *Controller) terminate(ctx context.Context, candidate *disruption.Candid
 		return client.IgnoreNotFound(fmt.Errorf("deleting nodeclaim %s, %w", nc.Name, err))
 	}
 	metrics.NodeClaimDisrupted(nc, reason)
-	decision := "delete"
-	if len(candidate.Pods) > 0 {
-		decision = "replace"
+	if decision != "" {
+		decisionsTotal.WithLabelValues(decision, reason).Inc()
 	}
-	decisionsTotal.WithLabelValues(decision, reason).Inc()
 	message := fmt.Sprintf("Disrupting: %s (%s)", why, reason)
 	c.Recorder.Event(nc, corev1.EventTypeNormal, ReasonDisrupting, message)
 	if candidate.Node != nil {

@@ -20,6 +20,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/disruption"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	pkgdisruption "karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
@@ -188,5 +189,80 @@ func TestAnUnreadableDoNotDisruptIsToldOnce(t *testing.T) {
 	}
 	if told != 1 {
 		t.Errorf("told %d times of the unreadable annotation, want once", told)
+	}
+}
+
+// underutilizedFleet is a NodePool's c5.xlarge node, initialized and consolidatable, running one
+// pod of 1500m that a c5.large (half the price) would hold, the NodePool allowing both types and
+// asking the saving given.
+func underutilizedFleet(savingsThreshold string) []client.Object {
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.NodePoolSpec{
+		Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{
+				{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c5.large", "c5.xlarge"}},
+				{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
+			},
+			NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+		}},
+		Disruption: v1.Disruption{SavingsThreshold: &savingsThreshold, Budgets: []v1.Budget{{Nodes: "100%"}}},
+	}}
+	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Status: awsv1.EC2NodeClassStatus{
+		Conditions: []metav1.Condition{{Type: awsv1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"}}}}
+	labels := map[string]string{v1.NodePoolLabelKey: "default", corev1.LabelInstanceTypeStable: "c5.xlarge",
+		corev1.LabelTopologyZone: fake.Zones[0], v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand}
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-big", UID: "big", Labels: labels},
+		Status: v1.NodeClaimStatus{NodeName: "big", ProviderID: "fake:///big", Conditions: []metav1.Condition{
+			{Type: v1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"},
+			{Type: v1.ConditionTypeConsolidatable, Status: metav1.ConditionTrue, Reason: "Consolidatable"}}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "big", Labels: labels}, Status: corev1.NodeStatus{
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("58")},
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", UID: "app"}, Spec: corev1.PodSpec{NodeName: "big",
+		Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	return []client.Object{np, class, nc, node, pod}
+}
+
+// TestSavingsThreshold: an underutilized node is replaced by a cheaper one only when the saving
+// reaches its NodePool's spec.disruption.savingsThreshold; kept, it is told why once, not at
+// every pass.
+func TestSavingsThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		threshold    string
+		wantLaunches int
+		wantTold     int
+	}{
+		{threshold: "40%", wantLaunches: 1},
+		{threshold: "60%", wantTold: 2},
+	} {
+		t.Run(tc.threshold, func(t *testing.T) {
+			c := kubefake.NewClientBuilder().WithObjects(underutilizedFleet(tc.threshold)...).WithStatusSubresource(&awsv1.EC2NodeClass{}).Build()
+			cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+			recorder := record.NewFakeRecorder(50)
+			clock := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+			controller, err := disruption.New(disruption.Options{Client: c, Instances: cloud, Recorder: recorder, Clock: clock,
+				Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, cloud, 0), Cluster: state.Live(c)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 4 {
+				if err := controller.Pass(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				clock.Step(disruption.DefaultValidationDelay + time.Second)
+			}
+			told := 0
+			for len(recorder.Events) > 0 {
+				if reasonOf(<-recorder.Events) == pkgdisruption.ConsolidationNotCheaper {
+					told++
+				}
+			}
+			if told != tc.wantTold {
+				t.Errorf("told %d times that no cheaper node saves enough, want %d", told, tc.wantTold)
+			}
+			if launched := len(cloud.CreateCalls()); launched != tc.wantLaunches {
+				t.Errorf("%d launches, want %d", launched, tc.wantLaunches)
+			}
+		})
 	}
 }

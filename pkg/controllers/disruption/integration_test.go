@@ -79,6 +79,7 @@ func TestDisruption(t *testing.T) {
 	t.Run("a NodePool's template edit replaces every node, one at a time, no pod lost", c.driftWithinBudget)
 	t.Run("an empty node goes after consolidateAfter", c.emptiness)
 	t.Run("a do-not-disrupt pod holds its drifted node, told why", c.doNotDisrupt)
+	t.Run("an underutilized node is replaced by a cheaper one, launched first", c.underutilized)
 }
 
 // driftWithinBudget: a label added to the template drifts the NodePool's three nodes; each is
@@ -146,6 +147,31 @@ func (c *cluster) doNotDisrupt(t *testing.T) {
 	events.Wait(t, c.env.Client, claim, pkgdisruption.BlockedDoNotDisruptPod, v1.DoNotDisruptAnnotationKey, eventually.Timeout(pollTimeout))
 	if on := c.runningOn(t, "held", 1, nil); on[0] != nodes[0] {
 		t.Errorf("the held pod moved from %s to %s", nodes[0], on[0])
+	}
+}
+
+// underutilized: a pod alone on a c5.xlarge, its NodePool widened to c5.large (half the price),
+// moves to a c5.large launched for it before the c5.xlarge goes.
+func (c *cluster) underutilized(t *testing.T) {
+	np := c.nodePool(t, "under", func(np *v1.NodePool) {
+		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c5.xlarge"}},
+			{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
+		}
+		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("1s")
+	})
+	c.deploy(t, "under", 1)
+	before := c.runningOn(t, "under", 1, nil)
+	claim := c.nodeClaimOf(t, before[0])
+	mostDisrupted := watchDisrupted(t, c.env, "under")
+	c.update(t, np, func(np *v1.NodePool) {
+		np.Spec.Template.Spec.Requirements[0].Values = []string{"c5.large", "c5.xlarge"}
+	})
+	c.runningOn(t, "under", 1, func(node *corev1.Node) bool { return node.Labels[corev1.LabelInstanceTypeStable] == "c5.large" })
+	c.nodeClaimsGone(t, "under", before)
+	events.Wait(t, c.env.Client, claim, disruption.ReasonReplacing, "underutilized", eventually.Timeout(pollTimeout))
+	if most := mostDisrupted(); most != 1 {
+		t.Errorf("at most %d nodes disrupted at once, want 1", most)
 	}
 }
 

@@ -78,7 +78,11 @@ func (c *Controller) finish(ctx context.Context, snapshot *state.Snapshot, candi
 				inFlight = true
 				continue
 			}
-			if err := c.terminate(ctx, candidate, metrics.ReasonDrifted, fmt.Sprintf("its replacements %s are initialized", names(replacements))); err != nil {
+			reason := metrics.ReasonUnderutilized
+			if candidate.NodeClaim.IsTrue(v1.ConditionTypeDrifted) {
+				reason = metrics.ReasonDrifted
+			}
+			if err := c.terminate(ctx, candidate, reason, fmt.Sprintf("its replacements %s are initialized", names(replacements)), ""); err != nil {
 				return inFlight, err
 			}
 			continue
@@ -91,7 +95,7 @@ func (c *Controller) finish(ctx context.Context, snapshot *state.Snapshot, candi
 			inFlight = inFlight || launched
 			continue
 		}
-		if err := c.rollBack(ctx, candidate, "it is no longer drifted, or something now holds it"); err != nil {
+		if err := c.rollBack(ctx, candidate, "its replacement was not launched, and it is no longer drifted or something now holds it"); err != nil {
 			return inFlight, err
 		}
 	}
@@ -108,7 +112,7 @@ func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, cand
 		why = fmt.Sprintf("it drifted (%s: %s)", drifted.Reason, drifted.Message)
 	}
 	if len(candidate.Pods) == 0 {
-		return false, c.terminate(ctx, candidate, metrics.ReasonDrifted, why)
+		return false, c.terminate(ctx, candidate, metrics.ReasonDrifted, why, decisionDelete)
 	}
 	loaded, err := loadPools()
 	if err != nil {
@@ -124,7 +128,7 @@ func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, cand
 		return false, nil
 	}
 	if len(results.NewNodes) == 0 {
-		return false, c.terminate(ctx, candidate, metrics.ReasonDrifted, why+"; its pods fit on the other nodes")
+		return false, c.terminate(ctx, candidate, metrics.ReasonDrifted, why+"; its pods fit on the other nodes", decisionDelete)
 	}
 	if err := taintDisrupted(ctx, c.Client, candidate.Node); err != nil {
 		return false, err
@@ -153,6 +157,7 @@ func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, cand
 		launched = append(launched, replacement.NodeClaim.Name)
 	}
 	c.acted(candidate)
+	decisionsTotal.WithLabelValues(decisionReplace, metrics.ReasonDrifted).Inc()
 	message := fmt.Sprintf("Disrupting: %s; launched %v for its pods, the node is deleted once they are initialized", why, launched)
 	c.Recorder.Event(candidate.NodeClaim, corev1.EventTypeNormal, ReasonReplacing, message)
 	c.Recorder.Event(candidate.Node, corev1.EventTypeNormal, ReasonReplacing, message)

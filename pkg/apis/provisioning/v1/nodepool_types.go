@@ -146,6 +146,14 @@ type Disruption struct {
 	// +kubebuilder:validation:Enum:=WhenEmpty;WhenEmptyOrUnderutilized;Balanced
 	// +optional
 	ConsolidationPolicy ConsolidationPolicy `json:"consolidationPolicy,omitempty"`
+	// SavingsThreshold is how much of the nodes' hourly price replacing underutilized nodes by a
+	// cheaper one must save, as a percentage ("10%"), so that consolidation does not churn a
+	// fleet for pennies; "0%" replaces for any saving, as upstream Karpenter. Unset, the
+	// controller's --consolidation-threshold. Deleting nodes whose pods fit elsewhere saves their
+	// whole price. This project's addition to upstream's schema.
+	// +kubebuilder:validation:Pattern:="^(100|[0-9]{1,2})%$"
+	// +optional
+	SavingsThreshold *string `json:"savingsThreshold,omitempty"`
 	// Budgets bound how many of the NodePool's nodes may be disrupted at once; the most
 	// restrictive active budget applies. Unset, one budget of 10%.
 	// +kubebuilder:validation:XValidation:message="'schedule' must be set with 'duration'",rule="self.all(x, has(x.schedule) == has(x.duration))"

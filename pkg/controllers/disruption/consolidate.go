@@ -1,0 +1,200 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/disruption"
+	"karpenter.sh/karpenter/pkg/metrics"
+	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/pools"
+	"karpenter.sh/karpenter/pkg/state"
+)
+
+// consolidate removes underutilized nodes, the last method: the scheduler simulates removing
+// each candidate alone and the largest prefix of them together, their pods moved to the other
+// nodes and at most one new cheaper node, and the consolidation saving most is taken: deleted
+// when the pods fit on the other nodes, otherwise the new node launched first (annotated with
+// the nodes it replaces) and the nodes deleted once it is initialized (finish). It waits while
+// the cluster is settling (a node launching or draining, pods waiting for capacity), as what
+// fits where changes when that is done. Each candidate kept is told why, once per cause.
+func (c *Controller) consolidate(ctx context.Context, snapshot *state.Snapshot, candidates []*disruption.Candidate, loadPools func() (*replacementPools, error)) error {
+	if len(candidates) == 0 {
+		return nil
+	}
+	if why := unsettled(snapshot); why != "" {
+		log.FromContext(ctx).V(1).Info("not consolidating while the cluster settles", "why", why)
+		return nil
+	}
+	loaded, err := loadPools()
+	if err != nil {
+		return err
+	}
+	simulation := disruption.Simulation{Question: snapshot.Question(), Room: roomWithout(snapshot, ""), Pools: loaded.planned}
+	// Every simulation of the pass schedules the same pods: their requests are kept.
+	simulation.Question.Requests = scheduling.NewRequestCache()
+	if pending := snapshot.Pending(); len(pending) > 0 {
+		if servable := len(pending) - len(scheduling.Schedule(simulation.Question.Input(pending, simulation.Pools, simulation.Room)).Unschedulable); servable > 0 {
+			log.FromContext(ctx).V(1).Info("not consolidating while pods wait for capacity", "pods", servable)
+			return nil
+		}
+	}
+	byNode := map[string]*disruption.Candidate{}
+	var removals []*disruption.Removal
+	for _, candidate := range candidates {
+		removal, why := c.removal(candidate, loaded)
+		if why != nil {
+			c.tell(candidate, why.Reason, "Not disrupted: "+why.Message)
+			continue
+		}
+		byNode[candidate.Node.Name] = candidate
+		removals = append(removals, removal)
+	}
+	disruption.SortRemovals(removals)
+	best := disruption.Consolidation{}
+	for _, removal := range removals {
+		consolidation, why := simulation.Consolidate([]*disruption.Removal{removal}, c.Consolidation)
+		if why != nil {
+			c.tell(byNode[removal.Node.Name], why.Reason, "Not disrupted: "+why.Message)
+			continue
+		}
+		if consolidation.Saving > best.Saving {
+			best = consolidation
+		}
+	}
+	if multi := simulation.LargestPrefix(removals, c.Consolidation); multi.Saving > best.Saving {
+		best = multi
+	}
+	if len(best.Removed) == 0 {
+		return nil
+	}
+	chosen := make([]*disruption.Candidate, 0, len(best.Removed))
+	for _, removal := range best.Removed {
+		chosen = append(chosen, byNode[removal.Node.Name])
+	}
+	if best.Replacement == nil {
+		for _, candidate := range chosen {
+			c.acted(candidate)
+			why := fmt.Sprintf("it is underutilized: its pods fit on the other nodes, saving $%.4f/h", best.Saving)
+			if len(chosen) > 1 {
+				why = fmt.Sprintf("it is underutilized: the pods of it and %d more fit on the other nodes, saving $%.4f/h in all", len(chosen)-1, best.Saving)
+			}
+			if err := c.terminate(ctx, candidate, metrics.ReasonUnderutilized, why, decisionDelete); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return c.replaceUnderutilized(ctx, chosen, best, loaded)
+}
+
+// removal is the candidate as a consolidation removes it: its price, among its NodePool's
+// offerings, and the saving its NodePool asks of a replacement.
+func (c *Controller) removal(candidate *disruption.Candidate, loaded *replacementPools) (*disruption.Removal, *disruption.Blocked) {
+	key := pools.NodePool(candidate.NodePool.Name)
+	i := slices.IndexFunc(loaded.planned, func(p scheduling.Pool) bool { return p.Key == key })
+	if i < 0 {
+		return nil, &disruption.Blocked{Reason: disruption.ConsolidationUnknownPrice, Message: fmt.Sprintf("NodePool %s cannot launch now, so no price of its offerings is known", candidate.NodePool.Name)}
+	}
+	price, ok := disruption.Price(candidate.Node, loaded.planned[i].InstanceTypes)
+	if !ok {
+		return nil, &disruption.Blocked{Reason: disruption.ConsolidationUnknownPrice, Message: "no offering of the node's instance type, zone and capacity type is known"}
+	}
+	return &disruption.Removal{Node: candidate.Node, Pool: candidate.NodePool.Name, Price: price,
+		Threshold: disruption.SavingsThreshold(candidate.NodePool, c.ConsolidationThreshold), Pods: candidate.Pods}, nil
+}
+
+// replaceUnderutilized taints the nodes disrupted and launches their cheaper replacement,
+// annotated with their names; finish deletes them once it is initialized. A launch past the
+// NodePool's limits is rolled back at once; another failure is rolled back by the next pass.
+func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disruption.Candidate, best disruption.Consolidation, loaded *replacementPools) error {
+	pool, ok := loaded.launchers[best.Replacement.Pool]
+	if !ok {
+		return fmt.Errorf("the replacement's %s is gone", best.Replacement.Pool)
+	}
+	names, uids := make([]string, 0, len(chosen)), make([]string, 0, len(chosen))
+	for _, candidate := range chosen {
+		if err := taintDisrupted(ctx, c.Client, candidate.Node); err != nil {
+			return err
+		}
+		names = append(names, candidate.Node.Name)
+		uids = append(uids, string(candidate.NodeClaim.UID))
+	}
+	slices.Sort(uids)
+	launched, err := provisioning.LaunchReplacement(ctx, c.Launcher, best.Replacement, pool, provisioning.ReplacementOptions{
+		Ledger:  c.Ledger,
+		Counted: loaded.counted[best.Replacement.Pool],
+		// The same decision made again after a crash finds the NodeClaim launched for it.
+		Decision:    "consolidation\n" + strings.Join(uids, "\n"),
+		Annotations: map[string]string{v1alpha5.ReplacesAnnotationKey: strings.Join(names, ",")},
+		Reason:      metrics.ReasonUnderutilized,
+	})
+	if err != nil {
+		for _, candidate := range chosen {
+			c.tell(candidate, ReasonRolledBack, fmt.Sprintf("Not disrupted: launching its cheaper replacement failed, %v", err))
+		}
+		if limited := (*provisioning.LimitExceededError)(nil); errors.As(err, &limited) {
+			for _, candidate := range chosen {
+				if err := c.rollBack(ctx, candidate, "its replacement would exceed its NodePool's limits"); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return err
+	}
+	decisionsTotal.WithLabelValues(decisionReplace, metrics.ReasonUnderutilized).Inc()
+	instanceType, capacityType := launched.NodeClaim.Labels[corev1.LabelInstanceTypeStable], launched.NodeClaim.Labels[v1alpha5.CapacityTypeLabelKey]
+	message := fmt.Sprintf("Disrupting: it is underutilized; launched %s (%s, %s) to replace it, saving $%.4f/h; the node is deleted once it is initialized",
+		launched.NodeClaim.Name, instanceType, capacityType, best.Saving)
+	for _, candidate := range chosen {
+		c.acted(candidate)
+		c.Recorder.Event(candidate.NodeClaim, corev1.EventTypeNormal, ReasonReplacing, message)
+		c.Recorder.Event(candidate.Node, corev1.EventTypeNormal, ReasonReplacing, message)
+	}
+	log.FromContext(ctx).Info("launched a cheaper replacement for underutilized nodeclaims", "replacement", launched.NodeClaim.Name, "instanceType", instanceType, "replaces", names, "saving", best.Saving)
+	return nil
+}
+
+// unsettled is why what fits where is about to change, so that consolidating now would decide
+// on a cluster in motion: a NodeClaim or node still launching, or a node draining its pods.
+// Empty when the cluster is settled.
+func unsettled(snapshot *state.Snapshot) string {
+	for i := range snapshot.NodeClaims {
+		if nc := &snapshot.NodeClaims[i]; nc.DeletionTimestamp == nil && !nc.IsTrue(v1.ConditionTypeInitialized) {
+			return fmt.Sprintf("nodeclaim %s is launching", nc.Name)
+		}
+	}
+	all := snapshot.AllNodes()
+	for i := range all {
+		if node := &all[i]; node.DeletionTimestamp == nil && (nodes.IsLaunching(node) || nodes.HasConditionTaint(node)) {
+			return fmt.Sprintf("node %s is launching", node.Name)
+		}
+	}
+	deleting := map[string]bool{}
+	for i := range snapshot.Nodes {
+		if node := &snapshot.Nodes[i]; node.DeletionTimestamp != nil {
+			deleting[node.Name] = true
+		}
+	}
+	if len(deleting) == 0 {
+		return ""
+	}
+	for i := range snapshot.Pods {
+		if pod := &snapshot.Pods[i]; deleting[pod.Spec.NodeName] && pods.IsMovable(pod) {
+			return fmt.Sprintf("node %s is draining", pod.Spec.NodeName)
+		}
+	}
+	return ""
+}
