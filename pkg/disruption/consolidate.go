@@ -166,6 +166,28 @@ func (s Simulation) Consolidate(removed []*Removal, settings ConsolidationSettin
 	return out, nil
 }
 
+// Best is the consolidation saving most: each removal alone, and the largest prefix of the
+// removals the budgets allow at once, together (LargestPrefix; in the order of SortRemovals);
+// kept explains, by node name, why each removal not worth it alone is not. The
+// zero Consolidation when none is.
+func (s Simulation) Best(removals, together []*Removal, settings ConsolidationSettings) (best Consolidation, kept map[string]Blocked) {
+	kept = map[string]Blocked{}
+	for _, removal := range removals {
+		c, why := s.Consolidate([]*Removal{removal}, settings)
+		if why != nil {
+			kept[removal.Node.Name] = *why
+			continue
+		}
+		if c.Saving > best.Saving {
+			best = c
+		}
+	}
+	if multi := s.LargestPrefix(together, settings); multi.Saving > best.Saving {
+		best = multi
+	}
+	return best, kept
+}
+
 // LargestPrefix is the consolidation of the largest prefix of the removals, two or more, that
 // is worth it, found by binary search as upstream Karpenter does (simulating every subset is
 // out of reach); the best saving seen is kept. The zero Consolidation when none is.

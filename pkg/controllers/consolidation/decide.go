@@ -167,20 +167,8 @@ func Decide(s Snapshot, settings Settings) Decision {
 		candidates = append(candidates, c)
 	}
 	disruption.SortRemovals(candidates)
-	best := disruption.Consolidation{}
-	for _, c := range candidates {
-		d, why := simulation.Consolidate([]*disruption.Removal{c}, core)
-		if why != nil {
-			decision.Skipped[c.Node.Name] = *why
-			continue
-		}
-		if d.Saving > best.Saving {
-			best = d
-		}
-	}
-	if multi := simulation.LargestPrefix(withinBudgets(candidates, available), core); multi.Saving > best.Saving {
-		best = multi
-	}
+	best, kept := simulation.Best(candidates, withinBudgets(candidates, available), core)
+	maps.Copy(decision.Skipped, kept)
 	if len(best.Removed) == 0 {
 		return decision
 	}

@@ -62,19 +62,10 @@ func (c *Controller) consolidate(ctx context.Context, snapshot *state.Snapshot, 
 		removals = append(removals, removal)
 	}
 	disruption.SortRemovals(removals)
-	best := disruption.Consolidation{}
-	for _, removal := range removals {
-		consolidation, why := simulation.Consolidate([]*disruption.Removal{removal}, c.Consolidation)
-		if why != nil {
-			c.tell(byNode[removal.Node.Name], why.Reason, "Not disrupted: "+why.Message)
-			continue
-		}
-		if consolidation.Saving > best.Saving {
-			best = consolidation
-		}
-	}
-	if multi := simulation.LargestPrefix(removals, c.Consolidation); multi.Saving > best.Saving {
-		best = multi
+	// Decide took as many candidates as the budgets allow together.
+	best, kept := simulation.Best(removals, removals, c.Consolidation)
+	for node, why := range kept {
+		c.tell(byNode[node], why.Reason, "Not disrupted: "+why.Message)
 	}
 	if len(best.Removed) == 0 {
 		return nil

@@ -266,3 +266,48 @@ func TestSavingsThreshold(t *testing.T) {
 		})
 	}
 }
+
+// TestASteadyFleetIsLeftAlone: a fleet consolidation has nothing to gain from — a pod alone on
+// the cheapest type that holds it — sees no launch, no deletion and no taint over ten passes,
+// only one Event saying why.
+func TestASteadyFleetIsLeftAlone(t *testing.T) {
+	objects := underutilizedFleet("0%")
+	for _, o := range objects {
+		if labels := o.GetLabels(); labels[corev1.LabelInstanceTypeStable] == "c5.xlarge" {
+			labels[corev1.LabelInstanceTypeStable] = "c5.large"
+		}
+	}
+	objects[3].(*corev1.Node).Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("2")
+	c := kubefake.NewClientBuilder().WithObjects(objects...).WithStatusSubresource(&awsv1.EC2NodeClass{}).Build()
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	recorder := record.NewFakeRecorder(50)
+	clock := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	controller, err := disruption.New(disruption.Options{Client: c, Instances: cloud, Recorder: recorder, Clock: clock,
+		Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, cloud, 0), Cluster: state.Live(c)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if err := controller.Pass(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		clock.Step(disruption.DefaultValidationDelay + time.Second)
+	}
+	if launched := len(cloud.CreateCalls()); launched != 0 {
+		t.Errorf("%d launches, want none", launched)
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Name: "default-big"}, &v1.NodeClaim{}); err != nil {
+		t.Errorf("nodeclaim: %v, want it kept", err)
+	}
+	node := &corev1.Node{}
+	if err := c.Get(t.Context(), client.ObjectKey{Name: "big"}, node); err != nil || len(node.Spec.Taints) > 0 {
+		t.Errorf("node %v, taints %v; want it kept untainted", err, node.Spec.Taints)
+	}
+	var reasons []string
+	for len(recorder.Events) > 0 {
+		reasons = append(reasons, reasonOf(<-recorder.Events))
+	}
+	if want := []string{pkgdisruption.ConsolidationNotCheaper, pkgdisruption.ConsolidationNotCheaper}; !slices.Equal(reasons, want) {
+		t.Errorf("events %v, want %v (once on the NodeClaim and once on the node)", reasons, want)
+	}
+}
