@@ -85,3 +85,10 @@ func HasConditionTaint(node *corev1.Node) bool {
 func AwaitsItsPods(node *corev1.Node) bool {
 	return IsLaunching(node) || (IsReady(node) && HasConditionTaint(node))
 }
+
+// IsDisrupted is true for a node the disruption controller is removing: tainted
+// karpenter.sh/disrupted, so nothing new is scheduled there, until it goes or the disruption is
+// rolled back.
+func IsDisrupted(node *corev1.Node) bool {
+	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.DisruptedTaintKey })
+}

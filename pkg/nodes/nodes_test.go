@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 )
 
@@ -133,5 +134,12 @@ func TestAwaitsItsPods(t *testing.T) {
 		if got := AwaitsItsPods(node); got != tc.want {
 			t.Errorf("%s: AwaitsItsPods = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestIsDisrupted(t *testing.T) {
+	tainted := &corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: corev1.TaintNodeUnschedulable}, {Key: v1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}}}}
+	if !IsDisrupted(tainted) || IsDisrupted(&corev1.Node{}) {
+		t.Errorf("a node tainted %s is disrupted, one without is not", v1.DisruptedTaintKey)
 	}
 }

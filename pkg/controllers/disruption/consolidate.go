@@ -10,15 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
-	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/metrics"
-	"karpenter.sh/karpenter/pkg/nodes"
-	"karpenter.sh/karpenter/pkg/pods"
-	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 )
 
@@ -33,40 +28,23 @@ func (c *Controller) consolidate(ctx context.Context, snapshot *state.Snapshot, 
 	if len(candidates) == 0 {
 		return nil
 	}
-	if why := unsettled(snapshot); why != "" {
-		log.FromContext(ctx).V(1).Info("not consolidating while the cluster settles", "why", why)
-		return nil
-	}
 	loaded, err := loadPools()
 	if err != nil {
 		return err
 	}
-	simulation := disruption.Simulation{Question: snapshot.Question(), Room: roomWithout(snapshot, ""), Pools: loaded.planned}
-	// Every simulation of the pass schedules the same pods: their requests are kept.
-	simulation.Question.Requests = scheduling.NewRequestCache()
-	if pending := snapshot.Pending(); len(pending) > 0 {
-		if servable := len(pending) - len(scheduling.Schedule(simulation.Question.Input(pending, simulation.Pools, simulation.Room)).Unschedulable); servable > 0 {
-			log.FromContext(ctx).V(1).Info("not consolidating while pods wait for capacity", "pods", servable)
-			return nil
-		}
+	decision := disruption.ConsolidateUnderutilized(snapshot, candidates, loaded.planned, c.ConsolidationThreshold, c.Consolidation)
+	if decision.Unsettled != "" {
+		log.FromContext(ctx).V(1).Info("not consolidating while the cluster settles", "why", decision.Unsettled)
+		return nil
 	}
 	byNode := map[string]*disruption.Candidate{}
-	var removals []*disruption.Removal
 	for _, candidate := range candidates {
-		removal, why := c.removal(candidate, loaded)
-		if why != nil {
-			c.tell(candidate, why.Reason, "Not disrupted: "+why.Message)
-			continue
-		}
 		byNode[candidate.Node.Name] = candidate
-		removals = append(removals, removal)
 	}
-	disruption.SortRemovals(removals)
-	// Decide took as many candidates as the budgets allow together.
-	best, kept := simulation.Best(removals, removals, c.Consolidation)
-	for node, why := range kept {
+	for node, why := range decision.Kept {
 		c.tell(byNode[node], why.Reason, "Not disrupted: "+why.Message)
 	}
+	best := decision.Consolidation
 	if len(best.Removed) == 0 {
 		return nil
 	}
@@ -88,22 +66,6 @@ func (c *Controller) consolidate(ctx context.Context, snapshot *state.Snapshot, 
 		return nil
 	}
 	return c.replaceUnderutilized(ctx, chosen, best, loaded)
-}
-
-// removal is the candidate as a consolidation removes it: its price, among its NodePool's
-// offerings, and the saving its NodePool asks of a replacement.
-func (c *Controller) removal(candidate *disruption.Candidate, loaded *replacementPools) (*disruption.Removal, *disruption.Blocked) {
-	key := pools.NodePool(candidate.NodePool.Name)
-	i := slices.IndexFunc(loaded.planned, func(p scheduling.Pool) bool { return p.Key == key })
-	if i < 0 {
-		return nil, &disruption.Blocked{Reason: disruption.ConsolidationUnknownPrice, Message: fmt.Sprintf("NodePool %s cannot launch now, so no price of its offerings is known", candidate.NodePool.Name)}
-	}
-	price, ok := disruption.Price(candidate.Node, loaded.planned[i].InstanceTypes)
-	if !ok {
-		return nil, &disruption.Blocked{Reason: disruption.ConsolidationUnknownPrice, Message: "no offering of the node's instance type, zone and capacity type is known"}
-	}
-	return &disruption.Removal{Node: candidate.Node, Pool: candidate.NodePool.Name, Price: price,
-		Threshold: disruption.SavingsThreshold(candidate.NodePool, c.ConsolidationThreshold), Pods: candidate.Pods}, nil
 }
 
 // replaceUnderutilized taints the nodes disrupted and launches their cheaper replacement,
@@ -156,36 +118,4 @@ func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disrupt
 	}
 	log.FromContext(ctx).Info("launched a cheaper replacement for underutilized nodeclaims", "replacement", launched.NodeClaim.Name, "instanceType", instanceType, "replaces", names, "saving", best.Saving)
 	return nil
-}
-
-// unsettled is why what fits where is about to change, so that consolidating now would decide
-// on a cluster in motion: a NodeClaim or node still launching, or a node draining its pods.
-// Empty when the cluster is settled.
-func unsettled(snapshot *state.Snapshot) string {
-	for i := range snapshot.NodeClaims {
-		if nc := &snapshot.NodeClaims[i]; nc.DeletionTimestamp == nil && !nc.IsTrue(v1.ConditionTypeInitialized) {
-			return fmt.Sprintf("nodeclaim %s is launching", nc.Name)
-		}
-	}
-	all := snapshot.AllNodes()
-	for i := range all {
-		if node := &all[i]; node.DeletionTimestamp == nil && (nodes.IsLaunching(node) || nodes.HasConditionTaint(node)) {
-			return fmt.Sprintf("node %s is launching", node.Name)
-		}
-	}
-	deleting := map[string]bool{}
-	for i := range snapshot.Nodes {
-		if node := &snapshot.Nodes[i]; node.DeletionTimestamp != nil {
-			deleting[node.Name] = true
-		}
-	}
-	if len(deleting) == 0 {
-		return ""
-	}
-	for i := range snapshot.Pods {
-		if pod := &snapshot.Pods[i]; deleting[pod.Spec.NodeName] && pods.IsMovable(pod) {
-			return fmt.Sprintf("node %s is draining", pod.Spec.NodeName)
-		}
-	}
-	return ""
 }

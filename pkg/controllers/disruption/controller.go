@@ -38,7 +38,7 @@ import (
 	"karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/metrics"
-	"karpenter.sh/karpenter/pkg/pods"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/state"
 )
 
@@ -182,7 +182,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 	if err := c.Client.List(ctx, &budgets); err != nil {
 		return fmt.Errorf("listing poddisruptionbudgets, %w", err)
 	}
-	candidates := Candidates(snapshot, nodePools.Items)
+	candidates := disruption.Candidates(snapshot, nodePools.Items)
 	block := c.blocker(snapshot, budgets.Items, now)
 	decision := disruption.Decide(candidates, block, now)
 	c.report(decision)
@@ -212,7 +212,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 		}
 		inFlight = inFlight || launched
 		// Deleted or being replaced, its node is tainted now (taintDisrupted updates it).
-		acted = acted || hasDisruptedTaint(candidate.Node)
+		acted = acted || nodes.IsDisrupted(candidate.Node)
 	}
 	underutilized := c.validated(decision.Underutilized, "underutilized", now)
 	if acted || inFlight {
@@ -373,52 +373,6 @@ func (c *Controller) terminate(ctx context.Context, candidate *disruption.Candid
 	}
 	log.FromContext(ctx).Info("disrupting a nodeclaim", "nodeclaim", nc.Name, "reason", reason)
 	return nil
-}
-
-// Candidates are the NodePools' NodeClaims with their nodes and the movable pods bound or
-// nominated there, oldest first. NodeClaims of a NodePool not listed, static or being deleted
-// are left out: its own controller or the deletion takes care of them.
-func Candidates(snapshot *state.Snapshot, nodePools []v1.NodePool) []*disruption.Candidate {
-	byName := map[string]*v1.NodePool{}
-	for i := range nodePools {
-		if np := &nodePools[i]; np.DeletionTimestamp == nil && np.Spec.Replicas == nil {
-			byName[np.Name] = np
-		}
-	}
-	nodes := map[string]*corev1.Node{}
-	for i := range snapshot.Nodes {
-		nodes[snapshot.Nodes[i].Name] = &snapshot.Nodes[i]
-	}
-	onNode := map[string][]*corev1.Pod{}
-	for i := range snapshot.Pods {
-		pod := &snapshot.Pods[i]
-		name := pod.Spec.NodeName
-		if name == "" {
-			name = pods.NominatedNode(pod)
-		}
-		if name != "" && pods.IsMovable(pod) {
-			onNode[name] = append(onNode[name], pod)
-		}
-	}
-	var out []*disruption.Candidate
-	for i := range snapshot.NodeClaims {
-		nc := &snapshot.NodeClaims[i]
-		np := byName[nc.Labels[v1.NodePoolLabelKey]]
-		if np == nil {
-			continue
-		}
-		candidate := &disruption.Candidate{NodeClaim: nc, NodePool: np, Disrupting: nc.DeletionTimestamp != nil}
-		if node := nodes[nc.Status.NodeName]; node != nil && nc.Status.NodeName != "" {
-			candidate.Node = node
-			candidate.Pods = onNode[node.Name]
-			candidate.Disrupting = candidate.Disrupting || node.DeletionTimestamp != nil || hasDisruptedTaint(node)
-		}
-		out = append(out, candidate)
-	}
-	slices.SortFunc(out, func(a, b *disruption.Candidate) int {
-		return cmp.Or(a.NodeClaim.CreationTimestamp.Compare(b.NodeClaim.CreationTimestamp.Time), cmp.Compare(a.Name(), b.Name()))
-	})
-	return out
 }
 
 // replacementsOf are the NodeClaims launched to replace the node, not being deleted.

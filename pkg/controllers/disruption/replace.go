@@ -18,6 +18,7 @@ import (
 	"karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/metrics"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/overlay"
 	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
@@ -69,7 +70,7 @@ func (c *Controller) readPools(ctx context.Context, snapshot *state.Snapshot, no
 func (c *Controller) finish(ctx context.Context, snapshot *state.Snapshot, candidates []*disruption.Candidate, block func(*disruption.Candidate) *disruption.Blocked, loadPools func() (*replacementPools, error)) (bool, error) {
 	inFlight := false
 	for _, candidate := range candidates {
-		if candidate.Node == nil || candidate.NodeClaim.DeletionTimestamp != nil || candidate.Node.DeletionTimestamp != nil || !hasDisruptedTaint(candidate.Node) {
+		if candidate.Node == nil || candidate.NodeClaim.DeletionTimestamp != nil || candidate.Node.DeletionTimestamp != nil || !nodes.IsDisrupted(candidate.Node) {
 			continue
 		}
 		replacements := replacementsOf(snapshot, candidate.Node.Name)
@@ -118,11 +119,12 @@ func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, cand
 	if err != nil {
 		return false, err
 	}
-	results := scheduling.Schedule(snapshot.Question().Input(moved(candidate.Pods), loaded.planned, roomWithout(snapshot, candidate.Node.Name)))
+	room := slices.DeleteFunc(disruption.Room(snapshot), func(n scheduling.Node) bool { return n.Node.Name == candidate.Node.Name })
+	results := scheduling.Schedule(snapshot.Question().Input(moved(candidate.Pods), loaded.planned, room))
 	if len(results.Unschedulable) > 0 {
 		u := results.Unschedulable[0]
 		c.tell(candidate, ReasonPodsFitNowhere, fmt.Sprintf("Not disrupted: pod %s/%s would fit neither on the other nodes nor on a new one: %s", u.Pod.Namespace, u.Pod.Name, u.Reason))
-		if hasDisruptedTaint(candidate.Node) {
+		if nodes.IsDisrupted(candidate.Node) {
 			return false, c.rollBack(ctx, candidate, "its pods would fit nowhere")
 		}
 		return false, nil
@@ -207,13 +209,6 @@ func moved(bound []*corev1.Pod) []*corev1.Pod {
 	return out
 }
 
-// roomWithout is the room of the snapshot's nodes but the one disrupted and those already being
-// disrupted.
-func roomWithout(snapshot *state.Snapshot, node string) []scheduling.Node {
-	room := snapshot.Room()
-	return slices.DeleteFunc(room, func(n scheduling.Node) bool { return n.Node.Name == node || hasDisruptedTaint(n.Node) })
-}
-
 func names(ncs []*v1.NodeClaim) []string {
 	out := make([]string, len(ncs))
 	for i, nc := range ncs {
@@ -225,13 +220,9 @@ func names(ncs []*v1.NodeClaim) []string {
 // disruptedTaint keeps pods off a node Karpenter is removing.
 var disruptedTaint = corev1.Taint{Key: v1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}
 
-func hasDisruptedTaint(node *corev1.Node) bool {
-	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.DisruptedTaintKey })
-}
-
 // taintDisrupted taints the node disrupted, unless it is already.
 func taintDisrupted(ctx context.Context, c client.Client, node *corev1.Node) error {
-	if hasDisruptedTaint(node) {
+	if nodes.IsDisrupted(node) {
 		return nil
 	}
 	tainted := node.DeepCopy()
@@ -245,7 +236,7 @@ func taintDisrupted(ctx context.Context, c client.Client, node *corev1.Node) err
 
 // untaintDisrupted lifts the disrupted taint.
 func untaintDisrupted(ctx context.Context, c client.Client, node *corev1.Node) error {
-	if !hasDisruptedTaint(node) {
+	if !nodes.IsDisrupted(node) {
 		return nil
 	}
 	untainted := node.DeepCopy()
