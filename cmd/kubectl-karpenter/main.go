@@ -307,6 +307,10 @@ func planNow(ctx context.Context, f planFlags, stdout io.Writer) (*plan.Report, 
 			return nil, fmt.Errorf("reading the cluster for consolidation, %w", err)
 		}
 		report.Consolidation = plan.Consolidate(*s, f.settings)
+		if len(in.NodePools) > 0 {
+			report.NodePoolConsolidation = plan.NodePoolConsolidation(ctx, cluster, in, lister, s.Budgets, f.settings.Threshold,
+				disruption.ConsolidationSettings{MinSpotTypes: f.settings.MinSpotTypes, NoSpotToSpot: f.settings.NoSpotToSpot})
+		}
 	}
 	return report, nil
 }

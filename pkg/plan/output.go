@@ -98,7 +98,11 @@ func writeTable(w io.Writer, r *Report) error {
 	fmt.Fprintf(tw, "%d new nodes add $%.4f/h; %d pods go to existing or launching nodes; %d pods cannot be placed.\n", len(r.NewNodes), r.PricePerHour, existing, len(r.Unschedulable))
 	if c := r.Consolidation; c != nil {
 		fmt.Fprintln(tw)
-		writeConsolidation(tw, c)
+		writeConsolidation(tw, "Consolidation", c)
+	}
+	if c := r.NodePoolConsolidation; c != nil {
+		fmt.Fprintln(tw)
+		writeConsolidation(tw, "NodePool consolidation", c)
 	}
 	return tw.Flush()
 }
@@ -126,17 +130,19 @@ func alsoFits(n NewNode) string {
 	return strings.Join(others, ",")
 }
 
-func writeConsolidation(w io.Writer, c *Consolidation) {
+// writeConsolidation writes what a consolidation would do, under its title, and why it keeps
+// each other node.
+func writeConsolidation(w io.Writer, title string, c *Consolidation) {
 	switch {
 	case c.Unsettled != "":
-		fmt.Fprintf(w, "Consolidation: nothing now, the cluster is not settled: %s.\n", c.Unsettled)
+		fmt.Fprintf(w, "%s: nothing now, the cluster is not settled: %s.\n", title, c.Unsettled)
 	case c.Action == "":
-		fmt.Fprintln(w, "Consolidation: nothing to delete or replace.")
+		fmt.Fprintf(w, "%s: nothing to delete or replace.\n", title)
 	case c.Replacement != nil:
-		fmt.Fprintf(w, "Consolidation: replace %s ($%.4f/h) with %s in %s (%s, $%.4f/h), saving $%.4f/h.\n", strings.Join(c.Nodes, ", "), c.PricePerHour,
+		fmt.Fprintf(w, "%s: replace %s ($%.4f/h) with %s in %s (%s, $%.4f/h), saving $%.4f/h.\n", title, strings.Join(c.Nodes, ", "), c.PricePerHour,
 			c.Replacement.InstanceType, c.Replacement.Zone, c.Replacement.CapacityType, c.Replacement.PricePerHour, c.SavingPerHour)
 	default:
-		fmt.Fprintf(w, "Consolidation: delete %s, saving $%.4f/h.\n", strings.Join(c.Nodes, ", "), c.SavingPerHour)
+		fmt.Fprintf(w, "%s: delete %s, saving $%.4f/h.\n", title, strings.Join(c.Nodes, ", "), c.SavingPerHour)
 	}
 	if len(c.Kept) > 0 {
 		fmt.Fprintln(w, "KEPT NODE\tREASON\tWHY")

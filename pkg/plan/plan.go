@@ -1,7 +1,8 @@
 // Package plan is `kubectl karpenter plan`: it runs the provisioning controller's own pass
-// (provisioning.PlanPending) and consolidation's decision (consolidation.Decide) on the
-// cluster as it is, or on manifests not applied yet, and reports what Karpenter would launch,
-// delete or replace, at what price, without doing any of it.
+// (provisioning.PlanPending) and consolidation's decisions (consolidation.Decide for
+// Provisioners, disruption.ConsolidateUnderutilized for NodePools) on the cluster as it is, or
+// on manifests not applied yet, and reports what Karpenter would launch, delete or replace, at
+// what price, without doing any of it.
 package plan
 
 import (
@@ -45,8 +46,11 @@ type Report struct {
 	SkippedNodeOverlays []SkippedNodeOverlay `json:"skippedNodeOverlays,omitempty"`
 	// PricePerHour is what the new nodes add, each at its cheapest offering, in US dollars.
 	PricePerHour float64 `json:"pricePerHour"`
-	// Consolidation is set by --consolidation.
+	// Consolidation is set by --consolidation: what Provisioners' consolidation would do.
 	Consolidation *Consolidation `json:"consolidation,omitempty"`
+	// NodePoolConsolidation is set by --consolidation when the cluster has NodePools: what the
+	// disruption controller's consolidation of underutilized nodes would do.
+	NodePoolConsolidation *Consolidation `json:"nodePoolConsolidation,omitempty"`
 }
 
 // NewNode is a node the pass would launch. InstanceType, Zone and CapacityType are the
@@ -128,6 +132,29 @@ type Pools struct {
 // applied) and what its nodes hold against its limits.
 func Provisioning(ctx context.Context, snapshot *state.Snapshot, in Pools, lister cloudprovider.InstanceTypeLister) *Report {
 	report := &Report{NewNodes: []NewNode{}, ExistingNodes: []ExistingNode{}, Unschedulable: []UnschedulablePod{}}
+	planned := plannedPools(ctx, snapshot, in, lister, report)
+	plan := provisioning.PlanPending(snapshot, planned)
+	if plan.Results == nil {
+		// Nothing pending: pods may still wait for the nodes they are nominated to.
+		plan.Results = &scheduling.Results{}
+	}
+	for _, n := range plan.Results.NewNodes {
+		report.NewNodes = append(report.NewNodes, newNode(n))
+	}
+	report.PricePerHour = plan.Results.Price()
+	report.ExistingNodes = existingNodes(snapshot, plan.Results)
+	for _, u := range plan.Results.Unschedulable {
+		report.Unschedulable = append(report.Unschedulable, UnschedulablePod{Pod: podName(u.Pod), Reason: u.Reason})
+	}
+	slices.SortFunc(report.Unschedulable, func(a, b UnschedulablePod) int { return cmp.Compare(a.Pod, b.Pod) })
+	return report
+}
+
+// plannedPools are the pools as the controller's pass plans with them: each Provisioner, and
+// each NodePool whose node class is Ready, with the instance types the lister gives for it
+// (added to the snapshot, its NodeOverlays applied) and what its nodes hold against its limits.
+// The pools that cannot launch and the NodeOverlays that apply nowhere go into the report.
+func plannedPools(ctx context.Context, snapshot *state.Snapshot, in Pools, lister cloudprovider.InstanceTypeLister, report *Report) []scheduling.Pool {
 	provisioners := slices.SortedFunc(slices.Values(in.Provisioners), func(a, b v1alpha5.Provisioner) int { return cmp.Compare(a.Name, b.Name) })
 	var overlayInputs []overlay.Pool
 	for i := range provisioners {
@@ -170,21 +197,7 @@ func Provisioning(ctx context.Context, snapshot *state.Snapshot, in Pools, liste
 			planned = append(planned, provisioning.LimitedNodePool(&nodePools[i], types, provisioning.Used(snapshot, key), in.MinValuesPolicy))
 		}
 	}
-	plan := provisioning.PlanPending(snapshot, planned)
-	if plan.Results == nil {
-		// Nothing pending: pods may still wait for the nodes they are nominated to.
-		plan.Results = &scheduling.Results{}
-	}
-	for _, n := range plan.Results.NewNodes {
-		report.NewNodes = append(report.NewNodes, newNode(n))
-	}
-	report.PricePerHour = plan.Results.Price()
-	report.ExistingNodes = existingNodes(snapshot, plan.Results)
-	for _, u := range plan.Results.Unschedulable {
-		report.Unschedulable = append(report.Unschedulable, UnschedulablePod{Pod: podName(u.Pod), Reason: u.Reason})
-	}
-	slices.SortFunc(report.Unschedulable, func(a, b UnschedulablePod) int { return cmp.Compare(a.Pod, b.Pod) })
-	return report
+	return planned
 }
 
 // existingNodes are the nodes, existing or launching, the plan puts pending pods on, and those

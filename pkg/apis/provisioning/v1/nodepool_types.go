@@ -140,8 +140,8 @@ type Disruption struct {
 	ConsolidateAfter NillableDuration `json:"consolidateAfter,omitempty"`
 	// ConsolidationPolicy is which nodes consolidation may remove or replace: WhenEmpty, only
 	// nodes without workload pods; WhenEmptyOrUnderutilized, also nodes whose pods fit
-	// elsewhere or on a cheaper node; Balanced, those too but only when the saving outweighs
-	// the disruption.
+	// elsewhere or on a cheaper node; Balanced, upstream's scoring of a move's saving against
+	// its disruption, is accepted and, not implemented here, removes empty nodes only.
 	// +kubebuilder:default:="WhenEmptyOrUnderutilized"
 	// +kubebuilder:validation:Enum:=WhenEmpty;WhenEmptyOrUnderutilized;Balanced
 	// +optional
