@@ -132,7 +132,7 @@ func Decide(candidates []*Candidate, block func(*Candidate) *Blocked, now time.T
 	// after them, as those already disrupting do.
 	taken := map[string]int{}
 	chosen := map[string]bool{}
-	take := func(method v1.DisruptionReason, eligible func(*Candidate) bool) []*Candidate {
+	take := func(method v1.DisruptionReason, candidates []*Candidate, eligible func(*Candidate) bool) []*Candidate {
 		var out []*Candidate
 		for _, c := range candidates {
 			if c.Disrupting || chosen[c.Name()] || !eligible(c) {
@@ -153,13 +153,17 @@ func Decide(candidates []*Candidate, block func(*Candidate) *Blocked, now time.T
 		}
 		return out
 	}
-	d.Empty = take(v1.DisruptionReasonEmpty, func(c *Candidate) bool {
+	d.Empty = take(v1.DisruptionReasonEmpty, candidates, func(c *Candidate) bool {
 		return len(c.Pods) == 0 && c.NodeClaim.IsTrue(v1.ConditionTypeConsolidatable)
 	})
-	d.Drifted = take(v1.DisruptionReasonDrifted, func(c *Candidate) bool { return c.NodeClaim.IsTrue(v1.ConditionTypeDrifted) })
+	d.Drifted = take(v1.DisruptionReasonDrifted, candidates, func(c *Candidate) bool { return c.NodeClaim.IsTrue(v1.ConditionTypeDrifted) })
 	// Balanced, upstream's scoring of a move's saving against its disruption, is not
 	// implemented: its nodes are consolidated only when empty, never more than asked.
-	d.Underutilized = take(v1.DisruptionReasonUnderutilized, func(c *Candidate) bool {
+	// The budget goes to the nodes cheapest to disrupt, those with the fewest pods, so that a
+	// pass weighs the consolidations that disturb least, as upstream orders by disruption cost.
+	fewestPods := slices.Clone(candidates)
+	slices.SortStableFunc(fewestPods, func(a, b *Candidate) int { return cmp.Compare(len(a.Pods), len(b.Pods)) })
+	d.Underutilized = take(v1.DisruptionReasonUnderutilized, fewestPods, func(c *Candidate) bool {
 		// Unset is the API's default.
 		policy := cmp.Or(c.NodePool.Spec.Disruption.ConsolidationPolicy, v1.ConsolidationPolicyWhenEmptyOrUnderutilized)
 		return policy == v1.ConsolidationPolicyWhenEmptyOrUnderutilized &&

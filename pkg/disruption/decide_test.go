@@ -79,6 +79,10 @@ func TestDecide(t *testing.T) {
 					candidate("e", twoUnder, 1, v1.ConditionTypeConsolidatable), candidate("f", twoUnder, 2, v1.ConditionTypeConsolidatable),
 					candidate("g", twoUnder, 3, v1.ConditionTypeConsolidatable)}
 			}, wantUnder: []string{"a", "e", "f"}, wantBlocked: map[string]string{"g": disruption.BlockedBudget}},
+		{name: "underutilized: the budget goes to the nodes with the fewest pods",
+			candidates: func() []*disruption.Candidate {
+				return []*disruption.Candidate{candidate("a", one, 3, v1.ConditionTypeConsolidatable), candidate("b", one, 1, v1.ConditionTypeConsolidatable)}
+			}, wantUnder: []string{"b"}, wantBlocked: map[string]string{"a": disruption.BlockedBudget}},
 		{name: "drift before consolidation: it takes the budget",
 			candidates: func() []*disruption.Candidate {
 				return []*disruption.Candidate{candidate("a", one, 1, v1.ConditionTypeConsolidatable), candidate("b", one, 1, v1.ConditionTypeDrifted)}
