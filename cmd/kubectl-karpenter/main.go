@@ -150,7 +150,7 @@ func parsePlanFlags(args []string, stderr io.Writer) (planFlags, error) {
 	fs.BoolVar(&f.offline, "offline", false, "Read nothing from a cluster: --pods, --provisioners and --instance-types are the whole input (implies --empty).")
 	fs.BoolVar(&f.consolidation, "consolidation", false, "Also print what consolidation would delete or replace now, the saving, and why each other node is kept.")
 	fs.DurationVar(&f.settings.MinNodeAge, "consolidation-min-node-age", consolidation.DefaultMinNodeAge, "As the controller's flag: how long a node exists before consolidation may delete or replace it.")
-	fs.Float64Var(&f.settings.Threshold, "consolidation-threshold", consolidation.DefaultThreshold, "As the controller's flag: fraction of the nodes' hourly price a consolidation must save, within (0, 1).")
+	fs.Float64Var(&f.settings.Threshold, "consolidation-threshold", disruption.DefaultSavingsThreshold, "As the controller's flag: fraction of the nodes' hourly price a consolidation must save, within (0, 1).")
 	fs.IntVar(&f.settings.MinSpotTypes, "spot-to-spot-min-types", disruption.DefaultSpotToSpotMinTypes, "As the controller's flag: how many cheaper spot instance types a spot node's replacement needs.")
 	fs.StringVar(&f.clusterName, "cluster-name", "", "As the controller's flag: the cluster's name, which selects its subnets; needed to read instance types from AWS.")
 	fs.StringVar(&f.awsRegion, "aws-region", "", "As the controller's flag: the AWS region; the SDK's (AWS_REGION, profile) when empty.")

@@ -119,7 +119,7 @@ type Options struct {
 	// when zero.
 	ConsolidationPeriod time.Duration
 	// ConsolidationThreshold is the fraction of the nodes' price a consolidation must save;
-	// consolidation.DefaultThreshold when zero.
+	// pkg/disruption's DefaultSavingsThreshold when zero.
 	ConsolidationThreshold float64
 	// ConsolidationMinNodeAge is how long a node exists before it may be consolidated;
 	// consolidation.DefaultMinNodeAge when zero.

@@ -58,6 +58,11 @@ func (r *Removal) spot() bool {
 	return r.Node.Labels[v1alpha5.CapacityTypeLabelKey] == v1alpha5.CapacityTypeSpot
 }
 
+// DefaultSavingsThreshold is the fraction of the nodes' price a replacement must save where
+// neither --consolidation-threshold nor a NodePool's savingsThreshold says otherwise: a
+// replacement does not chase pennies, and is not replaced again by something about as cheap.
+const DefaultSavingsThreshold = 0.1
+
 // DefaultSpotToSpotMinTypes is how many cheaper spot instance types a spot node's replacement
 // needs, upstream's 15: with fewer, the replacement's choice is too narrow to ride out
 // interruptions, and it would be the next interrupted.

@@ -63,6 +63,10 @@ func ConsolidateUnderutilized(snapshot *state.Snapshot, candidates []*Candidate,
 	for node, why := range kept {
 		out.Kept[node] = why
 	}
+	// Not worth it alone, a node may be worth it with others.
+	for _, removed := range best.Removed {
+		delete(out.Kept, removed.Node.Name)
+	}
 	return out
 }
 
@@ -87,8 +91,9 @@ func Room(snapshot *state.Snapshot) []scheduling.Node {
 }
 
 // Unsettled is why what fits where is about to change, so that consolidating now would decide
-// on a cluster in motion: a NodeClaim or node still launching, or a node draining its pods.
-// Empty when the cluster is settled.
+// on a cluster in motion: a NodeClaim or node still launching, or a node draining its pods —
+// being deleted, its NodeClaim being deleted, or tainted disrupted (its pods about to need the
+// room a simulation would otherwise hand out). Empty when the cluster is settled.
 func Unsettled(snapshot *state.Snapshot) string {
 	for i := range snapshot.NodeClaims {
 		if nc := &snapshot.NodeClaims[i]; nc.DeletionTimestamp == nil && !nc.IsTrue(v1.ConditionTypeInitialized) {
@@ -101,17 +106,22 @@ func Unsettled(snapshot *state.Snapshot) string {
 			return fmt.Sprintf("node %s is launching", node.Name)
 		}
 	}
-	deleting := map[string]bool{}
+	draining := map[string]bool{}
 	for i := range snapshot.Nodes {
-		if node := &snapshot.Nodes[i]; node.DeletionTimestamp != nil {
-			deleting[node.Name] = true
+		if node := &snapshot.Nodes[i]; node.DeletionTimestamp != nil || nodes.IsDisrupted(node) {
+			draining[node.Name] = true
 		}
 	}
-	if len(deleting) == 0 {
+	for i := range snapshot.NodeClaims {
+		if nc := &snapshot.NodeClaims[i]; nc.DeletionTimestamp != nil && nc.Status.NodeName != "" {
+			draining[nc.Status.NodeName] = true
+		}
+	}
+	if len(draining) == 0 {
 		return ""
 	}
 	for i := range snapshot.Pods {
-		if pod := &snapshot.Pods[i]; deleting[pod.Spec.NodeName] && pods.IsMovable(pod) {
+		if pod := &snapshot.Pods[i]; draining[pod.Spec.NodeName] && pods.IsMovable(pod) {
 			return fmt.Sprintf("node %s is draining", pod.Spec.NodeName)
 		}
 	}

@@ -51,8 +51,6 @@ const (
 	// DefaultMinNodeAge keeps a node that just joined from being judged on a workload still
 	// moving onto it.
 	DefaultMinNodeAge = 5 * time.Minute
-	// DefaultThreshold is the fraction of the nodes' price an action must save.
-	DefaultThreshold = 0.1
 )
 
 // Event reasons of the actions, documented in docs/node-lifecycle.md; the reasons a node is
@@ -136,7 +134,7 @@ func New(options Options) (*Controller, error) {
 		options.Settings.MinNodeAge = DefaultMinNodeAge
 	}
 	if options.Settings.Threshold <= 0 {
-		options.Settings.Threshold = DefaultThreshold
+		options.Settings.Threshold = disruption.DefaultSavingsThreshold
 	}
 	if options.Settings.MinSpotTypes <= 0 {
 		options.Settings.MinSpotTypes = disruption.DefaultSpotToSpotMinTypes

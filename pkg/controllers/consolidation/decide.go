@@ -141,7 +141,7 @@ func Decide(s Snapshot, settings Settings) Decision {
 	}
 	simulation := s.simulation()
 	core := disruption.ConsolidationSettings{MinSpotTypes: settings.MinSpotTypes, NoSpotToSpot: settings.NoSpotToSpot}
-	if d, ok := resume(s, simulation, provisioners, settings); ok {
+	if d, ok := resume(s, simulation, provisioners, settings, core); ok {
 		d.Skipped = decision.Skipped
 		return d
 	}
@@ -209,7 +209,7 @@ func (s Snapshot) simulation() disruption.Simulation {
 // restarted: once the replacement is Ready, the nodes its annotation names are deleted when
 // their pods still fit, rather than decided on afresh, when the replacement's empty room would
 // invite other moves and the old nodes could stay. Their budget was taken when it launched.
-func resume(s Snapshot, simulation disruption.Simulation, provisioners map[string]*Provisioner, settings Settings) (Decision, bool) {
+func resume(s Snapshot, simulation disruption.Simulation, provisioners map[string]*Provisioner, settings Settings, core disruption.ConsolidationSettings) (Decision, bool) {
 	byName := map[string]*scheduling.Node{}
 	for i := range s.Nodes {
 		byName[s.Nodes[i].Node.Name] = &s.Nodes[i]
@@ -241,7 +241,7 @@ func resume(s Snapshot, simulation disruption.Simulation, provisioners map[strin
 		if len(removed) == 0 {
 			continue
 		}
-		if c, why := simulation.Consolidate(removed, disruption.ConsolidationSettings{MinSpotTypes: settings.MinSpotTypes, NoSpotToSpot: settings.NoSpotToSpot}); why == nil && c.Replacement == nil {
+		if c, why := simulation.Consolidate(removed, core); why == nil && c.Replacement == nil {
 			d := decisionOf(c)
 			d.ReplacedBy = n.Node.Name
 			return d, true

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/disruption"
@@ -59,18 +60,20 @@ func (c *Controller) consolidate(ctx context.Context, snapshot *state.Snapshot, 
 			if len(chosen) > 1 {
 				why = fmt.Sprintf("it is underutilized: the pods of it and %d more fit on the other nodes, saving $%.4f/h in all", len(chosen)-1, best.Saving)
 			}
-			if err := c.terminate(ctx, candidate, metrics.ReasonUnderutilized, why, decisionDelete); err != nil {
+			if err := c.terminate(ctx, candidate, metrics.ReasonUnderutilized, why, ""); err != nil {
 				return err
 			}
 		}
+		// One decision, however many nodes it removes.
+		decisionsTotal.WithLabelValues(decisionDelete, metrics.ReasonUnderutilized).Inc()
 		return nil
 	}
 	return c.replaceUnderutilized(ctx, chosen, best, loaded)
 }
 
 // replaceUnderutilized taints the nodes disrupted and launches their cheaper replacement,
-// annotated with their names; finish deletes them once it is initialized. A launch past the
-// NodePool's limits is rolled back at once; another failure is rolled back by the next pass.
+// annotated with their names; finish deletes them once it is initialized. A launch that fails is
+// rolled back at once: the nodes are untainted.
 func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disruption.Candidate, best disruption.Consolidation, loaded *replacementPools) error {
 	pool, ok := loaded.launchers[best.Replacement.Pool]
 	if !ok {
@@ -90,19 +93,19 @@ func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disrupt
 		Counted: loaded.counted[best.Replacement.Pool],
 		// The same decision made again after a crash finds the NodeClaim launched for it.
 		Decision:    "consolidation\n" + strings.Join(uids, "\n"),
-		Annotations: map[string]string{v1alpha5.ReplacesAnnotationKey: strings.Join(names, ",")},
+		Annotations: map[string]string{v1alpha5.ReplacesAnnotationKey: strings.Join(names, ","), v1.DisruptionReasonAnnotationKey: metrics.ReasonUnderutilized},
 		Reason:      metrics.ReasonUnderutilized,
 	})
 	if err != nil {
 		for _, candidate := range chosen {
-			c.tell(candidate, ReasonRolledBack, fmt.Sprintf("Not disrupted: launching its cheaper replacement failed, %v", err))
+			// Told once per cause, not at every pass the launch fails again.
+			if err := untaintDisrupted(ctx, c.Client, candidate.Node); err != nil {
+				return err
+			}
+			c.tell(candidate, ReasonRolledBack, fmt.Sprintf("Disruption rolled back: launching its cheaper replacement failed, %v", err))
 		}
 		if limited := (*provisioning.LimitExceededError)(nil); errors.As(err, &limited) {
-			for _, candidate := range chosen {
-				if err := c.rollBack(ctx, candidate, "its replacement would exceed its NodePool's limits"); err != nil {
-					return err
-				}
-			}
+			// Another launch took the room since the snapshot: the next pass decides again.
 			return nil
 		}
 		return err

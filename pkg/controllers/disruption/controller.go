@@ -53,9 +53,6 @@ const (
 	// acts on it, as upstream's 15 s: churn in a rollout (a pod leaving and another arriving)
 	// does not trigger it.
 	DefaultValidationDelay = 15 * time.Second
-	// DefaultConsolidationThreshold is the fraction of the nodes' price a replacement of
-	// underutilized nodes must save, as Provisioners' consolidation.
-	DefaultConsolidationThreshold = 0.1
 )
 
 // Event reasons of the actions, documented in docs/disruption.md; why a node is kept are the
@@ -103,7 +100,7 @@ type Options struct {
 	MinValuesPolicy scheduling.MinValuesPolicy
 	// ConsolidationThreshold is the fraction of the nodes' price replacing underutilized nodes
 	// must save where a NodePool sets no spec.disruption.savingsThreshold;
-	// DefaultConsolidationThreshold when zero.
+	// disruption.DefaultSavingsThreshold when zero.
 	ConsolidationThreshold float64
 	// Consolidation bounds the spot replacements of underutilized nodes; MinSpotTypes is
 	// disruption.DefaultSpotToSpotMinTypes when zero.
@@ -140,7 +137,7 @@ func New(options Options) (*Controller, error) {
 	}
 	options.Period = cmp.Or(options.Period, DefaultPeriod)
 	options.ValidationDelay = cmp.Or(options.ValidationDelay, DefaultValidationDelay)
-	options.ConsolidationThreshold = cmp.Or(options.ConsolidationThreshold, DefaultConsolidationThreshold)
+	options.ConsolidationThreshold = cmp.Or(options.ConsolidationThreshold, disruption.DefaultSavingsThreshold)
 	options.Consolidation.MinSpotTypes = cmp.Or(options.Consolidation.MinSpotTypes, disruption.DefaultSpotToSpotMinTypes)
 	return &Controller{Options: options, seen: map[string]map[types.UID]time.Time{}, told: map[types.UID]string{}, toldActing: map[types.UID]string{},
 		budgetWarned: map[types.UID]string{}, invalidTold: map[types.UID]string{}}, nil
@@ -189,7 +186,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 	c.warnBudgets(nodePools.Items, decision.BudgetErrors)
 	c.explain(candidates, decision.Blocked)
 	loadPools := sync.OnceValues(func() (*replacementPools, error) { return c.readPools(ctx, snapshot, nodePools.Items) })
-	inFlight, err := c.finish(ctx, snapshot, candidates, block, loadPools)
+	inFlight, finished, err := c.finish(ctx, snapshot, candidates, block, loadPools)
 	if err != nil {
 		return err
 	}
@@ -199,7 +196,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 			return err
 		}
 	}
-	acted := len(empty) > 0
+	acted := finished || len(empty) > 0
 	for _, candidate := range c.validated(decision.Drifted, "drifted", now) {
 		if len(candidate.Pods) > 0 && inFlight {
 			// One replacement at a time: the room a replacement brings is its pods', which the

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +18,7 @@ import (
 	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/disruption"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
@@ -309,5 +311,70 @@ func TestASteadyFleetIsLeftAlone(t *testing.T) {
 	}
 	if want := []string{pkgdisruption.ConsolidationNotCheaper, pkgdisruption.ConsolidationNotCheaper}; !slices.Equal(reasons, want) {
 		t.Errorf("events %v, want %v (once on the NodeClaim and once on the node)", reasons, want)
+	}
+}
+
+// TestNodesWorthItTogether: two m5.large nodes whose pods fit on one cheaper r5.large are
+// replaced together, though neither alone is worth it; neither is told it is not disrupted.
+func TestNodesWorthItTogether(t *testing.T) {
+	objects := underutilizedFleet("10%")[:2] // the NodePool and its class
+	np := objects[0].(*v1.NodePool)
+	np.Spec.Template.Spec.Requirements[0].Values = []string{"m5.large", "r5.large"}
+	var m5 *cloudprovider.InstanceType
+	for _, it := range fake.DefaultInstanceTypes() {
+		if it.Name == "m5.large" {
+			m5 = it
+		}
+	}
+	for _, name := range []string{"left", "right"} {
+		labels := map[string]string{v1.NodePoolLabelKey: "default", corev1.LabelInstanceTypeStable: "m5.large",
+			corev1.LabelTopologyZone: fake.Zones[0], v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand}
+		objects = append(objects,
+			&v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-" + name, UID: types.UID(name), Labels: labels},
+				Status: v1.NodeClaimStatus{NodeName: name, ProviderID: "fake:///" + name, Conditions: []metav1.Condition{
+					{Type: v1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"},
+					{Type: v1.ConditionTypeConsolidatable, Status: metav1.ConditionTrue, Reason: "Consolidatable"}}}},
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Status: corev1.NodeStatus{Allocatable: m5.Allocatable(),
+				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}},
+			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("pod-" + name)}, Spec: corev1.PodSpec{NodeName: name,
+				Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("800m"), corev1.ResourceMemory: resource.MustParse("5Gi")}}}}},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+	}
+	c := kubefake.NewClientBuilder().WithObjects(objects...).WithStatusSubresource(&awsv1.EC2NodeClass{}).Build()
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	recorder := record.NewFakeRecorder(50)
+	clock := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	controller, err := disruption.New(disruption.Options{Client: c, Instances: cloud, Recorder: recorder, Clock: clock,
+		Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, cloud, 0), Cluster: state.Live(c)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := controller.Pass(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		clock.Step(disruption.DefaultValidationDelay + time.Second)
+	}
+	var reasons []string
+	for len(recorder.Events) > 0 {
+		reasons = append(reasons, reasonOf(<-recorder.Events))
+	}
+	if want := slices.Repeat([]string{disruption.ReasonReplacing}, 4); !slices.Equal(reasons, want) {
+		t.Errorf("events %v, want %v (the NodeClaim and node of each, told only that they are replaced)", reasons, want)
+	}
+	creates := cloud.CreateCalls()
+	if len(creates) != 1 {
+		t.Fatalf("%d launches, want one", len(creates))
+	}
+	var replacements v1.NodeClaimList
+	if err := c.List(t.Context(), &replacements); err != nil {
+		t.Fatal(err)
+	}
+	for _, nc := range replacements.Items {
+		if nc.Annotations[v1alpha5.ReplacesAnnotationKey] != "" &&
+			(nc.Annotations[v1alpha5.ReplacesAnnotationKey] != "left,right" || nc.Annotations[v1.DisruptionReasonAnnotationKey] != "underutilized") {
+			t.Errorf("replacement annotated %v, want it to replace left,right for underutilized", nc.Annotations)
+		}
 	}
 }

@@ -63,12 +63,12 @@ func (c *Controller) readPools(ctx context.Context, snapshot *state.Snapshot, no
 }
 
 // finish carries on the replacements earlier passes started, on nodes tainted disrupted and not
-// deleted yet: once all of a node's replacements are initialized the node goes; while one is
-// not, it waits (and inFlight is true). A node tainted without replacements (a crash between the
+// deleted yet: once all of a node's replacements are initialized the node goes (terminated is
+// true), counted under the reason they were launched for; while one is not, it waits (inFlight
+// is true). A node tainted without replacements (a crash between the
 // taint and the launch, or replacements that failed) is replaced again while it is still drifted
 // and free to go, and untainted otherwise: the disruption is rolled back.
-func (c *Controller) finish(ctx context.Context, snapshot *state.Snapshot, candidates []*disruption.Candidate, block func(*disruption.Candidate) *disruption.Blocked, loadPools func() (*replacementPools, error)) (bool, error) {
-	inFlight := false
+func (c *Controller) finish(ctx context.Context, snapshot *state.Snapshot, candidates []*disruption.Candidate, block func(*disruption.Candidate) *disruption.Blocked, loadPools func() (*replacementPools, error)) (inFlight, terminated bool, err error) {
 	for _, candidate := range candidates {
 		if candidate.Node == nil || candidate.NodeClaim.DeletionTimestamp != nil || candidate.Node.DeletionTimestamp != nil || !nodes.IsDisrupted(candidate.Node) {
 			continue
@@ -79,28 +79,33 @@ func (c *Controller) finish(ctx context.Context, snapshot *state.Snapshot, candi
 				inFlight = true
 				continue
 			}
-			reason := metrics.ReasonUnderutilized
-			if candidate.NodeClaim.IsTrue(v1.ConditionTypeDrifted) {
-				reason = metrics.ReasonDrifted
+			reason := replacements[0].Annotations[v1.DisruptionReasonAnnotationKey]
+			if reason == "" {
+				// Launched before replacements said why: the node's drift tells.
+				reason = metrics.ReasonUnderutilized
+				if candidate.NodeClaim.IsTrue(v1.ConditionTypeDrifted) {
+					reason = metrics.ReasonDrifted
+				}
 			}
 			if err := c.terminate(ctx, candidate, reason, fmt.Sprintf("its replacements %s are initialized", names(replacements)), ""); err != nil {
-				return inFlight, err
+				return inFlight, terminated, err
 			}
+			terminated = true
 			continue
 		}
 		if candidate.NodeClaim.IsTrue(v1.ConditionTypeDrifted) && block(candidate) == nil {
 			launched, err := c.replace(ctx, snapshot, candidate, loadPools)
 			if err != nil {
-				return inFlight, err
+				return inFlight, terminated, err
 			}
 			inFlight = inFlight || launched
 			continue
 		}
 		if err := c.rollBack(ctx, candidate, "its replacement was not launched, and it is no longer drifted or something now holds it"); err != nil {
-			return inFlight, err
+			return inFlight, terminated, err
 		}
 	}
-	return inFlight, nil
+	return inFlight, terminated, nil
 }
 
 // replace disrupts a drifted node: deleted at once when its pods fit on the other nodes (or it
@@ -146,13 +151,17 @@ func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, cand
 			Counted: loaded.counted[n.Pool],
 			// The same decision made again after a crash finds the NodeClaim launched for it.
 			Decision:    "drift\n" + string(candidate.NodeClaim.UID) + "\n" + strconv.Itoa(i),
-			Annotations: map[string]string{v1alpha5.ReplacesAnnotationKey: candidate.Node.Name},
+			Annotations: map[string]string{v1alpha5.ReplacesAnnotationKey: candidate.Node.Name, v1.DisruptionReasonAnnotationKey: metrics.ReasonDrifted},
 			Reason:      metrics.ReasonDrifted,
 		})
 		if err != nil {
 			c.tell(candidate, ReasonRolledBack, fmt.Sprintf("Not disrupted: launching its replacement failed, %v", err))
 			if limited := (*provisioning.LimitExceededError)(nil); errors.As(err, &limited) && len(launched) == 0 {
 				return false, c.rollBack(ctx, candidate, "its replacement would exceed its NodePool's limits")
+			}
+			if len(launched) > 0 {
+				// The node goes once those launched are initialized: the decision was taken.
+				decisionsTotal.WithLabelValues(decisionReplace, metrics.ReasonDrifted).Inc()
 			}
 			return len(launched) > 0, err
 		}

@@ -20,6 +20,11 @@ const (
 	// DisruptedTaintKey (effect NoSchedule) is on a node Karpenter is about to remove.
 	DisruptedTaintKey = "karpenter.sh/disrupted"
 
+	// DisruptionReasonAnnotationKey is, on a NodeClaim launched to replace others (beside
+	// karpenter.sh/replaces), why they are replaced: drifted or underutilized, the reason their
+	// removal is counted under once the replacement is initialized. This project's own.
+	DisruptionReasonAnnotationKey = "karpenter.sh/disruption-reason"
+
 	// DoNotDisruptAnnotationKey on a pod or a node blocks voluntary disruption.
 	DoNotDisruptAnnotationKey = "karpenter.sh/do-not-disrupt"
 	// NodeClaimMinValuesRelaxedAnnotationKey is "true" on a NodeClaim launched with fewer
