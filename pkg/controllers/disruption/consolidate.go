@@ -65,7 +65,7 @@ func (c *Controller) consolidate(ctx context.Context, snapshot *state.Snapshot, 
 			}
 		}
 		// One decision, however many nodes it removes.
-		decisionsTotal.WithLabelValues(decisionDelete, metrics.ReasonUnderutilized).Inc()
+		countDecision(decisionDelete, metrics.ReasonUnderutilized, len(chosen))
 		return nil
 	}
 	return c.replaceUnderutilized(ctx, chosen, best, loaded)
@@ -110,7 +110,7 @@ func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disrupt
 		}
 		return err
 	}
-	decisionsTotal.WithLabelValues(decisionReplace, metrics.ReasonUnderutilized).Inc()
+	countDecision(decisionReplace, metrics.ReasonUnderutilized, len(chosen))
 	instanceType, capacityType := launched.NodeClaim.Labels[corev1.LabelInstanceTypeStable], launched.NodeClaim.Labels[v1alpha5.CapacityTypeLabelKey]
 	message := fmt.Sprintf("Disrupting: it is underutilized; launched %s (%s, %s) to replace it, saving $%.4f/h; the node is deleted once it is initialized",
 		launched.NodeClaim.Name, instanceType, capacityType, best.Saving)

@@ -73,8 +73,8 @@ var (
 	}, []string{metrics.NodePoolLabel, metrics.ReasonLabel})
 	decisionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "decisions_total",
-		Help: "Disruption decisions taken, by decision (delete, replace) and reason (empty, drifted, underutilized); a replacement is counted when it launches.",
-	}, []string{"decision", metrics.ReasonLabel})
+		Help: "Disruption decisions taken, by decision (delete, replace), reason (empty, drifted, underutilized) and consolidation_type (empty, single, multi; none for drift); a replacement is counted when it launches.",
+	}, []string{"decision", metrics.ReasonLabel, "consolidation_type"})
 	eligibleNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "eligible_nodes",
 		Help: "Nodes the last pass found a method wanted, taken or not, by reason (empty, drifted, underutilized).",
@@ -346,6 +346,21 @@ const (
 	decisionReplace = "replace"
 )
 
+// countDecision counts a decision on nodes nodes for the reason, with upstream's consolidation
+// type: empty for emptiness, single or multi for underutilized nodes, none for drift.
+func countDecision(decision, reason string, nodes int) {
+	consolidationType := ""
+	switch {
+	case reason == metrics.ReasonEmpty:
+		consolidationType = "empty"
+	case reason == metrics.ReasonUnderutilized && nodes > 1:
+		consolidationType = "multi"
+	case reason == metrics.ReasonUnderutilized:
+		consolidationType = "single"
+	}
+	decisionsTotal.WithLabelValues(decision, reason, consolidationType).Inc()
+}
+
 // terminate taints the candidate's node disrupted, so nothing is scheduled there meanwhile,
 // and deletes its NodeClaim: the termination drains the node and terminates its instance. A
 // decision, when not empty, is counted.
@@ -361,7 +376,7 @@ func (c *Controller) terminate(ctx context.Context, candidate *disruption.Candid
 	}
 	metrics.NodeClaimDisrupted(nc, reason)
 	if decision != "" {
-		decisionsTotal.WithLabelValues(decision, reason).Inc()
+		countDecision(decision, reason, 1)
 	}
 	message := fmt.Sprintf("Disrupting: %s (%s)", why, reason)
 	c.Recorder.Event(nc, corev1.EventTypeNormal, ReasonDisrupting, message)

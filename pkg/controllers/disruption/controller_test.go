@@ -25,6 +25,7 @@ import (
 	pkgdisruption "karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/state"
+	"karpenter.sh/karpenter/pkg/test/counters"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
 )
 
@@ -350,6 +351,8 @@ func TestNodesWorthItTogether(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	decisions := counters.MarkNow(t, "karpenter_voluntary_disruption_decisions_total",
+		map[string]string{"decision": "replace", "reason": "underutilized", "consolidation_type": "multi"})
 	for range 2 {
 		if err := controller.Pass(t.Context()); err != nil {
 			t.Fatal(err)
@@ -362,6 +365,9 @@ func TestNodesWorthItTogether(t *testing.T) {
 	}
 	if want := slices.Repeat([]string{disruption.ReasonReplacing}, 4); !slices.Equal(reasons, want) {
 		t.Errorf("events %v, want %v (the NodeClaim and node of each, told only that they are replaced)", reasons, want)
+	}
+	if got := decisions.Increase(); got != 1 {
+		t.Errorf("decisions_total{replace, underutilized, multi} grew by %g, want 1", got)
 	}
 	creates := cloud.CreateCalls()
 	if len(creates) != 1 {

@@ -161,14 +161,14 @@ func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, cand
 			}
 			if len(launched) > 0 {
 				// The node goes once those launched are initialized: the decision was taken.
-				decisionsTotal.WithLabelValues(decisionReplace, metrics.ReasonDrifted).Inc()
+				countDecision(decisionReplace, metrics.ReasonDrifted, 1)
 			}
 			return len(launched) > 0, err
 		}
 		launched = append(launched, replacement.NodeClaim.Name)
 	}
 	c.acted(candidate)
-	decisionsTotal.WithLabelValues(decisionReplace, metrics.ReasonDrifted).Inc()
+	countDecision(decisionReplace, metrics.ReasonDrifted, 1)
 	message := fmt.Sprintf("Disrupting: %s; launched %v for its pods, the node is deleted once they are initialized", why, launched)
 	c.Recorder.Event(candidate.NodeClaim, corev1.EventTypeNormal, ReasonReplacing, message)
 	c.Recorder.Event(candidate.Node, corev1.EventTypeNormal, ReasonReplacing, message)
