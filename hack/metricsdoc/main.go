@@ -31,6 +31,8 @@ var upstreamFamilies = []string{
 	"karpenter_cloudprovider_instance_type_offering_price_estimate",
 	"karpenter_nodeclaims_created_total", "karpenter_nodeclaims_disrupted_total", "karpenter_nodeclaims_terminated_total",
 	"karpenter_nodeclaims_termination_duration_seconds", "karpenter_nodepools_usage", "karpenter_nodepools_limit",
+	"karpenter_nodepools_allowed_disruptions", "karpenter_voluntary_disruption_decisions_total",
+	"karpenter_voluntary_disruption_eligible_nodes",
 }
 
 type family struct {
