@@ -10,8 +10,15 @@ import (
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	pkgscheduling "karpenter.sh/karpenter/pkg/scheduling"
 )
+
+// unlabelled is true for a NodeClaim whose instance was recorded and whose labels were not
+// written yet (Record writes the status first): a crash between the two leaves it so.
+func unlabelled(nc *v1.NodeClaim) bool {
+	return nc.Status.ProviderID != "" && nc.DeletionTimestamp == nil && nc.Labels[corev1.LabelInstanceTypeStable] == ""
+}
 
 // ErrLaunchUnsettled is what Resume returns while the cloud says the group was launched but does
 // not list its instances yet: resume again shortly.
@@ -23,9 +30,10 @@ var ErrLaunchUnsettled = errors.New("the group was launched, its instances are n
 // by its key; when the cloud lists none, the launch is asked again under the same key, which the
 // cloud answers with the first launch's instances if there was one, never with more. The group's
 // instances are then paired with its NodeClaims by Assign, the same rule the launch follows, so a
-// NodeClaim gets the instance it would have had, and records it. A NodeClaim
-// the cloud had no instance for is failed. The NodeClaim's pool (or its node class) gone, the group is failed.
-// Each instance's kubelet registers its Node.
+// NodeClaim gets the instance it would have had, and records it; one that recorded its instance
+// and not its labels (unlabelled) is labelled. A NodeClaim the cloud had no instance for is
+// failed. The NodeClaim's pool (or its node class) gone, the group is failed. Each instance's
+// kubelet registers its Node.
 func (l *Launcher) Resume(ctx context.Context, nc *v1.NodeClaim) error {
 	group := nc.Annotations[LaunchGroupAnnotationKey]
 	if group == "" {
@@ -59,6 +67,17 @@ func (l *Launcher) Resume(ctx context.Context, nc *v1.NodeClaim) error {
 		}
 	}
 	pairs, unlaunched := Assign(members, instances)
+	// A crash between a NodeClaim's two writes left its instance recorded and its labels
+	// (instance type, zone, capacity type) unwritten: planned without them, its pods would find
+	// no room there and be launched for again.
+	for _, member := range members {
+		if !unlabelled(member) {
+			continue
+		}
+		if i := slices.IndexFunc(instances, func(i *cloudprovider.Instance) bool { return i.ProviderID == member.Status.ProviderID }); i >= 0 {
+			pairs[member] = instances[i]
+		}
+	}
 	var errs []error
 	for member, instance := range pairs {
 		if _, err := l.Record(ctx, member, instance, InstanceTypeNamed(candidates, instance.InstanceType)); err != nil {
@@ -103,41 +122,25 @@ func (l *Launcher) instancesOf(ctx context.Context, group string) ([]*cloudprovi
 func (l *Launcher) candidates(ctx context.Context, p Pool, nc *v1.NodeClaim) ([]cloudprovider.Candidate, error) {
 	constraints := p.constraints()
 	requirements := pkgscheduling.Requirements{}
+	planned := scheduling.NewNode{}
 	for _, r := range nc.Spec.Requirements {
-		constraints.Requirements = append(constraints.Requirements, corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values})
+		planned.Requirements = append(planned.Requirements, corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values})
 		if err := requirements.Add(r.Key, r.Operator, r.Values...); err != nil {
 			return nil, fmt.Errorf("reading the requirements of nodeclaim %s, %w", nc.Name, err)
 		}
 	}
+	constraints.Requirements = append(constraints.Requirements, planned.Requirements...)
 	types, err := l.instances.InstanceTypes(ctx, constraints)
 	if err != nil {
 		return nil, fmt.Errorf("listing the instance types of nodeclaim %s, %w", nc.Name, err)
 	}
-	allows := func(key, value string) bool {
-		r, ok := requirements[key]
-		return !ok || r.Has(value)
-	}
-	var out []cloudprovider.Candidate
+	// The offerings of the types its requirements name, as a planned node's.
 	for _, it := range types {
-		if !allows(corev1.LabelInstanceTypeStable, it.Name) {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if o.Available && allows(corev1.LabelTopologyZone, o.Zone) && allows(v1.CapacityTypeLabelKey, o.CapacityType) {
-				out = append(out, cloudprovider.Candidate{InstanceType: it, Offering: o})
-			}
+		if r, ok := requirements[corev1.LabelInstanceTypeStable]; !ok || r.Has(it.Name) {
+			planned.InstanceTypes = append(planned.InstanceTypes, it)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b cloudprovider.Candidate) int {
-		switch {
-		case a.Offering.Price < b.Offering.Price:
-			return -1
-		case a.Offering.Price > b.Offering.Price:
-			return 1
-		}
-		return 0
-	})
-	return out, nil
+	return planned.Offerings(), nil
 }
 
 // relaunch asks the cloud again for the group's instances, under its key, one for each NodeClaim
@@ -185,7 +188,7 @@ func (l *Launcher) ResumeAll(ctx context.Context) error {
 	for i := range list.Items {
 		nc := &list.Items[i]
 		group := nc.Annotations[LaunchGroupAnnotationKey]
-		if nc.DeletionTimestamp != nil || group == "" || l.Launching(nc) || nc.Status.ProviderID != "" || resumed[group] {
+		if nc.DeletionTimestamp != nil || group == "" || l.Launching(nc) || (nc.Status.ProviderID != "" && !unlabelled(nc)) || resumed[group] {
 			continue
 		}
 		resumed[group] = true

@@ -1,0 +1,72 @@
+package launcher_test
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/launcher"
+	"karpenter.sh/karpenter/pkg/pools"
+	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/kubefake"
+)
+
+// TestResumeLabelsANodeClaimACrashLeftUnlabelled: a controller killed between recording a
+// NodeClaim's instance and writing its labels leaves it launched without its instance type and
+// zone, so that its pods find no room there; the restarted controller's ResumeAll labels it from
+// the instance, and launches nothing. (In the e2e TestControllerKilledMidBatchLaunchesExactly…
+// such a NodeClaim had a sixth instance launched for its pod.)
+func TestResumeLabelsANodeClaimACrashLeftUnlabelled(t *testing.T) {
+	provisioner := builders.Provisioner(builders.ProvisionerOptions{Name: "crash"})
+	c := kubefake.NewClientBuilder().WithObjects(provisioner).Build()
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	it := fake.DefaultInstanceTypes()[0]
+	request := launcher.Request{Pool: launcher.Pool{Provisioner: provisioner}, Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
+		Nodes: []*scheduling.NewNode{{Pool: pools.Provisioner("crash"), InstanceTypes: []*cloudprovider.InstanceType{it}}}}
+	first := launcher.New(c, cloud, 0)
+	nodeClaims, done, err := first.CreateNodeClaims(t.Context(), request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	instances, err := first.Launch(t.Context(), request, nodeClaims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs, _ := launcher.Assign(nodeClaims, instances)
+	for nc, instance := range pairs {
+		recorded, err := first.Record(t.Context(), nc, instance, it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The crash: the labels Record wrote second were never written.
+		unlabelled := recorded.DeepCopy()
+		for _, key := range []string{corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, v1.CapacityTypeLabelKey} {
+			delete(unlabelled.Labels, key)
+		}
+		if err := c.Update(t.Context(), unlabelled); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done()
+
+	if err := launcher.New(c, cloud, 0).ResumeAll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, nc := range nodeClaims {
+		got := &v1.NodeClaim{}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(nc), got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Labels[corev1.LabelInstanceTypeStable] != it.Name || got.Labels[corev1.LabelTopologyZone] == "" || got.Labels[v1.CapacityTypeLabelKey] == "" {
+			t.Errorf("nodeclaim %s labels %v, want its instance's type, zone and capacity type", got.Name, got.Labels)
+		}
+	}
+	if launches := len(cloud.CreateCalls()); launches != 1 {
+		t.Errorf("%d launches, want the first only", launches)
+	}
+}
