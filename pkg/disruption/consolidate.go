@@ -15,6 +15,7 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/state"
 )
 
@@ -111,11 +112,7 @@ func (s Simulation) Consolidate(removed []*Removal, settings ConsolidationSettin
 		out.Price += r.Price
 		spot = spot || r.spot()
 		threshold = max(threshold, r.Threshold)
-		for _, pod := range r.Pods {
-			pending := pod.DeepCopy()
-			pending.Spec.NodeName = ""
-			moved = append(moved, pending)
-		}
+		moved = append(moved, pods.Unbound(r.Pods)...)
 	}
 	room := make([]scheduling.Node, 0, len(s.Room))
 	for _, n := range s.Room {
@@ -172,7 +169,7 @@ func (s Simulation) Consolidate(removed []*Removal, settings ConsolidationSettin
 }
 
 // Best is the consolidation saving most: each removal alone, and the largest prefix of the
-// removals the budgets allow at once, together (LargestPrefix; in the order of SortRemovals);
+// removals the budgets allow at once, together (largestPrefix; in the order of SortRemovals);
 // kept explains, by node name, why each removal not worth it alone is not. The
 // zero Consolidation when none is.
 func (s Simulation) Best(removals, together []*Removal, settings ConsolidationSettings) (best Consolidation, kept map[string]Blocked) {
@@ -187,16 +184,16 @@ func (s Simulation) Best(removals, together []*Removal, settings ConsolidationSe
 			best = c
 		}
 	}
-	if multi := s.LargestPrefix(together, settings); multi.Saving > best.Saving {
+	if multi := s.largestPrefix(together, settings); multi.Saving > best.Saving {
 		best = multi
 	}
 	return best, kept
 }
 
-// LargestPrefix is the consolidation of the largest prefix of the removals, two or more, that
+// largestPrefix is the consolidation of the largest prefix of the removals, two or more, that
 // is worth it, found by binary search as upstream Karpenter does (simulating every subset is
 // out of reach); the best saving seen is kept. The zero Consolidation when none is.
-func (s Simulation) LargestPrefix(prefix []*Removal, settings ConsolidationSettings) Consolidation {
+func (s Simulation) largestPrefix(prefix []*Removal, settings ConsolidationSettings) Consolidation {
 	best := Consolidation{}
 	// sort.Search finds the first size that fails, assuming larger prefixes fail once one
 	// does.

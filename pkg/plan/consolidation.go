@@ -94,15 +94,22 @@ func Consolidate(snapshot consolidation.Snapshot, settings consolidation.Setting
 			kept.Reason, kept.Message = ReasonConsolidationDisabled, "a NodePool's node: see the NodePools' consolidation"
 		case !consolidating[node.Labels[v1alpha5.ProvisionerNameLabelKey]]:
 			kept.Reason, kept.Message = ReasonConsolidationDisabled, "provisioner "+node.Labels[v1alpha5.ProvisionerNameLabelKey]+" does not have spec.consolidation.enabled"
-		case decision.Action != consolidation.None:
-			kept.Reason, kept.Message = ReasonOutsaved, "removing it would save less than the action chosen; a pass takes one action"
 		default:
-			kept.Reason, kept.Message = ReasonSavesNothing, "its pods fit elsewhere, but removing it would save nothing"
+			kept.Reason, kept.Message = otherwiseKept(decision.Action != consolidation.None)
 		}
 		out.Kept = append(out.Kept, kept)
 	}
 	slices.SortFunc(out.Kept, func(a, b KeptNode) int { return cmp.Compare(a.Name, b.Name) })
 	return out
+}
+
+// otherwiseKept is why a node consolidation could remove is kept when nothing else says why: the
+// pass took another action, or removing it would save nothing.
+func otherwiseKept(acted bool) (reason, message string) {
+	if acted {
+		return ReasonOutsaved, "removing it would save less than the action chosen; a pass takes one action"
+	}
+	return ReasonSavesNothing, "its pods fit elsewhere, but removing it would save nothing"
 }
 
 // launchedByProvisioner is whether a Provisioner launched the node of these labels: a NodePool's nodes are not
@@ -191,10 +198,8 @@ func NodePoolConsolidation(ctx context.Context, snapshot *state.Snapshot, in Poo
 			kept.Reason, kept.Message = ReasonConsolidationDisabled, fmt.Sprintf("NodePool %s's consolidationPolicy %s removes empty nodes only", c.NodePool.Name, policy)
 		case !c.NodeClaim.IsTrue(v1.ConditionTypeConsolidatable):
 			kept.Reason, kept.Message = ReasonNotConsolidatable, fmt.Sprintf("NodePool %s's consolidateAfter has not passed since a pod last arrived or left (or is Never)", c.NodePool.Name)
-		case out.Action != "":
-			kept.Reason, kept.Message = ReasonOutsaved, "removing it would save less than the action chosen; a pass takes one action"
 		default:
-			kept.Reason, kept.Message = ReasonSavesNothing, "its pods fit elsewhere, but removing it would save nothing"
+			kept.Reason, kept.Message = otherwiseKept(out.Action != "")
 		}
 		out.Kept = append(out.Kept, kept)
 	}

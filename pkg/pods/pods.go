@@ -164,3 +164,15 @@ func HostPorts(pod *corev1.Pod) []corev1.ContainerPort {
 	}
 	return out
 }
+
+// Unbound are copies of the pods as the scheduler places them again when their node goes:
+// bound to no node.
+func Unbound(bound []*corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, 0, len(bound))
+	for _, pod := range bound {
+		pending := pod.DeepCopy()
+		pending.Spec.NodeName = ""
+		out = append(out, pending)
+	}
+	return out
+}

@@ -266,3 +266,11 @@ func TestNominatedNode(t *testing.T) {
 		}
 	}
 }
+
+func TestUnbound(t *testing.T) {
+	bound := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{NodeName: "n"}}
+	got := Unbound([]*corev1.Pod{bound})
+	if len(got) != 1 || got[0].Spec.NodeName != "" || got[0].Name != "p" || bound.Spec.NodeName != "n" {
+		t.Errorf("unbound %+v (from %+v), want a copy bound to no node, the pod itself unchanged", got, bound)
+	}
+}

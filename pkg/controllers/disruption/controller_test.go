@@ -69,44 +69,83 @@ func TestAPassFinishesOrRollsBack(t *testing.T) {
 		{name: "no replacement and no longer drifted", objects: inFlight(false), wantRollBack: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := kubefake.NewClientBuilder().WithObjects(tc.objects...).Build()
-			cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-			recorder := record.NewFakeRecorder(20)
-			controller, err := disruption.New(disruption.Options{Client: c, Instances: cloud, Recorder: recorder,
-				Clock:  clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)),
-				Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, cloud, 0), Cluster: state.Live(c)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := controller.Pass(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			err = c.Get(t.Context(), client.ObjectKey{Name: "default-old"}, &v1.NodeClaim{})
+			h := newHarness(t, tc.objects...)
+			h.passes(t, 1, 0)
+			err := h.client.Get(t.Context(), client.ObjectKey{Name: "default-old"}, &v1.NodeClaim{})
 			if deleted := apierrors.IsNotFound(err); deleted != tc.wantDeleted {
 				t.Errorf("nodeclaim deleted %v (%v), want %v", deleted, err, tc.wantDeleted)
 			}
 			node := &corev1.Node{}
-			if err := c.Get(t.Context(), client.ObjectKey{Name: "old"}, node); err != nil {
+			if err := h.client.Get(t.Context(), client.ObjectKey{Name: "old"}, node); err != nil {
 				t.Fatal(err)
 			}
 			tainted := slices.ContainsFunc(node.Spec.Taints, func(taint corev1.Taint) bool { return taint.Key == v1.DisruptedTaintKey })
 			if tainted != tc.wantTainted {
 				t.Errorf("node tainted %v, want %v", tainted, tc.wantTainted)
 			}
-			rolledBack := false
-			for len(recorder.Events) > 0 {
-				if reasonOf(<-recorder.Events) == disruption.ReasonRolledBack {
-					rolledBack = true
-				}
-			}
-			if rolledBack != tc.wantRollBack {
+			if rolledBack := slices.Contains(h.reasons(), disruption.ReasonRolledBack); rolledBack != tc.wantRollBack {
 				t.Errorf("rolled back %v, want %v", rolledBack, tc.wantRollBack)
 			}
-			if launched := len(cloud.CreateCalls()); launched != 0 {
+			if launched := len(h.cloud.CreateCalls()); launched != 0 {
 				t.Errorf("%d launches, want none", launched)
 			}
 		})
 	}
+}
+
+// harness is a disruption controller on a fake client and fake cloud, on a fake clock, its
+// Events recorded.
+type harness struct {
+	client     client.Client
+	cloud      *fake.InstanceProvider
+	recorder   *record.FakeRecorder
+	clock      *clocktesting.FakeClock
+	controller *disruption.Controller
+}
+
+func newHarness(t *testing.T, objects ...client.Object) *harness {
+	t.Helper()
+	c := kubefake.NewClientBuilder().WithObjects(objects...).WithStatusSubresource(&awsv1.EC2NodeClass{}).Build()
+	h := &harness{client: c, cloud: fake.NewInstanceProvider(fake.InstanceProviderOptions{}), recorder: record.NewFakeRecorder(50),
+		clock: clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))}
+	var err error
+	h.controller, err = disruption.New(disruption.Options{Client: c, Instances: h.cloud, Recorder: h.recorder, Clock: h.clock,
+		Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, h.cloud, 0), Cluster: state.Live(c)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// passes runs n passes, the clock stepped by step after each.
+func (h *harness) passes(t *testing.T, n int, step time.Duration) {
+	t.Helper()
+	for range n {
+		if err := h.controller.Pass(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.Step(step)
+	}
+}
+
+// countOf is how many times reason is among reasons.
+func countOf(reasons []string, reason string) int {
+	n := 0
+	for _, r := range reasons {
+		if r == reason {
+			n++
+		}
+	}
+	return n
+}
+
+// reasons are the reasons of the Events recorded so far, in order.
+func (h *harness) reasons() []string {
+	var out []string
+	for len(h.recorder.Events) > 0 {
+		out = append(out, reasonOf(<-h.recorder.Events))
+	}
+	return out
 }
 
 // reasonOf is the reason of a fake recorder's event ("Normal Reason message").
@@ -127,36 +166,17 @@ func TestPodsThatFitNowhereAreToldOnce(t *testing.T) {
 	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("110")}
 	np := objects[0].(*v1.NodePool)
 	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
-	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Status: awsv1.EC2NodeClassStatus{
-		Conditions: []metav1.Condition{{Type: awsv1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"}}}}
+	class := readyClass()
 	huge := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "huge", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "old",
 		Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000")}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-	c := kubefake.NewClientBuilder().WithObjects(append(objects, class, huge)...).WithStatusSubresource(&awsv1.EC2NodeClass{}).Build()
-	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	recorder := record.NewFakeRecorder(50)
-	clock := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	controller, err := disruption.New(disruption.Options{Client: c, Instances: cloud, Recorder: recorder, Clock: clock,
-		Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, cloud, 0), Cluster: state.Live(c)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 4 {
-		if err := controller.Pass(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		clock.Step(disruption.DefaultValidationDelay + time.Second)
-	}
-	told := 0
-	for len(recorder.Events) > 0 {
-		if reasonOf(<-recorder.Events) == disruption.ReasonPodsFitNowhere {
-			told++
-		}
-	}
+	h := newHarness(t, append(objects, class, huge)...)
+	h.passes(t, 4, disruption.DefaultValidationDelay+time.Second)
+	told := countOf(h.reasons(), disruption.ReasonPodsFitNowhere)
 	if told != 2 {
 		t.Errorf("told %d times that its pods fit nowhere, want once on the NodeClaim and once on the node", told)
 	}
-	if launched := len(cloud.CreateCalls()); launched != 0 {
+	if launched := len(h.cloud.CreateCalls()); launched != 0 {
 		t.Errorf("%d launches, want none", launched)
 	}
 }
@@ -169,30 +189,18 @@ func TestAnUnreadableDoNotDisruptIsToldOnce(t *testing.T) {
 	node.Spec.Taints = nil
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "p", Annotations: map[string]string{v1.DoNotDisruptAnnotationKey: "always"}},
 		Spec: corev1.PodSpec{NodeName: "old", Containers: []corev1.Container{{Name: "c"}}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-	c := kubefake.NewClientBuilder().WithObjects(append(objects, pod)...).Build()
-	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	recorder := record.NewFakeRecorder(50)
-	clock := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	controller, err := disruption.New(disruption.Options{Client: c, Instances: cloud, Recorder: recorder, Clock: clock,
-		Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, cloud, 0), Cluster: state.Live(c)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		if err := controller.Pass(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		clock.Step(time.Second)
-	}
-	told := 0
-	for len(recorder.Events) > 0 {
-		if reasonOf(<-recorder.Events) == disruption.ReasonInvalidAnnotation {
-			told++
-		}
-	}
+	h := newHarness(t, append(objects, pod)...)
+	h.passes(t, 3, time.Second)
+	told := countOf(h.reasons(), disruption.ReasonInvalidAnnotation)
 	if told != 1 {
 		t.Errorf("told %d times of the unreadable annotation, want once", told)
 	}
+}
+
+// readyClass is the EC2NodeClass "default", Ready as its controller writes it.
+func readyClass() *awsv1.EC2NodeClass {
+	return &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Status: awsv1.EC2NodeClassStatus{
+		Conditions: []metav1.Condition{{Type: awsv1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"}}}}
 }
 
 // underutilizedFleet is a NodePool's c5.xlarge node, initialized and consolidatable, running one
@@ -209,8 +217,7 @@ func underutilizedFleet(savingsThreshold string) []client.Object {
 		}},
 		Disruption: v1.Disruption{SavingsThreshold: &savingsThreshold, Budgets: []v1.Budget{{Nodes: "100%"}}},
 	}}
-	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Status: awsv1.EC2NodeClassStatus{
-		Conditions: []metav1.Condition{{Type: awsv1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"}}}}
+	class := readyClass()
 	labels := map[string]string{v1.NodePoolLabelKey: "default", corev1.LabelInstanceTypeStable: "c5.xlarge",
 		corev1.LabelTopologyZone: fake.Zones[0], v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand}
 	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-big", UID: "big", Labels: labels},
@@ -239,31 +246,13 @@ func TestSavingsThreshold(t *testing.T) {
 		{threshold: "60%", wantTold: 2},
 	} {
 		t.Run(tc.threshold, func(t *testing.T) {
-			c := kubefake.NewClientBuilder().WithObjects(underutilizedFleet(tc.threshold)...).WithStatusSubresource(&awsv1.EC2NodeClass{}).Build()
-			cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-			recorder := record.NewFakeRecorder(50)
-			clock := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-			controller, err := disruption.New(disruption.Options{Client: c, Instances: cloud, Recorder: recorder, Clock: clock,
-				Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, cloud, 0), Cluster: state.Live(c)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for range 4 {
-				if err := controller.Pass(t.Context()); err != nil {
-					t.Fatal(err)
-				}
-				clock.Step(disruption.DefaultValidationDelay + time.Second)
-			}
-			told := 0
-			for len(recorder.Events) > 0 {
-				if reasonOf(<-recorder.Events) == pkgdisruption.ConsolidationNotCheaper {
-					told++
-				}
-			}
+			h := newHarness(t, underutilizedFleet(tc.threshold)...)
+			h.passes(t, 4, disruption.DefaultValidationDelay+time.Second)
+			told := countOf(h.reasons(), pkgdisruption.ConsolidationNotCheaper)
 			if told != tc.wantTold {
 				t.Errorf("told %d times that no cheaper node saves enough, want %d", told, tc.wantTold)
 			}
-			if launched := len(cloud.CreateCalls()); launched != tc.wantLaunches {
+			if launched := len(h.cloud.CreateCalls()); launched != tc.wantLaunches {
 				t.Errorf("%d launches, want %d", launched, tc.wantLaunches)
 			}
 		})
@@ -281,35 +270,19 @@ func TestASteadyFleetIsLeftAlone(t *testing.T) {
 		}
 	}
 	objects[3].(*corev1.Node).Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("2")
-	c := kubefake.NewClientBuilder().WithObjects(objects...).WithStatusSubresource(&awsv1.EC2NodeClass{}).Build()
-	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	recorder := record.NewFakeRecorder(50)
-	clock := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	controller, err := disruption.New(disruption.Options{Client: c, Instances: cloud, Recorder: recorder, Clock: clock,
-		Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, cloud, 0), Cluster: state.Live(c)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 10 {
-		if err := controller.Pass(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		clock.Step(disruption.DefaultValidationDelay + time.Second)
-	}
-	if launched := len(cloud.CreateCalls()); launched != 0 {
+	h := newHarness(t, objects...)
+	h.passes(t, 10, disruption.DefaultValidationDelay+time.Second)
+	if launched := len(h.cloud.CreateCalls()); launched != 0 {
 		t.Errorf("%d launches, want none", launched)
 	}
-	if err := c.Get(t.Context(), client.ObjectKey{Name: "default-big"}, &v1.NodeClaim{}); err != nil {
+	if err := h.client.Get(t.Context(), client.ObjectKey{Name: "default-big"}, &v1.NodeClaim{}); err != nil {
 		t.Errorf("nodeclaim: %v, want it kept", err)
 	}
 	node := &corev1.Node{}
-	if err := c.Get(t.Context(), client.ObjectKey{Name: "big"}, node); err != nil || len(node.Spec.Taints) > 0 {
+	if err := h.client.Get(t.Context(), client.ObjectKey{Name: "big"}, node); err != nil || len(node.Spec.Taints) > 0 {
 		t.Errorf("node %v, taints %v; want it kept untainted", err, node.Spec.Taints)
 	}
-	var reasons []string
-	for len(recorder.Events) > 0 {
-		reasons = append(reasons, reasonOf(<-recorder.Events))
-	}
+	reasons := h.reasons()
 	if want := []string{pkgdisruption.ConsolidationNotCheaper, pkgdisruption.ConsolidationNotCheaper}; !slices.Equal(reasons, want) {
 		t.Errorf("events %v, want %v (once on the NodeClaim and once on the node)", reasons, want)
 	}
@@ -342,39 +315,23 @@ func TestNodesWorthItTogether(t *testing.T) {
 					corev1.ResourceCPU: resource.MustParse("800m"), corev1.ResourceMemory: resource.MustParse("5Gi")}}}}},
 				Status: corev1.PodStatus{Phase: corev1.PodRunning}})
 	}
-	c := kubefake.NewClientBuilder().WithObjects(objects...).WithStatusSubresource(&awsv1.EC2NodeClass{}).Build()
-	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	recorder := record.NewFakeRecorder(50)
-	clock := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	controller, err := disruption.New(disruption.Options{Client: c, Instances: cloud, Recorder: recorder, Clock: clock,
-		Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, cloud, 0), Cluster: state.Live(c)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHarness(t, objects...)
 	decisions := counters.MarkNow(t, "karpenter_voluntary_disruption_decisions_total",
 		map[string]string{"decision": "replace", "reason": "underutilized", "consolidation_type": "multi"})
-	for range 2 {
-		if err := controller.Pass(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		clock.Step(disruption.DefaultValidationDelay + time.Second)
-	}
-	var reasons []string
-	for len(recorder.Events) > 0 {
-		reasons = append(reasons, reasonOf(<-recorder.Events))
-	}
+	h.passes(t, 2, disruption.DefaultValidationDelay+time.Second)
+	reasons := h.reasons()
 	if want := slices.Repeat([]string{disruption.ReasonReplacing}, 4); !slices.Equal(reasons, want) {
 		t.Errorf("events %v, want %v (the NodeClaim and node of each, told only that they are replaced)", reasons, want)
 	}
 	if got := decisions.Increase(); got != 1 {
 		t.Errorf("decisions_total{replace, underutilized, multi} grew by %g, want 1", got)
 	}
-	creates := cloud.CreateCalls()
+	creates := h.cloud.CreateCalls()
 	if len(creates) != 1 {
 		t.Fatalf("%d launches, want one", len(creates))
 	}
 	var replacements v1.NodeClaimList
-	if err := c.List(t.Context(), &replacements); err != nil {
+	if err := h.client.List(t.Context(), &replacements); err != nil {
 		t.Fatal(err)
 	}
 	for _, nc := range replacements.Items {

@@ -20,6 +20,7 @@ import (
 	"karpenter.sh/karpenter/pkg/metrics"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/overlay"
+	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 )
@@ -125,7 +126,7 @@ func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, cand
 		return false, err
 	}
 	room := slices.DeleteFunc(disruption.Room(snapshot), func(n scheduling.Node) bool { return n.Node.Name == candidate.Node.Name })
-	results := scheduling.Schedule(snapshot.Question().Input(moved(candidate.Pods), loaded.planned, room))
+	results := scheduling.Schedule(snapshot.Question().Input(pods.Unbound(candidate.Pods), loaded.planned, room))
 	if len(results.Unschedulable) > 0 {
 		u := results.Unschedulable[0]
 		c.tell(candidate, ReasonPodsFitNowhere, fmt.Sprintf("Not disrupted: pod %s/%s would fit neither on the other nodes nor on a new one: %s", u.Pod.Namespace, u.Pod.Name, u.Reason))
@@ -205,17 +206,6 @@ func (c *Controller) acted(candidate *disruption.Candidate) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.toldActing, candidate.NodeClaim.UID)
-}
-
-// moved are the pods as the scheduler places them again: unbound.
-func moved(bound []*corev1.Pod) []*corev1.Pod {
-	out := make([]*corev1.Pod, 0, len(bound))
-	for _, pod := range bound {
-		pending := pod.DeepCopy()
-		pending.Spec.NodeName = ""
-		out = append(out, pending)
-	}
-	return out
 }
 
 func names(ncs []*v1.NodeClaim) []string {

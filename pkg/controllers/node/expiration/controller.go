@@ -117,16 +117,8 @@ func replace(s consolidation.Snapshot, expired *scheduling.Node) Decision {
 // ReplacementInput asks the scheduler where the expired node's movable pods go on the rest of
 // the cluster, as consolidation asks it.
 func ReplacementInput(s consolidation.Snapshot, expired *scheduling.Node) scheduling.Input {
-	var moved []*corev1.Pod
-	for _, pod := range expired.Pods {
-		if !pods.IsMovable(pod) {
-			continue
-		}
-		pending := pod.DeepCopy()
-		pending.Spec.NodeName = ""
-		moved = append(moved, pending)
-	}
-	return s.Input(moved, s.Provisioners, map[string]bool{expired.Node.Name: true})
+	movable := slices.DeleteFunc(slices.Clone(expired.Pods), func(pod *corev1.Pod) bool { return !pods.IsMovable(pod) })
+	return s.Input(pods.Unbound(movable), s.Provisioners, map[string]bool{expired.Node.Name: true})
 }
 
 // launchKey names the launch of a node for some of an expired node's pods, so that a pass
