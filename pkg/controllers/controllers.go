@@ -305,6 +305,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 		}
 		return provisioning.New(provisioning.Options{
 			Client:            mgr.GetClient(),
+			Reader:            mgr.GetAPIReader(),
 			InstanceProvider:  opts.InstanceProvider,
 			Recorder:          recorderFor(mgr, name),
 			Clock:             opts.Clock,

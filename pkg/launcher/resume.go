@@ -177,18 +177,17 @@ func (l *Launcher) failAll(ctx context.Context, members []*v1.NodeClaim, reason 
 // room those launches made rather than launching for their pods again; a launch the cloud says
 // was made but does not list yet (its call was in flight when the controller stopped) is
 // reported with ErrLaunchUnsettled, so that the allocator asks again rather than plan those pods
-// anew (an e2e crash test launched a sixth node for five pods so).
+// anew.
 func (l *Launcher) ResumeAll(ctx context.Context) error {
-	var list v1.NodeClaimList
-	if err := l.client.List(ctx, &list); err != nil {
-		return fmt.Errorf("listing nodeclaims, %w", err)
+	unresumed, err := l.unresumed(ctx)
+	if err != nil {
+		return err
 	}
 	resumed := map[string]bool{}
 	var errs []error
-	for i := range list.Items {
-		nc := &list.Items[i]
+	for _, nc := range unresumed {
 		group := nc.Annotations[LaunchGroupAnnotationKey]
-		if nc.DeletionTimestamp != nil || group == "" || l.Launching(nc) || (nc.Status.ProviderID != "" && !unlabelled(nc)) || resumed[group] {
+		if resumed[group] {
 			continue
 		}
 		resumed[group] = true
@@ -197,4 +196,36 @@ func (l *Launcher) ResumeAll(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Unresumed names the NodeClaims the client's reads show as a stopped controller left them, their
+// launch unfinished: ResumeAll's work. Through a cache, what ResumeAll wrote shows a moment later:
+// the allocator waits for none before its first pass, which would otherwise find no room for the
+// pods of the launches it just resumed and launch for them again (the e2e crash test launched a
+// sixth node for five pods so).
+func (l *Launcher) Unresumed(ctx context.Context) ([]string, error) {
+	unresumed, err := l.unresumed(ctx)
+	names := make([]string, len(unresumed))
+	for i, nc := range unresumed {
+		names[i] = nc.Name
+	}
+	return names, err
+}
+
+// unresumed are the NodeClaims of a launch group that no launch of this process runs, not
+// deleting, with no instance recorded or with one recorded and not labelled.
+func (l *Launcher) unresumed(ctx context.Context) ([]*v1.NodeClaim, error) {
+	var list v1.NodeClaimList
+	if err := l.client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing nodeclaims, %w", err)
+	}
+	var out []*v1.NodeClaim
+	for i := range list.Items {
+		nc := &list.Items[i]
+		if nc.DeletionTimestamp != nil || nc.Annotations[LaunchGroupAnnotationKey] == "" || l.Launching(nc) || (nc.Status.ProviderID != "" && !unlabelled(nc)) {
+			continue
+		}
+		out = append(out, nc)
+	}
+	return out, nil
 }

@@ -440,10 +440,18 @@ func (c *Controller) awaitRegistered(ctx context.Context, nc *v1.NodeClaim) (*co
 	err := wait.PollUntilContextCancel(ctx, registeredPoll, true, func(ctx context.Context) (bool, error) {
 		current := &v1.NodeClaim{}
 		if err := c.client.Get(ctx, client.ObjectKeyFromObject(nc), current); err != nil {
-			if apierrors.IsNotFound(err) {
-				return false, errNodeClaimGone
+			if !apierrors.IsNotFound(err) {
+				return false, err
 			}
-			return false, err
+			// The cache may not show the NodeClaim created a moment ago yet: only the API
+			// server says it is gone (a batch saw four such "gone" at once in an e2e run, and
+			// planned their pods again).
+			if err := c.reader.Get(ctx, client.ObjectKeyFromObject(nc), current); err != nil {
+				if apierrors.IsNotFound(err) {
+					return false, errNodeClaimGone
+				}
+				return false, err
+			}
 		}
 		if current.DeletionTimestamp != nil {
 			return false, errNodeClaimGone

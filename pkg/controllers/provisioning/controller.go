@@ -63,7 +63,10 @@ const (
 // Options configure New.
 type Options struct {
 	// Client reads through the manager's cache and writes Nodes, Events and status.
-	Client           client.Client
+	Client client.Client
+	// Reader reads the API server itself, for what the cache may not show yet: the Client when
+	// nil.
+	Reader           client.Reader
 	InstanceProvider cloudprovider.InstanceProvider
 	Recorder         record.EventRecorder
 	Clock            clock.Clock
@@ -99,6 +102,7 @@ type Options struct {
 // pods a batch is launching for.
 type Controller struct {
 	client           client.Client
+	reader           client.Reader
 	cluster          *state.Cluster
 	instanceProvider cloudprovider.InstanceProvider
 	recorder         record.EventRecorder
@@ -142,8 +146,12 @@ func New(opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("batch windows must be positive with the maximum (%s) at least the idle gap (%s)", w.max, w.idle)
 	}
 	launchLimit := cmp.Or(opts.LaunchConcurrency, DefaultLaunchConcurrency)
+	if opts.Reader == nil {
+		opts.Reader = opts.Client
+	}
 	return &Controller{
 		client:           opts.Client,
+		reader:           opts.Reader,
 		cluster:          cmp.Or(opts.Cluster, state.Live(opts.Client)),
 		instanceProvider: opts.InstanceProvider,
 		recorder:         opts.Recorder,
@@ -267,7 +275,8 @@ const resumeTimeout = time.Minute
 
 // resumeLaunches finishes the launches a stopped controller left before the first pass plans, so
 // that the pass counts their room instead of launching for their pods again; it tries again while
-// the cloud cannot answer yet (its catalogue not read), for up to resumeTimeout.
+// the cloud cannot answer yet (its catalogue not read), for up to resumeTimeout. It returns once
+// the cache the pass reads shows what the resumes recorded.
 func (c *Controller) resumeLaunches(ctx context.Context) {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, time.Second, resumeTimeout, true, func(ctx context.Context) (bool, error) {
@@ -276,6 +285,15 @@ func (c *Controller) resumeLaunches(ctx context.Context) {
 	})
 	if err != nil {
 		log.FromContext(ctx).WithName(Name).Error(errors.Join(last, err), "resuming the launches a stopped controller left; the NodeClaim lifecycle goes on with them")
+		return
+	}
+	var unresumed []string
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, cacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
+		unresumed, last = c.launcher.Unresumed(ctx)
+		return last == nil && len(unresumed) == 0, nil
+	})
+	if err != nil {
+		log.FromContext(ctx).WithName(Name).Error(errors.Join(last, err), "waiting for the cache to show the resumed launches", "nodeclaims", unresumed)
 	}
 }
 

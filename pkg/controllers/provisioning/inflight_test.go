@@ -128,7 +128,12 @@ type passes struct {
 
 func newPasses(t *testing.T, opts Options, funcs interceptor.Funcs, gated func(cloudprovider.LaunchRequest) bool, objects ...client.Object) *passes {
 	t.Helper()
-	kube := kubefake.NewClientBuilder().WithObjects(objects...).WithInterceptorFuncs(funcs).Build()
+	// The controller's Reader, the API server itself, is the client without funcs.
+	apiServer := kubefake.NewClientBuilder().WithObjects(objects...).Build()
+	kube := interceptor.NewClient(apiServer, funcs)
+	if opts.Reader == nil {
+		opts.Reader = apiServer
+	}
 	cloud := &gatedCloud{InstanceProvider: fake.NewInstanceProvider(fake.InstanceProviderOptions{}), gated: gated,
 		entered: make(chan cloudprovider.LaunchRequest, 100), open: make(chan struct{})}
 	opts.Client, opts.InstanceProvider, opts.Recorder, opts.Clock = kube, cloud, record.NewFakeRecorder(1000), clocktesting.NewFakeClock(time.Now())
