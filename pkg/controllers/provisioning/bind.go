@@ -14,15 +14,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/state"
 )
 
 // With Options.BindPods the allocator binds each pod it planned onto a node it launched (or
-// onto one still launching) itself, as Karpenter v0.5 did, the moment the Node is registered
-// (never before: the unregistered taint would evict it), instead
-// of nominating it and leaving the binding to kube-scheduler. kube-scheduler places a pending
+// onto one still launching) itself, as Karpenter v0.5 did, once the Node is registered and its
+// registration settled (never before: the unregistered taint would evict it, see
+// settleBeforeBinding), instead of nominating it and leaving the binding to kube-scheduler. kube-scheduler places a pending
 // pod by its own scoring, clears nominations it did not make at a failed attempt, and counts
 // only bound pods in a spread's skew, so where it strays from the plan a pod finds its room
 // taken and a second node is launched for it (docs/benchmarks.md, plan = reality); a bound pod
@@ -68,22 +69,29 @@ func (c *Controller) bindable(snapshot *state.Snapshot) bindable {
 	}
 }
 
-// place binds the pods of the nominations that may be bound to registered nodes (at most
-// launchLimit binding calls at once), waits until the cache shows them bound, and returns the
-// rest, to nominate: those bindable refuses or whose node is not registered, and those whose binding failed for a reason that may pass (with the
-// error). A pod deleted, replaced by another of its name, or bound elsewhere meanwhile (by
+// place binds the pods of the nominations that may be bound to registered nodes once their
+// registration settled (at most launchLimit binding calls at once), waits until the cache shows
+// them bound, and returns the rest, to nominate: those bindable refuses or whose node is not
+// registered, and those whose binding failed for a reason that may pass (with the error). A pod deleted, replaced by another of its name, or bound elsewhere meanwhile (by
 // kube-scheduler, to room that opened) is neither bound nor nominated.
 func (c *Controller) place(ctx context.Context, nominations []nomination, bindable bindable) (bound map[*corev1.Pod]bool, rest []nomination, err error) {
 	bound = map[*corev1.Pod]bool{}
-	var mu sync.Mutex
-	var group errgroup.Group
-	group.SetLimit(c.launchLimit)
-	var placed []*corev1.Pod
+	var binds []nomination
 	for _, n := range nominations {
 		if !bindable(n.pod) || !c.registered(ctx, n.node) {
 			rest = append(rest, n)
 			continue
 		}
+		binds = append(binds, n)
+	}
+	if len(binds) > 0 && !c.settleBeforeBinding(ctx, onto(binds)) {
+		return bound, append(rest, binds...), ctx.Err()
+	}
+	var mu sync.Mutex
+	var group errgroup.Group
+	group.SetLimit(c.launchLimit)
+	var placed []*corev1.Pod
+	for _, n := range binds {
 		group.Go(func() error {
 			err := bind(ctx, c.client.SubResource("binding"), n.pod, n.node)
 			mu.Lock()
@@ -105,6 +113,63 @@ func (c *Controller) place(ctx context.Context, nominations []nomination, bindab
 		err = cacheErr
 	}
 	return bound, rest, err
+}
+
+// DefaultBindSettle is the controller binary's Options.BindSettle.
+const DefaultBindSettle = 2 * time.Second
+
+// settleBeforeBinding waits until each node has been registered for Options.BindSettle, and
+// reports whether ctx ended first. The registration lifts the unregistered taint, which is
+// NoExecute: kube-controller-manager's taint eviction deletes a pod bound to a node whose taint
+// its cache still shows, and its watch can lag this controller's (an e2e run lost three pods
+// bound the moment their node registered so). A pod bound to a new node waits for its kubelet to
+// be Ready anyway, which follows registration by far more than the settle.
+func (c *Controller) settleBeforeBinding(ctx context.Context, nodes sets.Set[string]) bool {
+	if c.bindSettle <= 0 {
+		return true
+	}
+	var wait time.Duration
+	for name := range nodes {
+		wait = max(wait, c.registeredAt(ctx, name).Add(c.bindSettle).Sub(c.clock.Now()))
+	}
+	if wait <= 0 {
+		return true
+	}
+	select {
+	case <-c.clock.After(wait):
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// registeredAt is when the node's NodeClaim says it registered: now while the cache does not show
+// it yet, and long ago for a node of no NodeClaim, which never carried the unregistered taint.
+func (c *Controller) registeredAt(ctx context.Context, name string) time.Time {
+	node := &corev1.Node{}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return c.clock.Now()
+	}
+	var list v1.NodeClaimList
+	if err := c.client.List(ctx, &list, client.MatchingFields{nodeclaims.NodeClaimProviderIDField: node.Spec.ProviderID}); err != nil {
+		return c.clock.Now()
+	}
+	if len(list.Items) == 0 {
+		return time.Time{}
+	}
+	if registered := list.Items[0].Condition(v1.ConditionTypeRegistered); registered != nil && registered.Status == metav1.ConditionTrue {
+		return registered.LastTransitionTime.Time
+	}
+	return c.clock.Now()
+}
+
+// onto are the nodes of the nominations.
+func onto(nominations []nomination) sets.Set[string] {
+	out := sets.New[string]()
+	for _, n := range nominations {
+		out.Insert(n.node)
+	}
+	return out
 }
 
 // registered is whether the cache shows the node registered: a pod bound to a node still

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,16 +13,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/eventually"
 )
 
 func TestBindable(t *testing.T) {
@@ -182,5 +186,37 @@ func TestPodNeverBoundToAnUnregisteredNode(t *testing.T) {
 	waiting := &corev1.Pod{}
 	if err := kube.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "waits"}, waiting); err != nil || waiting.Spec.NodeName != "" {
 		t.Errorf("pod waits on %q (%v), want unbound", waiting.Spec.NodeName, err)
+	}
+}
+
+// TestPodsAreBoundOnceTheirNodesRegistrationSettled: kube-controller-manager evicts a pod bound
+// to a node whose unregistered taint (NoExecute) its cache still shows, so the allocator binds a
+// pod to the node launched for it only once the node has been registered for BindSettle. (It
+// bound at once, and an e2e run lost three pods so.)
+func TestPodsAreBoundOnceTheirNodesRegistrationSettled(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	s := newPasses(t, Options{BindPods: true, BindSettle: time.Second}, bindingAPI, func(cloudprovider.LaunchRequest) bool { return false }, p)
+	pod := s.pending(t, nodeSized, "a")[0]
+	if _, err := s.c.provision(t.Context(), false); err != nil {
+		t.Fatal(err)
+	}
+	clock := s.c.clock.(*clocktesting.FakeClock)
+	eventually.Holds(t, "the binding waiting for the registration to settle", func() (bool, string, error) {
+		return clock.HasWaiters(), "no waiter on the clock", nil
+	})
+	nodeName := func() string {
+		current := &corev1.Pod{}
+		if err := s.kube.Get(t.Context(), client.ObjectKeyFromObject(pod), current); err != nil {
+			t.Fatal(err)
+		}
+		return current.Spec.NodeName
+	}
+	if name := nodeName(); name != "" {
+		t.Fatalf("pod bound to %s before its node's registration settled", name)
+	}
+	clock.Step(time.Second)
+	s.settle(t)
+	if nodeName() == "" {
+		t.Error("pod not bound once its node's registration settled")
 	}
 }

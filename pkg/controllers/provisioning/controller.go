@@ -82,6 +82,10 @@ type Options struct {
 	// BindPods binds the pods planned onto the nodes it launches itself, as Karpenter v0.5
 	// did, instead of nominating them for kube-scheduler to bind (bind.go).
 	BindPods bool
+	// BindSettle is how long the allocator waits, once a node it launched registered, before it
+	// binds pods to it (see settleBeforeBinding); none when zero. DefaultBindSettle in the
+	// controller binary.
+	BindSettle time.Duration
 	// MinValuesPolicy is what a new node of a NodePool does whose pods leave it fewer values
 	// of a key than the NodePool's minValues; MinValuesStrict when empty.
 	MinValuesPolicy scheduling.MinValuesPolicy
@@ -112,6 +116,7 @@ type Controller struct {
 	window           window
 	launchLimit      int
 	bindPods         bool
+	bindSettle       time.Duration
 	minValuesPolicy  scheduling.MinValuesPolicy
 	inFlight         *inFlight
 	// launcher creates the NodeClaims and launches them; it bounds the cloud's launch calls at
@@ -161,6 +166,7 @@ func New(opts Options) (*Controller, error) {
 		window:           w,
 		launchLimit:      launchLimit,
 		bindPods:         opts.BindPods,
+		bindSettle:       opts.BindSettle,
 		minValuesPolicy:  opts.MinValuesPolicy,
 		inFlight:         newInFlight(),
 		launcher:         cmp.Or(opts.Launcher, launcher.New(opts.Client, opts.InstanceProvider, launchLimit)),
