@@ -71,12 +71,16 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 }
 
 // needsNodeClaim is whether a node is one a Provisioner launched before NodeClaims: it carries
-// the Provisioner's label and its instance's provider id, and no NodeClaim owns it (the launcher
-// makes every node it creates owned by its NodeClaim, which recorded the instance first).
+// the Provisioner's label and its instance's provider id, no NodeClaim owns it, and it does not
+// carry the unregistered taint. A node a kubelet registers for a NodeClaim carries that taint
+// until the NodeClaim lifecycle controller registers it, which makes it owned in the same write:
+// hydrating it meanwhile would race that write (an e2e batch of 54 nodes logged a conflict on
+// most of them).
 func needsNodeClaim(node *corev1.Node) bool {
 	_, launched := pools.ProvisionerOf(node.Labels)
 	_, owned := nodeclaims.Owner(node)
-	return launched && node.DeletionTimestamp == nil && node.Spec.ProviderID != "" && !owned
+	registering := slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&nodeclaims.UnregisteredTaint) })
+	return launched && node.DeletionTimestamp == nil && node.Spec.ProviderID != "" && !owned && !registering
 }
 
 // Reconcile creates the node's NodeClaim, unless one recorded its instance already, and makes the
