@@ -327,6 +327,11 @@ func waitRunning(t *testing.T, pods ...*corev1.Pod) map[string]*corev1.Node {
 		for _, pod := range pods {
 			current := &corev1.Pod{}
 			if err := stack.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), current); err != nil {
+				if apierrors.IsNotFound(err) {
+					// Said, not returned: an error would leave the last message, from before it went.
+					waiting = append(waiting, pod.Name+" gone (deleted, e.g. evicted by a NoExecute taint)")
+					continue
+				}
 				return false, "", err
 			}
 			node := &corev1.Node{}
