@@ -53,6 +53,11 @@ type Removal struct {
 	Threshold float64
 	// Pods are its movable pods, which must find room elsewhere.
 	Pods []*corev1.Pod
+	// DisruptionCost is what removing it costs (DisruptionCost of its pods).
+	DisruptionCost float64
+	// Balanced, set when its NodePool's consolidationPolicy is Balanced, are the NodePool's
+	// totals a consolidation's saving and disruption are scored against (BalancedScore).
+	Balanced *PoolTotals
 }
 
 func (r *Removal) spot() bool {
@@ -100,7 +105,8 @@ func (c Consolidation) Nodes() []*corev1.Node {
 // Consolidate simulates removing the nodes together: their pods are scheduled on the rest of
 // the room and at most one new node. It is worth it when they all fit on the rest (a delete),
 // or on one new node whose cheapest offering saves the strictest threshold of the removed
-// nodes; a spot node is replaced only by spot, among at least MinSpotTypes cheaper types.
+// nodes; a spot node is replaced only by spot, among at least MinSpotTypes cheaper types. The
+// removed nodes' Balanced NodePools must each find it worth its disruption (notBalanced).
 func (s Simulation) Consolidate(removed []*Removal, settings ConsolidationSettings) (Consolidation, *Blocked) {
 	gone := map[string]bool{}
 	out := Consolidation{Removed: removed}
@@ -133,6 +139,9 @@ func (s Simulation) Consolidate(removed []*Removal, settings ConsolidationSettin
 	switch len(results.NewNodes) {
 	case 0:
 		out.Saving = out.Price
+		if why := notBalanced(out); why != nil {
+			return Consolidation{}, why
+		}
 		return out, nil
 	case 1:
 	default:
@@ -165,6 +174,9 @@ func (s Simulation) Consolidate(removed []*Removal, settings ConsolidationSettin
 	}
 	out.Replacement = &replacement
 	out.Saving = out.Price - replacement.Price
+	if why := notBalanced(out); why != nil {
+		return Consolidation{}, why
+	}
 	return out, nil
 }
 

@@ -157,17 +157,20 @@ func Decide(candidates []*Candidate, block func(*Candidate) *Blocked, now time.T
 		return len(c.Pods) == 0 && c.NodeClaim.IsTrue(v1.ConditionTypeConsolidatable)
 	})
 	d.Drifted = take(v1.DisruptionReasonDrifted, candidates, func(c *Candidate) bool { return c.NodeClaim.IsTrue(v1.ConditionTypeDrifted) })
-	// Balanced, upstream's scoring of a move's saving against its disruption, is not
-	// implemented: its nodes are consolidated only when empty, never more than asked.
-	// The budget goes to the nodes cheapest to disrupt, those with the fewest pods, so that a
-	// pass weighs the consolidations that disturb least, as upstream orders by disruption cost.
-	fewestPods := slices.Clone(candidates)
-	slices.SortStableFunc(fewestPods, func(a, b *Candidate) int { return cmp.Compare(len(a.Pods), len(b.Pods)) })
-	d.Underutilized = take(v1.DisruptionReasonUnderutilized, fewestPods, func(c *Candidate) bool {
+	// The budget goes to the nodes cheapest to disrupt (DisruptionCost: with no pod deletion
+	// cost or priority set, those with the fewest pods), so that a pass weighs the
+	// consolidations that disturb least, as upstream orders them. Balanced NodePools' nodes are
+	// candidates too; the consolidation scores their saving against their disruption.
+	cost := make(map[*Candidate]float64, len(candidates))
+	for _, c := range candidates {
+		cost[c] = DisruptionCost(c.Pods)
+	}
+	cheapest := slices.Clone(candidates)
+	slices.SortStableFunc(cheapest, func(a, b *Candidate) int { return cmp.Compare(cost[a], cost[b]) })
+	d.Underutilized = take(v1.DisruptionReasonUnderutilized, cheapest, func(c *Candidate) bool {
 		// Unset is the API's default.
 		policy := cmp.Or(c.NodePool.Spec.Disruption.ConsolidationPolicy, v1.ConsolidationPolicyWhenEmptyOrUnderutilized)
-		return policy == v1.ConsolidationPolicyWhenEmptyOrUnderutilized &&
-			len(c.Pods) > 0 && c.NodeClaim.IsTrue(v1.ConditionTypeConsolidatable)
+		return policy != v1.ConsolidationPolicyWhenEmpty && len(c.Pods) > 0 && c.NodeClaim.IsTrue(v1.ConditionTypeConsolidatable)
 	})
 	return d
 }

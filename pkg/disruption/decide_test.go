@@ -68,7 +68,7 @@ func TestDecide(t *testing.T) {
 			candidates: func() []*disruption.Candidate {
 				return []*disruption.Candidate{candidate("a", all, 0, v1.ConditionTypeConsolidatable), candidate("b", all, 0), candidate("c", all, 1, v1.ConditionTypeConsolidatable)}
 			}, wantEmpty: []string{"a"}, wantUnder: []string{"c"}},
-		{name: "underutilized: consolidatable nodes with pods under WhenEmptyOrUnderutilized only, within the budget for Underutilized",
+		{name: "underutilized: consolidatable nodes with pods under WhenEmptyOrUnderutilized and Balanced, not WhenEmpty, within the budget for Underutilized",
 			candidates: func() []*disruption.Candidate {
 				whenEmpty, balanced := pool("whenempty"), pool("balanced")
 				whenEmpty.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
@@ -78,7 +78,7 @@ func TestDecide(t *testing.T) {
 					candidate("c", whenEmpty, 1, v1.ConditionTypeConsolidatable), candidate("d", balanced, 1, v1.ConditionTypeConsolidatable),
 					candidate("e", twoUnder, 1, v1.ConditionTypeConsolidatable), candidate("f", twoUnder, 2, v1.ConditionTypeConsolidatable),
 					candidate("g", twoUnder, 3, v1.ConditionTypeConsolidatable)}
-			}, wantUnder: []string{"a", "e", "f"}, wantBlocked: map[string]string{"g": disruption.BlockedBudget}},
+			}, wantUnder: []string{"a", "d", "e", "f"}, wantBlocked: map[string]string{"g": disruption.BlockedBudget}},
 		{name: "underutilized: the budget goes to the nodes with the fewest pods",
 			candidates: func() []*disruption.Candidate {
 				return []*disruption.Candidate{candidate("a", one, 3, v1.ConditionTypeConsolidatable), candidate("b", one, 1, v1.ConditionTypeConsolidatable)}

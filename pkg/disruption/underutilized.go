@@ -28,7 +28,7 @@ type Underutilized struct {
 // prefix of them together, their pods moved to the other nodes of the snapshot (those being
 // disrupted aside) and at most one new node of the pools, and the consolidation saving most is
 // taken (Simulation.Best). A candidate's NodePool's savingsThreshold applies, fallback where it
-// sets none. Nothing is taken while the cluster settles (Unsettled), or while pods wait for
+// sets none; a Balanced NodePool's also scores the saving against the disruption (notBalanced). Nothing is taken while the cluster settles (Unsettled), or while pods wait for
 // capacity the pools could give. The controller's pass and `kubectl karpenter plan
 // --consolidation` both decide so.
 func ConsolidateUnderutilized(snapshot *state.Snapshot, candidates []*Candidate, nodePools []scheduling.Pool, fallback float64, settings ConsolidationSettings) Underutilized {
@@ -48,12 +48,16 @@ func ConsolidateUnderutilized(snapshot *state.Snapshot, candidates []*Candidate,
 			return out
 		}
 	}
+	totals := balancedTotals(snapshot, candidates, nodePools)
 	var removals []*Removal
 	for _, candidate := range candidates {
 		removal, why := removalOf(candidate, nodePools, fallback)
 		if why != nil {
 			out.Kept[candidate.Node.Name] = *why
 			continue
+		}
+		if t, ok := totals[candidate.NodePool.Name]; ok {
+			removal.Balanced = &t
 		}
 		removals = append(removals, removal)
 	}
@@ -82,7 +86,8 @@ func removalOf(candidate *Candidate, nodePools []scheduling.Pool, fallback float
 	if !ok {
 		return nil, &Blocked{Reason: ConsolidationUnknownPrice, Message: "no offering of the node's instance type, zone and capacity type is known"}
 	}
-	return &Removal{Node: candidate.Node, Pool: candidate.NodePool.Name, Price: price, Threshold: SavingsThreshold(candidate.NodePool, fallback), Pods: candidate.Pods}, nil
+	return &Removal{Node: candidate.Node, Pool: candidate.NodePool.Name, Price: price, Threshold: SavingsThreshold(candidate.NodePool, fallback), Pods: candidate.Pods,
+		DisruptionCost: DisruptionCost(candidate.Pods)}, nil
 }
 
 // Room is the room of the snapshot's nodes pods may move to: those being disrupted aside.

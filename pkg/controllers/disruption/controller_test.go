@@ -1,6 +1,7 @@
 package disruption_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -339,5 +340,53 @@ func TestNodesWorthItTogether(t *testing.T) {
 			(nc.Annotations[v1alpha5.ReplacesAnnotationKey] != "left,right" || nc.Annotations[v1.DisruptionReasonAnnotationKey] != "underutilized") {
 			t.Errorf("replacement annotated %v, want it to replace left,right for underutilized", nc.Annotations)
 		}
+	}
+}
+
+// TestBalanced: under consolidationPolicy Balanced, the underutilized node is replaced by the
+// cheaper one when the share of its NodePool's cost that saves is at least half the share of the
+// NodePool's disruption it causes (upstream's k=2), and kept, told why, when its pod costs more
+// to evict (controller.kubernetes.io/pod-deletion-cost): the NodePool's second node, busy and not
+// consolidatable, counts in both totals.
+func TestBalanced(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// deletionCost is the underutilized node's pod's pod-deletion-cost, "" for none.
+		deletionCost string
+		wantLaunches int
+		wantTold     int
+	}{
+		// Saving 0.085 of 0.34/h (25 %) for a disruption of 2 of 10 (20 %): 1.25.
+		{name: "worth its disruption", wantLaunches: 1},
+		// For a disruption of 11 of 19 (58 %): 0.43.
+		{name: "a pod too dear to evict", deletionCost: "1207959552", wantTold: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objects := underutilizedFleet("0%")
+			objects[0].(*v1.NodePool).Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyBalanced
+			if tc.deletionCost != "" {
+				objects[4].SetAnnotations(map[string]string{corev1.PodDeletionCost: tc.deletionCost})
+			}
+			busy := objects[2].DeepCopyObject().(*v1.NodeClaim)
+			busy.Name, busy.UID, busy.Status.NodeName, busy.Status.ProviderID = "default-busy", "busy", "busy", "fake:///busy"
+			busy.Status.Conditions = busy.Status.Conditions[:1] // initialized, not consolidatable
+			busyNode := objects[3].DeepCopyObject().(*corev1.Node)
+			busyNode.Name = "busy"
+			objects = append(objects, busy, busyNode)
+			for i := range 7 {
+				pod := objects[4].DeepCopyObject().(*corev1.Pod)
+				pod.Name, pod.UID, pod.Spec.NodeName, pod.Annotations = fmt.Sprintf("busy-%d", i), types.UID(fmt.Sprintf("busy-%d", i)), "busy", nil
+				pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}
+				objects = append(objects, pod)
+			}
+			h := newHarness(t, objects...)
+			h.passes(t, 4, disruption.DefaultValidationDelay+time.Second)
+			if told := countOf(h.reasons(), pkgdisruption.ConsolidationNotBalanced); told != tc.wantTold {
+				t.Errorf("told %d times that the consolidation is not worth its disruption, want %d (events %v)", told, tc.wantTold, h.reasons())
+			}
+			if launched := len(h.cloud.CreateCalls()); launched != tc.wantLaunches {
+				t.Errorf("%d launches, want %d", launched, tc.wantLaunches)
+			}
+		})
 	}
 }

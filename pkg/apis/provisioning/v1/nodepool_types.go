@@ -140,8 +140,8 @@ type Disruption struct {
 	ConsolidateAfter NillableDuration `json:"consolidateAfter,omitempty"`
 	// ConsolidationPolicy is which nodes consolidation may remove or replace: WhenEmpty, only
 	// nodes without workload pods; WhenEmptyOrUnderutilized, also nodes whose pods fit
-	// elsewhere or on a cheaper node; Balanced, upstream's scoring of a move's saving against
-	// its disruption, is accepted and, not implemented here, removes empty nodes only.
+	// elsewhere or on a cheaper node; Balanced, those too when the share of the NodePool's cost
+	// a consolidation saves is at least half the share of its disruption cost it causes.
 	// +kubebuilder:default:="WhenEmptyOrUnderutilized"
 	// +kubebuilder:validation:Enum:=WhenEmpty;WhenEmptyOrUnderutilized;Balanced
 	// +optional
