@@ -23,12 +23,12 @@ import (
 // With Options.BindPods the allocator binds each pod it planned onto a node it launched (or
 // onto one still launching) itself, as Karpenter v0.5 did, once the Node is registered and its
 // registration settled (never before: the unregistered taint would evict it, see
-// settleBeforeBinding), instead of nominating it and leaving the binding to kube-scheduler. kube-scheduler places a pending
-// pod by its own scoring, clears nominations it did not make at a failed attempt, and counts
-// only bound pods in a spread's skew, so where it strays from the plan a pod finds its room
-// taken and a second node is launched for it (docs/benchmarks.md, plan = reality); a bound pod
-// is where the plan put it, and counts in every spread and affinity kube-scheduler then
-// evaluates. The price is the one nominations avoid: a bound pod waits for its node's kubelet,
+// settleBeforeBinding), instead of nominating it and leaving the binding to kube-scheduler.
+// kube-scheduler places a pending pod by its own scoring, clears nominations it did not make at
+// a failed attempt, and counts only bound pods in a spread's skew, so where it strays from the
+// plan a pod finds its room taken and a second node is launched for it (docs/benchmarks.md, plan
+// = reality); a bound pod is where the plan put it, and counts in every spread and affinity
+// kube-scheduler then evaluates. The price is the one nominations avoid: a bound pod waits for its node's kubelet,
 // and when the node never becomes Ready the readiness controller deletes it after
 // --node-ready-timeout and its pods with it (their controllers create them again, pending).
 //
@@ -72,8 +72,9 @@ func (c *Controller) bindable(snapshot *state.Snapshot) bindable {
 // place binds the pods of the nominations that may be bound to registered nodes once their
 // registration settled (at most launchLimit binding calls at once), waits until the cache shows
 // them bound, and returns the rest, to nominate: those bindable refuses or whose node is not
-// registered, and those whose binding failed for a reason that may pass (with the error). A pod deleted, replaced by another of its name, or bound elsewhere meanwhile (by
-// kube-scheduler, to room that opened) is neither bound nor nominated.
+// registered, and those whose binding failed for a reason that may pass (with the error). A pod
+// deleted, replaced by another of its name, or bound elsewhere meanwhile (by kube-scheduler, to
+// room that opened) is neither bound nor nominated.
 func (c *Controller) place(ctx context.Context, nominations []nomination, bindable bindable) (bound map[*corev1.Pod]bool, rest []nomination, err error) {
 	bound = map[*corev1.Pod]bool{}
 	var binds []nomination
