@@ -386,6 +386,11 @@ func (c *Controller) register(ctx context.Context, r *reservedLaunch, i int, ins
 		c.ledger.Release(r.reservations[i])
 		c.inFlight.failed(r.planned[i])
 	}
+	if node != nil {
+		// The cache shows it: should it be deleted before the batch ends (its pods bound by
+		// kube-scheduler meanwhile, the node deleted at once), a pass frees its room.
+		c.ledger.NodeCached(r.reservations[i], node.UID)
+	}
 	return node, err
 }
 
