@@ -85,6 +85,8 @@ func (c *Controller) place(ctx context.Context, nominations []nomination, bindab
 		}
 		binds = append(binds, n)
 	}
+	binds = c.claimBinding(binds)
+	defer c.releaseBinding(binds)
 	if len(binds) > 0 && !c.settleBeforeBinding(ctx, onto(binds)) {
 		return bound, append(rest, binds...), ctx.Err()
 	}
@@ -162,6 +164,33 @@ func (c *Controller) registeredAt(ctx context.Context, name string) time.Time {
 		return registered.LastTransitionTime.Time
 	}
 	return c.clock.Now()
+}
+
+// claimBinding keeps the nominations whose pods no other place call is binding, and claims them
+// until releaseBinding. A batch binds its pods once their node's registration settled; a pass
+// seeing the node meanwhile plans the same pods again, maybe each onto the other's node, and two
+// callers binding them so put both on one node, past its room (an e2e run had two 1200m pods
+// bound to one m5.large so). The pods another call binds are neither bound nor nominated here.
+func (c *Controller) claimBinding(nominations []nomination) []nomination {
+	c.bindingMu.Lock()
+	defer c.bindingMu.Unlock()
+	var out []nomination
+	for _, n := range nominations {
+		if !c.binding.Has(n.pod.UID) {
+			c.binding.Insert(n.pod.UID)
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// releaseBinding ends claimBinding's claim.
+func (c *Controller) releaseBinding(nominations []nomination) {
+	c.bindingMu.Lock()
+	defer c.bindingMu.Unlock()
+	for _, n := range nominations {
+		c.binding.Delete(n.pod.UID)
+	}
 }
 
 // onto are the nodes of the nominations.

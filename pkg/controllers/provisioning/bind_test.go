@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -218,5 +219,69 @@ func TestPodsAreBoundOnceTheirNodesRegistrationSettled(t *testing.T) {
 	s.settle(t)
 	if nodeName() == "" {
 		t.Error("pod not bound once its node's registration settled")
+	}
+}
+
+// TestAPodIsBoundByOneCallerOnly: while a batch waits for its nodes' registration to settle
+// before binding its pods, a pass planning the same pods again (each onto the other's node)
+// leaves them to the batch: each pod is bound once, where the batch planned it. (Two callers
+// bound them crosswise, both onto one node past its room.)
+func TestAPodIsBoundByOneCallerOnly(t *testing.T) {
+	var objects []client.Object
+	for _, name := range []string{"x", "y"} {
+		node := builders.Node(builders.NodeOptions{Name: name, Labels: map[string]string{v1.NodeRegisteredLabelKey: "true"}})
+		node.Spec.ProviderID = "fake:///" + name
+		objects = append(objects, node, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-" + name},
+			Status: v1.NodeClaimStatus{ProviderID: node.Spec.ProviderID, NodeName: name, Conditions: []metav1.Condition{
+				{Type: v1.ConditionTypeRegistered, Status: metav1.ConditionTrue, Reason: "Registered", LastTransitionTime: metav1.Now()}}}})
+	}
+	a := builders.Pod(builders.PodOptions{Name: "a", Unschedulable: true})
+	b := builders.Pod(builders.PodOptions{Name: "b", Unschedulable: true})
+	a.UID, b.UID = "a", "b"
+	c, _, kube := launchingController(t, bindingAPI, append(objects, a, b)...)
+	c.bindSettle = time.Minute
+	all := func(*corev1.Pod) bool { return true }
+	batch := make(chan error, 1)
+	go func() {
+		_, _, err := c.place(t.Context(), []nomination{{pod: a, node: "x"}, {pod: b, node: "y"}}, all)
+		batch <- err
+	}()
+	clock := c.clock.(*clocktesting.FakeClock)
+	eventually.Holds(t, "the batch waiting for the registrations to settle", func() (bool, string, error) {
+		return clock.HasWaiters(), "no waiter on the clock", nil
+	})
+	type answer struct {
+		bound, rest int
+		err         error
+	}
+	pass := make(chan answer, 1)
+	go func() {
+		bound, rest, err := c.place(t.Context(), []nomination{{pod: a, node: "y"}, {pod: b, node: "x"}}, all)
+		pass <- answer{len(bound), len(rest), err}
+	}()
+	var passed answer
+	done := 0
+	eventually.Holds(t, "the batch and the pass done", func() (bool, string, error) {
+		clock.Step(time.Minute)
+		select {
+		case err := <-batch:
+			if err != nil {
+				return false, "", err
+			}
+			done++
+		case passed = <-pass:
+			done++
+		default:
+		}
+		return done == 2, fmt.Sprintf("%d of 2 done", done), nil
+	})
+	if passed.err != nil || passed.bound != 0 || passed.rest != 0 {
+		t.Errorf("the pass bound %d, left %d to nominate (%v); want both left to the batch", passed.bound, passed.rest, passed.err)
+	}
+	for pod, want := range map[*corev1.Pod]string{a: "x", b: "y"} {
+		current := &corev1.Pod{}
+		if err := kube.Get(t.Context(), client.ObjectKeyFromObject(pod), current); err != nil || current.Spec.NodeName != want {
+			t.Errorf("pod %s on %q (%v), want %s, where the batch planned it", pod.Name, current.Spec.NodeName, err, want)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -136,6 +137,10 @@ type Controller struct {
 	// written by the loop and by the batches launching in the background.
 	nominatedMu sync.Mutex
 	nominated   map[types.UID]string
+	// binding are the pods a place call is binding (bind.go): no other call places them
+	// meanwhile.
+	bindingMu sync.Mutex
+	binding   sets.Set[types.UID]
 	// launchFailures are the Provisioners' launches failing for a reason only their user can
 	// fix (failures.go).
 	launchFailures *launchFailures
@@ -172,6 +177,7 @@ func New(opts Options) (*Controller, error) {
 		launcher:         cmp.Or(opts.Launcher, launcher.New(opts.Client, opts.InstanceProvider, launchLimit)),
 		told:             map[types.UID]string{},
 		nominated:        map[types.UID]string{},
+		binding:          sets.New[types.UID](),
 		launchFailures:   newLaunchFailures(),
 	}, nil
 }
