@@ -87,8 +87,13 @@ func Register(nc *v1.NodeClaim, node *corev1.Node) *corev1.Node {
 // Registered is whether a node is registered: labelled so, the unregistered taint gone. Until
 // then no pod may be bound there, and its NodeClaim's labels and taints may not be on it yet.
 func Registered(node *corev1.Node) bool {
-	return node.Labels[v1.NodeRegisteredLabelKey] == "true" &&
-		!slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&UnregisteredTaint) })
+	return node.Labels[v1.NodeRegisteredLabelKey] == "true" && !Registering(node)
+}
+
+// Registering is whether a node carries the unregistered taint its kubelet registered it with:
+// its NodeClaim lifecycle controller has not registered it yet.
+func Registering(node *corev1.Node) bool {
+	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&UnregisteredTaint) })
 }
 
 // Reasons of the Initialized condition while it is not True.

@@ -270,7 +270,7 @@ func (c *Snapshot) AllNodes() []corev1.Node {
 		}
 		registered.Insert(node.Spec.ProviderID)
 		nc, ok := launched[node.Spec.ProviderID]
-		if !ok || !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&nodeclaims.UnregisteredTaint) }) {
+		if !ok || !nodeclaims.Registering(node) {
 			continue
 		}
 		ownCopy()

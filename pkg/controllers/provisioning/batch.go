@@ -83,8 +83,6 @@ func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launch
 	var mu sync.Mutex
 	var group sync.WaitGroup
 	var launched []*corev1.Node
-	// reservations are the ledger's of the launched nodes, by name.
-	reservations := map[string]int{}
 	var nominations []nomination
 	for _, r := range launches {
 		group.Add(1)
@@ -124,10 +122,9 @@ func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launch
 			mu.Lock()
 			defer mu.Unlock()
 			retry = retry || err != nil || bindErr != nil
-			for i, node := range nodes {
+			for _, node := range nodes {
 				if node != nil {
 					launched = append(launched, node)
-					reservations[node.Name] = r.reservations[i]
 				}
 			}
 			c.toldMu.Lock()
@@ -151,7 +148,7 @@ func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launch
 			retry, opened = true, false
 		}
 	}
-	if err := c.awaitCached(ctx, launched, reservations, opened); err != nil {
+	if err := c.awaitCached(ctx, launched, opened); err != nil {
 		log.FromContext(ctx).WithName(Name).Error(err, "waiting for the batch's nodes in the cache")
 		retry = true
 	}
@@ -163,10 +160,8 @@ const cacheSyncTimeout = 10 * time.Second
 
 // awaitCached returns once the cache the passes read shows every node created, and opened if
 // it was: until then the batch stays in flight, and a pass leaves out the pods of nodes its
-// snapshot does not show, rather than planning them onto a second node each. The ledger learns
-// that the cache shows each (its reservation by name in reservations), so that its room is
-// freed should it go before a pass counted it.
-func (c *Controller) awaitCached(ctx context.Context, created []*corev1.Node, reservations map[string]int, opened bool) error {
+// snapshot does not show, rather than planning them onto a second node each.
+func (c *Controller) awaitCached(ctx context.Context, created []*corev1.Node, opened bool) error {
 	for _, node := range created {
 		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, cacheSyncTimeout, true, func(ctx context.Context) (bool, error) {
 			cached := &corev1.Node{}
@@ -177,7 +172,6 @@ func (c *Controller) awaitCached(ctx context.Context, created []*corev1.Node, re
 				// Another Node of its name (a stale one of a gone instance) not gone from the cache yet.
 				return false, nil
 			}
-			c.ledger.NodeCached(reservations[node.Name], cached.UID)
 			return !opened || !slices.ContainsFunc(cached.Spec.Taints, isLaunchingTaint), nil
 		})
 		if err != nil {
@@ -387,8 +381,9 @@ func (c *Controller) register(ctx context.Context, r *reservedLaunch, i int, ins
 		c.inFlight.failed(r.planned[i])
 	}
 	if node != nil {
-		// The cache shows it: should it be deleted before the batch ends (its pods bound by
-		// kube-scheduler meanwhile, the node deleted at once), a pass frees its room.
+		// The ledger learns the cache shows it, so that a pass frees its room should it be
+		// deleted before a pass counted it — even before the batch ends (its pods bound by
+		// kube-scheduler meanwhile, the node deleted at once).
 		c.ledger.NodeCached(r.reservations[i], node.UID)
 	}
 	return node, err

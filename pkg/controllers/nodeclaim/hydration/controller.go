@@ -79,8 +79,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 func needsNodeClaim(node *corev1.Node) bool {
 	_, launched := pools.ProvisionerOf(node.Labels)
 	_, owned := nodeclaims.Owner(node)
-	registering := slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&nodeclaims.UnregisteredTaint) })
-	return launched && node.DeletionTimestamp == nil && node.Spec.ProviderID != "" && !owned && !registering
+	return launched && node.DeletionTimestamp == nil && node.Spec.ProviderID != "" && !owned && !nodeclaims.Registering(node)
 }
 
 // Reconcile creates the node's NodeClaim, unless one recorded its instance already, and makes the
