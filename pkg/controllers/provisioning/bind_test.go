@@ -285,3 +285,50 @@ func TestAPodIsBoundByOneCallerOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestABatchsPodsKeepTheirRoomWhileItSettles: while a batch waits for its node's registration
+// to settle before binding its pod, a pass that sees the node counts that pod on it: a larger
+// pod pending meanwhile gets a node of its own. (The pass planned the batch's pod again, the
+// larger one onto the batch's node and the batch's pod elsewhere, and the batch then bound its
+// pod there all the same: both on one node, past its room.)
+func TestABatchsPodsKeepTheirRoomWhileItSettles(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	s := newPasses(t, Options{BindPods: true, BindSettle: time.Minute}, bindingAPI, func(cloudprovider.LaunchRequest) bool { return false }, p)
+	small := s.pending(t, builders.PodOptions{Requests: builders.Resources("cpu", "1")}, "small")[0]
+	if _, err := s.c.provision(t.Context(), false); err != nil {
+		t.Fatal(err)
+	}
+	clock := s.c.clock.(*clocktesting.FakeClock)
+	eventually.Holds(t, "the batch waiting for its node's registration to settle", func() (bool, string, error) {
+		return clock.HasWaiters(), "no waiter on the clock", nil
+	})
+	large := s.pending(t, nodeSized, "large")[0]
+	pass := make(chan error, 1)
+	go func() {
+		_, err := s.c.provision(t.Context(), false)
+		pass <- err
+	}()
+	passed := false
+	eventually.Holds(t, "the pass and every batch done", func() (bool, string, error) {
+		clock.Step(time.Minute)
+		select {
+		case err := <-pass:
+			if err != nil {
+				return false, "", err
+			}
+			passed = true
+		default:
+		}
+		return passed && len(s.c.inFlight.capture()) == 0, "still placing", nil
+	})
+	onNode := func(pod *corev1.Pod) string {
+		current := &corev1.Pod{}
+		if err := s.kube.Get(t.Context(), client.ObjectKeyFromObject(pod), current); err != nil {
+			t.Fatal(err)
+		}
+		return current.Spec.NodeName
+	}
+	if a, b := onNode(small), onNode(large); a == "" || b == "" || a == b {
+		t.Errorf("small on %q, large on %q: want each bound, to a node of its own (one 2-CPU node has room for one)", a, b)
+	}
+}

@@ -14,9 +14,12 @@ import (
 // inFlight are the batches whose launches run in the background while later passes plan. A
 // pass must not launch again for their pods, yet until a launched node is in the cache the
 // snapshot shows neither the node nor its room. So a pod of a planned node whose Node the
-// snapshot does not show is left out of the pass; once the snapshot shows the Node, the pod
-// is planned again like any pod, onto that node's launching room. Each planned node's pods
-// fit its room, so what is left out and what is not shown are the same room.
+// snapshot does not show is left out of the pass. Once the snapshot shows the Node, the pod is
+// counted on that node's room, as if nominated there, until its batch has bound or nominated it
+// (the batch binds only once the registration settled): planned again meanwhile, it could be
+// planned elsewhere and other pods onto its room, which the batch then binds it to all the
+// same. Each planned node's pods fit its room, so what is left out and what is not shown are
+// the same room.
 type inFlight struct {
 	mu      sync.Mutex
 	batches sets.Set[*launchBatch]
@@ -131,19 +134,28 @@ func (f *inFlight) capture() []*launchBatch {
 	return f.batches.UnsortedList()
 }
 
+// awaitedPod is a pod a batch in flight planned, with the provisioner planned for it and the
+// node its batch launched for it when the snapshot shows that node ("" when it does not).
+type awaitedPod struct {
+	provisioner, node string
+}
+
 // awaited are the pods of the captured batches, and of the instances still to be read back,
-// that wait for a node the snapshot does not show, by the provisioner planned for them: the pass
-// leaves them out.
-func (f *inFlight) awaited(captured []*launchBatch, shown sets.Set[string]) map[types.UID]string {
+// that wait for their batch to place them: those of failed planned nodes are pending again.
+func (f *inFlight) awaited(captured []*launchBatch, shown sets.Set[string]) map[types.UID]awaitedPod {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := map[types.UID]string{}
+	out := map[types.UID]awaitedPod{}
 	await := func(n *plannedLaunch) {
-		if n.failed || (n.nodeName != "" && shown.Has(n.nodeName)) {
+		if n.failed {
 			return
 		}
+		node := ""
+		if n.nodeName != "" && shown.Has(n.nodeName) {
+			node = n.nodeName
+		}
 		for _, uid := range n.pods {
-			out[uid] = n.provisioner
+			out[uid] = awaitedPod{provisioner: n.provisioner, node: node}
 		}
 	}
 	for _, b := range captured {

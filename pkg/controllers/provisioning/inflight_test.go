@@ -35,11 +35,14 @@ func TestInFlightAwaited(t *testing.T) {
 		nodeName string
 		failed   bool
 		shown    []string
-		want     []types.UID
+		// want are the awaited pods; onNode is the node they are counted on.
+		want   []types.UID
+		onNode string
 	}{
 		{name: "not launched yet: its pods wait", want: []types.UID{"a", "b"}},
 		{name: "launched, its Node not in the snapshot: its pods wait", nodeName: "n", shown: []string{"other"}, want: []types.UID{"a", "b"}},
-		{name: "its Node in the snapshot: its pods are planned onto its room", nodeName: "n", shown: []string{"n"}},
+		{name: "its Node in the snapshot: its pods are counted on its room until the batch placed them", nodeName: "n", shown: []string{"n"},
+			want: []types.UID{"a", "b"}, onNode: "n"},
 		{name: "failed: its pods are pending again", failed: true},
 		{name: "launched then its Node failed", nodeName: "n", failed: true},
 	} {
@@ -56,14 +59,14 @@ func TestInFlightAwaited(t *testing.T) {
 			}
 			awaited := f.awaited(captured, sets.New(tc.shown...))
 			got := slices.Sorted(func(yield func(types.UID) bool) {
-				for uid, provisioner := range awaited {
-					if provisioner != "default" || !yield(uid) {
+				for uid, a := range awaited {
+					if a.provisioner != "default" || a.node != tc.onNode || !yield(uid) {
 						return
 					}
 				}
 			})
 			if !slices.Equal(got, tc.want) {
-				t.Errorf("awaited %v, want %v", awaited, tc.want)
+				t.Errorf("awaited %v, want %v on node %q", awaited, tc.want, tc.onNode)
 			}
 		})
 	}
@@ -84,7 +87,7 @@ func TestInFlightCapturedKeepsNamesOfAFinishedBatch(t *testing.T) {
 	if names := f.nodeNames(captured); !names.Has("n") {
 		t.Errorf("node names %v, want n", names)
 	}
-	if awaited := f.awaited(captured, sets.New[string]()); awaited["a"] != "default" {
+	if awaited := f.awaited(captured, sets.New[string]()); awaited["a"] != (awaitedPod{provisioner: "default"}) {
 		t.Errorf("awaited %v, want a, its node not in the snapshot", awaited)
 	}
 	if !awaitBatches(context.Background(), captured) {

@@ -66,9 +66,14 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 	retry = c.readUnread(ctx, shown)
 	awaited := awaitedPending(snapshot, c.inFlight.awaited(captured, shown))
 	snapshot.Pods = slices.DeleteFunc(snapshot.Pods, func(pod corev1.Pod) bool {
-		_, ok := awaited[pod.UID]
-		return ok
+		a, ok := awaited[pod.UID]
+		return ok && a.node == ""
 	})
+	for i := range snapshot.Pods {
+		if a, ok := awaited[snapshot.Pods[i].UID]; ok {
+			snapshot.Pods[i].Status.NominatedNodeName = a.node
+		}
+	}
 	if len(captured) > 0 && slices.ContainsFunc(snapshot.Pending(), dependsOnDomains) {
 		// Where kube-scheduler puts such a pod depends on every node of the batches in
 		// flight, which the snapshot does not all show yet: plan once they are in the cache.
@@ -155,12 +160,12 @@ func (c *Controller) nominatePlanned(ctx context.Context, renominations []nomina
 
 // awaitedPending keeps the awaited pods the snapshot shows pending: one kube-scheduler bound
 // meanwhile (to another node with room) takes that node's room, and the pass must see it.
-func awaitedPending(snapshot *state.Snapshot, awaited map[types.UID]string) map[types.UID]string {
-	out := map[types.UID]string{}
+func awaitedPending(snapshot *state.Snapshot, awaited map[types.UID]awaitedPod) map[types.UID]awaitedPod {
+	out := map[types.UID]awaitedPod{}
 	for i := range snapshot.Pods {
 		pod := &snapshot.Pods[i]
-		if provisioner, ok := awaited[pod.UID]; ok && pods.IsProvisionable(pod) {
-			out[pod.UID] = provisioner
+		if a, ok := awaited[pod.UID]; ok && pods.IsProvisionable(pod) {
+			out[pod.UID] = a
 		}
 	}
 	return out

@@ -48,7 +48,7 @@ func (c *Controller) tell(launching map[string]string, results *scheduling.Resul
 
 // forgetTold forgets what the pods no longer pending nor awaited were told, at every pass, pods
 // pending or not: should one be pending again, it is told again, and a pod gone is not kept.
-func (c *Controller) forgetTold(pending []*corev1.Pod, awaited map[types.UID]string) {
+func (c *Controller) forgetTold(pending []*corev1.Pod, awaited map[types.UID]awaitedPod) {
 	c.toldMu.Lock()
 	defer c.toldMu.Unlock()
 	stillPending := map[types.UID]bool{}
@@ -65,10 +65,10 @@ func (c *Controller) forgetTold(pending []*corev1.Pod, awaited map[types.UID]str
 // recordPending sets karpenter_pods_pending: the pending pods by the provisioner whose new or
 // launching node they were planned onto (or are awaited by), "" for those no provisioner can
 // take.
-func (c *Controller) recordPending(launching map[string]string, awaited map[types.UID]string, results *scheduling.Results) {
+func (c *Controller) recordPending(launching map[string]string, awaited map[types.UID]awaitedPod, results *scheduling.Results) {
 	counts := map[string]float64{}
-	for _, provisioner := range awaited {
-		counts[provisioner]++
+	for _, a := range awaited {
+		counts[a.provisioner]++
 	}
 	if results != nil {
 		for _, n := range results.NewNodes {
