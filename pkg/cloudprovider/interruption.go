@@ -39,6 +39,9 @@ type InterruptionMessage struct {
 	State string
 	// Time is when the cloud emitted the event.
 	Time time.Time
+	// Deadline is when a scheduled change starts, zero when the message does not say (and for
+	// every other kind: they take effect at once or within minutes).
+	Deadline time.Time
 	// Err says why a message is InterruptionUnknown.
 	Err error
 	// Refused, when set, says why a message that reads as an interruption is not believed: it

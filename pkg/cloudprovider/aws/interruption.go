@@ -65,7 +65,9 @@ type healthDetail struct {
 	Service           string `json:"service"`
 	EventTypeCode     string `json:"eventTypeCode"`
 	EventTypeCategory string `json:"eventTypeCategory"`
-	AffectedEntities  []struct {
+	// StartTime is when the change starts, in RFC 1123 ("Sat, 05 Jun 2021 15:10:09 GMT").
+	StartTime        string `json:"startTime"`
+	AffectedEntities []struct {
 		EntityValue string `json:"entityValue"`
 	} `json:"affectedEntities"`
 }
@@ -81,11 +83,21 @@ func ParseInterruptionMessage(body, queueAccount string) cloudprovider.Interrupt
 	if err := json.Unmarshal([]byte(body), &event); err != nil {
 		return cloudprovider.InterruptionMessage{Kind: cloudprovider.InterruptionUnknown, Err: fmt.Errorf("not an EventBridge event, %w", err)}
 	}
-	kind, ids, state, err := readEvent(event)
+	read, err := readEvent(event)
 	if err != nil {
 		return cloudprovider.InterruptionMessage{Kind: cloudprovider.InterruptionUnknown, Time: event.Time, Err: err}
 	}
-	return cloudprovider.InterruptionMessage{Kind: kind, InstanceIDs: ids, State: state, Time: event.Time, Refused: foreignAccount(event.Account, queueAccount)}
+	return cloudprovider.InterruptionMessage{Kind: read.kind, InstanceIDs: read.ids, State: read.state, Time: event.Time, Deadline: read.deadline,
+		Refused: foreignAccount(event.Account, queueAccount)}
+}
+
+// eventSays is what an event says of the instances it names.
+type eventSays struct {
+	kind  cloudprovider.InterruptionKind
+	ids   []string
+	state string
+	// deadline is a scheduled change's start, zero when it gives none that reads.
+	deadline time.Time
 }
 
 // foreignAccount says why an event of eventAccount is not believed by a queue of
@@ -100,10 +112,9 @@ func foreignAccount(eventAccount, queueAccount string) error {
 	return nil
 }
 
-func readEvent(event eventBridgeEvent) (cloudprovider.InterruptionKind, []string, string, error) {
+func readEvent(event eventBridgeEvent) (eventSays, error) {
 	if event.DetailType == detailTypeHealth {
-		ids, err := parseHealthDetail(event)
-		return cloudprovider.InterruptionScheduledChange, ids, "", err
+		return parseHealthDetail(event)
 	}
 	var kind cloudprovider.InterruptionKind
 	switch event.DetailType {
@@ -114,36 +125,37 @@ func readEvent(event eventBridgeEvent) (cloudprovider.InterruptionKind, []string
 	case detailTypeStateChange:
 		kind = cloudprovider.InterruptionStateChange
 	default:
-		return "", nil, "", fmt.Errorf("unsupported event: source %q, detail-type %q", event.Source, event.DetailType)
+		return eventSays{}, fmt.Errorf("unsupported event: source %q, detail-type %q", event.Source, event.DetailType)
 	}
 	if event.Source != "aws.ec2" {
-		return "", nil, "", fmt.Errorf("%s event from source %q, not aws.ec2", event.DetailType, event.Source)
+		return eventSays{}, fmt.Errorf("%s event from source %q, not aws.ec2", event.DetailType, event.Source)
 	}
 	var detail ec2Detail
 	if err := json.Unmarshal(event.Detail, &detail); err != nil {
-		return "", nil, "", fmt.Errorf("reading the detail of a %s event, %w", event.DetailType, err)
+		return eventSays{}, fmt.Errorf("reading the detail of a %s event, %w", event.DetailType, err)
 	}
 	if !ec2InstanceID.MatchString(detail.InstanceID) {
-		return "", nil, "", fmt.Errorf("%s event without an instance id (instance-id %q)", event.DetailType, detail.InstanceID)
+		return eventSays{}, fmt.Errorf("%s event without an instance id (instance-id %q)", event.DetailType, detail.InstanceID)
 	}
 	if kind == cloudprovider.InterruptionStateChange && !interruptingStates[detail.State] {
-		return "", nil, "", fmt.Errorf("instance %s entering state %q is not an interruption", detail.InstanceID, detail.State)
+		return eventSays{}, fmt.Errorf("instance %s entering state %q is not an interruption", detail.InstanceID, detail.State)
 	}
-	return kind, []string{detail.InstanceID}, detail.State, nil
+	return eventSays{kind: kind, ids: []string{detail.InstanceID}, state: detail.State}, nil
 }
 
-// parseHealthDetail returns the instances of an EC2 scheduled change; every other Health
-// event (issues, notifications, other services) is refused.
-func parseHealthDetail(event eventBridgeEvent) ([]string, error) {
+// parseHealthDetail reads the instances of an EC2 scheduled change and when it starts; every
+// other Health event (issues, notifications, other services) is refused. A start time that does
+// not read leaves the deadline unknown: the node is drained at once, as without one.
+func parseHealthDetail(event eventBridgeEvent) (eventSays, error) {
 	if event.Source != "aws.health" {
-		return nil, fmt.Errorf("%s from source %q, not aws.health", event.DetailType, event.Source)
+		return eventSays{}, fmt.Errorf("%s from source %q, not aws.health", event.DetailType, event.Source)
 	}
 	var detail healthDetail
 	if err := json.Unmarshal(event.Detail, &detail); err != nil {
-		return nil, fmt.Errorf("reading the detail of an AWS Health event, %w", err)
+		return eventSays{}, fmt.Errorf("reading the detail of an AWS Health event, %w", err)
 	}
 	if detail.Service != "EC2" || detail.EventTypeCategory != "scheduledChange" {
-		return nil, fmt.Errorf("AWS Health event %s of service %q, category %q is not an EC2 scheduled change",
+		return eventSays{}, fmt.Errorf("AWS Health event %s of service %q, category %q is not an EC2 scheduled change",
 			detail.EventTypeCode, detail.Service, detail.EventTypeCategory)
 	}
 	var ids []string
@@ -153,9 +165,13 @@ func parseHealthDetail(event eventBridgeEvent) ([]string, error) {
 		}
 	}
 	if len(ids) == 0 {
-		return nil, fmt.Errorf("AWS Health event %s names no EC2 instance", detail.EventTypeCode)
+		return eventSays{}, fmt.Errorf("AWS Health event %s names no EC2 instance", detail.EventTypeCode)
 	}
-	return ids, nil
+	read := eventSays{kind: cloudprovider.InterruptionScheduledChange, ids: ids}
+	if start, err := time.Parse(time.RFC1123, detail.StartTime); err == nil {
+		read.deadline = start
+	}
+	return read, nil
 }
 
 // InterruptionQueue builds the interruption queue for an SQS queue's name (in the default

@@ -93,12 +93,14 @@ func TestParseInterruptionMessage(t *testing.T) {
 	stateChange := func(state string) string { return strings.Replace(sampleStateChange, "STATE", state, 1) }
 	health := func(category string) string { return strings.Replace(sampleHealth, "CATEGORY", category, 1) }
 	for _, tc := range []struct {
-		name      string
-		body      string
-		kind      cloudprovider.InterruptionKind
-		ids       []string
-		state     string
-		time      string
+		name  string
+		body  string
+		kind  cloudprovider.InterruptionKind
+		ids   []string
+		state string
+		time  string
+		// deadline is a scheduled change's start, "" for none.
+		deadline  string
 		errSubstr string
 	}{
 		{name: "spot interruption warning", body: sampleSpot, kind: cloudprovider.InterruptionSpot,
@@ -113,7 +115,9 @@ func TestParseInterruptionMessage(t *testing.T) {
 		{name: "pending is no interruption", body: stateChange("pending"), kind: cloudprovider.InterruptionUnknown, errSubstr: `state "pending" is not an interruption`},
 		{name: "running is no interruption", body: stateChange("running"), kind: cloudprovider.InterruptionUnknown, errSubstr: `state "running"`},
 		{name: "scheduled change names every affected instance", body: health("scheduledChange"), kind: cloudprovider.InterruptionScheduledChange,
-			ids: []string{"i-1234567890abcdef0", "i-0abcdef1234567890"}, time: "2023-01-26T01:43:21Z"},
+			ids: []string{"i-1234567890abcdef0", "i-0abcdef1234567890"}, time: "2023-01-26T01:43:21Z", deadline: "2023-02-09T05:00:00Z"},
+		{name: "a scheduled change whose start does not read: no deadline", body: strings.Replace(health("scheduledChange"), "Thu, 09 Feb 2023 05:00:00 GMT", "soon", 1),
+			kind: cloudprovider.InterruptionScheduledChange, ids: []string{"i-1234567890abcdef0", "i-0abcdef1234567890"}},
 		{name: "a Health issue is not a scheduled change", body: health("issue"), kind: cloudprovider.InterruptionUnknown, errSubstr: `category "issue"`},
 		{name: "another service's Health event", body: strings.Replace(health("scheduledChange"), `"service": "EC2"`, `"service": "RDS"`, 1),
 			kind: cloudprovider.InterruptionUnknown, errSubstr: `service "RDS"`},
@@ -140,6 +144,9 @@ func TestParseInterruptionMessage(t *testing.T) {
 			}
 			if tc.time != "" && got.Time.Format(time.RFC3339) != tc.time {
 				t.Errorf("time %s, want %s", got.Time.Format(time.RFC3339), tc.time)
+			}
+			if deadline := got.Deadline.UTC().Format(time.RFC3339); (tc.deadline == "") != got.Deadline.IsZero() || tc.deadline != "" && deadline != tc.deadline {
+				t.Errorf("deadline %s (zero %t), want %q", deadline, got.Deadline.IsZero(), tc.deadline)
 			}
 			switch {
 			case tc.errSubstr == "" && got.Err != nil:
@@ -284,6 +291,10 @@ func TestInterruptionQueueReceivesParsesAndDeletes(t *testing.T) {
 			}
 			if len(got) != 6 || !slices.Equal(got[:4], want) || got[4].kind != cloudprovider.InterruptionUnknown || messages[4].Err == nil {
 				t.Fatalf("received %+v, want %+v, an unknown message and a forged one", got, want)
+			}
+			// The emulator's scheduled change starts in two weeks, written as AWS Health writes it.
+			if deadline := messages[2].Deadline; !deadline.Equal(e.clock.Now().Add(14 * 24 * time.Hour).Truncate(time.Second)) {
+				t.Errorf("scheduled change starts %s, want two weeks after %s", deadline, e.clock.Now())
 			}
 			for _, m := range messages[:5] {
 				if m.Refused != nil {

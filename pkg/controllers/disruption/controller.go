@@ -5,7 +5,9 @@
 // (consolidate.go), all within the NodePools' disruption budgets, and never a node a
 // do-not-disrupt annotation or a PodDisruptionBudget holds. It decides with pkg/disruption on the
 // one cluster state; each node it leaves is told why, once per cause. Provisioners' nodes are
-// the v1alpha5 loops' (emptiness, expiration, consolidation).
+// the v1alpha5 loops' (emptiness, expiration, consolidation). A node whose instance an
+// interruption takes away at a known time ahead is replaced before it, unbudgeted
+// (interrupted.go).
 package disruption
 
 import (
@@ -179,17 +181,22 @@ func (c *Controller) Pass(ctx context.Context) error {
 	if err := c.Client.List(ctx, &budgets); err != nil {
 		return fmt.Errorf("listing poddisruptionbudgets, %w", err)
 	}
-	candidates := disruption.Candidates(snapshot, nodePools.Items)
+	candidates, interrupted := c.splitInterrupted(disruption.Candidates(snapshot, nodePools.Items))
 	block := c.blocker(snapshot, budgets.Items, now)
 	decision := disruption.Decide(candidates, block, now)
 	c.report(decision)
 	c.warnBudgets(nodePools.Items, decision.BudgetErrors)
 	c.explain(candidates, decision.Blocked)
 	loadPools := sync.OnceValues(func() (*replacementPools, error) { return c.readPools(ctx, snapshot, nodePools.Items) })
+	replacing, interruptedActed, err := c.replaceInterrupted(ctx, snapshot, interrupted, now, loadPools)
+	if err != nil {
+		return err
+	}
 	inFlight, finished, err := c.finish(ctx, snapshot, candidates, block, loadPools)
 	if err != nil {
 		return err
 	}
+	inFlight, finished = inFlight || replacing, finished || interruptedActed
 	empty := c.validated(decision.Empty, "empty", now)
 	for _, candidate := range empty {
 		if err := c.terminate(ctx, candidate, metrics.ReasonEmpty, "it has been empty for its NodePool's consolidateAfter", decisionDelete); err != nil {
@@ -203,7 +210,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 			// simulation of the next would hand out again.
 			break
 		}
-		launched, err := c.replace(ctx, snapshot, candidate, loadPools)
+		launched, err := c.replace(ctx, snapshot, candidate, driftCause(candidate), loadPools)
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis"
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers"
@@ -80,6 +81,41 @@ func TestDisruption(t *testing.T) {
 	t.Run("an empty node goes after consolidateAfter", c.emptiness)
 	t.Run("a do-not-disrupt pod holds its drifted node, told why", c.doNotDisrupt)
 	t.Run("an underutilized node is replaced by a cheaper one, launched first", c.underutilized)
+	t.Run("a scheduled change replaces its node first, whatever the budgets and do-not-disrupt say", c.scheduledChange)
+}
+
+// scheduledChange: a scheduled change two weeks ahead recorded on a node's NodeClaim, as the
+// interruption controller records it, replaces the node first — its replacement launched and
+// its pod running there — though its NodePool's budget is zero and its pod is do-not-disrupt.
+func (c *cluster) scheduledChange(t *testing.T) {
+	c.nodePool(t, "retiring", func(np *v1.NodePool) {
+		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}}
+	})
+	c.deploy(t, "retiring", 1, func(o *builders.PodOptions) {
+		o.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+	})
+	before := c.runningOn(t, "retiring", 1, nil)
+	claim := c.nodeClaimOf(t, before[0])
+	nc := &v1.NodeClaim{}
+	if err := c.env.Client.Get(t.Context(), client.ObjectKey{Name: claim}, nc); err != nil {
+		t.Fatal(err)
+	}
+	stored := nc.DeepCopy()
+	metav1.SetMetaDataAnnotation(&nc.ObjectMeta, v1.InterruptionReasonAnnotationKey, "scheduled_change")
+	metav1.SetMetaDataAnnotation(&nc.ObjectMeta, v1.InterruptionDeadlineAnnotationKey, time.Now().Add(14*24*time.Hour).UTC().Format(time.RFC3339))
+	if err := c.env.Client.Patch(t.Context(), nc, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
+	after := c.runningOn(t, "retiring", 1, func(node *corev1.Node) bool { return node.Name != before[0] })
+	c.nodeClaimsGone(t, "retiring", before)
+	events.Wait(t, c.env.Client, claim, disruption.ReasonReplacing, "scheduled_change", eventually.Timeout(pollTimeout))
+	replacement := &v1.NodeClaim{}
+	if err := c.env.Client.Get(t.Context(), client.ObjectKey{Name: c.nodeClaimOf(t, after[0])}, replacement); err != nil {
+		t.Fatal(err)
+	}
+	if replacement.Annotations[v1alpha5.ReplacesAnnotationKey] != before[0] {
+		t.Errorf("the pod's new node's nodeclaim is annotated %v, want it launched to replace %s", replacement.Annotations, before[0])
+	}
 }
 
 // driftWithinBudget: a label added to the template drifts the NodePool's three nodes; each is

@@ -95,7 +95,7 @@ func (c *Controller) finish(ctx context.Context, snapshot *state.Snapshot, candi
 			continue
 		}
 		if candidate.NodeClaim.IsTrue(v1.ConditionTypeDrifted) && block(candidate) == nil {
-			launched, err := c.replace(ctx, snapshot, candidate, loadPools)
+			launched, err := c.replace(ctx, snapshot, candidate, driftCause(candidate), loadPools)
 			if err != nil {
 				return inFlight, terminated, err
 			}
@@ -109,17 +109,50 @@ func (c *Controller) finish(ctx context.Context, snapshot *state.Snapshot, candi
 	return inFlight, terminated, nil
 }
 
-// replace disrupts a drifted node: deleted at once when its pods fit on the other nodes (or it
-// has none), otherwise tainted and the new nodes its pods need launched, each annotated with the
-// node it replaces; it goes once they are initialized (finish). It reports whether it launched.
-// When its pods would fit nowhere, or the launch fails, the node stays, told why.
-func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, candidate *disruption.Candidate, loadPools func() (*replacementPools, error)) (bool, error) {
+// cause is why a node is replaced.
+type cause struct {
+	// reason is the karpenter_nodeclaims_disrupted_total reason it is removed for.
+	reason string
+	// why says it in an Event.
+	why string
+	// decision names the decision in the digest of the replacements' NodeClaims.
+	decision string
+	// voluntary is true for Karpenter's own choice (drift): it is counted among the voluntary
+	// decisions and rolled back when its pods would fit nowhere or its replacement would exceed
+	// its NodePool's limits. An interruption is not: the instance goes anyway, so its node stays
+	// tainted and goes by its deadline.
+	voluntary bool
+}
+
+// driftCause is why a drifted node is replaced.
+func driftCause(candidate *disruption.Candidate) cause {
 	why := "it drifted"
 	if drifted := candidate.NodeClaim.Condition(v1.ConditionTypeDrifted); drifted != nil {
 		why = fmt.Sprintf("it drifted (%s: %s)", drifted.Reason, drifted.Message)
 	}
+	return cause{reason: metrics.ReasonDrifted, why: why, decision: "drift", voluntary: true}
+}
+
+// replace disrupts a node for the cause: deleted at once when its pods fit on the other nodes
+// (or it has none), otherwise tainted and the new nodes its pods need launched, each annotated
+// with the node it replaces; it goes once they are initialized (finish, finishInterrupted). It
+// reports whether it launched. When its pods would fit nowhere, or the launch fails, the node
+// stays, told why.
+func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, candidate *disruption.Candidate, why cause, loadPools func() (*replacementPools, error)) (bool, error) {
+	decided := func(decision string) {
+		if why.voluntary {
+			countDecision(decision, why.reason, 1)
+		}
+	}
+	terminate := func(because string) error {
+		err := c.terminate(ctx, candidate, why.reason, because, "")
+		if err == nil {
+			decided(decisionDelete)
+		}
+		return err
+	}
 	if len(candidate.Pods) == 0 {
-		return false, c.terminate(ctx, candidate, metrics.ReasonDrifted, why, decisionDelete)
+		return false, terminate(why.why)
 	}
 	loaded, err := loadPools()
 	if err != nil {
@@ -129,14 +162,14 @@ func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, cand
 	results := scheduling.Schedule(snapshot.Question().Input(pods.Unbound(candidate.Pods), loaded.planned, room))
 	if len(results.Unschedulable) > 0 {
 		u := results.Unschedulable[0]
-		c.tell(candidate, ReasonPodsFitNowhere, fmt.Sprintf("Not disrupted: pod %s/%s would fit neither on the other nodes nor on a new one: %s", u.Pod.Namespace, u.Pod.Name, u.Reason))
-		if nodes.IsDisrupted(candidate.Node) {
+		c.tell(candidate, ReasonPodsFitNowhere, fmt.Sprintf("Not replaced: pod %s/%s would fit neither on the other nodes nor on a new one: %s", u.Pod.Namespace, u.Pod.Name, u.Reason))
+		if why.voluntary && nodes.IsDisrupted(candidate.Node) {
 			return false, c.rollBack(ctx, candidate, "its pods would fit nowhere")
 		}
 		return false, nil
 	}
 	if len(results.NewNodes) == 0 {
-		return false, c.terminate(ctx, candidate, metrics.ReasonDrifted, why+"; its pods fit on the other nodes", decisionDelete)
+		return false, terminate(why.why + "; its pods fit on the other nodes")
 	}
 	if err := taintDisrupted(ctx, c.Client, candidate.Node); err != nil {
 		return false, err
@@ -151,29 +184,29 @@ func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, cand
 			Ledger:  c.Ledger,
 			Counted: loaded.counted[n.Pool],
 			// The same decision made again after a crash finds the NodeClaim launched for it.
-			Decision:    "drift\n" + string(candidate.NodeClaim.UID) + "\n" + strconv.Itoa(i),
-			Annotations: map[string]string{v1alpha5.ReplacesAnnotationKey: candidate.Node.Name, v1.DisruptionReasonAnnotationKey: metrics.ReasonDrifted},
-			Reason:      metrics.ReasonDrifted,
+			Decision:    why.decision + "\n" + string(candidate.NodeClaim.UID) + "\n" + strconv.Itoa(i),
+			Annotations: map[string]string{v1alpha5.ReplacesAnnotationKey: candidate.Node.Name, v1.DisruptionReasonAnnotationKey: why.reason},
+			Reason:      why.reason,
 		})
 		if err != nil {
-			c.tell(candidate, ReasonRolledBack, fmt.Sprintf("Not disrupted: launching its replacement failed, %v", err))
-			if limited := (*provisioning.LimitExceededError)(nil); errors.As(err, &limited) && len(launched) == 0 {
+			c.tell(candidate, ReasonRolledBack, fmt.Sprintf("Not replaced: launching its replacement failed, %v", err))
+			if limited := (*provisioning.LimitExceededError)(nil); why.voluntary && errors.As(err, &limited) && len(launched) == 0 {
 				return false, c.rollBack(ctx, candidate, "its replacement would exceed its NodePool's limits")
 			}
 			if len(launched) > 0 {
 				// The node goes once those launched are initialized: the decision was taken.
-				countDecision(decisionReplace, metrics.ReasonDrifted, 1)
+				decided(decisionReplace)
 			}
 			return len(launched) > 0, err
 		}
 		launched = append(launched, replacement.NodeClaim.Name)
 	}
 	c.acted(candidate)
-	countDecision(decisionReplace, metrics.ReasonDrifted, 1)
-	message := fmt.Sprintf("Disrupting: %s; launched %v for its pods, the node is deleted once they are initialized", why, launched)
+	decided(decisionReplace)
+	message := fmt.Sprintf("Disrupting: %s; launched %v for its pods, the node is deleted once they are initialized", why.why, launched)
 	c.Recorder.Event(candidate.NodeClaim, corev1.EventTypeNormal, ReasonReplacing, message)
 	c.Recorder.Event(candidate.Node, corev1.EventTypeNormal, ReasonReplacing, message)
-	log.FromContext(ctx).Info("launched replacements for a drifted nodeclaim", "nodeclaim", candidate.Name(), "replacements", launched)
+	log.FromContext(ctx).Info("launched replacements for a nodeclaim", "nodeclaim", candidate.Name(), "reason", why.reason, "replacements", launched)
 	return true, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -23,11 +24,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
 	"karpenter.sh/karpenter/pkg/controllers/periodic"
+	"karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/metrics"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/nodes"
 )
 
@@ -41,6 +45,11 @@ type Action string
 const (
 	// ActionDeleteNode deletes the instance's node: the termination finalizer drains it.
 	ActionDeleteNode Action = "DeleteNode"
+	// ActionReplaceNode records the interruption on the node's NodeClaim: the disruption
+	// controller launches its replacement first and deletes it once the replacement is
+	// initialized, or one drain before the interruption (pkg/disruption, interruption.go). Taken
+	// for a scheduled change of a NodePool's node that starts far enough ahead.
+	ActionReplaceNode Action = "ReplaceNode"
 	// ActionEvent only records an Event on the node.
 	ActionEvent Action = "Event"
 	// ActionIgnore does nothing: no node Karpenter launched runs on the instance.
@@ -268,7 +277,12 @@ func (c *Controller) handle(ctx context.Context, message cloudprovider.Interrupt
 			c.recorder.Eventf(node, corev1.EventTypeNormal, string(message.Kind), "%s for instance %s at %s; no action taken",
 				describe(message), id, message.Time.UTC().Format(time.RFC3339))
 		case ActionDeleteNode:
-			err = c.deleteNode(ctx, message, id, node)
+			var replacing bool
+			if replacing, err = c.replaceFirst(ctx, message, id, node); replacing {
+				action = ActionReplaceNode
+			} else if err == nil {
+				err = c.deleteNode(ctx, message, id, node)
+			}
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -319,6 +333,55 @@ func (l *nodeLookup) node(ctx context.Context, id string) (node *corev1.Node, yo
 		return nil, false, fmt.Errorf("reading node %s of instance %s, %w", instance.NodeName, id, err)
 	}
 	return nil, l.controller.clock.Since(instance.LaunchTime) < l.controller.grace, nil
+}
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
+
+// replaceFirst records a scheduled change on the node's NodeClaim when the change starts far
+// enough ahead to launch a replacement first (disruption.Interruption.ReplaceFirst) and the node
+// is a NodePool's, whose disruption controller replaces it; true when it did, or had already.
+// Otherwise the node is drained at once, as a node of a Provisioner is (false).
+func (c *Controller) replaceFirst(ctx context.Context, message cloudprovider.InterruptionMessage, id string, node *corev1.Node) (bool, error) {
+	if message.Kind != cloudprovider.InterruptionScheduledChange || message.Deadline.IsZero() || node.DeletionTimestamp != nil {
+		return false, nil
+	}
+	name, ok := nodeclaims.Owner(node)
+	if !ok {
+		return false, nil
+	}
+	nc := &v1.NodeClaim{}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+		return false, client.IgnoreNotFound(fmt.Errorf("reading nodeclaim %s of node %s, %w", name, node.Name, err))
+	}
+	if nc.Status.ProviderID != node.Spec.ProviderID || nc.DeletionTimestamp != nil || nc.Labels[v1.NodePoolLabelKey] == "" {
+		return false, nil
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: nc.Labels[v1.NodePoolLabelKey]}, &v1.NodePool{}); err != nil {
+		return false, client.IgnoreNotFound(fmt.Errorf("reading the nodepool of nodeclaim %s, %w", nc.Name, err))
+	}
+	interruption := disruption.Interruption{Reason: disruptionReason(message), Deadline: message.Deadline}
+	if recorded, ok, _ := disruption.InterruptionOf(nc); ok && recorded.Reason == interruption.Reason && recorded.Deadline.Equal(interruption.Deadline) {
+		return true, nil
+	}
+	if !interruption.ReplaceFirst(nc, c.clock.Now()) {
+		return false, nil
+	}
+	patch := client.MergeFrom(nc.DeepCopy())
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	maps.Copy(nc.Annotations, interruption.Annotations())
+	if err := c.client.Patch(ctx, nc, patch); err != nil {
+		return false, client.IgnoreNotFound(fmt.Errorf("recording the scheduled change on nodeclaim %s, %w", nc.Name, err))
+	}
+	log.FromContext(ctx).Info("replacing the node of an instance a scheduled change takes away", "message", message.ID, "node", node.Name, "nodeclaim", nc.Name,
+		"instance", id, "startTime", message.Deadline, "drainBy", interruption.DrainBy(nc))
+	text := fmt.Sprintf("%s for instance %s at %s; replacing the node first, deleted by %s at the latest", describe(message), id,
+		message.Deadline.UTC().Format(time.RFC3339), interruption.DrainBy(nc).UTC().Format(time.RFC3339))
+	c.recorder.Event(node, corev1.EventTypeNormal, string(message.Kind), text)
+	c.recorder.Event(nc, corev1.EventTypeNormal, string(message.Kind), text)
+	return true, nil
 }
 
 // deleteNode marks a reclaimed offering unavailable and deletes the node; a node already

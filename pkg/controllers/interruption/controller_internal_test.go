@@ -22,9 +22,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"karpenter.sh/karpenter/pkg/apis"
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
+	"karpenter.sh/karpenter/pkg/disruption"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 )
 
 var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -386,4 +389,75 @@ func TestInterruptionBeforeTheCacheShowsTheNode(t *testing.T) {
 			t.Error("the message was deleted although the instance's owner is unknown")
 		}
 	})
+}
+
+// nodePoolNode is a NodePool's registered node on the instance, with its NodeClaim and NodePool.
+func nodePoolNode(name, instanceID string) (*corev1.Node, *v1.NodeClaim, *v1.NodePool) {
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-" + name, UID: types.UID("nc-" + name), Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
+		Status: v1.NodeClaimStatus{NodeName: name, ProviderID: "aws:///us-west-2a/" + instanceID}}
+	node := karpenterNode(name, instanceID)
+	delete(node.Labels, v1alpha5.ProvisionerNameLabelKey)
+	node.Labels[v1.NodePoolLabelKey] = "default"
+	node.OwnerReferences = []metav1.OwnerReference{nodeclaims.OwnerReference(nc)}
+	return node, nc, np
+}
+
+// TestAScheduledChangeFarAheadIsReplacedFirst: a scheduled change of a NodePool's node that starts
+// more than a drain and a replacement ahead is recorded on its NodeClaim, for the disruption
+// controller to replace the node first, and the node is kept; delivered again, it is recorded
+// once. One that starts sooner, or of a Provisioner's node, drains the node at once.
+func TestAScheduledChangeFarAheadIsReplacedFirst(t *testing.T) {
+	far, farClaim, np := nodePoolNode("far", "i-0000000000000000a")
+	near, nearClaim, _ := nodePoolNode("near", "i-0000000000000000b")
+	provisioners := karpenterNode("provisioners", "i-0000000000000000c")
+	h := newHarness(t, interceptor.Funcs{}, np, far, farClaim, near, nearClaim, provisioners)
+	replaced := func() float64 {
+		return value(actionsTotal.WithLabelValues(string(cloudprovider.InterruptionScheduledChange), string(ActionReplaceNode)))
+	}
+	before := replaced()
+	inTwoWeeks := now.Add(14 * 24 * time.Hour)
+	for range 2 {
+		h.queue.Send(cloudprovider.InterruptionMessage{Kind: cloudprovider.InterruptionScheduledChange, Time: now, Deadline: inTwoWeeks,
+			InstanceIDs: []string{"i-0000000000000000a", "i-0000000000000000c"}})
+		h.queue.Send(cloudprovider.InterruptionMessage{Kind: cloudprovider.InterruptionScheduledChange, Time: now, Deadline: now.Add(20 * time.Minute),
+			InstanceIDs: []string{"i-0000000000000000b"}})
+		if err := h.handleAll(t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h.queue.Len() != 0 {
+		t.Errorf("%d messages left, want every one deleted", h.queue.Len())
+	}
+	stored := &corev1.Node{}
+	if err := h.client.Get(t.Context(), client.ObjectKeyFromObject(far), stored); err != nil || stored.DeletionTimestamp != nil {
+		t.Errorf("node far: %v, deletion %v; want it kept, to be replaced first", err, stored.DeletionTimestamp)
+	}
+	recorded := &v1.NodeClaim{}
+	if err := h.client.Get(t.Context(), client.ObjectKeyFromObject(farClaim), recorded); err != nil {
+		t.Fatal(err)
+	}
+	if in, ok, err := disruption.InterruptionOf(recorded); !ok || err != nil || in.Reason != "scheduled_change" || !in.Deadline.Equal(inTwoWeeks) {
+		t.Errorf("interruption recorded %+v (%v, %v), want scheduled_change at %s", in, ok, err, inTwoWeeks)
+	}
+	for _, node := range []*corev1.Node{near, provisioners} {
+		if err := deleted(h.client, node); err != nil {
+			t.Error(err)
+		}
+	}
+	if in, ok, _ := disruption.InterruptionOf(nearClaim); ok {
+		t.Errorf("interruption %+v recorded on the near node's nodeclaim, want it drained at once", in)
+	}
+	if d := replaced() - before; d != 2 {
+		t.Errorf("ReplaceNode actions went up by %v, want 2 (once per delivery)", d)
+	}
+	replacing := 0
+	for _, e := range h.events() {
+		if strings.Contains(e, "replacing the node first") {
+			replacing++
+		}
+	}
+	if replacing != 2 {
+		t.Errorf("%d Events say the node is replaced first, want 2 (its NodeClaim and node, once)", replacing)
+	}
 }

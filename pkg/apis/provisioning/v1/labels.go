@@ -25,6 +25,14 @@ const (
 	// removal is counted under once the replacement is initialized. This project's own.
 	DisruptionReasonAnnotationKey = "karpenter.sh/disruption-reason"
 
+	// InterruptionReasonAnnotationKey and InterruptionDeadlineAnnotationKey are, on a NodeClaim
+	// whose instance the cloud will take away at a known time far enough ahead (an EC2 scheduled
+	// change), the interruption's reason (scheduled_change) and when it starts (RFC 3339): the
+	// disruption controller replaces the node first and deletes it in time to drain it. This
+	// project's own; upstream drains such a node at once.
+	InterruptionReasonAnnotationKey   = "karpenter.sh/interruption-reason"
+	InterruptionDeadlineAnnotationKey = "karpenter.sh/interruption-deadline"
+
 	// DoNotDisruptAnnotationKey on a pod or a node blocks voluntary disruption.
 	DoNotDisruptAnnotationKey = "karpenter.sh/do-not-disrupt"
 	// NodeClaimMinValuesRelaxedAnnotationKey is "true" on a NodeClaim launched with fewer
