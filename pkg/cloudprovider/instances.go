@@ -158,6 +158,10 @@ type Instance struct {
 	NodeName string
 	// ImageID is the image the instance booted (on AWS the AMI id).
 	ImageID string
+	// SubnetID and SecurityGroupIDs are the network the instance runs in (on AWS its subnet and
+	// security groups); empty when the cloud does not say.
+	SubnetID         string
+	SecurityGroupIDs []string
 	// LaunchGroup is the IdempotencyKey of the launch that made the instance, "" for one
 	// launched without: a launch resumed after a crash finds the instances it made by it.
 	LaunchGroup string

@@ -328,7 +328,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			Launches: launchesIfInstances(opts, with.launches),
 		})
 	case nodeclaimdisruption.Name:
-		return nodeclaimdisruption.New(nodeclaimdisruption.Options{Client: mgr.GetClient(), Clock: opts.Clock})
+		return nodeclaimdisruption.New(nodeclaimdisruption.Options{Client: mgr.GetClient(), Clock: opts.Clock, Instances: opts.InstanceProvider})
 	case nodeclaimexpiration.Name:
 		return nodeclaimexpiration.New(nodeclaimexpiration.Options{Client: mgr.GetClient(), Recorder: recorderFor(mgr, name), Clock: opts.Clock})
 	case disruption.Name:

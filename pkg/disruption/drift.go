@@ -10,9 +10,11 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/scheduling"
 )
 
@@ -24,10 +26,12 @@ const HashVersion = "json-1"
 
 // Drift reasons, the Drifted condition's; upstream's names.
 const (
-	ReasonNodePoolDrifted     = "NodePoolDrifted"
-	ReasonRequirementsDrifted = "RequirementsDrifted"
-	ReasonNodeClassDrifted    = "NodeClassDrift"
-	ReasonAMIDrifted          = "AMIDrift"
+	ReasonNodePoolDrifted      = "NodePoolDrifted"
+	ReasonRequirementsDrifted  = "RequirementsDrifted"
+	ReasonNodeClassDrifted     = "NodeClassDrift"
+	ReasonAMIDrifted           = "AMIDrift"
+	ReasonSubnetDrifted        = "SubnetDrift"
+	ReasonSecurityGroupDrifted = "SecurityGroupDrift"
 )
 
 // NodePoolHash is the hash of the template fields whose change drifts a NodePool's nodes: its
@@ -84,11 +88,13 @@ type Drift struct {
 
 // Drifted is how the NodeClaim drifted from its NodePool and EC2NodeClass, nil when it has not:
 // its template hash differs from the NodePool's, its node's labels no longer meet the NodePool's
-// requirements, its class hash differs from the class's, or its image is no longer among those
-// the class resolves. The node's labels are the NodeClaim's when it has no node yet. A
-// requirement on a label the node does not carry drifts nothing: which value it would have is
-// not known. class is nil for a NodeClaim of another kind of class, or one not resolved yet.
-func Drifted(nc *v1.NodeClaim, node *corev1.Node, np *v1.NodePool, class *awsv1.EC2NodeClass) *Drift {
+// requirements, its class hash differs from the class's, its image is no longer among those the
+// class resolves, its instance's subnet is no longer among the class's, or its instance's security
+// groups are no longer the class's. The node's labels are the NodeClaim's when it has no node yet.
+// A requirement on a label the node does not carry drifts nothing: which value it would have is
+// not known. class is nil for a NodeClaim of another kind of class, or one not resolved yet;
+// instance is nil when the cloud has not said yet what network the instance runs in.
+func Drifted(nc *v1.NodeClaim, node *corev1.Node, np *v1.NodePool, class *awsv1.EC2NodeClass, instance *cloudprovider.Instance) *Drift {
 	if stampedWith(nc.Annotations, v1.NodePoolHashAnnotationKey, v1.NodePoolHashVersionAnnotationKey) {
 		if want := NodePoolHash(np); nc.Annotations[v1.NodePoolHashAnnotationKey] != want {
 			return &Drift{ReasonNodePoolDrifted, fmt.Sprintf("NodePool %s's template changed since the node launched", np.Name)}
@@ -113,6 +119,30 @@ func Drifted(nc *v1.NodeClaim, node *corev1.Node, np *v1.NodePool, class *awsv1.
 	if nc.Status.ImageID != "" && len(class.Status.AMIs) > 0 &&
 		!slices.ContainsFunc(class.Status.AMIs, func(ami awsv1.AMI) bool { return ami.ID == nc.Status.ImageID }) {
 		return &Drift{ReasonAMIDrifted, fmt.Sprintf("image %s is no longer among those EC2NodeClass %s resolves", nc.Status.ImageID, class.Name)}
+	}
+	return networkDrifted(class, instance)
+}
+
+// networkDrifted is how the instance's network drifted from the class's: its subnet is no longer
+// among the class's, or its security groups are not the class's (as upstream, compared as sets).
+// Until the class resolves them, or the cloud says what the instance runs in, nothing drifts.
+func networkDrifted(class *awsv1.EC2NodeClass, instance *cloudprovider.Instance) *Drift {
+	if instance == nil {
+		return nil
+	}
+	if instance.SubnetID != "" && len(class.Status.Subnets) > 0 &&
+		!slices.ContainsFunc(class.Status.Subnets, func(s awsv1.Subnet) bool { return s.ID == instance.SubnetID }) {
+		return &Drift{ReasonSubnetDrifted, fmt.Sprintf("subnet %s is no longer among those EC2NodeClass %s selects", instance.SubnetID, class.Name)}
+	}
+	if len(instance.SecurityGroupIDs) > 0 && len(class.Status.SecurityGroups) > 0 {
+		selected := sets.New[string]()
+		for _, group := range class.Status.SecurityGroups {
+			selected.Insert(group.ID)
+		}
+		if running := sets.New(instance.SecurityGroupIDs...); !running.Equal(selected) {
+			return &Drift{ReasonSecurityGroupDrifted, fmt.Sprintf("security groups %v are not those EC2NodeClass %s selects, %v",
+				sets.List(running), class.Name, sets.List(selected))}
+		}
 	}
 	return nil
 }

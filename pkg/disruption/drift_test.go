@@ -9,6 +9,7 @@ import (
 
 	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/disruption"
 )
 
@@ -37,7 +38,9 @@ func nodeClass() *awsv1.EC2NodeClass {
 		ObjectMeta: metav1.ObjectMeta{Name: "default"},
 		Spec: awsv1.EC2NodeClassSpec{Role: "KarpenterNodeRole", AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
 			Tags: map[string]string{"team": "a"}},
-		Status: awsv1.EC2NodeClassStatus{AMIs: []awsv1.AMI{{ID: "ami-new"}, {ID: "ami-arm"}}},
+		Status: awsv1.EC2NodeClassStatus{AMIs: []awsv1.AMI{{ID: "ami-new"}, {ID: "ami-arm"}},
+			Subnets:        []awsv1.Subnet{{ID: "subnet-a", Zone: "us-west-2a"}, {ID: "subnet-b", Zone: "us-west-2b"}},
+			SecurityGroups: []awsv1.SecurityGroup{{ID: "sg-cluster"}, {ID: "sg-nodes"}}},
 	}
 }
 
@@ -58,7 +61,10 @@ func TestDrifted(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		change func(np *v1.NodePool, class *awsv1.EC2NodeClass, nc *v1.NodeClaim)
-		want   string
+		// running changes the instance's network; unknown leaves it unknown.
+		running func(*cloudprovider.Instance)
+		unknown bool
+		want    string
 	}{
 		{name: "unchanged", change: func(*v1.NodePool, *awsv1.EC2NodeClass, *v1.NodeClaim) {}},
 		{name: "a template label", change: func(np *v1.NodePool, _ *awsv1.EC2NodeClass, _ *v1.NodeClaim) {
@@ -111,12 +117,40 @@ func TestDrifted(t *testing.T) {
 		{name: "the class has not resolved its images", change: func(_ *v1.NodePool, class *awsv1.EC2NodeClass, _ *v1.NodeClaim) {
 			class.Status.AMIs = nil
 		}},
+		{name: "the subnet is no longer selected", change: func(_ *v1.NodePool, class *awsv1.EC2NodeClass, _ *v1.NodeClaim) {
+			class.Status.Subnets = class.Status.Subnets[1:]
+		}, want: disruption.ReasonSubnetDrifted},
+		{name: "a security group added to the class", change: func(_ *v1.NodePool, class *awsv1.EC2NodeClass, _ *v1.NodeClaim) {
+			class.Status.SecurityGroups = append(class.Status.SecurityGroups, awsv1.SecurityGroup{ID: "sg-more"})
+		}, want: disruption.ReasonSecurityGroupDrifted},
+		{name: "a security group removed from the class", change: func(_ *v1.NodePool, class *awsv1.EC2NodeClass, _ *v1.NodeClaim) {
+			class.Status.SecurityGroups = class.Status.SecurityGroups[:1]
+		}, want: disruption.ReasonSecurityGroupDrifted},
+		{name: "security groups in another order", change: func(_ *v1.NodePool, _ *awsv1.EC2NodeClass, _ *v1.NodeClaim) {},
+			running: func(i *cloudprovider.Instance) { i.SecurityGroupIDs = []string{"sg-nodes", "sg-cluster"} }},
+		{name: "the class has not resolved its subnets and groups", change: func(_ *v1.NodePool, class *awsv1.EC2NodeClass, _ *v1.NodeClaim) {
+			class.Status.Subnets, class.Status.SecurityGroups = nil, nil
+		}},
+		{name: "the instance's network is not known yet", change: func(_ *v1.NodePool, class *awsv1.EC2NodeClass, _ *v1.NodeClaim) {
+			class.Status.Subnets = class.Status.Subnets[1:]
+		}, unknown: true},
+		{name: "the cloud does not say the instance's network", change: func(_ *v1.NodePool, class *awsv1.EC2NodeClass, _ *v1.NodeClaim) {
+			class.Status.Subnets = class.Status.Subnets[1:]
+			class.Status.SecurityGroups = class.Status.SecurityGroups[1:]
+		}, running: func(i *cloudprovider.Instance) { i.SubnetID, i.SecurityGroupIDs = "", nil }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			np, class := nodePool(), nodeClass()
 			nc := launchedFrom(np, class)
 			tc.change(np, class, nc)
-			got := disruption.Drifted(nc, nil, np, class)
+			instance := &cloudprovider.Instance{SubnetID: "subnet-a", SecurityGroupIDs: []string{"sg-cluster", "sg-nodes"}}
+			if tc.running != nil {
+				tc.running(instance)
+			}
+			if tc.unknown {
+				instance = nil
+			}
+			got := disruption.Drifted(nc, nil, np, class, instance)
 			if (got == nil) != (tc.want == "") || got != nil && got.Reason != tc.want {
 				t.Errorf("Drifted = %+v, want %q", got, tc.want)
 			}
@@ -128,7 +162,7 @@ func TestDriftReadsTheNodesLabels(t *testing.T) {
 	np, class := nodePool(), nodeClass()
 	nc := launchedFrom(np, class)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{corev1.LabelInstanceTypeStable: "r5.large"}}}
-	if got := disruption.Drifted(nc, node, np, class); got == nil || got.Reason != disruption.ReasonRequirementsDrifted {
+	if got := disruption.Drifted(nc, node, np, class, nil); got == nil || got.Reason != disruption.ReasonRequirementsDrifted {
 		t.Errorf("Drifted = %+v, want %s from the node's label", got, disruption.ReasonRequirementsDrifted)
 	}
 }

@@ -133,6 +133,10 @@ func checkLaunchTemplate(t *testing.T, e *instancesEnv, instance *cloudprovider.
 	if len(launched) != 1 || launched[0].ImageID != data.ImageID || launched[0].LaunchTemplateName != lt.LaunchTemplateName || launched[0].PrivateDNSName != instance.NodeName {
 		t.Errorf("launched %+v, want the template %s, its AMI and the node name %s", launched, lt.LaunchTemplateName, instance.NodeName)
 	}
+	// The network it runs in, which subnet and security group drift compare with the class's.
+	if instance.SubnetID == "" || instance.SubnetID != launched[0].SubnetID || !slices.Equal(instance.SecurityGroupIDs, data.SecurityGroupIDs) {
+		t.Errorf("instance in subnet %q with groups %v, want %q and the template's %v", instance.SubnetID, instance.SecurityGroupIDs, launched[0].SubnetID, data.SecurityGroupIDs)
+	}
 	for _, config := range e.emulator.FleetRequests()[0].LaunchTemplateConfigs {
 		if config.Version != "$Latest" {
 			t.Errorf("Karpenter's template %s launches at version %s, want $Latest", config.LaunchTemplateName, config.Version)

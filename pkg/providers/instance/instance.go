@@ -170,18 +170,24 @@ func convertInstance(instance ec2types.Instance) *cloudprovider.Instance {
 			launchGroup = sdkaws.ToString(tag.Value)
 		}
 	}
+	var groups []string
+	for _, group := range instance.SecurityGroups {
+		groups = append(groups, sdkaws.ToString(group.GroupId))
+	}
 	return &cloudprovider.Instance{
-		ProviderID:   providerID(zone, id),
-		ID:           id,
-		InstanceType: string(instance.InstanceType),
-		Zone:         zone,
-		CapacityType: capacityType,
-		NodeName:     sdkaws.ToString(instance.PrivateDnsName),
-		ImageID:      sdkaws.ToString(instance.ImageId),
-		LaunchGroup:  launchGroup,
-		LaunchTime:   sdkaws.ToTime(instance.LaunchTime),
-		State:        state,
-		Labels:       labels,
+		SubnetID:         sdkaws.ToString(instance.SubnetId),
+		SecurityGroupIDs: groups,
+		ProviderID:       providerID(zone, id),
+		ID:               id,
+		InstanceType:     string(instance.InstanceType),
+		Zone:             zone,
+		CapacityType:     capacityType,
+		NodeName:         sdkaws.ToString(instance.PrivateDnsName),
+		ImageID:          sdkaws.ToString(instance.ImageId),
+		LaunchGroup:      launchGroup,
+		LaunchTime:       sdkaws.ToTime(instance.LaunchTime),
+		State:            state,
+		Labels:           labels,
 	}
 }
 

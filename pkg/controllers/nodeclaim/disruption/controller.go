@@ -1,6 +1,6 @@
 // Package disruption keeps on each NodePool's NodeClaim the conditions the disruption
-// controller decides on: Drifted (with why: its NodePool's template, requirements, EC2NodeClass or
-// image moved on) and Consolidatable (consolidateAfter has passed since a pod last arrived on or
+// controller decides on: Drifted (with why: its NodePool's template, requirements, EC2NodeClass,
+// image, subnets or security groups moved on) and Consolidatable (consolidateAfter has passed since a pod last arrived on or
 // left its node), and the lastPodEventTime the latter counts from.
 package disruption
 
@@ -29,6 +29,7 @@ import (
 
 	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
@@ -46,6 +47,9 @@ const driftRecheck = 5 * time.Minute
 type Options struct {
 	Client client.Client
 	Clock  clock.Clock
+	// Instances tells the network the instances run in, for subnet and security group drift;
+	// nil leaves those out.
+	Instances cloudprovider.InstanceProvider
 }
 
 // Controller writes the NodeClaims' disruption conditions.
@@ -56,6 +60,7 @@ type Controller struct {
 	// its NodeClaim's lastPodEventTime.
 	mu        sync.Mutex
 	podEvents map[string]time.Time
+	networks  *instanceNetworks
 }
 
 // New builds the controller.
@@ -63,7 +68,8 @@ func New(options Options) (*Controller, error) {
 	if options.Client == nil || options.Clock == nil {
 		return nil, fmt.Errorf("the %s controller needs a client and a clock", Name)
 	}
-	return &Controller{client: options.Client, clock: options.Clock, podEvents: map[string]time.Time{}}, nil
+	return &Controller{client: options.Client, clock: options.Clock, podEvents: map[string]time.Time{},
+		networks: &instanceNetworks{instances: options.Instances, clock: options.Clock}}, nil
 }
 
 // Name identifies the controller.
@@ -229,7 +235,11 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 	}
 	c.mu.Unlock()
 	class, _ := pool.NodeClass.(*awsv1.EC2NodeClass)
-	requeue := setDrifted(nc, node, pool.NodePool, class)
+	var instance *cloudprovider.Instance
+	if class != nil && nc.IsTrue(v1.ConditionTypeLaunched) {
+		instance = c.networks.of(ctx, nc.Status.ProviderID)
+	}
+	requeue := setDrifted(nc, node, pool.NodePool, class, instance)
 	if next := setConsolidatable(nc, pool.NodePool, now); next > 0 && (requeue == 0 || next < requeue) {
 		requeue = next
 	}
@@ -274,11 +284,11 @@ func (c *Controller) stamp(ctx context.Context, nc *v1.NodeClaim, pool launcher.
 
 // setDrifted sets Drifted on a launched NodeClaim that drifted, removes it from one that did not,
 // and says when to look again.
-func setDrifted(nc *v1.NodeClaim, node *corev1.Node, np *v1.NodePool, class *awsv1.EC2NodeClass) time.Duration {
+func setDrifted(nc *v1.NodeClaim, node *corev1.Node, np *v1.NodePool, class *awsv1.EC2NodeClass, instance *cloudprovider.Instance) time.Duration {
 	if !nc.IsTrue(v1.ConditionTypeLaunched) {
 		return 0
 	}
-	drift := disruption.Drifted(nc, node, np, class)
+	drift := disruption.Drifted(nc, node, np, class, instance)
 	if drift == nil {
 		meta.RemoveStatusCondition(&nc.Status.Conditions, v1.ConditionTypeDrifted)
 		return driftRecheck
