@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +25,7 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/periodic"
+	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/nodes"
 )
 
@@ -34,8 +36,9 @@ const Name = "nodegarbagecollection"
 const (
 	// DefaultPeriod is how often instances and nodes are compared.
 	DefaultPeriod = time.Minute
-	// DefaultGrace is how long an instance may run without a node: Karpenter creates the Node
-	// right after the launch returns, so only a crash leaves one without for longer.
+	// DefaultGrace is how long an instance may run without a node or a NodeClaim recording it:
+	// the launcher records it right after the launch returns, so only a crash leaves one
+	// without for longer.
 	DefaultGrace = 2 * time.Minute
 )
 
@@ -122,7 +125,11 @@ type Orphans struct {
 
 // Compare finds the instances that neither a node nor a NodeClaim stands for, launched before
 // now-grace, and the nodes Karpenter launched and the NodeClaims whose instance is not among
-// instances. Those being deleted are left to their finalizer.
+// instances. Those being deleted are left to their finalizer. An instance of a launch one of
+// whose NodeClaims has not recorded its instance yet is that NodeClaim's until it has: a
+// launch's instances are recorded one by one after the call returns (a large one's, or one
+// resumed after a crash, past the grace), and the lifecycle deletes a NodeClaim not launched in
+// time, which leaves the launch's other instances to be collected.
 func Compare(instances []*cloudprovider.Instance, nodeList []corev1.Node, claims []v1.NodeClaim, now time.Time, grace time.Duration) Orphans {
 	var orphans Orphans
 	byProviderID := map[string]bool{}
@@ -131,15 +138,19 @@ func Compare(instances []*cloudprovider.Instance, nodeList []corev1.Node, claims
 			byProviderID[id] = true
 		}
 	}
+	recording := sets.New[string]()
 	for i := range claims {
-		if id := claims[i].Status.ProviderID; id != "" {
+		nc := &claims[i]
+		if id := nc.Status.ProviderID; id != "" {
 			byProviderID[id] = true
+		} else if group := nc.Annotations[launcher.LaunchGroupAnnotationKey]; group != "" && nc.DeletionTimestamp == nil {
+			recording.Insert(group)
 		}
 	}
 	launched := map[string]bool{}
 	for _, instance := range instances {
 		launched[instance.ProviderID] = true
-		if !byProviderID[instance.ProviderID] && now.Sub(instance.LaunchTime) >= grace {
+		if !byProviderID[instance.ProviderID] && now.Sub(instance.LaunchTime) >= grace && (instance.LaunchGroup == "" || !recording.Has(instance.LaunchGroup)) {
 			orphans.Instances = append(orphans.Instances, instance)
 		}
 	}
