@@ -322,6 +322,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 	case nodeclaimlifecycle.Name:
 		return nodeclaimlifecycle.New(nodeclaimlifecycle.Options{
 			Client:   mgr.GetClient(),
+			Reader:   mgr.GetAPIReader(),
 			Recorder: recorderFor(mgr, name),
 			Clock:    opts.Clock,
 			Timeouts: nodeclaimlifecycle.Timeouts{Initialization: cmp.Or(opts.NodeReadyTimeout, readiness.DefaultTimeout)},

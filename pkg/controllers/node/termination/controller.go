@@ -174,6 +174,9 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if lacksFinalizer(node) {
+		if registering, err := c.registeringByItsNodeClaim(ctx, node); registering || err != nil {
+			return reconcile.Result{}, err
+		}
 		return reconcile.Result{}, c.restoreFinalizer(ctx, node)
 	}
 	if !isTerminating(node) {
@@ -387,6 +390,21 @@ func (c *Controller) instanceGone(ctx context.Context, node *corev1.Node) (bool,
 		return false, fmt.Errorf("reading instance %s, %w", node.Spec.ProviderID, err)
 	}
 	return false, nil
+}
+
+// registeringByItsNodeClaim is whether the node still carries the taint it registered with and a
+// NodeClaim not being deleted recorded its instance: that NodeClaim's registration adds the
+// finalizer with its labels and taints, and a second writer of the fresh node only makes both
+// conflict (a launch of hundreds of nodes registered minutes late so).
+func (c *Controller) registeringByItsNodeClaim(ctx context.Context, node *corev1.Node) (bool, error) {
+	if !nodeclaims.Registering(node) || node.Spec.ProviderID == "" {
+		return false, nil
+	}
+	var list v1.NodeClaimList
+	if err := c.client.List(ctx, &list, client.MatchingFields{nodeclaims.NodeClaimProviderIDField: node.Spec.ProviderID}); err != nil {
+		return false, fmt.Errorf("listing the nodeclaim of node %s, %w", node.Name, err)
+	}
+	return slices.ContainsFunc(list.Items, func(nc v1.NodeClaim) bool { return nc.DeletionTimestamp == nil }), nil
 }
 
 // restoreFinalizer puts the finalizer back on a node Karpenter launched, so that its deletion,

@@ -22,9 +22,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -62,9 +64,16 @@ type Launches interface {
 // and for the cache to show it, so that only a stopped controller's launches are resumed.
 const resumeAfter = 10 * time.Second
 
+// concurrentReconciles is how many NodeClaims are reconciled at once: each is independent, and a
+// launch of hundreds registers as many nodes at once, each a few API writes.
+const concurrentReconciles = 50
+
 // Options configure the controller.
 type Options struct {
-	Client   client.Client
+	Client client.Client
+	// Reader reads from the API server, for a node whose write conflicted: the cache may not show
+	// the write it conflicted with yet. Client when nil.
+	Reader   client.Reader
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
 	// Timeouts of each step; DefaultLaunchTimeout and DefaultRegistrationTimeout when zero, and
@@ -77,6 +86,7 @@ type Options struct {
 // Controller reconciles NodeClaims that are not being deleted.
 type Controller struct {
 	client   client.Client
+	reader   client.Reader
 	recorder record.EventRecorder
 	clock    clock.PassiveClock
 	timeouts Timeouts
@@ -93,7 +103,11 @@ func New(options Options) (*Controller, error) {
 	}
 	options.Timeouts.Launch = cmp.Or(options.Timeouts.Launch, DefaultLaunchTimeout)
 	options.Timeouts.Registration = cmp.Or(options.Timeouts.Registration, DefaultRegistrationTimeout)
-	return &Controller{client: options.Client, recorder: options.Recorder, clock: options.Clock, timeouts: options.Timeouts, launches: options.Launches}, nil
+	var reader client.Reader = options.Client
+	if options.Reader != nil {
+		reader = options.Reader
+	}
+	return &Controller{client: options.Client, reader: reader, recorder: options.Recorder, clock: options.Clock, timeouts: options.Timeouts, launches: options.Launches}, nil
 }
 
 // Name identifies the controller.
@@ -112,6 +126,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return c.nodeClaimsOf(ctx, o.(*corev1.Node))
 		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentReconciles}).
 		Complete(c)
 }
 
@@ -233,17 +248,20 @@ func (c *Controller) step(ctx context.Context, nc *v1.NodeClaim) (deleteFor stri
 // synced again: what was lifted since (a startup taint, the batch's hold) stays lifted.
 func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) error {
 	if !nodeclaims.Registered(node) {
-		synced := nodeclaims.Sync(nc, node)
-		if !slices.ContainsFunc(synced.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha5.NotReadyTaintKey }) {
-			// Karpenter's own not-ready taint, which the readiness controller lifts once it has
-			// seen the kubelet report Ready: until then the node counts as launching.
-			synced.Spec.Taints = append(synced.Spec.Taints, corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule})
+		synced := func(node *corev1.Node) *corev1.Node {
+			synced := nodeclaims.Sync(nc, node)
+			if !slices.ContainsFunc(synced.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha5.NotReadyTaintKey }) {
+				// Karpenter's own not-ready taint, which the readiness controller lifts once it has
+				// seen the kubelet report Ready: until then the node counts as launching.
+				synced.Spec.Taints = append(synced.Spec.Taints, corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule})
+			}
+			return synced
 		}
 		if err := c.patchNode(ctx, node, synced); err != nil {
 			return fmt.Errorf("syncing nodeclaim %s onto node %s, %w", nc.Name, node.Name, err)
 		}
 		killpoint.Reached(killpoint.NodeRegistered)
-		if err := c.patchNode(ctx, node, nodeclaims.Register(nc, node)); err != nil {
+		if err := c.patchNode(ctx, node, func(node *corev1.Node) *corev1.Node { return nodeclaims.Register(nc, node) }); err != nil {
 			return fmt.Errorf("registering node %s of nodeclaim %s, %w", node.Name, nc.Name, err)
 		}
 	}
@@ -255,18 +273,32 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, node *corev
 	return nil
 }
 
-// patchNode patches node into want, when they differ, and leaves node as stored. An optimistic
-// lock: a merge patch replaces the taints whole, and must not drop a taint written since the
-// read.
-func (c *Controller) patchNode(ctx context.Context, node, want *corev1.Node) error {
-	if equality.Semantic.DeepEqual(node, want) {
-		return nil
-	}
-	if err := c.client.Patch(ctx, want, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})); err != nil {
+// patchNode patches node into want(node), when they differ, and leaves node as stored. An
+// optimistic lock: a merge patch replaces the taints whole, and must not drop a taint written
+// since the read. A write that conflicts (the kubelet, the batch, the termination controller
+// write the same node while it registers) is made again at once on the node as the API server
+// has it, a few times, rather than left to the work queue's backoff: each registration waited
+// behind the others' retries, and a launch of hundreds of nodes took minutes to register.
+func (c *Controller) patchNode(ctx context.Context, node *corev1.Node, want func(*corev1.Node) *corev1.Node) error {
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		desired := want(node)
+		if equality.Semantic.DeepEqual(node, desired) {
+			return nil
+		}
+		err := c.client.Patch(ctx, desired, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{}))
+		if err == nil {
+			*node = *desired
+			return nil
+		}
+		if apierrors.IsConflict(err) {
+			fresh := &corev1.Node{}
+			if readErr := c.reader.Get(ctx, client.ObjectKeyFromObject(node), fresh); readErr != nil {
+				return readErr
+			}
+			*node = *fresh
+		}
 		return err
-	}
-	*node = *want
-	return nil
+	})
 }
 
 // initialize marks the node and its NodeClaim initialized once the node is ready for pods.

@@ -1,14 +1,17 @@
 package lifecycle_test
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
@@ -87,5 +90,63 @@ func TestTheKubeletsNodeIsRegistered(t *testing.T) {
 	}
 	if nc.Status.NodeName != node.Name || !nc.IsTrue(v1.ConditionTypeRegistered) {
 		t.Errorf("nodeclaim node %q conditions %v, want %s Registered", nc.Status.NodeName, nc.Status.Conditions, node.Name)
+	}
+}
+
+// TestARegistrationThatConflictsIsMadeAgainAtOnce: the node's first write conflicts (another
+// writer changed the node since the cache was read, as the kubelet and the batch do while a
+// node registers); the registration reads the node again and is made in the same reconcile,
+// keeping the other writer's change. (It failed the reconcile, and a launch of hundreds of
+// nodes registered minutes late behind the work queue's backoff.)
+func TestARegistrationThatConflictsIsMadeAgainAtOnce(t *testing.T) {
+	const pool = "conflicted"
+	ctx := t.Context()
+	apiServer := kubefake.NewClientBuilder().Build()
+	interfered := false
+	c := interceptor.NewClient(apiServer, interceptor.Funcs{Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		if node, ok := obj.(*corev1.Node); ok && !interfered {
+			interfered = true
+			other := &corev1.Node{}
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(node), other); err != nil {
+				return err
+			}
+			metav1.SetMetaDataAnnotation(&other.ObjectMeta, "other-writer", "was here")
+			if err := cl.Update(ctx, other); err != nil {
+				return err
+			}
+		}
+		return cl.Patch(ctx, obj, patch, opts...)
+	}})
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	it := fake.DefaultInstanceTypes()[0]
+	launched, err := launcher.New(apiServer, cloud, 0).LaunchNode(ctx, launcher.Request{
+		Pool:       launcher.Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: pool})},
+		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
+		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner(pool), InstanceTypes: []*cloudprovider.InstanceType{it}}},
+	}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeletNode, ok := cloud.KubeletNode(launched.NodeClaim.Status.ProviderID)
+	if !ok {
+		t.Fatal("the launched instance does not run")
+	}
+	if err := apiServer.Create(ctx, kubeletNode); err != nil {
+		t.Fatal(err)
+	}
+	controller, err := lifecycle.New(lifecycle.Options{Client: c, Recorder: record.NewFakeRecorder(10),
+		Clock: clocktesting.NewFakeClock(time.Now()), Timeouts: lifecycle.Timeouts{Initialization: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := controller.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(launched.NodeClaim)}); err != nil {
+		t.Fatalf("Reconcile: %v, want the conflicting write made again", err)
+	}
+	node := &corev1.Node{}
+	if err := apiServer.Get(ctx, client.ObjectKeyFromObject(kubeletNode), node); err != nil {
+		t.Fatal(err)
+	}
+	if !interfered || !nodeclaims.Registered(node) || node.Annotations["other-writer"] != "was here" {
+		t.Errorf("interfered %v; node annotations %v taints %v, want registered, the other writer's annotation kept", interfered, node.Annotations, node.Spec.Taints)
 	}
 }
