@@ -569,6 +569,33 @@ func TestCreateLaunchesCountWithOneFleet(t *testing.T) {
 	}
 }
 
+// A launch's instances are read back in one DescribeInstances call, not one each (a 40-node
+// launch made 40 calls, 10 at a time).
+func TestCreateReadsALaunchBackInOneCall(t *testing.T) {
+	e := newInstancesEnv(t, launchSeed, 0)
+	e.refresh(t)
+	// A latency fault on every call changes nothing but counts them.
+	counter, err := e.emulator.InjectFault(awsemulator.Fault{Service: "ec2", Action: "DescribeInstances", Kind: awsemulator.FaultLatency,
+		Latency: awsemulator.Duration(time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := request(e.candidates(t, "m5.large/us-west-2a/on-demand"))
+	r.Count = 5
+	launched, err := e.instances.Create(context.Background(), r)
+	if err != nil || len(launched) != 5 {
+		t.Fatalf("Create of 5 = %v, %v", launched, err)
+	}
+	for _, instance := range launched {
+		if instance.NodeName == "" {
+			t.Errorf("instance %s read back without its node name", instance.ID)
+		}
+	}
+	if calls := e.emulator.FaultHits(counter); calls != 1 {
+		t.Errorf("%d DescribeInstances calls read back 5 instances, want 1", calls)
+	}
+}
+
 // A securityGroupSelector that selects no group fails the launch as the user's to fix, naming
 // the block's field.
 func TestNoSecurityGroupNamesTheBlocksSelector(t *testing.T) {

@@ -215,15 +215,21 @@ func answered(launched []ec2types.CreateFleetInstance, zoneOfSubnet map[string]s
 // describeConcurrency bounds the DescribeInstances calls of one launch that run at once.
 const describeConcurrency = 10
 
-// describeAllLaunched reads the instances one CreateFleet launched, several at once. Those it
-// could not read are returned as a *cloudprovider.UnreadInstancesError, as the answer told them,
-// beside those it read: they run, and are the caller's.
+// describeAllLaunched reads the instances one CreateFleet launched: all of them in one
+// DescribeInstances call first, then each the call did not settle (EC2 not knowing it yet, or
+// not its private DNS name) on its own, several at once. Those it could not read are returned as
+// a *cloudprovider.UnreadInstancesError, as the answer told them, beside those it read: they
+// run, and are the caller's.
 func (p *Provider) describeAllLaunched(ctx context.Context, request cloudprovider.LaunchRequest, launched []*cloudprovider.Instance) ([]*cloudprovider.Instance, error) {
 	described := make([]*cloudprovider.Instance, len(launched))
 	errs := make([]error, len(launched))
+	settled := p.readSettled(ctx, launched)
 	var group errgroup.Group
 	group.SetLimit(describeConcurrency)
 	for n, instance := range launched {
+		if described[n] = settled[instance.ID]; described[n] != nil {
+			continue
+		}
 		group.Go(func() error {
 			described[n], errs[n] = p.describeLaunched(ctx, instance.ID)
 			return nil

@@ -105,6 +105,34 @@ func (p *Provider) describeLaunched(ctx context.Context, id string) (*cloudprovi
 	return nil, fmt.Errorf("launched instance %s, but its node name is unknown, %w", id, last)
 }
 
+// readSettled reads the instances in one DescribeInstances call and returns, by id, those whose
+// private DNS name EC2 knows, or that terminated: what describeLaunched would wait for. An
+// instance EC2 does not know yet fails the whole call (InvalidInstanceID.NotFound), and so does
+// any other error: then none is returned, and each is read on its own.
+func (p *Provider) readSettled(ctx context.Context, launched []*cloudprovider.Instance) map[string]*cloudprovider.Instance {
+	c, err := p.clients()
+	if err != nil || len(launched) < 2 {
+		return nil
+	}
+	ids := make([]string, len(launched))
+	for i, instance := range launched {
+		ids[i] = instance.ID
+	}
+	out, err := c.EC2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: ids})
+	if err != nil {
+		return nil
+	}
+	settled := map[string]*cloudprovider.Instance{}
+	for _, reservation := range out.Reservations {
+		for _, instance := range reservation.Instances {
+			if read := convertInstance(instance); read.NodeName != "" || read.State == cloudprovider.InstanceStateTerminated {
+				settled[read.ID] = read
+			}
+		}
+	}
+	return settled
+}
+
 // describe reads one instance; a terminated one is not found.
 func (p *Provider) describe(ctx context.Context, id string) (*cloudprovider.Instance, error) {
 	instance, err := p.read(ctx, id)
