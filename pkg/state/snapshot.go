@@ -217,12 +217,13 @@ func (c *Snapshot) LaunchingNodes() map[string]string {
 	return out
 }
 
-// StandingNodes are the names of the nodes a nomination may stand on: those not being deleted.
+// StandingNodes are the names of the nodes a nomination may stand on: those not being deleted,
+// the launching nodes standing for NodeClaims among them (AllNodes).
 func (c *Snapshot) StandingNodes() sets.Set[string] {
 	out := sets.New[string]()
-	for i := range c.Nodes {
-		if c.Nodes[i].DeletionTimestamp == nil {
-			out.Insert(c.Nodes[i].Name)
+	for _, node := range c.AllNodes() {
+		if node.DeletionTimestamp == nil {
+			out.Insert(node.Name)
 		}
 	}
 	return out
@@ -244,8 +245,8 @@ func NominationLapsed(pod *corev1.Pod, standing sets.Set[string]) bool {
 // AllNodes are the nodes, and a launching node standing for each NodeClaim whose instance is
 // launched but whose Node has not registered yet: its room is promised to the pods it was
 // launched for, so no pass launches for them again meanwhile. It is named after the NodeClaim;
-// being no Node yet, no pod is bound or nominated to it (LaunchingNodes and StandingNodes are
-// the Nodes'). A Node its kubelet registered that its NodeClaim has not yet registered (it still
+// being no Node yet, no pod is bound to it, and only a pass's own snapshot nominates pods to it:
+// those its launch is for (LaunchingNodes are the Nodes'). A Node its kubelet registered that its NodeClaim has not yet registered (it still
 // carries the unregistered taint) stands as registering will make it, still launching. A
 // NodeClaim that registered once and has no Node now lost it: no room.
 func (c *Snapshot) AllNodes() []corev1.Node {

@@ -40,8 +40,10 @@ type launchBatch struct {
 type plannedLaunch struct {
 	provisioner string
 	pods        []types.UID
-	// nodeName is set once the instance launched, before its Node is created.
-	nodeName string
+	// nodeName is set once the instance launched, before its Node is created; nodeClaim then too:
+	// the name of its NodeClaim, whose launching node stands in the snapshot for its Node until
+	// the Node registers (state.Snapshot.AllNodes).
+	nodeName, nodeClaim string
 	// failed is set when no instance (or no Node) came of it: its pods are pending again.
 	failed bool
 	// unread is its instance while the cloud could not read it back.
@@ -78,11 +80,12 @@ func plannedFor(provisioner string, pods []*corev1.Pod) *plannedLaunch {
 	return &plannedLaunch{provisioner: provisioner, pods: uids}
 }
 
-// launched records the name of the node a planned node's instance registers as.
-func (f *inFlight) launched(n *plannedLaunch, nodeName string) {
+// launched records the name of the node a planned node's instance registers as, and of the
+// NodeClaim that recorded it.
+func (f *inFlight) launched(n *plannedLaunch, nodeName, nodeClaim string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n.nodeName = nodeName
+	n.nodeName, n.nodeClaim = nodeName, nodeClaim
 }
 
 // failed records that a planned node will not come: its pods are planned again.
@@ -135,13 +138,15 @@ func (f *inFlight) capture() []*launchBatch {
 }
 
 // awaitedPod is a pod a batch in flight planned, with the provisioner planned for it and the
-// node its batch launched for it when the snapshot shows that node ("" when it does not).
+// node its batch launched for it when the snapshot shows that node, or the launching node of its
+// NodeClaim standing for it ("" when it shows neither).
 type awaitedPod struct {
 	provisioner, node string
 }
 
 // awaited are the pods of the captured batches, and of the instances still to be read back,
 // that wait for their batch to place them: those of failed planned nodes are pending again.
+// shown are the names of the snapshot's nodes, those standing for NodeClaims included.
 func (f *inFlight) awaited(captured []*launchBatch, shown sets.Set[string]) map[types.UID]awaitedPod {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -151,8 +156,11 @@ func (f *inFlight) awaited(captured []*launchBatch, shown sets.Set[string]) map[
 			return
 		}
 		node := ""
-		if n.nodeName != "" && shown.Has(n.nodeName) {
+		switch {
+		case n.nodeName != "" && shown.Has(n.nodeName):
 			node = n.nodeName
+		case n.nodeClaim != "" && shown.Has(n.nodeClaim):
+			node = n.nodeClaim
 		}
 		for _, uid := range n.pods {
 			out[uid] = awaitedPod{provisioner: n.provisioner, node: node}

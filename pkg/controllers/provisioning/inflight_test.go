@@ -30,8 +30,8 @@ import (
 func TestInFlightAwaited(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		// nodeName and failed of the one planned node, for pods a and b; shown are the
-		// snapshot's nodes.
+		// nodeName and failed of the one planned node, for pods a and b (its NodeClaim is
+		// "claim"); shown are the snapshot's nodes, those standing for NodeClaims among them.
 		nodeName string
 		failed   bool
 		shown    []string
@@ -43,6 +43,10 @@ func TestInFlightAwaited(t *testing.T) {
 		{name: "launched, its Node not in the snapshot: its pods wait", nodeName: "n", shown: []string{"other"}, want: []types.UID{"a", "b"}},
 		{name: "its Node in the snapshot: its pods are counted on its room until the batch placed them", nodeName: "n", shown: []string{"n"},
 			want: []types.UID{"a", "b"}, onNode: "n"},
+		{name: "no Node yet, its NodeClaim's launching node in the snapshot: its pods are counted there", nodeName: "n", shown: []string{"claim"},
+			want: []types.UID{"a", "b"}, onNode: "claim"},
+		{name: "its Node and its NodeClaim's in the snapshot: its Node", nodeName: "n", shown: []string{"claim", "n"},
+			want: []types.UID{"a", "b"}, onNode: "n"},
 		{name: "failed: its pods are pending again", failed: true},
 		{name: "launched then its Node failed", nodeName: "n", failed: true},
 	} {
@@ -52,7 +56,7 @@ func TestInFlightAwaited(t *testing.T) {
 			f.start([]*plannedLaunch{n})
 			captured := f.capture()
 			if tc.nodeName != "" {
-				f.launched(n, tc.nodeName)
+				f.launched(n, tc.nodeName, "claim")
 			}
 			if tc.failed {
 				f.failed(n)
@@ -79,7 +83,7 @@ func TestInFlightCapturedKeepsNamesOfAFinishedBatch(t *testing.T) {
 	n := plannedFor("default", podsWithUIDs("a"))
 	b := f.start([]*plannedLaunch{n})
 	captured := f.capture()
-	f.launched(n, "n")
+	f.launched(n, "n", "claim")
 	f.finish(b)
 	if len(f.capture()) != 0 {
 		t.Error("a finished batch is still captured")

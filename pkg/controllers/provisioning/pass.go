@@ -59,9 +59,11 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 		return true, err
 	}
 	c.ledger.ForgetGone(snapshot.Nodes, cached)
+	// Those standing for NodeClaims whose Node has not registered too: their room is in the
+	// snapshot, and the pods launched for them are counted there.
 	shown := sets.New[string]()
-	for i := range snapshot.Nodes {
-		shown.Insert(snapshot.Nodes[i].Name)
+	for _, node := range snapshot.AllNodes() {
+		shown.Insert(node.Name)
 	}
 	retry = c.readUnread(ctx, shown)
 	awaited := awaitedPending(snapshot, c.inFlight.awaited(captured, shown))
