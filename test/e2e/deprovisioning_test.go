@@ -216,22 +216,34 @@ func TestControllerKilledMidReplaceDeletesTheReplacedNodesAndLaunchesOnce(t *tes
 // on a label the nodes are given, until release; release waits until deletions pass again.
 func holdNodeDeletion(t *testing.T, held []*corev1.Node) (release func()) {
 	t.Helper()
+	objects := make([]client.Object, len(held))
+	for i, node := range held {
+		objects[i] = node
+	}
+	return holdDeletion(t, stack, "", "nodes", objects)
+}
+
+// holdDeletion makes the stack's API server refuse to delete the objects, of the group and
+// resource, by a ValidatingAdmissionPolicy on a label they are given, until release; release
+// waits until deletions pass again.
+func holdDeletion(t *testing.T, stack *sandbox.Stack, group, resource string, held []client.Object) (release func()) {
+	t.Helper()
 	ctx := context.Background()
 	const label = "e2e.karpenter.sh/hold-deletion"
-	for _, node := range held {
+	for _, object := range held {
 		patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, label))
-		if err := stack.Env.Client.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if err := stack.Env.Client.Patch(ctx, object.DeepCopyObject().(client.Object), client.RawPatch(types.MergePatchType, patch)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-hold-node-deletion"},
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-hold-" + resource + "-deletion"},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"nodes"}},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}},
 				},
 			}}},
 			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "held by the e2e test"}},
@@ -252,7 +264,7 @@ func holdNodeDeletion(t *testing.T, held []*corev1.Node) (release func()) {
 	}
 	// The API server loads policies asynchronously: a dry run tells when it refuses.
 	refuses := func() (bool, error) {
-		err := stack.Env.Client.Delete(ctx, held[0].DeepCopy(), client.DryRunAll)
+		err := stack.Env.Client.Delete(ctx, held[0].DeepCopyObject().(client.Object), client.DryRunAll)
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
@@ -261,7 +273,7 @@ func holdNodeDeletion(t *testing.T, held []*corev1.Node) (release func()) {
 		}
 		return err != nil, nil
 	}
-	eventually.Holds(t, "the API server refusing to delete the held nodes", func() (bool, string, error) {
+	eventually.Holds(t, "the API server refusing to delete the held "+resource, func() (bool, string, error) {
 		refused, err := refuses()
 		return refused, "", err
 	}, eventually.Timeout(waitTimeout))
@@ -273,7 +285,7 @@ func holdNodeDeletion(t *testing.T, held []*corev1.Node) (release func()) {
 		}
 		return nil
 	}
-	// A test that fails before it releases the nodes still lets its cleanup delete them.
+	// A test that fails before it releases the objects still lets its cleanup delete them.
 	t.Cleanup(func() {
 		if err := unhold(); err != nil {
 			t.Error(err)
@@ -284,7 +296,7 @@ func holdNodeDeletion(t *testing.T, held []*corev1.Node) (release func()) {
 		if err := unhold(); err != nil {
 			t.Fatal(err)
 		}
-		eventually.Holds(t, "the API server deleting the held nodes again", func() (bool, string, error) {
+		eventually.Holds(t, "the API server deleting the held "+resource+" again", func() (bool, string, error) {
 			refused, err := refuses()
 			return !refused, "", err
 		}, eventually.Timeout(waitTimeout))
