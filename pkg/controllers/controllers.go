@@ -173,6 +173,11 @@ var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsp
 var needInstances = []string{provisioning.Name, nodeclaimtermination.Name, termination.Name, garbagecollection.Name, interruption.Name, expiration.Name, consolidation.Name,
 	nodeclaimdisruption.Name, nodeclaimexpiration.Name, disruption.Name, nodeoverlay.Name}
 
+// enabled is whether the options run the controller of that name: every one when none is named.
+func enabled(opts Options, name string) bool {
+	return len(opts.Enabled) == 0 || slices.Contains(opts.Enabled, name)
+}
+
 // reconciler is what each controller package offers to the manager.
 type reconciler interface {
 	// Name identifies the controller in logs and errors.
@@ -192,7 +197,7 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 	if opts.Clock == nil {
 		return fmt.Errorf("registering controllers without a clock")
 	}
-	if opts.InterruptionQueue != nil && opts.InstanceProvider == nil && (len(opts.Enabled) == 0 || slices.Contains(opts.Enabled, interruption.Name)) {
+	if opts.InterruptionQueue != nil && opts.InstanceProvider == nil && enabled(opts, interruption.Name) {
 		// A queue configured and never read would drop every notice without a word.
 		return fmt.Errorf("the %s controller has a queue but no instance provider, whose nodes it acts on", interruption.Name)
 	}
@@ -211,7 +216,7 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 		return state.NewCluster(ctx, mgr.GetCache(), mgr.GetClient(), opts.NodeOverlay)
 	})
 	for _, name := range Names {
-		if len(opts.Enabled) > 0 && !slices.Contains(opts.Enabled, name) {
+		if !enabled(opts, name) {
 			continue
 		}
 		if name == nodeoverlay.Name && !opts.NodeOverlay {
@@ -438,6 +443,8 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			Recorder:  recorderFor(mgr, name),
 			Clock:     opts.Clock,
 			Grace:     opts.GarbageCollectionGrace,
+			// The disruption controller replaces what the interruption controller records.
+			ReplaceFirst: enabled(opts, disruption.Name),
 		})
 	case nodeclass.Name:
 		return nodeclass.New(nodeclass.Options{

@@ -139,6 +139,10 @@ type Options struct {
 	// Grace is how long after its launch an instance of this cluster may have no Node and
 	// still get one (garbage collection's grace); garbagecollection.DefaultGrace when zero.
 	Grace time.Duration
+	// ReplaceFirst is whether the disruption controller runs, which replaces the node of a
+	// NodeClaim a scheduled change is recorded on (replaceFirst); without it every interrupted
+	// node is drained at once.
+	ReplaceFirst bool
 }
 
 // Controller reads the interruption queue and acts on its messages.
@@ -150,6 +154,8 @@ type Controller struct {
 	recorder  record.EventRecorder
 	clock     clock.Clock
 	grace     time.Duration
+	// replaceFirstEnabled is Options.ReplaceFirst.
+	replaceFirstEnabled bool
 }
 
 // New builds the controller.
@@ -158,7 +164,7 @@ func New(options Options) (*Controller, error) {
 		return nil, fmt.Errorf("the %s controller needs a client, an API reader, an interruption queue, an instance provider, a recorder and a clock", Name)
 	}
 	return &Controller{client: options.Client, reader: options.Reader, queue: options.Queue, instances: options.Instances, recorder: options.Recorder,
-		clock: options.Clock, grace: cmp.Or(options.Grace, garbagecollection.DefaultGrace)}, nil
+		clock: options.Clock, grace: cmp.Or(options.Grace, garbagecollection.DefaultGrace), replaceFirstEnabled: options.ReplaceFirst}, nil
 }
 
 // Name identifies the controller.
@@ -343,7 +349,7 @@ func (l *nodeLookup) node(ctx context.Context, id string) (node *corev1.Node, yo
 // is a NodePool's, whose disruption controller replaces it; true when it did, or had already.
 // Otherwise the node is drained at once, as a node of a Provisioner is (false).
 func (c *Controller) replaceFirst(ctx context.Context, message cloudprovider.InterruptionMessage, id string, node *corev1.Node) (bool, error) {
-	if message.Kind != cloudprovider.InterruptionScheduledChange || message.Deadline.IsZero() || node.DeletionTimestamp != nil {
+	if !c.replaceFirstEnabled || message.Kind != cloudprovider.InterruptionScheduledChange || message.Deadline.IsZero() || node.DeletionTimestamp != nil {
 		return false, nil
 	}
 	name, ok := nodeclaims.Owner(node)

@@ -143,7 +143,7 @@ func newHarnessReading(t *testing.T, c client.Client, reader client.Reader) *har
 	clk := clocktesting.NewFakeClock(now)
 	h := &harness{client: c, queue: fake.NewInterruptionQueue(), cloud: fake.NewInstanceProvider(fake.InstanceProviderOptions{Clock: clk}),
 		recorder: record.NewFakeRecorder(100), clock: clk}
-	controller, err := New(Options{Client: c, Reader: reader, Queue: h.queue, Instances: h.cloud, Recorder: h.recorder, Clock: clk, Grace: time.Minute})
+	controller, err := New(Options{Client: c, Reader: reader, Queue: h.queue, Instances: h.cloud, Recorder: h.recorder, Clock: clk, Grace: time.Minute, ReplaceFirst: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,5 +459,22 @@ func TestAScheduledChangeFarAheadIsReplacedFirst(t *testing.T) {
 	}
 	if replacing != 2 {
 		t.Errorf("%d Events say the node is replaced first, want 2 (its NodeClaim and node, once)", replacing)
+	}
+}
+
+// TestWithoutTheDisruptionControllerAScheduledChangeDrainsAtOnce: where no disruption controller
+// runs to replace it, a NodePool's node whose scheduled change starts weeks ahead is drained at
+// once, as before: recorded on its NodeClaim, it would wait for a replacement nothing launches.
+func TestWithoutTheDisruptionControllerAScheduledChangeDrainsAtOnce(t *testing.T) {
+	node, nc, np := nodePoolNode("far", "i-0000000000000000a")
+	h := newHarness(t, interceptor.Funcs{}, np, node, nc)
+	h.controller.replaceFirstEnabled = false
+	h.queue.Send(cloudprovider.InterruptionMessage{Kind: cloudprovider.InterruptionScheduledChange, Time: now, Deadline: now.Add(14 * 24 * time.Hour),
+		InstanceIDs: []string{"i-0000000000000000a"}})
+	if err := h.handleAll(t); err != nil {
+		t.Fatal(err)
+	}
+	if err := deleted(h.client, node); err != nil {
+		t.Error(err)
 	}
 }
