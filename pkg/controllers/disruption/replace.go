@@ -135,24 +135,24 @@ func driftCause(candidate *disruption.Candidate) cause {
 
 // replace disrupts a node for the cause: deleted at once when its pods fit on the other nodes
 // (or it has none), otherwise tainted and the new nodes its pods need launched, each annotated
-// with the node it replaces; it goes once they are initialized (finish, finishInterrupted). It
+// with the node it replaces; it goes once they are initialized (finish, replaceInterrupted). It
 // reports whether it launched. When its pods would fit nowhere, or the launch fails, the node
 // stays, told why.
 func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, candidate *disruption.Candidate, why cause, loadPools func() (*replacementPools, error)) (bool, error) {
-	decided := func(decision string) {
+	// counted is the decision as the voluntary decisions count it: an interruption's is not.
+	counted := func(decision string) string {
 		if why.voluntary {
-			countDecision(decision, why.reason, 1)
+			return decision
 		}
+		return ""
 	}
-	terminate := func(because string) error {
-		err := c.terminate(ctx, candidate, why.reason, because, "")
-		if err == nil {
-			decided(decisionDelete)
+	decided := func(decision string) {
+		if d := counted(decision); d != "" {
+			countDecision(d, why.reason, 1)
 		}
-		return err
 	}
 	if len(candidate.Pods) == 0 {
-		return false, terminate(why.why)
+		return false, c.terminate(ctx, candidate, why.reason, why.why, counted(decisionDelete))
 	}
 	loaded, err := loadPools()
 	if err != nil {
@@ -169,7 +169,7 @@ func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, cand
 		return false, nil
 	}
 	if len(results.NewNodes) == 0 {
-		return false, terminate(why.why + "; its pods fit on the other nodes")
+		return false, c.terminate(ctx, candidate, why.reason, why.why+"; its pods fit on the other nodes", counted(decisionDelete))
 	}
 	if err := taintDisrupted(ctx, c.Client, candidate.Node); err != nil {
 		return false, err

@@ -86,7 +86,7 @@ func (p *Provider) describeLaunched(ctx context.Context, id string) (*cloudprovi
 			}
 		}
 		instance, err := p.read(ctx, id)
-		if err == nil && (instance.NodeName != "" || instance.State == cloudprovider.InstanceStateTerminated) {
+		if err == nil && settled(instance) {
 			return instance, nil
 		}
 		var notFound *cloudprovider.NotFoundError
@@ -105,8 +105,14 @@ func (p *Provider) describeLaunched(ctx context.Context, id string) (*cloudprovi
 	return nil, fmt.Errorf("launched instance %s, but its node name is unknown, %w", id, last)
 }
 
-// readSettled reads the instances in one DescribeInstances call and returns, by id, those whose
-// private DNS name EC2 knows, or that terminated: what describeLaunched would wait for. An
+// settled is whether a just-launched instance is read as describeLaunched waits for it: EC2 knows
+// its private DNS name, or it terminated.
+func settled(instance *cloudprovider.Instance) bool {
+	return instance.NodeName != "" || instance.State == cloudprovider.InstanceStateTerminated
+}
+
+// readSettled reads the instances in one DescribeInstances call and returns, by id, those
+// settled. An
 // instance EC2 does not know yet fails the whole call (InvalidInstanceID.NotFound), and so does
 // any other error: then none is returned, and each is read on its own.
 func (p *Provider) readSettled(ctx context.Context, launched []*cloudprovider.Instance) map[string]*cloudprovider.Instance {
@@ -118,19 +124,19 @@ func (p *Provider) readSettled(ctx context.Context, launched []*cloudprovider.In
 	for i, instance := range launched {
 		ids[i] = instance.ID
 	}
-	out, err := c.EC2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: ids})
+	described, err := c.EC2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: ids})
 	if err != nil {
 		return nil
 	}
-	settled := map[string]*cloudprovider.Instance{}
-	for _, reservation := range out.Reservations {
+	out := map[string]*cloudprovider.Instance{}
+	for _, reservation := range described.Reservations {
 		for _, instance := range reservation.Instances {
-			if read := convertInstance(instance); read.NodeName != "" || read.State == cloudprovider.InstanceStateTerminated {
-				settled[read.ID] = read
+			if read := convertInstance(instance); settled(read) {
+				out[read.ID] = read
 			}
 		}
 	}
-	return settled
+	return out
 }
 
 // describe reads one instance; a terminated one is not found.

@@ -36,25 +36,13 @@ func TestTheKubeletsNodeIsRegistered(t *testing.T) {
 	const pool = "registered"
 	ctx := t.Context()
 	c := kubefake.NewClientBuilder().Build()
-	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	it := fake.DefaultInstanceTypes()[0]
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: pool, Labels: map[string]string{"team": "ml"},
 		Taints: []corev1.Taint{{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}}})
-	launched, err := launcher.New(c, cloud, 0).LaunchNode(ctx, launcher.Request{
-		Pool:       launcher.Pool{Provisioner: p},
-		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
-		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner(pool), InstanceTypes: []*cloudprovider.InstanceType{it}}},
-	}, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	launched, kubeletNode := launchForKubelet(t, c, p)
 	var nodes corev1.NodeList
 	if err := c.List(ctx, &nodes); err != nil || len(nodes.Items) != 0 {
 		t.Fatalf("%d nodes (%v) after the launch, want none: the kubelet registers the node", len(nodes.Items), err)
-	}
-	kubeletNode, ok := cloud.KubeletNode(launched.NodeClaim.Status.ProviderID)
-	if !ok {
-		t.Fatal("the launched instance does not run")
 	}
 	// The kubelet knows nothing of the NodeClaim but what the user data told it.
 	delete(kubeletNode.Labels, v1alpha5.CapacityTypeLabelKey)
@@ -66,7 +54,7 @@ func TestTheKubeletsNodeIsRegistered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := controller.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(launched.NodeClaim)}); err != nil {
+	if _, err := controller.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(launched)}); err != nil {
 		t.Fatal(err)
 	}
 	node := &corev1.Node{}
@@ -81,11 +69,11 @@ func TestTheKubeletsNodeIsRegistered(t *testing.T) {
 			t.Errorf("node taints %v, want %s", node.Spec.Taints, key)
 		}
 	}
-	if !slices.Contains(node.Finalizers, v1.TerminationFinalizer) || len(node.OwnerReferences) != 1 || node.OwnerReferences[0].UID != launched.NodeClaim.UID {
+	if !slices.Contains(node.Finalizers, v1.TerminationFinalizer) || len(node.OwnerReferences) != 1 || node.OwnerReferences[0].UID != launched.UID {
 		t.Errorf("finalizers %v owners %v, want the termination finalizer and the NodeClaim", node.Finalizers, node.OwnerReferences)
 	}
 	nc := &v1.NodeClaim{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(launched.NodeClaim), nc); err != nil {
+	if err := c.Get(ctx, client.ObjectKeyFromObject(launched), nc); err != nil {
 		t.Fatal(err)
 	}
 	if nc.Status.NodeName != node.Name || !nc.IsTrue(v1.ConditionTypeRegistered) {
@@ -117,20 +105,7 @@ func TestARegistrationThatConflictsIsMadeAgainAtOnce(t *testing.T) {
 		}
 		return cl.Patch(ctx, obj, patch, opts...)
 	}})
-	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	it := fake.DefaultInstanceTypes()[0]
-	launched, err := launcher.New(apiServer, cloud, 0).LaunchNode(ctx, launcher.Request{
-		Pool:       launcher.Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: pool})},
-		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
-		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner(pool), InstanceTypes: []*cloudprovider.InstanceType{it}}},
-	}, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeletNode, ok := cloud.KubeletNode(launched.NodeClaim.Status.ProviderID)
-	if !ok {
-		t.Fatal("the launched instance does not run")
-	}
+	launched, kubeletNode := launchForKubelet(t, apiServer, builders.Provisioner(builders.ProvisionerOptions{Name: pool}))
 	if err := apiServer.Create(ctx, kubeletNode); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +114,7 @@ func TestARegistrationThatConflictsIsMadeAgainAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := controller.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(launched.NodeClaim)}); err != nil {
+	if _, err := controller.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(launched)}); err != nil {
 		t.Fatalf("Reconcile: %v, want the conflicting write made again", err)
 	}
 	node := &corev1.Node{}
@@ -149,4 +124,25 @@ func TestARegistrationThatConflictsIsMadeAgainAtOnce(t *testing.T) {
 	if !interfered || !nodeclaims.Registered(node) || node.Annotations["other-writer"] != "was here" {
 		t.Errorf("interfered %v; node annotations %v taints %v, want registered, the other writer's annotation kept", interfered, node.Annotations, node.Spec.Taints)
 	}
+}
+
+// launchForKubelet launches a node of the Provisioner on the first of the fake catalogue's types
+// and returns its NodeClaim and the Node its kubelet would register, not created yet.
+func launchForKubelet(t *testing.T, c client.Client, p *v1alpha5.Provisioner) (*v1.NodeClaim, *corev1.Node) {
+	t.Helper()
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	it := fake.DefaultInstanceTypes()[0]
+	launched, err := launcher.New(c, cloud, 0).LaunchNode(t.Context(), launcher.Request{
+		Pool:       launcher.Pool{Provisioner: p},
+		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
+		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner(p.Name), InstanceTypes: []*cloudprovider.InstanceType{it}}},
+	}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, ok := cloud.KubeletNode(launched.NodeClaim.Status.ProviderID)
+	if !ok {
+		t.Fatal("the launched instance does not run")
+	}
+	return launched.NodeClaim, node
 }
