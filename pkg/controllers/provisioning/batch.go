@@ -269,6 +269,7 @@ func (c *Controller) launch(ctx context.Context, r *reservedLaunch, hold bool) (
 			fail(i)
 			continue
 		}
+		c.inFlight.claimed(r.planned[i], nc.Name)
 		created = append(created, nc)
 	}
 	if len(created) == 0 {
@@ -407,7 +408,7 @@ func (c *Controller) record(ctx context.Context, r *reservedLaunch, i int, insta
 	} else {
 		c.ledger.Launched(r.reservations[i], instance.NodeName, nil)
 	}
-	c.inFlight.launched(r.planned[i], instance.NodeName, nc.Name)
+	c.inFlight.launched(r.planned[i], instance.NodeName)
 	if instance.FellBackFrom != nil {
 		c.recorder.Event(p.Object(), corev1.EventTypeWarning, ReasonInsufficientCapacity,
 			fmt.Sprintf("Node %s launched as %s in %s (%s) after no capacity in %d cheaper offerings: %s", instance.NodeName, instance.InstanceType, instance.Zone,

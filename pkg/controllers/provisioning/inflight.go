@@ -40,10 +40,11 @@ type launchBatch struct {
 type plannedLaunch struct {
 	provisioner string
 	pods        []types.UID
-	// nodeName is set once the instance launched, before its Node is created; nodeClaim then too:
-	// the name of its NodeClaim, whose launching node stands in the snapshot for its Node until
-	// the Node registers (state.Snapshot.AllNodes).
-	nodeName, nodeClaim string
+	// nodeClaim is the name of its NodeClaim once created, before its launch: the NodeClaim's
+	// launching node stands in the snapshot for its Node from the moment the cache shows its
+	// instance recorded until the Node registers (state.Snapshot.AllNodes). nodeName is set once
+	// the instance launched, before its Node is created.
+	nodeClaim, nodeName string
 	// failed is set when no instance (or no Node) came of it: its pods are pending again.
 	failed bool
 	// unread is its instance while the cloud could not read it back.
@@ -80,12 +81,20 @@ func plannedFor(provisioner string, pods []*corev1.Pod) *plannedLaunch {
 	return &plannedLaunch{provisioner: provisioner, pods: uids}
 }
 
-// launched records the name of the node a planned node's instance registers as, and of the
-// NodeClaim that recorded it.
-func (f *inFlight) launched(n *plannedLaunch, nodeName, nodeClaim string) {
+// claimed records the name of a planned node's NodeClaim, before its instance is launched and
+// recorded on it: a pass that sees the record in the cache must count the pods there, though
+// the launch has not returned yet.
+func (f *inFlight) claimed(n *plannedLaunch, nodeClaim string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n.nodeName, n.nodeClaim = nodeName, nodeClaim
+	n.nodeClaim = nodeClaim
+}
+
+// launched records the name of the node a planned node's instance registers as.
+func (f *inFlight) launched(n *plannedLaunch, nodeName string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n.nodeName = nodeName
 }
 
 // failed records that a planned node will not come: its pods are planned again.

@@ -30,8 +30,9 @@ import (
 func TestInFlightAwaited(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		// nodeName and failed of the one planned node, for pods a and b (its NodeClaim is
-		// "claim"); shown are the snapshot's nodes, those standing for NodeClaims among them.
+		// claimed, nodeName and failed of the one planned node, for pods a and b (its NodeClaim
+		// is "claim"); shown are the snapshot's nodes, those standing for NodeClaims among them.
+		claimed  bool
 		nodeName string
 		failed   bool
 		shown    []string
@@ -40,12 +41,15 @@ func TestInFlightAwaited(t *testing.T) {
 		onNode string
 	}{
 		{name: "not launched yet: its pods wait", want: []types.UID{"a", "b"}},
+		{name: "its NodeClaim created, not launched yet: its pods wait", claimed: true, want: []types.UID{"a", "b"}},
+		{name: "its launch not returned yet, the instance recorded on its NodeClaim in the snapshot: its pods are counted there", claimed: true,
+			shown: []string{"claim"}, want: []types.UID{"a", "b"}, onNode: "claim"},
 		{name: "launched, its Node not in the snapshot: its pods wait", nodeName: "n", shown: []string{"other"}, want: []types.UID{"a", "b"}},
 		{name: "its Node in the snapshot: its pods are counted on its room until the batch placed them", nodeName: "n", shown: []string{"n"},
 			want: []types.UID{"a", "b"}, onNode: "n"},
-		{name: "no Node yet, its NodeClaim's launching node in the snapshot: its pods are counted there", nodeName: "n", shown: []string{"claim"},
+		{name: "no Node yet, its NodeClaim's launching node in the snapshot: its pods are counted there", claimed: true, nodeName: "n", shown: []string{"claim"},
 			want: []types.UID{"a", "b"}, onNode: "claim"},
-		{name: "its Node and its NodeClaim's in the snapshot: its Node", nodeName: "n", shown: []string{"claim", "n"},
+		{name: "its Node and its NodeClaim's in the snapshot: its Node", claimed: true, nodeName: "n", shown: []string{"claim", "n"},
 			want: []types.UID{"a", "b"}, onNode: "n"},
 		{name: "failed: its pods are pending again", failed: true},
 		{name: "launched then its Node failed", nodeName: "n", failed: true},
@@ -55,8 +59,11 @@ func TestInFlightAwaited(t *testing.T) {
 			n := plannedFor("default", podsWithUIDs("a", "b"))
 			f.start([]*plannedLaunch{n})
 			captured := f.capture()
+			if tc.claimed {
+				f.claimed(n, "claim")
+			}
 			if tc.nodeName != "" {
-				f.launched(n, tc.nodeName, "claim")
+				f.launched(n, tc.nodeName)
 			}
 			if tc.failed {
 				f.failed(n)
@@ -83,7 +90,8 @@ func TestInFlightCapturedKeepsNamesOfAFinishedBatch(t *testing.T) {
 	n := plannedFor("default", podsWithUIDs("a"))
 	b := f.start([]*plannedLaunch{n})
 	captured := f.capture()
-	f.launched(n, "n", "claim")
+	f.claimed(n, "claim")
+	f.launched(n, "n")
 	f.finish(b)
 	if len(f.capture()) != 0 {
 		t.Error("a finished batch is still captured")
