@@ -85,14 +85,18 @@ release:
 test-assets:
 	hack/test-assets.sh
 
-## Every package runs under the race detector but the end-to-end suite, whose controller is a
-## separate process (built without it) and whose own code only drives the stack; then the
-## kube-scheduler oracle (test/oracle), a module of its own.
-RACE_PACKAGES = $$(go list ./... | grep -vx karpenter.sh/karpenter/test/e2e)
+## Every package runs under the race detector but those that drive separately built binaries
+## (DRIVER_PACKAGES: the end-to-end suite's controller, the docs' sandbox, helm, the image), whose
+## own code only drives them; then those, the end-to-end suite beside the others; then the
+## kube-scheduler oracle (test/oracle), a module of its own. Three packages, or three parallel
+## tests of one, at once: most wait on the processes they start (API servers,
+## kube-controller-manager's timers, the controller's passes) rather than use the two cores.
+DRIVER_PACKAGES = ./test/e2e/ ./test/docs/ ./test/release/ ./test/image/
+RACE_PACKAGES = $$(go list ./... | grep -vxE 'karpenter.sh/karpenter/test/(e2e|docs|release|image)')
 .PHONY: test
 test: test-assets verify
-	go test $(GO_TEST_FLAGS) -race $(RACE_PACKAGES)
-	go test $(GO_TEST_FLAGS) ./test/e2e/
+	go test $(GO_TEST_FLAGS) -race -p 3 $(RACE_PACKAGES)
+	go test $(GO_TEST_FLAGS) -parallel 3 $(DRIVER_PACKAGES)
 	cd test/oracle && go test $(GO_TEST_FLAGS) .
 
 ## The scheduling benchmark of ../shared/bench/scheduling-workload.md; see docs/benchmarks.md.

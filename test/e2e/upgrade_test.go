@@ -53,6 +53,7 @@ const upgradeGrace = 10 * time.Second
 // its own, started with the old commit's CRDs and controller; its admission webhook is this
 // tree's throughout (it admits Provisioners and never acts on nodes).
 func TestUpgradeFromBeforeNodeClaimsDisruptsNothing(t *testing.T) {
+	t.Parallel()
 	oldController, oldCRDs := buildControllerAt(t, preNodeClaimsCommit)
 	s := startOwnStack(t, sandbox.Options{
 		ControllerBinary: oldController, CRDDirectory: oldCRDs, GarbageCollectionGrace: upgradeGrace, ConsolidationMinNodeAge: upgradeGrace,
