@@ -116,11 +116,11 @@ func run(workloadName, podCounts, idleDurations string) error {
 		fmt.Printf("controller --bind-pods=false\n\n")
 	}
 	if workloadName == "diverse" {
-		fmt.Printf("| batch idle | pods | nodes launched | before kube-scheduler's first bind | extra launches | pods launched for twice | pods pending at the end | pending → Running p50 / p99 |\n")
-		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	} else {
-		fmt.Printf("| batch idle | pods | passes (mean planning) | CreateFleet calls | nodes | created → Unschedulable p50 / p99 | pending → CreateFleet p50 / p99 | in order p50 / p99 | pending → Running p50 / p99 |\n")
+		fmt.Printf("| batch idle | pods | nodes launched | before kube-scheduler's first bind | extra launches | pods launched for twice | pods pending at the end | $/h | pending → Running p50 / p99 |\n")
 		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	} else {
+		fmt.Printf("| batch idle | pods | passes (mean planning) | CreateFleet calls | nodes | $/h | created → Unschedulable p50 / p99 | pending → CreateFleet p50 / p99 | in order p50 / p99 | pending → Running p50 / p99 |\n")
+		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	}
 	for idle := range strings.SplitSeq(idleDurations, ",") {
 		idleDuration, err := time.ParseDuration(idle)
@@ -138,7 +138,7 @@ func run(workloadName, podCounts, idleDurations string) error {
 				if err != nil {
 					return fmt.Errorf("%d diverse pods with a %s idle window, %w", pods, idle, err)
 				}
-				fmt.Printf("| %s | %d | %d | %d | %d | %d | %d | %s / %s |\n", idleDuration, d.pods, d.planned+d.extra, d.planned, d.extra, d.relaunched, d.pending,
+				fmt.Printf("| %s | %d | %d | %d | %d | %d | %d | %.4f | %s / %s |\n", idleDuration, d.pods, d.planned+d.extra, d.planned, d.extra, d.relaunched, d.pending, d.pricePerHour,
 					scaletest.FormatPercentile(d.toRunning, 50), scaletest.FormatPercentile(d.toRunning, 99))
 				if len(d.extraFor) > 0 {
 					fmt.Printf("\npods on extra launches, by group: %v\n\n", d.extraFor)
@@ -153,7 +153,7 @@ func run(workloadName, podCounts, idleDurations string) error {
 			if err != nil {
 				return fmt.Errorf("%d pods with a %s idle window, %w", pods, idle, err)
 			}
-			fmt.Printf("| %s | %d | %s | %d | %d | %s / %s | %s / %s | %s / %s | %s / %s |\n", idleDuration, pods, r.passes, r.fleetCalls, r.nodes,
+			fmt.Printf("| %s | %d | %s | %d | %d | %.4f | %s / %s | %s / %s | %s / %s | %s / %s |\n", idleDuration, pods, r.passes, r.fleetCalls, r.nodes, r.pricePerHour,
 				scaletest.FormatPercentile(r.toUnschedulable, 50), scaletest.FormatPercentile(r.toUnschedulable, 99),
 				scaletest.FormatPercentile(r.toLaunch, 50), scaletest.FormatPercentile(r.toLaunch, 99),
 				scaletest.FormatPercentile(r.toLaunchInOrder, 50), scaletest.FormatPercentile(r.toLaunchInOrder, 99), scaletest.FormatPercentile(r.toRunning, 50), scaletest.FormatPercentile(r.toRunning, 99))
@@ -166,9 +166,11 @@ func run(workloadName, podCounts, idleDurations string) error {
 type result struct {
 	// passes is how many batches the controller planned (its karpenter_provisioner_batch_size
 	// count) and their mean planning time, "n/a" when its metrics could not be read.
-	passes                               string
-	fleetCalls, nodes                    int
-	nodeTypes                            map[string]int
+	passes            string
+	fleetCalls, nodes int
+	nodeTypes         map[string]int
+	// pricePerHour is what the instances still running at the end cost, in $/h.
+	pricePerHour                         float64
 	toUnschedulable, toLaunch, toRunning []time.Duration
 	// toLaunchInOrder pairs the pods marked Unschedulable, earliest first, with the launch
 	// calls of the nodes they ran on, earliest first: the pods are identical, and which of them
@@ -330,7 +332,7 @@ func unschedulable(pod *corev1.Pod) bool {
 func (o *observations) result(stack *sandbox.Stack) (result, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	var r result
+	r := result{pricePerHour: runningPrice(stack)}
 	fleetReceived := map[string]time.Time{} // instance id → its CreateFleet call
 	for _, request := range stack.Emulator.FleetRequests() {
 		if request.TagSpecifications["instance"][v1alpha5.ProvisionerNameLabelKey] != provisionerName {
@@ -381,7 +383,9 @@ func (o *observations) result(stack *sandbox.Stack) (result, error) {
 // diverseResult is what a diverse run saw.
 type diverseResult struct {
 	pods, planned, extra, pending int
-	toRunning                     []time.Duration
+	// pricePerHour is what the instances still running at the end cost, in $/h.
+	pricePerHour float64
+	toRunning    []time.Duration
 	// relaunched counts the pods a node was launched for more than once.
 	relaunched int
 	// extraFor counts, by the workload's app label, the pods that run on extra launches.
@@ -453,6 +457,7 @@ func measureDiverse(dir string, binaries scaletest.Binaries, idle time.Duration,
 		return diverseResult{}, err
 	}
 	r := seen.diverseResult(launchTimes(stack, name), firstScheduled)
+	r.pricePerHour = runningPrice(stack)
 	if r.relaunched, err = countRelaunched(ctx, stack, len(w.Pods)); err != nil {
 		return r, err
 	}
@@ -514,6 +519,18 @@ func countRelaunched(ctx context.Context, stack *sandbox.Stack, pods int) (int, 
 
 // launchTimes are when the CreateFleet call that launched each instance for the workload's
 // Provisioners was received, by instance id.
+// runningPrice is what the stack's instances that are not terminated cost, in $/h at the
+// emulator's prices: the run's plan, whichever batches launched it.
+func runningPrice(stack *sandbox.Stack) float64 {
+	total := 0.0
+	for _, instance := range stack.Emulator.EC2Instances() {
+		if instance.State != "terminated" && instance.State != "shutting-down" {
+			total += instance.PricePerHour
+		}
+	}
+	return total
+}
+
 func launchTimes(stack *sandbox.Stack, name string) map[string]time.Time {
 	out := map[string]time.Time{}
 	for _, request := range stack.Emulator.FleetRequests() {
