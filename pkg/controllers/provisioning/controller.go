@@ -120,6 +120,8 @@ type Controller struct {
 	bindSettle       time.Duration
 	minValuesPolicy  scheduling.MinValuesPolicy
 	inFlight         *inFlight
+	// earlyHold spaces the early passes' launches out (early.go).
+	earlyHold earlyHold
 	// launcher creates the NodeClaims and launches them; it bounds the cloud's launch calls at
 	// once, of every batch in flight and every other caller.
 	launcher *launcher.Launcher

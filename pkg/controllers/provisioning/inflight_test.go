@@ -498,8 +498,9 @@ func TestAPodBoundMeanwhileTakesItsRoom(t *testing.T) {
 }
 
 // TestEarlyPassLaunchesFilledNodes: an early pass launches the nodes no pending pod fits into
-// any more, leaves a node whose pod counts domains to the closing pass, and the closing pass
-// launches it without launching again for the others.
+// any more, a few of them once they have waited an idle gap (earlyHold), leaves a node whose pod
+// counts domains to the closing pass, and the closing pass launches it without launching again
+// for the others.
 func TestEarlyPassLaunchesFilledNodes(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
 	s := newPasses(t, Options{EarlyLaunch: true}, interceptor.Funcs{}, func(cloudprovider.LaunchRequest) bool { return false }, p)
@@ -508,6 +509,14 @@ func TestEarlyPassLaunchesFilledNodes(t *testing.T) {
 	spread.Labels = map[string]string{"app": "spread"}
 	spread.TopologySpread = []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, map[string]string{"app": "spread"})}
 	s.pending(t, spread, "c")
+	if _, err := s.c.provision(t.Context(), true); err != nil {
+		t.Fatal(err)
+	}
+	s.settle(t)
+	if nodes := s.nodes(t); len(nodes) != 0 {
+		t.Fatalf("the first early pass launched %d nodes, want them held an idle gap", len(nodes))
+	}
+	s.c.clock.(*clocktesting.FakeClock).Step(s.c.window.idle)
 	if _, err := s.c.provision(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}

@@ -114,6 +114,7 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 		filled := slices.DeleteFunc(scheduling.Filled(results.NewNodes, plan.Pending), func(n *scheduling.NewNode) bool {
 			return slices.ContainsFunc(n.Pods, dependsOnDomains)
 		})
+		filled = c.earlyHold.release(filled, c.clock.Now(), c.window.idle)
 		if len(filled) == 0 {
 			return false, nil
 		}
@@ -123,6 +124,7 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 		c.startLaunches(ctx, filled, plans, binds)
 		return false, c.writeStatus(ctx, plans)
 	}
+	c.earlyHold.reset()
 	if len(plan.Pending) > 0 {
 		planned := c.clock.Since(start)
 		schedulingDuration.Observe(planned.Seconds())
