@@ -12,13 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
-	"karpenter.sh/karpenter/pkg/cloudprovider"
-	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
-	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
-	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
-	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/counters"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
@@ -47,24 +42,10 @@ func TestRegistrationAndInitializationCountedOnce(t *testing.T) {
 	const pool = "lifecycle-counted"
 	ctx := t.Context()
 	c := kubefake.NewClientBuilder().Build()
-	it := fake.DefaultInstanceTypes()[0]
-	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	l := launcher.New(c, cloud, 0)
-	launched, err := l.LaunchNode(ctx, launcher.Request{
-		Pool:       launcher.Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: pool})},
-		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
-		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner(pool), InstanceTypes: []*cloudprovider.InstanceType{it}}},
-	}, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The kubelet registered the node, the NodeClaim was synced onto it (before a crash, say)
 	// and the readiness controller lifted the not-ready taint once the kubelet reported Ready.
-	node, ok := cloud.KubeletNode(launched.NodeClaim.Status.ProviderID)
-	if !ok {
-		t.Fatal("the launched instance does not run")
-	}
-	node = nodeclaims.Register(launched.NodeClaim, node)
+	nodeClaim, node := launchForKubelet(t, c, builders.Provisioner(builders.ProvisionerOptions{Name: pool}))
+	node = nodeclaims.Register(nodeClaim, node)
 	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
 	if err := c.Create(ctx, node); err != nil {
 		t.Fatal(err)
