@@ -166,11 +166,11 @@ type Options struct {
 // Names lists every controller, in the order they are registered.
 var Names = []string{horizontalautoscaler.Name, scalablenodegroup.Name, metricsproducer.Name,
 	provisioning.Name, nodeclaimlifecycle.Name, nodeclaimtermination.Name, nodeclaimhydration.Name, readiness.Name, termination.Name, garbagecollection.Name,
-	interruption.Name, provisionerstatus.Name, provisionerwarnings.Name, nodeclass.Name, nodepoolstatus.Name, nodeoverlay.Name, emptiness.Name, expiration.Name, consolidation.Name, nodeclaimdisruption.Name, nodeclaimexpiration.Name, disruption.Name, statemetrics.Name}
+	interruption.Name, provisionerstatus.Name, provisionerwarnings.Name, nodeclass.Name, nodepoolstatus.Name, nodeoverlay.Name, emptiness.Name, nodeclaimdisruption.Name, nodeclaimexpiration.Name, disruption.Name, statemetrics.Name}
 
 // needInstances are the controllers that run only with an InstanceProvider: without one no
 // node is launched for them to look after, and a metrics-only deployment watches no pods.
-var needInstances = []string{provisioning.Name, nodeclaimtermination.Name, termination.Name, garbagecollection.Name, interruption.Name, expiration.Name, consolidation.Name,
+var needInstances = []string{provisioning.Name, nodeclaimtermination.Name, termination.Name, garbagecollection.Name, interruption.Name,
 	nodeclaimdisruption.Name, nodeclaimexpiration.Name, disruption.Name, nodeoverlay.Name}
 
 // enabled is whether the options run the controller of that name: every one when none is named.
@@ -342,7 +342,12 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 		if err != nil {
 			return nil, fmt.Errorf("reading the cluster's state, %w", err)
 		}
+		methods, err := provisionerMethods(mgr, opts, with)
+		if err != nil {
+			return nil, err
+		}
 		return disruption.New(disruption.Options{
+			Provisioners:           methods,
 			Client:                 mgr.GetClient(),
 			Instances:              opts.InstanceProvider,
 			Recorder:               recorderFor(mgr, name),
@@ -392,48 +397,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			Grace:     opts.GarbageCollectionGrace,
 		})
 	case emptiness.Name:
-		return emptiness.New(emptiness.Options{
-			Client:   mgr.GetClient(),
-			Reader:   mgr.GetAPIReader(),
-			Recorder: recorderFor(mgr, name),
-			Clock:    opts.Clock,
-		})
-	case expiration.Name:
-		cluster, err := with.cluster()
-		if err != nil {
-			return nil, fmt.Errorf("reading the cluster's state, %w", err)
-		}
-		return expiration.New(expiration.Options{
-			Client:    mgr.GetClient(),
-			Instances: opts.InstanceProvider,
-			Recorder:  recorderFor(mgr, name),
-			Clock:     opts.Clock,
-			Period:    opts.ExpirationPeriod,
-			Ledger:    with.ledger,
-			Launcher:  with.launches(),
-			Cluster:   cluster,
-		})
-	case consolidation.Name:
-		cluster, err := with.cluster()
-		if err != nil {
-			return nil, fmt.Errorf("reading the cluster's state, %w", err)
-		}
-		return consolidation.New(consolidation.Options{
-			Client:    mgr.GetClient(),
-			Instances: opts.InstanceProvider,
-			Recorder:  recorderFor(mgr, name),
-			Clock:     opts.Clock,
-			Period:    opts.ConsolidationPeriod,
-			Ledger:    with.ledger,
-			Launcher:  with.launches(),
-			Cluster:   cluster,
-			Settings: consolidation.Settings{
-				MinNodeAge:   opts.ConsolidationMinNodeAge,
-				Threshold:    opts.ConsolidationThreshold,
-				NoSpotToSpot: opts.ConsolidationNoSpotToSpot,
-				MinSpotTypes: opts.SpotToSpotMinTypes,
-			},
-		})
+		return emptiness.New(emptiness.Options{Client: mgr.GetClient(), Recorder: recorderFor(mgr, name), Clock: opts.Clock})
 	case interruption.Name:
 		return interruption.New(interruption.Options{
 			Client:    mgr.GetClient(),
@@ -495,4 +459,49 @@ func prometheusOptions(opts Options) clients.PrometheusOptions {
 		p.SigV4 = &clients.SigV4Options{Region: opts.PrometheusSigV4Region}
 	}
 	return p
+}
+
+// provisionerMethods are v1alpha5 Provisioners' emptiness, expiry and consolidation, run in that
+// order by the disruption controller's pass after the NodePools' methods.
+func provisionerMethods(mgr manager.Manager, opts Options, with shared) ([]disruption.ProvisionerMethod, error) {
+	empty, err := emptiness.NewMethod(emptiness.Options{
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Recorder: recorderFor(mgr, emptiness.Name),
+		Clock:    opts.Clock,
+	})
+	if err != nil {
+		return nil, err
+	}
+	expiry, err := expiration.New(expiration.Options{
+		Client:    mgr.GetClient(),
+		Instances: opts.InstanceProvider,
+		Recorder:  recorderFor(mgr, expiration.Name),
+		Clock:     opts.Clock,
+		Period:    opts.ExpirationPeriod,
+		Ledger:    with.ledger,
+		Launcher:  with.launches(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	consolidate, err := consolidation.New(consolidation.Options{
+		Client:    mgr.GetClient(),
+		Instances: opts.InstanceProvider,
+		Recorder:  recorderFor(mgr, consolidation.Name),
+		Clock:     opts.Clock,
+		Period:    opts.ConsolidationPeriod,
+		Ledger:    with.ledger,
+		Launcher:  with.launches(),
+		Settings: consolidation.Settings{
+			MinNodeAge:   opts.ConsolidationMinNodeAge,
+			Threshold:    opts.ConsolidationThreshold,
+			NoSpotToSpot: opts.ConsolidationNoSpotToSpot,
+			MinSpotTypes: opts.SpotToSpotMinTypes,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []disruption.ProvisionerMethod{empty, expiry, consolidate}, nil
 }

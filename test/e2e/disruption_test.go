@@ -9,13 +9,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	pkgdisruption "karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/eventually"
+	"karpenter.sh/karpenter/pkg/test/nodewatch"
+	"karpenter.sh/karpenter/pkg/test/podwatch"
 	"karpenter.sh/karpenter/test/sandbox"
 )
 
@@ -147,4 +152,94 @@ func errorsOtherThanNotFound(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// TestAMIDriftReplacesEveryNodeWithinItsBudget (issue 37): the getting-started NodePool's three
+// nodes boot the AMI of a pinned release (al2023@v20260415); bumping the EC2NodeClass's alias to
+// al2023@latest resolves, through the emulator's SSM parameters, to the newer release, so every
+// NodeClaim drifts (AMIDrift, a dynamic drift: the alias is not in the class's hash) and is
+// replaced by one booting the new AMI — never more than the NodePool's budget of one disrupted
+// at a time, and never fewer than two of the three pods (one per node) Running, both asserted
+// from watches rather than polls.
+func TestAMIDriftReplacesEveryNodeWithinItsBudget(t *testing.T) {
+	t.Parallel()
+	s := startOwnStack(t, sandbox.Options{ControllerBinary: controllerBinary})
+	ctx := context.Background()
+	objects, err := sandbox.NodePoolExample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, object := range objects {
+		var err error
+		switch object.GetKind() {
+		case "EC2NodeClass":
+			err = unstructured.SetNestedSlice(object.Object, []any{map[string]any{"alias": "al2023@v20260415"}}, "spec", "amiSelectorTerms")
+		case "NodePool":
+			err = unstructured.SetNestedSlice(object.Object, []any{map[string]any{"nodes": "1"}}, "spec", "disruption", "budgets")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Env.Client.Create(ctx, object); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const app = "pinned-ami"
+	if err := s.Env.Client.Create(ctx, builders.Deployment(builders.DeploymentOptions{Name: app, Namespace: sandbox.Namespace, Replicas: 3, Pod: builders.PodOptions{
+		Labels: map[string]string{"app": app}, Requests: builders.Resources("cpu", "1"), NodeSelector: map[string]string{v1.NodePoolLabelKey: "default"},
+		PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, map[string]string{"app": app})},
+	}})); err != nil {
+		t.Fatal(err)
+	}
+	old := distinctNodes(t, waitAppOn(t, s, app, 3), 3)
+	claims := poolClaimsOn(t, s, "default")
+	oldClaims, oldImage := map[string]bool{}, claims[0].Status.ImageID
+	for _, nc := range claims {
+		oldClaims[nc.Name] = true
+		if nc.Status.ImageID != oldImage || oldImage == "" {
+			t.Fatalf("nodeclaims boot images %q and %q, want one pinned image", oldImage, nc.Status.ImageID)
+		}
+	}
+	mostDisrupted := nodewatch.Disrupted(t, s.Env.Config, "default")
+	fewestRunning := podwatch.Available(t, s.Env.Config, sandbox.Namespace, "app="+app, 3)
+
+	patch := []byte(`{"spec":{"amiSelectorTerms":[{"alias":"al2023@latest"}]}}`)
+	if err := s.Env.Client.Patch(ctx, &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	amiDrifted := false
+	eventually.Holds(t, "every nodeclaim replaced by one booting the latest image", func() (bool, string, error) {
+		var list v1.NodeClaimList
+		if err := s.Env.Client.List(ctx, &list, client.MatchingLabels{v1.NodePoolLabelKey: "default"}); err != nil {
+			return false, "", err
+		}
+		replaced := 0
+		var state []string
+		for _, nc := range list.Items {
+			if drifted := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDrifted); drifted != nil && drifted.Status == metav1.ConditionTrue && drifted.Reason == pkgdisruption.ReasonAMIDrifted {
+				amiDrifted = true
+			}
+			if !oldClaims[nc.Name] && nc.DeletionTimestamp == nil && nc.IsTrue(v1.ConditionTypeInitialized) && nc.Status.ImageID != oldImage {
+				replaced++
+			}
+			state = append(state, fmt.Sprintf("%s %s", nc.Name, nc.Status.ImageID))
+		}
+		return replaced == 3 && len(list.Items) == 3, fmt.Sprintf("%v", state), nil
+	}, eventually.Timeout(4*waitTimeout))
+	for _, node := range old {
+		eventually.Holds(t, "drifted node "+node.Name+" gone", func() (bool, string, error) {
+			err := s.Env.Client.Get(ctx, client.ObjectKeyFromObject(node), &corev1.Node{})
+			return apierrors.IsNotFound(err), fmt.Sprintf("%v", err), client.IgnoreNotFound(err)
+		}, eventually.Timeout(waitTimeout))
+	}
+	distinctNodes(t, waitAppOn(t, s, app, 3), 3)
+	if !amiDrifted {
+		t.Error("no nodeclaim was seen Drifted with reason " + pkgdisruption.ReasonAMIDrifted)
+	}
+	if most := mostDisrupted(); most > 1 {
+		t.Errorf("%d nodes disrupted at once, over the budget of 1", most)
+	}
+	if fewest := fewestRunning(); fewest < 2 {
+		t.Errorf("%d of the 3 pods Running at one point, want at least 2", fewest)
+	}
 }

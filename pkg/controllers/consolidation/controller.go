@@ -1,11 +1,11 @@
-// Package consolidation is the reallocator: a slow loop that deletes the nodes of
+// Package consolidation is the reallocator: a method of the disruption controller's pass
+// (disruption.ProvisionerMethod), run every --consolidation-period, that deletes the nodes of
 // Provisioners with spec.consolidation.enabled whose pods fit on the other nodes, and replaces
-// nodes with a cheaper one, deciding with the provisioning scheduler on a snapshot (Decide) and
-// explaining on each node it leaves why.
+// nodes with a cheaper one, deciding with the provisioning scheduler on the pass's snapshot
+// (Decide) and explaining on each node it leaves why.
 package consolidation
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,13 +23,11 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	cloudmetrics "karpenter.sh/karpenter/pkg/cloudprovider/metrics"
-	"karpenter.sh/karpenter/pkg/controllers/periodic"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/disruption"
@@ -41,7 +39,7 @@ import (
 	"karpenter.sh/karpenter/pkg/state"
 )
 
-// Name identifies the controller.
+// Name identifies the method.
 const Name = "consolidation"
 
 // Defaults when none are configured.
@@ -95,18 +93,14 @@ type Options struct {
 	// Settings bound the actions; zero fields take the defaults above.
 	Settings Settings
 	// Ledger counts replacements against the Provisioners' limits, shared with the other
-	// controllers that launch; a ledger of its own when nil.
+	// controllers that launch.
 	Ledger *provisioning.Ledger
-	// Launcher launches the replacements, shared with the other controllers that launch; one
-	// of its own when nil.
+	// Launcher launches the replacements, shared with the other controllers that launch.
 	Launcher *launcher.Launcher
-	// Cluster is the cluster state every planning loop reads; the client's, read live, when
-	// nil.
-	Cluster *state.Cluster
 }
 
-// Controller runs consolidation passes.
-type Controller struct {
+// Method runs consolidation passes.
+type Method struct {
 	client    client.Client
 	instances cloudprovider.InstanceProvider
 	recorder  record.EventRecorder
@@ -115,17 +109,16 @@ type Controller struct {
 	settings  Settings
 	ledger    *provisioning.Ledger
 	launcher  *launcher.Launcher
-	cluster   *state.Cluster
 	// explained is the last reason told on each node, so that each cause is told once.
 	mu        sync.Mutex
 	explained map[types.UID]string
 	expected  Expectations
 }
 
-// New builds the controller.
-func New(options Options) (*Controller, error) {
-	if options.Client == nil || options.Instances == nil || options.Recorder == nil || options.Clock == nil {
-		return nil, fmt.Errorf("the %s controller needs a client, an instance provider, a recorder and a clock", Name)
+// New builds the method.
+func New(options Options) (*Method, error) {
+	if options.Client == nil || options.Instances == nil || options.Recorder == nil || options.Clock == nil || options.Ledger == nil || options.Launcher == nil {
+		return nil, fmt.Errorf("the %s method needs a client, an instance provider, a recorder, a clock, the ledger and the launcher", Name)
 	}
 	if options.Period <= 0 {
 		options.Period = DefaultPeriod
@@ -139,63 +132,53 @@ func New(options Options) (*Controller, error) {
 	if options.Settings.MinSpotTypes <= 0 {
 		options.Settings.MinSpotTypes = disruption.DefaultSpotToSpotMinTypes
 	}
-	return &Controller{client: options.Client, instances: options.Instances, recorder: options.Recorder, clock: options.Clock,
-		period: options.Period, settings: options.Settings, ledger: cmp.Or(options.Ledger, provisioning.NewLedger()),
-		launcher: cmp.Or(options.Launcher, launcher.New(options.Client, options.Instances, 0)), explained: map[types.UID]string{},
-		cluster: cmp.Or(options.Cluster, state.Live(options.Client))}, nil
+	return &Method{client: options.Client, instances: options.Instances, recorder: options.Recorder, clock: options.Clock,
+		period: options.Period, settings: options.Settings, ledger: options.Ledger, launcher: options.Launcher, explained: map[types.UID]string{}}, nil
 }
 
-// Name identifies the controller.
-func (c *Controller) Name() string { return Name }
+// Name identifies the method.
+func (c *Method) Name() string { return Name }
 
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// Period is how often it runs at most.
+func (c *Method) Period() time.Duration { return c.period }
 
-// SetupWithManager runs a pass every period in the manager, on the leader only; the first
-// waits a period, and a failed pass is logged and the next one starts from the cluster as it
-// then is.
-func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	return periodic.Add(mgr, &periodic.Loop{Name: Name, Clock: c.clock, Pass: c.Pass, Period: c.period, Delayed: true})
-}
-
-// Pass reads the cluster, decides and acts. Everything it needs to know is in the cluster, so
-// a pass after a crash carries on: a replacement launched before it is Ready, and the next
-// pass finds the old node's pods fit on it and deletes the old node.
-func (c *Controller) Pass(ctx context.Context) error {
+// Act decides on the pass's snapshot and acts; acted is whether it deleted or launched.
+// Everything it needs to know is in the cluster, so a pass after a crash carries on: a
+// replacement launched before it is Ready, and the next pass finds the old node's pods fit on
+// it and deletes the old node.
+func (c *Method) Act(ctx context.Context, cluster func() (*state.Snapshot, error)) (acted bool, err error) {
 	ctx = cloudmetrics.WithController(ctx, Name)
 	started := c.clock.Now()
 	// Without a Provisioner that opts in, a pass costs one list of Provisioners, not a copy of
 	// every pod and node of the cluster.
 	var provisionerList v1alpha5.ProvisionerList
 	if err := c.client.List(ctx, &provisionerList); err != nil {
-		return fmt.Errorf("listing provisioners, %w", err)
+		return false, fmt.Errorf("listing provisioners, %w", err)
 	}
 	if !slices.ContainsFunc(provisionerList.Items, func(p v1alpha5.Provisioner) bool { return p.DeletionTimestamp == nil && p.ConsolidationEnabled() }) {
-		return nil
+		return false, nil
 	}
-	snapshot, provisioners, err := c.read(ctx, started)
+	clusterSnapshot, err := cluster()
 	if err != nil {
-		return err
+		return false, err
+	}
+	snapshot, provisioners, err := Read(ctx, c.client, clusterSnapshot, c.instances, c.ledger)
+	if err != nil {
+		return false, err
 	}
 	if !c.expected.Met(snapshot) {
-		return nil
+		return false, nil
 	}
 	decision := Decide(*snapshot, c.settings)
 	passDuration.Observe(c.clock.Since(started).Seconds())
 	c.explain(snapshot, decision)
 	switch decision.Action {
 	case Delete:
-		return c.delete(ctx, decision)
+		return true, c.delete(ctx, decision)
 	case Replace:
-		return c.replace(ctx, decision, provisioners[decision.Replacement.Pool.Name], snapshot.Counted[decision.Replacement.Pool.Name])
+		return true, c.replace(ctx, decision, provisioners[decision.Replacement.Pool.Name], snapshot.Counted[decision.Replacement.Pool.Name])
 	}
-	return nil
+	return false, nil
 }
 
 // Read takes the snapshot a pass decides on from the cluster's state, and the Provisioners by
@@ -283,7 +266,7 @@ func (s *Snapshot) servable(pending []*corev1.Pod) int {
 }
 
 // explain tells each node the pass kept why, once per cause, and counts the reasons.
-func (c *Controller) explain(snapshot *Snapshot, decision Decision) {
+func (c *Method) explain(snapshot *Snapshot, decision Decision) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	skippedNodes.Reset()
@@ -320,7 +303,7 @@ func deletedMessage(decision Decision) string {
 }
 
 // delete removes the decision's nodes; their finalizer drains them through the eviction API.
-func (c *Controller) delete(ctx context.Context, decision Decision) error {
+func (c *Method) delete(ctx context.Context, decision Decision) error {
 	var errs []error
 	for _, node := range decision.Nodes {
 		// The preconditions keep a node that changed since the snapshot, such as one cordoned.
@@ -350,7 +333,7 @@ func (c *Controller) delete(ctx context.Context, decision Decision) error {
 // replace launches the cheaper node through the provisioning path, annotated with the nodes it
 // replaces. The old nodes stay until it is Ready: until then passes find the cluster
 // unsettled, and the first pass after, in this controller or a restarted one, deletes them.
-func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5.Provisioner, counted map[string]corev1.ResourceList) error {
+func (c *Method) replace(ctx context.Context, decision Decision, p *v1alpha5.Provisioner, counted map[string]corev1.ResourceList) error {
 	if p == nil {
 		return fmt.Errorf("the replacement's provisioner %s is gone", decision.Replacement.Pool.Name)
 	}
@@ -388,13 +371,4 @@ func (c *Controller) replace(ctx context.Context, decision Decision, p *v1alpha5
 	}
 	log.FromContext(ctx).Info("consolidation launched a replacement", "node", launched.NodeName, "nodeclaim", launched.NodeClaim.Name, "instanceType", instanceType, "replaces", len(decision.Nodes), "saving", decision.Saving)
 	return nil
-}
-
-// read takes the pass's snapshot from the cluster's state.
-func (c *Controller) read(ctx context.Context, now time.Time) (*Snapshot, map[string]*v1alpha5.Provisioner, error) {
-	cluster, err := c.cluster.Snapshot(ctx, now)
-	if err != nil {
-		return nil, nil, err
-	}
-	return Read(ctx, c.client, cluster, c.instances, c.ledger)
 }

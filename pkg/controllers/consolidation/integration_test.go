@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	disruptioncontroller "karpenter.sh/karpenter/pkg/controllers/disruption"
 	"karpenter.sh/karpenter/pkg/disruption"
 
 	"karpenter.sh/karpenter/pkg/nodeclaims"
@@ -285,7 +286,7 @@ func (f *fleet) gone(t *testing.T, n *corev1.Node, instance *cloudprovider.Insta
 
 func (f *fleet) start(t *testing.T) (stop func()) {
 	return operatortest.Start(t, f.env, operatortest.Options{Controllers: controllers.Options{
-		Enabled:                 []string{consolidation.Name, termination.Name, readiness.Name, nodeclaimlifecycle.Name},
+		Enabled:                 []string{disruptioncontroller.Name, termination.Name, readiness.Name, nodeclaimlifecycle.Name},
 		CloudProvider:           cloudprovider.NewRegistry(),
 		InstanceProvider:        f.cloud,
 		Clock:                   clock.RealClock{},

@@ -24,19 +24,20 @@ import (
 // when the pods fit on the other nodes, otherwise the new node launched first (annotated with
 // the nodes it replaces) and the nodes deleted once it is initialized (finish). It waits while
 // the cluster is settling (a node launching or draining, pods waiting for capacity), as what
-// fits where changes when that is done. Each candidate kept is told why, once per cause.
-func (c *Controller) consolidate(ctx context.Context, snapshot *state.Snapshot, candidates []*disruption.Candidate, loadPools func() (*replacementPools, error)) error {
+// fits where changes when that is done. Each candidate kept is told why, once per cause. acted
+// is whether it deleted or launched.
+func (c *Controller) consolidate(ctx context.Context, snapshot *state.Snapshot, candidates []*disruption.Candidate, loadPools func() (*replacementPools, error)) (acted bool, err error) {
 	if len(candidates) == 0 {
-		return nil
+		return false, nil
 	}
 	loaded, err := loadPools()
 	if err != nil {
-		return err
+		return false, err
 	}
 	decision := disruption.ConsolidateUnderutilized(snapshot, candidates, loaded.planned, c.ConsolidationThreshold, c.Consolidation)
 	if decision.Unsettled != "" {
 		log.FromContext(ctx).V(1).Info("not consolidating while the cluster settles", "why", decision.Unsettled)
-		return nil
+		return false, nil
 	}
 	byNode := map[string]*disruption.Candidate{}
 	for _, candidate := range candidates {
@@ -47,7 +48,7 @@ func (c *Controller) consolidate(ctx context.Context, snapshot *state.Snapshot, 
 	}
 	best := decision.Consolidation
 	if len(best.Removed) == 0 {
-		return nil
+		return false, nil
 	}
 	chosen := make([]*disruption.Candidate, 0, len(best.Removed))
 	for _, removal := range best.Removed {
@@ -61,28 +62,28 @@ func (c *Controller) consolidate(ctx context.Context, snapshot *state.Snapshot, 
 				why = fmt.Sprintf("it is underutilized: the pods of it and %d more fit on the other nodes, saving $%.4f/h in all", len(chosen)-1, best.Saving)
 			}
 			if err := c.terminate(ctx, candidate, metrics.ReasonUnderutilized, why, ""); err != nil {
-				return err
+				return true, err
 			}
 		}
 		// One decision, however many nodes it removes.
 		countDecision(decisionDelete, metrics.ReasonUnderutilized, len(chosen))
-		return nil
+		return true, nil
 	}
 	return c.replaceUnderutilized(ctx, chosen, best, loaded)
 }
 
 // replaceUnderutilized taints the nodes disrupted and launches their cheaper replacement,
 // annotated with their names; finish deletes them once it is initialized. A launch that fails is
-// rolled back at once: the nodes are untainted.
-func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disruption.Candidate, best disruption.Consolidation, loaded *replacementPools) error {
+// rolled back at once: the nodes are untainted. acted is whether it launched.
+func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disruption.Candidate, best disruption.Consolidation, loaded *replacementPools) (acted bool, err error) {
 	pool, ok := loaded.launchers[best.Replacement.Pool]
 	if !ok {
-		return fmt.Errorf("the replacement's %s is gone", best.Replacement.Pool)
+		return false, fmt.Errorf("the replacement's %s is gone", best.Replacement.Pool)
 	}
 	names, uids := make([]string, 0, len(chosen)), make([]string, 0, len(chosen))
 	for _, candidate := range chosen {
 		if err := taintDisrupted(ctx, c.Client, candidate.Node); err != nil {
-			return err
+			return false, err
 		}
 		names = append(names, candidate.Node.Name)
 		uids = append(uids, string(candidate.NodeClaim.UID))
@@ -100,15 +101,15 @@ func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disrupt
 		for _, candidate := range chosen {
 			// Told once per cause, not at every pass the launch fails again.
 			if err := untaintDisrupted(ctx, c.Client, candidate.Node); err != nil {
-				return err
+				return false, err
 			}
 			c.tell(candidate, ReasonRolledBack, fmt.Sprintf("Disruption rolled back: launching its cheaper replacement failed, %v", err))
 		}
 		if limited := (*provisioning.LimitExceededError)(nil); errors.As(err, &limited) {
 			// Another launch took the room since the snapshot: the next pass decides again.
-			return nil
+			return false, nil
 		}
-		return err
+		return false, err
 	}
 	countDecision(decisionReplace, metrics.ReasonUnderutilized, len(chosen))
 	instanceType, capacityType := launched.NodeClaim.Labels[corev1.LabelInstanceTypeStable], launched.NodeClaim.Labels[v1alpha5.CapacityTypeLabelKey]
@@ -120,5 +121,5 @@ func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disrupt
 		c.Recorder.Event(candidate.Node, corev1.EventTypeNormal, ReasonReplacing, message)
 	}
 	log.FromContext(ctx).Info("launched a cheaper replacement for underutilized nodeclaims", "replacement", launched.NodeClaim.Name, "instanceType", instanceType, "replaces", names, "saving", best.Saving)
-	return nil
+	return true, nil
 }

@@ -4,8 +4,9 @@
 // those are initialized — and underutilized nodes are deleted or replaced by a cheaper node
 // (consolidate.go), all within the NodePools' disruption budgets, and never a node a
 // do-not-disrupt annotation or a PodDisruptionBudget holds. It decides with pkg/disruption on the
-// one cluster state; each node it leaves is told why, once per cause. Provisioners' nodes are
-// the v1alpha5 loops' (emptiness, expiration, consolidation). A node whose instance an
+// one cluster state; each node it leaves is told why, once per cause. The same pass then runs
+// v1alpha5 Provisioners' methods — ttlSecondsAfterEmpty, ttlSecondsUntilExpired, consolidation
+// (provisioners.go) — on the same snapshot, unless a method before acted. A node whose instance an
 // interruption takes away at a known time ahead is replaced before it, unbudgeted
 // (interrupted.go).
 package disruption
@@ -114,6 +115,8 @@ type Options struct {
 	Launcher *launcher.Launcher
 	// Cluster is the cluster state every planning loop reads.
 	Cluster *state.Cluster
+	// Provisioners are the v1alpha5 Provisioners' methods, run in order after the NodePools'.
+	Provisioners []ProvisionerMethod
 }
 
 // Controller runs disruption passes.
@@ -130,6 +133,8 @@ type Controller struct {
 	budgetWarned map[types.UID]string
 	// invalidTold is the unreadable do-not-disrupt value each pod was told of.
 	invalidTold map[types.UID]string
+	// ranAt is when each Provisioner method last ran.
+	ranAt map[string]time.Time
 }
 
 // New builds the controller.
@@ -142,7 +147,7 @@ func New(options Options) (*Controller, error) {
 	options.ConsolidationThreshold = cmp.Or(options.ConsolidationThreshold, disruption.DefaultSavingsThreshold)
 	options.Consolidation.MinSpotTypes = cmp.Or(options.Consolidation.MinSpotTypes, disruption.DefaultSpotToSpotMinTypes)
 	return &Controller{Options: options, seen: map[string]map[types.UID]time.Time{}, told: map[types.UID]string{}, toldActing: map[types.UID]string{},
-		budgetWarned: map[types.UID]string{}, invalidTold: map[types.UID]string{}}, nil
+		budgetWarned: map[types.UID]string{}, invalidTold: map[types.UID]string{}, ranAt: map[string]time.Time{}}, nil
 }
 
 // Name identifies the controller.
@@ -157,29 +162,41 @@ func (c *Controller) Name() string { return Name }
 
 // SetupWithManager runs a pass every period on the leader.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	return periodic.Add(mgr, &periodic.Loop{Name: Name, Clock: c.Clock, Pass: c.Pass, Period: c.Period, Delayed: true})
+	return periodic.Add(mgr, &periodic.Loop{Name: Name, Clock: c.Clock, Pass: c.Pass, Period: c.period(), Delayed: true})
 }
 
-// Pass reads the cluster, finishes the replacements earlier passes started, decides and acts.
-// Everything it needs is in the cluster (the karpenter.sh/disrupted taint, the replacements'
-// karpenter.sh/replaces annotation), so a pass after a crash carries on where the last stopped.
+// Pass reads the cluster, finishes the replacements earlier passes started, decides and acts:
+// the NodePools' methods first, then the Provisioners' that are due. Everything it needs is in
+// the cluster (the karpenter.sh/disrupted taint, the replacements' karpenter.sh/replaces
+// annotation), so a pass after a crash carries on where the last stopped.
 func (c *Controller) Pass(ctx context.Context) error {
 	ctx = cloudmetrics.WithController(ctx, Name)
-	var nodePools v1.NodePoolList
-	if err := c.Client.List(ctx, &nodePools); err != nil {
-		return fmt.Errorf("listing nodepools, %w", err)
-	}
-	if len(nodePools.Items) == 0 {
-		return nil
-	}
 	now := c.Clock.Now()
-	snapshot, err := c.Cluster.Snapshot(ctx, now)
+	snapshot := sync.OnceValues(func() (*state.Snapshot, error) { return c.Cluster.Snapshot(ctx, now) })
+	acted, err := c.actNodePools(ctx, snapshot, now)
 	if err != nil {
 		return err
 	}
+	return c.actProvisioners(ctx, snapshot, acted)
+}
+
+// actNodePools runs the NodePools' methods in upstream's order; acted is whether one removed a
+// node or a replacement is on its way, which changes what fits where.
+func (c *Controller) actNodePools(ctx context.Context, readSnapshot func() (*state.Snapshot, error), now time.Time) (acted bool, err error) {
+	var nodePools v1.NodePoolList
+	if err := c.Client.List(ctx, &nodePools); err != nil {
+		return false, fmt.Errorf("listing nodepools, %w", err)
+	}
+	if len(nodePools.Items) == 0 {
+		return false, nil
+	}
+	snapshot, err := readSnapshot()
+	if err != nil {
+		return false, err
+	}
 	var budgets policyv1.PodDisruptionBudgetList
 	if err := c.Client.List(ctx, &budgets); err != nil {
-		return fmt.Errorf("listing poddisruptionbudgets, %w", err)
+		return false, fmt.Errorf("listing poddisruptionbudgets, %w", err)
 	}
 	candidates, interrupted := c.splitInterrupted(disruption.Candidates(snapshot, nodePools.Items))
 	block := c.blocker(snapshot, budgets.Items, now)
@@ -190,20 +207,20 @@ func (c *Controller) Pass(ctx context.Context) error {
 	loadPools := sync.OnceValues(func() (*replacementPools, error) { return c.readPools(ctx, snapshot, nodePools.Items) })
 	replacing, interruptedActed, err := c.replaceInterrupted(ctx, snapshot, interrupted, now, loadPools)
 	if err != nil {
-		return err
+		return false, err
 	}
 	inFlight, finished, err := c.finish(ctx, snapshot, candidates, block, loadPools)
 	if err != nil {
-		return err
+		return false, err
 	}
 	inFlight, finished = inFlight || replacing, finished || interruptedActed
 	empty := c.validated(decision.Empty, "empty", now)
 	for _, candidate := range empty {
 		if err := c.terminate(ctx, candidate, metrics.ReasonEmpty, "it has been empty for its NodePool's consolidateAfter", decisionDelete); err != nil {
-			return err
+			return false, err
 		}
 	}
-	acted := finished || len(empty) > 0
+	acted = finished || len(empty) > 0
 	for _, candidate := range c.validated(decision.Drifted, "drifted", now) {
 		if len(candidate.Pods) > 0 && inFlight {
 			// One replacement at a time: the room a replacement brings is its pods', which the
@@ -212,7 +229,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 		}
 		launched, err := c.replace(ctx, snapshot, candidate, driftCause(candidate), loadPools)
 		if err != nil {
-			return err
+			return false, err
 		}
 		inFlight = inFlight || launched
 		// Deleted or being replaced, its node is tainted now (taintDisrupted updates it).
@@ -222,7 +239,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 	if acted || inFlight {
 		// The nodes this pass removes, or a replacement on its way, change what fits where: the
 		// next pass consolidates on the cluster they leave.
-		return nil
+		return true, nil
 	}
 	return c.consolidate(ctx, snapshot, underutilized, loadPools)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,6 +33,7 @@ import (
 	"karpenter.sh/karpenter/pkg/test/events"
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/nodeclasses"
+	"karpenter.sh/karpenter/pkg/test/nodewatch"
 	"karpenter.sh/karpenter/pkg/test/operatortest"
 	"karpenter.sh/karpenter/pkg/test/podwatch"
 )
@@ -127,7 +125,7 @@ func (c *cluster) driftWithinBudget(t *testing.T) {
 	})
 	c.deploy(t, "drift", 3)
 	before := c.runningOn(t, "drift", 3, nil)
-	mostDisrupted := watchDisrupted(t, c.env, "drift")
+	mostDisrupted := nodewatch.Disrupted(t, c.env.Config, "drift")
 	fewestRunning := podwatch.Available(t, c.env.Config, metav1.NamespaceDefault, "app=drift", 3)
 
 	c.update(t, np, func(np *v1.NodePool) { np.Spec.Template.Labels["generation"] = "2" })
@@ -199,7 +197,7 @@ func (c *cluster) underutilized(t *testing.T) {
 	c.deploy(t, "under", 1)
 	before := c.runningOn(t, "under", 1, nil)
 	claim := c.nodeClaimOf(t, before[0])
-	mostDisrupted := watchDisrupted(t, c.env, "under")
+	mostDisrupted := nodewatch.Disrupted(t, c.env.Config, "under")
 	c.update(t, np, func(np *v1.NodePool) {
 		np.Spec.Template.Spec.Requirements[0].Values = []string{"c5.large", "c5.xlarge"}
 	})
@@ -329,52 +327,6 @@ func (c *cluster) nodeClaimsGone(t *testing.T, nodePool string, nodes []string) 
 		}
 		return true, "", nil
 	}, eventually.Timeout(pollTimeout))
-}
-
-// watchDisrupted watches the NodePool's nodes; its result stops the watch and says the most of
-// them that were disrupted (tainted karpenter.sh/disrupted or being deleted) at any one time.
-func watchDisrupted(t *testing.T, env *environment.Environment, nodePool string) (most func() int) {
-	t.Helper()
-	clientset, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := clientset.CoreV1().Nodes().Watch(context.WithoutCancel(t.Context()), metav1.ListOptions{LabelSelector: v1.NodePoolLabelKey + "=" + nodePool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu      sync.Mutex
-		highest int
-		done    = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		disrupted := map[string]bool{}
-		for event := range w.ResultChan() {
-			node, ok := event.Object.(*corev1.Node)
-			if !ok {
-				continue
-			}
-			tainted := slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.DisruptedTaintKey })
-			if event.Type != watch.Deleted && (tainted || node.DeletionTimestamp != nil) {
-				disrupted[node.Name] = true
-			} else {
-				delete(disrupted, node.Name)
-			}
-			mu.Lock()
-			highest = max(highest, len(disrupted))
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(w.Stop)
-	return func() int {
-		w.Stop()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		return highest
-	}
 }
 
 // dump logs the cluster as a failed test left it.

@@ -17,9 +17,7 @@ import (
 
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers"
-	"karpenter.sh/karpenter/pkg/controllers/consolidation"
 	"karpenter.sh/karpenter/pkg/controllers/disruption"
-	"karpenter.sh/karpenter/pkg/controllers/node/expiration"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/operator"
 	"karpenter.sh/karpenter/pkg/test/environment"
@@ -45,7 +43,7 @@ type Options struct {
 // wanted then, and only then, so that a test of instances without a node keeps them so.
 func launches(enabled []string) bool {
 	return len(enabled) == 0 || slices.ContainsFunc(enabled, func(name string) bool {
-		return name == provisioning.Name || name == consolidation.Name || name == expiration.Name || name == disruption.Name
+		return name == provisioning.Name || name == disruption.Name
 	})
 }
 

@@ -1,7 +1,9 @@
 // Package emptiness deletes the Ready nodes of a Provisioner with ttlSecondsAfterEmpty once
 // they have run no pods but DaemonSet, mirror and finished ones, and had none nominated to
-// them, for that long; the node's termination finalizer then terminates its instance. A
-// Provisioner that also consolidates has its empty nodes decided on by consolidation alone.
+// them, for that long; the node's termination finalizer then terminates its instance. The
+// controller marks a node empty as its pods come and go; the deletion is the first Provisioner
+// method of the disruption controller's pass (Method). A Provisioner that also consolidates has
+// its empty nodes decided on by consolidation alone.
 package emptiness
 
 import (
@@ -23,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
-	"karpenter.sh/karpenter/pkg/metrics"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/pools"
@@ -44,26 +45,25 @@ const (
 type Options struct {
 	Client client.Client
 	// Reader reads the node's pods from the API server right before the node is deleted,
-	// so that a pod the cache has not seen yet keeps its node.
+	// so that a pod the cache has not seen yet keeps its node; the Method's.
 	Reader   client.Reader
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
 }
 
-// Controller marks empty nodes and deletes them once their Provisioner's TTL has passed.
+// Controller marks empty nodes, and clears the mark of a node no longer empty.
 type Controller struct {
 	client   client.Client
-	reader   client.Reader
 	recorder record.EventRecorder
 	clock    clock.PassiveClock
 }
 
 // New builds the controller.
 func New(options Options) (*Controller, error) {
-	if options.Client == nil || options.Reader == nil || options.Recorder == nil || options.Clock == nil {
-		return nil, fmt.Errorf("the %s controller needs a client, a reader, a recorder and a clock", Name)
+	if options.Client == nil || options.Recorder == nil || options.Clock == nil {
+		return nil, fmt.Errorf("the %s controller needs a client, a recorder and a clock", Name)
 	}
-	return &Controller{client: options.Client, reader: options.Reader, recorder: options.Recorder, clock: options.Clock}, nil
+	return &Controller{client: options.Client, recorder: options.Recorder, clock: options.Clock}, nil
 }
 
 // Name identifies the controller.
@@ -129,39 +129,38 @@ const (
 )
 
 // Decide is what to do with a node at now, given the TTL of its Provisioner (nil when it
-// has none) and the pods bound or nominated to it. While waiting for an empty node's TTL,
-// recheck is when it runs out.
-func Decide(node *corev1.Node, ttl *time.Duration, onNode []corev1.Pod, now time.Time) (action Action, recheck time.Duration) {
+// has none) and the pods bound or nominated to it.
+func Decide(node *corev1.Node, ttl *time.Duration, onNode []corev1.Pod, now time.Time) Action {
 	if !nodes.IsLaunchedByKarpenter(node) || node.DeletionTimestamp != nil {
-		return Wait, 0
+		return Wait
 	}
 	stamp, marked := node.Annotations[v1alpha5.EmptinessTimestampAnnotationKey]
 	if ttl == nil || !IsEmpty(onNode) {
 		if marked {
-			return Clear, 0
+			return Clear
 		}
-		return Wait, 0
+		return Wait
 	}
 	// A node that is not Ready is the readiness and termination controllers' concern; its
 	// pods may only be unreported. One still awaiting its pods (launching, or Ready while
 	// Kubernetes has yet to lift its not-ready taint) has none bound yet: they come once it
 	// opens, and its update brings it back here.
 	if !nodes.IsReady(node) || nodes.AwaitsItsPods(node) {
-		return Wait, 0
+		return Wait
 	}
 	since, err := time.Parse(time.RFC3339, stamp)
 	if !marked || err != nil || since.After(now) {
-		return Mark, *ttl
+		return Mark
 	}
-	if left := since.Add(*ttl).Sub(now); left > 0 {
-		return Wait, left
+	if since.Add(*ttl).After(now) {
+		return Wait
 	}
 	// Deleted without its termination finalizer, the node would go without a drain; the
 	// finalizer's return updates the node, which brings it back here.
 	if !nodes.IsRemovable(node) {
-		return Wait, 0
+		return Wait
 	}
-	return Delete, 0
+	return Delete
 }
 
 // IsEmpty is whether the pods bound or nominated to a node leave it with nothing to run: none
@@ -177,7 +176,7 @@ func IsEmpty(onNode []corev1.Pod) bool {
 	return true
 }
 
-// Reconcile marks, clears or deletes one node.
+// Reconcile marks or clears one node; the disruption pass deletes it (Method).
 func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (reconcile.Result, error) {
 	node := &corev1.Node{}
 	if err := c.client.Get(ctx, request.NamespacedName, node); err != nil {
@@ -187,17 +186,16 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 	if _, ok := pools.ProvisionerOf(node.Labels); !ok {
 		return reconcile.Result{}, nil
 	}
-	ttl, err := c.ttl(ctx, node)
+	ttl, err := ttlOf(ctx, c.client, node)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	onNode, err := c.onNode(ctx, c.client, node)
+	onNode, err := onNode(ctx, c.client, node)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	now := c.clock.Now()
-	action, recheck := Decide(node, ttl, onNode, now)
-	switch action {
+	switch Decide(node, ttl, onNode, now) {
 	case Mark:
 		if err := c.annotate(ctx, node, now.UTC().Format(time.RFC3339)); err != nil {
 			return reconcile.Result{}, err
@@ -208,31 +206,15 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 			return reconcile.Result{}, err
 		}
 		c.recorder.Event(node, corev1.EventTypeNormal, ReasonNotEmpty, "Node is no longer empty, or its Provisioner no longer deletes empty nodes")
-	case Delete:
-		// The cache may not have seen a pod bound or nominated a moment ago: the API server has.
-		live, err := c.onNode(ctx, c.reader, node)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if !IsEmpty(live) {
-			// The cache is behind; the pod's watch event clears the mark, this checks again.
-			return reconcile.Result{RequeueAfter: time.Second}, nil
-		}
-		if err := c.client.Delete(ctx, node, client.Preconditions{UID: &node.UID, ResourceVersion: &node.ResourceVersion}); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("deleting an empty node, %w", err))
-		}
-		metrics.NodeClaimDisrupted(node, metrics.ReasonEmpty)
-		log.FromContext(ctx).Info("deleted an empty node", "ttl", ttl)
-		c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonEmptyDeleted, "Node ran no pods for ttlSecondsAfterEmpty (%s); deleted it, its instance is terminated", *ttl)
 	}
-	return reconcile.Result{RequeueAfter: recheck}, nil
+	return reconcile.Result{}, nil
 }
 
-// ttl is the node's Provisioner's ttlSecondsAfterEmpty, nil when it has none or is gone, and
+// ttlOf is the node's Provisioner's ttlSecondsAfterEmpty, nil when it has none or is gone, and
 // when it consolidates: consolidation then decides on its empty nodes too (v1alpha5.Warnings).
-func (c *Controller) ttl(ctx context.Context, node *corev1.Node) (*time.Duration, error) {
+func ttlOf(ctx context.Context, reader client.Reader, node *corev1.Node) (*time.Duration, error) {
 	provisioner := &v1alpha5.Provisioner{}
-	if err := c.client.Get(ctx, types.NamespacedName{Name: node.Labels[v1alpha5.ProvisionerNameLabelKey]}, provisioner); err != nil {
+	if err := reader.Get(ctx, types.NamespacedName{Name: node.Labels[v1alpha5.ProvisionerNameLabelKey]}, provisioner); err != nil {
 		return nil, client.IgnoreNotFound(fmt.Errorf("getting the node's provisioner, %w", err))
 	}
 	if provisioner.Spec.TTLSecondsAfterEmpty == nil || provisioner.ConsolidationEnabled() {
@@ -243,7 +225,7 @@ func (c *Controller) ttl(ctx context.Context, node *corev1.Node) (*time.Duration
 }
 
 // onNode are the pods bound to the node and those nominated to it.
-func (c *Controller) onNode(ctx context.Context, reader client.Reader, node *corev1.Node) ([]corev1.Pod, error) {
+func onNode(ctx context.Context, reader client.Reader, node *corev1.Node) ([]corev1.Pod, error) {
 	bound := &corev1.PodList{}
 	if err := reader.List(ctx, bound, client.MatchingFields{pods.NodeNameField: node.Name}); err != nil {
 		return nil, fmt.Errorf("listing the node's pods, %w", err)

@@ -3,6 +3,7 @@ package emptiness_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,7 +14,10 @@ import (
 
 	"karpenter.sh/karpenter/pkg/apis"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers"
+	"karpenter.sh/karpenter/pkg/controllers/disruption"
 	"karpenter.sh/karpenter/pkg/controllers/node/emptiness"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/counters"
@@ -22,9 +26,9 @@ import (
 	"karpenter.sh/karpenter/pkg/test/operatortest"
 )
 
-// TestEmptyNodes runs the controller in the operator against a real control plane, with kwok
-// playing the kubelets: an empty node is marked and deleted after its Provisioner's TTL, and a
-// pod arriving first clears the mark.
+// TestEmptyNodes runs the controller and the disruption pass in the operator against a real
+// control plane, with kwok playing the kubelets: an empty node is marked and deleted after its
+// Provisioner's TTL, and a pod arriving first clears the mark.
 func TestEmptyNodes(t *testing.T) {
 	// kube-controller-manager lifts the not-ready taint the API server puts on every new node.
 	env := environment.New(t, environment.Options{AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}, ControllerManager: true, Kwok: true})
@@ -39,8 +43,11 @@ func TestEmptyNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The controller marks; the disruption pass deletes.
 	operatortest.Start(t, env, operatortest.Options{Controllers: controllers.Options{
-		Enabled: []string{emptiness.Name}, Clock: clock.RealClock{},
+		Enabled: []string{emptiness.Name, disruption.Name}, Clock: clock.RealClock{},
+		CloudProvider: cloudprovider.NewRegistry(), InstanceProvider: fake.NewInstanceProvider(fake.InstanceProviderOptions{}),
+		DisruptionPeriod: 200 * time.Millisecond,
 	}})
 	node := func(name, provisioner string) *corev1.Node {
 		n := environment.KwokNode(name, map[string]string{v1alpha5.ProvisionerNameLabelKey: provisioner}, builders.Resources("cpu", "4", "memory", "16Gi"))

@@ -1,7 +1,8 @@
 // Package expiration replaces the nodes of a Provisioner with ttlSecondsUntilExpired once they
 // are that old: capacity for the pods that would fit nowhere else is launched first, and the
 // node is deleted (and drained by its termination finalizer) once that capacity is Ready. One
-// node of a Provisioner expires at a time.
+// node of a Provisioner expires at a time. It is a method of the disruption controller's pass
+// (disruption.ProvisionerMethod), run every --expiration-period.
 package expiration
 
 import (
@@ -17,13 +18,11 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	cloudmetrics "karpenter.sh/karpenter/pkg/cloudprovider/metrics"
 	"karpenter.sh/karpenter/pkg/controllers/consolidation"
-	"karpenter.sh/karpenter/pkg/controllers/periodic"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/launcher"
@@ -34,7 +33,7 @@ import (
 	"karpenter.sh/karpenter/pkg/state"
 )
 
-// Name identifies the controller.
+// Name identifies the method.
 const Name = "nodeexpiration"
 
 // DefaultPeriod is how often expired nodes are looked for: lifetimes are days.
@@ -141,18 +140,14 @@ type Options struct {
 	// Period is how often expired nodes are looked for; DefaultPeriod when zero.
 	Period time.Duration
 	// Ledger counts launches against the Provisioners' limits, shared with the other
-	// controllers that launch; a ledger of its own when nil.
+	// controllers that launch.
 	Ledger *provisioning.Ledger
-	// Launcher launches the replacements, shared with the other controllers that launch; one
-	// of its own when nil.
+	// Launcher launches the replacements, shared with the other controllers that launch.
 	Launcher *launcher.Launcher
-	// Cluster is the cluster state every planning loop reads; the client's, read live, when
-	// nil.
-	Cluster *state.Cluster
 }
 
-// Controller replaces expired nodes.
-type Controller struct {
+// Method replaces expired nodes.
+type Method struct {
 	client    client.Client
 	instances cloudprovider.InstanceProvider
 	recorder  record.EventRecorder
@@ -160,50 +155,31 @@ type Controller struct {
 	period    time.Duration
 	ledger    *provisioning.Ledger
 	launcher  *launcher.Launcher
-	cluster   *state.Cluster
 	expected  consolidation.Expectations
 }
 
-// New builds the controller.
-func New(options Options) (*Controller, error) {
-	if options.Client == nil || options.Instances == nil || options.Recorder == nil || options.Clock == nil {
-		return nil, fmt.Errorf("the %s controller needs a client, an instance provider, a recorder and a clock", Name)
+// New builds the method.
+func New(options Options) (*Method, error) {
+	if options.Client == nil || options.Instances == nil || options.Recorder == nil || options.Clock == nil || options.Ledger == nil || options.Launcher == nil {
+		return nil, fmt.Errorf("the %s method needs a client, an instance provider, a recorder, a clock, the ledger and the launcher", Name)
 	}
-	if options.Period <= 0 {
-		options.Period = DefaultPeriod
-	}
-	return &Controller{client: options.Client, instances: options.Instances, recorder: options.Recorder, clock: options.Clock, period: options.Period,
-		ledger:   cmp.Or(options.Ledger, provisioning.NewLedger()),
-		launcher: cmp.Or(options.Launcher, launcher.New(options.Client, options.Instances, 0)),
-		cluster:  cmp.Or(options.Cluster, state.Live(options.Client))}, nil
+	return &Method{client: options.Client, instances: options.Instances, recorder: options.Recorder, clock: options.Clock,
+		period: cmp.Or(options.Period, DefaultPeriod), ledger: options.Ledger, launcher: options.Launcher}, nil
 }
 
-// Name identifies the controller.
-func (c *Controller) Name() string { return Name }
+// Name identifies the method.
+func (c *Method) Name() string { return Name }
 
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// Period is how often it runs at most.
+func (c *Method) Period() time.Duration { return c.period }
 
-// SetupWithManager runs a pass every period in the manager, on the leader only; the first
-// waits a period.
-func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	return periodic.Add(mgr, &periodic.Loop{Name: Name, Clock: c.clock, Pass: c.Pass, Period: c.period, Delayed: true})
-}
-
-// Pass reads the cluster and acts on the decisions. It keeps nothing between passes: after a
-// crash, launched capacity is found Ready and the expired node deleted the same way.
-func (c *Controller) Pass(ctx context.Context) error {
+// Act reads the pass's snapshot and acts on the decisions. It keeps nothing between passes:
+// after a crash, launched capacity is found Ready and the expired node deleted the same way.
+func (c *Method) Act(ctx context.Context, cluster func() (*state.Snapshot, error)) (acted bool, err error) {
 	ctx = cloudmetrics.WithController(ctx, Name)
-	snapshot, provisioners, err := c.read(ctx, c.clock.Now())
-	if err != nil {
-		return err
-	}
-	if !c.expected.Met(snapshot) {
-		return nil
+	snapshot, provisioners, err := c.read(ctx, cluster)
+	if err != nil || snapshot == nil || !c.expected.Met(snapshot) {
+		return false, err
 	}
 	for _, d := range Decide(*snapshot) {
 		if !d.Delete {
@@ -212,16 +188,18 @@ func (c *Controller) Pass(ctx context.Context) error {
 					Ledger: c.ledger, Counted: snapshot.Counted[n.Pool.Name], Decision: launchKey(d.Node, n.Pods), Reason: metrics.ReasonExpired,
 				})
 				if err != nil {
-					return fmt.Errorf("launching capacity for the pods of expired node %s, %w", d.Node.Name, err)
+					return acted, fmt.Errorf("launching capacity for the pods of expired node %s, %w", d.Node.Name, err)
 				}
+				acted = true
 				c.expected.Launched(c.clock.Now(), launched.NodeName, launched.NodeClaim.Name)
 				c.recorder.Eventf(d.Node, corev1.EventTypeNormal, ReasonExpired, "Node is past ttlSecondsUntilExpired; launched %s for %d of its pods, the node is deleted once it is Ready", launched.NodeName, len(n.Pods))
 			}
 			continue
 		}
 		if err := c.client.Delete(ctx, d.Node, client.Preconditions{UID: &d.Node.UID, ResourceVersion: &d.Node.ResourceVersion}); err != nil {
-			return client.IgnoreNotFound(fmt.Errorf("deleting expired node %s, %w", d.Node.Name, err))
+			return acted, client.IgnoreNotFound(fmt.Errorf("deleting expired node %s, %w", d.Node.Name, err))
 		}
+		acted = true
 		metrics.NodeClaimDisrupted(d.Node, metrics.ReasonExpired)
 		c.expected.Deleted(d.Node.Name, c.clock.Now())
 		message := "Node is past ttlSecondsUntilExpired and its pods fit on the other nodes; deleted it"
@@ -231,14 +209,24 @@ func (c *Controller) Pass(ctx context.Context) error {
 		c.recorder.Event(d.Node, corev1.EventTypeNormal, ReasonExpiredDeleted, message)
 		log.FromContext(ctx).Info("deleted an expired node", "node", d.Node.Name)
 	}
-	return nil
+	return acted, nil
 }
 
-// read takes the pass's snapshot from the cluster's state.
-func (c *Controller) read(ctx context.Context, now time.Time) (*consolidation.Snapshot, map[string]*v1alpha5.Provisioner, error) {
-	cluster, err := c.cluster.Snapshot(ctx, now)
+// read takes the method's snapshot from the pass's, nil without a Provisioner that sets
+// ttlSecondsUntilExpired: then a pass costs one list of Provisioners, not a snapshot.
+func (c *Method) read(ctx context.Context, cluster func() (*state.Snapshot, error)) (*consolidation.Snapshot, map[string]*v1alpha5.Provisioner, error) {
+	var provisioners v1alpha5.ProvisionerList
+	if err := c.client.List(ctx, &provisioners); err != nil {
+		return nil, nil, fmt.Errorf("listing provisioners, %w", err)
+	}
+	if !slices.ContainsFunc(provisioners.Items, func(p v1alpha5.Provisioner) bool {
+		return p.DeletionTimestamp == nil && p.Spec.TTLSecondsUntilExpired != nil
+	}) {
+		return nil, nil, nil
+	}
+	snapshot, err := cluster()
 	if err != nil {
 		return nil, nil, err
 	}
-	return consolidation.Read(ctx, c.client, cluster, c.instances, c.ledger)
+	return consolidation.Read(ctx, c.client, snapshot, c.instances, c.ledger)
 }

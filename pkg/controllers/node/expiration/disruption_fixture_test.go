@@ -15,8 +15,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers"
-	"karpenter.sh/karpenter/pkg/controllers/consolidation"
-	"karpenter.sh/karpenter/pkg/controllers/node/expiration"
+	"karpenter.sh/karpenter/pkg/controllers/disruption"
 	"karpenter.sh/karpenter/pkg/controllers/node/readiness"
 	"karpenter.sh/karpenter/pkg/controllers/node/termination"
 	nodeclaimlifecycle "karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
@@ -100,7 +99,7 @@ func newDisruptionFixture(t *testing.T, finalized bool) *disruptionFixture {
 func (f *disruptionFixture) startDisruption(t *testing.T) {
 	t.Helper()
 	operatortest.Start(t, f.env, operatortest.Options{Controllers: controllers.Options{
-		Enabled:                 []string{expiration.Name, consolidation.Name, termination.Name, readiness.Name, nodeclaimlifecycle.Name},
+		Enabled:                 []string{disruption.Name, termination.Name, readiness.Name, nodeclaimlifecycle.Name},
 		CloudProvider:           cloudprovider.NewRegistry(),
 		InstanceProvider:        f.cloud,
 		Clock:                   clock.RealClock{},

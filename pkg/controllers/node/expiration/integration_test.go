@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"karpenter.sh/karpenter/pkg/controllers/disruption"
 	nodeclaimlifecycle "karpenter.sh/karpenter/pkg/controllers/nodeclaim/lifecycle"
 
 	corev1 "k8s.io/api/core/v1"
@@ -97,7 +98,7 @@ func TestExpiryReplacesBeforeRemoving(t *testing.T) {
 		t.Fatal(err)
 	}
 	operatortest.Start(t, env, operatortest.Options{Controllers: controllers.Options{
-		Enabled:          []string{expiration.Name, termination.Name, readiness.Name, nodeclaimlifecycle.Name},
+		Enabled:          []string{disruption.Name, termination.Name, readiness.Name, nodeclaimlifecycle.Name},
 		CloudProvider:    cloudprovider.NewRegistry(),
 		InstanceProvider: cloud,
 		Clock:            clock.RealClock{},
@@ -211,7 +212,7 @@ func TestExpiryKeepsADoNotEvictPodThatToleratesTheCordon(t *testing.T) {
 		return err == nil && job.Status.Phase == corev1.PodRunning, string(job.Status.Phase), err
 	})
 	operatortest.Start(t, env, operatortest.Options{Controllers: controllers.Options{
-		Enabled:          []string{expiration.Name, termination.Name, readiness.Name, nodeclaimlifecycle.Name},
+		Enabled:          []string{disruption.Name, termination.Name, readiness.Name, nodeclaimlifecycle.Name},
 		CloudProvider:    cloudprovider.NewRegistry(),
 		InstanceProvider: cloud,
 		Clock:            clock.RealClock{},
