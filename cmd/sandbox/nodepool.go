@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
@@ -27,7 +28,8 @@ const (
 // playNodePoolChapter applies upstream v1's getting-started NodePool and EC2NodeClass, waits for
 // both Ready, scales inflate onto the NodePool's nodes, prints what `kubectl get
 // nodepools,ec2nodeclasses,nodeclaims` shows, drifts the nodes and watches them replaced, lets
-// emptiness remove them once inflate is gone, and deletes all of it again, so that whatever runs
+// consolidation shrink them to one cheaper node once inflate is down to one pod, and deletes all
+// of it again, so that whatever runs
 // after the story meets the cluster as the earlier chapters left it.
 func (t *timeline) playNodePoolChapter(ctx context.Context, stack *sandbox.Stack) error {
 	c := stack.Env.Client
@@ -83,8 +85,8 @@ func (t *timeline) playNodePoolChapter(ctx context.Context, stack *sandbox.Stack
 const rolloutLabel = "example.com/rollout"
 
 // playDisruption drifts the NodePool's nodes by a label added to its template, waits for every
-// inflate pod to run on the replacements, then scales inflate to zero and waits for emptiness to
-// remove the empty nodes once the guide's consolidateAfter has passed.
+// inflate pod to run on the replacements, then scales inflate to one pod and waits for
+// consolidation to leave one node for it once the guide's consolidateAfter has passed.
 func (t *timeline) playDisruption(ctx context.Context, stack *sandbox.Stack, claims int) error {
 	c := stack.Env.Client
 	np := &v1.NodePool{}
@@ -114,26 +116,47 @@ func (t *timeline) playDisruption(ctx context.Context, stack *sandbox.Stack, cla
 	if err := c.Get(ctx, client.ObjectKeyFromObject(deployment), deployment); err != nil {
 		return fmt.Errorf("reading deployment %s, %w", inflate, err)
 	}
-	t.step("inflate scales to 0: the NodePool's nodes are empty, and go once its consolidateAfter (%s) and the 15 s validation have passed", np.Spec.Disruption.ConsolidateAfter)
+	before := nodePoolCost(stack)
+	t.step("inflate scales to 1: once its consolidateAfter (%s) and the 15 s validation have passed, the NodePool's empty nodes go (Empty) and a node left underutilized is replaced by a cheaper one launched first, or deleted (Underutilized)",
+		np.Spec.Disruption.ConsolidateAfter)
 	scaled := deployment.DeepCopy()
-	scaled.Spec.Replicas = new(int32)
+	scaled.Spec.Replicas = ptr.To[int32](1)
 	if err := c.Patch(ctx, scaled, client.MergeFrom(deployment)); err != nil {
-		return fmt.Errorf("scaling deployment %s to 0, %w", inflate, err)
+		return fmt.Errorf("scaling deployment %s to 1, %w", inflate, err)
 	}
 	started = time.Now()
+	if err := waitConsolidatedToOne(ctx, stack, before); err != nil {
+		return err
+	}
+	t.step("consolidation left one NodeClaim for the one pod %s after inflate scaled to 1: $%.4f/h, was $%.4f/h", time.Since(started).Round(time.Second), nodePoolCost(stack), before)
+	t.step("kubectl get nodeclaims")
+	t.kubectl(ctx, stack.Env.KubeconfigPath, "get", "nodeclaims")
+	return nil
+}
+
+// waitConsolidatedToOne waits until the NodePool has one NodeClaim, Ready and not being deleted,
+// with inflate's one pod Running on it, and its instances cost less than before.
+func waitConsolidatedToOne(ctx context.Context, stack *sandbox.Stack, before float64) error {
+	c := stack.Env.Client
 	var last string
-	if err := waitFor(ctx, "the NodePool's empty NodeClaims gone", &last, func() (bool, error) {
+	return waitFor(ctx, "one cheaper NodeClaim of the NodePool, running inflate's pod", &last, func() (bool, error) {
 		list := &v1.NodeClaimList{}
 		if err := c.List(ctx, list, client.MatchingLabels{v1.NodePoolLabelKey: gettingStartedNodePool}); err != nil {
 			return false, err
 		}
-		last = fmt.Sprintf("%d NodeClaims", len(list.Items))
-		return len(list.Items) == 0, nil
-	}); err != nil {
-		return err
-	}
-	t.step("emptiness removed the NodePool's nodes %s after inflate scaled to 0", time.Since(started).Round(time.Second))
-	return nil
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.InNamespace(sandbox.Namespace), client.MatchingLabels{"app": inflate}); err != nil {
+			return false, err
+		}
+		cost := nodePoolCost(stack)
+		last = fmt.Sprintf("%d NodeClaims, %d inflate pods, $%.4f/h", len(list.Items), len(pods.Items), cost)
+		if len(list.Items) != 1 || len(pods.Items) != 1 || cost >= before {
+			return false, nil
+		}
+		nc, pod := list.Items[0], pods.Items[0]
+		return nc.DeletionTimestamp == nil && nc.IsTrue(v1.ConditionTypeReady) && pod.DeletionTimestamp == nil &&
+			pod.Status.Phase == corev1.PodRunning && pod.Spec.NodeName == nc.Status.NodeName, nil
+	})
 }
 
 // waitRolledOut waits until every inflate pod runs on a node labelled with the rollout and no

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
@@ -25,7 +27,8 @@ import (
 // the guide's manifest with its variables filled in, as test/sandbox checks; --validate=strict); the class resolves and both become Ready; inflate scaled to 5 gets
 // NodeClaims of the NodePool, Ready, on nodes of the instance categories it asks for, launched
 // from the class's instance profile and AMI; `kubectl delete nodeclaim` drains one, terminates
-// its instance, and a new NodeClaim takes its pods. Not parallel: the guide's NodePool takes
+// its instance, and a new NodeClaim takes its pods; deleting inflate, its nodes are consolidated
+// away. Not parallel: the guide's NodePool takes
 // any pod that selects nothing, as it does in a user's cluster; inflate selects it.
 func TestGettingStartedWithANodePool(t *testing.T) {
 	kubectl(t, "apply", "--validate=strict", "-f", filepath.Join("..", "..", filepath.FromSlash(sandbox.NodePoolExampleFile)))
@@ -109,6 +112,22 @@ func TestGettingStartedWithANodePool(t *testing.T) {
 			t.Errorf("pod %s runs on %s, want a node of one of the NodePool's Ready NodeClaims %v, not the deleted one's", pod, n.Name, claimOf)
 		}
 	}
+
+	// The guide ends with `kubectl delete deployment inflate`: the NodePool's nodes, empty, are
+	// consolidated away once consolidateAfter (the guide's 1m, shortened here to keep the suite
+	// short; the sandbox's story runs it whole) and the validation delay have passed.
+	patch := []byte(`{"spec":{"disruption":{"consolidateAfter":"5s"}}}`)
+	if err := stack.Env.Client.Patch(context.Background(), &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, "delete", "deployment", app, "-n", sandbox.Namespace)
+	eventually.Holds(t, "the NodePool's NodeClaims consolidated away", func() (bool, string, error) {
+		var list v1.NodeClaimList
+		if err := stack.Env.Client.List(context.Background(), &list, client.MatchingLabels{v1.NodePoolLabelKey: "default"}); err != nil {
+			return false, "", err
+		}
+		return len(list.Items) == 0, fmt.Sprintf("%v", claimNames(list.Items)), nil
+	}, eventually.Timeout(waitTimeout))
 }
 
 // nodePoolClaims are the NodePool's NodeClaims, once every one is Ready.
