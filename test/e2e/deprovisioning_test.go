@@ -24,7 +24,7 @@ import (
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/eventually"
-	"karpenter.sh/karpenter/pkg/test/podwatch"
+	"karpenter.sh/karpenter/pkg/test/watchcount"
 	"karpenter.sh/karpenter/test/sandbox"
 )
 
@@ -58,7 +58,7 @@ func TestControllerKilledMidDrainFinishesTheDrainAndTerminatesOnce(t *testing.T)
 		err := stack.Env.Client.Get(ctx, client.ObjectKeyFromObject(budget), budget)
 		return err == nil && budget.Status.DisruptionsAllowed == 1, fmt.Sprintf("%d allowed", budget.Status.DisruptionsAllowed), err
 	}, eventually.Timeout(waitTimeout))
-	fewest := podwatch.Available(t, stack.Env.Config, sandbox.Namespace, "app="+name, 2)
+	fewest := watchcount.Available(t, stack.Env.Config, sandbox.Namespace, "app="+name, 2)
 	original := slices.Sorted(maps.Keys(placed))
 
 	if err := stack.Env.Client.Delete(ctx, node); err != nil {

@@ -19,8 +19,8 @@ import (
 	pkgdisruption "karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/eventually"
-	"karpenter.sh/karpenter/pkg/test/nodewatch"
-	"karpenter.sh/karpenter/pkg/test/podwatch"
+
+	"karpenter.sh/karpenter/pkg/test/watchcount"
 	"karpenter.sh/karpenter/test/sandbox"
 )
 
@@ -36,15 +36,7 @@ func TestControllerKilledMidDriftReplacementReplacesOnce(t *testing.T) {
 	t.Parallel()
 	s := startOwnStack(t, sandbox.Options{ControllerBinary: controllerBinary})
 	ctx := context.Background()
-	objects, err := sandbox.NodePoolExample()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, object := range objects {
-		if err := s.Env.Client.Create(ctx, object); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNodePoolExample(t, s, nil)
 	const app = "drifting"
 	if err := s.Env.Client.Create(ctx, builders.Deployment(builders.DeploymentOptions{Name: app, Namespace: sandbox.Namespace, Replicas: 1, Pod: builders.PodOptions{
 		Labels: map[string]string{"app": app}, Requests: builders.Resources("cpu", "1"), NodeSelector: map[string]string{v1.NodePoolLabelKey: "default"},
@@ -165,25 +157,15 @@ func TestAMIDriftReplacesEveryNodeWithinItsBudget(t *testing.T) {
 	t.Parallel()
 	s := startOwnStack(t, sandbox.Options{ControllerBinary: controllerBinary})
 	ctx := context.Background()
-	objects, err := sandbox.NodePoolExample()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, object := range objects {
-		var err error
+	createNodePoolExample(t, s, func(object *unstructured.Unstructured) error {
 		switch object.GetKind() {
 		case "EC2NodeClass":
-			err = unstructured.SetNestedSlice(object.Object, []any{map[string]any{"alias": "al2023@v20260415"}}, "spec", "amiSelectorTerms")
+			return unstructured.SetNestedSlice(object.Object, []any{map[string]any{"alias": "al2023@v20260415"}}, "spec", "amiSelectorTerms")
 		case "NodePool":
-			err = unstructured.SetNestedSlice(object.Object, []any{map[string]any{"nodes": "1"}}, "spec", "disruption", "budgets")
+			return unstructured.SetNestedSlice(object.Object, []any{map[string]any{"nodes": "1"}}, "spec", "disruption", "budgets")
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Env.Client.Create(ctx, object); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return nil
+	})
 	const app = "pinned-ami"
 	if err := s.Env.Client.Create(ctx, builders.Deployment(builders.DeploymentOptions{Name: app, Namespace: sandbox.Namespace, Replicas: 3, Pod: builders.PodOptions{
 		Labels: map[string]string{"app": app}, Requests: builders.Resources("cpu", "1"), NodeSelector: map[string]string{v1.NodePoolLabelKey: "default"},
@@ -200,8 +182,8 @@ func TestAMIDriftReplacesEveryNodeWithinItsBudget(t *testing.T) {
 			t.Fatalf("nodeclaims boot images %q and %q, want one pinned image", oldImage, nc.Status.ImageID)
 		}
 	}
-	mostDisrupted := nodewatch.Disrupted(t, s.Env.Config, "default")
-	fewestRunning := podwatch.Available(t, s.Env.Config, sandbox.Namespace, "app="+app, 3)
+	mostDisrupted := watchcount.Disrupted(t, s.Env.Config, "default")
+	fewestRunning := watchcount.Available(t, s.Env.Config, sandbox.Namespace, "app="+app, 3)
 
 	patch := []byte(`{"spec":{"amiSelectorTerms":[{"alias":"al2023@latest"}]}}`)
 	if err := s.Env.Client.Patch(ctx, &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
@@ -241,5 +223,25 @@ func TestAMIDriftReplacesEveryNodeWithinItsBudget(t *testing.T) {
 	}
 	if fewest := fewestRunning(); fewest < 2 {
 		t.Errorf("%d of the 3 pods Running at one point, want at least 2", fewest)
+	}
+}
+
+// createNodePoolExample creates the getting-started NodePool and EC2NodeClass on the stack, each
+// first changed by edit when given.
+func createNodePoolExample(t *testing.T, s *sandbox.Stack, edit func(*unstructured.Unstructured) error) {
+	t.Helper()
+	objects, err := sandbox.NodePoolExample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, object := range objects {
+		if edit != nil {
+			if err := edit(object); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Env.Client.Create(context.Background(), object); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -33,9 +33,9 @@ import (
 	"karpenter.sh/karpenter/pkg/test/events"
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/nodeclasses"
-	"karpenter.sh/karpenter/pkg/test/nodewatch"
+
 	"karpenter.sh/karpenter/pkg/test/operatortest"
-	"karpenter.sh/karpenter/pkg/test/podwatch"
+	"karpenter.sh/karpenter/pkg/test/watchcount"
 )
 
 const pollTimeout = 2 * time.Minute
@@ -125,8 +125,8 @@ func (c *cluster) driftWithinBudget(t *testing.T) {
 	})
 	c.deploy(t, "drift", 3)
 	before := c.runningOn(t, "drift", 3, nil)
-	mostDisrupted := nodewatch.Disrupted(t, c.env.Config, "drift")
-	fewestRunning := podwatch.Available(t, c.env.Config, metav1.NamespaceDefault, "app=drift", 3)
+	mostDisrupted := watchcount.Disrupted(t, c.env.Config, "drift")
+	fewestRunning := watchcount.Available(t, c.env.Config, metav1.NamespaceDefault, "app=drift", 3)
 
 	c.update(t, np, func(np *v1.NodePool) { np.Spec.Template.Labels["generation"] = "2" })
 	after := c.runningOn(t, "drift", 3, func(node *corev1.Node) bool { return node.Labels["generation"] == "2" })
@@ -197,7 +197,7 @@ func (c *cluster) underutilized(t *testing.T) {
 	c.deploy(t, "under", 1)
 	before := c.runningOn(t, "under", 1, nil)
 	claim := c.nodeClaimOf(t, before[0])
-	mostDisrupted := nodewatch.Disrupted(t, c.env.Config, "under")
+	mostDisrupted := watchcount.Disrupted(t, c.env.Config, "under")
 	c.update(t, np, func(np *v1.NodePool) {
 		np.Spec.Template.Spec.Requirements[0].Values = []string{"c5.large", "c5.xlarge"}
 	})

@@ -33,7 +33,7 @@ import (
 	"karpenter.sh/karpenter/pkg/test/events"
 	"karpenter.sh/karpenter/pkg/test/eventually"
 	"karpenter.sh/karpenter/pkg/test/operatortest"
-	"karpenter.sh/karpenter/pkg/test/podwatch"
+	"karpenter.sh/karpenter/pkg/test/watchcount"
 )
 
 const (
@@ -303,7 +303,7 @@ func TestTermination(t *testing.T) {
 			err := s.env.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "api"}, pdb)
 			return err == nil && pdb.Status.DisruptionsAllowed == 1, fmt.Sprintf("%d allowed", pdb.Status.DisruptionsAllowed), err
 		})
-		fewest := podwatch.Available(t, s.env.Config, metav1.NamespaceDefault, "app=api", 2)
+		fewest := watchcount.Available(t, s.env.Config, metav1.NamespaceDefault, "app=api", 2)
 		spare := environment.KwokNode("minavailable-spare", map[string]string{"group": "minavailable"}, builders.Resources("cpu", "4", "memory", "16Gi"))
 		s.create(t, spare)
 
