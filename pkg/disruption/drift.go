@@ -32,6 +32,7 @@ const (
 	ReasonAMIDrifted           = "AMIDrift"
 	ReasonSubnetDrifted        = "SubnetDrift"
 	ReasonSecurityGroupDrifted = "SecurityGroupDrift"
+	ReasonInstanceTypeNotFound = "InstanceTypeNotFound"
 )
 
 // NodePoolHash is the hash of the template fields whose change drifts a NodePool's nodes: its
@@ -86,15 +87,25 @@ type Drift struct {
 	Message string
 }
 
+// Observed is what the cloud says now of a NodeClaim's instance; the zero value knows nothing.
+type Observed struct {
+	// Instance is the instance as the cloud lists it, nil when it has not said yet what network
+	// the instance runs in.
+	Instance *cloudprovider.Instance
+	// InstanceTypeGone is whether the cloud no longer offers the NodeClaim's instance type to
+	// its NodePool's class, in any zone; false when not known.
+	InstanceTypeGone bool
+}
+
 // Drifted is how the NodeClaim drifted from its NodePool and EC2NodeClass, nil when it has not:
 // its template hash differs from the NodePool's, its node's labels no longer meet the NodePool's
-// requirements, its class hash differs from the class's, its image is no longer among those the
-// class resolves, its instance's subnet is no longer among the class's, or its instance's security
-// groups are no longer the class's. The node's labels are the NodeClaim's when it has no node yet.
-// A requirement on a label the node does not carry drifts nothing: which value it would have is
-// not known. class is nil for a NodeClaim of another kind of class, or one not resolved yet;
-// instance is nil when the cloud has not said yet what network the instance runs in.
-func Drifted(nc *v1.NodeClaim, node *corev1.Node, np *v1.NodePool, class *awsv1.EC2NodeClass, instance *cloudprovider.Instance) *Drift {
+// requirements, its instance type is no longer offered, its class hash differs from the class's,
+// its image is no longer among those the class resolves, its instance's subnet is no longer
+// among the class's, or its instance's security groups are no longer the class's. The node's
+// labels are the NodeClaim's when it has no node yet. A requirement on a label the node does not
+// carry drifts nothing: which value it would have is not known. class is nil for a NodeClaim of
+// another kind of class, or one not resolved yet.
+func Drifted(nc *v1.NodeClaim, node *corev1.Node, np *v1.NodePool, class *awsv1.EC2NodeClass, observed Observed) *Drift {
 	if stampedWith(nc.Annotations, v1.NodePoolHashAnnotationKey, v1.NodePoolHashVersionAnnotationKey) {
 		if want := NodePoolHash(np); nc.Annotations[v1.NodePoolHashAnnotationKey] != want {
 			return &Drift{ReasonNodePoolDrifted, fmt.Sprintf("NodePool %s's template changed since the node launched", np.Name)}
@@ -106,6 +117,9 @@ func Drifted(nc *v1.NodeClaim, node *corev1.Node, np *v1.NodePool, class *awsv1.
 	}
 	if key, value, ok := unmetRequirement(np.Spec.Template.Spec.Requirements, labels); !ok {
 		return &Drift{ReasonRequirementsDrifted, fmt.Sprintf("label %s=%q no longer meets NodePool %s's requirements", key, value, np.Name)}
+	}
+	if observed.InstanceTypeGone {
+		return &Drift{ReasonInstanceTypeNotFound, fmt.Sprintf("instance type %s is no longer offered to NodePool %s", labels[corev1.LabelInstanceTypeStable], np.Name)}
 	}
 	if class == nil {
 		return nil
@@ -120,7 +134,7 @@ func Drifted(nc *v1.NodeClaim, node *corev1.Node, np *v1.NodePool, class *awsv1.
 		!slices.ContainsFunc(class.Status.AMIs, func(ami awsv1.AMI) bool { return ami.ID == nc.Status.ImageID }) {
 		return &Drift{ReasonAMIDrifted, fmt.Sprintf("image %s is no longer among those EC2NodeClass %s resolves", nc.Status.ImageID, class.Name)}
 	}
-	return networkDrifted(class, instance)
+	return networkDrifted(class, observed.Instance)
 }
 
 // networkDrifted is how the instance's network drifted from the class's: its subnet is no longer

@@ -64,8 +64,12 @@ func TestDrifted(t *testing.T) {
 		// running changes the instance's network; unknown leaves it unknown.
 		running func(*cloudprovider.Instance)
 		unknown bool
-		want    string
+		// typeGone is the cloud no longer offering the instance type.
+		typeGone bool
+		want     string
 	}{
+		{name: "its instance type no longer offered", change: func(*v1.NodePool, *awsv1.EC2NodeClass, *v1.NodeClaim) {}, typeGone: true,
+			want: disruption.ReasonInstanceTypeNotFound},
 		{name: "unchanged", change: func(*v1.NodePool, *awsv1.EC2NodeClass, *v1.NodeClaim) {}},
 		{name: "a template label", change: func(np *v1.NodePool, _ *awsv1.EC2NodeClass, _ *v1.NodeClaim) {
 			np.Spec.Template.Labels["team"] = "b"
@@ -150,7 +154,7 @@ func TestDrifted(t *testing.T) {
 			if tc.unknown {
 				instance = nil
 			}
-			got := disruption.Drifted(nc, nil, np, class, instance)
+			got := disruption.Drifted(nc, nil, np, class, disruption.Observed{Instance: instance, InstanceTypeGone: tc.typeGone})
 			if (got == nil) != (tc.want == "") || got != nil && got.Reason != tc.want {
 				t.Errorf("Drifted = %+v, want %q", got, tc.want)
 			}
@@ -162,7 +166,7 @@ func TestDriftReadsTheNodesLabels(t *testing.T) {
 	np, class := nodePool(), nodeClass()
 	nc := launchedFrom(np, class)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{corev1.LabelInstanceTypeStable: "r5.large"}}}
-	if got := disruption.Drifted(nc, node, np, class, nil); got == nil || got.Reason != disruption.ReasonRequirementsDrifted {
+	if got := disruption.Drifted(nc, node, np, class, disruption.Observed{}); got == nil || got.Reason != disruption.ReasonRequirementsDrifted {
 		t.Errorf("Drifted = %+v, want %s from the node's label", got, disruption.ReasonRequirementsDrifted)
 	}
 }

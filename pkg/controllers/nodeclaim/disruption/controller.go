@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -47,8 +48,8 @@ const driftRecheck = 5 * time.Minute
 type Options struct {
 	Client client.Client
 	Clock  clock.Clock
-	// Instances tells the network the instances run in, for subnet and security group drift;
-	// nil leaves those out.
+	// Instances tells the network the instances run in, for subnet and security group drift,
+	// and the instance types offered; nil leaves those out.
 	Instances cloudprovider.InstanceProvider
 }
 
@@ -61,6 +62,7 @@ type Controller struct {
 	mu        sync.Mutex
 	podEvents map[string]time.Time
 	networks  *instanceNetworks
+	instances cloudprovider.InstanceProvider
 }
 
 // New builds the controller.
@@ -68,7 +70,7 @@ func New(options Options) (*Controller, error) {
 	if options.Client == nil || options.Clock == nil {
 		return nil, fmt.Errorf("the %s controller needs a client and a clock", Name)
 	}
-	return &Controller{client: options.Client, clock: options.Clock, podEvents: map[string]time.Time{},
+	return &Controller{client: options.Client, clock: options.Clock, podEvents: map[string]time.Time{}, instances: options.Instances,
 		networks: &instanceNetworks{instances: options.Instances, clock: options.Clock}}, nil
 }
 
@@ -235,11 +237,11 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 	}
 	c.mu.Unlock()
 	class, _ := pool.NodeClass.(*awsv1.EC2NodeClass)
-	var instance *cloudprovider.Instance
+	var observed disruption.Observed
 	if class != nil && nc.IsTrue(v1.ConditionTypeLaunched) {
-		instance = c.networks.of(ctx, nc.Status.ProviderID)
+		observed = disruption.Observed{Instance: c.networks.of(ctx, nc.Status.ProviderID), InstanceTypeGone: c.instanceTypeGone(ctx, nc, class)}
 	}
-	requeue := setDrifted(nc, node, pool.NodePool, class, instance)
+	requeue := setDrifted(nc, node, pool.NodePool, class, observed)
 	if next := setConsolidatable(nc, pool.NodePool, now); next > 0 && (requeue == 0 || next < requeue) {
 		requeue = next
 	}
@@ -284,11 +286,11 @@ func (c *Controller) stamp(ctx context.Context, nc *v1.NodeClaim, pool launcher.
 
 // setDrifted sets Drifted on a launched NodeClaim that drifted, removes it from one that did not,
 // and says when to look again.
-func setDrifted(nc *v1.NodeClaim, node *corev1.Node, np *v1.NodePool, class *awsv1.EC2NodeClass, instance *cloudprovider.Instance) time.Duration {
+func setDrifted(nc *v1.NodeClaim, node *corev1.Node, np *v1.NodePool, class *awsv1.EC2NodeClass, observed disruption.Observed) time.Duration {
 	if !nc.IsTrue(v1.ConditionTypeLaunched) {
 		return 0
 	}
-	drift := disruption.Drifted(nc, node, np, class, instance)
+	drift := disruption.Drifted(nc, node, np, class, observed)
 	if drift == nil {
 		meta.RemoveStatusCondition(&nc.Status.Conditions, v1.ConditionTypeDrifted)
 		return driftRecheck
@@ -319,4 +321,23 @@ func ignoreGone(err error) error {
 		return nil
 	}
 	return err
+}
+
+// instanceTypeGone is whether the cloud no longer offers the NodeClaim's instance type to its
+// class, in any zone (upstream's InstanceTypeNotFound): retired from the region's catalogue, or
+// no longer in a zone of the class's subnets or bootable by its images. An offering out of
+// capacity is still offered. False when not known — no instance provider, the catalogue not read
+// yet — so that nothing drifts by it meanwhile.
+func (c *Controller) instanceTypeGone(ctx context.Context, nc *v1.NodeClaim, class *awsv1.EC2NodeClass) bool {
+	name := nc.Labels[corev1.LabelInstanceTypeStable]
+	if c.instances == nil || name == "" {
+		return false
+	}
+	offered, err := c.instances.InstanceTypes(ctx, cloudprovider.Constraints{NodeClass: class, Requirements: []corev1.NodeSelectorRequirement{
+		{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{name}}}})
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("not checking whether the instance type is still offered", "nodeclaim", nc.Name, "error", err.Error())
+		return false
+	}
+	return len(offered) == 0
 }

@@ -1,9 +1,12 @@
 package disruption_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -12,6 +15,7 @@ import (
 
 	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/nodeclaim/disruption"
 	pkgdisruption "karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
@@ -91,5 +95,61 @@ func TestConditions(t *testing.T) {
 		if drifted := read(name).Condition(v1.ConditionTypeDrifted); drifted == nil || drifted.Reason != pkgdisruption.ReasonNodePoolDrifted {
 			t.Errorf("nodeclaim %s after the template changed: Drifted %+v, want %s", name, drifted, pkgdisruption.ReasonNodePoolDrifted)
 		}
+	}
+}
+
+// TestInstanceTypeGone: a NodeClaim whose instance type the cloud no longer offers to its class
+// drifts with InstanceTypeNotFound; one still offered does not, nor does any while the cloud's
+// instance types cannot be read.
+func TestInstanceTypeGone(t *testing.T) {
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{
+		Spec: v1.NodeClaimTemplateSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
+	}}}
+	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: awsv1.EC2NodeClassSpec{Role: "role"}}
+	claim := func(instanceType string) *v1.NodeClaim {
+		return &v1.NodeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "default-" + strings.ReplaceAll(instanceType, ".", "-"),
+				Labels: map[string]string{v1.NodePoolLabelKey: "default", corev1.LabelInstanceTypeStable: instanceType}},
+			Spec: v1.NodeClaimSpec{NodeClassRef: np.Spec.Template.Spec.NodeClassRef},
+			Status: v1.NodeClaimStatus{Conditions: []metav1.Condition{
+				{Type: v1.ConditionTypeLaunched, Status: metav1.ConditionTrue, Reason: "Launched"}}},
+		}
+	}
+	offered, retired := claim(fake.DefaultInstanceTypes()[0].Name), claim("m1.retired")
+	for _, tc := range []struct {
+		name                string
+		catalogueErr        error
+		offeredReason, gone string
+	}{
+		{name: "the catalogue read", gone: pkgdisruption.ReasonInstanceTypeNotFound},
+		{name: "the catalogue not read yet", catalogueErr: errors.New("no instance types read yet")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := kubefake.NewClientBuilder().WithObjects(np, class, offered.DeepCopy(), retired.DeepCopy()).Build()
+			cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+			cloud.SetError(tc.catalogueErr)
+			controller, err := disruption.New(disruption.Options{Client: c, Clock: clocktesting.NewFakeClock(time.Now()), Instances: cloud})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, nc := range []*v1.NodeClaim{offered, retired} {
+				if _, err := controller.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for nc, want := range map[*v1.NodeClaim]string{offered: tc.offeredReason, retired: tc.gone} {
+				stored := &v1.NodeClaim{}
+				if err := c.Get(t.Context(), client.ObjectKeyFromObject(nc), stored); err != nil {
+					t.Fatal(err)
+				}
+				got := ""
+				if drifted := stored.Condition(v1.ConditionTypeDrifted); drifted != nil {
+					got = drifted.Reason
+				}
+				if got != want {
+					t.Errorf("nodeclaim %s: Drifted %q, want %q", nc.Name, got, want)
+				}
+			}
+		})
 	}
 }
