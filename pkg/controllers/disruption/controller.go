@@ -14,6 +14,7 @@ package disruption
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -174,10 +175,9 @@ func (c *Controller) Pass(ctx context.Context) error {
 	now := c.Clock.Now()
 	snapshot := sync.OnceValues(func() (*state.Snapshot, error) { return c.Cluster.Snapshot(ctx, now) })
 	acted, err := c.actNodePools(ctx, snapshot, now)
-	if err != nil {
-		return err
-	}
-	return c.actProvisioners(ctx, snapshot, acted)
+	// A failing NodePool method does not keep the Provisioners' from running: they wait only
+	// when something was done.
+	return errors.Join(err, c.actProvisioners(ctx, snapshot, acted))
 }
 
 // actNodePools runs the NodePools' methods in upstream's order; acted is whether one removed a
@@ -205,19 +205,20 @@ func (c *Controller) actNodePools(ctx context.Context, readSnapshot func() (*sta
 	c.warnBudgets(nodePools.Items, decision.BudgetErrors)
 	c.explain(candidates, decision.Blocked)
 	loadPools := sync.OnceValues(func() (*replacementPools, error) { return c.readPools(ctx, snapshot, nodePools.Items) })
+	// From here on a failure may come after a change to the cluster: acted says so.
 	replacing, interruptedActed, err := c.replaceInterrupted(ctx, snapshot, interrupted, now, loadPools)
 	if err != nil {
-		return false, err
+		return true, err
 	}
 	inFlight, finished, err := c.finish(ctx, snapshot, candidates, block, loadPools)
 	if err != nil {
-		return false, err
+		return true, err
 	}
 	inFlight, finished = inFlight || replacing, finished || interruptedActed
 	empty := c.validated(decision.Empty, "empty", now)
 	for _, candidate := range empty {
 		if err := c.terminate(ctx, candidate, metrics.ReasonEmpty, "it has been empty for its NodePool's consolidateAfter", decisionDelete); err != nil {
-			return false, err
+			return true, err
 		}
 	}
 	acted = finished || len(empty) > 0
@@ -228,12 +229,12 @@ func (c *Controller) actNodePools(ctx context.Context, readSnapshot func() (*sta
 			break
 		}
 		launched, err := c.replace(ctx, snapshot, candidate, driftCause(candidate), loadPools)
-		if err != nil {
-			return false, err
-		}
 		inFlight = inFlight || launched
 		// Deleted or being replaced, its node is tainted now (taintDisrupted updates it).
 		acted = acted || nodes.IsDisrupted(candidate.Node)
+		if err != nil {
+			return acted || inFlight, err
+		}
 	}
 	underutilized := c.validated(decision.Underutilized, "underutilized", now)
 	if acted || inFlight {

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -45,22 +46,25 @@ func (c *Controller) period() time.Duration {
 }
 
 // actProvisioners runs the Provisioner methods that are due, in order, until one acts: a method
-// after one that acted, here or among the NodePools' methods, waits for the next pass.
+// after one that acted, here or among the NodePools' methods, waits for the next pass. A method
+// that fails does not keep the others from running; a failure after a change counts as acting.
 func (c *Controller) actProvisioners(ctx context.Context, snapshot func() (*state.Snapshot, error), acted bool) error {
 	now := c.Clock.Now()
+	var errs []error
 	for _, method := range c.Provisioners {
 		if acted {
-			return nil
+			break
 		}
 		if !c.due(method, now) {
 			continue
 		}
-		var err error
-		if acted, err = method.Act(ctx, snapshot); err != nil {
-			return fmt.Errorf("%s, %w", method.Name(), err)
+		methodActed, err := method.Act(ctx, snapshot)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s, %w", method.Name(), err))
 		}
+		acted = methodActed
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // due is whether the method's period has passed since it last ran; it is then recorded as

@@ -2,6 +2,7 @@ package disruption_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ type recordedMethod struct {
 	name      string
 	period    time.Duration
 	actsIn    []int
+	failsIn   []int
 	pass      *int
 	ran       []int
 	snapshots []*state.Snapshot
@@ -31,17 +33,20 @@ func (m *recordedMethod) Act(_ context.Context, snapshot func() (*state.Snapshot
 	m.ran = append(m.ran, *m.pass)
 	s, err := snapshot()
 	m.snapshots = append(m.snapshots, s)
+	if slices.Contains(m.failsIn, *m.pass) {
+		return false, errors.New("failed")
+	}
 	return slices.Contains(m.actsIn, *m.pass), err
 }
 
 // TestProvisionerMethodsRunOnThePass: Provisioners' expiry and consolidation run on the
 // disruption pass, in order, each at most every its period, reading the pass's one snapshot; a
 // method after one that acted waits for the next pass, and so do both after a NodePool method
-// acted.
+// acted; one that fails keeps none from running.
 func TestProvisionerMethodsRunOnThePass(t *testing.T) {
 	t.Run("periods and order", func(t *testing.T) {
 		pass := 0
-		expiry := &recordedMethod{name: "expiry", period: 30 * time.Second, actsIn: []int{3}, pass: &pass}
+		expiry := &recordedMethod{name: "expiry", period: 30 * time.Second, actsIn: []int{3}, failsIn: []int{6}, pass: &pass}
 		consolidation := &recordedMethod{name: "consolidation", period: 10 * time.Second, pass: &pass}
 		h := newHarness(t)
 		c := kubefake.NewClientBuilder().Build()
@@ -52,13 +57,14 @@ func TestProvisionerMethodsRunOnThePass(t *testing.T) {
 			t.Fatal(err)
 		}
 		for pass = range 7 {
-			if err := controller.Pass(t.Context()); err != nil {
-				t.Fatal(err)
+			if err := controller.Pass(t.Context()); (err != nil) != (pass == 6) {
+				t.Fatalf("pass %d: %v", pass, err)
 			}
 			h.clock.Step(disruption.DefaultPeriod)
 		}
-		// Expiry at 0 s, 30 s (pass 3, when it acts) and 60 s; consolidation at every pass but
-		// the one expiry acted in.
+		// Expiry at 0 s, 30 s (pass 3, when it acts) and 60 s (pass 6, when it fails: the pass
+		// fails, consolidation runs all the same); consolidation at every pass but the one expiry
+		// acted in.
 		if want := []int{0, 3, 6}; !slices.Equal(expiry.ran, want) {
 			t.Errorf("expiry ran in passes %v, want %v", expiry.ran, want)
 		}
