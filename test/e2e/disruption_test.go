@@ -6,11 +6,14 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
@@ -151,8 +154,8 @@ func errorsOtherThanNotFound(errs ...error) error {
 // al2023@latest resolves, through the emulator's SSM parameters, to the newer release, so every
 // NodeClaim drifts (AMIDrift, a dynamic drift: the alias is not in the class's hash) and is
 // replaced by one booting the new AMI — never more than the NodePool's budget of one disrupted
-// at a time, and never fewer than two of the three pods (one per node) Running, both asserted
-// from watches rather than polls.
+// at a time, and never fewer than two of the three pods (one per node) Running, which their
+// PodDisruptionBudget (minAvailable 2) asks, both asserted from watches rather than polls.
 func TestAMIDriftReplacesEveryNodeWithinItsBudget(t *testing.T) {
 	t.Parallel()
 	s := startOwnStack(t, sandbox.Options{ControllerBinary: controllerBinary})
@@ -167,6 +170,13 @@ func TestAMIDriftReplacesEveryNodeWithinItsBudget(t *testing.T) {
 		return nil
 	})
 	const app = "pinned-ami"
+	budget := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: sandbox.Namespace},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(2)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
+	}
+	if err := s.Env.Client.Create(ctx, budget); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Env.Client.Create(ctx, builders.Deployment(builders.DeploymentOptions{Name: app, Namespace: sandbox.Namespace, Replicas: 3, Pod: builders.PodOptions{
 		Labels: map[string]string{"app": app}, Requests: builders.Resources("cpu", "1"), NodeSelector: map[string]string{v1.NodePoolLabelKey: "default"},
 		PodAntiAffinity: []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, map[string]string{"app": app})},
