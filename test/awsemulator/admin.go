@@ -110,6 +110,22 @@ func (e *Emulator) SetEKSNodeGroupTags(clusterAndName string, tags map[string]st
 	return replaceTags(e, e.nodeGroups, func(ng *eksNodeGroup) *map[string]string { return &ng.tags }, "eks node group", clusterAndName, tags)
 }
 
+// SSMParameter is the value of a public SSM parameter, as GetParameter answers it.
+func (e *Emulator) SSMParameter(name string) (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	value, ok := e.ssmParameters[name]
+	return value, ok
+}
+
+// SetSSMParameter makes the parameter hold value, as AWS does when it publishes a new release
+// behind a "recommended" (latest) parameter.
+func (e *Emulator) SetSSMParameter(name, value string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.ssmParameters[name] = value
+}
+
 // replaceTags replaces the tags, found by tagsOf, of the resource of the kind named name in
 // resources, one of the emulator's maps.
 func replaceTags[R any](e *Emulator, resources map[string]*R, tagsOf func(*R) *map[string]string, kind, name string, tags map[string]string) error {
