@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,10 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/discovery"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	pkgdisruption "karpenter.sh/karpenter/pkg/disruption"
@@ -150,26 +151,25 @@ func errorsOtherThanNotFound(errs ...error) error {
 }
 
 // TestAMIDriftReplacesEveryNodeWithinItsBudget (issue 37): the getting-started NodePool's three
-// nodes boot the AMI of a pinned release (al2023@v20260415); bumping the EC2NodeClass's alias to
-// al2023@latest resolves, through the emulator's SSM parameters, to the newer release, so every
-// NodeClaim drifts (AMIDrift, a dynamic drift: the alias is not in the class's hash) and is
-// replaced by one booting the new AMI — never more than the NodePool's budget of one disrupted
-// at a time, and never fewer than two of the three pods (one per node) Running, which their
-// PodDisruptionBudget (minAvailable 2) asks, both asserted from watches rather than polls.
+// nodes boot the image behind al2023@latest; the emulator's SSM parameter behind it moves to
+// another image (the earlier release's, as AWS moves it to a new one), so every NodeClaim drifts
+// (AMIDrift) and is replaced by one booting the image the parameter names now — never more than
+// the NodePool's budget of one disrupted at a time, and never fewer than two of the three pods
+// (one per node) Running, which their PodDisruptionBudget (minAvailable 2) asks, both asserted
+// from watches rather than polls. The controller is restarted after the move, as a rollout would
+// restart it: a running controller keeps a parameter for an hour
+// (TestAMovedLatestIsResolvedWithinTheHour), a restarted one reads it at its first resolution.
 func TestAMIDriftReplacesEveryNodeWithinItsBudget(t *testing.T) {
 	t.Parallel()
 	s := startOwnStack(t, sandbox.Options{ControllerBinary: controllerBinary})
 	ctx := context.Background()
 	createNodePoolExample(t, s, func(object *unstructured.Unstructured) error {
-		switch object.GetKind() {
-		case "EC2NodeClass":
-			return unstructured.SetNestedSlice(object.Object, []any{map[string]any{"alias": "al2023@v20260415"}}, "spec", "amiSelectorTerms")
-		case "NodePool":
-			return unstructured.SetNestedSlice(object.Object, []any{map[string]any{"nodes": "1"}}, "spec", "disruption", "budgets")
+		if object.GetKind() != "NodePool" {
+			return nil
 		}
-		return nil
+		return unstructured.SetNestedSlice(object.Object, []any{map[string]any{"nodes": "1"}}, "spec", "disruption", "budgets")
 	})
-	const app = "pinned-ami"
+	const app = "latest-ami"
 	budget := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: sandbox.Namespace},
 		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(2)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
@@ -189,18 +189,26 @@ func TestAMIDriftReplacesEveryNodeWithinItsBudget(t *testing.T) {
 	for _, nc := range claims {
 		oldClaims[nc.Name] = true
 		if nc.Status.ImageID != oldImage || oldImage == "" {
-			t.Fatalf("nodeclaims boot images %q and %q, want one pinned image", oldImage, nc.Status.ImageID)
+			t.Fatalf("nodeclaims boot images %q and %q, want one image", oldImage, nc.Status.ImageID)
 		}
+	}
+	minor := kubernetesMinor(t, s)
+	latest := fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/x86_64/standard/recommended/image_id", minor)
+	earlier := fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-%s-v20260415/image_id", minor, minor)
+	newImage, ok := s.Emulator.SSMParameter(earlier)
+	if behind, _ := s.Emulator.SSMParameter(latest); behind != oldImage || !ok || newImage == oldImage {
+		t.Fatalf("%s holds %q, %s %q (found %t); want the nodes' image %s behind the first and another behind the second", latest, behind, earlier, newImage, ok, oldImage)
 	}
 	mostDisrupted := watchcount.Disrupted(t, s.Env.Config, "default")
 	fewestRunning := watchcount.Available(t, s.Env.Config, sandbox.Namespace, "app="+app, 3)
 
-	patch := []byte(`{"spec":{"amiSelectorTerms":[{"alias":"al2023@latest"}]}}`)
-	if err := s.Env.Client.Patch(ctx, &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	s.Emulator.SetSSMParameter(latest, newImage)
+	s.KillController()
+	if err := s.StartController(ctx); err != nil {
 		t.Fatal(err)
 	}
 	amiDrifted := false
-	eventually.Holds(t, "every nodeclaim replaced by one booting the latest image", func() (bool, string, error) {
+	eventually.Holds(t, "every nodeclaim replaced by one booting the image now behind "+latest, func() (bool, string, error) {
 		var list v1.NodeClaimList
 		if err := s.Env.Client.List(ctx, &list, client.MatchingLabels{v1.NodePoolLabelKey: "default"}); err != nil {
 			return false, "", err
@@ -211,7 +219,7 @@ func TestAMIDriftReplacesEveryNodeWithinItsBudget(t *testing.T) {
 			if drifted := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDrifted); drifted != nil && drifted.Status == metav1.ConditionTrue && drifted.Reason == pkgdisruption.ReasonAMIDrifted {
 				amiDrifted = true
 			}
-			if !oldClaims[nc.Name] && nc.DeletionTimestamp == nil && nc.IsTrue(v1.ConditionTypeInitialized) && nc.Status.ImageID != oldImage {
+			if !oldClaims[nc.Name] && nc.DeletionTimestamp == nil && nc.IsTrue(v1.ConditionTypeInitialized) && nc.Status.ImageID == newImage {
 				replaced++
 			}
 			state = append(state, fmt.Sprintf("%s %s", nc.Name, nc.Status.ImageID))
@@ -254,4 +262,18 @@ func createNodePoolExample(t *testing.T, s *sandbox.Stack, edit func(*unstructur
 			t.Fatal(err)
 		}
 	}
+}
+
+// kubernetesMinor is the stack's Kubernetes version, major.minor, whose AMIs aliases name.
+func kubernetesMinor(t *testing.T, s *sandbox.Stack) string {
+	t.Helper()
+	servers, err := discovery.NewDiscoveryClientForConfig(s.Env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := servers.ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return version.Major + "." + strings.TrimSuffix(version.Minor, "+")
 }
