@@ -80,6 +80,48 @@ func TestDisruption(t *testing.T) {
 	t.Run("a do-not-disrupt pod holds its drifted node, told why", c.doNotDisrupt)
 	t.Run("an underutilized node is replaced by a cheaper one, launched first", c.underutilized)
 	t.Run("a scheduled change replaces its node first, whatever the budgets and do-not-disrupt say", c.scheduledChange)
+	t.Run("a steady workload is left alone for ten passes", c.steady)
+}
+
+// steady: two pods, each alone on the one type its NodePool allows (on demand) and too large to
+// share a node, have nothing to gain from consolidation: once each NodeClaim is told so, ten passes go by
+// without a launch, a node disrupted (asserted from a watch) or a NodeClaim replaced.
+func (c *cluster) steady(t *testing.T) {
+	c.nodePool(t, "steady", func(np *v1.NodePool) {
+		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
+			v1.NodeSelectorRequirementWithMinValues{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}})
+		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("1s")
+		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
+	})
+	c.deploy(t, "steady", 2)
+	nodes := c.runningOn(t, "steady", 2, nil)
+	mostDisrupted := watchcount.Disrupted(t, c.env.Config, "steady")
+	launches := len(c.cloud.CreateCalls())
+	claims := make([]string, 0, len(nodes))
+	for _, node := range nodes {
+		claim := c.nodeClaimOf(t, node)
+		claims = append(claims, claim)
+		events.Wait(t, c.env.Client, claim, pkgdisruption.ConsolidationNotCheaper, "", eventually.Timeout(pollTimeout))
+	}
+	// The passes run every 200 ms: ten of them take two seconds.
+	decided := time.Now()
+	eventually.Holds(t, "ten passes after the decision", func() (bool, string, error) {
+		return time.Since(decided) >= 10*200*time.Millisecond, "", nil
+	}, eventually.Timeout(pollTimeout))
+	if on := c.runningOn(t, "steady", 2, nil); !slices.Equal(on, nodes) {
+		t.Errorf("the pods moved from %v to %v", nodes, on)
+	}
+	for i, node := range nodes {
+		if claim := c.nodeClaimOf(t, node); claim != claims[i] {
+			t.Errorf("node %s's nodeclaim is %s, was %s", node, claim, claims[i])
+		}
+	}
+	if n := len(c.cloud.CreateCalls()) - launches; n != 0 {
+		t.Errorf("%d launches over the passes, want none", n)
+	}
+	if most := mostDisrupted(); most != 0 {
+		t.Errorf("%d nodes disrupted at once, want none", most)
+	}
 }
 
 // scheduledChange: a scheduled change two weeks ahead recorded on a node's NodeClaim, as the
