@@ -82,6 +82,14 @@ func Block(c *Candidate, budgets []policyv1.PodDisruptionBudget, now time.Time) 
 	return nil, invalid
 }
 
+// DriftsPast is whether drift replaces the candidate although why holds it: as upstream's
+// eventual disruption, a NodeClaim with a terminationGracePeriod has a bounded drain, so
+// do-not-disrupt pods and PodDisruptionBudgets delay its removal by that much at most rather
+// than forever. A do-not-disrupt node, or one not initialized, still holds it.
+func DriftsPast(c *Candidate, why *Blocked) bool {
+	return why != nil && c.NodeClaim.Spec.TerminationGracePeriod != nil && (why.Reason == BlockedDoNotDisruptPod || why.Reason == BlockedPDB)
+}
+
 // Decision is what one pass disrupts, method by method in upstream's order, and why it leaves
 // the rest.
 type Decision struct {
@@ -138,7 +146,7 @@ func Decide(candidates []*Candidate, block func(*Candidate) *Blocked, now time.T
 			if c.Disrupting || chosen[c.Name()] || !eligible(c) {
 				continue
 			}
-			if why := block(c); why != nil {
+			if why := block(c); why != nil && (method != v1.DisruptionReasonDrifted || !DriftsPast(c, why)) {
 				d.Blocked[c.Name()] = *why
 				continue
 			}

@@ -125,6 +125,26 @@ func TestDecide(t *testing.T) {
 				c.Pods[1].Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
 				return []*disruption.Candidate{c}
 			}, wantBlocked: map[string]string{"a": disruption.BlockedDoNotDisruptPod}},
+		{name: "a terminationGracePeriod lets drift past a do-not-disrupt pod and a PodDisruptionBudget, not past a do-not-disrupt node nor underutilized",
+			candidates: func() []*disruption.Candidate {
+				grace := &metav1.Duration{Duration: time.Hour}
+				pod := candidate("a", all, 2, v1.ConditionTypeDrifted)
+				pod.Pods[1].Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+				budgeted := candidate("b", all, 1, v1.ConditionTypeDrifted)
+				node := candidate("c", all, 1, v1.ConditionTypeDrifted)
+				node.Node.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+				under := candidate("d", all, 1, v1.ConditionTypeConsolidatable)
+				under.Pods[0].Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+				for _, c := range []*disruption.Candidate{pod, budgeted, node, under} {
+					c.NodeClaim.Spec.TerminationGracePeriod = grace
+				}
+				budgeted.Pods[0].Labels = map[string]string{"app": "guarded"}
+				return []*disruption.Candidate{pod, budgeted, node, under}
+			},
+			pdbs: []policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: "default"},
+				Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}}}},
+			wantDrifted: []string{"a", "b"},
+			wantBlocked: map[string]string{"c": disruption.BlockedDoNotDisruptNode, "d": disruption.BlockedDoNotDisruptPod}},
 		{name: "an unreadable do-not-disrupt holds nothing",
 			candidates: func() []*disruption.Candidate {
 				c := candidate("a", all, 1, v1.ConditionTypeDrifted)

@@ -94,7 +94,7 @@ func (c *Controller) finish(ctx context.Context, snapshot *state.Snapshot, candi
 			terminated = true
 			continue
 		}
-		if candidate.NodeClaim.IsTrue(v1.ConditionTypeDrifted) && block(candidate) == nil {
+		if why := block(candidate); candidate.NodeClaim.IsTrue(v1.ConditionTypeDrifted) && (why == nil || disruption.DriftsPast(candidate, why)) {
 			launched, err := c.replace(ctx, snapshot, candidate, driftCause(candidate), loadPools)
 			if err != nil {
 				return inFlight, terminated, err
