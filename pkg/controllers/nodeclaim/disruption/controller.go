@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -62,7 +61,7 @@ type Controller struct {
 	mu        sync.Mutex
 	podEvents map[string]time.Time
 	networks  *instanceNetworks
-	instances cloudprovider.InstanceProvider
+	offered   *offeredTypes
 }
 
 // New builds the controller.
@@ -70,8 +69,9 @@ func New(options Options) (*Controller, error) {
 	if options.Client == nil || options.Clock == nil {
 		return nil, fmt.Errorf("the %s controller needs a client and a clock", Name)
 	}
-	return &Controller{client: options.Client, clock: options.Clock, podEvents: map[string]time.Time{}, instances: options.Instances,
-		networks: &instanceNetworks{instances: options.Instances, clock: options.Clock}}, nil
+	return &Controller{client: options.Client, clock: options.Clock, podEvents: map[string]time.Time{},
+		networks: &instanceNetworks{instances: options.Instances, clock: options.Clock},
+		offered:  &offeredTypes{instances: options.Instances, clock: options.Clock, checked: map[offeredKey]offeredAnswer{}}}, nil
 }
 
 // Name identifies the controller.
@@ -239,7 +239,7 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 	class, _ := pool.NodeClass.(*awsv1.EC2NodeClass)
 	var observed disruption.Observed
 	if class != nil && nc.IsTrue(v1.ConditionTypeLaunched) {
-		observed = disruption.Observed{Instance: c.networks.of(ctx, nc.Status.ProviderID), InstanceTypeGone: c.instanceTypeGone(ctx, nc, class)}
+		observed = disruption.Observed{Instance: c.networks.of(ctx, nc.Status.ProviderID), InstanceTypeGone: c.offered.gone(ctx, nc, class)}
 	}
 	requeue := setDrifted(nc, node, pool.NodePool, class, observed)
 	if next := setConsolidatable(nc, pool.NodePool, now); next > 0 && (requeue == 0 || next < requeue) {
@@ -321,23 +321,4 @@ func ignoreGone(err error) error {
 		return nil
 	}
 	return err
-}
-
-// instanceTypeGone is whether the cloud no longer offers the NodeClaim's instance type to its
-// class, in any zone (upstream's InstanceTypeNotFound): retired from the region's catalogue, or
-// no longer in a zone of the class's subnets or bootable by its images. An offering out of
-// capacity is still offered. False when not known — no instance provider, the catalogue not read
-// yet — so that nothing drifts by it meanwhile.
-func (c *Controller) instanceTypeGone(ctx context.Context, nc *v1.NodeClaim, class *awsv1.EC2NodeClass) bool {
-	name := nc.Labels[corev1.LabelInstanceTypeStable]
-	if c.instances == nil || name == "" {
-		return false
-	}
-	offered, err := c.instances.InstanceTypes(ctx, cloudprovider.Constraints{NodeClass: class, Requirements: []corev1.NodeSelectorRequirement{
-		{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{name}}}})
-	if err != nil {
-		log.FromContext(ctx).V(1).Info("not checking whether the instance type is still offered", "nodeclaim", nc.Name, "error", err.Error())
-		return false
-	}
-	return len(offered) == 0
 }

@@ -132,10 +132,16 @@ func TestInstanceTypeGone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, nc := range []*v1.NodeClaim{offered, retired} {
-				if _, err := controller.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}); err != nil {
-					t.Fatal(err)
+			// Twice each, as pod events would: the cloud is asked once per type within the recheck.
+			for range 2 {
+				for _, nc := range []*v1.NodeClaim{offered, retired} {
+					if _, err := controller.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}); err != nil {
+						t.Fatal(err)
+					}
 				}
+			}
+			if calls := len(cloud.InstanceTypesCalls()); tc.catalogueErr == nil && calls != 2 {
+				t.Errorf("%d instance type listings, want 2 (one per type)", calls)
 			}
 			for nc, want := range map[*v1.NodeClaim]string{offered: tc.offeredReason, retired: tc.gone} {
 				stored := &v1.NodeClaim{}
