@@ -42,6 +42,10 @@ type Request struct {
 	Pool       Pool
 	Candidates []cloudprovider.Candidate
 	Nodes      []*scheduling.NewNode
+	// Labels are the values the plan chose for the nodes on keys their pool chooses
+	// (scheduling.NewNode.Labels), the same for every node of the request: the NodeClaims carry
+	// them and the cloud registers the nodes with them, beside the pool's own labels.
+	Labels map[string]string
 	// Annotations are written on the NodeClaims and their Nodes, e.g. the nodes a replacement
 	// replaces.
 	Annotations map[string]string
@@ -120,7 +124,7 @@ func (l *Launcher) CreateNodeClaims(ctx context.Context, request Request) ([]*v1
 	writes.SetLimit(l.concurrency)
 	for i, n := range request.Nodes {
 		writes.Go(func() error {
-			nc := newNodeClaim(names[i], request.Pool, n, request.Candidates, annotations, request.StartupTaints)
+			nc := newNodeClaim(names[i], request, n, annotations)
 			if err := l.client.Create(ctx, nc); err != nil {
 				errs[i] = fmt.Errorf("creating nodeclaim %s, %w", nc.Name, err)
 				return nil
@@ -149,7 +153,7 @@ func (l *Launcher) launch(ctx context.Context, request Request, group string, co
 		return nil, fmt.Errorf("waiting to launch instances for %s, %w", request.Pool.Key(), err)
 	}
 	defer l.calls.Release(1)
-	instances, err := l.instances.Create(ctx, request.Pool.launchRequest(request.Candidates, group, count))
+	instances, err := l.instances.Create(ctx, request.Pool.launchRequest(request.Candidates, request.Labels, group, count))
 	killpoint.Reached(killpoint.InstancesLaunched)
 	return instances, err
 }

@@ -126,19 +126,22 @@ func minValuesRelaxed(n *scheduling.NewNode, candidates []cloudprovider.Candidat
 	return n.MinValuesRelaxed || unmet != ""
 }
 
-// newNodeClaim is the NodeClaim of one node a pool launches: named, labelled and annotated as
-// its group's, carrying the plan's decision (what it may launch as, what it must have room for),
+// newNodeClaim is the NodeClaim of one of a request's nodes: named, labelled (the pool's labels
+// and those the plan chose) and annotated as its group's, carrying the plan's decision (what it may launch as, what it must have room for),
 // the pool's taints and the startup taints its launcher asks for. A NodePool's NodeClaim names
 // its EC2NodeClass, takes the template's annotations, startup taints, expireAfter and
 // terminationGracePeriod, and with minValues says whether they were relaxed; a Provisioner's
 // names the Provisioner, whose spec.provider is its cloud configuration, and never expires by
 // itself, as its ttlSecondsUntilExpired is read live.
-func newNodeClaim(name string, pool Pool, n *scheduling.NewNode, candidates []cloudprovider.Candidate, annotations map[string]string, startupTaints []corev1.Taint) *v1.NodeClaim {
+func newNodeClaim(name string, request Request, n *scheduling.NewNode, annotations map[string]string) *v1.NodeClaim {
+	pool, candidates, startupTaints := request.Pool, request.Candidates, request.StartupTaints
 	minValues := pool.MinValues()
+	labels := pool.Labels()
+	maps.Copy(labels, request.Labels)
 	nc := &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
-			Labels:      pool.Labels(),
+			Labels:      labels,
 			Annotations: maps.Clone(annotations),
 			Finalizers:  []string{v1.TerminationFinalizer},
 		},

@@ -102,7 +102,7 @@ func TestLaunchedNodeClaimRegistersItsNode(t *testing.T) {
 		CapacityType: v1alpha5.CapacityTypeSpot, NodeName: "ip-10-0-0-1.us-west-2.compute.internal",
 		Labels: map[string]string{corev1.LabelInstanceTypeStable: it.Name, corev1.LabelTopologyZone: "us-west-2b", v1alpha5.CapacityTypeLabelKey: "spot"}}
 	hold := corev1.Taint{Key: v1alpha5.LaunchingTaintKey, Effect: corev1.TaintEffectNoSchedule}
-	nc := newNodeClaim("default-abcde", Pool{Provisioner: p}, &scheduling.NewNode{Pool: pools.Provisioner(p.Name)}, nil, map[string]string{v1alpha5.ReplacesAnnotationKey: "old"}, []corev1.Taint{hold})
+	nc := newNodeClaim("default-abcde", Request{Pool: Pool{Provisioner: p}, StartupTaints: []corev1.Taint{hold}}, &scheduling.NewNode{Pool: pools.Provisioner(p.Name)}, map[string]string{v1alpha5.ReplacesAnnotationKey: "old"})
 	nc.UID = "nc-uid"
 	nc = launched(nc, instance, it)
 	kubelet := &corev1.Node{
@@ -168,7 +168,7 @@ func TestNodeClaimMinValues(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := &scheduling.NewNode{Pool: pools.NodePool(np.Name), Requirements: scheduled, MinValuesRelaxed: tc.scheduledRelaxed}
-			nc := newNodeClaim("flexible-abcde", Pool{NodePool: np}, n, tc.candidates, map[string]string{}, nil)
+			nc := newNodeClaim("flexible-abcde", Request{Pool: Pool{NodePool: np}, Candidates: tc.candidates}, n, map[string]string{})
 			minValues := map[string]int{}
 			for _, r := range nc.Spec.Requirements {
 				if r.MinValues != nil {
@@ -185,8 +185,32 @@ func TestNodeClaimMinValues(t *testing.T) {
 	}
 	// A Provisioner's NodeClaim has no minValues to say anything of.
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
-	nc := newNodeClaim("default-abcde", Pool{Provisioner: p}, &scheduling.NewNode{Pool: pools.Provisioner(p.Name)}, offered(1), map[string]string{}, nil)
+	nc := newNodeClaim("default-abcde", Request{Pool: Pool{Provisioner: p}, Candidates: offered(1)}, &scheduling.NewNode{Pool: pools.Provisioner(p.Name)}, map[string]string{})
 	if _, ok := nc.Annotations[v1.NodeClaimMinValuesRelaxedAnnotationKey]; ok {
 		t.Errorf("a Provisioner's NodeClaim annotated %v", nc.Annotations)
+	}
+}
+
+// TestChosenLabelsReachTheNodeClaimAndTheCloud: the labels the plan chose for a request's nodes
+// are on each NodeClaim and in the cloud's launch request beside the pool's, and a launch
+// resumed from the NodeClaim asks for them again, the labels its instance brought excluded.
+func TestChosenLabelsReachTheNodeClaimAndTheCloud(t *testing.T) {
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "spot"}}
+	np.Spec.Template.Labels = map[string]v1.LabelValue{"team": "web"}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+	pool := Pool{NodePool: np}
+	chosen := map[string]string{"capacity-spread": "3"}
+	nc := newNodeClaim("spot-abcde", Request{Pool: pool, Labels: chosen}, &scheduling.NewNode{Pool: pools.NodePool("spot")}, map[string]string{})
+	if nc.Labels["capacity-spread"] != "3" || nc.Labels["team"] != "web" || nc.Labels[v1.NodePoolLabelKey] != "spot" {
+		t.Errorf("nodeclaim labels %v, want the pool's and capacity-spread=3", nc.Labels)
+	}
+	if labels := pool.launchRequest(nil, chosen, "group", 1).Labels; labels["capacity-spread"] != "3" || labels["team"] != "web" {
+		t.Errorf("launch request labels %v, want the pool's and capacity-spread=3", labels)
+	}
+	// Once launched, the NodeClaim also has its instance's labels: a resumed launch leaves them out.
+	nc.Labels[corev1.LabelInstanceTypeStable] = "m5.large"
+	nc.Labels["karpenter.k8s.aws/instance-family"] = "m5"
+	if got := pool.chosenLabels(nc); len(got) != 1 || got["capacity-spread"] != "3" {
+		t.Errorf("chosen labels read back %v, want capacity-spread=3 alone", got)
 	}
 }

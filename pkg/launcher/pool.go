@@ -15,6 +15,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/pools"
+	karpscheduling "karpenter.sh/karpenter/pkg/scheduling"
 )
 
 // Pool is what a launch's NodeClaims come from: a Provisioner, whose spec.provider is its cloud
@@ -71,6 +72,19 @@ func (p Pool) Labels() map[string]string {
 	return labels
 }
 
+// chosenLabels are the labels the plan chose for a NodeClaim of the pool (Request.Labels): those
+// it carries in no reserved domain (scheduling.ReservedLabelDomain) beside the pool's own.
+func (p Pool) chosenLabels(nc *v1.NodeClaim) map[string]string {
+	own := p.Labels()
+	out := map[string]string{}
+	for k, v := range nc.Labels {
+		if _, ok := own[k]; !ok && !karpscheduling.ReservedLabelDomain(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // Taints are those every node of the pool carries.
 func (p Pool) Taints() []corev1.Taint {
 	if p.NodePool != nil {
@@ -87,9 +101,12 @@ func (p Pool) constraints() cloudprovider.Constraints {
 	return cloudprovider.Constraints{Provider: p.Provisioner.Spec.Provider}
 }
 
-// launchRequest is the cloud's request for count instances of the pool under the group's key.
-func (p Pool) launchRequest(candidates []cloudprovider.Candidate, group string, count int) cloudprovider.LaunchRequest {
-	request := cloudprovider.LaunchRequest{Count: count, Candidates: candidates, Labels: p.Labels(), Taints: p.Taints(), IdempotencyKey: group}
+// launchRequest is the cloud's request for count instances of the pool under the group's key,
+// registering with the pool's labels and those the plan chose.
+func (p Pool) launchRequest(candidates []cloudprovider.Candidate, chosen map[string]string, group string, count int) cloudprovider.LaunchRequest {
+	labels := p.Labels()
+	maps.Copy(labels, chosen)
+	request := cloudprovider.LaunchRequest{Count: count, Candidates: candidates, Labels: labels, Taints: p.Taints(), IdempotencyKey: group}
 	if p.NodePool != nil {
 		request.NodePoolName = p.NodePool.Name
 		request.NodeClass = p.NodeClass

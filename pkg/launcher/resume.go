@@ -148,7 +148,7 @@ func (l *Launcher) candidates(ctx context.Context, p Pool, nc *v1.NodeClaim) ([]
 // with other candidates or counts is not answered again: its instances are listed once the cloud
 // lists them.
 func (l *Launcher) relaunch(ctx context.Context, p Pool, candidates []cloudprovider.Candidate, members []*v1.NodeClaim, group string) ([]*cloudprovider.Instance, error) {
-	instances, err := l.launch(ctx, Request{Pool: p, Candidates: candidates}, group, len(members))
+	instances, err := l.launch(ctx, Request{Pool: p, Candidates: candidates, Labels: p.chosenLabels(members[0])}, group, len(members))
 	if launchedBefore := (*cloudprovider.LaunchedBeforeError)(nil); errors.As(err, &launchedBefore) {
 		return nil, ErrLaunchUnsettled
 	}

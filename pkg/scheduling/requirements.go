@@ -103,6 +103,33 @@ func (r *Requirement) AllowsOneValue() bool {
 // Satisfiable reports whether a node can meet the requirement at all.
 func (r *Requirement) Satisfiable() bool { return r.allowAbsent || r.AnyValue() }
 
+// Choices are the values a label no instance type decides may be given to meet the
+// requirement: the allowed values, sorted, when they are finite; otherwise the least
+// non-negative integer it allows, as upstream chooses an integer for such a label. Nil when it
+// allows no value.
+func (r *Requirement) Choices() []string {
+	if !r.complement {
+		var out []string
+		for _, v := range sets.List(r.values) {
+			if r.Has(v) {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	least := int64(0)
+	if r.greaterThan != nil {
+		least = max(least, *r.greaterThan+1)
+	}
+	// Each excluded value can push the least one up by one at most.
+	for v := least; v <= least+int64(r.values.Len()); v++ {
+		if value := strconv.FormatInt(v, 10); r.Has(value) {
+			return []string{value}
+		}
+	}
+	return nil
+}
+
 func maxBound(a, b *int64) *int64 {
 	if a == nil || (b != nil && *b > *a) {
 		return b

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -126,6 +127,50 @@ func TestRequirementPredicates(t *testing.T) {
 			if check.got != check.want {
 				t.Errorf("%s: %s = %v, want %v", tc.name, check.what, check.got, check.want)
 			}
+		}
+	}
+}
+
+func TestChoices(t *testing.T) {
+	r := func(operator corev1.NodeSelectorOperator, values ...string) *Requirement {
+		return mustRequirement(t, operator, values...)
+	}
+	for _, tc := range []struct {
+		name        string
+		requirement *Requirement
+		want        []string
+	}{
+		{"In, sorted", r(corev1.NodeSelectorOpIn, "3", "1", "2"), []string{"1", "2", "3"}},
+		{"In narrowed by NotIn", r(corev1.NodeSelectorOpIn, "1", "2").Intersect(r(corev1.NodeSelectorOpNotIn, "1")), []string{"2"}},
+		{"In narrowed by Gt", r(corev1.NodeSelectorOpIn, "1", "5", "x").Intersect(r(corev1.NodeSelectorOpGt, "2")), []string{"5"}},
+		{"Exists: the least integer", r(corev1.NodeSelectorOpExists), []string{"0"}},
+		{"Exists but not 0 or 1", r(corev1.NodeSelectorOpExists).Intersect(r(corev1.NodeSelectorOpNotIn, "0", "1")), []string{"2"}},
+		{"Gt", r(corev1.NodeSelectorOpGt, "4"), []string{"5"}},
+		{"Gt negative", r(corev1.NodeSelectorOpGt, "-3"), []string{"0"}},
+		{"between bounds, excluded", r(corev1.NodeSelectorOpGt, "1").Intersect(r(corev1.NodeSelectorOpLt, "4")).Intersect(r(corev1.NodeSelectorOpNotIn, "2")), []string{"3"}},
+		{"empty interval", r(corev1.NodeSelectorOpGt, "1").Intersect(r(corev1.NodeSelectorOpLt, "2")), nil},
+		{"DoesNotExist", r(corev1.NodeSelectorOpDoesNotExist), nil},
+	} {
+		if got := tc.requirement.Choices(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Choices() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestReservedLabelDomain(t *testing.T) {
+	for key, want := range map[string]bool{
+		"capacity-spread":                      false,
+		"example.com/capacity-spread":          false,
+		"kubernetes.io/arch":                   true,
+		"node.kubernetes.io/instance-type":     true,
+		"topology.kubernetes.io/zone":          true,
+		"karpenter.sh/capacity-type":           true,
+		"karpenter.k8s.aws/instance-gpu-count": true,
+		"topology.k8s.aws/zone-id":             true,
+		"notkubernetes.io/x":                   false,
+	} {
+		if got := ReservedLabelDomain(key); got != want {
+			t.Errorf("ReservedLabelDomain(%q) = %v, want %v", key, got, want)
 		}
 	}
 }

@@ -87,6 +87,28 @@ func TestPlacementsPassKubeSchedulerFilters(t *testing.T) {
 	}
 }
 
+// TestChosenLabelsPassKubeSchedulerFilters replays upstream's capacity-spread pattern: the
+// labels the NodePools chose are on the nodes, and kube-scheduler's spread filter admits every
+// pod where the plan put it.
+func TestChosenLabelsPassKubeSchedulerFilters(t *testing.T) {
+	for _, pods := range []int{5, 23} {
+		t.Run(fmt.Sprint(pods), func(t *testing.T) {
+			in := workloads.CapacitySpread(pods)
+			r := scheduling.Schedule(in)
+			if len(r.Bindings) != 2*pods {
+				t.Fatalf("%d pods placed of %d", len(r.Bindings), 2*pods)
+			}
+			errs, err := replay(t.Context(), in, r, func(types []*cloudprovider.InstanceType) *cloudprovider.InstanceType { return types[0] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, err := range errs {
+				t.Error(err)
+			}
+		})
+	}
+}
+
 // replay binds the plan's pods in order on the cluster the plan makes, new nodes launched as
 // pick chooses, and returns each placement kube-scheduler's filters refuse.
 func replay(ctx context.Context, in scheduling.Input, r *scheduling.Results, pick func([]*cloudprovider.InstanceType) *cloudprovider.InstanceType) ([]error, error) {
@@ -231,6 +253,9 @@ func realize(in scheduling.Input, nn *scheduling.NewNode, it *cloudprovider.Inst
 			labels[k] = v
 		}
 		for k, v := range prov.Labels {
+			labels[k] = v
+		}
+		for k, v := range nn.Labels {
 			labels[k] = v
 		}
 		labels[prov.Key.LabelKey] = prov.Key.Name

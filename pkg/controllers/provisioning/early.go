@@ -27,7 +27,7 @@ func (h *earlyHold) release(filled []*scheduling.NewNode, now time.Time, wait ti
 	byKey := map[string][]*scheduling.NewNode{}
 	var keys []string
 	for _, n := range filled {
-		key := launchKey(n.Pool, n.Offerings())
+		key := launchKey(n, n.Offerings())
 		if _, ok := byKey[key]; !ok {
 			keys = append(keys, key)
 		}

@@ -79,6 +79,7 @@ func TestAllocator(t *testing.T) {
 	t.Run("a provisioner whose instance types cannot be resolved is not Ready", s.unresolved)
 	t.Run("a NodePool takes the pods it weighs most for, launching NodeClaims of its class", s.nodePoolTakesItsPods)
 	t.Run("a NodePool's limits.nodes caps its nodes", s.nodePoolNodeLimit)
+	t.Run("NodePools choose a label of their own per node, which pods spread over", s.nodePoolsChooseASpreadLabel)
 }
 
 // provisioner creates a Provisioner whose nodes carry suite=name, and returns the selector

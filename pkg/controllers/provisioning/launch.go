@@ -2,6 +2,8 @@ package provisioning
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,9 +14,10 @@ import (
 )
 
 // launchGroup is new nodes of one plan that one cloud call launches: the same pool (so the same
-// labels and taints) and the same candidates, in the same order.
+// taints), the same labels the plan chose, and the same candidates, in the same order.
 type launchGroup struct {
 	pool       pools.Key
+	labels     map[string]string
 	candidates []cloudprovider.Candidate
 	nodes      []*scheduling.NewNode
 }
@@ -50,10 +53,10 @@ func groupLaunches(newNodes []*scheduling.NewNode, maxSize int) []*launchGroup {
 	open := map[string]*launchGroup{}
 	for _, n := range newNodes {
 		candidates := n.Offerings()
-		key := launchKey(n.Pool, candidates)
+		key := launchKey(n, candidates)
 		g, ok := open[key]
 		if !ok || len(g.nodes) == maxSize {
-			g = &launchGroup{pool: n.Pool, candidates: candidates}
+			g = &launchGroup{pool: n.Pool, labels: n.Labels, candidates: candidates}
 			open[key] = g
 			out = append(out, g)
 		}
@@ -62,10 +65,14 @@ func groupLaunches(newNodes []*scheduling.NewNode, maxSize int) []*launchGroup {
 	return out
 }
 
-// launchKey is equal for launches the cloud cannot tell apart.
-func launchKey(pool pools.Key, candidates []cloudprovider.Candidate) string {
+// launchKey is equal for launches of new nodes the cloud cannot tell apart: of the same pool,
+// with the same labels chosen, as the candidates.
+func launchKey(n *scheduling.NewNode, candidates []cloudprovider.Candidate) string {
 	var b strings.Builder
-	b.WriteString(pool.LabelKey + "=" + pool.Name)
+	b.WriteString(n.Pool.LabelKey + "=" + n.Pool.Name)
+	for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
+		fmt.Fprintf(&b, ",%s=%s", k, n.Labels[k])
+	}
 	for _, c := range candidates {
 		fmt.Fprintf(&b, "\n%s %s %s", c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType)
 	}

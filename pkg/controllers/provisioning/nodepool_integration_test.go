@@ -1,6 +1,8 @@
 package provisioning_test
 
 import (
+	"maps"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -114,5 +116,56 @@ func (s *suite) nodePoolNodeLimit(t *testing.T) {
 	}
 	if len(claims.Items) != 1 {
 		t.Errorf("%d NodeClaims under limits.nodes 1", len(claims.Items))
+	}
+}
+
+// nodePoolsChooseASpreadLabel: upstream's capacity-spread pattern. Two NodePools require a label
+// of their own on their nodes, capacity-spread, the spot one with four values and the on-demand
+// one with one; a Deployment's pods spread over it with a skew of one. Each NodeClaim carries the
+// value its pool chose, its node registers with it, and kube-scheduler, which enforces the
+// spread, runs the pods two to each value: four to one, spot to on-demand.
+func (s *suite) nodePoolsChooseASpreadLabel(t *testing.T) {
+	const key, suite = "capacity-spread", "capacity-spread"
+	nodeclasses.Ready(t, s.env.Client, suite)
+	for name, pool := range map[string]struct {
+		capacityType string
+		values       []string
+	}{"spread-spot": {v1.CapacityTypeSpot, []string{"2", "3", "4", "5"}}, "spread-on-demand": {v1.CapacityTypeOnDemand, []string{"1"}}} {
+		s.nodePool(t, name, suite, func(np *v1.NodePool) {
+			np.Spec.Template.Labels["suite"] = suite
+			np.Spec.Template.Spec.Taints[0].Value = suite
+			np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
+				v1.NodeSelectorRequirementWithMinValues{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{pool.capacityType}},
+				v1.NodeSelectorRequirementWithMinValues{Key: key, Operator: corev1.NodeSelectorOpIn, Values: pool.values})
+		})
+	}
+	app := map[string]string{"app": suite}
+	pods := s.pods(t, 10, builders.PodOptions{
+		Labels: app, Requests: builders.Resources("cpu", "500m"), NodeSelector: map[string]string{"suite": suite},
+		Tolerations:    []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: suite, Effect: corev1.TaintEffectNoSchedule}},
+		TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(key, corev1.DoNotSchedule, app)},
+	})
+	perValue := map[string]int{}
+	for pod, node := range s.running(t, pods) {
+		value, pool := node.Labels[key], node.Labels[v1.NodePoolLabelKey]
+		perValue[value]++
+		if (value == "1") != (pool == "spread-on-demand") || value == "" {
+			t.Errorf("pod %s runs on node %s of %s with %s=%q", pod, node.Name, pool, key, value)
+		}
+	}
+	if len(perValue) != 5 || slices.ContainsFunc(slices.Collect(maps.Values(perValue)), func(n int) bool { return n != 2 }) {
+		t.Errorf("pods per %s value %v, want 2 on each of 1 – 5", key, perValue)
+	}
+	var claims v1.NodeClaimList
+	if err := s.env.Client.List(t.Context(), &claims, client.MatchingLabels{"suite": suite}); err != nil {
+		t.Fatal(err)
+	}
+	for _, nc := range claims.Items {
+		value := nc.Labels[key]
+		if !slices.ContainsFunc(nc.Spec.Requirements, func(r v1.NodeSelectorRequirementWithMinValues) bool {
+			return r.Key == key && r.Operator == corev1.NodeSelectorOpIn && slices.Equal(r.Values, []string{value})
+		}) {
+			t.Errorf("nodeclaim %s labelled %s=%q requires %v", nc.Name, key, value, nc.Spec.Requirements)
+		}
 	}
 }

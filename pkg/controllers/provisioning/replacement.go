@@ -39,7 +39,7 @@ func LaunchReplacement(ctx context.Context, l *launcher.Launcher, n *scheduling.
 		}
 		candidates, reservation = kept, id
 	}
-	launched, err := l.LaunchNode(ctx, launcher.Request{Pool: pool, Candidates: candidates, Nodes: []*scheduling.NewNode{n}, Annotations: options.Annotations, Reason: options.Reason},
+	launched, err := l.LaunchNode(ctx, launcher.Request{Pool: pool, Candidates: candidates, Labels: n.Labels, Nodes: []*scheduling.NewNode{n}, Annotations: options.Annotations, Reason: options.Reason},
 		options.Decision, options.Counted)
 	if err != nil {
 		if options.Ledger != nil {

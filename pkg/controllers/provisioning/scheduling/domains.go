@@ -84,6 +84,11 @@ func (s *scheduler) topologyKey(name string) *topologyKey {
 		if v, ok := prov.labels[name]; ok {
 			k.values.intern(v)
 		}
+		if prov.chosenKeys.Has(name) {
+			for _, v := range prov.requirements[name].Choices() {
+				k.values.intern(v)
+			}
+		}
 		for _, t := range prov.instanceTypes {
 			if v, ok := t.labels[name]; ok {
 				k.values.intern(v)
@@ -138,6 +143,15 @@ func (s *scheduler) launchableValues(prov *provisioner, reqs scheduling.Requirem
 			case k.name == v1alpha5.CapacityTypeLabelKey:
 				out.add(o.capacityType)
 				continue
+			case prov.chosenKeys.Has(k.name):
+				// The pool chooses the value whatever the instance type: any the node's
+				// requirement on the key (the pool's, narrowed by its pods') allows.
+				for v, name := range k.values.names {
+					if r.Has(name) {
+						out.add(v)
+					}
+				}
+				return out
 			case prov.fixedKeys.Has(k.name):
 				// The provisioner's own labels are the same whatever the instance type.
 				if v, ok := prov.labels[k.name]; ok && (r == nil || r.Has(v)) {

@@ -142,7 +142,7 @@ func (prov *provisioner) compatibleType(t *instanceType, reqs scheduling.Require
 
 // typeDecidedKey reports whether compatibleType checks key k against instance type labels.
 func (prov *provisioner) typeDecidedKey(k string) bool {
-	return k != corev1.LabelTopologyZone && k != v1alpha5.CapacityTypeLabelKey && !prov.fixedKeys.Has(k)
+	return k != corev1.LabelTopologyZone && k != v1alpha5.CapacityTypeLabelKey && !prov.fixedKeys.Has(k) && !prov.chosenKeys.Has(k)
 }
 
 // typeDecided reports whether compatibleType checks any of reqs' keys against instance type

@@ -1,6 +1,7 @@
 package scheduling_test
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -139,4 +140,92 @@ func labelOf(n *scheduling.NewNode, key string) string {
 		}
 	}
 	return ""
+}
+
+// TestPoolChosenLabels: a NodePool requirement on a key no instance type carries (upstream's
+// "capacity-spread" pattern) is a label the pool chooses per node, among the values it allows,
+// and a domain topology spreads count; a key in a reserved domain is never chosen.
+func TestPoolChosenLabels(t *testing.T) {
+	const spread = "capacity-spread"
+	requiring := func(key string, operator corev1.NodeSelectorOperator, values ...string) func(*v1.NodePool) {
+		return func(np *v1.NodePool) {
+			np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: key, Operator: operator, Values: values}}
+		}
+	}
+	// Each pod takes more than half the largest type: one node per pod.
+	large := requests("9", "8Gi")
+	app := map[string]string{"app": "web"}
+	for _, tc := range []struct {
+		name  string
+		pools []scheduling.Pool
+		pods  builders.PodOptions
+		count int
+		// want are the nodes' values of key by pool, in plan order; empty: every pod unschedulable.
+		key  string
+		want map[pools.Key][]string
+	}{
+		{
+			name: "nodes no pod pins take the values in turn", key: spread,
+			pools: []scheduling.Pool{nodePool("spread", 0, requiring(spread, corev1.NodeSelectorOpIn, "3", "1", "2"))},
+			pods:  builders.PodOptions{Requests: large}, count: 4,
+			want: map[pools.Key][]string{pools.NodePool("spread"): {"1", "2", "3", "1"}},
+		},
+		{
+			name: "a pod selecting a value gets it", key: spread,
+			pools: []scheduling.Pool{nodePool("spread", 0, requiring(spread, corev1.NodeSelectorOpIn, "1", "2", "3"))},
+			pods:  builders.PodOptions{Requests: large, NodeSelector: map[string]string{spread: "3"}}, count: 2,
+			want: map[pools.Key][]string{pools.NodePool("spread"): {"3", "3"}},
+		},
+		{
+			// Upstream's ratio: spot takes four domains of five, on-demand one; pods spread over
+			// the five with a skew of one land four to one.
+			name: "spread over two pools' values: the capacity-spread ratio", key: spread,
+			pools: []scheduling.Pool{
+				nodePool("spot", 0, requiring(spread, corev1.NodeSelectorOpIn, "2", "3", "4", "5")),
+				nodePool("on-demand", 0, requiring(spread, corev1.NodeSelectorOpIn, "1")),
+			},
+			pods: builders.PodOptions{Requests: large, Labels: app, TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(spread, corev1.DoNotSchedule, app)}}, count: 10,
+			want: map[pools.Key][]string{pools.NodePool("spot"): {"2", "2", "3", "3", "4", "4", "5", "5"}, pools.NodePool("on-demand"): {"1", "1"}},
+		},
+		{
+			name: "Exists: the least integer", key: "example.com/team",
+			pools: []scheduling.Pool{nodePool("team", 0, requiring("example.com/team", corev1.NodeSelectorOpExists))},
+			pods:  builders.PodOptions{Requests: large}, count: 1,
+			want: map[pools.Key][]string{pools.NodePool("team"): {"0"}},
+		},
+		{
+			name: "a reserved key no instance type carries is not chosen", key: "karpenter.k8s.aws/instance-gpu-count",
+			pools: []scheduling.Pool{nodePool("gpu", 0, requiring("karpenter.k8s.aws/instance-gpu-count", corev1.NodeSelectorOpExists))},
+			pods:  builders.PodOptions{Requests: large}, count: 1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := scheduling.Input{Pods: builders.Pods(tc.count, tc.pods), Pools: tc.pools}
+			r := scheduling.Schedule(in)
+			if !verified(t, in, r) {
+				t.FailNow()
+			}
+			if tc.want == nil {
+				if len(r.NewNodes) != 0 || len(r.Unschedulable) != tc.count {
+					t.Fatalf("%s, want every pod unschedulable", describe(r))
+				}
+				return
+			}
+			got := map[pools.Key][]string{}
+			for _, n := range r.NewNodes {
+				if labelOf(n, tc.key) != n.Labels[tc.key] {
+					t.Errorf("node %s: label %s=%q, requirement %q", n.Hostname, tc.key, n.Labels[tc.key], labelOf(n, tc.key))
+				}
+				got[n.Pool] = append(got[n.Pool], n.Labels[tc.key])
+			}
+			for pool := range got {
+				if pool != pools.NodePool("spread") {
+					slices.Sort(got[pool])
+				}
+			}
+			if len(r.Unschedulable) != 0 || !maps.EqualFunc(got, tc.want, slices.Equal) {
+				t.Errorf("values by pool %v (%s), want %v", got, describe(r), tc.want)
+			}
+		})
+	}
 }

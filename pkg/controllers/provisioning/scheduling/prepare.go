@@ -234,6 +234,7 @@ func (s *scheduler) newProvisioner(index int, p Pool, daemonSets []*corev1.Pod, 
 			prov.typeKeys.Insert(k)
 		}
 	}
+	prov.chosenKeys, prov.chosenNext = chosenKeys(prov), map[string]int{}
 	prov.zones = s.zones.mask(prov.requirements[corev1.LabelTopologyZone])
 	prov.capacityTypes = s.capacityTypes.mask(prov.requirements[v1alpha5.CapacityTypeLabelKey])
 	for _, it := range p.InstanceTypes {

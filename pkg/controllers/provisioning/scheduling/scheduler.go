@@ -61,7 +61,13 @@ type provisioner struct {
 	fixedKeys sets.Set[string]
 	// typeKeys are labels that come from the instance type or offering.
 	typeKeys sets.Set[string]
-	taints   []corev1.Taint
+	// chosenKeys are the keys the pool requires that neither its instance types nor its labels
+	// give a value (upstream's "capacity-spread" pattern): the pool chooses each new node's
+	// value among those its requirements allow, and the launch stamps it on the node.
+	// chosenNext rotates, per key, the value of the nodes no pod pins to one.
+	chosenKeys sets.Set[string]
+	chosenNext map[string]int
+	taints     []corev1.Taint
 	// instanceTypes are those compatible with the requirements, cheapest first at prices.
 	instanceTypes []*instanceType
 	prices        []float64
@@ -552,10 +558,12 @@ func (s *scheduler) finish() {
 	// whether every type in it is an option, without visiting each type for each node.
 	bounds := map[suffixKey]typeBounds{}
 	for _, n := range s.nodes[s.existing:] {
+		requirements, labels := n.prov.chooseLabels(n.requirements)
 		out := &NewNode{
 			Hostname:     n.hostname,
 			Pool:         n.prov.key,
-			Requirements: n.requirements.NodeSelectorRequirements(),
+			Requirements: requirements.NodeSelectorRequirements(),
+			Labels:       labels,
 			Taints:       n.prov.taints,
 			Price:        n.prices[n.first],
 			Pods:         n.pods,

@@ -55,6 +55,10 @@ type NewNode struct {
 	// Requirements are the labels the node must carry for its pods' constraints to hold.
 	Requirements []corev1.NodeSelectorRequirement
 	Taints       []corev1.Taint
+	// Labels are the values the pool chose for the node on the keys it chooses itself (a
+	// requirement on a key no instance type carries, as upstream's "capacity-spread" pattern
+	// writes): the launch stamps them on the node. Nil when the pool chooses none.
+	Labels map[string]string
 	// InstanceTypes may each launch the node, cheapest first; all fit the pods and meet the
 	// requirements in at least one available offering. Nodes may share the list: read it only.
 	InstanceTypes []*cloudprovider.InstanceType

@@ -228,6 +228,9 @@ func (c *checker) buildNodes() {
 				for k, v := range prov.Labels {
 					l[k] = v
 				}
+				for k, v := range nn.Labels {
+					l[k] = v
+				}
 				l[corev1.LabelInstanceTypeStable] = it.Name
 				l[corev1.LabelTopologyZone] = o.Zone
 				l[v1alpha5.CapacityTypeLabelKey] = o.CapacityType
@@ -254,11 +257,28 @@ func (c *checker) buildNodes() {
 		if len(n.price) == 0 {
 			c.fail("new node %s: no instance type can launch it", nn.Hostname)
 		}
+		c.verifyChosenLabels(nn, prov)
 		if !equalTaints(nn.Taints, prov.Taints) {
 			c.fail("new node %s: taints %v differ from %s's %v", nn.Hostname, nn.Taints, prov.Key, prov.Taints)
 		}
 		c.nodes[n.name] = n
 		c.order = append(c.order, n)
+	}
+}
+
+// verifyChosenLabels checks the labels the pool chose for a new node: each on a key the pool
+// requires and gives no value of its own, which none of the node's instance types carries.
+func (c *checker) verifyChosenLabels(nn *scheduling.NewNode, prov *scheduling.Pool) {
+	for k := range nn.Labels {
+		_, labelled := prov.Labels[k]
+		if labelled || k == prov.Key.LabelKey || !slices.ContainsFunc(prov.Requirements, func(r corev1.NodeSelectorRequirement) bool { return r.Key == k }) {
+			c.fail("new node %s: label %s is not one %s chooses", nn.Hostname, k, prov.Key)
+		}
+		for _, it := range nn.InstanceTypes {
+			if _, ok := it.Labels[k]; ok {
+				c.fail("new node %s: label %s is chosen, but instance type %s carries it", nn.Hostname, k, it.Name)
+			}
+		}
 	}
 }
 

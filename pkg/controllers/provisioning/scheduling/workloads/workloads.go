@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
@@ -202,3 +203,27 @@ func Mixed(seed int64) scheduling.Input {
 	}
 	return in
 }
+
+// CapacitySpread is upstream's capacity-spread pattern: a spot NodePool choosing its nodes'
+// capacity-spread label among 2 – 5 and an on-demand one choosing 1, and pods of two
+// Deployments — one spread over the label with a skew of one, one not — of the given sizes.
+func CapacitySpread(pods int) scheduling.Input {
+	pool := func(name, capacityType string, values ...string) scheduling.Pool {
+		np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+			{Key: v1alpha5.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{capacityType}},
+			{Key: CapacitySpreadKey, Operator: corev1.NodeSelectorOpIn, Values: values},
+		}
+		return scheduling.FromNodePool(np, InstanceTypes())
+	}
+	spread := map[string]string{"app": "spread"}
+	in := scheduling.Input{Pools: []scheduling.Pool{pool("spot", v1alpha5.CapacityTypeSpot, "2", "3", "4", "5"), pool("on-demand", v1alpha5.CapacityTypeOnDemand, "1")}}
+	in.Pods = append(builders.Pods(pods, builders.PodOptions{Name: "spread", Labels: spread, Requests: builders.Resources("cpu", "1500m", "memory", "2Gi"),
+		TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(CapacitySpreadKey, corev1.DoNotSchedule, spread)}}),
+		builders.Pods(pods, builders.PodOptions{Name: "plain", Labels: map[string]string{"app": "plain"}, Requests: builders.Resources("cpu", "3", "memory", "4Gi")})...)
+	return in
+}
+
+// CapacitySpreadKey is the label CapacitySpread's NodePools choose.
+const CapacitySpreadKey = "capacity-spread"
