@@ -82,7 +82,8 @@ func selectTypes(data ec2instancesinfo.InstanceData) []ec2instancesinfo.EC2Insta
 
 func writeCatalogue(dir string, types []ec2instancesinfo.EC2Instance) error {
 	rows := [][]string{{"instanceType", "vcpus", "memoryMiB", "architectures", "virtualizationTypes",
-		"maxNetworkInterfaces", "ipv4AddressesPerInterface", "gpus", "gpuManufacturer", "bareMetal", "hypervisor"}}
+		"maxNetworkInterfaces", "ipv4AddressesPerInterface", "gpus", "gpuManufacturer", "bareMetal", "hypervisor",
+		"instanceStorageDisks", "instanceStorageDiskSizeGB", "instanceStorageDiskType", "instanceStorageNVMe"}}
 	for _, t := range types {
 		family, _, _ := strings.Cut(t.InstanceType, ".")
 		metal := strings.Contains(t.InstanceType, "metal")
@@ -97,12 +98,12 @@ func writeCatalogue(dir string, types []ec2instancesinfo.EC2Instance) error {
 		if t.GPU > 0 {
 			gpuManufacturer = gpuManufacturerOf(family)
 		}
-		rows = append(rows, []string{
+		rows = append(rows, append([]string{
 			t.InstanceType, strconv.Itoa(t.VCPU), strconv.Itoa(int(math.Round(float64(t.Memory) * 1024))),
 			strings.Join(t.Arch, ";"), strings.Join(virtualizationTypes(t.LinuxVirtualizationTypes), ";"),
 			strconv.Itoa(t.VPC.MaxENIs), strconv.Itoa(t.VPC.IPsPerENI), strconv.Itoa(t.GPU), gpuManufacturer,
 			strconv.FormatBool(metal), hypervisor,
-		})
+		}, instanceStorage(t.Storage)...))
 	}
 	if err := writeCSV(filepath.Join(dir, "types.csv"), rows); err != nil {
 		return err
@@ -118,6 +119,20 @@ func writeCatalogue(dir string, types []ec2instancesinfo.EC2Instance) error {
 		}
 	}
 	return writeCSV(filepath.Join(dir, "prices.csv"), prices)
+}
+
+// instanceStorage is the type's instance-store columns: how many disks, each one's size in GB,
+// ssd or hdd, and whether they are NVMe devices (the dataset's nvme_ssd, true also for d3's
+// NVMe hard disks); empty for a type without instance store.
+func instanceStorage(s *ec2instancesinfo.StorageConfiguration) []string {
+	if s == nil || s.Devices == 0 {
+		return []string{"", "", "", ""}
+	}
+	diskType := "hdd"
+	if s.SSD {
+		diskType = "ssd"
+	}
+	return []string{strconv.Itoa(s.Devices), strconv.Itoa(int(math.Round(float64(s.Size)))), diskType, strconv.FormatBool(s.NVMeSSD)}
 }
 
 // readZones reads which zones of each region offer each type, which the package's loaded

@@ -32,6 +32,23 @@ type InstanceTypeInfo struct {
 	GPUManufacturer           string   `json:"gpuManufacturer,omitempty"`
 	BareMetal                 bool     `json:"bareMetal,omitempty"`
 	Hypervisor                string   `json:"hypervisor,omitempty"` // nitro, xen; empty for bare metal
+	// InstanceStorage is the type's instance-store disks; nil for a type without.
+	InstanceStorage *InstanceStorage `json:"instanceStorage,omitempty"`
+}
+
+// InstanceStorage is an instance type's instance-store disks, all of one size and kind, as
+// DescribeInstanceTypes' instanceStorageInfo reports them.
+type InstanceStorage struct {
+	Disks      int32  `json:"disks"`
+	DiskSizeGB int64  `json:"diskSizeGB"`
+	DiskType   string `json:"diskType"` // ssd, hdd
+	// NVMe disks are attached as NVMe devices (nvmeSupport required), the others are not.
+	NVMe bool `json:"nvme,omitempty"`
+}
+
+// TotalSizeInGB is the size of all the disks, as EC2 reports it.
+func (s InstanceStorage) TotalSizeInGB() int64 {
+	return int64(s.Disks) * s.DiskSizeGB
 }
 
 // Price is an instance type's Linux price in $/h in a region. Spot prices spread from
@@ -86,6 +103,12 @@ func parseCatalogue(files embed.FS) (Catalogue, error) {
 			Architectures: strings.Split(row["architectures"], ";"), VirtualizationTypes: strings.Split(row["virtualizationTypes"], ";"),
 			MaxNetworkInterfaces: p.int32(row["maxNetworkInterfaces"]), IPv4AddressesPerInterface: p.int32(row["ipv4AddressesPerInterface"]),
 			GPUs: p.int32(row["gpus"]), GPUManufacturer: row["gpuManufacturer"], BareMetal: row["bareMetal"] == "true", Hypervisor: row["hypervisor"],
+		}
+		if row["instanceStorageDisks"] != "" {
+			t.InstanceStorage = &InstanceStorage{
+				Disks: p.int32(row["instanceStorageDisks"]), DiskSizeGB: p.int64(row["instanceStorageDiskSizeGB"]),
+				DiskType: row["instanceStorageDiskType"], NVMe: row["instanceStorageNVMe"] == "true",
+			}
 		}
 		if p.err != nil {
 			return Catalogue{}, fmt.Errorf("catalogue type %s, %w", t.InstanceType, p.err)

@@ -91,6 +91,49 @@ func TestDescribeInstanceTypesReportsTheRealCatalogue(t *testing.T) {
 	}
 }
 
+// Instance-store disks are reported as EC2 does, from the dataset: their total, each disk's
+// size and kind, and whether they are NVMe devices; a type without has none.
+func TestDescribeInstanceTypesReportsInstanceStorage(t *testing.T) {
+	_, cfg := start(t, awsemulator.Options{}, "")
+	client := ec2.NewFromConfig(cfg)
+	type storage struct {
+		supported       bool
+		totalGB, diskGB int64
+		disks           int32
+		diskType        ec2types.DiskType
+		nvme            ec2types.EphemeralNvmeSupport
+	}
+	want := map[string]storage{
+		"c5d.large":    {true, 50, 50, 1, ec2types.DiskTypeSsd, ec2types.EphemeralNvmeSupportRequired},
+		"c5d.24xlarge": {true, 3600, 900, 4, ec2types.DiskTypeSsd, ec2types.EphemeralNvmeSupportRequired},
+		"d3.xlarge":    {true, 5940, 1980, 3, ec2types.DiskTypeHdd, ec2types.EphemeralNvmeSupportRequired},
+		"h1.2xlarge":   {true, 2000, 2000, 1, ec2types.DiskTypeHdd, ec2types.EphemeralNvmeSupportUnsupported},
+		"c5.large":     {},
+	}
+	out, err := client.DescribeInstanceTypes(context.Background(), &ec2.DescribeInstanceTypesInput{
+		InstanceTypes: []ec2types.InstanceType{"c5d.large", "c5d.24xlarge", "d3.xlarge", "h1.2xlarge", "c5.large"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.InstanceTypes) != len(want) {
+		t.Fatalf("got %d types, want %d", len(out.InstanceTypes), len(want))
+	}
+	for _, it := range out.InstanceTypes {
+		got := storage{supported: sdkaws.ToBool(it.InstanceStorageSupported)}
+		if s := it.InstanceStorageInfo; s != nil {
+			got.totalGB, got.nvme = sdkaws.ToInt64(s.TotalSizeInGB), s.NvmeSupport
+			if len(s.Disks) != 1 {
+				t.Fatalf("%s: disks %+v, want one kind", it.InstanceType, s.Disks)
+			}
+			got.diskGB, got.disks, got.diskType = sdkaws.ToInt64(s.Disks[0].SizeInGB), sdkaws.ToInt32(s.Disks[0].Count), s.Disks[0].Type
+		}
+		if got != want[string(it.InstanceType)] {
+			t.Errorf("%s instance storage = %+v, want %+v", it.InstanceType, got, want[string(it.InstanceType)])
+		}
+	}
+}
+
 func TestDescribeInstanceTypesPaginatesAndFilters(t *testing.T) {
 	_, cfg := start(t, awsemulator.Options{}, "")
 	client := ec2.NewFromConfig(cfg)

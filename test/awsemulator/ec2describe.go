@@ -45,10 +45,12 @@ type xmlInstanceTypeInfo struct {
 	NeuronInfo *struct {
 		NeuronDevices *xmlItems[xmlNeuronDevice] `xml:"neuronDevices"`
 	} `xml:"neuronInfo"`
-	EbsInfo                      *xmlEbsInfo       `xml:"ebsInfo"`
-	SupportedUsageClasses        *xmlItems[string] `xml:"supportedUsageClasses"`
-	SupportedVirtualizationTypes *xmlItems[string] `xml:"supportedVirtualizationTypes"`
-	SupportedRootDeviceTypes     *xmlItems[string] `xml:"supportedRootDeviceTypes"`
+	EbsInfo                      *xmlEbsInfo             `xml:"ebsInfo"`
+	InstanceStorageSupported     bool                    `xml:"instanceStorageSupported"`
+	InstanceStorageInfo          *xmlInstanceStorageInfo `xml:"instanceStorageInfo"`
+	SupportedUsageClasses        *xmlItems[string]       `xml:"supportedUsageClasses"`
+	SupportedVirtualizationTypes *xmlItems[string]       `xml:"supportedVirtualizationTypes"`
+	SupportedRootDeviceTypes     *xmlItems[string]       `xml:"supportedRootDeviceTypes"`
 }
 
 type xmlEbsInfo struct {
@@ -57,9 +59,37 @@ type xmlEbsInfo struct {
 }
 
 // nitroEBSInfo is what EC2 reports for a Nitro type without a dedicated EBS limit: 28
-// attachment slots shared with its network interfaces (and NVMe instance store and GPUs,
-// which the catalogue does not model). Xen types report none.
+// attachment slots shared with its network interfaces, NVMe instance-store disks and GPUs.
+// Xen types report none.
 var nitroEBSInfo = &xmlEbsInfo{MaximumEbsAttachments: 28, AttachmentLimitType: "shared"}
+
+type xmlInstanceStorageInfo struct {
+	TotalSizeInGB int64              `xml:"totalSizeInGB"`
+	Disks         *xmlItems[xmlDisk] `xml:"disks"`
+	NvmeSupport   string             `xml:"nvmeSupport"`
+}
+
+type xmlDisk struct {
+	SizeInGB int64  `xml:"sizeInGB"`
+	Count    int32  `xml:"count"`
+	Type     string `xml:"type"`
+}
+
+// instanceStorageInfo is the type's instance store as EC2 describes it; nil without one.
+func instanceStorageInfo(s *InstanceStorage) *xmlInstanceStorageInfo {
+	if s == nil {
+		return nil
+	}
+	nvme := "unsupported"
+	if s.NVMe {
+		nvme = "required"
+	}
+	return &xmlInstanceStorageInfo{
+		TotalSizeInGB: s.TotalSizeInGB(),
+		Disks:         items([]xmlDisk{{SizeInGB: s.DiskSizeGB, Count: s.Disks, Type: s.DiskType}}),
+		NvmeSupport:   nvme,
+	}
+}
 
 type xmlGpu struct {
 	Count        int32  `xml:"count"`
@@ -152,6 +182,8 @@ func (e *Emulator) describeInstanceTypes(q ec2Query) (any, *apiError) {
 		if t.Hypervisor != "xen" {
 			x.EbsInfo = nitroEBSInfo
 		}
+		x.InstanceStorageSupported = t.InstanceStorage != nil
+		x.InstanceStorageInfo = instanceStorageInfo(t.InstanceStorage)
 		x.SupportedUsageClasses = items(e.usageClasses(t.InstanceType))
 		x.SupportedVirtualizationTypes = items(t.VirtualizationTypes)
 		x.SupportedRootDeviceTypes = items([]string{"ebs"})

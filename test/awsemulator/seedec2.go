@@ -81,6 +81,9 @@ func (e *Emulator) validateSeedCatalogue(c SeedCatalogue) error {
 		if t.InstanceType == "" || t.VCPUs <= 0 || t.MemoryMiB <= 0 || len(t.Architectures) == 0 {
 			return fmt.Errorf("catalogue.types: %q needs instanceType, vcpus, memoryMiB and architectures", t.InstanceType)
 		}
+		if s := t.InstanceStorage; s != nil && (s.Disks <= 0 || s.DiskSizeGB <= 0 || (s.DiskType != "ssd" && s.DiskType != "hdd")) {
+			return fmt.Errorf("catalogue.types: %q instanceStorage needs disks > 0, diskSizeGB > 0 and diskType ssd or hdd", t.InstanceType)
+		}
 	}
 	zones := c.Zones
 	if len(zones) == 0 {

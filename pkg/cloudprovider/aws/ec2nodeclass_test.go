@@ -250,6 +250,21 @@ func TestEC2NodeClassFamiliesAndDefaults(t *testing.T) {
 			},
 		},
 		{
+			name:  "AL2023 RAID0: nodeadm makes one array of the instance-store disks",
+			class: func(c *awsv1.EC2NodeClass) { c.Spec.InstanceStorePolicy = ptr.To(awsv1.InstanceStorePolicyRAID0) },
+			check: checkNodeadmRAID0,
+		},
+		{
+			name: "Bottlerocket RAID0: a bootstrap command binds the release's default directories",
+			class: func(c *awsv1.EC2NodeClass) {
+				c.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}}
+				c.Spec.InstanceStorePolicy = ptr.To(awsv1.InstanceStorePolicyRAID0)
+				// The release is read from the name of the AMI launched.
+				c.Status.AMIs[0].Name = "bottlerocket-aws-k8s-1.34-x86_64-v1.58.0-0123abcd"
+			},
+			check: checkBottlerocketBindsDefaultDirectories,
+		},
+		{
 			name: "Custom: the user's user data as given, the AMI's volumes",
 			class: func(c *awsv1.EC2NodeClass) {
 				c.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: amdAMI}}
@@ -285,6 +300,48 @@ func TestEC2NodeClassFamiliesAndDefaults(t *testing.T) {
 			}
 			tt.check(t, lt.Data)
 		})
+	}
+}
+
+// checkNodeadmRAID0 checks that Karpenter's NodeConfig has nodeadm make one RAID-0 array of the
+// instance-store disks.
+func checkNodeadmRAID0(t *testing.T, data awsemulator.LaunchTemplateData) {
+	t.Helper()
+	_, bodies := userDataParts(t, data.DecodedUserData)
+	var config struct {
+		Spec struct {
+			Instance struct {
+				LocalStorage struct {
+					Strategy string `json:"strategy"`
+				} `json:"localStorage"`
+			} `json:"instance"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal([]byte(bodies[len(bodies)-1]), &config); err != nil || config.Spec.Instance.LocalStorage.Strategy != "RAID0" {
+		t.Errorf("NodeConfig's localStorage strategy = %q (%v), want RAID0:\n%s", config.Spec.Instance.LocalStorage.Strategy, err, data.DecodedUserData)
+	}
+}
+
+// checkBottlerocketBindsDefaultDirectories checks that the Bottlerocket settings have a
+// bootstrap command make the instance-store array and bind the release's default directories.
+func checkBottlerocketBindsDefaultDirectories(t *testing.T, data awsemulator.LaunchTemplateData) {
+	t.Helper()
+	var settings struct {
+		Settings struct {
+			BootstrapCommands map[string]struct {
+				Commands  [][]string `toml:"commands"`
+				Mode      string     `toml:"mode"`
+				Essential bool       `toml:"essential"`
+			} `toml:"bootstrap-commands"`
+		} `toml:"settings"`
+	}
+	if _, err := toml.Decode(data.DecodedUserData, &settings); err != nil {
+		t.Fatalf("user data is not TOML, %v:\n%s", err, data.DecodedUserData)
+	}
+	command := settings.Settings.BootstrapCommands["000-mount-instance-storage"]
+	want := [][]string{{"apiclient", "ephemeral-storage", "init"}, {"apiclient", "ephemeral-storage", "bind"}}
+	if !cmp.Equal(want, command.Commands) || command.Mode != "always" || !command.Essential {
+		t.Errorf("instance storage command = %+v, want %v, always, essential:\n%s", command, want, data.DecodedUserData)
 	}
 }
 
@@ -353,6 +410,46 @@ func TestEC2NodeClassWithoutStatusNamesTheField(t *testing.T) {
 	}
 	if len(e.emulator.FleetRequests()) != 0 {
 		t.Error("a class lacking status launched")
+	}
+}
+
+// A NodePool's types report the ephemeral storage its class gives the nodes: the root volume,
+// or with RAID0 the NVMe instance store of the types that have one (the emulator reports
+// DescribeInstanceTypes' instanceStorageInfo from its catalogue).
+func TestEC2NodeClassInstanceTypesReportTheirEphemeralStorage(t *testing.T) {
+	e := newInstancesEnv(t, classSeed, 0)
+	e.refresh(t)
+	for _, tt := range []struct {
+		name  string
+		class func(*awsv1.EC2NodeClass)
+		want  map[string]string
+	}{
+		{"AL2023's default root volume", func(*awsv1.EC2NodeClass) {}, map[string]string{"c5d.large": "20Gi", "m5d.large": "20Gi", "c5.large": "20Gi"}},
+		{"RAID0: the instance store where there is one", func(c *awsv1.EC2NodeClass) {
+			c.Spec.InstanceStorePolicy = ptr.To(awsv1.InstanceStorePolicyRAID0)
+		}, map[string]string{"c5d.large": "50G", "m5d.large": "75G", "c5.large": "20Gi"}},
+		{"RAID0 with a larger root volume for the types without", func(c *awsv1.EC2NodeClass) {
+			c.Spec.InstanceStorePolicy = ptr.To(awsv1.InstanceStorePolicyRAID0)
+			c.Spec.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{{DeviceName: ptr.To("/dev/xvda"), RootVolume: true, EBS: &awsv1.BlockDevice{VolumeSize: ptr.To(resource.MustParse("100Gi"))}}}
+		}, map[string]string{"c5d.large": "50G", "c5.large": "100Gi"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			class := readyClass()
+			tt.class(class)
+			types, err := e.instances.InstanceTypes(context.Background(), cloudprovider.Constraints{NodeClass: class})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, it := range types {
+				if _, ok := tt.want[it.Name]; ok {
+					got[it.Name] = it.Capacity.StorageEphemeral().String()
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ephemeral storage (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

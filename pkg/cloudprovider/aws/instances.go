@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -206,18 +207,22 @@ func (i *Instances) InstanceTypes(ctx context.Context, constraints cloudprovider
 	if err != nil {
 		return nil, err
 	}
-	return i.instanceTypes.List(subnet.Zones(subnets), constraints.Requirements)
+	return i.instanceTypes.List(subnet.Zones(subnets), constraints.Requirements, nil)
 }
 
 // classInstanceTypes are offered in the zones of the class's status.subnets, for the types some
-// AMI of its status boots, sized as its kubelet settings make the nodes report; its selectors
-// are not read.
+// AMI of its status boots, sized as its volumes, instance store policy and kubelet settings
+// make the nodes report; its selectors are not read.
 func (i *Instances) classInstanceTypes(class *awsv1.EC2NodeClass, constraints cloudprovider.Constraints) ([]*cloudprovider.InstanceType, error) {
 	subnets, err := classSubnets(class)
 	if err != nil {
 		return nil, err
 	}
-	instanceTypes, err := i.instanceTypes.List(subnet.Zones(subnets), constraints.Requirements)
+	storage := &instancetype.EphemeralStorage{
+		RootVolumeSize:     launchtemplate.EphemeralVolumeSize(class),
+		InstanceStoreRAID0: ptr.Deref(class.Spec.InstanceStorePolicy, "") == awsv1.InstanceStorePolicyRAID0,
+	}
+	instanceTypes, err := i.instanceTypes.List(subnet.Zones(subnets), constraints.Requirements, storage)
 	if err != nil {
 		return nil, err
 	}

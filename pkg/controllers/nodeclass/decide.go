@@ -185,9 +185,6 @@ func fieldsNotActedOn(class *awsv1.EC2NodeClass) []string {
 		{"spec.connectionTracking", spec.ConnectionTracking != nil},
 		{"spec.context", spec.Context != nil},
 		{"spec.cpuOptions", spec.CPUOptions != nil},
-		// RAID0 of the instance-store disks is nodeadm's localStorage and bootstrap.sh's
-		// --local-disks; the class's user data renders neither.
-		{"spec.instanceStorePolicy", spec.InstanceStorePolicy != nil},
 	} {
 		if f.set {
 			fields = append(fields, f.name)

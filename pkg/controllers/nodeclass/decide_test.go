@@ -88,10 +88,15 @@ func TestDecideEC2NodeClassStatus(t *testing.T) {
 		name: "a field not acted on", class: class(func(c *awsv1.EC2NodeClass) {
 			c.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: ptr.To("pg")}
 			c.Spec.IPPrefixCount = ptr.To(int32(1))
-			c.Spec.InstanceStorePolicy = ptr.To(awsv1.InstanceStorePolicyRAID0)
 		}), resolution: resolved,
 		want:        map[string]string{"ValidationSucceeded": "False/FieldsNotActedOn", "SubnetsReady": "True/Resolved", "Ready": "False/FieldsNotActedOn"},
-		wantMessage: map[string]string{"ValidationSucceeded": "spec.placementGroupSelector, spec.ipPrefixCount, spec.instanceStorePolicy"},
+		wantMessage: map[string]string{"ValidationSucceeded": "spec.placementGroupSelector, spec.ipPrefixCount"},
+	}, {
+		// The user data sets the instance-store disks up and the instance types are sized by them.
+		name: "instanceStorePolicy is acted on", class: class(func(c *awsv1.EC2NodeClass) {
+			c.Spec.InstanceStorePolicy = ptr.To(awsv1.InstanceStorePolicyRAID0)
+		}), resolution: resolved,
+		want: map[string]string{"ValidationSucceeded": "True/Valid", "Ready": "True/Ready"},
 	}, {
 		name: "access denied on a new class", class: class(nil), resolution: nodeclass.Resolution{SubnetsErr: denied, SecurityGroups: groups, AMIs: amis, InstanceProfile: "demo_1"},
 		want: map[string]string{"SubnetsReady": "False/AccessDenied", "Ready": "False/AccessDenied"},

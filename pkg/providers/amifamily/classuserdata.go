@@ -11,6 +11,7 @@ import (
 	"mime/multipart"
 	"net/mail"
 	"net/textproto"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,7 +121,7 @@ func isNodeConfig(userData string) bool {
 }
 
 // al2UserData runs the AL2 AMI's bootstrap.sh after the user's parts, the kubelet settings as
-// its flags.
+// its flags, and with RAID0 its --local-disks raid0.
 func al2UserData(in NodeBootstrap, userData string) (string, error) {
 	parts, err := userParts(userData)
 	if err != nil {
@@ -139,6 +140,11 @@ func al2UserData(in NodeBootstrap, userData string) (string, error) {
 	flags := append(kubeletFlags(in.Labels, in.Taints), fmt.Sprintf("--max-pods=%d", in.MaxPods))
 	flags = append(flags, kubeletConfigFlags(in.Kubelet)...)
 	args = append(args, "--kubelet-extra-args", shellQuote(strings.Join(flags, " ")))
+	if in.raid0() {
+		// bootstrap.sh's setup-local-disks makes the array and binds the kubelet's and
+		// containerd's state onto it before the kubelet starts.
+		args = append(args, "--local-disks", "raid0")
+	}
 	script := "#!/bin/bash -xe\nexec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1\n" + strings.Join(args, " ") + "\n"
 	return mimeDocument(append(parts, mimePart{header: textproto.MIMEHeader{"Content-Type": {shellScriptContentType}}, body: []byte(script)}))
 }
@@ -211,7 +217,8 @@ func shellQuote(word string) string {
 
 // bottlerocketUserData is the user's TOML with Karpenter's settings.kubernetes over it: the
 // cluster, max-pods and the kubelet settings replace the user's, the labels and taints are
-// added to the user's.
+// added to the user's; with RAID0, a bootstrap command puts the ephemeral storage on the
+// instance-store disks.
 func bottlerocketUserData(in NodeBootstrap, userData string) (string, error) {
 	config := map[string]any{}
 	if _, err := toml.Decode(userData, &config); err != nil {
@@ -244,6 +251,11 @@ func bottlerocketUserData(in NodeBootstrap, userData string) (string, error) {
 		return "", err
 	}
 	bottlerocketKubelet(kubernetes, in.Kubelet)
+	if in.raid0() {
+		if err := bottlerocketInstanceStorage(settings, in.AMIName); err != nil {
+			return "", err
+		}
+	}
 	var out bytes.Buffer
 	if err := toml.NewEncoder(&out).Encode(config); err != nil {
 		return "", fmt.Errorf("encoding the Bottlerocket settings, %w", err)
@@ -325,6 +337,54 @@ func bottlerocketKubelet(kubernetes map[string]any, kubelet *awsv1.KubeletConfig
 	if kubelet.CPUCFSQuota != nil {
 		kubernetes["cpu-cfs-quota-enforced"] = *kubelet.CPUCFSQuota
 	}
+}
+
+// bottlerocketInstanceStorageCommand names the bootstrap command that puts a Bottlerocket node's
+// ephemeral storage on its instance-store disks; a user's command of that name is replaced.
+const bottlerocketInstanceStorageCommand = "000-mount-instance-storage"
+
+// bottlerocketInstanceStorage adds the bootstrap command that makes one RAID-0 array of the
+// instance-store NVMe disks (apiclient ephemeral-storage init) and binds the kubelet's and
+// container runtime's directories onto it, at every boot and before the kubelet starts; the
+// node fails to boot rather than run with its ephemeral storage on the data volume, which the
+// scheduler did not count on. A release that binds its own default directories (1.46.0 on)
+// is left to choose them, as it knows which it has; an older one, or an AMI whose name tells
+// no release, is given the directories every release with ephemeral-storage (1.22.0 on)
+// accepts.
+func bottlerocketInstanceStorage(settings map[string]any, amiName string) error {
+	commands, err := table(settings, "bootstrap-commands")
+	if err != nil {
+		return err
+	}
+	bind := []string{"apiclient", "ephemeral-storage", "bind"}
+	if !bottlerocketBindsDefaultDirectories(amiName) {
+		bind = append(bind, "--dirs", "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods")
+	}
+	commands[bottlerocketInstanceStorageCommand] = map[string]any{
+		"commands":  [][]string{{"apiclient", "ephemeral-storage", "init"}, bind},
+		"mode":      "always",
+		"essential": true,
+	}
+	return nil
+}
+
+// bottlerocketRelease finds the release in a Bottlerocket AMI's name
+// (bottlerocket-aws-k8s-1.34-x86_64-v1.58.0-0123abcd: 1.58).
+var bottlerocketRelease = regexp.MustCompile(`-v(\d+)\.(\d+)\.\d+(-|$)`)
+
+// bottlerocketBindsDefaultDirectories says the AMI's release binds its default directories when
+// `apiclient ephemeral-storage bind` names none: 1.46.0 and later.
+func bottlerocketBindsDefaultDirectories(amiName string) bool {
+	m := bottlerocketRelease.FindStringSubmatch(amiName)
+	if m == nil {
+		return false
+	}
+	major, majorErr := strconv.Atoi(m[1])
+	minor, minorErr := strconv.Atoi(m[2])
+	if majorErr != nil || minorErr != nil {
+		return false
+	}
+	return major > 1 || (major == 1 && minor >= 46)
 }
 
 // aliasFamilies are the AMI families of the aliases' family names.

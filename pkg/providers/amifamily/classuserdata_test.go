@@ -206,3 +206,117 @@ func TestClassUserDataIsStable(t *testing.T) {
 		}
 	}
 }
+
+// With spec.instanceStorePolicy RAID0 each family's user data makes one array of the
+// instance-store disks for the node's ephemeral storage; without it, nothing of it is rendered.
+func TestClassUserDataRAID0(t *testing.T) {
+	const (
+		bottlerocketCurrent = "bottlerocket-aws-k8s-1.34-x86_64-v1.58.0-0123abcd"
+		bottlerocketOld     = "bottlerocket-aws-k8s-1.30-x86_64-v1.45.2-0123abcd"
+	)
+	initStorage := []any{"apiclient", "ephemeral-storage", "init"}
+	bindDefaults := []any{"apiclient", "ephemeral-storage", "bind"}
+	bindDirectories := []any{"apiclient", "ephemeral-storage", "bind", "--dirs", "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"}
+	bottlerocketCommand := func(bind []any) map[string]any {
+		return map[string]any{"000-mount-instance-storage": map[string]any{"commands": []any{initStorage, bind}, "mode": "always", "essential": true}}
+	}
+	// bottlerocketCommands are the bootstrap commands of Bottlerocket user data, nil for none.
+	bottlerocketCommands := func(t *testing.T, data string) map[string]any {
+		t.Helper()
+		var config struct {
+			Settings struct {
+				BootstrapCommands map[string]any `toml:"bootstrap-commands"`
+			} `toml:"settings"`
+		}
+		if _, err := toml.Decode(data, &config); err != nil {
+			t.Fatalf("not TOML, %v:\n%s", err, data)
+		}
+		return config.Settings.BootstrapCommands
+	}
+	// karpentersPart is the body of the last MIME part, Karpenter's.
+	karpentersPart := func(t *testing.T, data string) string {
+		t.Helper()
+		parts := mimeParts(t, data)
+		return parts[len(parts)-1].body
+	}
+	for _, tt := range []struct {
+		name, family, amiName, userData string
+		policy                          *awsv1.InstanceStorePolicy
+		check                           func(t *testing.T, data string)
+	}{
+		{name: "AL2023: nodeadm's localStorage strategy", family: awsv1.AMIFamilyAL2023, policy: ptr.To(awsv1.InstanceStorePolicyRAID0),
+			check: func(t *testing.T, data string) {
+				if want := "instance:\n    localStorage:\n      strategy: RAID0\n"; !strings.Contains(karpentersPart(t, data), want) {
+					t.Errorf("NodeConfig lacks %q:\n%s", want, data)
+				}
+			}},
+		{name: "AL2023 without a policy", family: awsv1.AMIFamilyAL2023,
+			check: func(t *testing.T, data string) {
+				if strings.Contains(data, "localStorage") || strings.Contains(data, "instance:") {
+					t.Errorf("NodeConfig sets the instance up unasked:\n%s", data)
+				}
+			}},
+		{name: "AL2: bootstrap.sh's --local-disks raid0", family: awsv1.AMIFamilyAL2, policy: ptr.To(awsv1.InstanceStorePolicyRAID0),
+			check: func(t *testing.T, data string) {
+				if script := karpentersPart(t, data); !strings.Contains(script, " --local-disks raid0\n") || !strings.HasPrefix(script, "#!/bin/bash") {
+					t.Errorf("bootstrap script lacks --local-disks raid0:\n%s", script)
+				}
+			}},
+		{name: "AL2 without a policy", family: awsv1.AMIFamilyAL2,
+			check: func(t *testing.T, data string) {
+				if strings.Contains(data, "--local-disks") {
+					t.Errorf("bootstrap script sets local disks up unasked:\n%s", data)
+				}
+			}},
+		{name: "Bottlerocket 1.46 on binds its default directories", family: awsv1.AMIFamilyBottlerocket, amiName: bottlerocketCurrent, policy: ptr.To(awsv1.InstanceStorePolicyRAID0),
+			check: func(t *testing.T, data string) {
+				if diff := cmp.Diff(bottlerocketCommand(bindDefaults), bottlerocketCommands(t, data)); diff != "" {
+					t.Errorf("bootstrap commands (-want +got):\n%s", diff)
+				}
+			}},
+		{name: "Bottlerocket before 1.46 is given the directories", family: awsv1.AMIFamilyBottlerocket, amiName: bottlerocketOld, policy: ptr.To(awsv1.InstanceStorePolicyRAID0),
+			check: func(t *testing.T, data string) {
+				if diff := cmp.Diff(bottlerocketCommand(bindDirectories), bottlerocketCommands(t, data)); diff != "" {
+					t.Errorf("bootstrap commands (-want +got):\n%s", diff)
+				}
+			}},
+		{name: "Bottlerocket of an unknown release is given the directories", family: awsv1.AMIFamilyBottlerocket, amiName: "my-bottlerocket", policy: ptr.To(awsv1.InstanceStorePolicyRAID0),
+			check: func(t *testing.T, data string) {
+				if diff := cmp.Diff(bottlerocketCommand(bindDirectories), bottlerocketCommands(t, data)); diff != "" {
+					t.Errorf("bootstrap commands (-want +got):\n%s", diff)
+				}
+			}},
+		{name: "Bottlerocket keeps the user's bootstrap commands", family: awsv1.AMIFamilyBottlerocket, amiName: bottlerocketCurrent, policy: ptr.To(awsv1.InstanceStorePolicyRAID0),
+			userData: "[settings.bootstrap-commands.tune]\ncommands = [[\"sysctl\", \"-w\", \"vm.max_map_count=262144\"]]\nmode = \"once\"\nessential = false\n",
+			check: func(t *testing.T, data string) {
+				want := bottlerocketCommand(bindDefaults)
+				want["tune"] = map[string]any{"commands": []any{[]any{"sysctl", "-w", "vm.max_map_count=262144"}}, "mode": "once", "essential": false}
+				if diff := cmp.Diff(want, bottlerocketCommands(t, data)); diff != "" {
+					t.Errorf("bootstrap commands (-want +got):\n%s", diff)
+				}
+			}},
+		{name: "Bottlerocket without a policy", family: awsv1.AMIFamilyBottlerocket, amiName: bottlerocketCurrent,
+			check: func(t *testing.T, data string) {
+				if commands := bottlerocketCommands(t, data); commands != nil {
+					t.Errorf("bootstrap commands %v unasked", commands)
+				}
+			}},
+		{name: "Custom: the user's user data sets the disks up", family: awsv1.AMIFamilyCustom, policy: ptr.To(awsv1.InstanceStorePolicyRAID0),
+			userData: "#!/bin/bash\n/my/bootstrap --local-disks raid0\n",
+			check: func(t *testing.T, data string) {
+				if data != "#!/bin/bash\n/my/bootstrap --local-disks raid0\n" {
+					t.Errorf("user data = %q, want the user's as given", data)
+				}
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := classBootstrap()
+			in.InstanceStorePolicy, in.AMIName = tt.policy, tt.amiName
+			data, err := amifamily.ClassUserData(tt.family, in, tt.userData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, data)
+		})
+	}
+}

@@ -25,8 +25,26 @@ type nodeConfig struct {
 
 type nodeConfigSpec struct {
 	Cluster nodeConfigCluster `json:"cluster"`
-	Kubelet nodeConfigKubelet `json:"kubelet"`
+	// Instance is left out unless set, so a node that asks nothing of its instance renders the
+	// user data it always did (and keeps its launch template).
+	Instance *nodeConfigInstance `json:"instance,omitempty"`
+	Kubelet  nodeConfigKubelet   `json:"kubelet"`
 }
+
+// nodeConfigInstance is how nodeadm sets the instance up before the kubelet starts.
+type nodeConfigInstance struct {
+	LocalStorage nodeConfigLocalStorage `json:"localStorage"`
+}
+
+// nodeConfigLocalStorage says what nodeadm does with the instance-store NVMe disks: RAID0 makes
+// one array of them (/dev/md/0, mounted at /mnt/k8s-disks/0) and binds the kubelet's,
+// containerd's and the pods' log directories onto it.
+type nodeConfigLocalStorage struct {
+	Strategy string `json:"strategy"`
+}
+
+// nodeadmLocalStorageRAID0 is nodeadm's localStorage strategy for awsv1.InstanceStorePolicyRAID0.
+const nodeadmLocalStorageRAID0 = "RAID0"
 
 type nodeConfigCluster struct {
 	Name              string `json:"name"`
@@ -76,6 +94,18 @@ type NodeBootstrap struct {
 	MaxPods int64
 	// Kubelet is an EC2NodeClass's spec.kubelet; nil for a Provisioner.
 	Kubelet *awsv1.KubeletConfiguration
+	// InstanceStorePolicy is an EC2NodeClass's spec.instanceStorePolicy; nil (always for a
+	// Provisioner) leaves the instance-store disks alone.
+	InstanceStorePolicy *awsv1.InstanceStorePolicy
+	// AMIName is the name of the AMI the node boots, "" when unknown: a Bottlerocket AMI's
+	// carries its release, which decides how its instance-store disks are bound.
+	AMIName string
+}
+
+// raid0 says the node's instance-store disks are to be one RAID-0 array holding its ephemeral
+// storage.
+func (in NodeBootstrap) raid0() bool {
+	return in.InstanceStorePolicy != nil && *in.InstanceStorePolicy == awsv1.InstanceStorePolicyRAID0
 }
 
 // UserData is a MIME multi-part document with one nodeadm NodeConfig part, as the AL2023
@@ -102,6 +132,9 @@ func nodeadmConfig(in NodeBootstrap) ([]byte, error) {
 			},
 			Kubelet: nodeConfigKubelet{Config: kubeletConfig(in.MaxPods, in.Kubelet), Flags: kubeletFlags(in.Labels, in.Taints)},
 		},
+	}
+	if in.raid0() {
+		config.Spec.Instance = &nodeConfigInstance{LocalStorage: nodeConfigLocalStorage{Strategy: nodeadmLocalStorageRAID0}}
 	}
 	raw, err := yaml.Marshal(config)
 	if err != nil {

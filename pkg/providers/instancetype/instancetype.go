@@ -66,8 +66,10 @@ func NewProvider(clients awsapi.ClientsFunc, opts Options, prices *pricing.Provi
 
 // List returns the instance types with offerings in zones that have a price and meet the
 // requirements on the well-known labels (those on other labels are the node's, not the
-// type's), from the catalogue and prices read in the background.
-func (p *Provider) List(zones map[string]bool, requirements []corev1.NodeSelectorRequirement) ([]*cloudprovider.InstanceType, error) {
+// type's), from the catalogue and prices read in the background. With storage (a node
+// class's) they report the ephemeral storage it gives their nodes; without (a Provisioner's),
+// none.
+func (p *Provider) List(zones map[string]bool, requirements []corev1.NodeSelectorRequirement, storage *EphemeralStorage) ([]*cloudprovider.InstanceType, error) {
 	wellKnown, err := wellKnownRequirements(requirements)
 	if err != nil {
 		return nil, err
@@ -81,7 +83,7 @@ func (p *Provider) List(zones map[string]bool, requirements []corev1.NodeSelecto
 		}
 		return nil, errors.New("no instance types read yet")
 	}
-	return buildInstanceTypes(catalogue, p.prices.Book(), zones, wellKnown, p.unavailable.IsUnavailable, p.shape), nil
+	return buildInstanceTypes(catalogue, p.prices.Book(), zones, wellKnown, p.unavailable.IsUnavailable, p.shape, storage), nil
 }
 
 // catalogueEntry is an instance type as read from EC2, before prices and a Provisioner's
@@ -167,9 +169,10 @@ func (p *Provider) readCatalogue(ctx context.Context) ([]catalogueEntry, error) 
 }
 
 // buildInstanceTypes turns catalogue entries into the instance types whose offerings are in
-// zones, have a price and meet requirements. It is pure but for unavailable, which reports
-// offerings the cloud recently had no capacity for.
-func buildInstanceTypes(catalogue []catalogueEntry, prices pricing.Book, zones map[string]bool, requirements scheduling.Requirements, unavailable func(cloudprovider.OfferingKey) bool, shape nodeShape) []*cloudprovider.InstanceType {
+// zones, have a price and meet requirements, with the ephemeral storage storage gives their
+// nodes when it is set. It is pure but for unavailable, which reports offerings the cloud
+// recently had no capacity for.
+func buildInstanceTypes(catalogue []catalogueEntry, prices pricing.Book, zones map[string]bool, requirements scheduling.Requirements, unavailable func(cloudprovider.OfferingKey) bool, shape nodeShape, storage *EphemeralStorage) []*cloudprovider.InstanceType {
 	var types []*cloudprovider.InstanceType
 	for _, entry := range catalogue {
 		name := string(entry.info.InstanceType)
@@ -202,14 +205,20 @@ func buildInstanceTypes(catalogue []catalogueEntry, prices pricing.Book, zones m
 		if len(offerings) == 0 {
 			continue
 		}
-		types = append(types, &cloudprovider.InstanceType{
+		it := &cloudprovider.InstanceType{
 			Name:         name,
 			Labels:       maps.Clone(entry.labels),
 			Capacity:     shape.capacity(entry.info),
 			Overhead:     shape.overhead(entry.info),
 			Offerings:    offerings,
 			VolumeLimits: map[string]int64{cloudprovider.EBSCSIDriver: ebsVolumeLimit(entry.info)},
-		})
+		}
+		if storage != nil {
+			ephemeral := storage.capacity(entry.info)
+			it.Capacity[corev1.ResourceEphemeralStorage] = ephemeral
+			it.Overhead[corev1.ResourceEphemeralStorage] = KubeletSettings{}.ephemeralStorageOverhead(ephemeral)
+		}
+		types = append(types, it)
 	}
 	return types
 }

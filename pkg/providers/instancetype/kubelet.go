@@ -16,17 +16,29 @@ type KubeletSettings struct {
 	KubeReserved, SystemReserved, EvictionHard map[string]string
 }
 
-// memoryAvailable is the eviction signal whose threshold is held back from pods.
-const memoryAvailable = "memory.available"
+// The hard eviction signals whose thresholds are held back from pods, and the kubelet's
+// defaults for them.
+const (
+	memoryAvailable        = "memory.available"
+	defaultMemoryAvailable = "100Mi"
+	nodefsAvailable        = "nodefs.available"
+	defaultNodefsAvailable = "10%"
+)
+
+// defaultKubeReservedEphemeralStorage is the ephemeral storage the EKS-optimized AMIs reserve
+// for the kubelet and container runtime.
+var defaultKubeReservedEphemeralStorage = resource.MustParse("1Gi")
 
 // WithKubelet is the instance types as nodes whose kubelet runs with these settings report
 // them, as upstream's AWS provider computes it: maxPods replaces the network interfaces' pod
 // count, podsPerCore caps it by the vCPUs; kubeReserved replaces EKS's figures (which, for
 // memory, follow the pod count), systemReserved adds to them, and evictionHard's
-// memory.available (a quantity or a share of the memory) replaces the 100Mi threshold. The
-// types are copies: the listing's are left as they are.
+// memory.available and nodefs.available (a quantity or a share of the memory or ephemeral
+// storage) replace the kubelet's 100Mi and 10% thresholds. The types are copies: the
+// listing's are left as they are.
 func WithKubelet(types []*cloudprovider.InstanceType, k KubeletSettings) []*cloudprovider.InstanceType {
-	if k.MaxPods == nil && k.PodsPerCore == nil && len(k.KubeReserved) == 0 && len(k.SystemReserved) == 0 && k.EvictionHard[memoryAvailable] == "" {
+	if k.MaxPods == nil && k.PodsPerCore == nil && len(k.KubeReserved) == 0 && len(k.SystemReserved) == 0 &&
+		k.EvictionHard[memoryAvailable] == "" && k.EvictionHard[nodefsAvailable] == "" {
 		return types
 	}
 	out := make([]*cloudprovider.InstanceType, len(types))
@@ -55,9 +67,23 @@ func (k KubeletSettings) shape(it *cloudprovider.InstanceType) {
 	cpu.Add(reserved(k.SystemReserved, corev1.ResourceCPU, resource.Quantity{}))
 	memory := reserved(k.KubeReserved, corev1.ResourceMemory, *resource.NewQuantity(kubeReservedMemoryMiB(pods)*1024*1024, resource.BinarySI))
 	memory.Add(reserved(k.SystemReserved, corev1.ResourceMemory, resource.Quantity{}))
-	memory.Add(evictionThreshold(k.EvictionHard[memoryAvailable], *it.Capacity.Memory()))
+	memory.Add(evictionThreshold(k.EvictionHard[memoryAvailable], defaultMemoryAvailable, *it.Capacity.Memory()))
 	it.Overhead[corev1.ResourceCPU] = cpu
 	it.Overhead[corev1.ResourceMemory] = memory
+	// Only a node class's types report ephemeral storage (List's storage).
+	if storage, ok := it.Capacity[corev1.ResourceEphemeralStorage]; ok {
+		it.Overhead[corev1.ResourceEphemeralStorage] = k.ephemeralStorageOverhead(storage)
+	}
+}
+
+// ephemeralStorageOverhead is what the kubelet holds back of a node's ephemeral storage:
+// kube-reserved (EKS's 1Gi unless kubeReserved sets it), systemReserved's, and the hard
+// eviction threshold nodefs.available (10% unless evictionHard sets it).
+func (k KubeletSettings) ephemeralStorageOverhead(storage resource.Quantity) resource.Quantity {
+	overhead := reserved(k.KubeReserved, corev1.ResourceEphemeralStorage, defaultKubeReservedEphemeralStorage)
+	overhead.Add(reserved(k.SystemReserved, corev1.ResourceEphemeralStorage, resource.Quantity{}))
+	overhead.Add(evictionThreshold(k.EvictionHard[nodefsAvailable], defaultNodefsAvailable, storage))
+	return overhead
 }
 
 // reserved is the quantity the map sets for the resource, fallback when it sets none or one the
@@ -74,23 +100,33 @@ func reserved(settings map[string]string, name corev1.ResourceName, fallback res
 	return q
 }
 
-// evictionThreshold is the memory a hard eviction threshold holds back: a quantity, or a share
-// of the node's memory ("5%"); the kubelet's default 100Mi when unset or malformed.
-func evictionThreshold(value string, memory resource.Quantity) resource.Quantity {
-	fallback := *resource.NewQuantity(evictionThresholdMiB*1024*1024, resource.BinarySI)
+// evictionThreshold is what a hard eviction threshold holds back of a resource: a quantity, or
+// a share of its capacity ("5%"); the kubelet's default, given the same way, when unset or
+// malformed (the schema should have refused that).
+func evictionThreshold(value, kubeletDefault string, capacity resource.Quantity) resource.Quantity {
+	if threshold, ok := parseThreshold(value, capacity); ok {
+		return threshold
+	}
+	threshold, _ := parseThreshold(kubeletDefault, capacity)
+	return threshold
+}
+
+// parseThreshold reads an eviction threshold of a resource of that capacity; false when it is
+// empty or malformed.
+func parseThreshold(value string, capacity resource.Quantity) (resource.Quantity, bool) {
 	if value == "" {
-		return fallback
+		return resource.Quantity{}, false
 	}
 	if percent, ok := strings.CutSuffix(value, "%"); ok {
 		share, err := resource.ParseQuantity(percent)
 		if err != nil {
-			return fallback
+			return resource.Quantity{}, false
 		}
-		return *resource.NewQuantity(memory.Value()*share.MilliValue()/100_000, resource.BinarySI)
+		return *resource.NewQuantity(capacity.Value()*share.MilliValue()/100_000, resource.BinarySI), true
 	}
 	q, err := resource.ParseQuantity(value)
 	if err != nil {
-		return fallback
+		return resource.Quantity{}, false
 	}
-	return q
+	return q, true
 }

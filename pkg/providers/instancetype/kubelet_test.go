@@ -53,3 +53,46 @@ func TestWithKubelet(t *testing.T) {
 		})
 	}
 }
+
+// A node class's kubelet settings size its types' ephemeral storage overhead as they do
+// memory's: kubeReserved replaces EKS's 1Gi, systemReserved adds to it, and evictionHard's
+// nodefs.available, a quantity or a share of the storage, replaces the 10% threshold.
+func TestWithKubeletEphemeralStorage(t *testing.T) {
+	withStorage := func() *cloudprovider.InstanceType {
+		it := m5xlarge()
+		it.Capacity[corev1.ResourceEphemeralStorage] = resource.MustParse("100Gi")
+		it.Overhead[corev1.ResourceEphemeralStorage] = resource.MustParse("11Gi") // 1Gi + 10%
+		return it
+	}
+	for _, tc := range []struct {
+		name     string
+		settings instancetype.KubeletSettings
+		want     string
+	}{
+		{"settings of other resources: EKS's 1Gi and 10%", instancetype.KubeletSettings{MaxPods: ptr.To[int32](110)}, "11Gi"},
+		{"kubeReserved replaces, systemReserved adds",
+			instancetype.KubeletSettings{KubeReserved: map[string]string{"ephemeral-storage": "3Gi"}, SystemReserved: map[string]string{"ephemeral-storage": "2Gi"}}, "15Gi"},
+		{"a share of the storage held for eviction", instancetype.KubeletSettings{EvictionHard: map[string]string{"nodefs.available": "5%"}}, "6Gi"},
+		{"a quantity held for eviction", instancetype.KubeletSettings{EvictionHard: map[string]string{"nodefs.available": "20Gi"}}, "21Gi"},
+		{"a malformed threshold is the kubelet's default", instancetype.KubeletSettings{EvictionHard: map[string]string{"nodefs.available": "lots"}}, "11Gi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			listed := withStorage()
+			got := instancetype.WithKubelet([]*cloudprovider.InstanceType{listed}, tc.settings)[0]
+			if overhead := got.Overhead[corev1.ResourceEphemeralStorage]; overhead.Cmp(resource.MustParse(tc.want)) != 0 {
+				t.Errorf("ephemeral storage overhead = %s, want %s", overhead.String(), tc.want)
+			}
+			if storage := got.Capacity[corev1.ResourceEphemeralStorage]; storage.Cmp(resource.MustParse("100Gi")) != 0 {
+				t.Errorf("ephemeral storage = %s, want the listed 100Gi", storage.String())
+			}
+			if reserved := listed.Overhead[corev1.ResourceEphemeralStorage]; reserved.Cmp(resource.MustParse("11Gi")) != 0 {
+				t.Errorf("the listed type changed: %s", reserved.String())
+			}
+		})
+	}
+	// Without ephemeral storage (a Provisioner's types), none is reserved.
+	got := instancetype.WithKubelet([]*cloudprovider.InstanceType{m5xlarge()}, instancetype.KubeletSettings{EvictionHard: map[string]string{"nodefs.available": "5%"}})[0]
+	if reserved, ok := got.Overhead[corev1.ResourceEphemeralStorage]; ok {
+		t.Errorf("a type without ephemeral storage reserves %s of it", reserved.String())
+	}
+}

@@ -26,13 +26,13 @@ func BenchmarkList(b *testing.B) {
 	}
 	zones := map[string]bool{"us-west-2a": true, "us-west-2b": true, "us-west-2c": true}
 	// Not an empty loop: the fallback prices offer the catalogue.
-	if listed, err := types.List(zones, nil); err != nil || len(listed) == 0 {
+	if listed, err := types.List(zones, nil, nil); err != nil || len(listed) == 0 {
 		b.Fatalf("listed %d types, %v", len(listed), err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if _, err := types.List(zones, nil); err != nil {
+		if _, err := types.List(zones, nil, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

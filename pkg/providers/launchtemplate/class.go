@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -25,19 +26,74 @@ const EKSClusterNameTagKey = "eks:eks-cluster-name"
 // 20 GiB of encrypted gp3, as upstream Karpenter's default.
 var defaultEBS = awsv1.BlockDevice{Encrypted: ptr.To(true), VolumeType: ptr.To(string(ec2types.VolumeTypeGp3)), VolumeSize: ptr.To(resource.MustParse("20Gi"))}
 
+// The devices of the families' volumes: the root volume, and Bottlerocket's data volume.
+const (
+	rootDevice             = "/dev/xvda"
+	bottlerocketDataDevice = "/dev/xvdb"
+)
+
 // defaultBlockDeviceMappings are a family's volumes when the class names none; nil leaves the
 // AMI's (Custom).
 func defaultBlockDeviceMappings(family string) []*awsv1.BlockDeviceMapping {
 	switch family {
 	case awsv1.AMIFamilyAL2, awsv1.AMIFamilyAL2023:
-		return []*awsv1.BlockDeviceMapping{{DeviceName: ptr.To("/dev/xvda"), EBS: &defaultEBS}}
+		return []*awsv1.BlockDeviceMapping{{DeviceName: ptr.To(rootDevice), EBS: &defaultEBS}}
 	case awsv1.AMIFamilyBottlerocket:
 		// Bottlerocket's OS volume is small; the second holds the kubelet's and containers' data.
 		os := defaultEBS
 		os.VolumeSize = ptr.To(resource.MustParse("4Gi"))
-		return []*awsv1.BlockDeviceMapping{{DeviceName: ptr.To("/dev/xvda"), EBS: &os}, {DeviceName: ptr.To("/dev/xvdb"), EBS: &defaultEBS}}
+		return []*awsv1.BlockDeviceMapping{{DeviceName: ptr.To(rootDevice), EBS: &os}, {DeviceName: ptr.To(bottlerocketDataDevice), EBS: &defaultEBS}}
 	}
 	return nil
+}
+
+// EphemeralVolumeSize is the size of the EBS volume a class's nodes keep the kubelet's and
+// container runtime's state on, their ephemeral storage, as upstream sizes it: the class's
+// rootVolume; else its volume on the device the family keeps that state on (AL2 and AL2023 the
+// root device, Bottlerocket its data volume), or for Custom, whose AMI may keep it anywhere,
+// its last volume; else the family's default volume, 20 GiB, also for the volumes of a Custom
+// AMI, whose sizes Karpenter does not read. A volume sized by its snapshot alone tells no size
+// and is passed over.
+func EphemeralVolumeSize(class *awsv1.EC2NodeClass) resource.Quantity {
+	devices := class.Spec.BlockDeviceMappings
+	for _, d := range devices {
+		if size, ok := volumeSize(d); ok && d.RootVolume {
+			return size
+		}
+	}
+	family := amifamily.Family(class)
+	if family == awsv1.AMIFamilyCustom {
+		if size, ok := volumeSize(lastOf(devices)); ok {
+			return size
+		}
+		return *defaultEBS.VolumeSize
+	}
+	device := rootDevice
+	if family == awsv1.AMIFamilyBottlerocket {
+		device = bottlerocketDataDevice
+	}
+	for _, d := range slices.Concat(devices, defaultBlockDeviceMappings(family)) {
+		if size, ok := volumeSize(d); ok && ptr.Deref(d.DeviceName, "") == device {
+			return size
+		}
+	}
+	return *defaultEBS.VolumeSize
+}
+
+// volumeSize is the size the class sets for an EBS volume; false when it sets none.
+func volumeSize(d *awsv1.BlockDeviceMapping) (resource.Quantity, bool) {
+	if d == nil || d.EBS == nil || d.EBS.VolumeSize == nil {
+		return resource.Quantity{}, false
+	}
+	return *d.EBS.VolumeSize, true
+}
+
+// lastOf is the last of the devices, nil when there is none.
+func lastOf(devices []*awsv1.BlockDeviceMapping) *awsv1.BlockDeviceMapping {
+	if len(devices) == 0 {
+		return nil
+	}
+	return devices[len(devices)-1]
 }
 
 // metadataOptions are the class's instance metadata options, defaulted as the schema defaults
@@ -120,6 +176,10 @@ func (p *Provider) resolveClass(ctx context.Context, request Request) (string, e
 		Taints:          request.Taints,
 		MaxPods:         request.InstanceType.Capacity.Pods().Value(),
 		Kubelet:         class.Spec.Kubelet,
+		// With RAID0 the instance type's ephemeral storage is its instance-store disks, which
+		// the user data must make one array of.
+		InstanceStorePolicy: class.Spec.InstanceStorePolicy,
+		AMIName:             amiName(class, ami),
 	}
 	if class.Spec.Kubelet != nil && class.Spec.Kubelet.MaxPods != nil {
 		bootstrap.MaxPods = int64(*class.Spec.Kubelet.MaxPods)
@@ -162,6 +222,16 @@ func (p *Provider) resolveClass(ctx context.Context, request Request) (string, e
 		AssociatePublicIPAddress: class.Spec.AssociatePublicIPAddress,
 		Tags:                     tags,
 	})
+}
+
+// amiName is the name the class's status gives the AMI, "" when it gives none.
+func amiName(class *awsv1.EC2NodeClass, id string) string {
+	for _, ami := range class.Status.AMIs {
+		if ami.ID == id {
+			return ami.Name
+		}
+	}
+	return ""
 }
 
 // blockDeviceMappings are the class's volumes as EC2 takes them; sizes in GiB, rounded up.
