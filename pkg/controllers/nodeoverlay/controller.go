@@ -1,5 +1,5 @@
 // Package nodeoverlay keeps each NodeOverlay's status: whether it applies to the instance types
-// the Provisioners plan with — ValidationSucceeded and Ready, False when it conflicts with an
+// the Provisioners and NodePools plan with — ValidationSucceeded and Ready, False when it conflicts with an
 // overlay of the same weight or matches no instance type — with an Event when Ready changes.
 // It runs only with the NodeOverlay feature gate, as the planners apply overlays only then.
 package nodeoverlay
@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -63,58 +65,72 @@ func (c *Controller) Name() string { return Name }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeoverlays,verbs=get;list;watch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeoverlays/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=provisioners;nodepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// SetupWithManager reconciles every NodeOverlay when any overlay or a Provisioner's spec
-// changes: an overlay's conflicts and matches depend on all of them. A Provisioner's status,
-// written every pass, does not change them; the cloud's instance types are read again at each
-// resync of the overlays.
+// everyOverlay is the one request the controller reconciles: every NodeOverlay at once, as an
+// overlay's conflicts and matches depend on all of them and on every pool's instance types.
+var everyOverlay = reconcile.Request{NamespacedName: types.NamespacedName{Name: "every-nodeoverlay"}}
+
+// SetupWithManager reconciles every NodeOverlay when any overlay, a Provisioner's or NodePool's
+// spec, or an EC2NodeClass changes (a class's readiness decides whether its NodePools' instance
+// types count). A pool's status, written every pass, does not change them; the cloud's instance
+// types are read again at each resync.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	every := handler.EnqueueRequestsFromMapFunc(c.everyOverlay)
+	every := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{everyOverlay} })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(c.Name()).
 		Watches(&v1alpha1.NodeOverlay{}, every).
 		Watches(&v1alpha5.Provisioner{}, every, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1.NodePool{}, every, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&awsv1.EC2NodeClass{}, every).
 		Complete(c)
 }
 
-func (c *Controller) everyOverlay(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list v1alpha1.NodeOverlayList
-	if err := c.client.List(ctx, &list); err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
-	}
-	return out
-}
-
-// Reconcile applies every NodeOverlay to every Provisioner's instance types, as the planners
-// do, and writes what became of the requested one when that differs from its stored status.
-// A Provisioner whose instance types cannot be listed is left out, and the error returned so
-// the overlay is reconciled again.
-func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (reconcile.Result, error) {
+// Reconcile applies every NodeOverlay to the instance types of every Provisioner and of every
+// NodePool that takes part in the passes, as the planners do, and writes what became of each
+// overlay where that differs from its stored status: one application for all of them, where
+// reconciling each overlay on its own applied them all once per overlay. A pool whose instance
+// types cannot be listed is left out, and the error returned so that they are reconciled again.
+func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	var overlays v1alpha1.NodeOverlayList
 	if err := c.client.List(ctx, &overlays); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing nodeoverlays, %w", err)
 	}
-	var target *v1alpha1.NodeOverlay
-	for i := range overlays.Items {
-		if overlays.Items[i].Name == request.Name {
-			target = &overlays.Items[i]
-		}
-	}
-	if target == nil {
+	if len(overlays.Items) == 0 {
 		return reconcile.Result{}, nil
 	}
+	pools, errs := c.pools(ctx)
+	_, outcomes := overlay.Apply(pools, overlays.Items)
+	now := c.clock.Now()
+	for i := range overlays.Items {
+		target := &overlays.Items[i]
+		status := Decide(target, outcomes[target.Name], now)
+		if equality.Semantic.DeepEqual(status, target.Status) {
+			continue
+		}
+		stored := target.DeepCopy()
+		target.Status = status
+		if err := c.client.Status().Patch(ctx, target, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("patching the status of nodeoverlay %s, %w", target.Name, err))
+			continue
+		}
+		c.tellReadiness(target, meta.FindStatusCondition(stored.Status.Conditions, v1alpha1.ConditionTypeReady))
+	}
+	return reconcile.Result{}, errors.Join(errs...)
+}
+
+// pools are the instance types of the Provisioners and of the NodePools that take part in the
+// passes (provisioning.NodePoolInstanceTypes), as NodeOverlays match them; with the errors of
+// the pools left out.
+func (c *Controller) pools(ctx context.Context) ([]overlay.Pool, []error) {
+	var errs []error
 	var provisioners v1alpha5.ProvisionerList
 	if err := c.client.List(ctx, &provisioners); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing provisioners, %w", err)
+		errs = append(errs, fmt.Errorf("listing provisioners, %w", err))
 	}
 	var pools []overlay.Pool
-	var errs []error
 	for i := range provisioners.Items {
 		p := &provisioners.Items[i]
 		if p.DeletionTimestamp != nil {
@@ -127,17 +143,22 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 		}
 		pools = append(pools, provisioning.OverlayPool(p, its))
 	}
-	_, outcomes := overlay.Apply(pools, overlays.Items)
-	status := Decide(target, outcomes[target.Name], c.clock.Now())
-	if !equality.Semantic.DeepEqual(status, target.Status) {
-		stored := target.DeepCopy()
-		target.Status = status
-		if err := c.client.Status().Patch(ctx, target, client.MergeFrom(stored)); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("patching the status of nodeoverlay %s, %w", target.Name, err))
-		}
-		c.tellReadiness(target, meta.FindStatusCondition(stored.Status.Conditions, v1alpha1.ConditionTypeReady))
+	var nodePools v1.NodePoolList
+	if err := c.client.List(ctx, &nodePools); err != nil {
+		errs = append(errs, fmt.Errorf("listing nodepools, %w", err))
 	}
-	return reconcile.Result{}, errors.Join(errs...)
+	for i := range nodePools.Items {
+		np := &nodePools.Items[i]
+		_, its, why, err := provisioning.NodePoolInstanceTypes(ctx, c.client, c.instanceTypes, np)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("nodepool %s, %w", np.Name, err))
+		}
+		if why != "" || err != nil {
+			continue
+		}
+		pools = append(pools, provisioning.OverlayNodePool(np, its))
+	}
+	return pools, errs
 }
 
 // tellReadiness emits an Event when the overlay's Ready condition changed status or reason: a

@@ -20,7 +20,7 @@ const (
 )
 
 // Decide is the overlay's status given what became of it when applied with every other overlay
-// to every Provisioner's instance types: ValidationSucceeded, and Ready with it, False when it
+// to every pool's instance types: ValidationSucceeded, and Ready with it, False when it
 // cannot be read, conflicts with an overlay of the same weight, or matches no offering. A
 // condition that changes is stamped now; one that does not keeps its transition time.
 func Decide(o *v1alpha1.NodeOverlay, outcome overlay.Outcome, now time.Time) v1alpha1.NodeOverlayStatus {
@@ -41,7 +41,7 @@ func Decide(o *v1alpha1.NodeOverlay, outcome overlay.Outcome, now time.Time) v1a
 		s, reason = metav1.ConditionFalse, ReasonConflict
 		message = fmt.Sprintf("conflicts with NodeOverlay %s of the same weight (%d), which sets the price of an offering or a resource of an instance type this one sets too; %s applies, this one applies nowhere: give one a higher weight", outcome.ConflictsWith, weight, outcome.ConflictsWith)
 	case !outcome.Matched:
-		s, reason, message = metav1.ConditionFalse, ReasonNoMatch, "its requirements match no offering of any Provisioner's instance types"
+		s, reason, message = metav1.ConditionFalse, ReasonNoMatch, "its requirements match no offering of any Provisioner's or NodePool's instance types"
 	}
 	set(v1alpha1.ConditionTypeValidationSucceeded, s, reason, message)
 	if s == metav1.ConditionTrue {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis"
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -24,13 +25,15 @@ import (
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/pkg/test/eventually"
+	"karpenter.sh/karpenter/pkg/test/nodeclasses"
 	"karpenter.sh/karpenter/pkg/test/operatortest"
 )
 
 // TestNodeOverlays on a real apiserver, with the NodeOverlay feature gate on: an overlay that
 // makes the dearest instance type that fits a pending pod the cheapest makes the provisioning
 // pass launch it first, and the nodeoverlay controller marks it Ready and an overlay that
-// matches nothing not Ready, with a Warning Event.
+// matches nothing not Ready, with a Warning Event; an overlay that only a NodePool's instance
+// types match is Ready too.
 func TestNodeOverlays(t *testing.T) {
 	env := environment.New(t, environment.Options{AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}})
 	ctx := t.Context()
@@ -56,7 +59,21 @@ func TestNodeOverlays(t *testing.T) {
 		PriceAdjustment: ptr.To("-10%"),
 		Weight:          ptr.To[int32](3),
 	}}
-	for _, o := range []client.Object{p, discount, nowhere} {
+	// Only a NodePool's nodes carry team=v1: the overlay applies through its instance types.
+	nodeclasses.Ready(t, env.Client, "default")
+	nodePool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "v1"}, Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{
+		NodeClaimTemplateObjectMeta: v1.NodeClaimTemplateObjectMeta{Labels: map[string]v1.LabelValue{"team": "v1"}},
+		Spec: v1.NodeClaimTemplateSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
+			NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+		},
+	}}}
+	nodePoolOnly := &v1alpha1.NodeOverlay{ObjectMeta: metav1.ObjectMeta{Name: "nodepool-only"}, Spec: v1alpha1.NodeOverlaySpec{
+		Requirements:    []v1alpha1.NodeSelectorRequirement{{Key: "team", Operator: corev1.NodeSelectorOpIn, Values: []string{"v1"}}},
+		PriceAdjustment: ptr.To("-5%"),
+		Weight:          ptr.To[int32](5),
+	}}
+	for _, o := range []client.Object{p, discount, nowhere, nodePool, nodePoolOnly} {
 		if err := env.Client.Create(ctx, o); err != nil {
 			t.Fatalf("creating %s, %v", o.GetName(), err)
 		}
@@ -83,6 +100,7 @@ func TestNodeOverlays(t *testing.T) {
 	}
 	ready("discount", metav1.ConditionTrue, v1alpha1.ConditionTypeReady)
 	ready("nowhere", metav1.ConditionFalse, nodeoverlay.ReasonNoMatch)
+	ready("nodepool-only", metav1.ConditionTrue, v1alpha1.ConditionTypeReady)
 	eventually.Holds(t, "a Warning Event says nowhere matches nothing", func() (bool, string, error) {
 		var events corev1.EventList
 		if err := env.Client.List(ctx, &events, client.InNamespace(metav1.NamespaceDefault)); err != nil {
