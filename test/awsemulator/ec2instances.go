@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // EC2 instance states, as EC2 names and numbers them.
@@ -35,7 +37,11 @@ type ec2Instance struct {
 	securityGroupIDs                      []string
 	// userData is what the instance booted with (its launch template's, decoded): a kubelet
 	// reads its flags there.
-	userData              string
+	userData string
+	// ephemeralStorage is the size of the filesystem its kubelet keeps its state on, fixed at
+	// launch by its volumes, instance store and user data; nil when the kubelet reports none
+	// (Emulator.ephemeralStorage).
+	ephemeralStorage      *resource.Quantity
 	launched, terminating time.Time // terminating is zero until TerminateInstances
 	tags                  map[string]string
 }
@@ -387,9 +393,11 @@ type EC2Instance struct {
 	FleetID            string            `json:"fleetId,omitempty"`
 	LaunchTime         time.Time         `json:"launchTime"`
 	Tags               map[string]string `json:"tags,omitempty"`
-	// Capacity and Allocatable are what a kubelet on the instance reports (NodeCapacity,
-	// NodeAllocatable), e.g. {cpu: "2", memory: "7577Mi", pods: "29"} and {cpu: "1930m",
-	// memory: "6903Mi", pods: "29"}.
+	// Capacity and Allocatable are what a kubelet on the instance reports: its type's
+	// (NodeCapacity, NodeAllocatable), e.g. {cpu: "2", memory: "7577Mi", pods: "29"} and
+	// {cpu: "1930m", memory: "6903Mi", pods: "29"}, and, when launched from a template that maps
+	// volumes, the ephemeral storage of the filesystem it keeps its state on, e.g.
+	// ephemeral-storage "20Gi" and "17Gi".
 	Capacity    map[string]string `json:"capacity,omitempty"`
 	Allocatable map[string]string `json:"allocatable,omitempty"`
 	// PricePerHour is what the instance costs in $/h: the type's on-demand price, or the
@@ -411,12 +419,13 @@ func (e *Emulator) EC2Instances() []EC2Instance {
 	for _, id := range sortedKeys(e.instances) {
 		i := e.instances[id]
 		x := e.xmlInstance(i, now)
+		capacity, allocatable := e.kubeletResources(i)
 		out = append(out, EC2Instance{
 			InstanceID: i.id, ProviderID: fmt.Sprintf("aws:///%s/%s", i.zone, i.id), InstanceType: i.instanceType,
 			AvailabilityZone: i.zone, CapacityType: i.capacityType, State: x.InstanceState.Name, SubnetID: i.subnetID,
 			PrivateIPAddress: x.PrivateIPAddress, PrivateDNSName: x.PrivateDNSName, ImageID: i.imageID,
 			LaunchTemplateName: i.launchTemplateName, FleetID: i.fleetID, LaunchTime: i.launched, Tags: maps.Clone(i.tags),
-			Capacity: e.NodeCapacity(i.instanceType), Allocatable: e.NodeAllocatable(i.instanceType), PricePerHour: e.price(i.instanceType, i.zone, i.capacityType),
+			Capacity: capacity, Allocatable: allocatable, PricePerHour: e.price(i.instanceType, i.zone, i.capacityType),
 			Architecture: e.architecture(i.instanceType), UserData: i.userData,
 		})
 	}
@@ -498,6 +507,17 @@ func (e *Emulator) NodeAllocatable(instanceType string) map[string]string {
 		"memory": strconv.FormatInt(shape.memoryMiB-(255+11*shape.pods)-100, 10) + "Mi",
 		"pods":   strconv.FormatInt(shape.pods, 10),
 	}
+}
+
+// kubeletResources are what the instance's kubelet reports as its capacity and allocatable: its
+// type's, and its ephemeral storage when it reports one.
+func (e *Emulator) kubeletResources(i *ec2Instance) (capacity, allocatable map[string]string) {
+	capacity, allocatable = e.NodeCapacity(i.instanceType), e.NodeAllocatable(i.instanceType)
+	if i.ephemeralStorage != nil && capacity != nil {
+		capacity["ephemeral-storage"] = i.ephemeralStorage.String()
+		allocatable["ephemeral-storage"] = allocatableEphemeralStorage(*i.ephemeralStorage).String()
+	}
+	return capacity, allocatable
 }
 
 // architecture is the instance type's first architecture, "" for a type the catalogue does not

@@ -409,6 +409,7 @@ func (e *Emulator) launch(r FleetRequest, p *pool, capacityType, reservationID s
 		fleetID: r.FleetID, reservationID: reservationID, launchTemplateID: p.template.id, launchTemplateName: p.template.name,
 		securityGroupIDs: slices.Clone(p.template.data.securityGroups()),
 		userData:         p.template.data.DecodedUserData,
+		ephemeralStorage: e.ephemeralStorage(p.override.InstanceType, e.images[p.override.ImageID], p.template.data),
 		launched:         now, tags: tags,
 	}
 	if p.profile != nil {

@@ -53,6 +53,15 @@ func (i *image) rootDeviceName() string {
 	return "/dev/xvda"
 }
 
+// rootVolumeGiB is the size the image maps its root volume with: an instance's unless its
+// launch maps the root device with another.
+func (i *image) rootVolumeGiB() int32 {
+	if i.platform == imagePlatformWindows {
+		return 50
+	}
+	return 20
+}
+
 // checkImage fails a launch from an AMI that is malformed, does not exist or is not available,
 // as EC2 does; a deprecated AMI still launches. The caller holds e.mu.
 func (e *Emulator) checkImage(id string) *apiError {
@@ -125,10 +134,7 @@ func (e *Emulator) xmlImage(i *image) xmlImage {
 		x.DeprecationTime = ec2Time(i.deprecation)
 	}
 	root := xmlImageBlockDevice{DeviceName: x.RootDeviceName}
-	root.EBS.DeleteOnTermination, root.EBS.VolumeSize, root.EBS.VolumeType = true, 20, "gp3"
-	if i.platform == imagePlatformWindows {
-		root.EBS.VolumeSize = 50
-	}
+	root.EBS.DeleteOnTermination, root.EBS.VolumeSize, root.EBS.VolumeType = true, i.rootVolumeGiB(), "gp3"
 	x.BlockDeviceMapping = items([]xmlImageBlockDevice{root})
 	return x
 }

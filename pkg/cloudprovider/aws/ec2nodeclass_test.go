@@ -453,6 +453,117 @@ func TestEC2NodeClassInstanceTypesReportTheirEphemeralStorage(t *testing.T) {
 	}
 }
 
+// The ephemeral storage a NodePool plans with, capacity and allocatable, is what the emulated
+// kubelet of the node it launches reports (the sandbox's node joiner registers that), each
+// computed on its own — the plan from the class, the emulator from the template's volumes and
+// user data — so that kube-scheduler in the sandbox finds the room the plan counted on. A
+// Provisioner's types report none, and so do its nodes.
+func TestEphemeralStorageIsWhatTheSandboxKubeletReports(t *testing.T) {
+	raid0 := func(c *awsv1.EC2NodeClass) { c.Spec.InstanceStorePolicy = ptr.To(awsv1.InstanceStorePolicyRAID0) }
+	bottlerocket := func(c *awsv1.EC2NodeClass) {
+		c.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}}
+		c.Status.AMIs[0].Name = "bottlerocket-aws-k8s-1.34-x86_64-v1.58.0-0123abcd"
+	}
+	volume := func(device, size string) *awsv1.BlockDeviceMapping {
+		return &awsv1.BlockDeviceMapping{DeviceName: ptr.To(device), EBS: &awsv1.BlockDevice{VolumeSize: ptr.To(resource.MustParse(size))}}
+	}
+	for _, tt := range []struct {
+		name  string
+		class func(*awsv1.EC2NodeClass)
+	}{
+		{"AL2023's default root volume", func(*awsv1.EC2NodeClass) {}},
+		{"AL2023 RAID0", raid0},
+		{"AL2 RAID0 with a 100 GiB root volume", func(c *awsv1.EC2NodeClass) {
+			c.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2@latest"}}
+			c.Spec.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{volume("/dev/xvda", "100Gi")}
+			raid0(c)
+		}},
+		{"Bottlerocket's default data volume", bottlerocket},
+		{"Bottlerocket with a 60 GiB data volume", func(c *awsv1.EC2NodeClass) {
+			bottlerocket(c)
+			c.Spec.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{volume("/dev/xvda", "4Gi"), volume("/dev/xvdb", "60Gi")}
+		}},
+		{"Bottlerocket RAID0", func(c *awsv1.EC2NodeClass) { bottlerocket(c); raid0(c) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newInstancesEnv(t, classSeed, 0)
+			e.refresh(t)
+			class := readyClass()
+			tt.class(class)
+			types, err := e.instances.InstanceTypes(context.Background(), cloudprovider.Constraints{NodeClass: class})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"c5d.large", "m5d.large", "c5.large"} {
+				i := slices.IndexFunc(types, func(it *cloudprovider.InstanceType) bool { return it.Name == name })
+				if i < 0 {
+					t.Fatalf("%s is not offered", name)
+				}
+				planned := types[i]
+				if _, ok := planned.Capacity[corev1.ResourceEphemeralStorage]; !ok {
+					t.Fatalf("%s: a NodePool's type plans no ephemeral storage", name)
+				}
+				launched := e.create(t, classRequest([]cloudprovider.Candidate{offering(t, planned, "us-west-2b", "on-demand")}, class))
+				node := emulatedInstance(t, e, launched.ID)
+				checkKubeletReports(t, name+" capacity", planned.Capacity, node.Capacity)
+				checkKubeletReports(t, name+" allocatable", planned.Allocatable(), node.Allocatable)
+			}
+		})
+	}
+	t.Run("a Provisioner's", func(t *testing.T) {
+		e := newInstancesEnv(t, classSeed, 0)
+		e.refresh(t)
+		planned := e.instanceTypes(t, "")["c5d.large"]
+		launched := e.create(t, request([]cloudprovider.Candidate{offering(t, planned, "us-west-2b", "on-demand")}))
+		node := emulatedInstance(t, e, launched.ID)
+		checkKubeletReports(t, "capacity", planned.Capacity, node.Capacity)
+		checkKubeletReports(t, "allocatable", planned.Allocatable(), node.Allocatable)
+	})
+}
+
+// offering is the instance type's candidate in the zone and capacity type.
+func offering(t *testing.T, it *cloudprovider.InstanceType, zone, capacityType string) cloudprovider.Candidate {
+	t.Helper()
+	i := slices.IndexFunc(it.Offerings, func(o cloudprovider.Offering) bool { return o.Zone == zone && o.CapacityType == capacityType })
+	if i < 0 {
+		t.Fatalf("%s has no %s offering in %s", it.Name, capacityType, zone)
+	}
+	return cloudprovider.Candidate{InstanceType: it, Offering: it.Offerings[i]}
+}
+
+// emulatedInstance is the emulator's view of the instance, with what its kubelet reports.
+func emulatedInstance(t *testing.T, e *instancesEnv, id string) awsemulator.EC2Instance {
+	t.Helper()
+	for _, i := range e.emulator.EC2Instances() {
+		if i.InstanceID == id {
+			return i
+		}
+	}
+	t.Fatalf("the emulator has no instance %s", id)
+	return awsemulator.EC2Instance{}
+}
+
+// checkKubeletReports checks that the kubelet reports the ephemeral storage planned, or none
+// when none is planned.
+func checkKubeletReports(t *testing.T, what string, planned corev1.ResourceList, reported map[string]string) {
+	t.Helper()
+	plannedStorage, isPlanned := planned[corev1.ResourceEphemeralStorage]
+	reportedValue, isReported := reported[string(corev1.ResourceEphemeralStorage)]
+	if !isPlanned || !isReported {
+		if isPlanned != isReported {
+			t.Errorf("%s: ephemeral storage planned %v (%s), the kubelet reports %v (%s)", what, isPlanned, plannedStorage.String(), isReported, reportedValue)
+		}
+		return
+	}
+	reportedStorage, err := resource.ParseQuantity(reportedValue)
+	if err != nil {
+		t.Fatalf("%s: the kubelet reports ephemeral storage %q, %v", what, reportedValue, err)
+	}
+	if plannedStorage.Cmp(reportedStorage) != 0 {
+		t.Errorf("%s: ephemeral storage planned %s, the kubelet reports %s", what, plannedStorage.String(), reportedStorage.String())
+	}
+}
+
 // A NodePool's offerings are in the zones of its class's subnets, for the types its AMIs boot.
 func TestEC2NodeClassInstanceTypesComeFromItsStatus(t *testing.T) {
 	e := newInstancesEnv(t, classSeed, 0)
