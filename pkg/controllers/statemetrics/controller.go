@@ -80,14 +80,16 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	return periodic.Add(mgr, &periodic.Loop{Name: Name, Clock: c.clock, Pass: c.Export, Period: c.period})
 }
 
-// Export recomputes every family from the cluster's nodes and pods.
+// Export recomputes every family from the cluster's nodes and pods. It only reads them, so it
+// reads the cache's objects without copying them: every period, a copy of every pod was the
+// largest of the controller's allocations with 5,000 pods.
 func (c *Controller) Export(ctx context.Context) error {
 	var nodeList corev1.NodeList
-	if err := c.client.List(ctx, &nodeList); err != nil {
+	if err := c.client.List(ctx, &nodeList, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing nodes, %w", err)
 	}
 	var podList corev1.PodList
-	if err := c.client.List(ctx, &podList); err != nil {
+	if err := c.client.List(ctx, &podList, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing pods, %w", err)
 	}
 	nodes := map[string]*corev1.Node{}

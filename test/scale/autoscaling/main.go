@@ -54,7 +54,7 @@ type options struct {
 	autoscalers, producersPerKind, pods, nodes, lagTargets int
 	period, duration, setupTimeout                         time.Duration
 	controllerArgs                                         []string
-	heapProfile                                            string
+	heapProfile, cpuProfile                                string
 }
 
 func main() {
@@ -68,12 +68,13 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", time.Minute, "how long to sample once settled")
 	flag.DurationVar(&o.setupTimeout, "setup-timeout", 20*time.Minute, "how long the stack may take to start and the objects to settle (5000 pods on a loaded machine take longer)")
 	flag.StringVar(&o.heapProfile, "heap-profile", "", "file to write the controller's heap profile to at the end of sampling (runs it with --profiling); read it with go tool pprof")
+	flag.StringVar(&o.cpuProfile, "cpu-profile", "", "file to write a CPU profile of the controller over the sampling to (runs it with --profiling); read it with go tool pprof")
 	args := flag.String("controller-args", "", "more controller flags, space-separated, e.g. \"--horizontalautoscaler-workers=20\"")
 	flag.Parse()
 	// envtest logs through controller-runtime; the processes' own logs are in the stack's directory.
 	ctrllog.SetLogger(logr.Discard())
 	o.controllerArgs = strings.Fields(*args)
-	if o.heapProfile != "" {
+	if o.heapProfile != "" || o.cpuProfile != "" {
 		o.controllerArgs = append([]string{"--profiling"}, o.controllerArgs...)
 	}
 	if o.producersPerKind < 0 {
@@ -374,6 +375,15 @@ func sample(ctx context.Context, stack *sandbox.Stack, o options) (*measurements
 	if err != nil {
 		return nil, err
 	}
+	cpuProfiled := make(chan error, 1)
+	if o.cpuProfile != "" {
+		go func() {
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", stack.MetricsAddress, int(o.duration.Seconds()))
+			cpuProfiled <- scaletest.Download(ctx, url, o.cpuProfile)
+		}()
+	} else {
+		cpuProfiled <- nil
+	}
 	var depths []float64
 	lastController, lastAPIServer := firstController, firstAPIServer
 	ticker := time.NewTicker(time.Second)
@@ -404,6 +414,9 @@ func sample(ctx context.Context, stack *sandbox.Stack, o options) (*measurements
 		if err := scaletest.Download(ctx, "http://"+stack.MetricsAddress+"/debug/pprof/heap", o.heapProfile); err != nil {
 			return nil, err
 		}
+	}
+	if err := <-cpuProfiled; err != nil {
+		return nil, fmt.Errorf("cpu profile, %w", err)
 	}
 	afterProm, _, err := scaletest.Scrape(ctx, promMetrics)
 	if err != nil {
