@@ -10,6 +10,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -91,6 +92,9 @@ type Options struct {
 	ConsolidationPeriod, ConsolidationMinNodeAge time.Duration
 	// ControllerArgs are more flags of the controller, after (so overriding) the sandbox's own.
 	ControllerArgs []string
+	// ScrapeInterval is how often Prometheus scrapes the controller; 1 s when zero, so that
+	// its metrics follow the story closely.
+	ScrapeInterval time.Duration
 	// CRDDirectory holds the CRDs installed in place of config/crd: an upgrade test starts the
 	// stack with an earlier commit's.
 	CRDDirectory string
@@ -169,7 +173,7 @@ func Start(ctx context.Context, options Options) (_ *Stack, err error) {
 		ControllerManager: true,
 		Kwok:              true,
 		Prometheus: &environment.PrometheusOptions{
-			ScrapeInterval: time.Second,
+			ScrapeInterval: cmp.Or(options.ScrapeInterval, time.Second),
 			ScrapeConfigs:  []environment.ScrapeConfig{{JobName: "karpenter", Targets: []string{s.MetricsAddress}}},
 		},
 		CRDDirectory: options.CRDDirectory,

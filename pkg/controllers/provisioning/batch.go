@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -429,12 +428,8 @@ func (c *Controller) record(ctx context.Context, r *reservedLaunch, i int, insta
 // registered: its pods are planned again.
 var errNodeClaimGone = errors.New("the nodeclaim was deleted before its node registered")
 
-// registeredPoll is how awaitRegistered reads the cache: at once, then at intervals growing
-// from 50 ms to a second. A launch waits on each of its nodes at once, for the ten seconds or
-// more a node takes to register: at a fixed 50 ms, 500 nodes of a burst read a NodeClaim and
-// list a Node 20,000 times a second between them, on the cores kube-scheduler and the API
-// server need while they still place the burst.
-var registeredPoll = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: time.Second}
+// registeredPoll is how often awaitRegistered reads the cache.
+const registeredPoll = 50 * time.Millisecond
 
 // awaitRegistered returns the NodeClaim's Node once the cache shows it registered: its
 // kubelet registered it and the NodeClaim lifecycle controller synced the NodeClaim onto it and
@@ -443,7 +438,7 @@ var registeredPoll = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Ji
 // time.
 func (c *Controller) awaitRegistered(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
 	var registered *corev1.Node
-	err := registeredPoll.DelayFunc().Until(ctx, true, false, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, registeredPoll, true, func(ctx context.Context) (bool, error) {
 		current := &v1.NodeClaim{}
 		if err := c.client.Get(ctx, client.ObjectKeyFromObject(nc), current); err != nil {
 			if !apierrors.IsNotFound(err) {
