@@ -111,6 +111,13 @@ func evictionThreshold(value, kubeletDefault string, capacity resource.Quantity)
 	return threshold
 }
 
+// shareOf is milliPercent thousandths of a percent of total, rounded down, without the product
+// overflowing: a RAID0 node's ephemeral storage (hundreds of TB of instance store) times a
+// threshold's share exceeds an int64.
+func shareOf(total, milliPercent int64) int64 {
+	return total/100_000*milliPercent + total%100_000*milliPercent/100_000
+}
+
 // parseThreshold reads an eviction threshold of a resource of that capacity; false when it is
 // empty or malformed.
 func parseThreshold(value string, capacity resource.Quantity) (resource.Quantity, bool) {
@@ -122,7 +129,7 @@ func parseThreshold(value string, capacity resource.Quantity) (resource.Quantity
 		if err != nil {
 			return resource.Quantity{}, false
 		}
-		return *resource.NewQuantity(capacity.Value()*share.MilliValue()/100_000, resource.BinarySI), true
+		return *resource.NewQuantity(shareOf(capacity.Value(), share.MilliValue()), resource.BinarySI), true
 	}
 	q, err := resource.ParseQuantity(value)
 	if err != nil {

@@ -90,8 +90,17 @@ func TestWithKubeletEphemeralStorage(t *testing.T) {
 			}
 		})
 	}
+	// A share of a RAID0 node's instance store — d3en.12xlarge's 335,520 GB — is held back whole:
+	// the product of the bytes and the share overflowed an int64 to a negative overhead.
+	huge := m5xlarge()
+	huge.Capacity[corev1.ResourceEphemeralStorage] = resource.MustParse("335520G")
+	huge.Overhead[corev1.ResourceEphemeralStorage] = resource.MustParse("33553Gi")
+	got := instancetype.WithKubelet([]*cloudprovider.InstanceType{huge}, instancetype.KubeletSettings{EvictionHard: map[string]string{"nodefs.available": "30%"}})[0]
+	if overhead, want := got.Overhead[corev1.ResourceEphemeralStorage], resource.MustParse("100657073741824"); overhead.Cmp(want) != 0 { // 1Gi + 100,656 GB
+		t.Errorf("ephemeral storage overhead of 335520G at 30%% = %s, want %s", overhead.String(), want.String())
+	}
 	// Without ephemeral storage (a Provisioner's types), none is reserved.
-	got := instancetype.WithKubelet([]*cloudprovider.InstanceType{m5xlarge()}, instancetype.KubeletSettings{EvictionHard: map[string]string{"nodefs.available": "5%"}})[0]
+	got = instancetype.WithKubelet([]*cloudprovider.InstanceType{m5xlarge()}, instancetype.KubeletSettings{EvictionHard: map[string]string{"nodefs.available": "5%"}})[0]
 	if reserved, ok := got.Overhead[corev1.ResourceEphemeralStorage]; ok {
 		t.Errorf("a type without ephemeral storage reserves %s of it", reserved.String())
 	}
