@@ -1,10 +1,7 @@
 package awsemulator
 
 import (
-	"io"
-	"mime"
-	"mime/multipart"
-	"net/mail"
+	"errors"
 	"slices"
 	"strings"
 
@@ -79,7 +76,8 @@ type bootStorage struct {
 // is Amazon Linux's (nodeadm's NodeConfigs, bootstrap.sh in shell scripts), TOML with settings
 // is Bottlerocket's. Anything else keeps the state on the root volume.
 func readBootStorage(userData string) bootStorage {
-	if parts, ok := userDataParts(userData); ok {
+	// A malformed part ends what is read of a MIME document, as it ends cloud-init's reading.
+	if parts, err := UserDataParts(userData); !errors.Is(err, errNotMultipart) {
 		return bootStorage{instanceStoreRAID0: amazonLinuxRAID0(parts)}
 	}
 	var config bottlerocketConfig
@@ -87,46 +85,6 @@ func readBootStorage(userData string) bootStorage {
 		return bootStorage{bottlerocket: true, instanceStoreRAID0: config.Settings.instanceStoreRAID0()}
 	}
 	return bootStorage{}
-}
-
-// The media types of the user data parts the Amazon Linux AMIs act on.
-const (
-	nodeadmMediaType     = "application/node.eks.aws"
-	shellScriptMediaType = "text/x-shellscript"
-)
-
-// userDataPart is a part of a MIME multi-part user data document.
-type userDataPart struct {
-	mediaType string
-	body      string
-}
-
-// userDataParts are the parts of a MIME multi-part user data document, up to the first
-// malformed one; false when the user data is not such a document.
-func userDataParts(userData string) ([]userDataPart, bool) {
-	message, err := mail.ReadMessage(strings.NewReader(userData))
-	if err != nil {
-		return nil, false
-	}
-	mediaType, params, err := mime.ParseMediaType(message.Header.Get("Content-Type"))
-	if err != nil || !strings.HasPrefix(mediaType, "multipart/") {
-		return nil, false
-	}
-	reader := multipart.NewReader(message.Body, params["boundary"])
-	var parts []userDataPart
-	for {
-		// io.EOF ends the document; any other error, a malformed part, ends what is read of it.
-		part, err := reader.NextPart()
-		if err != nil {
-			return parts, true
-		}
-		body, err := io.ReadAll(part)
-		if err != nil {
-			return parts, true
-		}
-		partType, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
-		parts = append(parts, userDataPart{mediaType: partType, body: string(body)})
-	}
 }
 
 // nodeadmLocalStorage is the part of nodeadm's NodeConfig that says what to do with the
@@ -145,17 +103,17 @@ type nodeadmLocalStorage struct {
 // keep the kubelet's state on it: on AL2023 nodeadm's localStorage strategy RAID0 (nodeadm
 // merges the NodeConfigs in order, so the last that sets a strategy decides), on AL2 a script
 // running bootstrap.sh with --local-disks raid0.
-func amazonLinuxRAID0(parts []userDataPart) bool {
+func amazonLinuxRAID0(parts []UserDataPart) bool {
 	strategy, bootstrapRAID0 := "", false
 	for _, part := range parts {
-		switch part.mediaType {
-		case nodeadmMediaType:
+		switch part.MediaType {
+		case NodeadmMediaType:
 			var config nodeadmLocalStorage
-			if yaml.Unmarshal([]byte(part.body), &config) == nil && config.Spec.Instance.LocalStorage.Strategy != "" {
+			if yaml.Unmarshal([]byte(part.Body), &config) == nil && config.Spec.Instance.LocalStorage.Strategy != "" {
 				strategy = config.Spec.Instance.LocalStorage.Strategy
 			}
 		case shellScriptMediaType:
-			bootstrapRAID0 = bootstrapRAID0 || runsBootstrapWithRAID0(part.body)
+			bootstrapRAID0 = bootstrapRAID0 || runsBootstrapWithRAID0(part.Body)
 		}
 	}
 	return strategy == "RAID0" || bootstrapRAID0

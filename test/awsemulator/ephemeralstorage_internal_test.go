@@ -26,8 +26,8 @@ func TestReadBootStorage(t *testing.T) {
 		userData string
 		want     bootStorage
 	}{
-		{"a user's RAID0 NodeConfig, then one that sets no strategy", mimeUserData(nodeadmMediaType, nodeConfigRAID0, nodeadmMediaType, nodeConfigJoin), bootStorage{instanceStoreRAID0: true}},
-		{"a user's RAID0 NodeConfig, then one that mounts the disks instead", mimeUserData(nodeadmMediaType, nodeConfigRAID0, nodeadmMediaType, nodeConfigMount), bootStorage{}},
+		{"a user's RAID0 NodeConfig, then one that sets no strategy", mimeUserData(NodeadmMediaType, nodeConfigRAID0, NodeadmMediaType, nodeConfigJoin), bootStorage{instanceStoreRAID0: true}},
+		{"a user's RAID0 NodeConfig, then one that mounts the disks instead", mimeUserData(NodeadmMediaType, nodeConfigRAID0, NodeadmMediaType, nodeConfigMount), bootStorage{}},
 		{"a script running bootstrap.sh without --local-disks", mimeUserData(`text/x-shellscript; charset="us-ascii"`, "#!/bin/bash\n/etc/eks/bootstrap.sh 'demo' --local-disks none\n"), bootStorage{}},
 		{"a script naming raid0 but not running bootstrap.sh", mimeUserData(`text/x-shellscript; charset="us-ascii"`, "#!/bin/bash\necho --local-disks raid0\n"), bootStorage{}},
 		{"a RAID0 NodeConfig in a part nodeadm does not read", mimeUserData("text/plain", nodeConfigRAID0), bootStorage{}},

@@ -453,12 +453,13 @@ func TestEC2NodeClassInstanceTypesReportTheirEphemeralStorage(t *testing.T) {
 	}
 }
 
-// The ephemeral storage a NodePool plans with, capacity and allocatable, is what the emulated
-// kubelet of the node it launches reports (the sandbox's node joiner registers that), each
-// computed on its own — the plan from the class, the emulator from the template's volumes and
-// user data — so that kube-scheduler in the sandbox finds the room the plan counted on. A
-// Provisioner's types report none, and so do its nodes.
-func TestEphemeralStorageIsWhatTheSandboxKubeletReports(t *testing.T) {
+// The ephemeral storage a NodePool plans with, capacity and allocatable, is what the emulator
+// says a kubelet on the launched instance reports, for each AMI family, each computed on its own
+// — the plan from the class, the emulator from the template's volumes and user data. The
+// sandbox's node joiner registers an AL2023 instance's Node with it (it reads nodeadm user data
+// only), so kube-scheduler there finds the room the plan counted on. A Provisioner's types
+// report none, and so do its instances.
+func TestEphemeralStorageIsWhatTheEmulatedInstanceReports(t *testing.T) {
 	raid0 := func(c *awsv1.EC2NodeClass) { c.Spec.InstanceStorePolicy = ptr.To(awsv1.InstanceStorePolicyRAID0) }
 	bottlerocket := func(c *awsv1.EC2NodeClass) {
 		c.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 
 	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -220,7 +219,7 @@ func (i *Instances) classInstanceTypes(class *awsv1.EC2NodeClass, constraints cl
 	}
 	storage := &instancetype.EphemeralStorage{
 		RootVolumeSize:     launchtemplate.EphemeralVolumeSize(class),
-		InstanceStoreRAID0: ptr.Deref(class.Spec.InstanceStorePolicy, "") == awsv1.InstanceStorePolicyRAID0,
+		InstanceStoreRAID0: class.Spec.InstanceStorePolicy.RAID0(),
 	}
 	instanceTypes, err := i.instanceTypes.List(subnet.Zones(subnets), constraints.Requirements, storage)
 	if err != nil {

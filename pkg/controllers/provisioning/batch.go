@@ -234,7 +234,7 @@ func (c *Controller) reserve(g *launchGroup, p *poolPlan) (*reservedLaunch, erro
 	}
 	r := &reservedLaunch{
 		pool:         pool,
-		group:        &launchGroup{pool: g.pool, labels: g.labels, candidates: kept, nodes: g.nodes[:len(reservations)]},
+		group:        &launchGroup{pool: g.pool, candidates: kept, nodes: g.nodes[:len(reservations)]},
 		reservations: reservations,
 	}
 	for _, n := range r.group.nodes {
@@ -257,7 +257,7 @@ func (c *Controller) launch(ctx context.Context, r *reservedLaunch, hold bool) (
 		c.ledger.Release(r.reservations[i])
 		c.inFlight.failed(r.planned[i])
 	}
-	request := launcher.Request{Pool: p, Candidates: r.group.candidates, Labels: r.group.labels, Nodes: r.group.nodes}
+	request := launcher.Request{Pool: p, Candidates: r.group.candidates, Labels: r.group.labels(), Nodes: r.group.nodes}
 	if hold {
 		request.StartupTaints = []corev1.Taint{launchingTaint}
 	}

@@ -17,10 +17,12 @@ import (
 // taints), the same labels the plan chose, and the same candidates, in the same order.
 type launchGroup struct {
 	pool       pools.Key
-	labels     map[string]string
 	candidates []cloudprovider.Candidate
 	nodes      []*scheduling.NewNode
 }
+
+// labels are those the plan chose for the group's nodes, the same for each (launchKey).
+func (g *launchGroup) labels() map[string]string { return g.nodes[0].Labels }
 
 // pods are the pods of every node of the group.
 func (g *launchGroup) pods() []*corev1.Pod {
@@ -56,7 +58,7 @@ func groupLaunches(newNodes []*scheduling.NewNode, maxSize int) []*launchGroup {
 		key := launchKey(n, candidates)
 		g, ok := open[key]
 		if !ok || len(g.nodes) == maxSize {
-			g = &launchGroup{pool: n.Pool, labels: n.Labels, candidates: candidates}
+			g = &launchGroup{pool: n.Pool, candidates: candidates}
 			open[key] = g
 			out = append(out, g)
 		}

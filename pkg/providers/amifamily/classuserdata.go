@@ -140,7 +140,7 @@ func al2UserData(in NodeBootstrap, userData string) (string, error) {
 	flags := append(kubeletFlags(in.Labels, in.Taints), fmt.Sprintf("--max-pods=%d", in.MaxPods))
 	flags = append(flags, kubeletConfigFlags(in.Kubelet)...)
 	args = append(args, "--kubelet-extra-args", shellQuote(strings.Join(flags, " ")))
-	if in.raid0() {
+	if in.InstanceStorePolicy.RAID0() {
 		// bootstrap.sh's setup-local-disks makes the array and binds the kubelet's and
 		// containerd's state onto it before the kubelet starts.
 		args = append(args, "--local-disks", "raid0")
@@ -251,7 +251,7 @@ func bottlerocketUserData(in NodeBootstrap, userData string) (string, error) {
 		return "", err
 	}
 	bottlerocketKubelet(kubernetes, in.Kubelet)
-	if in.raid0() {
+	if in.InstanceStorePolicy.RAID0() {
 		if err := bottlerocketInstanceStorage(settings, in.AMIName); err != nil {
 			return "", err
 		}

@@ -102,12 +102,6 @@ type NodeBootstrap struct {
 	AMIName string
 }
 
-// raid0 says the node's instance-store disks are to be one RAID-0 array holding its ephemeral
-// storage.
-func (in NodeBootstrap) raid0() bool {
-	return in.InstanceStorePolicy != nil && *in.InstanceStorePolicy == awsv1.InstanceStorePolicyRAID0
-}
-
 // UserData is a MIME multi-part document with one nodeadm NodeConfig part, as the AL2023
 // EKS-optimized AMI expects.
 func UserData(in NodeBootstrap) (string, error) {
@@ -133,7 +127,7 @@ func nodeadmConfig(in NodeBootstrap) ([]byte, error) {
 			Kubelet: nodeConfigKubelet{Config: kubeletConfig(in.MaxPods, in.Kubelet), Flags: kubeletFlags(in.Labels, in.Taints)},
 		},
 	}
-	if in.raid0() {
+	if in.InstanceStorePolicy.RAID0() {
 		config.Spec.Instance = &nodeConfigInstance{LocalStorage: nodeConfigLocalStorage{Strategy: nodeadmLocalStorageRAID0}}
 	}
 	raw, err := yaml.Marshal(config)

@@ -16,13 +16,10 @@ type KubeletSettings struct {
 	KubeReserved, SystemReserved, EvictionHard map[string]string
 }
 
-// The hard eviction signals whose thresholds are held back from pods, and the kubelet's
-// defaults for them.
+// The hard eviction signals whose thresholds are held back from pods.
 const (
-	memoryAvailable        = "memory.available"
-	defaultMemoryAvailable = "100Mi"
-	nodefsAvailable        = "nodefs.available"
-	defaultNodefsAvailable = "10%"
+	memoryAvailable = "memory.available"
+	nodefsAvailable = "nodefs.available"
 )
 
 // defaultKubeReservedEphemeralStorage is the ephemeral storage the EKS-optimized AMIs reserve
@@ -67,7 +64,7 @@ func (k KubeletSettings) shape(it *cloudprovider.InstanceType) {
 	cpu.Add(reserved(k.SystemReserved, corev1.ResourceCPU, resource.Quantity{}))
 	memory := reserved(k.KubeReserved, corev1.ResourceMemory, *resource.NewQuantity(kubeReservedMemoryMiB(pods)*1024*1024, resource.BinarySI))
 	memory.Add(reserved(k.SystemReserved, corev1.ResourceMemory, resource.Quantity{}))
-	memory.Add(evictionThreshold(k.EvictionHard[memoryAvailable], defaultMemoryAvailable, *it.Capacity.Memory()))
+	memory.Add(evictionThreshold(k.EvictionHard[memoryAvailable], *it.Capacity.Memory(), *resource.NewQuantity(evictionThresholdMiB*1024*1024, resource.BinarySI)))
 	it.Overhead[corev1.ResourceCPU] = cpu
 	it.Overhead[corev1.ResourceMemory] = memory
 	// Only a node class's types report ephemeral storage (List's storage).
@@ -82,7 +79,8 @@ func (k KubeletSettings) shape(it *cloudprovider.InstanceType) {
 func (k KubeletSettings) ephemeralStorageOverhead(storage resource.Quantity) resource.Quantity {
 	overhead := reserved(k.KubeReserved, corev1.ResourceEphemeralStorage, defaultKubeReservedEphemeralStorage)
 	overhead.Add(reserved(k.SystemReserved, corev1.ResourceEphemeralStorage, resource.Quantity{}))
-	overhead.Add(evictionThreshold(k.EvictionHard[nodefsAvailable], defaultNodefsAvailable, storage))
+	// The kubelet's default threshold is nodefs.available<10%.
+	overhead.Add(evictionThreshold(k.EvictionHard[nodefsAvailable], storage, *resource.NewQuantity(storage.Value()/10, resource.BinarySI)))
 	return overhead
 }
 
@@ -100,17 +98,6 @@ func reserved(settings map[string]string, name corev1.ResourceName, fallback res
 	return q
 }
 
-// evictionThreshold is what a hard eviction threshold holds back of a resource: a quantity, or
-// a share of its capacity ("5%"); the kubelet's default, given the same way, when unset or
-// malformed (the schema should have refused that).
-func evictionThreshold(value, kubeletDefault string, capacity resource.Quantity) resource.Quantity {
-	if threshold, ok := parseThreshold(value, capacity); ok {
-		return threshold
-	}
-	threshold, _ := parseThreshold(kubeletDefault, capacity)
-	return threshold
-}
-
 // shareOf is milliPercent thousandths of a percent of total, rounded down, without the product
 // overflowing: a RAID0 node's ephemeral storage (hundreds of TB of instance store) times a
 // threshold's share exceeds an int64.
@@ -118,22 +105,23 @@ func shareOf(total, milliPercent int64) int64 {
 	return total/100_000*milliPercent + total%100_000*milliPercent/100_000
 }
 
-// parseThreshold reads an eviction threshold of a resource of that capacity; false when it is
-// empty or malformed.
-func parseThreshold(value string, capacity resource.Quantity) (resource.Quantity, bool) {
+// evictionThreshold is what a hard eviction threshold holds back of a resource: a quantity, or
+// a share of its capacity ("5%"); the kubelet's default when unset or malformed (the schema
+// should have refused that).
+func evictionThreshold(value string, capacity, kubeletDefault resource.Quantity) resource.Quantity {
 	if value == "" {
-		return resource.Quantity{}, false
+		return kubeletDefault
 	}
 	if percent, ok := strings.CutSuffix(value, "%"); ok {
 		share, err := resource.ParseQuantity(percent)
 		if err != nil {
-			return resource.Quantity{}, false
+			return kubeletDefault
 		}
-		return *resource.NewQuantity(shareOf(capacity.Value(), share.MilliValue()), resource.BinarySI), true
+		return *resource.NewQuantity(shareOf(capacity.Value(), share.MilliValue()), resource.BinarySI)
 	}
 	q, err := resource.ParseQuantity(value)
 	if err != nil {
-		return resource.Quantity{}, false
+		return kubeletDefault
 	}
-	return q, true
+	return q
 }

@@ -1,14 +1,9 @@
 package nodejoiner
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
-	"mime/multipart"
-	"net/mail"
 	"strings"
 	"sync"
 
@@ -173,49 +168,31 @@ type nodeConfig struct {
 	} `json:"spec"`
 }
 
-// nodeadmContentType marks the MIME part nodeadm reads its NodeConfig from.
-const nodeadmContentType = "application/node.eks.aws"
-
 // KubeletFlags are the kubelet flags of the nodeadm NodeConfigs in user data (a MIME multi-part
 // document, as the AL2023 EKS AMI reads it): nodeadm merges every NodeConfig part, a user's
 // before Karpenter's, so their flags add up.
 func KubeletFlags(userData string) ([]string, error) {
-	message, err := mail.ReadMessage(strings.NewReader(userData))
+	parts, err := awsemulator.UserDataParts(userData)
 	if err != nil {
-		return nil, fmt.Errorf("reading the user data, %w", err)
+		return nil, err
 	}
-	mediaType, params, err := mime.ParseMediaType(message.Header.Get("Content-Type"))
-	if err != nil || !strings.HasPrefix(mediaType, "multipart/") {
-		return nil, fmt.Errorf("the user data is not a MIME multi-part document (%s), %w", mediaType, err)
-	}
-	parts := multipart.NewReader(message.Body, params["boundary"])
 	var flags []string
 	found := false
-	for {
-		part, err := parts.NextPart()
-		if errors.Is(err, io.EOF) {
-			if !found {
-				return nil, errors.New("the user data has no nodeadm NodeConfig")
-			}
-			return flags, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the user data's parts, %w", err)
-		}
-		if part.Header.Get("Content-Type") != nodeadmContentType {
+	for _, part := range parts {
+		if part.MediaType != awsemulator.NodeadmMediaType {
 			continue
 		}
-		var raw bytes.Buffer
-		if _, err := raw.ReadFrom(part); err != nil {
-			return nil, fmt.Errorf("reading the nodeadm NodeConfig, %w", err)
-		}
 		config := nodeConfig{}
-		if err := yaml.Unmarshal(raw.Bytes(), &config); err != nil {
+		if err := yaml.Unmarshal([]byte(part.Body), &config); err != nil {
 			return nil, fmt.Errorf("parsing the nodeadm NodeConfig, %w", err)
 		}
 		found = true
 		flags = append(flags, config.Spec.Kubelet.Flags...)
 	}
+	if !found {
+		return nil, errors.New("the user data has no nodeadm NodeConfig")
+	}
+	return flags, nil
 }
 
 // flagValues are the comma-separated values of the flag named name (--name=a,b).

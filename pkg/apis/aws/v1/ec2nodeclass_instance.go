@@ -68,6 +68,10 @@ type InstanceStorePolicy string
 // /var/lib/containerd and /var/lib/kubelet: the node's ephemeral storage, faster and larger.
 const InstanceStorePolicyRAID0 InstanceStorePolicy = "RAID0"
 
+// RAID0 says the policy makes the instance-store disks one RAID-0 array; a nil policy (unset)
+// leaves them alone.
+func (p *InstanceStorePolicy) RAID0() bool { return p != nil && *p == InstanceStorePolicyRAID0 }
+
 // NetworkInterface is a network interface of the node.
 type NetworkInterface struct {
 	// NetworkCardIndex is the network card the interface is attached to.
