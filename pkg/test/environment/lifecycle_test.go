@@ -20,23 +20,36 @@ func TestKillStaleKillsOnlyTheProcessesItsPidFilesName(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "pids"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	start := func() *exec.Cmd {
+	// start runs `sleep 60`, waits for it once in the background (so that the test and its
+	// cleanup never call Wait concurrently), and returns once its command line is in /proc:
+	// exec.Cmd.Start returns when the exec has begun, and under load /proc/<pid>/cmdline is
+	// empty for a moment after, which KillStale would rightly take for another program.
+	start := func() (*exec.Cmd, <-chan struct{}) {
 		cmd := exec.Command("sleep", "60")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		return cmd
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+		deadline := time.Now().Add(10 * time.Second)
+		for !runningAs(cmd.Process.Pid, "sleep") {
+			if time.Now().After(deadline) {
+				t.Fatalf("pid %d never showed sleep's command line", cmd.Process.Pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return cmd, exited
 	}
 	writePid := func(name string, pid int) {
 		if err := os.WriteFile(filepath.Join(dir, "pids", name+".pid"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	stale := start()
+	stale, staleExited := start()
 	writePid("sleep", stale.Process.Pid)
 	// A pid reused by another program: its command line does not name the binary.
-	reused := start()
+	reused, reusedExited := start()
 	writePid("kube-apiserver", reused.Process.Pid)
 
 	killed, err := KillStale(dir)
@@ -46,16 +59,14 @@ func TestKillStaleKillsOnlyTheProcessesItsPidFilesName(t *testing.T) {
 	if len(killed) != 1 {
 		t.Errorf("killed %v, want only the stale sleep", killed)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- stale.Wait() }()
 	select {
-	case <-exited: //nolint:errcheck // Wait reports the kill, which is the point.
+	case <-staleExited:
 	case <-time.After(10 * time.Second):
 		t.Error("the stale process still runs")
 	}
 	// Still running: our SIGTERM, not KillStale's SIGKILL, ends it.
 	_ = reused.Process.Signal(syscall.SIGTERM)
-	_ = reused.Wait()
+	<-reusedExited
 	if status, ok := reused.ProcessState.Sys().(syscall.WaitStatus); !ok || status.Signal() != syscall.SIGTERM {
 		t.Errorf("the process with a reused pid ended with %v, want our SIGTERM", reused.ProcessState)
 	}
