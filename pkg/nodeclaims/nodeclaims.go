@@ -22,6 +22,18 @@ import (
 // taints.
 var UnregisteredTaint = corev1.Taint{Key: v1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}
 
+// NotReadyTaint is Karpenter's own taint on a node it registers, which the readiness controller
+// lifts once it has seen the kubelet report Ready: until then the node counts as launching.
+var NotReadyTaint = corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule}
+
+// WithNotReadyTaint adds NotReadyTaint to the node, unless it has it, and returns the node.
+func WithNotReadyTaint(node *corev1.Node) *corev1.Node {
+	if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == NotReadyTaint.Key }) {
+		node.Spec.Taints = append(node.Spec.Taints, NotReadyTaint)
+	}
+	return node
+}
+
 // OwnerReference is the reference from a node to the NodeClaim it registered for: deleting the
 // NodeClaim deletes the node.
 func OwnerReference(nc *v1.NodeClaim) metav1.OwnerReference {
@@ -112,7 +124,7 @@ func Initialized(nc *v1.NodeClaim, node *corev1.Node) (bool, string, string) {
 		return false, ReasonNodeNotReady, "Node " + node.Name + " is not Ready"
 	}
 	for _, t := range node.Spec.Taints {
-		if t.Key == v1alpha5.NotReadyTaintKey || t.Key == v1alpha5.LaunchingTaintKey || t.Key == v1.UnregisteredTaintKey {
+		if nodes.IsLaunchingTaint(t) {
 			return false, ReasonNodeNotReady, "Node " + node.Name + " still has taint " + t.Key
 		}
 		if slices.ContainsFunc(nc.Spec.StartupTaints, func(s v1.Taint) bool { c := s.Core(); return t.MatchTaint(&c) }) {

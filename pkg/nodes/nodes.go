@@ -56,27 +56,29 @@ func IsRemovable(node *corev1.Node) bool {
 
 // IsLaunching is true for a node Karpenter launched that its NodeClaim has not registered yet,
 // whose kubelet has not yet reported Ready, or whose batch is still launching: it still carries
-// the unregistered, not-ready or launching taint, so nothing is scheduled there yet, but its
-// room is already promised to the pods it was launched for.
+// one of the launching taints, so nothing is scheduled there yet, but its room is already
+// promised to the pods it was launched for.
 func IsLaunching(node *corev1.Node) bool {
-	for _, taint := range node.Spec.Taints {
-		if taint.Key == v1.UnregisteredTaintKey || taint.Key == v1alpha5.NotReadyTaintKey || taint.Key == v1alpha5.LaunchingTaintKey {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(node.Spec.Taints, IsLaunchingTaint)
+}
+
+// IsLaunchingTaint is true for the taints Karpenter's launch puts on a node and lifts itself:
+// unregistered (until its NodeClaim registers it), not-ready (until its kubelet reports Ready)
+// and launching (until its batch has launched).
+func IsLaunchingTaint(taint corev1.Taint) bool {
+	return taint.Key == v1.UnregisteredTaintKey || taint.Key == v1alpha5.NotReadyTaintKey || taint.Key == v1alpha5.LaunchingTaintKey
 }
 
 // HasConditionTaint is true for a node the node lifecycle controller taints for its condition:
 // not ready or unreachable. Such taints also stay on a node that just became Ready until the
 // controller has seen it, so nothing may be planned onto it yet.
 func HasConditionTaint(node *corev1.Node) bool {
-	for _, taint := range node.Spec.Taints {
-		if taint.Key == corev1.TaintNodeNotReady || taint.Key == corev1.TaintNodeUnreachable {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(node.Spec.Taints, IsConditionTaint)
+}
+
+// IsConditionTaint is true for the node lifecycle controller's taints of a node's condition.
+func IsConditionTaint(taint corev1.Taint) bool {
+	return taint.Key == corev1.TaintNodeNotReady || taint.Key == corev1.TaintNodeUnreachable
 }
 
 // AwaitsItsPods is true for a node the pods nominated to it wait for: still launching, or

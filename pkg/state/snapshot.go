@@ -18,7 +18,6 @@ import (
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha1"
-	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
@@ -114,7 +113,7 @@ func (c *Snapshot) Room() []scheduling.Node {
 		onNode := bound[node.Name]
 		if nodes.IsLaunching(node) {
 			node = node.DeepCopy()
-			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return launchingTaints.Has(t.Key) })
+			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return nodes.IsLaunchingTaint(t) || nodes.IsConditionTaint(t) })
 			if len(node.Status.Allocatable) == 0 {
 				if it, ok := c.InstanceTypes[node.Labels[corev1.LabelInstanceTypeStable]]; ok {
 					node.Status.Allocatable = it.Allocatable()
@@ -201,10 +200,6 @@ func pointers[T any](items []T) []*T {
 	return out
 }
 
-// launchingTaints are on a node Karpenter launched until it is registered, its kubelet reports
-// Ready and its batch has launched.
-var launchingTaints = sets.New(v1.UnregisteredTaintKey, v1alpha5.NotReadyTaintKey, v1alpha5.LaunchingTaintKey, corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable)
-
 // LaunchingNodes are the nodes still launching, with the provisioner that launched each.
 func (c *Snapshot) LaunchingNodes() map[string]string {
 	out := map[string]string{}
@@ -275,7 +270,7 @@ func (c *Snapshot) AllNodes() []corev1.Node {
 			continue
 		}
 		ownCopy()
-		out[i] = *withNotReadyTaint(nodeclaims.Register(nc, node))
+		out[i] = *nodeclaims.WithNotReadyTaint(nodeclaims.Register(nc, node))
 	}
 	for i := range c.NodeClaims {
 		nc := &c.NodeClaims[i]
@@ -288,18 +283,10 @@ func (c *Snapshot) AllNodes() []corev1.Node {
 	return out
 }
 
-// withNotReadyTaint adds Karpenter's not-ready taint to a node still launching.
-func withNotReadyTaint(node *corev1.Node) *corev1.Node {
-	if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha5.NotReadyTaintKey }) {
-		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule})
-	}
-	return node
-}
-
 // nodeOfNodeClaim is the Node a launched NodeClaim will register, as registering makes it,
 // with the not-ready taint of a node still launching and the capacity its instance reported.
 func nodeOfNodeClaim(nc *v1.NodeClaim) corev1.Node {
-	return *withNotReadyTaint(nodeclaims.Register(nc, &corev1.Node{
+	return *nodeclaims.WithNotReadyTaint(nodeclaims.Register(nc, &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: nc.Name, Labels: map[string]string{corev1.LabelHostname: nc.Name}, CreationTimestamp: nc.CreationTimestamp},
 		Spec:       corev1.NodeSpec{ProviderID: nc.Status.ProviderID},
 		Status:     corev1.NodeStatus{Capacity: nc.Status.Capacity, Allocatable: nc.Status.Allocatable},

@@ -23,6 +23,7 @@ import (
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pools"
 )
 
@@ -149,8 +150,7 @@ func Build(node *corev1.Node) *v1.NodeClaim {
 		}
 	}
 	taints := slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool {
-		return t.Key == v1alpha5.NotReadyTaintKey || t.Key == v1alpha5.LaunchingTaintKey || t.Key == corev1.TaintNodeNotReady ||
-			t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeUnschedulable || t.Key == v1.UnregisteredTaintKey
+		return nodes.IsLaunchingTaint(t) || nodes.IsConditionTaint(t) || t.Key == corev1.TaintNodeUnschedulable
 	})
 	nc := &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: node.Name, Labels: labels, Finalizers: []string{v1.TerminationFinalizer}},

@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	cloudmetrics "karpenter.sh/karpenter/pkg/cloudprovider/metrics"
@@ -33,7 +32,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
-	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/killpoint"
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/metrics"
@@ -248,15 +246,7 @@ func (c *Controller) step(ctx context.Context, nc *v1.NodeClaim) (deleteFor stri
 // synced again: what was lifted since (a startup taint, the batch's hold) stays lifted.
 func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) error {
 	if !nodeclaims.Registered(node) {
-		synced := func(node *corev1.Node) *corev1.Node {
-			synced := nodeclaims.Sync(nc, node)
-			if !slices.ContainsFunc(synced.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha5.NotReadyTaintKey }) {
-				// Karpenter's own not-ready taint, which the readiness controller lifts once it has
-				// seen the kubelet report Ready: until then the node counts as launching.
-				synced.Spec.Taints = append(synced.Spec.Taints, corev1.Taint{Key: v1alpha5.NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule})
-			}
-			return synced
-		}
+		synced := func(node *corev1.Node) *corev1.Node { return nodeclaims.WithNotReadyTaint(nodeclaims.Sync(nc, node)) }
 		if err := c.patchNode(ctx, node, synced); err != nil {
 			return fmt.Errorf("syncing nodeclaim %s onto node %s, %w", nc.Name, node.Name, err)
 		}
