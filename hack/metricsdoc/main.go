@@ -79,7 +79,7 @@ func families() ([]family, error) {
 // kindOf is a collector's type: a vector's by its Go type, a single metric's by what it writes
 // (the interfaces of counters and gauges, histograms and summaries overlap).
 func kindOf(c prometheus.Collector) string {
-	switch c.(type) {
+	switch typed := c.(type) {
 	case *prometheus.CounterVec:
 		return "counter"
 	case *prometheus.GaugeVec:
@@ -88,6 +88,9 @@ func kindOf(c prometheus.Collector) string {
 		return "histogram"
 	case *prometheus.SummaryVec:
 		return "summary"
+	case interface{ ValueType() prometheus.ValueType }:
+		// A family of constant series (the state families), empty until a pass sets it.
+		return strings.ToLower(typed.ValueType().ToDTO().String())
 	}
 	metrics := make(chan prometheus.Metric, 16)
 	go func() { c.Collect(metrics); close(metrics) }()

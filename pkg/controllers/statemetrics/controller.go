@@ -6,14 +6,12 @@ package statemetrics
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -53,8 +51,6 @@ type Controller struct {
 	since time.Time
 	// startedPods are the pods whose startup was counted, pruned as pods go.
 	startedPods map[types.UID]bool
-	// served are the series the last pass set, by family, so that the next deletes those gone.
-	served map[*prometheus.GaugeVec]map[string]prometheus.Labels
 }
 
 // New builds the controller.
@@ -66,7 +62,7 @@ func New(options Options) (*Controller, error) {
 		options.Period = DefaultPeriod
 	}
 	return &Controller{client: options.Client, clock: options.Clock, period: options.Period, since: options.Clock.Now(),
-		startedPods: map[types.UID]bool{}, served: map[*prometheus.GaugeVec]map[string]prometheus.Labels{}}, nil
+		startedPods: map[types.UID]bool{}}, nil
 }
 
 // Name identifies the controller.
@@ -92,17 +88,11 @@ func (c *Controller) Export(ctx context.Context) error {
 	if err := c.client.List(ctx, &podList, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing pods, %w", err)
 	}
-	nodes := map[string]*corev1.Node{}
+	nodes := make(map[string]*corev1.Node, len(nodeList.Items))
 	for i := range nodeList.Items {
 		nodes[nodeList.Items[i].Name] = &nodeList.Items[i]
 	}
-	series := map[*prometheus.GaugeVec]map[string]sample{}
-	set := func(family *prometheus.GaugeVec, labels prometheus.Labels, value float64) {
-		if series[family] == nil {
-			series[family] = map[string]sample{}
-		}
-		series[family][key(labels)] = sample{labels: labels, value: value}
-	}
+	p := newPass()
 	usage := c.nodeUsage(podList.Items)
 	for _, node := range nodes {
 		labels := nodeLabelsOf(node)
@@ -110,25 +100,28 @@ func (c *Controller) Export(ctx context.Context) error {
 		if u == nil {
 			u = newUsage()
 		}
-		for family, resources := range map[*prometheus.GaugeVec]corev1.ResourceList{
-			allocatable:         node.Status.Allocatable,
-			systemOverhead:      subtract(node.Status.Capacity, node.Status.Allocatable),
-			totalPodRequests:    withCPUAndMemory(u.podRequests),
-			totalPodLimits:      withCPUAndMemory(u.podLimits),
-			totalDaemonRequests: withCPUAndMemory(u.daemonRequests),
-			totalDaemonLimits:   withCPUAndMemory(u.daemonLimits),
+		for _, f := range []struct {
+			family    *gaugeFamily
+			resources corev1.ResourceList
+		}{
+			{allocatable, node.Status.Allocatable},
+			{systemOverhead, subtract(node.Status.Capacity, node.Status.Allocatable)},
+			{totalPodRequests, withCPUAndMemory(u.podRequests)},
+			{totalPodLimits, withCPUAndMemory(u.podLimits)},
+			{totalDaemonRequests, withCPUAndMemory(u.daemonRequests)},
+			{totalDaemonLimits, withCPUAndMemory(u.daemonLimits)},
 		} {
-			for name, quantity := range resources {
-				set(family, withResource(labels, name), value(name, quantity))
+			for name, quantity := range f.resources {
+				p.set(f.family, value(name, quantity), append(labels, resourceType(name))...)
 			}
 		}
 	}
 	now := c.clock.Now()
-	seen := map[types.UID]bool{}
+	seen := make(map[types.UID]bool, len(podList.Items))
 	for i := range podList.Items {
 		pod := &podList.Items[i]
 		seen[pod.UID] = true
-		set(podState, podLabelsOf(pod, nodes[pod.Spec.NodeName]), 1)
+		p.set(podState, 1, podLabelsOf(pod, nodes[pod.Spec.NodeName])...)
 		if ready := condition(pod, corev1.PodReady); ready != nil && ready.Status == corev1.ConditionTrue && !pods.IsTerminal(pod) &&
 			!c.startedPods[pod.UID] && ready.LastTransitionTime.After(c.since) && !ready.LastTransitionTime.After(now) {
 			startupDuration.Observe(ready.LastTransitionTime.Sub(pod.CreationTimestamp.Time).Seconds())
@@ -140,17 +133,21 @@ func (c *Controller) Export(ctx context.Context) error {
 			delete(c.startedPods, uid)
 		}
 	}
-	if err := c.nodePools(ctx, set); err != nil {
+	if err := c.nodePools(ctx, p); err != nil {
 		return err
 	}
-	for _, family := range append(append([]*prometheus.GaugeVec{}, nodeFamilies...), podState, nodePoolUsage, nodePoolLimit) {
-		c.replace(family, series[family])
+	for _, family := range stateFamilies {
+		family.replace(p.series[family])
+	}
+	if len(p.errs) > 0 {
+		return fmt.Errorf("series left out, %w", errors.Join(p.errs...))
 	}
 	return nil
 }
 
-// nodePools sets the usage and limit of every NodePool and Provisioner.
-func (c *Controller) nodePools(ctx context.Context, set func(*prometheus.GaugeVec, prometheus.Labels, float64)) error {
+// nodePools sets the usage and limit of every NodePool and Provisioner, a Provisioner's where
+// one has a NodePool's name (a series is one pool's).
+func (c *Controller) nodePools(ctx context.Context, p *pass) error {
 	var nodePools v1.NodePoolList
 	if err := c.client.List(ctx, &nodePools); err != nil {
 		return fmt.Errorf("listing nodepools, %w", err)
@@ -159,15 +156,8 @@ func (c *Controller) nodePools(ctx context.Context, set func(*prometheus.GaugeVe
 	if err := c.client.List(ctx, &provisioners); err != nil {
 		return fmt.Errorf("listing provisioners, %w", err)
 	}
-	pool := func(name string, usage, limits corev1.ResourceList) {
-		labels := prometheus.Labels{metrics.NodePoolLabel: name}
-		for resourceName, quantity := range usage {
-			set(nodePoolUsage, withResource(labels, resourceName), value(resourceName, quantity))
-		}
-		for resourceName, quantity := range limits {
-			set(nodePoolLimit, withResource(labels, resourceName), value(resourceName, quantity))
-		}
-	}
+	type bounds struct{ usage, limits corev1.ResourceList }
+	pools := map[string]bounds{}
 	for i := range nodePools.Items {
 		np := &nodePools.Items[i]
 		usage := np.Status.Resources.DeepCopy()
@@ -177,48 +167,25 @@ func (c *Controller) nodePools(ctx context.Context, set func(*prometheus.GaugeVe
 			}
 			usage[v1.LimitNodes] = *resource.NewQuantity(*np.Status.Nodes, resource.DecimalSI)
 		}
-		pool(np.Name, usage, corev1.ResourceList(np.Spec.Limits))
+		pools[np.Name] = bounds{usage: usage, limits: corev1.ResourceList(np.Spec.Limits)}
 	}
 	for i := range provisioners.Items {
-		p := &provisioners.Items[i]
+		provisioner := &provisioners.Items[i]
 		var limits corev1.ResourceList
-		if p.Spec.Limits != nil {
-			limits = p.Spec.Limits.Resources
+		if provisioner.Spec.Limits != nil {
+			limits = provisioner.Spec.Limits.Resources
 		}
-		pool(p.Name, p.Status.Resources, limits)
+		pools[provisioner.Name] = bounds{usage: provisioner.Status.Resources, limits: limits}
+	}
+	for name, b := range pools {
+		for resourceName, quantity := range b.usage {
+			p.set(nodePoolUsage, value(resourceName, quantity), name, resourceType(resourceName))
+		}
+		for resourceName, quantity := range b.limits {
+			p.set(nodePoolLimit, value(resourceName, quantity), name, resourceType(resourceName))
+		}
 	}
 	return nil
-}
-
-type sample struct {
-	labels prometheus.Labels
-	value  float64
-}
-
-// replace sets the family's series to those given and deletes the ones the last pass set and
-// this one did not, so that a scrape never sees the family empty.
-func (c *Controller) replace(family *prometheus.GaugeVec, samples map[string]sample) {
-	for _, s := range samples {
-		family.With(s.labels).Set(s.value)
-	}
-	for k, labels := range c.served[family] {
-		if _, ok := samples[k]; !ok {
-			family.Delete(labels)
-		}
-	}
-	served := make(map[string]prometheus.Labels, len(samples))
-	for k, s := range samples {
-		served[k] = s.labels
-	}
-	c.served[family] = served
-}
-
-func key(labels prometheus.Labels) string {
-	var b strings.Builder
-	for _, name := range slices.Sorted(maps.Keys(labels)) {
-		fmt.Fprintf(&b, "%s=%q,", name, labels[name])
-	}
-	return b.String()
 }
 
 // usage is what the pods bound to one node request and limit.
@@ -293,47 +260,31 @@ func value(name corev1.ResourceName, quantity resource.Quantity) float64 {
 	return float64(quantity.Value())
 }
 
-func withResource(labels prometheus.Labels, name corev1.ResourceName) prometheus.Labels {
-	out := make(prometheus.Labels, len(labels)+1)
-	for k, v := range labels {
-		out[k] = v
-	}
-	out[metrics.ResourceTypeLabel] = strings.ReplaceAll(strings.ToLower(string(name)), "-", "_")
-	return out
+// resourceType is a resource's name as the resource_type label gives it.
+func resourceType(name corev1.ResourceName) string {
+	return strings.ReplaceAll(strings.ToLower(string(name)), "-", "_")
 }
 
-func nodeLabelsOf(node *corev1.Node) prometheus.Labels {
-	return prometheus.Labels{
-		labelNodeName:             node.Name,
-		metrics.NodePoolLabel:     metrics.NodePool(node),
-		metrics.ZoneLabel:         metrics.Zone(node),
-		labelRegion:               node.Labels[corev1.LabelTopologyRegion],
-		labelInstanceType:         node.Labels[corev1.LabelInstanceTypeStable],
-		labelArch:                 node.Labels[corev1.LabelArchStable],
-		labelOS:                   node.Labels[corev1.LabelOSStable],
-		metrics.CapacityTypeLabel: node.Labels[v1alpha5.CapacityTypeLabelKey],
-		labelPhase:                string(node.Status.Phase),
-		labelManaged:              strconv.FormatBool(metrics.NodePool(node) != ""),
-	}
+// nodeLabelsOf are the values of a node's labels, in the order of nodeLabels, with room for
+// the resource type the node families add.
+func nodeLabelsOf(node *corev1.Node) []string {
+	pool := metrics.NodePool(node)
+	values := make([]string, 0, len(nodeLabels)+1)
+	return append(values, node.Name, pool, metrics.Zone(node), node.Labels[corev1.LabelTopologyRegion],
+		node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelArchStable], node.Labels[corev1.LabelOSStable],
+		node.Labels[v1alpha5.CapacityTypeLabelKey], string(node.Status.Phase), strconv.FormatBool(pool != ""))
 }
 
-// podLabelsOf are a pod's labels, those of its node when it is bound to one Karpenter knows.
-func podLabelsOf(pod *corev1.Pod, node *corev1.Node) prometheus.Labels {
-	labels := prometheus.Labels{
-		labelName: pod.Name, labelNamespace: pod.Namespace, labelOwner: ownerOf(pod), labelNode: pod.Spec.NodeName,
-		labelScheduled: conditionStatus(pod, corev1.PodScheduled), labelPhase: string(pod.Status.Phase),
-		labelReady: conditionStatus(pod, corev1.PodReady), metrics.NodePoolLabel: "", metrics.ZoneLabel: "",
-		labelArch: "", metrics.CapacityTypeLabel: "", labelInstanceType: "", labelManaged: "false",
-	}
+// podLabelsOf are the values of a pod's labels, in the order of podState's, those of its node
+// when it is bound to one Karpenter knows.
+func podLabelsOf(pod *corev1.Pod, node *corev1.Node) []string {
+	var pool, zone, arch, capacityType, instanceType string
 	if node != nil {
-		labels[metrics.NodePoolLabel] = metrics.NodePool(node)
-		labels[metrics.ZoneLabel] = metrics.Zone(node)
-		labels[labelArch] = node.Labels[corev1.LabelArchStable]
-		labels[metrics.CapacityTypeLabel] = node.Labels[v1alpha5.CapacityTypeLabelKey]
-		labels[labelInstanceType] = node.Labels[corev1.LabelInstanceTypeStable]
-		labels[labelManaged] = strconv.FormatBool(metrics.NodePool(node) != "")
+		pool, zone = metrics.NodePool(node), metrics.Zone(node)
+		arch, capacityType, instanceType = node.Labels[corev1.LabelArchStable], node.Labels[v1alpha5.CapacityTypeLabelKey], node.Labels[corev1.LabelInstanceTypeStable]
 	}
-	return labels
+	return []string{pod.Name, pod.Namespace, ownerOf(pod), pod.Spec.NodeName, conditionStatus(pod, corev1.PodScheduled), pool, zone, arch,
+		capacityType, instanceType, string(pod.Status.Phase), conditionStatus(pod, corev1.PodReady), strconv.FormatBool(pool != "")}
 }
 
 // ownerOf is the API path of the pod's controller, as upstream's owner label: "" for none.

@@ -28,9 +28,8 @@ const (
 // names them (nodepool holding a Provisioner's name), its phase and whether Karpenter launched it.
 var nodeLabels = []string{labelNodeName, metrics.NodePoolLabel, metrics.ZoneLabel, labelRegion, labelInstanceType, labelArch, labelOS, metrics.CapacityTypeLabel, labelPhase, labelManaged}
 
-func nodeGauge(name, help string) *prometheus.GaugeVec {
-	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "karpenter", Subsystem: "nodes", Name: name, Help: help},
-		append(append([]string{}, nodeLabels...), metrics.ResourceTypeLabel))
+func nodeGauge(name, help string) *gaugeFamily {
+	return newGaugeFamily("karpenter_nodes_"+name, help, append(append([]string{}, nodeLabels...), metrics.ResourceTypeLabel))
 }
 
 // Upstream Karpenter's families, computed each pass from the cluster's nodes and pods. CPU is in
@@ -43,10 +42,9 @@ var (
 	totalDaemonLimits   = nodeGauge("total_daemon_limits", "Node total daemon limits are the resources specified by DaemonSet pod limits.")
 	systemOverhead      = nodeGauge("system_overhead", "Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values as its status reports them.")
 
-	podState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "karpenter", Subsystem: "pods", Name: "state",
-		Help: "Pod state is the current state of pods, 1 for each pod, labeled by the pod name, namespace, owner, node, nodepool (the Provisioner's name), zone, architecture, capacity type, instance type, pod phase, and pod readiness.",
-	}, []string{labelName, labelNamespace, labelOwner, labelNode, labelScheduled, metrics.NodePoolLabel, metrics.ZoneLabel, labelArch, metrics.CapacityTypeLabel, labelInstanceType, labelPhase, labelReady, labelManaged})
+	podState = newGaugeFamily("karpenter_pods_state",
+		"Pod state is the current state of pods, 1 for each pod, labeled by the pod name, namespace, owner, node, nodepool (the Provisioner's name), zone, architecture, capacity type, instance type, pod phase, and pod readiness.",
+		[]string{labelName, labelNamespace, labelOwner, labelNode, labelScheduled, metrics.NodePoolLabel, metrics.ZoneLabel, labelArch, metrics.CapacityTypeLabel, labelInstanceType, labelPhase, labelReady, labelManaged})
 	startupDuration = prometheus.NewSummary(prometheus.SummaryOpts{
 		Namespace: "karpenter", Subsystem: "pods", Name: "startup_duration_seconds",
 		Help:       "The time from pod creation until the pod is ready, for the pods that became ready while this replica led.",
@@ -57,18 +55,16 @@ var (
 // Upstream's NodePool families, for NodePools and Provisioners alike (nodepool holding a
 // Provisioner's name), from what their status counts and their spec bounds.
 var (
-	nodePoolUsage = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "karpenter", Subsystem: "nodepools", Name: "usage",
-		Help: "The amount of resources that have been provisioned for a nodepool (its status.resources), by nodepool (the Provisioner's name for a Provisioner) and resource type.",
-	}, []string{metrics.NodePoolLabel, metrics.ResourceTypeLabel})
-	nodePoolLimit = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "karpenter", Subsystem: "nodepools", Name: "limit",
-		Help: "The nodepool limits are the limits specified on the nodepool (spec.limits; a Provisioner's spec.limits.resources), by nodepool and resource type; a nodepool without a limit on a resource has no series for it.",
-	}, []string{metrics.NodePoolLabel, metrics.ResourceTypeLabel})
+	nodePoolUsage = newGaugeFamily("karpenter_nodepools_usage",
+		"The amount of resources that have been provisioned for a nodepool (its status.resources), by nodepool (the Provisioner's name for a Provisioner) and resource type.",
+		[]string{metrics.NodePoolLabel, metrics.ResourceTypeLabel})
+	nodePoolLimit = newGaugeFamily("karpenter_nodepools_limit",
+		"The nodepool limits are the limits specified on the nodepool (spec.limits; a Provisioner's spec.limits.resources), by nodepool and resource type; a nodepool without a limit on a resource has no series for it.",
+		[]string{metrics.NodePoolLabel, metrics.ResourceTypeLabel})
 )
 
-// nodeFamilies are the node gauges, each replaced whole by a pass.
-var nodeFamilies = []*prometheus.GaugeVec{allocatable, totalPodRequests, totalPodLimits, totalDaemonRequests, totalDaemonLimits, systemOverhead}
+// stateFamilies are the gauges each pass replaces whole.
+var stateFamilies = []*gaugeFamily{allocatable, totalPodRequests, totalPodLimits, totalDaemonRequests, totalDaemonLimits, systemOverhead, podState, nodePoolUsage, nodePoolLimit}
 
 func init() {
 	crmetrics.Registry.MustRegister(allocatable, totalPodRequests, totalPodLimits, totalDaemonRequests, totalDaemonLimits, systemOverhead, podState, startupDuration,
