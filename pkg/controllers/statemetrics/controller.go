@@ -12,11 +12,13 @@ import (
 	"strings"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -94,8 +96,22 @@ func (c *Controller) Export(ctx context.Context) error {
 	}
 	p := newPass()
 	usage := c.nodeUsage(podList.Items)
+	resourcePairs := map[corev1.ResourceName]*dto.LabelPair{}
+	resourcePair := func(name corev1.ResourceName) *dto.LabelPair {
+		pair, ok := resourcePairs[name]
+		if !ok {
+			pair = &dto.LabelPair{Name: ptr.To(metrics.ResourceTypeLabel), Value: ptr.To(resourceType(name))}
+			resourcePairs[name] = pair
+		}
+		return pair
+	}
 	for _, node := range nodes {
-		labels := nodeLabelsOf(node)
+		// The node's labels, shared by its series of every family and resource.
+		labels, err := labelPairs(nodeLabels, nodeLabelsOf(node))
+		if err != nil {
+			p.error(fmt.Errorf("node %s, %w", node.Name, err))
+			continue
+		}
 		u := usage[node.Name]
 		if u == nil {
 			u = newUsage()
@@ -112,7 +128,7 @@ func (c *Controller) Export(ctx context.Context) error {
 			{totalDaemonLimits, withCPUAndMemory(u.daemonLimits)},
 		} {
 			for name, quantity := range f.resources {
-				p.set(f.family, value(name, quantity), append(labels, resourceType(name))...)
+				p.set(f.family, value(name, quantity), withPair(labels, resourcePair(name)))
 			}
 		}
 	}
@@ -121,7 +137,7 @@ func (c *Controller) Export(ctx context.Context) error {
 	for i := range podList.Items {
 		pod := &podList.Items[i]
 		seen[pod.UID] = true
-		p.set(podState, 1, podLabelsOf(pod, nodes[pod.Spec.NodeName])...)
+		p.setValues(podState, 1, podLabelsOf(pod, nodes[pod.Spec.NodeName])...)
 		if ready := condition(pod, corev1.PodReady); ready != nil && ready.Status == corev1.ConditionTrue && !pods.IsTerminal(pod) &&
 			!c.startedPods[pod.UID] && ready.LastTransitionTime.After(c.since) && !ready.LastTransitionTime.After(now) {
 			startupDuration.Observe(ready.LastTransitionTime.Sub(pod.CreationTimestamp.Time).Seconds())
@@ -179,10 +195,10 @@ func (c *Controller) nodePools(ctx context.Context, p *pass) error {
 	}
 	for name, b := range pools {
 		for resourceName, quantity := range b.usage {
-			p.set(nodePoolUsage, value(resourceName, quantity), name, resourceType(resourceName))
+			p.setValues(nodePoolUsage, value(resourceName, quantity), name, resourceType(resourceName))
 		}
 		for resourceName, quantity := range b.limits {
-			p.set(nodePoolLimit, value(resourceName, quantity), name, resourceType(resourceName))
+			p.setValues(nodePoolLimit, value(resourceName, quantity), name, resourceType(resourceName))
 		}
 	}
 	return nil
@@ -265,14 +281,12 @@ func resourceType(name corev1.ResourceName) string {
 	return strings.ReplaceAll(strings.ToLower(string(name)), "-", "_")
 }
 
-// nodeLabelsOf are the values of a node's labels, in the order of nodeLabels, with room for
-// the resource type the node families add.
+// nodeLabelsOf are the values of a node's labels, in the order of nodeLabels.
 func nodeLabelsOf(node *corev1.Node) []string {
 	pool := metrics.NodePool(node)
-	values := make([]string, 0, len(nodeLabels)+1)
-	return append(values, node.Name, pool, metrics.Zone(node), node.Labels[corev1.LabelTopologyRegion],
+	return []string{node.Name, pool, metrics.Zone(node), node.Labels[corev1.LabelTopologyRegion],
 		node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelArchStable], node.Labels[corev1.LabelOSStable],
-		node.Labels[v1alpha5.CapacityTypeLabelKey], string(node.Status.Phase), strconv.FormatBool(pool != ""))
+		node.Labels[v1alpha5.CapacityTypeLabelKey], string(node.Status.Phase), strconv.FormatBool(pool != "")}
 }
 
 // podLabelsOf are the values of a pod's labels, in the order of podState's, those of its node

@@ -2,6 +2,7 @@ package statemetrics_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,5 +205,30 @@ func TestExportServesOnePoolOfAName(t *testing.T) {
 	}
 	if got, ok := gather(t, "karpenter_nodepools_usage", map[string]string{"nodepool": "shared", "resource_type": "cpu"}); !ok || got != 2 {
 		t.Errorf("karpenter_nodepools_usage{nodepool=shared} = %v (exported %t), want the Provisioner's 2", got, ok)
+	}
+}
+
+// TestExportLeavesOutASeriesThatCannotBeServed: a label value that is not UTF-8 (which the API
+// server would refuse, a fake client does not) loses its node's series and says so, and every
+// other series is still served: one such series in the registry would fail every scrape. (A
+// fake client's JSON would mend the value; the cache's objects are not re-encoded.)
+func TestExportLeavesOutASeriesThatCannotBeServed(t *testing.T) {
+	bad := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bad", Labels: map[string]string{corev1.LabelTopologyZone: "\xff"}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}
+	good := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "good"},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}
+	reader := &listReader{nodes: corev1.NodeList{Items: []corev1.Node{*bad, *good}}}
+	controller, err := statemetrics.New(statemetrics.Options{Client: reader, Clock: clocktesting.NewFakeClock(time.Now())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := controller.Export(context.Background()); err == nil || !strings.Contains(err.Error(), "node bad") {
+		t.Errorf("Export() = %v, want the bad node named", err)
+	}
+	if got, ok := gather(t, "karpenter_nodes_allocatable", map[string]string{"node_name": "good", "resource_type": "cpu"}); !ok || got != 2 {
+		t.Errorf("the good node's allocatable cpu = %v (exported %t), want 2", got, ok)
+	}
+	if _, ok := gather(t, "karpenter_nodes_allocatable", map[string]string{"node_name": "bad"}); ok {
+		t.Error("the bad node's series is served")
 	}
 }

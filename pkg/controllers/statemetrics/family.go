@@ -1,9 +1,14 @@
 package statemetrics
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // gaugeFamily is a gauge family that each pass replaces whole. A scrape serves the last pass's
@@ -12,13 +17,15 @@ import (
 // and pruning ~17,000 GaugeVec children by their label maps took 40 % of a pass.
 type gaugeFamily struct {
 	desc *prometheus.Desc
+	// labels are the names of its labels, in the order setValues takes their values.
+	labels []string
 
 	mu     sync.RWMutex
 	series []prometheus.Metric
 }
 
 func newGaugeFamily(name, help string, labels []string) *gaugeFamily {
-	return &gaugeFamily{desc: prometheus.NewDesc(name, help, labels, nil)}
+	return &gaugeFamily{desc: prometheus.NewDesc(name, help, labels, nil), labels: labels}
 }
 
 // Describe implements prometheus.Collector.
@@ -44,6 +51,46 @@ func (f *gaugeFamily) replace(series []prometheus.Metric) {
 	f.series = series
 }
 
+// gauge is one series of a gaugeFamily. Its label pairs may be shared with other series (a
+// node's ten with its ~24 series): the registry only reads them.
+type gauge struct {
+	desc   *prometheus.Desc
+	labels []*dto.LabelPair
+	value  float64
+}
+
+// Desc implements prometheus.Metric.
+func (g *gauge) Desc() *prometheus.Desc { return g.desc }
+
+// Write implements prometheus.Metric.
+func (g *gauge) Write(out *dto.Metric) error {
+	out.Label = g.labels
+	out.Gauge = &dto.Gauge{Value: &g.value}
+	return nil
+}
+
+// labelPairs are the labels of names and values, sorted by name as the registry serves them; an
+// error when a value is not UTF-8, which would fail every scrape.
+func labelPairs(names, values []string) ([]*dto.LabelPair, error) {
+	pairs := make([]*dto.LabelPair, len(names))
+	for i := range names {
+		if !utf8.ValidString(values[i]) {
+			return nil, fmt.Errorf("label %s=%q is not UTF-8", names[i], values[i])
+		}
+		pairs[i] = &dto.LabelPair{Name: &names[i], Value: &values[i]}
+	}
+	slices.SortFunc(pairs, byName)
+	return pairs, nil
+}
+
+// withPair is pairs with one more, in its place by name.
+func withPair(pairs []*dto.LabelPair, pair *dto.LabelPair) []*dto.LabelPair {
+	i, _ := slices.BinarySearchFunc(pairs, pair, byName)
+	return slices.Insert(slices.Clip(pairs), i, pair)
+}
+
+func byName(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) }
+
 // pass collects the series of one pass, by family, and the label values no series could carry.
 type pass struct {
 	series map[*gaugeFamily][]prometheus.Metric
@@ -52,13 +99,21 @@ type pass struct {
 
 func newPass() *pass { return &pass{series: map[*gaugeFamily][]prometheus.Metric{}} }
 
-// set adds a series to the family; labelValues are in the order of the family's labels.
-func (p *pass) set(family *gaugeFamily, value float64, labelValues ...string) {
-	m, err := prometheus.NewConstMetric(family.desc, prometheus.GaugeValue, value, labelValues...)
+// set adds a series to the family; labels are all the family's, sorted by name (labelPairs).
+func (p *pass) set(family *gaugeFamily, value float64, labels []*dto.LabelPair) {
+	p.series[family] = append(p.series[family], &gauge{desc: family.desc, labels: labels, value: value})
+}
+
+// setValues adds a series to the family; labelValues are in the order of the family's labels.
+func (p *pass) setValues(family *gaugeFamily, value float64, labelValues ...string) {
+	labels, err := labelPairs(family.labels, labelValues)
 	if err != nil {
-		// A label value that is not UTF-8: the series is left out, the rest served.
-		p.errs = append(p.errs, err)
+		// The series is left out, the rest served.
+		p.errs = append(p.errs, fmt.Errorf("%s, %w", family.desc, err))
 		return
 	}
-	p.series[family] = append(p.series[family], m)
+	p.set(family, value, labels)
 }
+
+// error records that a series was left out.
+func (p *pass) error(err error) { p.errs = append(p.errs, err) }
