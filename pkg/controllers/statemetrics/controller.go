@@ -12,13 +12,11 @@ import (
 	"strings"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -96,18 +94,9 @@ func (c *Controller) Export(ctx context.Context) error {
 	}
 	p := newPass()
 	usage := c.nodeUsage(podList.Items)
-	resourcePairs := map[corev1.ResourceName]*dto.LabelPair{}
-	resourcePair := func(name corev1.ResourceName) *dto.LabelPair {
-		pair, ok := resourcePairs[name]
-		if !ok {
-			pair = &dto.LabelPair{Name: ptr.To(metrics.ResourceTypeLabel), Value: ptr.To(resourceType(name))}
-			resourcePairs[name] = pair
-		}
-		return pair
-	}
 	for _, node := range nodes {
 		// The node's labels, shared by its series of every family and resource.
-		labels, err := labelPairs(nodeLabels, nodeLabelsOf(node))
+		labels, err := p.labelPairs(nodeLabels, nodeLabelsOf(node))
 		if err != nil {
 			p.error(fmt.Errorf("node %s, %w", node.Name, err))
 			continue
@@ -128,7 +117,12 @@ func (c *Controller) Export(ctx context.Context) error {
 			{totalDaemonLimits, withCPUAndMemory(u.daemonLimits)},
 		} {
 			for name, quantity := range f.resources {
-				p.set(f.family, value(name, quantity), withPair(labels, resourcePair(name)))
+				resource, err := p.pair(metrics.ResourceTypeLabel, resourceType(name))
+				if err != nil {
+					p.error(fmt.Errorf("node %s, %w", node.Name, err))
+					continue
+				}
+				p.set(f.family, value(name, quantity), withPair(labels, resource))
 			}
 		}
 	}

@@ -51,8 +51,8 @@ func (f *gaugeFamily) replace(series []prometheus.Metric) {
 	f.series = series
 }
 
-// gauge is one series of a gaugeFamily. Its label pairs may be shared with other series (a
-// node's ten with its ~24 series): the registry only reads them.
+// gauge is one series of a gaugeFamily. Its label pairs are shared with other series (a node's
+// ten with its ~24 series, a value with every series that has it): the registry only reads them.
 type gauge struct {
 	desc   *prometheus.Desc
 	labels []*dto.LabelPair
@@ -69,20 +69,6 @@ func (g *gauge) Write(out *dto.Metric) error {
 	return nil
 }
 
-// labelPairs are the labels of names and values, sorted by name as the registry serves them; an
-// error when a value is not UTF-8, which would fail every scrape.
-func labelPairs(names, values []string) ([]*dto.LabelPair, error) {
-	pairs := make([]*dto.LabelPair, len(names))
-	for i := range names {
-		if !utf8.ValidString(values[i]) {
-			return nil, fmt.Errorf("label %s=%q is not UTF-8", names[i], values[i])
-		}
-		pairs[i] = &dto.LabelPair{Name: &names[i], Value: &values[i]}
-	}
-	slices.SortFunc(pairs, byName)
-	return pairs, nil
-}
-
 // withPair is pairs with one more, in its place by name.
 func withPair(pairs []*dto.LabelPair, pair *dto.LabelPair) []*dto.LabelPair {
 	i, _ := slices.BinarySearchFunc(pairs, pair, byName)
@@ -95,9 +81,47 @@ func byName(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.Get
 type pass struct {
 	series map[*gaugeFamily][]prometheus.Metric
 	errs   []error
+	// pairs are the label pairs made this pass, by name and value: series share them, so that
+	// of a pod's thirteen only its name is its own.
+	pairs map[string]map[string]*dto.LabelPair
 }
 
-func newPass() *pass { return &pass{series: map[*gaugeFamily][]prometheus.Metric{}} }
+func newPass() *pass {
+	return &pass{series: map[*gaugeFamily][]prometheus.Metric{}, pairs: map[string]map[string]*dto.LabelPair{}}
+}
+
+// pair is the label pair of a name and value, made once a pass; an error when the value is not
+// UTF-8, which would fail every scrape.
+func (p *pass) pair(name, value string) (*dto.LabelPair, error) {
+	byValue := p.pairs[name]
+	if byValue == nil {
+		byValue = map[string]*dto.LabelPair{}
+		p.pairs[name] = byValue
+	}
+	if pair, ok := byValue[value]; ok {
+		return pair, nil
+	}
+	if !utf8.ValidString(value) {
+		return nil, fmt.Errorf("label %s=%q is not UTF-8", name, value)
+	}
+	pair := &dto.LabelPair{Name: &name, Value: &value}
+	byValue[value] = pair
+	return pair, nil
+}
+
+// labelPairs are the labels of names and values, sorted by name as the registry serves them.
+func (p *pass) labelPairs(names, values []string) ([]*dto.LabelPair, error) {
+	pairs := make([]*dto.LabelPair, len(names))
+	for i := range names {
+		pair, err := p.pair(names[i], values[i])
+		if err != nil {
+			return nil, err
+		}
+		pairs[i] = pair
+	}
+	slices.SortFunc(pairs, byName)
+	return pairs, nil
+}
 
 // set adds a series to the family; labels are all the family's, sorted by name (labelPairs).
 func (p *pass) set(family *gaugeFamily, value float64, labels []*dto.LabelPair) {
@@ -106,10 +130,10 @@ func (p *pass) set(family *gaugeFamily, value float64, labels []*dto.LabelPair) 
 
 // setValues adds a series to the family; labelValues are in the order of the family's labels.
 func (p *pass) setValues(family *gaugeFamily, value float64, labelValues ...string) {
-	labels, err := labelPairs(family.labels, labelValues)
+	labels, err := p.labelPairs(family.labels, labelValues)
 	if err != nil {
 		// The series is left out, the rest served.
-		p.errs = append(p.errs, fmt.Errorf("%s, %w", family.desc, err))
+		p.error(fmt.Errorf("%s, %w", family.desc, err))
 		return
 	}
 	p.set(family, value, labels)
