@@ -151,14 +151,7 @@ func TestExportReportsEachPoolsUsageAndLimits(t *testing.T) {
 	provisioner := &v1alpha5.Provisioner{ObjectMeta: metav1.ObjectMeta{Name: "default"},
 		Spec:   v1alpha5.ProvisionerSpec{Limits: &v1alpha5.Limits{Resources: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}},
 		Status: v1alpha5.ProvisionerStatus{Resources: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}}}
-	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(nodePool, provisioner).Build()
-	controller, err := statemetrics.New(statemetrics.Options{Client: c, Clock: clocktesting.NewFakeClock(time.Now())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := controller.Export(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	controller, c := exportedOnce(t, nodePool, provisioner)
 	for _, c := range []struct {
 		family, pool, resource string
 		want                   float64
@@ -188,14 +181,10 @@ func TestExportReportsEachPoolsUsageAndLimits(t *testing.T) {
 	}
 }
 
-// TestExportServesOnePoolOfAName: a NodePool and a Provisioner of one name are one series each
-// family (the Provisioner's), not two that would fail every scrape of /metrics.
-func TestExportServesOnePoolOfAName(t *testing.T) {
-	nodePool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "shared"},
-		Status: v1.NodePoolStatus{Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}
-	provisioner := &v1alpha5.Provisioner{ObjectMeta: metav1.ObjectMeta{Name: "shared"},
-		Status: v1alpha5.ProvisionerStatus{Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}
-	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(nodePool, provisioner).Build()
+// exportedOnce is a controller over a fake client holding objects, after one pass, and the client.
+func exportedOnce(t *testing.T, objects ...client.Object) (*statemetrics.Controller, client.Client) {
+	t.Helper()
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objects...).Build()
 	controller, err := statemetrics.New(statemetrics.Options{Client: c, Clock: clocktesting.NewFakeClock(time.Now())})
 	if err != nil {
 		t.Fatal(err)
@@ -203,6 +192,17 @@ func TestExportServesOnePoolOfAName(t *testing.T) {
 	if err := controller.Export(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return controller, c
+}
+
+// TestExportServesOnePoolOfAName: a NodePool and a Provisioner of one name are one series each
+// family (the Provisioner's), not two that would fail every scrape of /metrics.
+func TestExportServesOnePoolOfAName(t *testing.T) {
+	nodePool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "shared"},
+		Status: v1.NodePoolStatus{Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}
+	provisioner := &v1alpha5.Provisioner{ObjectMeta: metav1.ObjectMeta{Name: "shared"},
+		Status: v1alpha5.ProvisionerStatus{Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}
+	exportedOnce(t, nodePool, provisioner)
 	if got, ok := gather(t, "karpenter_nodepools_usage", map[string]string{"nodepool": "shared", "resource_type": "cpu"}); !ok || got != 2 {
 		t.Errorf("karpenter_nodepools_usage{nodepool=shared} = %v (exported %t), want the Provisioner's 2", got, ok)
 	}
