@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -116,13 +118,13 @@ func (c *Controller) Export(ctx context.Context) error {
 			{totalDaemonRequests, withCPUAndMemory(u.daemonRequests)},
 			{totalDaemonLimits, withCPUAndMemory(u.daemonLimits)},
 		} {
-			for name, quantity := range f.resources {
-				resource, err := p.pair(metrics.ResourceTypeLabel, resourceType(name))
+			for _, r := range byResourceType(f.resources) {
+				resource, err := p.pair(metrics.ResourceTypeLabel, r.label)
 				if err != nil {
-					p.error(fmt.Errorf("node %s, %w", node.Name, err))
+					p.error(fmt.Errorf("%s of node %s, %w", f.family.name, node.Name, err))
 					continue
 				}
-				p.set(f.family, value(name, quantity), withPair(labels, resource))
+				p.set(f.family, r.value, withPair(labels, resource))
 			}
 		}
 	}
@@ -131,7 +133,9 @@ func (c *Controller) Export(ctx context.Context) error {
 	for i := range podList.Items {
 		pod := &podList.Items[i]
 		seen[pod.UID] = true
-		p.setValues(podState, 1, podLabelsOf(pod, nodes[pod.Spec.NodeName])...)
+		if err := p.setValues(podState, 1, podLabelsOf(pod, nodes[pod.Spec.NodeName])...); err != nil {
+			p.error(fmt.Errorf("pod %s/%s, %w", pod.Namespace, pod.Name, err))
+		}
 		if ready := condition(pod, corev1.PodReady); ready != nil && ready.Status == corev1.ConditionTrue && !pods.IsTerminal(pod) &&
 			!c.startedPods[pod.UID] && ready.LastTransitionTime.After(c.since) && !ready.LastTransitionTime.After(now) {
 			startupDuration.Observe(ready.LastTransitionTime.Sub(pod.CreationTimestamp.Time).Seconds())
@@ -155,8 +159,9 @@ func (c *Controller) Export(ctx context.Context) error {
 	return nil
 }
 
-// nodePools sets the usage and limit of every NodePool and Provisioner, a Provisioner's where
-// one has a NodePool's name (a series is one pool's).
+// nodePools sets the usage and limit of every NodePool and Provisioner. A NodePool and a
+// Provisioner of one name are one pool to the families, the Provisioner's value where both
+// have one, as when each set its series in turn.
 func (c *Controller) nodePools(ctx context.Context, p *pass) error {
 	var nodePools v1.NodePoolList
 	if err := c.client.List(ctx, &nodePools); err != nil {
@@ -185,17 +190,50 @@ func (c *Controller) nodePools(ctx context.Context, p *pass) error {
 		if provisioner.Spec.Limits != nil {
 			limits = provisioner.Spec.Limits.Resources
 		}
-		pools[provisioner.Name] = bounds{usage: provisioner.Status.Resources, limits: limits}
+		nodePool := pools[provisioner.Name]
+		pools[provisioner.Name] = bounds{usage: merged(nodePool.usage, provisioner.Status.Resources), limits: merged(nodePool.limits, limits)}
 	}
 	for name, b := range pools {
-		for resourceName, quantity := range b.usage {
-			p.setValues(nodePoolUsage, value(resourceName, quantity), name, resourceType(resourceName))
-		}
-		for resourceName, quantity := range b.limits {
-			p.setValues(nodePoolLimit, value(resourceName, quantity), name, resourceType(resourceName))
+		for _, f := range []struct {
+			family    *gaugeFamily
+			resources corev1.ResourceList
+		}{{nodePoolUsage, b.usage}, {nodePoolLimit, b.limits}} {
+			for _, r := range byResourceType(f.resources) {
+				if err := p.setValues(f.family, r.value, name, r.label); err != nil {
+					p.error(fmt.Errorf("nodepool %s, %w", name, err))
+				}
+			}
 		}
 	}
 	return nil
+}
+
+// merged is a new list of a's resources and b's, b's where both have one.
+func merged(a, b corev1.ResourceList) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(a)+len(b))
+	maps.Copy(out, a)
+	maps.Copy(out, b)
+	return out
+}
+
+// resourceValue is a resource's value under its resource_type label.
+type resourceValue struct {
+	label string
+	value float64
+}
+
+// byResourceType are the values of resources by their resource_type label, in the order of
+// their names. Names the label spells alike (example.com/foo-bar and example.com/foo_bar, or two
+// cases) give the first name's series only: two series of one label set fail every scrape.
+func byResourceType(resources corev1.ResourceList) []resourceValue {
+	out := make([]resourceValue, 0, len(resources))
+	for _, name := range slices.Sorted(maps.Keys(resources)) {
+		label := resourceType(name)
+		if !slices.ContainsFunc(out, func(r resourceValue) bool { return r.label == label }) {
+			out = append(out, resourceValue{label: label, value: value(name, resources[name])})
+		}
+	}
+	return out
 }
 
 // usage is what the pods bound to one node request and limit.

@@ -195,16 +195,30 @@ func exportedOnce(t *testing.T, objects ...client.Object) (*statemetrics.Control
 	return controller, c
 }
 
-// TestExportServesOnePoolOfAName: a NodePool and a Provisioner of one name are one series each
-// family (the Provisioner's), not two that would fail every scrape of /metrics.
+// TestExportServesOnePoolOfAName: a NodePool and a Provisioner of one name are one pool, the
+// Provisioner's value where both have one and the NodePool's where only it has one, as when
+// each set its series in turn.
 func TestExportServesOnePoolOfAName(t *testing.T) {
 	nodePool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "shared"},
-		Status: v1.NodePoolStatus{Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}
+		Status: v1.NodePoolStatus{Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, Nodes: ptr.To[int64](3)}}
 	provisioner := &v1alpha5.Provisioner{ObjectMeta: metav1.ObjectMeta{Name: "shared"},
 		Status: v1alpha5.ProvisionerStatus{Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}
 	exportedOnce(t, nodePool, provisioner)
-	if got, ok := gather(t, "karpenter_nodepools_usage", map[string]string{"nodepool": "shared", "resource_type": "cpu"}); !ok || got != 2 {
-		t.Errorf("karpenter_nodepools_usage{nodepool=shared} = %v (exported %t), want the Provisioner's 2", got, ok)
+	for resourceType, want := range map[string]float64{"cpu": 2, "nodes": 3} {
+		if got, ok := gather(t, "karpenter_nodepools_usage", map[string]string{"nodepool": "shared", "resource_type": resourceType}); !ok || got != want {
+			t.Errorf("karpenter_nodepools_usage{nodepool=shared, resource_type=%s} = %v (exported %t), want %v", resourceType, got, ok, want)
+		}
+	}
+}
+
+// TestExportServesOneSeriesOfAResourceType: two resources whose names the resource_type label
+// spells alike are one series, the first name's: two would fail every scrape of /metrics.
+func TestExportServesOneSeriesOfAResourceType(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "alike"}, Status: corev1.NodeStatus{
+		Allocatable: corev1.ResourceList{"example.com/foo-bar": resource.MustParse("1"), "example.com/foo_bar": resource.MustParse("2")}}}
+	exportedOnce(t, node)
+	if got, ok := gather(t, "karpenter_nodes_allocatable", map[string]string{"node_name": "alike", "resource_type": "example.com/foo_bar"}); !ok || got != 1 {
+		t.Errorf("karpenter_nodes_allocatable{resource_type=example.com/foo_bar} = %v (exported %t), want example.com/foo-bar's 1", got, ok)
 	}
 }
 
