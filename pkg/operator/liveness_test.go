@@ -44,6 +44,36 @@ func TestWedgedReconcilers(t *testing.T) {
 	}
 }
 
+// brokenCollector yields one series twice, which fails every Gather of its registry.
+type brokenCollector struct{ desc *prometheus.Desc }
+
+func (c brokenCollector) Describe(descs chan<- *prometheus.Desc) { descs <- c.desc }
+func (c brokenCollector) Collect(metrics chan<- prometheus.Metric) {
+	for range 2 {
+		metrics <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1)
+	}
+}
+
+// TestWedgedReconcilersSurvivesAFamilyThatCannotBeGathered: a family the registry cannot gather
+// fails the scrape of /metrics, not the liveness probe (which would restart the process for
+// ever); a wedged reconcile still fails it.
+func TestWedgedReconcilersSurvivesAFamilyThatCannotBeGathered(t *testing.T) {
+	registry := prometheus.NewRegistry()
+	gauge := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: longestRunningReconcile}, []string{"name", "controller"})
+	registry.MustRegister(gauge, brokenCollector{desc: prometheus.NewDesc("karpenter_broken", "Yields one series twice.", nil, nil)})
+	if _, err := registry.Gather(); err == nil {
+		t.Fatal("the broken collector gathers")
+	}
+	gauge.WithLabelValues("horizontalautoscaler", "horizontalautoscaler").Set(2)
+	if err := wedgedReconcilers(registry, 5*time.Minute)(nil); err != nil {
+		t.Errorf("check failed: %v", err)
+	}
+	gauge.WithLabelValues("metricsproducer", "metricsproducer").Set(301)
+	if err := wedgedReconcilers(registry, 5*time.Minute)(nil); err == nil || !strings.Contains(err.Error(), "metricsproducer for 5m1s") {
+		t.Errorf("error = %v, want the wedged metricsproducer", err)
+	}
+}
+
 // TestWedgedReconcilersReadsControllerRuntimesQueues holds the check to the gauge a
 // controller-runtime workqueue really exports: an item taken and never finished fails it, and
 // finishing it passes again.
