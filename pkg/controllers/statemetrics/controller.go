@@ -107,10 +107,7 @@ func (c *Controller) Export(ctx context.Context) error {
 		if u == nil {
 			u = newUsage()
 		}
-		for _, f := range []struct {
-			family    *gaugeFamily
-			resources corev1.ResourceList
-		}{
+		for _, f := range []familyResources{
 			{allocatable, node.Status.Allocatable},
 			{systemOverhead, subtract(node.Status.Capacity, node.Status.Allocatable)},
 			{totalPodRequests, withCPUAndMemory(u.podRequests)},
@@ -194,10 +191,7 @@ func (c *Controller) nodePools(ctx context.Context, p *pass) error {
 		pools[provisioner.Name] = bounds{usage: merged(nodePool.usage, provisioner.Status.Resources), limits: merged(nodePool.limits, limits)}
 	}
 	for name, b := range pools {
-		for _, f := range []struct {
-			family    *gaugeFamily
-			resources corev1.ResourceList
-		}{{nodePoolUsage, b.usage}, {nodePoolLimit, b.limits}} {
+		for _, f := range []familyResources{{nodePoolUsage, b.usage}, {nodePoolLimit, b.limits}} {
 			for _, r := range byResourceType(f.resources) {
 				if err := p.setValues(f.family, r.value, name, r.label); err != nil {
 					p.error(fmt.Errorf("nodepool %s, %w", name, err))
@@ -206,6 +200,13 @@ func (c *Controller) nodePools(ctx context.Context, p *pass) error {
 		}
 	}
 	return nil
+}
+
+// familyResources are the resources a family has a series of, by resource type, for one node or
+// pool.
+type familyResources struct {
+	family    *gaugeFamily
+	resources corev1.ResourceList
 }
 
 // merged is a new list of a's resources and b's, b's where both have one.

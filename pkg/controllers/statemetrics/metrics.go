@@ -67,6 +67,8 @@ var (
 var stateFamilies = []*gaugeFamily{allocatable, totalPodRequests, totalPodLimits, totalDaemonRequests, totalDaemonLimits, systemOverhead, podState, nodePoolUsage, nodePoolLimit}
 
 func init() {
-	crmetrics.Registry.MustRegister(allocatable, totalPodRequests, totalPodLimits, totalDaemonRequests, totalDaemonLimits, systemOverhead, podState, startupDuration,
-		nodePoolUsage, nodePoolLimit)
+	crmetrics.Registry.MustRegister(startupDuration)
+	for _, family := range stateFamilies {
+		crmetrics.Registry.MustRegister(family)
+	}
 }
