@@ -36,11 +36,10 @@ func (c *Controller) startLaunches(ctx context.Context, newNodes []*scheduling.N
 	if batch == nil {
 		return retry
 	}
-	hold := held(newNodes)
 	c.background.Add(1)
 	go func() {
 		defer c.background.Done()
-		if c.launchBatch(ctx, batch, launches, hold, binds) {
+		if c.launchBatch(ctx, batch, launches, binds) {
 			c.retryLater(ctx)
 		}
 	}()
@@ -75,10 +74,10 @@ func (c *Controller) reserveAll(ctx context.Context, newNodes []*scheduling.NewN
 
 // launchBatch runs a batch's launches at once (the launcher bounds their calls). The pods binds
 // allows are bound to their nodes as each launch's Nodes are registered, the rest nominated to
-// theirs, and the nodes of a batch of several are opened to kube-scheduler together once all are
-// registered (see launchingTaint). The batch is in flight until then, and its pods bound. It reports whether any launch, binding, nomination or release failed for a reason
+// theirs, and the batch's nodes are opened to kube-scheduler together once all are registered
+// (see launchingTaint). The batch is in flight until then, and its pods bound. It reports whether any launch, binding, nomination or release failed for a reason
 // that may pass.
-func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launches []*reservedLaunch, hold bool, binds bindable) (retry bool) {
+func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launches []*reservedLaunch, binds bindable) (retry bool) {
 	defer c.inFlight.finish(batch)
 	var mu sync.Mutex
 	var group sync.WaitGroup
@@ -88,7 +87,7 @@ func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launch
 		group.Add(1)
 		go func() {
 			defer group.Done()
-			nodes, err := c.launch(ctx, r, hold)
+			nodes, err := c.launch(ctx, r)
 			if err != nil {
 				log.FromContext(ctx).WithName(Name).Error(err, "launching nodes", "pool", r.group.pool.String(), "nodes", len(r.group.nodes), "launched", len(nodes))
 			}
@@ -101,7 +100,7 @@ func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launch
 					planned = append(planned, nomination{pod: pod, node: node.Name})
 				}
 			}
-			// Bound at once: a bound pod counts where it is, whatever the hold.
+			// Bound at once: a bound pod counts where it is, held node or not.
 			bound, rest, bindErr := c.place(ctx, planned, binds)
 			if bindErr != nil {
 				log.FromContext(ctx).WithName(Name).Error(bindErr, "binding pods to the nodes launched for them")
@@ -142,11 +141,9 @@ func (c *Controller) launchBatch(ctx context.Context, batch *launchBatch, launch
 		retry = true
 	}
 	opened := true
-	if hold {
-		if err := c.release(ctx, launched); err != nil {
-			log.FromContext(ctx).WithName(Name).Error(err, "opening the batch's nodes to pods")
-			retry, opened = true, false
-		}
+	if err := c.release(ctx, launched); err != nil {
+		log.FromContext(ctx).WithName(Name).Error(err, "opening the batch's nodes to pods")
+		retry, opened = true, false
 	}
 	if err := c.awaitCached(ctx, launched, opened); err != nil {
 		log.FromContext(ctx).WithName(Name).Error(err, "waiting for the batch's nodes in the cache")
@@ -244,23 +241,21 @@ func (c *Controller) reserve(g *launchGroup, p *poolPlan) (*reservedLaunch, erro
 }
 
 // launch makes a reserved group real: a NodeClaim for each node (with the launching taint as a
-// startup taint when its batch is held), then one cloud call for as many of the cheapest
+// startup taint, which holds its Node until the batch opens it), then one cloud call for as many of the cheapest
 // candidate with capacity, then, for each instance, its NodeClaim's record of it, and its Node
 // once its kubelet registered it and the NodeClaim lifecycle controller matched it. The i-th
 // Node returned is for the group's i-th node, nil where none registered; fewer come back when
 // the cloud's capacity allowed fewer (with an error: their pods are pending again for the next
 // pass). An instance the cloud could not read back keeps its NodeClaim and its pods until a pass
 // reads it (readUnread).
-func (c *Controller) launch(ctx context.Context, r *reservedLaunch, hold bool) ([]*corev1.Node, error) {
+func (c *Controller) launch(ctx context.Context, r *reservedLaunch) ([]*corev1.Node, error) {
 	p := r.pool
 	fail := func(i int) {
 		c.ledger.Release(r.reservations[i])
 		c.inFlight.failed(r.planned[i])
 	}
-	request := launcher.Request{Pool: p, Candidates: r.group.candidates, Labels: r.group.labels(), Nodes: r.group.nodes}
-	if hold {
-		request.StartupTaints = []corev1.Taint{launchingTaint}
-	}
+	request := launcher.Request{Pool: p, Candidates: r.group.candidates, Labels: r.group.labels(), Nodes: r.group.nodes,
+		StartupTaints: []corev1.Taint{launchingTaint}}
 	nodeClaims, done, createErr := c.launcher.CreateNodeClaims(ctx, request)
 	defer done()
 	var created []*v1.NodeClaim

@@ -127,7 +127,7 @@ func TestBatchPodsBoundWhenBindingPods(t *testing.T) {
 	}
 	plans := map[pools.Key]*poolPlan{pools.Provisioner(p.Name): {key: pools.Provisioner(p.Name), stored: p, updated: p.DeepCopy(), nodes: map[string]corev1.ResourceList{}}}
 	batch, launches, refused := c.reserveAll(t.Context(), plan, plans)
-	if refused || c.launchBatch(t.Context(), batch, launches, held(plan), c.bindable(snapshot)) {
+	if refused || c.launchBatch(t.Context(), batch, launches, c.bindable(snapshot)) {
 		t.Fatal("a launch, binding or nomination failed")
 	}
 	got := map[string]*corev1.Pod{}

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
-	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/state"
 )
@@ -27,14 +26,12 @@ import (
 // already seen (kube-scheduler counts every node a pod's topology spread or affinity may
 // use as a domain, tainted or not), so the first node Ready does not take a whole spread
 // group. Without the hold, pods bound to the first nodes left those planned elsewhere
-// without room, and a second batch launched more nodes.
+// without room, and a second batch launched more nodes. A batch of one node is held too: other
+// pending pods, of the next batch or of no Provisioner, would take its room the moment it turned
+// Ready before its own were nominated, and a pod nominated to a node that exists is not planned
+// again until kube-scheduler tries it and clears the nomination (minutes, when nothing else
+// changes in the cluster).
 var launchingTaint = corev1.Taint{Key: v1alpha5.LaunchingTaintKey, Effect: corev1.TaintEffectNoSchedule}
-
-// held is true for a batch of several new nodes. The pods of a batch of one all go to its one
-// node: there is nothing to wait for, and they are nominated to it before it can be Ready.
-func held(newNodes []*scheduling.NewNode) bool {
-	return len(newNodes) > 1
-}
 
 // dependsOnDomains is true for a pod with a topology spread or pod (anti-)affinity.
 func dependsOnDomains(pod *corev1.Pod) bool {

@@ -60,7 +60,7 @@ func TestBatchNodesOpenTogether(t *testing.T) {
 	}
 	plans := map[pools.Key]*poolPlan{pools.Provisioner(p.Name): {key: pools.Provisioner(p.Name), stored: p, updated: p.DeepCopy(), nodes: map[string]corev1.ResourceList{}}}
 	batch, launches, refused := c.reserveAll(context.Background(), plan, plans)
-	if refused || c.launchBatch(context.Background(), batch, launches, held(plan), bindsNone) {
+	if refused || c.launchBatch(context.Background(), batch, launches, bindsNone) {
 		t.Fatal("a launch failed")
 	}
 	var list corev1.NodeList
@@ -75,24 +75,6 @@ func TestBatchNodesOpenTogether(t *testing.T) {
 		if slices.ContainsFunc(node.Spec.Taints, isLaunchingTaint) {
 			t.Errorf("node %s taints %v, want the hold lifted", node.Name, node.Spec.Taints)
 		}
-	}
-}
-
-func TestHeld(t *testing.T) {
-	node := &scheduling.NewNode{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{})}}
-	for _, tc := range []struct {
-		name  string
-		nodes []*scheduling.NewNode
-		want  bool
-	}{
-		{name: "one node: its pods go nowhere else", nodes: []*scheduling.NewNode{node}, want: false},
-		{name: "several nodes: opened together", nodes: []*scheduling.NewNode{node, node}, want: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := held(tc.nodes); got != tc.want {
-				t.Errorf("held = %t, want %t", got, tc.want)
-			}
-		})
 	}
 }
 

@@ -52,12 +52,12 @@ func plannedNode(t *testing.T, cloud *fake.InstanceProvider, p *v1alpha5.Provisi
 }
 
 // reserveAndLaunch launches a group as a pass does: room reserved, then the launch.
-func reserveAndLaunch(c *Controller, g *launchGroup, p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList, hold bool) ([]*corev1.Node, error) {
+func reserveAndLaunch(c *Controller, g *launchGroup, p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList) ([]*corev1.Node, error) {
 	r, err := c.reserve(g, provisionerPlanOf(p, nodes))
 	if r == nil {
 		return nil, err
 	}
-	created, launchErr := c.launch(context.Background(), r, hold)
+	created, launchErr := c.launch(context.Background(), r)
 	return created, errors.Join(err, launchErr)
 }
 
@@ -71,7 +71,7 @@ func alone(n *scheduling.NewNode) *launchGroup {
 func TestLaunchReturnsTheRegisteredNode(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default", Labels: map[string]string{"team": "ml"}})
 	c, cloud, kube := launchingController(t, interceptor.Funcs{})
-	nodes, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nil, false)
+	nodes, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestLaunchGivesUpOnANodeClaimDeletedUnregistered(t *testing.T) {
 		}
 		return nil
 	}})
-	if _, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nil, false); !errors.Is(err, errNodeClaimGone) {
+	if _, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nil); !errors.Is(err, errNodeClaimGone) {
 		t.Fatalf("a launch whose NodeClaim went unregistered returned %v, want errNodeClaimGone", err)
 	}
 	var claims v1.NodeClaimList
@@ -116,7 +116,7 @@ func TestLaunchGivesUpOnANodeClaimDeletedUnregistered(t *testing.T) {
 	c, cloud, _ = launchingController(t, interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
 		return errors.New("the apiserver is down")
 	}})
-	if _, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nil, false); err == nil {
+	if _, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nil); err == nil {
 		t.Fatal("a launch whose NodeClaim failed succeeded")
 	}
 	if calls := len(cloud.CreateCalls()); calls != 0 {
@@ -129,7 +129,7 @@ func TestLaunchRefusedOverTheLimit(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default", Limits: cpu("4")})
 	c, cloud, _ := launchingController(t, interceptor.Funcs{})
 	nodes := map[string]corev1.ResourceList{"full": cpu("4")}
-	_, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nodes, false)
+	_, err := reserveAndLaunch(c, alone(plannedNode(t, cloud, p)), p, nodes)
 	var exceeded *LimitExceededError
 	if !errors.As(err, &exceeded) || len(cloud.CreateCalls()) != 0 {
 		t.Errorf("launch: %v after %d cloud calls; want a LimitExceededError and no call", err, len(cloud.CreateCalls()))
@@ -144,7 +144,7 @@ func TestLaunchFallsThroughOfferings(t *testing.T) {
 	planned := plannedNode(t, cloud, p)
 	first := planned.Offerings()[0]
 	cloud.SetInsufficientCapacity(first.Key())
-	nodes, err := reserveAndLaunch(c, alone(planned), p, nil, false)
+	nodes, err := reserveAndLaunch(c, alone(planned), p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestLaunchGroupWithOneCall(t *testing.T) {
 	if len(groups) != 1 {
 		t.Fatalf("%d groups, want one", len(groups))
 	}
-	created, err := reserveAndLaunch(c, groups[0], p, nil, false)
+	created, err := reserveAndLaunch(c, groups[0], p, nil)
 	if err != nil || len(created) != 3 {
 		t.Fatalf("launch = %d nodes, %v; want 3", len(created), err)
 	}
@@ -273,7 +273,7 @@ func TestLaunchGroupUpToTheLimit(t *testing.T) {
 	limit := largest.DeepCopy()
 	limit.Add(largest)
 	p.Spec.Limits = &v1alpha5.Limits{Resources: corev1.ResourceList{corev1.ResourceCPU: limit}}
-	created, err := reserveAndLaunch(c, groupLaunches([]*scheduling.NewNode{planned, planned, planned}, 3)[0], p, nil, false)
+	created, err := reserveAndLaunch(c, groupLaunches([]*scheduling.NewNode{planned, planned, planned}, 3)[0], p, nil)
 	var exceeded *LimitExceededError
 	if !errors.As(err, &exceeded) || len(created) != 2 {
 		t.Fatalf("launch = %d nodes, %v; want 2 and a LimitExceededError", len(created), err)

@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -82,8 +83,19 @@ func TestNominatedPods(t *testing.T) {
 
 // TestBatchPodsNominatedBeforeOpening: each pod of a batch is nominated to the node launched
 // for it before any node of the batch is opened, so that kube-scheduler, once it sees the
-// nodes, already counts every pod on its planned node.
+// nodes, already counts every pod on its planned node. A batch of one node too: opened at once,
+// other pending pods took its room before its own were nominated (TestAllocator's limits
+// subtests, about one run in eight with a 1 s registration poll), and a pod nominated to a node
+// that exists is not planned again.
 func TestBatchPodsNominatedBeforeOpening(t *testing.T) {
+	for _, names := range [][]string{{"a"}, {"a", "b", "c"}} {
+		t.Run(fmt.Sprintf("a batch of %d", len(names)), func(t *testing.T) {
+			batchPodsNominatedBeforeOpening(t, names)
+		})
+	}
+}
+
+func batchPodsNominatedBeforeOpening(t *testing.T, names []string) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
 	var pods []client.Object
 	var plan []*scheduling.NewNode
@@ -108,7 +120,7 @@ func TestBatchPodsNominatedBeforeOpening(t *testing.T) {
 		},
 	}, p)
 	n := plannedNode(t, cloud, p)
-	for _, name := range []string{"a", "b", "c"} {
+	for _, name := range names {
 		pod := builders.Pod(builders.PodOptions{Name: name, Unschedulable: true, Labels: map[string]string{"app": "spread"},
 			TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, map[string]string{"app": "spread"})}})
 		pod.UID = types.UID(name)
@@ -122,7 +134,7 @@ func TestBatchPodsNominatedBeforeOpening(t *testing.T) {
 	}
 	plans := map[pools.Key]*poolPlan{pools.Provisioner(p.Name): {key: pools.Provisioner(p.Name), stored: p, updated: p.DeepCopy(), nodes: map[string]corev1.ResourceList{}}}
 	batch, launches, refused := c.reserveAll(context.Background(), plan, plans)
-	if refused || c.launchBatch(context.Background(), batch, launches, held(plan), bindsNone) {
+	if refused || c.launchBatch(context.Background(), batch, launches, bindsNone) {
 		t.Fatal("a launch failed")
 	}
 	nodeOf := map[string]string{}
@@ -141,8 +153,8 @@ func TestBatchPodsNominatedBeforeOpening(t *testing.T) {
 			t.Errorf("pod %s conditions %v, want kube-scheduler's as they were", got.Name, got.Status.Conditions)
 		}
 	}
-	if released != 3 || nominatedAfterRelease {
-		t.Errorf("%d nodes released, a pod nominated after a release: %t; want 3 released after every nomination", released, nominatedAfterRelease)
+	if released != len(names) || nominatedAfterRelease {
+		t.Errorf("%d nodes released, a pod nominated after a release: %t; want %d released after every nomination", released, nominatedAfterRelease, len(names))
 	}
 }
 
