@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -318,7 +319,8 @@ func cmpBool(a, b bool) int {
 // that buys, in fractions, whole nodes each holding a packing ("pattern": how many pods of each
 // shape one node of a type holds, with at most one pod needing a node of its own) so that
 // every pod is covered. Its dual prices each shape (π): column generation solves the dual over
-// the patterns found so far (seeds, such as a plan's nodes, and one per shape), then, type by type, finds the packing the prices value most (an
+// the patterns found so far (shapePrices; seeds, such as a plan's nodes, and one per shape),
+// then, type by type, finds the packing the prices value most (an
 // exact knapsack, searchPacking) and adds those worth more than their type's price, until none
 // is. Any π is a bound once scaled so that no packing of any type is worth more than the type's
 // price (weak duality), and the scale comes from each type's best packing, or an upper bound
@@ -344,31 +346,17 @@ func patternBound(tb testing.TB, in boundInput, seeds []pattern) (float64, []pat
 		}
 	}
 	bound := 0.0
+	rounds, converged := 0, false
+	defer func() {
+		tb.Logf("the pattern bound: %d rounds, %d patterns, converged: %t", rounds, len(patterns), converged)
+	}()
 	for range 60 {
-		// The restricted dual: maximise Σ count·π subject to each pattern's π-worth ≤ its
-		// price, π ≥ 0; standard form with a slack per pattern.
-		S, P := len(in.shapes), len(patterns)
-		c := make([]float64, S+P)
-		for i, s := range in.shapes {
-			c[i] = -s.count
-		}
-		A := mat.NewDense(P, S+P, nil)
-		b := make([]float64, P)
-		for j, p := range patterns {
-			for i, n := range p.counts {
-				A.Set(j, i, n)
-			}
-			A.Set(j, S+j, 1)
-			// Raised a little, pattern by pattern, so that gonum's simplex meets no degenerate
-			// basis; the scaling below makes any π a bound, however it was found.
-			b[j] = p.price * (1 + 1e-7*float64(j%97+1))
-		}
-		_, x, err := lp.Simplex(c, A, b, 1e-10, nil)
+		rounds++
+		prices, err := shapePrices(in, patterns)
 		if err != nil {
-			tb.Logf("the pattern bound stops at its round with %d patterns: %v", P, err)
+			tb.Logf("the pattern bound stops at its round with %d patterns: %v", len(patterns), err)
 			break
 		}
-		prices := x[:S]
 		worth := 0.0
 		for i, s := range in.shapes {
 			worth += s.count * prices[i]
@@ -390,6 +378,7 @@ func patternBound(tb testing.TB, in boundInput, seeds []pattern) (float64, []pat
 		}
 		bound = math.Max(bound, worth/ratio)
 		if len(violations) == 0 {
+			converged = true
 			break
 		}
 		sort.Slice(violations, func(i, j int) bool { return violations[i].ratio > violations[j].ratio })
@@ -398,6 +387,67 @@ func patternBound(tb testing.TB, in boundInput, seeds []pattern) (float64, []pat
 		}
 	}
 	return bound, patterns
+}
+
+// shapePrices are the dual prices (π, one per pod shape) of the restricted program over the
+// patterns: maximise Σ count·π subject to each pattern's π-worth ≤ its price, π ≥ 0. They come
+// from the primal's optimal basis (B, the columns of its basic variables: B^T·π = their prices),
+// solved with gonum's simplex over a row per shape, whereas the dual itself has a row per
+// pattern, thousands after a few rounds, and solving it took minutes. The counts are perturbed
+// a little, by a fixed sequence, so that the optimal basis is not degenerate: each basic
+// variable positive names the basis. The perturbation moves the primal only: π is checked
+// against every pattern, and the bound scales any π to a feasible point anyway.
+func shapePrices(in boundInput, patterns []pattern) ([]float64, error) {
+	S, P := len(in.shapes), len(patterns)
+	c, A, b := restrictedProgram(in, patterns)
+	perturb := rand.New(rand.NewPCG(1, 2))
+	for i := range b {
+		b[i] *= 1 + 1e-6*(1+perturb.Float64())
+	}
+	_, x, err := lp.Simplex(c, A, b, 1e-10, nil)
+	if err != nil {
+		return nil, fmt.Errorf("solving the restricted program over %d patterns, %w", P, err)
+	}
+	var basic []int
+	for k, v := range x {
+		if v > 1e-9 {
+			basic = append(basic, k)
+		}
+	}
+	if len(basic) != S {
+		return nil, fmt.Errorf("the restricted program's optimum over %d patterns has %d positive variables for %d shapes: degenerate", P, len(basic), S)
+	}
+	// B^T·π = c_B, row k of B^T being the k-th basic column.
+	Bt := mat.NewDense(S, S, nil)
+	cB := mat.NewVecDense(S, nil)
+	for k, j := range basic {
+		for i := range S {
+			Bt.Set(k, i, A.At(i, j))
+		}
+		cB.SetVec(k, c[j])
+	}
+	var pi mat.VecDense
+	if err := pi.SolveVec(Bt, cB); err != nil {
+		return nil, fmt.Errorf("solving for the shapes' prices over %d patterns, %w", P, err)
+	}
+	prices := make([]float64, S)
+	for i := range S {
+		if v := pi.AtVec(i); v < -1e-9 {
+			return nil, fmt.Errorf("shape %d priced %g over %d patterns: the basis is not optimal", i, v, P)
+		} else {
+			prices[i] = max(v, 0)
+		}
+	}
+	for j, p := range patterns {
+		worth := 0.0
+		for i, n := range p.counts {
+			worth += n * prices[i]
+		}
+		if worth > p.price*(1+1e-6) {
+			return nil, fmt.Errorf("pattern %d worth %g at the shapes' prices, more than its price %g: the basis is not optimal", j, worth, p.price)
+		}
+	}
+	return prices, nil
 }
 
 // pattern is a packing of one node: how many pods of each of a boundInput's shapes it holds,
@@ -412,11 +462,21 @@ type pattern struct {
 // pattern, in fractions, cover every pod at least cost. Not a bound (a pattern not found could
 // do better), it shows what a cheap packing looks like: which types hold which pods.
 func restrictedPlan(in boundInput, patterns []pattern) (float64, []float64, error) {
-	// Standard form: a column per pattern and a surplus column per shape.
+	c, A, b := restrictedProgram(in, patterns)
+	cost, x, err := lp.Simplex(c, A, b, 1e-10, nil)
+	if err != nil {
+		return 0, nil, fmt.Errorf("solving the restricted program over %d patterns, %w", len(patterns), err)
+	}
+	return cost, x[:len(patterns)], nil
+}
+
+// restrictedProgram is the restricted program in gonum's standard form (minimise c·x subject
+// to A·x = b, x ≥ 0): a column per pattern and a surplus column per shape, a row per shape.
+func restrictedProgram(in boundInput, patterns []pattern) (c []float64, A *mat.Dense, b []float64) {
 	S, P := len(in.shapes), len(patterns)
-	c := make([]float64, P+S)
-	A := mat.NewDense(S, P+S, nil)
-	b := make([]float64, S)
+	c = make([]float64, P+S)
+	A = mat.NewDense(S, P+S, nil)
+	b = make([]float64, S)
 	for j, p := range patterns {
 		c[j] = p.price
 		for i, n := range p.counts {
@@ -427,11 +487,7 @@ func restrictedPlan(in boundInput, patterns []pattern) (float64, []float64, erro
 		A.Set(i, P+i, -1)
 		b[i] = s.count
 	}
-	cost, x, err := lp.Simplex(c, A, b, 1e-10, nil)
-	if err != nil {
-		return 0, nil, fmt.Errorf("solving the restricted program over %d patterns, %w", P, err)
-	}
-	return cost, x[:P], nil
+	return c, A, b
 }
 
 // describe is a pattern as cores/GiB of its pods, those needing a node of their own starred.
@@ -499,7 +555,7 @@ func copiesWithin(s podShape, room [3]float64) float64 {
 
 // searchPackingBudget bounds the nodes of one knapsack search; past it the search returns the
 // best packing found and an upper bound of the optimum instead of the optimum.
-const searchPackingBudget = 20_000
+const searchPackingBudget = 200_000
 
 // knapsackDual solves the dual of a node's knapsack relaxation: minimise λ·room + ν + Σ cap·μ
 // subject to, for each of the n items, λ·weight + ν·own + μ ≥ price, all ≥ 0. item gives the
