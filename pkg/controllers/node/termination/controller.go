@@ -177,6 +177,9 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 		if registering, err := c.registeringByItsNodeClaim(ctx, node); registering || err != nil {
 			return reconcile.Result{}, err
 		}
+		if wait := c.recordGraceLeft(node); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
 		return reconcile.Result{}, c.restoreFinalizer(ctx, node)
 	}
 	if !isTerminating(node) {
@@ -405,6 +408,22 @@ func (c *Controller) registeringByItsNodeClaim(ctx context.Context, node *corev1
 		return false, fmt.Errorf("listing the nodeclaim of node %s, %w", node.Name, err)
 	}
 	return slices.ContainsFunc(list.Items, func(nc v1.NodeClaim) bool { return nc.DeletionTimestamp == nil }), nil
+}
+
+// recordGrace is how long a registering node whose instance no NodeClaim has recorded yet is
+// left to its NodeClaim: a launch records its instances once the cloud answers, a few writes
+// per node, and a kubelet that registers at once (the emulator's) or a cache behind those writes
+// showed most of a 500-node launch's nodes without their NodeClaim — the finalizer was "put
+// back" on each, an Event each, and the two writers of every fresh node conflicted.
+const recordGrace = time.Minute
+
+// recordGraceLeft is how much longer a registering node with no NodeClaim recording its instance
+// is left alone, 0 when it is not registering or the grace is over.
+func (c *Controller) recordGraceLeft(node *corev1.Node) time.Duration {
+	if !nodeclaims.Registering(node) || node.CreationTimestamp.IsZero() {
+		return 0
+	}
+	return max(recordGrace-c.clock.Since(node.CreationTimestamp.Time), 0)
 }
 
 // restoreFinalizer puts the finalizer back on a node Karpenter launched, so that its deletion,
