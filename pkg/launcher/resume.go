@@ -35,6 +35,16 @@ var ErrLaunchUnsettled = errors.New("the group was launched, its instances are n
 // failed. The NodeClaim's pool (or its node class) gone, the group is failed. Each instance's
 // kubelet registers its Node.
 func (l *Launcher) Resume(ctx context.Context, nc *v1.NodeClaim) error {
+	listed, err := l.instances.List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing instances, %w", err)
+	}
+	return l.resume(ctx, nc, listed)
+}
+
+// resume is Resume with the cloud's instances as listed before: ResumeAll lists them once for
+// every group (a DescribeInstances of the cluster's instances each).
+func (l *Launcher) resume(ctx context.Context, nc *v1.NodeClaim, listed []*cloudprovider.Instance) error {
 	group := nc.Annotations[LaunchGroupAnnotationKey]
 	if group == "" {
 		return fmt.Errorf("nodeclaim %s names no launch group", nc.Name)
@@ -52,10 +62,7 @@ func (l *Launcher) Resume(ctx context.Context, nc *v1.NodeClaim) error {
 	if err != nil {
 		return err
 	}
-	instances, err := l.instancesOf(ctx, group)
-	if err != nil {
-		return err
-	}
+	instances := slices.DeleteFunc(slices.Clone(listed), func(i *cloudprovider.Instance) bool { return i.LaunchGroup != group })
 	candidates, err := l.candidates(ctx, p, nc)
 	if err != nil {
 		return err
@@ -106,15 +113,6 @@ func (l *Launcher) members(ctx context.Context, group string) ([]*v1.NodeClaim, 
 		}
 	}
 	return out, nil
-}
-
-// instancesOf are the instances the cloud lists as launched under the group's key.
-func (l *Launcher) instancesOf(ctx context.Context, group string) ([]*cloudprovider.Instance, error) {
-	all, err := l.instances.List(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("listing instances, %w", err)
-	}
-	return slices.DeleteFunc(all, func(i *cloudprovider.Instance) bool { return i.LaunchGroup != group }), nil
 }
 
 // candidates are what the NodeClaim may launch as, cheapest first: the Provisioner's offerings
@@ -177,11 +175,15 @@ func (l *Launcher) failAll(ctx context.Context, members []*v1.NodeClaim, reason 
 // room those launches made rather than launching for their pods again; a launch the cloud says
 // was made but does not list yet (its call was in flight when the controller stopped) is
 // reported with ErrLaunchUnsettled, so that the allocator asks again rather than plan those pods
-// anew.
+// anew. The cloud's instances are listed once for all the groups.
 func (l *Launcher) ResumeAll(ctx context.Context) error {
 	unresumed, err := l.unresumed(ctx)
-	if err != nil {
+	if err != nil || len(unresumed) == 0 {
 		return err
+	}
+	listed, err := l.instances.List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing instances, %w", err)
 	}
 	resumed := map[string]bool{}
 	var errs []error
@@ -191,7 +193,7 @@ func (l *Launcher) ResumeAll(ctx context.Context) error {
 			continue
 		}
 		resumed[group] = true
-		if err := l.Resume(ctx, nc); err != nil {
+		if err := l.resume(ctx, nc, listed); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -1,6 +1,8 @@
 package launcher_test
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,5 +70,47 @@ func TestResumeLabelsANodeClaimACrashLeftUnlabelled(t *testing.T) {
 	}
 	if launches := len(cloud.CreateCalls()); launches != 1 {
 		t.Errorf("%d launches, want the first only", launches)
+	}
+}
+
+// listCounter counts the cloud's listings of its instances.
+type listCounter struct {
+	*fake.InstanceProvider
+	lists atomic.Int32
+}
+
+func (c *listCounter) List(ctx context.Context) ([]*cloudprovider.Instance, error) {
+	c.lists.Add(1)
+	return c.InstanceProvider.List(ctx)
+}
+
+// TestResumeAllListsTheInstancesOnce: a controller stopped with several launch groups' NodeClaims
+// created and none launched; the restarted controller's ResumeAll launches each group once and
+// lists the cloud's instances (a DescribeInstances of the whole cluster on AWS) once, not once
+// per group.
+func TestResumeAllListsTheInstancesOnce(t *testing.T) {
+	provisioner := builders.Provisioner(builders.ProvisionerOptions{Name: "crash"})
+	c := kubefake.NewClientBuilder().WithObjects(provisioner).Build()
+	cloud := &listCounter{InstanceProvider: fake.NewInstanceProvider(fake.InstanceProviderOptions{})}
+	it := fake.DefaultInstanceTypes()[0]
+	request := launcher.Request{Pool: launcher.Pool{Provisioner: provisioner}, Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
+		Nodes: []*scheduling.NewNode{{Pool: pools.Provisioner("crash"), InstanceTypes: []*cloudprovider.InstanceType{it}}}}
+	first := launcher.New(c, cloud, 0)
+	for range 3 {
+		// The crash: the groups' NodeClaims were created, their launches never made.
+		_, done, err := first.CreateNodeClaims(t.Context(), request)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done()
+	}
+	if err := launcher.New(c, cloud, 0).ResumeAll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if launches := len(cloud.CreateCalls()); launches != 3 {
+		t.Errorf("%d launches, want one per group, 3", launches)
+	}
+	if lists := cloud.lists.Load(); lists != 1 {
+		t.Errorf("the instances listed %d times, want once", lists)
 	}
 }
