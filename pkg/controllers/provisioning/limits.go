@@ -73,9 +73,12 @@ func withNode(capacity corev1.ResourceList) corev1.ResourceList {
 	if out == nil {
 		out = corev1.ResourceList{}
 	}
-	out[v1.LimitNodes] = *resource.NewQuantity(1, resource.DecimalSI)
+	out[v1.LimitNodes] = oneNode
 	return out
 }
+
+// oneNode is a node's count against a limit on v1.LimitNodes.
+var oneNode = *resource.NewQuantity(1, resource.DecimalSI)
 
 // LimitExceededError is returned when no candidate of a launch fits under a limit.
 type LimitExceededError struct {
@@ -129,15 +132,21 @@ const reserveSpread = 2
 // no limits) beside what is used and, under limits, is within reserveSpread of the cheapest of
 // those in every limited resource, and beyond the spread those that give the values of a key
 // the others lack for the pool's minValues (nil: none); it reserves the largest it keeps. It
-// returns *LimitExceededError when none fits.
+// returns *LimitExceededError when none fits. The candidates come back as given when all are
+// kept: the caller must not change them.
 func (l *Ledger) Reserve(pool pools.Key, limits corev1.ResourceList, nodes map[string]corev1.ResourceList, candidates []cloudprovider.Candidate, minValues map[string]int) ([]cloudprovider.Candidate, int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	used := l.used(pool, nodes)
+	var used corev1.ResourceList
+	if len(limits) > 0 {
+		// Without limits nothing counts against them: summing every node and launch of the pool
+		// for each node of a batch made a large batch's reservations quadratic.
+		used = l.used(pool, nodes)
+	}
 	var kept, beyondSpread []int
 	var exceeded *LimitExceededError
 	for i, c := range candidates {
-		if err := fitsUnder(pool, limits, used, withNode(c.InstanceType.Capacity)); err != nil {
+		if err := nodeFitsUnder(pool, limits, used, c.InstanceType.Capacity); err != nil {
 			exceeded = err
 			continue
 		}
@@ -154,12 +163,18 @@ func (l *Ledger) Reserve(pool pools.Key, limits corev1.ResourceList, nodes map[s
 		return nil, 0, exceeded
 	}
 	kept = keepMinValues(candidates, kept, beyondSpread, minValues)
-	out := make([]cloudprovider.Candidate, 0, len(kept))
-	reserved := corev1.ResourceList{}
-	for _, i := range kept {
-		out = append(out, candidates[i])
-		maxInto(reserved, withNode(candidates[i].InstanceType.Capacity))
+	out := candidates
+	if len(kept) < len(candidates) {
+		out = make([]cloudprovider.Candidate, 0, len(kept))
+		for _, i := range kept {
+			out = append(out, candidates[i])
+		}
 	}
+	reserved := corev1.ResourceList{}
+	for _, c := range out {
+		maxInto(reserved, c.InstanceType.Capacity)
+	}
+	reserved[v1.LimitNodes] = oneNode
 	l.next++
 	l.inFlight[l.next] = &reservation{pool: pool, capacity: reserved}
 	return out, l.next, nil
@@ -267,11 +282,15 @@ func withinSpread(limits, cheapest, capacity corev1.ResourceList) bool {
 	return true
 }
 
-// fitsUnder reports the first limited resource that used plus capacity would exceed.
-func fitsUnder(pool pools.Key, limits, used, capacity corev1.ResourceList) *LimitExceededError {
+// nodeFitsUnder reports the first limited resource that used plus a node of the capacity would
+// exceed (the node counting as withNode says, without copying the capacity for each candidate of
+// each node of a batch: that was most of a large pass's time before its first launch).
+func nodeFitsUnder(pool pools.Key, limits, used, capacity corev1.ResourceList) *LimitExceededError {
 	for name, limit := range limits {
 		total := used[name].DeepCopy()
-		if add, ok := capacity[name]; ok {
+		if name == v1.LimitNodes {
+			total.Add(oneNode)
+		} else if add, ok := capacity[name]; ok {
 			total.Add(add)
 		}
 		if total.Cmp(limit) > 0 {

@@ -219,7 +219,7 @@ func (c *Controller) updateLimitsCondition(plans map[pools.Key]*poolPlan) {
 		used := c.ledger.Used(key, p.nodes)
 		var exhausted *LimitExceededError
 		for _, it := range p.instanceTypes {
-			if exhausted = fitsUnder(key, p.updated.Spec.Limits.Resources, used, withNode(it.Capacity)); exhausted == nil {
+			if exhausted = nodeFitsUnder(key, p.updated.Spec.Limits.Resources, used, it.Capacity); exhausted == nil {
 				break
 			}
 		}
