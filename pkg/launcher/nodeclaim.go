@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 
 	awsv1 "karpenter.sh/karpenter/pkg/apis/aws/v1"
@@ -79,24 +80,32 @@ func claimable(r corev1.NodeSelectorRequirement) bool {
 // the scheduler's own for those keys, in the candidates' order (cheapest first), and the pool's
 // minValues on their keys (withMinValues).
 func requirements(scheduled []corev1.NodeSelectorRequirement, candidates []cloudprovider.Candidate, minValues map[string]int) []v1.NodeSelectorRequirementWithMinValues {
-	decided := map[string][]string{corev1.LabelInstanceTypeStable: nil, corev1.LabelTopologyZone: nil, v1.CapacityTypeLabelKey: nil}
+	decidedKeys := [...]string{corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, v1.CapacityTypeLabelKey}
+	// Each key's values in the candidates' order, once: a set beside each list, as a large
+	// pool's thousand candidates made a search of the list per candidate quadratic.
+	var decided [len(decidedKeys)][]string
+	var seen [len(decidedKeys)]sets.Set[string]
+	for k := range seen {
+		seen[k] = sets.New[string]()
+	}
 	for _, c := range candidates {
-		for key, value := range map[string]string{corev1.LabelInstanceTypeStable: c.InstanceType.Name, corev1.LabelTopologyZone: c.Offering.Zone, v1.CapacityTypeLabelKey: c.Offering.CapacityType} {
-			if !slices.Contains(decided[key], value) {
-				decided[key] = append(decided[key], value)
+		for k, value := range [...]string{c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType} {
+			if !seen[k].Has(value) {
+				seen[k].Insert(value)
+				decided[k] = append(decided[k], value)
 			}
 		}
 	}
 	var out []v1.NodeSelectorRequirementWithMinValues
 	for _, r := range scheduled {
-		if _, ok := decided[r.Key]; ok || !claimable(r) {
+		if slices.Contains(decidedKeys[:], r.Key) || !claimable(r) {
 			continue
 		}
 		out = append(out, v1.NodeSelectorRequirementWithMinValues{Key: r.Key, Operator: r.Operator, Values: slices.Clone(r.Values)})
 	}
-	for _, key := range []string{corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, v1.CapacityTypeLabelKey} {
-		if len(decided[key]) > 0 {
-			out = append(out, v1.NodeSelectorRequirementWithMinValues{Key: key, Operator: corev1.NodeSelectorOpIn, Values: decided[key]})
+	for k, key := range decidedKeys {
+		if len(decided[k]) > 0 {
+			out = append(out, v1.NodeSelectorRequirementWithMinValues{Key: key, Operator: corev1.NodeSelectorOpIn, Values: decided[k]})
 		}
 	}
 	return withMinValues(out, candidates, minValues)

@@ -75,8 +75,15 @@ func launchKey(n *scheduling.NewNode, candidates []cloudprovider.Candidate) stri
 	for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
 		fmt.Fprintf(&b, ",%s=%s", k, n.Labels[k])
 	}
+	// Written piece by piece: a thousand candidates for each node of a batch through Fprintf
+	// was a sixth of a large pass's time before its first launch.
 	for _, c := range candidates {
-		fmt.Fprintf(&b, "\n%s %s %s", c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType)
+		b.WriteByte('\n')
+		b.WriteString(c.InstanceType.Name)
+		b.WriteByte(' ')
+		b.WriteString(c.Offering.Zone)
+		b.WriteByte(' ')
+		b.WriteString(c.Offering.CapacityType)
 	}
 	return b.String()
 }

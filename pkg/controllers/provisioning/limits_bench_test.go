@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
-	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/pools"
+	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
 // BenchmarkLedgerReserve reserves room for a 1,000-pod burst's 450 nodes, each from the 1,200
@@ -16,18 +16,7 @@ import (
 // reserveAll does: without limits, and under a cpu limit they all fit. docs/benchmarks.md has the
 // command and figures.
 func BenchmarkLedgerReserve(b *testing.B) {
-	var candidates []cloudprovider.Candidate
-	for i := range 400 {
-		it := &cloudprovider.InstanceType{Name: fmt.Sprintf("type-%d", i), Capacity: corev1.ResourceList{
-			corev1.ResourceCPU:              *resource.NewQuantity(int64(2+i%64), resource.DecimalSI),
-			corev1.ResourceMemory:           *resource.NewQuantity(int64(4+i%256)<<30, resource.BinarySI),
-			corev1.ResourcePods:             *resource.NewQuantity(110, resource.DecimalSI),
-			corev1.ResourceEphemeralStorage: *resource.NewQuantity(20<<30, resource.BinarySI),
-		}}
-		for _, zone := range []string{"a", "b", "c"} {
-			candidates = append(candidates, cloudprovider.Candidate{InstanceType: it, Offering: cloudprovider.Offering{Zone: zone}})
-		}
-	}
+	candidates := builders.Candidates(400, "a", "b", "c")
 	for _, limits := range []corev1.ResourceList{nil, cpu("1000000")} {
 		b.Run(fmt.Sprintf("limits=%d", len(limits)), func(b *testing.B) {
 			for range b.N {
@@ -41,5 +30,17 @@ func BenchmarkLedgerReserve(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkLaunchKey keys a 1,000-pod burst's 450 nodes for their launch groups, each with the
+// 1,200 candidates a small pod has on the real catalogue.
+func BenchmarkLaunchKey(b *testing.B) {
+	candidates := builders.Candidates(400, "a", "b", "c")
+	n := &scheduling.NewNode{Pool: pools.Provisioner("default"), Labels: map[string]string{"team": "a"}}
+	for range b.N {
+		for range 450 {
+			_ = launchKey(n, candidates)
+		}
 	}
 }
