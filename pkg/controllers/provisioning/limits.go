@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -131,7 +132,8 @@ const reserveSpread = 2
 // Reserve keeps the candidates (cheapest first) whose instance type fits under limits (nil:
 // no limits) beside what is used and, under limits, is within reserveSpread of the cheapest of
 // those in every limited resource, and beyond the spread those that give the values of a key
-// the others lack for the pool's minValues (nil: none); it reserves the largest it keeps. It
+// the others lack for the pool's minValues (nil: none), and without minValues only those of the
+// cheapest maxInstanceTypes instance types; it reserves the largest it keeps. It
 // returns *LimitExceededError when none fits. The candidates come back as given when all are
 // kept: the caller must not change them.
 func (l *Ledger) Reserve(pool pools.Key, limits corev1.ResourceList, nodes map[string]corev1.ResourceList, candidates []cloudprovider.Candidate, minValues map[string]int) ([]cloudprovider.Candidate, int, error) {
@@ -163,6 +165,9 @@ func (l *Ledger) Reserve(pool pools.Key, limits corev1.ResourceList, nodes map[s
 		return nil, 0, exceeded
 	}
 	kept = keepMinValues(candidates, kept, beyondSpread, minValues)
+	if len(minValues) == 0 {
+		kept = cheapestTypes(candidates, kept)
+	}
 	out := candidates
 	if len(kept) < len(candidates) {
 		out = make([]cloudprovider.Candidate, 0, len(kept))
@@ -178,6 +183,30 @@ func (l *Ledger) Reserve(pool pools.Key, limits corev1.ResourceList, nodes map[s
 	l.next++
 	l.inFlight[l.next] = &reservation{pool: pool, capacity: reserved}
 	return out, l.next, nil
+}
+
+// maxInstanceTypes bounds the instance types a launch keeps, the cheapest first, as upstream's
+// NodeClaims list at most 60: a NodeClaim's requirements name each type it may launch as, and a
+// small pod's thousand candidates on the real catalogue (400 types) made each NodeClaim of a large
+// batch several times larger to write, validate and watch. The cloud is offered the cheapest
+// dozens per call anyway (the AWS provider's maxOverrides).
+const maxInstanceTypes = 60
+
+// cheapestTypes keeps of kept, indices of candidates cheapest first, those of the first
+// maxInstanceTypes instance types.
+func cheapestTypes(candidates []cloudprovider.Candidate, kept []int) []int {
+	types := sets.New[string]()
+	return slices.DeleteFunc(kept, func(i int) bool {
+		name := candidates[i].InstanceType.Name
+		if types.Has(name) {
+			return false
+		}
+		if types.Len() == maxInstanceTypes {
+			return true
+		}
+		types.Insert(name)
+		return false
+	})
 }
 
 // keepMinValues adds to kept, indices of candidates, those of extra, cheapest first, that give

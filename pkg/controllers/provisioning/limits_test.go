@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"sync"
@@ -10,9 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/pools"
+	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
 func cpu(cores string) corev1.ResourceList {
@@ -242,5 +245,35 @@ func TestLedgerReserveKeepsMinValues(t *testing.T) {
 				t.Errorf("kept %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestLedgerKeepsTheCheapestInstanceTypes: a launch keeps the candidates of the 60 cheapest
+// instance types, every zone of each (upstream's NodeClaims list at most 60 types); with
+// minValues it keeps what they need.
+func TestLedgerKeepsTheCheapestInstanceTypes(t *testing.T) {
+	candidates := builders.Candidates(100, "a", "b", "c")
+	// Cheapest first by type, as a plan's offerings come; the zones of a type interleave with
+	// the next type's.
+	slices.SortStableFunc(candidates, func(a, b cloudprovider.Candidate) int {
+		return cmp.Compare(a.InstanceType.Name[len("type-"):], b.InstanceType.Name[len("type-"):])
+	})
+	kept, _, err := NewLedger().Reserve(pools.Provisioner("default"), nil, nil, candidates, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := sets.New[string]()
+	for _, c := range kept {
+		types.Insert(c.InstanceType.Name)
+	}
+	if types.Len() != 60 || len(kept) != 180 || !slices.Equal(kept, candidates[:180]) {
+		t.Errorf("kept %d candidates of %d types, want the first 180, every zone of the 60 cheapest types", len(kept), types.Len())
+	}
+	kept, _, err = NewLedger().Reserve(pools.Provisioner("default"), nil, nil, candidates, map[string]int{corev1.LabelInstanceTypeStable: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != len(candidates) {
+		t.Errorf("kept %d of %d candidates under minValues, want them all", len(kept), len(candidates))
 	}
 }
