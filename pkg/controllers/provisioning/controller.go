@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -248,6 +249,24 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		}))
 	if err != nil {
 		return fmt.Errorf("watching nodepools, %w", err)
+	}
+	// A Node held by the launching taint that no batch in flight will open — a launch resumed
+	// after a restart, an instance read back late, a release that failed — is opened by the next
+	// pass (releaseLeftovers): its registration runs one, as no pod event may follow.
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named(Name+"-held-nodes").
+		For(&corev1.Node{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			node, ok := o.(*corev1.Node)
+			return ok && node.DeletionTimestamp == nil && slices.ContainsFunc(node.Spec.Taints, isLaunchingTaint)
+		}))).
+		Complete(reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+			if !c.inFlight.nodeNames(c.inFlight.capture()).Has(req.Name) {
+				c.batcher.poke()
+			}
+			return reconcile.Result{}, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("watching held nodes, %w", err)
 	}
 	// A plain runnable runs only while this replica leads, like the controllers.
 	return mgr.Add(manager.RunnableFunc(c.run))

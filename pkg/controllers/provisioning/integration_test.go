@@ -66,6 +66,8 @@ func TestAllocator(t *testing.T) {
 		}
 	})
 
+	// First: no pass has run yet, nor will one for anything else.
+	t.Run("a node left held is opened, no pod waiting", s.leftHeld)
 	t.Run("a provisioner no pod waits for becomes Ready", s.readyWithoutPods)
 	t.Run("a provisioner whose instance types could not be read becomes Ready once they can", s.readyOnceResolved)
 	t.Run("pods end Running on launched nodes that satisfy their constraints", s.constraints)
@@ -206,6 +208,22 @@ func (s *suite) constraints(t *testing.T) {
 			return false, "", err
 		}
 		return p.Status.LastScaleTime != nil && p.StatusConditions().IsHappy(), fmt.Sprintf("%+v", p.Status), nil
+	}, eventually.Timeout(pollTimeout))
+}
+
+// leftHeld: a Node registered with the launching taint that no batch in flight holds (a launch
+// resumed after a restart, an instance read back late) is opened by a pass its registration
+// runs; nothing else may run one.
+func (s *suite) leftHeld(t *testing.T) {
+	node := environment.KwokNode("left-held", map[string]string{"suite": "left-held"}, builders.Resources("cpu", "2"))
+	node.Spec.Taints = []corev1.Taint{{Key: v1alpha5.LaunchingTaintKey, Effect: corev1.TaintEffectNoSchedule}}
+	s.create(t, node)
+	eventually.Holds(t, "the node opened", func() (bool, string, error) {
+		current := &corev1.Node{}
+		if err := s.env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), current); err != nil {
+			return false, "", err
+		}
+		return !slices.ContainsFunc(current.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha5.LaunchingTaintKey }), fmt.Sprintf("taints %v", current.Spec.Taints), nil
 	}, eventually.Timeout(pollTimeout))
 }
 

@@ -185,11 +185,14 @@ func (l *Ledger) Reserve(pool pools.Key, limits corev1.ResourceList, nodes map[s
 	return out, l.next, nil
 }
 
-// maxInstanceTypes bounds the instance types a launch keeps, the cheapest first, as upstream's
-// NodeClaims list at most 60: a NodeClaim's requirements name each type it may launch as, and a
-// small pod's thousand candidates on the real catalogue (400 types) made each NodeClaim of a large
-// batch several times larger to write, validate and watch. The cloud is offered the cheapest
-// dozens per call anyway (the AWS provider's maxOverrides).
+// maxInstanceTypes bounds the instance types a launch keeps, ranked by their cheapest offering,
+// as upstream's NodeClaims list at most 60: a NodeClaim's requirements name each type it may
+// launch as, and a small pod's 1,200 candidates on the real catalogue (400 types in three zones)
+// made each NodeClaim of a large batch several times larger to write, validate and watch. Every
+// zone and capacity type of a kept type stays. The price: a launch falls back on insufficient
+// capacity through those types' offerings only (the AWS provider offers 60 candidates a call and
+// went on through the rest), then its pods wait for the next pass, which no longer counts the
+// offerings that had no capacity.
 const maxInstanceTypes = 60
 
 // cheapestTypes keeps of kept, indices of candidates cheapest first, those of the first

@@ -3,6 +3,7 @@ package provisioning
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -11,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/pools"
@@ -248,27 +248,34 @@ func TestLedgerReserveKeepsMinValues(t *testing.T) {
 	}
 }
 
-// TestLedgerKeepsTheCheapestInstanceTypes: a launch keeps the candidates of the 60 cheapest
-// instance types, every zone of each (upstream's NodeClaims list at most 60 types); with
-// minValues it keeps what they need.
+// TestLedgerKeepsTheCheapestInstanceTypes: a launch keeps the candidates of the 60 instance types
+// whose cheapest offering is cheapest, every offering of each, in price order (upstream's
+// NodeClaims list at most 60 types); with minValues it keeps what they need.
 func TestLedgerKeepsTheCheapestInstanceTypes(t *testing.T) {
 	candidates := builders.Candidates(100, "a", "b", "c")
-	// Cheapest first by type, as a plan's offerings come; the zones of a type interleave with
-	// the next type's.
-	slices.SortStableFunc(candidates, func(a, b cloudprovider.Candidate) int {
-		return cmp.Compare(a.InstanceType.Name[len("type-"):], b.InstanceType.Name[len("type-"):])
-	})
+	// Type i costs i in zone a, i+10 in b and i+20 in c: in price order, as a plan's offerings
+	// come, a type's dearer zones come after cheaper types' offerings, some of types not kept.
+	for j := range candidates {
+		var typeIndex int
+		if _, err := fmt.Sscanf(candidates[j].InstanceType.Name, "type-%d", &typeIndex); err != nil {
+			t.Fatal(err)
+		}
+		candidates[j].Offering.Price = float64(typeIndex + 10*(j%3))
+	}
+	slices.SortStableFunc(candidates, func(a, b cloudprovider.Candidate) int { return cmp.Compare(a.Offering.Price, b.Offering.Price) })
 	kept, _, err := NewLedger().Reserve(pools.Provisioner("default"), nil, nil, candidates, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	types := sets.New[string]()
-	for _, c := range kept {
-		types.Insert(c.InstanceType.Name)
+	want := slices.DeleteFunc(slices.Clone(candidates), func(c cloudprovider.Candidate) bool {
+		var typeIndex int
+		_, _ = fmt.Sscanf(c.InstanceType.Name, "type-%d", &typeIndex)
+		return typeIndex >= 60
+	})
+	if !slices.Equal(kept, want) {
+		t.Errorf("kept %d candidates, want the %d offerings of types 0 – 59, in price order", len(kept), len(want))
 	}
-	if types.Len() != 60 || len(kept) != 180 || !slices.Equal(kept, candidates[:180]) {
-		t.Errorf("kept %d candidates of %d types, want the first 180, every zone of the 60 cheapest types", len(kept), types.Len())
-	}
+	// minValues asks for more types than 60: every candidate stays.
 	kept, _, err = NewLedger().Reserve(pools.Provisioner("default"), nil, nil, candidates, map[string]int{corev1.LabelInstanceTypeStable: 80})
 	if err != nil {
 		t.Fatal(err)

@@ -23,10 +23,10 @@ const (
 	// kubelet reports it Ready: Karpenter creates the Node object as soon as the instance is
 	// launched, and nothing may be scheduled there before the node can run it.
 	NotReadyTaintKey = "karpenter.sh/not-ready"
-	// LaunchingTaintKey (effect NoSchedule) is on every node of a provisioning batch whose
-	// pods have topology spread or pod (anti-)affinity until the Node of the batch's last
-	// launch exists: kube-scheduler then sees every zone and host the plan counted on (it
-	// counts tainted nodes as domains) before it binds a pod to any of them.
+	// LaunchingTaintKey (effect NoSchedule) is on every node the allocator launches until the
+	// Node of its batch's last launch exists and the batch's pods are bound or nominated:
+	// kube-scheduler then sees every zone and host the plan counted on (it counts tainted nodes
+	// as domains), and no other pod takes the room planned for one, before it binds a pod there.
 	LaunchingTaintKey = "karpenter.sh/launching"
 	// EmptinessTimestampAnnotationKey is on a node of a Provisioner with ttlSecondsAfterEmpty
 	// while it runs no pods but DaemonSet, mirror and finished ones: when it became empty, in
