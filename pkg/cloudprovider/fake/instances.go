@@ -218,13 +218,14 @@ var unregisteredTaint = corev1.Taint{Key: v1.UnregisteredTaintKey, Effect: corev
 // KubeletNode is the Node the kubelet of a running instance registers, as Karpenter's user data
 // tells it to on AWS: named as the instance, with its provider id and labels (the launch's and
 // the offering's) and the hostname, the launch's taints and the unregistered taint, and its
-// instance type's capacity and allocatable. ok is false for an instance not running.
-func (p *InstanceProvider) KubeletNode(providerID string) (node *corev1.Node, ok bool) {
+// instance type's capacity and allocatable. ok is false for an instance not running; the fake's
+// kubelets always know what to register (no error).
+func (p *InstanceProvider) KubeletNode(providerID string) (node *corev1.Node, ok bool, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	instance, ok := p.instances[providerID]
 	if !ok || instance.State != cloudprovider.InstanceStateRunning {
-		return nil, false
+		return nil, false, nil
 	}
 	labels := maps.Clone(instance.Labels)
 	labels[corev1.LabelHostname] = instance.NodeName
@@ -237,7 +238,7 @@ func (p *InstanceProvider) KubeletNode(providerID string) (node *corev1.Node, ok
 			node.Status.Capacity, node.Status.Allocatable = t.Capacity.DeepCopy(), t.Allocatable()
 		}
 	}
-	return node, true
+	return node, true, nil
 }
 
 // offered reports whether the catalogue has the offering and it is available.

@@ -1,6 +1,7 @@
-// Package kubelet stands in, in tests, for the kubelets of the fake cloud's instances: Karpenter
-// never creates a Node, the kubelet on a launched instance registers it (with the unregistered
-// taint), and Karpenter's NodeClaim lifecycle controller matches it by provider id.
+// Package kubelet stands in for the kubelets of a cloud's instances, the fake cloud's in tests and
+// the AWS emulator's on the sandbox's stack: Karpenter never creates a Node, the kubelet on a
+// launched instance registers it (with the unregistered taint), and Karpenter's NodeClaim
+// lifecycle controller matches it by provider id.
 package kubelet
 
 import (
@@ -22,16 +23,20 @@ import (
 	"karpenter.sh/karpenter/pkg/nodeclaims"
 )
 
-// Instances are the fake cloud's instances and the Node each one's kubelet registers;
-// *fake.InstanceProvider implements it.
+// Instances are a cloud's instances and the Node each one's kubelet registers;
+// *fake.InstanceProvider implements it, and the sandbox's node joiner over the emulator.
 type Instances interface {
 	List(ctx context.Context) ([]*cloudprovider.Instance, error)
-	KubeletNode(providerID string) (*corev1.Node, bool)
+	// KubeletNode is the Node the kubelet of a running instance registers: false for an
+	// instance not running, or whose kubelet registers no Node here (another cluster's); an
+	// error when its kubelet cannot tell what to register (unreadable user data).
+	KubeletNode(providerID string) (*corev1.Node, bool, error)
 }
 
 // Kubelets register a Node for every running instance that has none, once per instance: a Node
-// deleted later is not registered again, as the kubelet of an instance being terminated is gone.
-// A stale Node of the name, whose instance no longer runs, is deleted first.
+// deleted later is not registered again, as the kubelet of an instance being terminated is gone;
+// an instance that has a Node already (e.g. one an older Karpenter created itself) registers
+// none. A stale Node of the name, whose instance no longer runs, is deleted first.
 type Kubelets struct {
 	Client    client.Client
 	Instances Instances
@@ -40,6 +45,8 @@ type Kubelets struct {
 	// Register also does the NodeClaim lifecycle controller's registration, for tests that run
 	// without it.
 	Register bool
+	// Logf, when set, receives a line per Node registered.
+	Logf func(format string, args ...any)
 
 	mu         sync.Mutex
 	registered sets.Set[string]
@@ -81,46 +88,44 @@ func (k *Kubelets) Sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing instances, %w", err)
 	}
+	instances = slices.DeleteFunc(instances, func(instance *cloudprovider.Instance) bool { return k.registered.Has(instance.ProviderID) })
+	if len(instances) == 0 {
+		return nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := k.Client.List(ctx, nodes); err != nil {
+		return fmt.Errorf("listing nodes, %w", err)
+	}
+	hasNode := sets.New[string]()
+	for i := range nodes.Items {
+		hasNode.Insert(nodes.Items[i].Spec.ProviderID)
+	}
 	var errs []error
 	for _, instance := range instances {
-		if k.registered.Has(instance.ProviderID) {
+		if hasNode.Has(instance.ProviderID) {
+			k.registered.Insert(instance.ProviderID)
 			continue
 		}
-		node, ok := k.Instances.KubeletNode(instance.ProviderID)
-		if !ok {
-			continue
-		}
-		existing, err := k.nodeOf(ctx, instance.ProviderID)
+		node, ok, err := k.Instances.KubeletNode(instance.ProviderID)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if existing == nil {
-			created, err := k.create(ctx, node)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			if !created {
-				continue
+		if !ok {
+			continue
+		}
+		created, err := k.create(ctx, node)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if created {
+			k.registered.Insert(instance.ProviderID)
+			if k.Logf != nil {
+				k.Logf("kubelet of %s registered node %s", instance.ProviderID, node.Name)
 			}
 		}
-		k.registered.Insert(instance.ProviderID)
 	}
 	return errors.Join(errs...)
-}
-
-// nodeOf is the Node registered for the instance, nil when there is none.
-func (k *Kubelets) nodeOf(ctx context.Context, providerID string) (*corev1.Node, error) {
-	var list corev1.NodeList
-	if err := k.Client.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("listing nodes, %w", err)
-	}
-	for i := range list.Items {
-		if list.Items[i].Spec.ProviderID == providerID {
-			return &list.Items[i], nil
-		}
-	}
-	return nil, nil
 }
 
 // create creates the Node, and reports whether it is there. With Register, a Node waits for its
@@ -161,7 +166,7 @@ func (k *Kubelets) deleteStale(ctx context.Context, node *corev1.Node) error {
 	if existing.Spec.ProviderID == node.Spec.ProviderID || existing.DeletionTimestamp != nil {
 		return nil
 	}
-	if _, running := k.Instances.KubeletNode(existing.Spec.ProviderID); running {
+	if _, running, _ := k.Instances.KubeletNode(existing.Spec.ProviderID); running {
 		return nil
 	}
 	if err := k.Client.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {

@@ -27,7 +27,8 @@ type Capacities interface {
 // allocatable less what the kubelet reserves — and the annotation that hands the Node to kwok,
 // which then reports it Ready and runs its pods. It must happen as the Node is created: kwok
 // v0.7.0 only takes a Node it sees created (it holds the Node's Lease from then on), never one
-// annotated later. The Nodes Kubelets register are complete already and pass unchanged.
+// annotated later. The Nodes the kubelets of NewKubelets register are complete already and pass
+// unchanged.
 func Admission(capacities Capacities) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		review := &admissionv1.AdmissionReview{}

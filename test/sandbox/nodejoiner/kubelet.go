@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/kubelet"
 	"karpenter.sh/karpenter/test/awsemulator"
 )
 
@@ -22,96 +21,43 @@ type EC2Instances interface {
 	EC2Instances() []awsemulator.EC2Instance
 }
 
-// Kubelets stand in for the kubelets of the EC2 instances a Provisioner launches (CreateFleet):
-// each running instance tagged as the cluster's registers its Node from its user data, as the
-// kubelet nodeadm configures does, once: a Node deleted later is not registered again, since the
-// kubelet of an instance being terminated is gone. An instance that already has a Node (by
-// provider id, e.g. one an older Karpenter created itself) registers none.
-type Kubelets struct {
-	Client    client.Client
-	Instances EC2Instances
-	// ClusterName is the cluster the instances must be tagged for (kubernetes.io/cluster/<name>).
-	ClusterName string
-	// Logf, when set, receives one line per Node registered.
-	Logf func(format string, args ...any)
-
-	mu sync.Mutex
-	// registered are the instances whose kubelet registered, or found, their Node.
-	registered sets.Set[string]
+// NewKubelets stand in for the kubelets of the EC2 instances Karpenter launches (CreateFleet):
+// each running instance tagged as the cluster's registers its Node from its user data
+// (KubeletNode), as the kubelet nodeadm configures does, once.
+func NewKubelets(c client.Client, instances EC2Instances, clusterName string, logf func(format string, args ...any)) *kubelet.Kubelets {
+	return &kubelet.Kubelets{Client: c, Instances: clusterInstances{instances: instances, clusterName: clusterName}, Logf: logf}
 }
 
-// Sync registers the Node of each running instance of the cluster that has none yet.
-func (k *Kubelets) Sync(ctx context.Context) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.registered == nil {
-		k.registered = sets.New[string]()
-	}
-	var waiting []awsemulator.EC2Instance
-	running := sets.New[string]()
-	for _, instance := range k.Instances.EC2Instances() {
-		if instance.State == "running" {
-			running.Insert(instance.ProviderID)
-		}
-		if instance.State == "running" && instance.Tags["kubernetes.io/cluster/"+k.ClusterName] != "" && !k.registered.Has(instance.InstanceID) {
-			waiting = append(waiting, instance)
-		}
-	}
-	if len(waiting) == 0 {
-		return nil
-	}
-	nodes := &corev1.NodeList{}
-	if err := k.Client.List(ctx, nodes); err != nil {
-		return fmt.Errorf("listing nodes, %w", err)
-	}
-	byProviderID := sets.New[string]()
-	for i := range nodes.Items {
-		byProviderID.Insert(nodes.Items[i].Spec.ProviderID)
-	}
-	var errs []error
-	for _, instance := range waiting {
-		if byProviderID.Has(instance.ProviderID) {
-			k.registered.Insert(instance.InstanceID)
-			continue
-		}
-		node, err := KubeletNode(instance)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := k.Client.Create(ctx, node); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				// A Node of its name stands for an earlier instance of its address: the kubelet
-				// tries again once it is gone.
-				errs = append(errs, k.deleteStale(ctx, node, running))
-			} else {
-				errs = append(errs, fmt.Errorf("registering node %s for instance %s, %w", node.Name, instance.InstanceID, err))
-			}
-			continue
-		}
-		k.registered.Insert(instance.InstanceID)
-		if k.Logf != nil {
-			k.Logf("node joiner: kubelet of %s registered node %s", instance.InstanceID, node.Name)
-		}
-	}
-	return errors.Join(errs...)
+// clusterInstances are the emulator's instances as the kubelets of a cluster see them.
+type clusterInstances struct {
+	instances   EC2Instances
+	clusterName string
 }
 
-// deleteStale deletes the Node of node's name when it stands for an instance that no longer
-// runs (EC2 gives a terminated instance's address, so its node name, to a later one), as the
-// cloud node lifecycle controller does.
-func (k *Kubelets) deleteStale(ctx context.Context, node *corev1.Node, running sets.Set[string]) error {
-	existing := &corev1.Node{}
-	if err := k.Client.Get(ctx, client.ObjectKeyFromObject(node), existing); err != nil {
-		return client.IgnoreNotFound(err)
+// List are the running instances tagged as the cluster's.
+func (c clusterInstances) List(context.Context) ([]*cloudprovider.Instance, error) {
+	var out []*cloudprovider.Instance
+	for _, instance := range c.instances.EC2Instances() {
+		if c.ofCluster(instance) {
+			out = append(out, &cloudprovider.Instance{ID: instance.InstanceID, ProviderID: instance.ProviderID, State: cloudprovider.InstanceStateRunning})
+		}
 	}
-	if existing.Spec.ProviderID == node.Spec.ProviderID || existing.DeletionTimestamp != nil || running.Has(existing.Spec.ProviderID) {
-		return nil
+	return out, nil
+}
+
+// KubeletNode is the Node the running instance of the cluster registers from its user data.
+func (c clusterInstances) KubeletNode(providerID string) (*corev1.Node, bool, error) {
+	for _, instance := range c.instances.EC2Instances() {
+		if instance.ProviderID == providerID && c.ofCluster(instance) {
+			node, err := KubeletNode(instance)
+			return node, err == nil, err
+		}
 	}
-	if err := k.Client.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting stale node %s of instance %s, %w", existing.Name, existing.Spec.ProviderID, err)
-	}
-	return nil
+	return nil, false, nil
+}
+
+func (c clusterInstances) ofCluster(instance awsemulator.EC2Instance) bool {
+	return instance.State == "running" && instance.Tags["kubernetes.io/cluster/"+c.clusterName] != ""
 }
 
 // KubeletNode is the Node the kubelet of an EC2 instance registers, for kwok to run: named as

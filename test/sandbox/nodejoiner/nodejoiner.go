@@ -2,9 +2,10 @@
 // the AWS emulator's Auto Scaling groups it registers a Node that kwok runs (providerID
 // aws:///<zone>/<instance-id>, the group's labels and taints, the instance's capacity), and it
 // deletes the Node and its pods once its instance stops being in service, as the cloud node
-// lifecycle controller and pod garbage collection would. For the EC2 instances a Provisioner
-// launches (CreateFleet), Kubelets register the Node from the instance's user data, as the
-// kubelet nodeadm configures does; Karpenter matches it to its NodeClaim by provider id. Nodes
+// lifecycle controller and pod garbage collection would. For the EC2 instances Karpenter
+// launches (CreateFleet), the kubelets of NewKubelets register the Node from the instance's user
+// data, as the kubelet nodeadm configures does; Karpenter matches it to its NodeClaim by
+// provider id. Nodes
 // are created complete, with what the kubelet reports and kwok's annotation: kwok v0.7.0 only
 // takes a Node it sees created (it holds the Node's Lease from then on), never one annotated
 // later. So the Node is Ready about a second after its registration, not after the instance's
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/test/environment"
+	"karpenter.sh/karpenter/pkg/test/kubelet"
 	"karpenter.sh/karpenter/test/awsemulator"
 )
 
@@ -50,7 +52,7 @@ type Joiner struct {
 	Logf func(format string, args ...any)
 	// Kubelets, when set, register the Nodes of the EC2 instances a Provisioner launches at
 	// each pass too.
-	Kubelets *Kubelets
+	Kubelets *kubelet.Kubelets
 }
 
 // Run syncs every Interval until ctx is done. A failed pass is logged and retried.

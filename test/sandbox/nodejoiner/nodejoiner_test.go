@@ -187,7 +187,7 @@ func TestKubeletsRegisterOnce(t *testing.T) {
 	pending.PrivateDNSName = "ip-10-0-1-6.us-west-2.compute.internal"
 	instances := &ec2Instances{ec2Launched(t, "i-new"), old, other, pending}
 	c := fake.NewClientBuilder().WithObjects(existing).Build()
-	kubelets := &Kubelets{Client: c, Instances: instances, ClusterName: "sandbox"}
+	kubelets := NewKubelets(c, instances, "sandbox", nil)
 	names := func() []string {
 		t.Helper()
 		if err := kubelets.Sync(ctx); err != nil {

@@ -140,7 +140,7 @@ func launchForKubelet(t *testing.T, c client.Client, p *v1alpha5.Provisioner) (*
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, ok := cloud.KubeletNode(launched.NodeClaim.Status.ProviderID)
+	node, ok, _ := cloud.KubeletNode(launched.NodeClaim.Status.ProviderID)
 	if !ok {
 		t.Fatal("the launched instance does not run")
 	}

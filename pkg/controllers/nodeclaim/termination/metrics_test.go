@@ -61,7 +61,7 @@ func TestTerminationCountedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Its kubelet registered the node, and the lifecycle controller matched it.
-	node, ok := cloud.KubeletNode(launched.NodeClaim.Status.ProviderID)
+	node, ok, _ := cloud.KubeletNode(launched.NodeClaim.Status.ProviderID)
 	if !ok {
 		t.Fatal("the launched instance does not run")
 	}
