@@ -489,8 +489,8 @@ func measureDiverse(dir string, binaries scaletest.Binaries, idle time.Duration,
 // countRelaunched counts the pods a node was launched for more than once, from the
 // controller's Events. The controller writes them behind its launches, at its client's rate,
 // so the last may still be on their way when every pod runs: it waits until every one of the
-// workload's pods has one and no more arrive for a few seconds, or a minute at most (a pod
-// planned only onto a node another batch launched is told "Waiting for node", not this).
+// workload's pods was told of its node (launched for it, or launching with room for it) and no
+// more Events arrive for a few seconds, or a minute at most.
 func countRelaunched(ctx context.Context, stack *sandbox.Stack, pods int) (int, error) {
 	const quiet, patience = 5 * time.Second, time.Minute
 	deadline := time.Now().Add(patience)
@@ -505,7 +505,7 @@ func countRelaunched(ctx context.Context, stack *sandbox.Stack, pods int) (int, 
 		}
 		if (told >= pods && time.Since(lastChange) >= quiet) || time.Now().After(deadline) {
 			if told < pods {
-				fmt.Fprintf(os.Stderr, "launch Events for only %d of %d pods after %s; counting those\n", told, pods, patience)
+				fmt.Fprintf(os.Stderr, "Events naming a node for only %d of %d pods after %s; counting those\n", told, pods, patience)
 			}
 			return relaunched, nil
 		}

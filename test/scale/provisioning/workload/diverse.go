@@ -164,26 +164,27 @@ func (w *Diverse) volumes(name, namespace string, scale int) {
 	add("wait-volume", "us-west-2a", 3, false)
 }
 
-// LaunchEvents counts the controller's Events in namespace telling a pod that a node was
-// launched for it (each names its node): all of them, the pods told so, and the pods told so
-// more than once, whom the plan had given room that kube-scheduler then gave to others.
+// LaunchEvents counts the controller's Events in namespace naming the node planned for a pod:
+// all of them, the pods told of a node (launched for them, or launching for others with room
+// for them), and the pods told more than once that a node was launched for them, whom the plan
+// had given room that kube-scheduler then gave to others.
 func LaunchEvents(ctx context.Context, reader client.Reader, namespace string) (total, told, launchedTwice int, err error) {
 	launches, err := Launches(ctx, reader, namespace)
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	for _, l := range launches {
-		n := 0
-		for _, launch := range l {
-			if launch.Launched {
-				n++
-			}
-		}
-		total += n
-		if n > 0 {
+		total += len(l)
+		if len(l) > 0 {
 			told++
 		}
-		if n > 1 {
+		launched := 0
+		for _, launch := range l {
+			if launch.Launched {
+				launched++
+			}
+		}
+		if launched > 1 {
 			launchedTwice++
 		}
 	}
