@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -439,11 +438,6 @@ func launchesIfInstances(opts Options, launches func() *launcher.Launcher) nodec
 		return nil
 	}
 	return launches()
-}
-
-// recorderFor names every controller's Events source the same way: karpenter-<controller>.
-func recorderFor(mgr manager.Manager, name string) record.EventRecorder {
-	return mgr.GetEventRecorderFor("karpenter-" + name)
 }
 
 func prometheusOptions(opts Options) clients.PrometheusOptions {
