@@ -2,6 +2,13 @@
 # each installs what it needs first.
 SHELL := /usr/bin/env bash -o pipefail -e
 export GOFLAGS ?= -buildvcs=false
+# Every build but the race detector's is the image's flavour (hack/image.sh): static, paths
+# trimmed. So a first run compiles each package once for the image, the Kubernetes control plane
+# (hack/test-assets.sh), `make verify` and the binaries the tests start (environment.GoBuild),
+# not once per flavour. The race suite needs cgo and shares its flavour with nothing: it keeps
+# full paths in its reports.
+export CGO_ENABLED ?= 0
+GOFLAGS += -trimpath
 # A package that hangs fails in 15 minutes (the slowest, the e2e tests, takes 5), leaving CI its
 # time to report the rest.
 GO_TEST_FLAGS ?= -count=1 -timeout 15m
@@ -23,8 +30,9 @@ generate:
 	go run ./hack/metricsdoc -out docs/reference/metrics.md
 
 ## Fails when a generated file is stale, the chart fails `helm lint`, go.mod (or the oracle
-## module's, test/oracle) is untidy, code is not
-## gofmt'd, go vet complains or golangci-lint (.golangci.yml) does.
+## module's, test/oracle) is untidy, the control plane's build (hack/kube) or the oracle builds a
+## module at a lower version than go.mod selects (hack/modalign), code is not gofmt'd, go vet
+## complains or golangci-lint (.golangci.yml) does.
 .PHONY: verify
 verify:
 	hack/verify-generated.sh
@@ -32,6 +40,8 @@ verify:
 	hack/helm.sh lint --strict charts/karpenter-crd
 	go mod tidy -diff
 	cd test/oracle && go mod tidy -diff
+	go run ./hack/modalign -C hack/kube $(addprefix k8s.io/kubernetes/cmd/,kube-apiserver kube-scheduler kube-controller-manager)
+	go run ./hack/modalign -C test/oracle -test ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
@@ -95,7 +105,7 @@ DRIVER_PACKAGES = ./test/e2e/ ./test/docs/ ./test/release/ ./test/image/
 RACE_PACKAGES = $$(go list ./... | grep -vxE 'karpenter.sh/karpenter/test/(e2e|docs|release|image)')
 .PHONY: test
 test: test-assets verify
-	go test $(GO_TEST_FLAGS) -race -p 3 $(RACE_PACKAGES)
+	CGO_ENABLED=1 GOFLAGS="$(filter-out -trimpath,$(GOFLAGS))" go test $(GO_TEST_FLAGS) -race -p 3 $(RACE_PACKAGES)
 	go test $(GO_TEST_FLAGS) -parallel 3 $(DRIVER_PACKAGES)
 	cd test/oracle && go test $(GO_TEST_FLAGS) .
 

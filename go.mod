@@ -26,6 +26,7 @@ require (
 	github.com/prometheus/prometheus v0.307.0
 	github.com/robfig/cron/v3 v3.0.1
 	go.uber.org/zap v1.27.0
+	golang.org/x/mod v0.29.0
 	golang.org/x/sync v0.17.0
 	gonum.org/v1/gonum v0.17.0
 	k8s.io/api v0.34.4
@@ -97,7 +98,6 @@ require (
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.3 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
-	golang.org/x/mod v0.29.0 // indirect
 	golang.org/x/net v0.46.0 // indirect
 	golang.org/x/oauth2 v0.31.0 // indirect
 	golang.org/x/sys v0.37.0 // indirect

@@ -47,7 +47,10 @@ else
 	ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=${kube_version}"
 	packages=()
 	for cmd in "${KUBE_COMMANDS[@]}"; do packages+=("k8s.io/kubernetes/cmd/${cmd}"); done
-	(cd "${ROOT}/hack/kube" && go build -ldflags "${ldflags}" -o "${BIN}/" "${packages[@]}") ||
+	# The image's flavour, and hack/kube/go.mod requires this module's versions of the modules
+	# both build: the Kubernetes libraries (client-go, apimachinery, api and theirs) compile once,
+	# here, for the control plane, the image's linux/amd64 build and every build `make` runs.
+	(cd "${ROOT}/hack/kube" && CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "${BIN}/" "${packages[@]}") ||
 		fail "building the Kubernetes control plane"
 	kube_up_to_date || fail "built binaries do not report Kubernetes ${kube_version}"
 fi

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/test/environment"
 )
 
 // TestUpstreamVariablesSetTheirFlags: each environment variable of upstream Karpenter that has a
@@ -57,7 +58,7 @@ func TestUpstreamVariablesSetTheirFlags(t *testing.T) {
 // meaning for: before anything else it warns, naming each.
 func TestStartupReportsIgnoredAndOverriddenVariables(t *testing.T) {
 	binary := filepath.Join(t.TempDir(), "controller")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+	if out, err := environment.GoBuild(".", "-o", binary, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"karpenter.sh/karpenter/pkg/test/environment"
 	"karpenter.sh/karpenter/test/sandbox"
 )
 
@@ -26,7 +27,7 @@ func TestTheSandboxAsANewcomerMeetsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	binary := filepath.Join(dir, "bin", "sandbox")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+	if out, err := environment.GoBuild(".", "-o", binary, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)

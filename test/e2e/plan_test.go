@@ -81,8 +81,7 @@ func buildPlugin(t *testing.T) string {
 		t.Fatal(err)
 	}
 	binary := filepath.Join(t.TempDir(), "kubectl-karpenter")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/kubectl-karpenter")
-	build.Dir = root
+	build := environment.GoBuild(root, "-o", binary, "./cmd/kubectl-karpenter")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building kubectl-karpenter, %v\n%s", err, out)
 	}

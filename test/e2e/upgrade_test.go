@@ -168,9 +168,8 @@ func buildControllerAt(t *testing.T, commit string) (controller, crds string) {
 	tree := extractedTree(t, commit)
 	begin := time.Now()
 	controller = filepath.Join(t.TempDir(), "controller")
-	build := exec.Command("go", "build", "-o", controller, "./cmd/controller")
-	build.Dir = tree
-	build.Env = append(os.Environ(), "GOPROXY=off")
+	build := environment.GoBuild(tree, "-o", controller, "./cmd/controller")
+	build.Env = append(build.Env, "GOPROXY=off")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the controller of %s, %v\n%s", commit, err, out)
 	}
@@ -179,10 +178,9 @@ func buildControllerAt(t *testing.T, commit string) (controller, crds string) {
 }
 
 // extractedTree is the commit's tree, extracted with git archive once per machine into the user's
-// cache directory, under the commit's name. The build cache keys a package's compilation by its
-// directory: in a new directory each run, the commit's own packages compiled every time (41 s of
-// the e2e run's serial part); in this one they compile once. A tree is complete once renamed into
-// place.
+// cache directory, under the commit's name, so that it is not extracted again each run (built
+// with -trimpath, its packages' compilation no longer depends on where it is). A tree is complete
+// once renamed into place.
 func extractedTree(t *testing.T, commit string) string {
 	t.Helper()
 	cache, err := os.UserCacheDir()

@@ -18,7 +18,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -361,15 +360,15 @@ func (s *Stack) awsEnv() []string {
 	}
 }
 
-// Build builds cmd/controller and cmd/webhook into dir and returns their paths, for a stack
-// that runs both as real processes outside `make build`'s bin/ (test/e2e, test/docs).
+// Build builds cmd/controller and cmd/webhook into dir (as the image builds them,
+// environment.GoBuild) and returns their paths, for a stack that runs both as real processes
+// outside `make build`'s bin/ (test/e2e, test/docs).
 func Build(dir string) (controller, webhook string, err error) {
 	root, err := environment.RepositoryRoot()
 	if err != nil {
 		return "", "", err
 	}
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/controller", "./cmd/webhook") //nolint:gosec // G204: go itself, building this repository into the caller's directory.
-	cmd.Dir = root
+	cmd := environment.GoBuild(root, "-o", dir+string(filepath.Separator), "./cmd/controller", "./cmd/webhook")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", "", fmt.Errorf("building the controller and the webhook, %w\n%s", err, out)
 	}
