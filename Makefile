@@ -8,7 +8,7 @@ export GOFLAGS ?= -buildvcs=false
 # not once per flavour. The race suite needs cgo and shares its flavour with nothing: it keeps
 # full paths in its reports.
 export CGO_ENABLED ?= 0
-GOFLAGS += -trimpath
+override GOFLAGS += -trimpath
 # A package that hangs fails in 15 minutes (the slowest, the e2e tests, takes 5), leaving CI its
 # time to report the rest.
 GO_TEST_FLAGS ?= -count=1 -timeout 15m
@@ -30,8 +30,8 @@ generate:
 	go run ./hack/metricsdoc -out docs/reference/metrics.md
 
 ## Fails when a generated file is stale, the chart fails `helm lint`, go.mod (or the oracle
-## module's, test/oracle) is untidy, the control plane's build (hack/kube) or the oracle builds a
-## module at a lower version than go.mod selects (hack/modalign), code is not gofmt'd, go vet
+## module's, test/oracle) is untidy, the control plane's build (hack/kube) or the oracle compiles a
+## module at another version than this module does (hack/modalign), code is not gofmt'd, go vet
 ## complains or golangci-lint (.golangci.yml) does.
 .PHONY: verify
 verify:

@@ -1,8 +1,8 @@
 // Builds the Kubernetes control-plane binaries the tests and the sandbox run.
 // Each k8s.io/* staging module is replaced by its published twin at the same
 // minor version, which is how k8s.io/kubernetes is consumed as a module. The
-// modules the main module requires too are at its versions or above, so that
-// their packages compile once for both (make verify: hack/modalign).
+// modules the main module compiles too are at its versions, so that their
+// packages compile once for both (make verify: hack/modalign).
 module karpenter.sh/karpenter/hack/kube
 
 go 1.24.0

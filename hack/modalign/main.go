@@ -1,8 +1,8 @@
 // Command modalign fails when a build of another module of this repository (hack/kube, which
-// builds the Kubernetes control plane the tests run; test/oracle) compiles a module at a lower
-// version than the main module selects. Packages of one module version compile once for every
-// build of one flavour (the Makefile's); at a lower version they compile again, and the
-// Kubernetes libraries are the bulk of a first run's compile time.
+// builds the Kubernetes control plane the tests run; test/oracle) compiles a module at another
+// version than the main module's packages and tests compile it. Packages of one module version
+// compile once for every build of one flavour (the Makefile's); at another version they compile
+// again, and the Kubernetes libraries are the bulk of a first run's compile time.
 //
 //	go run ./hack/modalign -C hack/kube k8s.io/kubernetes/cmd/kube-apiserver
 //	go run ./hack/modalign -C test/oracle -test ./...
@@ -33,12 +33,13 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	mainModule, err := versions(".", "-m", "-f", "{{.Path}} {{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}", "all")
+	const modules = "{{with .Module}}{{.Path}} {{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}{{end}}"
+	mainModule, err := versions(".", "-deps", "-test", "-f", modules, "./...")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "modalign:", err)
 		os.Exit(1)
 	}
-	args := []string{"-deps", "-f", "{{with .Module}}{{.Path}} {{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}{{end}}"}
+	args := []string{"-deps", "-f", modules}
 	if *tests {
 		args = append(args, "-test")
 	}
@@ -47,24 +48,37 @@ func main() {
 		fmt.Fprintln(os.Stderr, "modalign:", err)
 		os.Exit(1)
 	}
-	if behind := lower(mainModule, built); len(behind) > 0 {
-		fmt.Fprintf(os.Stderr, "modalign: %s builds %d modules at lower versions than the main module, which then compile twice on a first run; align them:\n  (cd %s && go get %s)\n",
-			*dir, len(behind), *dir, strings.Join(behind, " "))
+	lower, higher := differing(mainModule, built)
+	if len(lower) > 0 {
+		fmt.Fprintf(os.Stderr, "modalign: %s compiles %d modules at lower versions than the main module, so they compile twice on a first run; align them:\n  (cd %s && go get %s)\n",
+			*dir, len(lower), *dir, strings.Join(lower, " "))
+	}
+	if len(higher) > 0 {
+		fmt.Fprintf(os.Stderr, "modalign: %s compiles %d modules at higher versions than the main module, so they compile twice on a first run; align them:\n  go get %s\n",
+			*dir, len(higher), strings.Join(higher, " "))
+	}
+	if len(lower)+len(higher) > 0 {
 		os.Exit(1)
 	}
 }
 
-// lower are the modules built at a lower version than mainModule selects, as path@its version,
-// sorted.
-func lower(mainModule, built map[string]string) []string {
-	var out []string
+// differing are the modules both compile at different versions: those built lower than
+// mainModule compiles them, as path@mainModule's version, and those built higher, as
+// path@built's version; each sorted.
+func differing(mainModule, built map[string]string) (lower, higher []string) {
 	for path, version := range built {
-		if want, ok := mainModule[path]; ok && semver.Compare(version, want) < 0 {
-			out = append(out, path+"@"+want)
+		want, ok := mainModule[path]
+		switch {
+		case !ok:
+		case semver.Compare(version, want) < 0:
+			lower = append(lower, path+"@"+want)
+		case semver.Compare(version, want) > 0:
+			higher = append(higher, path+"@"+version)
 		}
 	}
-	slices.Sort(out)
-	return out
+	slices.Sort(lower)
+	slices.Sort(higher)
+	return lower, higher
 }
 
 // versions runs go list in dir with args, each line of its output "<module path> <version>",

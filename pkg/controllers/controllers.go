@@ -186,8 +186,19 @@ type reconciler interface {
 }
 
 // Register builds the enabled controllers and adds them to the manager. The manager's field
-// indexes must be registered already (pkg/operator does).
-func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
+// indexes must be registered already (pkg/operator does). It returns the function that stops the
+// controllers' Event broadcasters (eventRecorders), for the caller to call once the manager has
+// stopped.
+func Register(ctx context.Context, mgr manager.Manager, opts Options) (stopEvents func(), err error) {
+	recorders := &eventRecorders{mgr: mgr}
+	if err := register(ctx, mgr, opts, recorders); err != nil {
+		recorders.Stop()
+		return nil, err
+	}
+	return recorders.Stop, nil
+}
+
+func register(ctx context.Context, mgr manager.Manager, opts Options, recorders *eventRecorders) error {
 	for _, name := range opts.Enabled {
 		if !slices.Contains(Names, name) {
 			return fmt.Errorf("no controller is named %q; the controllers are %v", name, Names)
@@ -244,7 +255,7 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 			}
 			continue
 		}
-		r, err := build(ctx, mgr, name, opts, shared{ledger: ledger, launches: launches, cluster: cluster})
+		r, err := build(ctx, mgr, name, opts, shared{ledger: ledger, launches: launches, cluster: cluster, recorders: recorders})
 		if err != nil {
 			return fmt.Errorf("building the %s controller, %w", name, err)
 		}
@@ -258,9 +269,10 @@ func Register(ctx context.Context, mgr manager.Manager, opts Options) error {
 // shared is what the controllers that launch share: one ledger of limits, one launcher, one
 // cluster state.
 type shared struct {
-	ledger   *provisioning.Ledger
-	launches func() *launcher.Launcher
-	cluster  func() (*state.Cluster, error)
+	ledger    *provisioning.Ledger
+	launches  func() *launcher.Launcher
+	cluster   func() (*state.Cluster, error)
+	recorders *eventRecorders
 }
 
 // build constructs one controller with everything it needs.
@@ -280,7 +292,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			Config:        mgr.GetConfig(),
 			Mapper:        mgr.GetRESTMapper(),
 			Metrics:       clients.NewSharedQueries(prometheus),
-			Recorder:      recorderFor(mgr, name),
+			Recorder:      with.recorders.For(name),
 			Clock:         opts.Clock,
 			Period:        cmp.Or(opts.HorizontalAutoscalerPeriod, opts.ResyncPeriod),
 			Tolerance:     &opts.HorizontalAutoscalerTolerance,
@@ -291,14 +303,14 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 		return scalablenodegroup.New(scalablenodegroup.Options{
 			Client:        mgr.GetClient(),
 			CloudProvider: opts.CloudProvider,
-			Recorder:      recorderFor(mgr, name),
+			Recorder:      with.recorders.For(name),
 			Period:        opts.ResyncPeriod,
 		})
 	case metricsproducer.Name:
 		return metricsproducer.New(metricsproducer.Options{
 			Client:   mgr.GetClient(),
 			Kinds:    producers.NewKinds(mgr.GetClient(), opts.CloudProvider, opts.Clock),
-			Recorder: recorderFor(mgr, name),
+			Recorder: with.recorders.For(name),
 			Clock:    opts.Clock,
 			Period:   cmp.Or(opts.MetricsProducerPeriod, opts.ResyncPeriod),
 		})
@@ -311,7 +323,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			Client:            mgr.GetClient(),
 			Reader:            mgr.GetAPIReader(),
 			InstanceProvider:  opts.InstanceProvider,
-			Recorder:          recorderFor(mgr, name),
+			Recorder:          with.recorders.For(name),
 			Clock:             opts.Clock,
 			BatchIdleDuration: opts.BatchIdleDuration,
 			BatchMaxDuration:  opts.BatchMaxDuration,
@@ -327,7 +339,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 		return nodeclaimlifecycle.New(nodeclaimlifecycle.Options{
 			Client:   mgr.GetClient(),
 			Reader:   mgr.GetAPIReader(),
-			Recorder: recorderFor(mgr, name),
+			Recorder: with.recorders.For(name),
 			Clock:    opts.Clock,
 			Timeouts: nodeclaimlifecycle.Timeouts{Initialization: cmp.Or(opts.NodeReadyTimeout, readiness.DefaultTimeout)},
 			Launches: launchesIfInstances(opts, with.launches),
@@ -335,7 +347,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 	case nodeclaimdisruption.Name:
 		return nodeclaimdisruption.New(nodeclaimdisruption.Options{Client: mgr.GetClient(), Clock: opts.Clock, Instances: opts.InstanceProvider})
 	case nodeclaimexpiration.Name:
-		return nodeclaimexpiration.New(nodeclaimexpiration.Options{Client: mgr.GetClient(), Recorder: recorderFor(mgr, name), Clock: opts.Clock})
+		return nodeclaimexpiration.New(nodeclaimexpiration.Options{Client: mgr.GetClient(), Recorder: with.recorders.For(name), Clock: opts.Clock})
 	case disruption.Name:
 		cluster, err := with.cluster()
 		if err != nil {
@@ -349,7 +361,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			Provisioners:           methods,
 			Client:                 mgr.GetClient(),
 			Instances:              opts.InstanceProvider,
-			Recorder:               recorderFor(mgr, name),
+			Recorder:               with.recorders.For(name),
 			Clock:                  opts.Clock,
 			Period:                 opts.DisruptionPeriod,
 			ValidationDelay:        opts.DisruptionValidationDelay,
@@ -361,19 +373,19 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			Consolidation:          pkgdisruption.ConsolidationSettings{MinSpotTypes: opts.SpotToSpotMinTypes, NoSpotToSpot: opts.ConsolidationNoSpotToSpot},
 		})
 	case nodeclaimhydration.Name:
-		return nodeclaimhydration.New(nodeclaimhydration.Options{Client: mgr.GetClient(), Recorder: recorderFor(mgr, name)})
+		return nodeclaimhydration.New(nodeclaimhydration.Options{Client: mgr.GetClient(), Recorder: with.recorders.For(name)})
 	case nodeclaimtermination.Name:
 		return nodeclaimtermination.New(nodeclaimtermination.Options{
 			Client:    mgr.GetClient(),
 			Instances: opts.InstanceProvider,
-			Recorder:  recorderFor(mgr, name),
+			Recorder:  with.recorders.For(name),
 			Clock:     opts.Clock,
 			Launches:  with.launches(),
 		})
 	case readiness.Name:
 		return readiness.New(readiness.Options{
 			Client:   mgr.GetClient(),
-			Recorder: recorderFor(mgr, name),
+			Recorder: with.recorders.For(name),
 			Clock:    opts.Clock,
 			Timeout:  opts.NodeReadyTimeout,
 		})
@@ -381,7 +393,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 		return termination.New(termination.Options{
 			Client:    mgr.GetClient(),
 			Instances: opts.InstanceProvider,
-			Recorder:  recorderFor(mgr, name),
+			Recorder:  with.recorders.For(name),
 			Clock:     opts.Clock,
 		})
 	case statemetrics.Name:
@@ -390,20 +402,20 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 		return garbagecollection.New(garbagecollection.Options{
 			Client:    mgr.GetClient(),
 			Instances: opts.InstanceProvider,
-			Recorder:  recorderFor(mgr, name),
+			Recorder:  with.recorders.For(name),
 			Clock:     opts.Clock,
 			Period:    opts.GarbageCollectionPeriod,
 			Grace:     opts.GarbageCollectionGrace,
 		})
 	case emptiness.Name:
-		return emptiness.New(emptiness.Options{Client: mgr.GetClient(), Recorder: recorderFor(mgr, name), Clock: opts.Clock})
+		return emptiness.New(emptiness.Options{Client: mgr.GetClient(), Recorder: with.recorders.For(name), Clock: opts.Clock})
 	case interruption.Name:
 		return interruption.New(interruption.Options{
 			Client:    mgr.GetClient(),
 			Reader:    mgr.GetAPIReader(),
 			Queue:     opts.InterruptionQueue,
 			Instances: opts.InstanceProvider,
-			Recorder:  recorderFor(mgr, name),
+			Recorder:  with.recorders.For(name),
 			Clock:     opts.Clock,
 			Grace:     opts.GarbageCollectionGrace,
 			// The disruption controller replaces what the interruption controller records.
@@ -412,7 +424,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 	case nodeclass.Name:
 		return nodeclass.New(nodeclass.Options{
 			Client:            mgr.GetClient(),
-			Recorder:          recorderFor(mgr, name),
+			Recorder:          with.recorders.For(name),
 			Clock:             opts.Clock,
 			Clients:           opts.AWSClients,
 			ClusterName:       opts.ClusterName,
@@ -421,13 +433,13 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			Period:            opts.NodeClassPeriod,
 		})
 	case nodeoverlay.Name:
-		return nodeoverlay.New(nodeoverlay.Options{Client: mgr.GetClient(), InstanceTypes: opts.InstanceProvider, Recorder: recorderFor(mgr, name), Clock: opts.Clock})
+		return nodeoverlay.New(nodeoverlay.Options{Client: mgr.GetClient(), InstanceTypes: opts.InstanceProvider, Recorder: with.recorders.For(name), Clock: opts.Clock})
 	case nodepoolstatus.Name:
-		return nodepoolstatus.New(nodepoolstatus.Options{Client: mgr.GetClient(), Recorder: recorderFor(mgr, name)})
+		return nodepoolstatus.New(nodepoolstatus.Options{Client: mgr.GetClient(), Recorder: with.recorders.For(name)})
 	case provisionerstatus.Name:
 		return provisionerstatus.New(provisionerstatus.Options{Client: mgr.GetClient()})
 	case provisionerwarnings.Name:
-		return provisionerwarnings.New(provisionerwarnings.Options{Client: mgr.GetClient(), Recorder: recorderFor(mgr, name)})
+		return provisionerwarnings.New(provisionerwarnings.Options{Client: mgr.GetClient(), Recorder: with.recorders.For(name)})
 	}
 	return nil, fmt.Errorf("no controller is named %q", name)
 }
@@ -461,7 +473,7 @@ func provisionerMethods(mgr manager.Manager, opts Options, with shared) ([]disru
 	empty, err := emptiness.NewMethod(emptiness.Options{
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),
-		Recorder: recorderFor(mgr, emptiness.Name),
+		Recorder: with.recorders.For(emptiness.Name),
 		Clock:    opts.Clock,
 	})
 	if err != nil {
@@ -470,7 +482,7 @@ func provisionerMethods(mgr manager.Manager, opts Options, with shared) ([]disru
 	expiry, err := expiration.New(expiration.Options{
 		Client:    mgr.GetClient(),
 		Instances: opts.InstanceProvider,
-		Recorder:  recorderFor(mgr, expiration.Name),
+		Recorder:  with.recorders.For(expiration.Name),
 		Clock:     opts.Clock,
 		Period:    opts.ExpirationPeriod,
 		Ledger:    with.ledger,
@@ -482,7 +494,7 @@ func provisionerMethods(mgr manager.Manager, opts Options, with shared) ([]disru
 	consolidate, err := consolidation.New(consolidation.Options{
 		Client:    mgr.GetClient(),
 		Instances: opts.InstanceProvider,
-		Recorder:  recorderFor(mgr, consolidation.Name),
+		Recorder:  with.recorders.For(consolidation.Name),
 		Clock:     opts.Clock,
 		Period:    opts.ConsolidationPeriod,
 		Ledger:    with.ledger,

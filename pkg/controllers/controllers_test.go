@@ -32,7 +32,7 @@ func TestRegisterRefusesBadOptions(t *testing.T) {
 			want: "the interruption controller has a queue but no instance provider"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := controllers.Register(context.Background(), nil, tc.options)
+			_, err := controllers.Register(context.Background(), nil, tc.options)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Register: %v, want an error containing %q", err, tc.want)
 			}

@@ -25,16 +25,9 @@ func TestAControllersEventsOutliveAnothersBurst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noisy, quiet := recorderFor(mgr, "noisy"), recorderFor(mgr, "quiet")
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error)
-	go func() { stopped <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Error(err)
-		}
-	})
+	recorders := &eventRecorders{mgr: mgr}
+	t.Cleanup(recorders.Stop)
+	noisy, quiet := recorders.For("noisy"), recorders.For("quiet")
 	pod := func(name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name)}}
 	}

@@ -188,9 +188,6 @@ func New(ctx context.Context, restConfig *rest.Config, options Options) (manager
 			return nil, err
 		}
 	}
-	if err := controllers.Register(ctx, mgr, options.Controllers); err != nil {
-		return nil, err
-	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding health check, %w", err)
 	}
@@ -200,7 +197,26 @@ func New(ctx context.Context, restConfig *rest.Config, options Options) (manager
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding ready check, %w", err)
 	}
-	return mgr, nil
+	// Last, so that no later failure leaves the controllers' Event broadcasters running: the
+	// manager returned stops them when its Start returns.
+	stopEvents, err := controllers.Register(ctx, mgr, options.Controllers)
+	if err != nil {
+		return nil, err
+	}
+	return stoppingEvents{Manager: mgr, stopEvents: stopEvents}, nil
+}
+
+// stoppingEvents is the manager, which stops the controllers' Event broadcasters once it has
+// stopped every runnable (as it stops its own recorder last), so no Event of a controller
+// draining its work is refused.
+type stoppingEvents struct {
+	manager.Manager
+	stopEvents func()
+}
+
+func (m stoppingEvents) Start(ctx context.Context) error {
+	defer m.stopEvents()
+	return m.Manager.Start(ctx)
 }
 
 // awsInstances builds the AWS InstanceProvider for the cluster the rest config reaches: nodes

@@ -155,8 +155,9 @@ func TestDocCommands(t *testing.T) {
 	}
 	env := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}, stack.ShellEnv(stack.Env.KubeconfigPath)...)
 	// The go commands of the docs (go run ./cmd/kubectl-karpenter) use this machine's module and
-	// build caches, as a reader's shell does, not the fresh HOME's.
-	for _, variable := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOFLAGS"} {
+	// build caches, as a reader's shell does, not the fresh HOME's, and the flavour `make` builds
+	// in (CGO_ENABLED, GOFLAGS), whose compiled packages are in that cache.
+	for _, variable := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOFLAGS", "CGO_ENABLED"} {
 		out, err := exec.Command("go", "env", variable).Output()
 		if err != nil {
 			t.Fatalf("go env %s, %v", variable, err)

@@ -186,7 +186,7 @@ func Start(ctx context.Context, options Options) (_ *Stack, err error) {
 	joinerCtx, stopJoiner := context.WithCancel(context.Background())
 	s.stopJoiner, s.joinerDone = stopJoiner, make(chan struct{})
 	joiner := &nodejoiner.Joiner{Client: s.Env.Client, Instances: s.Emulator, Interval: 500 * time.Millisecond,
-		Kubelets: nodejoiner.NewKubelets(s.Env.Client, s.Emulator, ClusterName, nil)}
+		Kubelets: nodejoiner.NewKubelets(s.Env.Client, s.Emulator, ClusterName)}
 	go func() {
 		defer close(s.joinerDone)
 		joiner.Run(joinerCtx)

@@ -27,10 +27,10 @@ import (
 // *fake.InstanceProvider implements it, and the sandbox's node joiner over the emulator.
 type Instances interface {
 	List(ctx context.Context) ([]*cloudprovider.Instance, error)
-	// KubeletNode is the Node the kubelet of a running instance registers: false for an
-	// instance not running, or whose kubelet registers no Node here (another cluster's); an
-	// error when its kubelet cannot tell what to register (unreadable user data).
-	KubeletNode(providerID string) (*corev1.Node, bool, error)
+	// KubeletNode is the Node the kubelet of an instance registers, and whether the instance
+	// runs: no Node for a running instance whose kubelet registers none here (another
+	// cluster's); an error when its kubelet cannot tell what to register (unreadable user data).
+	KubeletNode(providerID string) (node *corev1.Node, running bool, err error)
 }
 
 // Kubelets register a Node for every running instance that has none, once per instance: a Node
@@ -45,8 +45,6 @@ type Kubelets struct {
 	// Register also does the NodeClaim lifecycle controller's registration, for tests that run
 	// without it.
 	Register bool
-	// Logf, when set, receives a line per Node registered.
-	Logf func(format string, args ...any)
 
 	mu         sync.Mutex
 	registered sets.Set[string]
@@ -106,12 +104,12 @@ func (k *Kubelets) Sync(ctx context.Context) error {
 			k.registered.Insert(instance.ProviderID)
 			continue
 		}
-		node, ok, err := k.Instances.KubeletNode(instance.ProviderID)
+		node, _, err := k.Instances.KubeletNode(instance.ProviderID)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if !ok {
+		if node == nil {
 			continue
 		}
 		created, err := k.create(ctx, node)
@@ -120,9 +118,6 @@ func (k *Kubelets) Sync(ctx context.Context) error {
 		}
 		if created {
 			k.registered.Insert(instance.ProviderID)
-			if k.Logf != nil {
-				k.Logf("kubelet of %s registered node %s", instance.ProviderID, node.Name)
-			}
 		}
 	}
 	return errors.Join(errs...)
@@ -166,7 +161,8 @@ func (k *Kubelets) deleteStale(ctx context.Context, node *corev1.Node) error {
 	if existing.Spec.ProviderID == node.Spec.ProviderID || existing.DeletionTimestamp != nil {
 		return nil
 	}
-	if _, running, _ := k.Instances.KubeletNode(existing.Spec.ProviderID); running {
+	// Its instance running, the Node is not stale, whatever that kubelet registers here.
+	if _, running, err := k.Instances.KubeletNode(existing.Spec.ProviderID); running || err != nil {
 		return nil
 	}
 	if err := k.Client.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {

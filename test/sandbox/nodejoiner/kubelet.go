@@ -24,40 +24,47 @@ type EC2Instances interface {
 // NewKubelets stand in for the kubelets of the EC2 instances Karpenter launches (CreateFleet):
 // each running instance tagged as the cluster's registers its Node from its user data
 // (KubeletNode), as the kubelet nodeadm configures does, once.
-func NewKubelets(c client.Client, instances EC2Instances, clusterName string, logf func(format string, args ...any)) *kubelet.Kubelets {
-	return &kubelet.Kubelets{Client: c, Instances: clusterInstances{instances: instances, clusterName: clusterName}, Logf: logf}
+func NewKubelets(c client.Client, instances EC2Instances, clusterName string) *kubelet.Kubelets {
+	return &kubelet.Kubelets{Client: c, Instances: &clusterInstances{instances: instances, clusterName: clusterName}}
 }
 
-// clusterInstances are the emulator's instances as the kubelets of a cluster see them.
+// clusterInstances are the emulator's instances as the kubelets of a cluster see them, as they
+// were at the last List: the kubelets call it once per pass, then KubeletNode per instance.
 type clusterInstances struct {
 	instances   EC2Instances
 	clusterName string
+	listed      map[string]awsemulator.EC2Instance
 }
 
 // List are the running instances tagged as the cluster's.
-func (c clusterInstances) List(context.Context) ([]*cloudprovider.Instance, error) {
+func (c *clusterInstances) List(context.Context) ([]*cloudprovider.Instance, error) {
+	c.listed = map[string]awsemulator.EC2Instance{}
 	var out []*cloudprovider.Instance
 	for _, instance := range c.instances.EC2Instances() {
-		if c.ofCluster(instance) {
+		c.listed[instance.ProviderID] = instance
+		if instance.State == "running" && c.ofCluster(instance) {
 			out = append(out, &cloudprovider.Instance{ID: instance.InstanceID, ProviderID: instance.ProviderID, State: cloudprovider.InstanceStateRunning})
 		}
 	}
 	return out, nil
 }
 
-// KubeletNode is the Node the running instance of the cluster registers from its user data.
-func (c clusterInstances) KubeletNode(providerID string) (*corev1.Node, bool, error) {
-	for _, instance := range c.instances.EC2Instances() {
-		if instance.ProviderID == providerID && c.ofCluster(instance) {
-			node, err := KubeletNode(instance)
-			return node, err == nil, err
-		}
+// KubeletNode is the Node a running instance of the cluster registers from its user data; a
+// running instance of another cluster registers none here.
+func (c *clusterInstances) KubeletNode(providerID string) (*corev1.Node, bool, error) {
+	instance, ok := c.listed[providerID]
+	switch {
+	case !ok || instance.State != "running":
+		return nil, false, nil
+	case !c.ofCluster(instance):
+		return nil, true, nil
 	}
-	return nil, false, nil
+	node, err := KubeletNode(instance)
+	return node, true, err
 }
 
-func (c clusterInstances) ofCluster(instance awsemulator.EC2Instance) bool {
-	return instance.State == "running" && instance.Tags["kubernetes.io/cluster/"+c.clusterName] != ""
+func (c *clusterInstances) ofCluster(instance awsemulator.EC2Instance) bool {
+	return instance.Tags["kubernetes.io/cluster/"+c.clusterName] != ""
 }
 
 // KubeletNode is the Node the kubelet of an EC2 instance registers, for kwok to run: named as

@@ -187,7 +187,7 @@ func TestKubeletsRegisterOnce(t *testing.T) {
 	pending.PrivateDNSName = "ip-10-0-1-6.us-west-2.compute.internal"
 	instances := &ec2Instances{ec2Launched(t, "i-new"), old, other, pending}
 	c := fake.NewClientBuilder().WithObjects(existing).Build()
-	kubelets := NewKubelets(c, instances, "sandbox", nil)
+	kubelets := NewKubelets(c, instances, "sandbox")
 	names := func() []string {
 		t.Helper()
 		if err := kubelets.Sync(ctx); err != nil {
@@ -274,5 +274,54 @@ func TestAdmissionCompletesTheNodesAnOlderKarpenterCreates(t *testing.T) {
 	}
 	if kubelets := review(registered); !kubelets.Allowed || len(kubelets.Patch) != 0 {
 		t.Errorf("a node its kubelet registered: allowed %t, patch %s", kubelets.Allowed, kubelets.Patch)
+	}
+}
+
+// TestKubeletsReplaceOnlyStaleNodes: a Node holding the name of a new instance's node is deleted,
+// and the new one registered, only when its own instance no longer runs; a Node of a running
+// instance (another cluster's here) stays. An instance whose user data cannot be read is
+// reported, not skipped in silence.
+func TestKubeletsReplaceOnlyStaleNodes(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		holder    awsemulator.EC2Instance
+		wantOwner string
+	}{
+		{name: "its instance terminated", holder: func() awsemulator.EC2Instance {
+			gone := ec2Launched(t, "i-gone")
+			gone.State = "terminated"
+			return gone
+		}(), wantOwner: "aws:///us-west-2b/i-new"},
+		{name: "its instance running, another cluster's", holder: func() awsemulator.EC2Instance {
+			other := ec2Launched(t, "i-other")
+			other.Tags = map[string]string{"kubernetes.io/cluster/other": "owned"}
+			return other
+		}(), wantOwner: "aws:///us-west-2b/i-other"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			held := builders.Node(builders.NodeOptions{Name: "ip-10-0-1-4.us-west-2.compute.internal"})
+			held.Spec.ProviderID = tc.holder.ProviderID
+			c := fake.NewClientBuilder().WithObjects(held).Build()
+			kubelets := NewKubelets(c, &ec2Instances{ec2Launched(t, "i-new"), tc.holder}, "sandbox")
+			for range 2 { // the first pass deletes a stale Node, the second registers
+				if err := kubelets.Sync(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			node := &corev1.Node{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(held), node); err != nil {
+				t.Fatal(err)
+			}
+			if node.Spec.ProviderID != tc.wantOwner {
+				t.Errorf("the node of the name is %s's, want %s's", node.Spec.ProviderID, tc.wantOwner)
+			}
+		})
+	}
+	bad := ec2Launched(t, "i-bad")
+	bad.UserData = "#!/bin/bash\n/etc/eks/bootstrap.sh sandbox"
+	err := NewKubelets(fake.NewClientBuilder().Build(), &ec2Instances{bad}, "sandbox").Sync(ctx)
+	if err == nil || !strings.Contains(err.Error(), "i-bad") {
+		t.Errorf("Sync: %v, want an error naming the instance whose user data cannot be read", err)
 	}
 }
