@@ -1,6 +1,7 @@
 package scheduling_test
 
 import (
+	"flag"
 	"fmt"
 	"syscall"
 	"testing"
@@ -41,7 +42,8 @@ func verified(tb testing.TB, in scheduling.Input, r *scheduling.Results) bool {
 }
 
 // TestWorkload runs the benchmark workload at sizes that fit in `go test`, on the synthetic
-// catalogue and the emulator's real one, with the checker and the lower bound.
+// catalogue and the emulator's real one, with the checker and the lower bound, planned by the
+// one-pod-at-a-time scheduler and with the batch packer (Input.Pack), which never costs more.
 func TestWorkload(t *testing.T) {
 	for _, catalogue := range []struct {
 		name  string
@@ -51,30 +53,44 @@ func TestWorkload(t *testing.T) {
 		for _, n := range []int{100, 1000} {
 			t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
 				in := scheduling.Input{Pods: workloadPods(n), Pools: []scheduling.Pool{workloadProvisioner(types)}}
-				r := scheduling.Schedule(in)
-				verifyWorkload(t, in, r)
-				if len(r.Bindings) != n {
-					t.Fatalf("bound %d pods, want %d", len(r.Bindings), n)
-				}
-				// Every hostname anti-affinity pod needs a node of its own.
-				if len(r.NewNodes) < n/5 {
-					t.Errorf("%d new nodes, want at least %d", len(r.NewNodes), n/5)
-				}
+				greedy := 0.0
 				lb := lowerBound(t, types, in.Pods)
-				if r.Price() < lb*(1-1e-9) {
-					t.Errorf("%.4f usd/hr beats the lower bound %.4f usd/hr, which is then no bound", r.Price(), lb)
+				for _, pack := range []bool{false, true} {
+					in.Pack = pack
+					r := scheduling.Schedule(in)
+					verifyWorkload(t, in, r)
+					if len(r.Bindings) != n {
+						t.Fatalf("pack %t: bound %d pods, want %d", pack, len(r.Bindings), n)
+					}
+					// Every hostname anti-affinity pod needs a node of its own.
+					if len(r.NewNodes) < n/5 {
+						t.Errorf("pack %t: %d new nodes, want at least %d", pack, len(r.NewNodes), n/5)
+					}
+					if r.Price() < lb*(1-1e-9) {
+						t.Errorf("pack %t: %.4f usd/hr beats the lower bound %.4f usd/hr, which is then no bound", pack, r.Price(), lb)
+					}
+					if !pack {
+						greedy = r.Price()
+					} else if r.Price() > greedy*(1+1e-9) {
+						t.Errorf("the batch packer's plan costs %.4f usd/hr, more than the scheduler's own %.4f", r.Price(), greedy)
+					}
+					t.Logf("%d pods, pack %t: %d nodes, %.4f usd/hr, lower bound %.4f usd/hr (%.3f×)", n, pack, len(r.NewNodes), r.Price(), lb, r.Price()/lb)
 				}
-				t.Logf("%d pods: %d nodes, %.4f usd/hr, lower bound %.4f usd/hr (%.3f×)", n, len(r.NewNodes), r.Price(), lb, r.Price()/lb)
 			})
 		}
 	}
 }
+
+// withPacker is whether the scheduling benchmarks plan with the batch packer (Input.Pack); they
+// report it as planner_packer (1 with it, 0 without).
+var withPacker = flag.Bool("packer", false, "BenchmarkScheduling and BenchmarkSchedulingRealCatalogue: plan with the batch packer (Input.Pack)")
 
 // BenchmarkScheduling times one full scheduling pass of the shared workload.
 func BenchmarkScheduling(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000, 10000, 20000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			in := workloadInput(n)
+			in.Pack = *withPacker
 			lb := lowerBound(b, in.Pools[0].InstanceTypes, in.Pods)
 			var r *scheduling.Results
 			var elapsed, cpu time.Duration
@@ -93,8 +109,16 @@ func BenchmarkScheduling(b *testing.B) {
 			b.ReportMetric(r.Price(), "usd/hr")
 			b.ReportMetric(lb, "lb_usd/hr")
 			b.ReportMetric(r.Price()/lb, "usd/lb")
+			b.ReportMetric(b2f(in.Pack), "planner_packer")
 		})
 	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // processCPU is the CPU time the process has used. Per CPU-second, throughput is comparable

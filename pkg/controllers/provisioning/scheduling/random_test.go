@@ -9,7 +9,8 @@ import (
 )
 
 // TestMixedConstraints schedules the seeded random workloads that mix every constraint kind the
-// scheduler knows, over every kind of topology key, and has the checker verify each plan.
+// scheduler knows, over every kind of topology key, and has the checker verify each plan, with
+// and without the batch packer (which never costs more).
 func TestMixedConstraints(t *testing.T) {
 	for seed := int64(1); seed <= 40; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -18,6 +19,12 @@ func TestMixedConstraints(t *testing.T) {
 			verified(t, in, r)
 			if len(r.Bindings) == 0 {
 				t.Error("no pod placed")
+			}
+			in.Pack = true
+			packed := scheduling.Schedule(in)
+			verified(t, in, packed)
+			if len(packed.Bindings) != len(r.Bindings) || packed.Price() > r.Price()*(1+1e-9) {
+				t.Errorf("with the batch packer: %d pods placed for %.4f usd/hr, without: %d for %.4f", len(packed.Bindings), packed.Price(), len(r.Bindings), r.Price())
 			}
 		})
 	}

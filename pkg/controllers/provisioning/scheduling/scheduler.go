@@ -95,6 +95,9 @@ type provisioner struct {
 func Schedule(in Input) *Results {
 	s := pack(in)
 	s.shrink()
+	if in.Pack {
+		s.repack()
+	}
 	s.finish()
 	return s.results
 }

@@ -23,10 +23,8 @@ const shrinkRounds = 2
 // topology term at all, it may go to any node. It moves only onto a node opened before its
 // binding, that accepts it (the anti-affinity of pods there, its node requirements).
 func (s *scheduler) shrink() {
-	freeFrom, hostFreeFrom := len(s.bound), len(s.bound)
-	for hostFreeFrom > 0 && hostFree(s.bound[hostFreeFrom-1]) {
-		hostFreeFrom--
-	}
+	hostFreeFrom := s.hostFreeFrom()
+	freeFrom := len(s.bound)
 	for freeFrom > hostFreeFrom && free(s.bound[freeFrom-1]) {
 		freeFrom--
 	}
@@ -45,6 +43,16 @@ func (s *scheduler) shrink() {
 			return
 		}
 	}
+}
+
+// hostFreeFrom is the first binding from which every pod bound is hostFree: pods bound from
+// there on may move among nodes of the same topology domains.
+func (s *scheduler) hostFreeFrom() int {
+	from := len(s.bound)
+	for from > 0 && hostFree(s.bound[from-1]) {
+		from--
+	}
+	return from
 }
 
 // hostFree reports whether a placed pod has no hostname-level term of its own and no

@@ -45,6 +45,11 @@ type Input struct {
 	// Requests, when set, keeps the pods' requests between calls with the same pods; nil
 	// computes them each time.
 	Requests *RequestCache
+	// Pack chooses new nodes' instance types against the whole batch once its pods are placed
+	// (the batch packer, repack): where packing again the pods that may move among
+	// interchangeable new nodes costs less, they move. Without it the plan is the
+	// one-pod-at-a-time scheduler's.
+	Pack bool
 }
 
 // NewNode is a node the pass decided to launch.

@@ -1,0 +1,102 @@
+package scheduling
+
+import (
+	"math"
+	"testing"
+)
+
+func TestBatchPack(t *testing.T) {
+	// Resources are cpu, memory and pods, in milli-units; the large type holds four pods for
+	// twice the small one's price.
+	small := packType{alloc: resources{1000, 1000, 10000}, price: 1}
+	large := packType{alloc: resources{4000, 4000, 40000}, price: 2}
+	pod := resources{1000, 1000, 1000}
+	own := func(int) bool { return true }
+	for _, tc := range []struct {
+		name    string
+		types   []packType
+		fixed   []packFixed
+		shapes  []packShape
+		current []packedBin
+		// price is the packing's, and ok false where it should keep the current one.
+		price float64
+		ok    bool
+	}{{
+		name:    "pods on one large node rather than one small node each",
+		types:   []packType{small, large},
+		shapes:  []packShape{{requests: pod, count: 4}},
+		current: []packedBin{{typ: 0, fixed: -1, counts: []int{1}}, {typ: 0, fixed: -1, counts: []int{1}}, {typ: 0, fixed: -1, counts: []int{1}}, {typ: 0, fixed: -1, counts: []int{1}}},
+		price:   2, ok: true,
+	}, {
+		name:    "a node that launches anyway grows to hold the others",
+		types:   []packType{small, large},
+		fixed:   []packFixed{{used: pod, accepts: own}},
+		shapes:  []packShape{{requests: pod, count: 3}},
+		current: []packedBin{{typ: 0, fixed: 0, counts: []int{0}}, {typ: 0, fixed: -1, counts: []int{1}}, {typ: 0, fixed: -1, counts: []int{1}}, {typ: 0, fixed: -1, counts: []int{1}}},
+		price:   2, ok: true,
+	}, {
+		name:    "a node that refuses the others keeps its size",
+		types:   []packType{small, large},
+		fixed:   []packFixed{{used: pod, accepts: func(int) bool { return false }}},
+		shapes:  []packShape{{requests: pod, count: 3}},
+		current: []packedBin{{typ: 0, fixed: 0, counts: []int{0}}, {typ: 0, fixed: -1, counts: []int{1}}, {typ: 0, fixed: -1, counts: []int{1}}, {typ: 0, fixed: -1, counts: []int{1}}},
+		price:   3, ok: true,
+	}, {
+		name:    "no packing beats the current one",
+		types:   []packType{small, large},
+		shapes:  []packShape{{requests: pod, count: 4}},
+		current: []packedBin{{typ: 1, fixed: -1, counts: []int{4}}},
+		ok:      false,
+	}, {
+		name:    "a pod no type holds",
+		types:   []packType{small},
+		shapes:  []packShape{{requests: resources{2000, 1000, 1000}, count: 1}},
+		current: []packedBin{{typ: 0, fixed: -1, counts: []int{1}}},
+		ok:      false,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			bins, price, ok := batchPack(tc.types, resources{0, 0, 0}, tc.fixed, tc.shapes, tc.current)
+			if ok != tc.ok {
+				t.Fatalf("ok %t, want %t (bins %v)", ok, tc.ok, bins)
+			}
+			if !ok {
+				return
+			}
+			if math.Abs(price-tc.price) > 1e-9 {
+				t.Errorf("price %g, want %g (bins %v)", price, tc.price, bins)
+			}
+			if !holdsEvery(bins, tc.shapes) {
+				t.Errorf("bins %v do not hold every pod of %v once", bins, tc.shapes)
+			}
+			fixedSeen := make([]int, len(tc.fixed))
+			total := 0.0
+			for _, b := range bins {
+				used := resources{0, 0, 0}
+				if b.fixed >= 0 {
+					used = used.plus(tc.fixed[b.fixed].used)
+					fixedSeen[b.fixed]++
+				}
+				for s, n := range b.counts {
+					if n > 0 && b.fixed >= 0 && !tc.fixed[b.fixed].accepts(s) {
+						t.Errorf("bin %v holds shape %d, which its fixed bin refuses", b, s)
+					}
+					for range n {
+						used.add(tc.shapes[s].requests)
+					}
+				}
+				if !within(tc.types[b.typ].alloc, used) {
+					t.Errorf("bin %v uses %v, more than its type's %v", b, used, tc.types[b.typ].alloc)
+				}
+				total += tc.types[b.typ].price
+			}
+			for f, n := range fixedSeen {
+				if n != 1 {
+					t.Errorf("fixed bin %d in %d bins, want 1", f, n)
+				}
+			}
+			if math.Abs(total-price) > 1e-9 {
+				t.Errorf("bins cost %g, the packing says %g", total, price)
+			}
+		})
+	}
+}
