@@ -412,14 +412,31 @@ func (p *batchPacker) prices() ([]float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("solving the packing program over %d patterns, %w", len(p.patterns), err)
 	}
+	prices, basic, err := optimalDuals(c, A, x, 1e-12)
+	if err != nil {
+		return nil, fmt.Errorf("pricing the packing program over %d patterns, %w", len(p.patterns), err)
+	}
+	for i := range prices {
+		prices[i] = max(prices[i], 0)
+	}
+	p.basis, p.bought = basic, x[rows:]
+	return prices, nil
+}
+
+// optimalDuals are the duals (π) of a program in standard form (minimise c·x subject to
+// A·x = b, x ≥ 0) at its optimum x, from the basis its variables above positive name (B, their
+// columns: Bᵀ·π = their prices), and that basis. An optimum with fewer such variables than
+// rows is degenerate and names no basis: perturbing b a little avoids it.
+func optimalDuals(c []float64, A *mat.Dense, x []float64, positive float64) ([]float64, []int, error) {
+	rows, _ := A.Dims()
 	var basic []int
 	for j, v := range x {
-		if v > 1e-12 {
+		if v > positive {
 			basic = append(basic, j)
 		}
 	}
 	if len(basic) != rows {
-		return nil, errDegenerate
+		return nil, nil, fmt.Errorf("%d positive variables for %d rows, %w", len(basic), rows, errDegenerate)
 	}
 	Bt := mat.NewDense(rows, rows, nil)
 	cB := mat.NewVecDense(rows, nil)
@@ -431,14 +448,13 @@ func (p *batchPacker) prices() ([]float64, error) {
 	}
 	var pi mat.VecDense
 	if err := pi.SolveVec(Bt, cB); err != nil {
-		return nil, fmt.Errorf("solving for the packing program's prices, %w", err)
+		return nil, nil, fmt.Errorf("solving for the duals, %w", err)
 	}
-	prices := make([]float64, rows)
-	for i := range rows {
-		prices[i] = max(pi.AtVec(i), 0)
+	duals := make([]float64, rows)
+	for i := range duals {
+		duals[i] = pi.AtVec(i)
 	}
-	p.basis, p.bought = basic, x[rows:]
-	return prices, nil
+	return duals, basic, nil
 }
 
 // fillOrders are the orders in which fillings of type t try the shapes, at the prices: by

@@ -408,31 +408,13 @@ func shapePrices(in boundInput, patterns []pattern) ([]float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("solving the restricted program over %d patterns, %w", P, err)
 	}
-	var basic []int
-	for k, v := range x {
-		if v > 1e-9 {
-			basic = append(basic, k)
-		}
-	}
-	if len(basic) != S {
-		return nil, fmt.Errorf("the restricted program's optimum over %d patterns has %d positive variables for %d shapes: degenerate", P, len(basic), S)
-	}
-	// B^T·π = c_B, row k of B^T being the k-th basic column.
-	Bt := mat.NewDense(S, S, nil)
-	cB := mat.NewVecDense(S, nil)
-	for k, j := range basic {
-		for i := range S {
-			Bt.Set(k, i, A.At(i, j))
-		}
-		cB.SetVec(k, c[j])
-	}
-	var pi mat.VecDense
-	if err := pi.SolveVec(Bt, cB); err != nil {
-		return nil, fmt.Errorf("solving for the shapes' prices over %d patterns, %w", P, err)
+	pi, _, err := scheduling.OptimalDuals(c, A, x, 1e-9)
+	if err != nil {
+		return nil, fmt.Errorf("the restricted program's optimum over %d patterns: %w", P, err)
 	}
 	prices := make([]float64, S)
 	for i := range S {
-		if v := pi.AtVec(i); v < -1e-9 {
+		if v := pi[i]; v < -1e-9 {
 			return nil, fmt.Errorf("shape %d priced %g over %d patterns: the basis is not optimal", i, v, P)
 		} else {
 			prices[i] = max(v, 0)

@@ -6,3 +6,6 @@ func PackOnly(in Input) *Results {
 	s.finish()
 	return s.results
 }
+
+// OptimalDuals is optimalDuals, for the pattern bound's column generation.
+var OptimalDuals = optimalDuals
