@@ -34,6 +34,9 @@ const (
 	// column generation stops, and the group keeps its nodes, once its prices show that no
 	// packing saves that much.
 	packMinGain = 0.01
+	// packMaxRows bounds the program's rows (pod shapes and kinds of fixed bins): gonum's
+	// simplex is dense, and a group of pods of many distinct requests keeps its nodes.
+	packMaxRows = 128
 )
 
 // packShape is one kind of movable pod: its requests and how many pods have them.
@@ -111,7 +114,7 @@ func batchPack(types []packType, base resources, fixed []packFixed, shapes []pac
 			return nil, 0, false
 		}
 	}
-	if !p.groupKinds(fixed) {
+	if !p.groupKinds(fixed) || len(p.shapes)+len(p.kinds) > packMaxRows {
 		return nil, 0, false
 	}
 	p.seed(current)
@@ -557,11 +560,17 @@ type rounding struct {
 	remaining []int
 }
 
-// add makes a bin of the pattern, holding at most the pods that remain.
+// add makes a bin of the pattern, holding at most the pods that remain; none for a new bin
+// that would hold no pod.
 func (r *rounding) add(pt packPattern) {
 	counts := slices.Clone(pt.counts)
 	for s := range counts {
 		counts[s] = min(counts[s], r.remaining[s])
+	}
+	if pt.kind < 0 && !slices.ContainsFunc(counts, func(n int) bool { return n > 0 }) {
+		return
+	}
+	for s := range counts {
 		r.remaining[s] -= counts[s]
 	}
 	r.bins = append(r.bins, packPattern{typ: pt.typ, kind: pt.kind, counts: counts})

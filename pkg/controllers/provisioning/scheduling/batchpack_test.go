@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -71,6 +72,9 @@ func TestBatchPack(t *testing.T) {
 			fixedSeen := make([]int, len(tc.fixed))
 			total := 0.0
 			for _, b := range bins {
+				if b.fixed < 0 && !slices.ContainsFunc(b.counts, func(n int) bool { return n > 0 }) {
+					t.Errorf("new bin %v holds no pod", b)
+				}
 				used := resources{0, 0, 0}
 				if b.fixed >= 0 {
 					used = used.plus(tc.fixed[b.fixed].used)

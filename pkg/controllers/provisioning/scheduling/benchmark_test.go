@@ -62,6 +62,11 @@ func TestWorkload(t *testing.T) {
 					if len(r.Bindings) != n {
 						t.Fatalf("pack %t: bound %d pods, want %d", pack, len(r.Bindings), n)
 					}
+					for _, node := range r.NewNodes {
+						if len(node.Pods) == 0 {
+							t.Errorf("pack %t: new node %s holds no pod", pack, node.Hostname)
+						}
+					}
 					// Every hostname anti-affinity pod needs a node of its own.
 					if len(r.NewNodes) < n/5 {
 						t.Errorf("pack %t: %d new nodes, want at least %d", pack, len(r.NewNodes), n/5)

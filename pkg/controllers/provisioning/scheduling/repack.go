@@ -32,6 +32,10 @@ type groupKey struct {
 	zones         uint64
 	capacityTypes uint64
 	domain        string
+	// ports are the host ports the node's pods and daemonsets bind, which keep it off the
+	// instance types whose own daemonsets bind them: nodes that may launch as different types
+	// are not interchangeable.
+	ports string
 }
 
 // interchangeable groups the new nodes whose pods could go on any of them: of one provisioner,
@@ -45,7 +49,7 @@ func (s *scheduler) interchangeable() [][]*node {
 		if len(n.prov.minValues) > 0 || len(n.prov.chosenKeys) > 0 {
 			continue
 		}
-		k := groupKey{prov: n.prov, zones: n.zones, capacityTypes: n.capacityTypes, domain: fmt.Sprint(n.domain)}
+		k := groupKey{prov: n.prov, zones: n.zones, capacityTypes: n.capacityTypes, domain: fmt.Sprint(n.domain), ports: fmt.Sprint(n.ports)}
 		groups, ok := buckets[k]
 		if !ok {
 			keys = append(keys, k)
@@ -89,11 +93,14 @@ func groupTypes(n *node) *narrowing {
 	return out
 }
 
-// widen gives node n every type of the group, n.first the cheapest that holds what it uses.
+// widen gives node n every type of the group, n.first the cheapest that holds what it uses
+// within the provisioner's limits (the type it has is one).
 func (s *scheduler) widen(n *node, types *narrowing) {
 	s.room.remove(n)
 	n.candidates, n.prices, n.maxAlloc = types.candidates, types.prices, types.maxAlloc
-	n.first = slices.IndexFunc(n.candidates, func(t *instanceType) bool { return within(t.alloc, n.used) })
+	n.first = slices.IndexFunc(n.candidates, func(t *instanceType) bool {
+		return within(t.alloc, n.used) && (t == n.cheapest || n.prov.withinLimits(n.cheapest, t))
+	})
 	if cheapest := n.candidates[n.first]; cheapest != n.cheapest {
 		n.prov.commit(n.cheapest, cheapest)
 		n.cheapest = cheapest
@@ -256,8 +263,10 @@ func (s *scheduler) apply(g *groupPacking, bins []packedBin) {
 		s.restore(g)
 		return
 	}
-	for _, n := range g.freeNodes[free:] {
-		s.drop(n)
+	for _, n := range g.freeNodes {
+		if len(n.placed) == 0 {
+			s.drop(n)
+		}
 	}
 }
 
@@ -299,7 +308,10 @@ func canMove(p *podInfo, from int) bool {
 
 // relocate puts pod p, taken off its node, on node to, whose topology domains are its old
 // node's: its terms were checked in those domains, so only its requests and requirements are
-// checked again. It reports false if the node cannot take it.
+// checked again. Unlike shrink's moves, to may have been opened after p's binding: every pod
+// bound from hostFreeFrom on is counted by no hostname-level term, so which node it is on,
+// within its domains, changes nothing a pod was checked against. It reports false if the node
+// cannot take it.
 func (s *scheduler) relocate(p *podInfo, to *node) bool {
 	a := &p.attempts[0]
 	allowed := make([]domainSet, len(p.keys))
