@@ -2,14 +2,8 @@ package scheduling
 
 import (
 	"cmp"
-	"errors"
-	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
-
-	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/optimize/convex/lp"
 )
 
 // The batch packer chooses instance types against a whole group of pods at once, where the
@@ -100,7 +94,8 @@ type batchPacker struct {
 // batchPack packs the shapes: every fixed bin gets a type and the pods it takes, new bins hold
 // the rest, each starting with base used. current is the packing as it stands: its types are
 // weighed and its bins seed the program, whose optimum then costs no more than it. It reports
-// false if some pod or fixed bin fits no type weighed.
+// false if some pod or fixed bin fits no type weighed, or if the packing costs no less than the
+// current one.
 func batchPack(types []packType, base resources, fixed []packFixed, shapes []packShape, current []packedBin) ([]packedBin, float64, bool) {
 	p := &batchPacker{base: base, shapes: shapes}
 	var used []int
@@ -139,6 +134,9 @@ func batchPack(types []packType, base resources, fixed []packFixed, shapes []pac
 			out = append(out, packedBin{typ: p.index[b.typ], fixed: -1, counts: b.counts})
 		}
 		price += p.types[b.typ].price
+	}
+	if price >= before*(1-1e-9) {
+		return nil, 0, false
 	}
 	return out, price, true
 }
@@ -351,115 +349,6 @@ func (p *batchPacker) worthAt(prices []float64) float64 {
 	return worth
 }
 
-// program is the restricted program in gonum's standard form (minimise c·x subject to A·x = b,
-// x ≥ 0): a surplus column per row, then a column per pattern; a row per shape (its pods held)
-// and per kind (its bins, each with one pattern). The surplus columns come first so that a
-// column's index stays as patterns join, and the last optimal basis starts the next solve.
-func (p *batchPacker) program() (c []float64, A *mat.Dense, b []float64) {
-	S, K, P := len(p.shapes), len(p.kinds), len(p.patterns)
-	rows := S + K
-	c = make([]float64, rows+P)
-	A = mat.NewDense(rows, rows+P, nil)
-	b = make([]float64, rows)
-	for i := range rows {
-		A.Set(i, i, -1)
-	}
-	for j, pt := range p.patterns {
-		c[rows+j] = p.types[pt.typ].price
-		for s, n := range pt.counts {
-			A.Set(s, rows+j, float64(n))
-		}
-		if pt.kind >= 0 {
-			A.Set(S+pt.kind, rows+j, 1)
-		}
-	}
-	// Perturbed a little, by a fixed sequence, so that every basic variable of an optimum is
-	// positive and names its basis; the same each round, so that the last basis stays feasible.
-	perturb := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // a fixed perturbation, the same every run, not a secret
-	for s, shape := range p.shapes {
-		b[s] = float64(shape.count)
-	}
-	for k, kind := range p.kinds {
-		b[S+k] = float64(len(kind.members))
-	}
-	for i := range b {
-		b[i] = b[i]*(1+1e-5*(1+perturb.Float64())) + 1e-5*perturb.Float64()
-	}
-	return c, A, b
-}
-
-// errDegenerate is an optimum whose basis the positive variables do not name.
-var errDegenerate = errors.New("degenerate optimum")
-
-// solve is gonum's simplex from basis (nil: from scratch); a panic (gonum's answer to a basis
-// that is not feasible) is an error.
-func solve(c []float64, A *mat.Dense, b []float64, basis []int) (x []float64, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("simplex: %v", r)
-		}
-	}()
-	_, x, err = lp.Simplex(c, A, b, 1e-10, basis)
-	return x, err
-}
-
-// prices are the program's duals, a price per shape and per kind, from its optimal basis (B,
-// the columns of the basic variables: Bᵀ·π = their prices).
-func (p *batchPacker) prices() ([]float64, error) {
-	c, A, b := p.program()
-	rows := len(b)
-	x, err := solve(c, A, b, p.basis)
-	if err != nil && p.basis != nil {
-		x, err = solve(c, A, b, nil)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("solving the packing program over %d patterns, %w", len(p.patterns), err)
-	}
-	prices, basic, err := optimalDuals(c, A, x, 1e-12)
-	if err != nil {
-		return nil, fmt.Errorf("pricing the packing program over %d patterns, %w", len(p.patterns), err)
-	}
-	for i := range prices {
-		prices[i] = max(prices[i], 0)
-	}
-	p.basis, p.bought = basic, x[rows:]
-	return prices, nil
-}
-
-// optimalDuals are the duals (π) of a program in standard form (minimise c·x subject to
-// A·x = b, x ≥ 0) at its optimum x, from the basis its variables above positive name (B, their
-// columns: Bᵀ·π = their prices), and that basis. An optimum with fewer such variables than
-// rows is degenerate and names no basis: perturbing b a little avoids it.
-func optimalDuals(c []float64, A *mat.Dense, x []float64, positive float64) ([]float64, []int, error) {
-	rows, _ := A.Dims()
-	var basic []int
-	for j, v := range x {
-		if v > positive {
-			basic = append(basic, j)
-		}
-	}
-	if len(basic) != rows {
-		return nil, nil, fmt.Errorf("%d positive variables for %d rows, %w", len(basic), rows, errDegenerate)
-	}
-	Bt := mat.NewDense(rows, rows, nil)
-	cB := mat.NewVecDense(rows, nil)
-	for k, j := range basic {
-		for i := range rows {
-			Bt.Set(k, i, A.At(i, j))
-		}
-		cB.SetVec(k, c[j])
-	}
-	var pi mat.VecDense
-	if err := pi.SolveVec(Bt, cB); err != nil {
-		return nil, nil, fmt.Errorf("solving for the duals, %w", err)
-	}
-	duals := make([]float64, rows)
-	for i := range duals {
-		duals[i] = pi.AtVec(i)
-	}
-	return duals, basic, nil
-}
-
 // fillOrders are the orders in which fillings of type t try the shapes, at the prices: by
 // price per the type's room in the pod's largest share of it, in the sum of its shares, in
 // cpu, in memory, and by price alone. Each order packs some mixes better than the others.
@@ -537,158 +426,4 @@ func (p *batchPacker) fill(t int, used resources, accepts []bool, prices []float
 		}
 	}
 	return best, bestValue
-}
-
-// round turns the program's optimum into whole bins: each kind's bins take its patterns, the
-// most bought first; new bins each pattern bought whole, as often as bought; what is left of
-// the pods goes first into the room the bins have left, then onto new bins chosen greedily.
-func (p *batchPacker) round(prices []float64) []packPattern {
-	r := &rounding{p: p, remaining: make([]int, len(p.shapes))}
-	for s, shape := range p.shapes {
-		r.remaining[s] = shape.count
-	}
-	r.wholePatterns()
-	r.fillRoom()
-	r.packRest(prices)
-	return r.bins
-}
-
-// rounding is the state of round: the bins so far and the pods of each shape not in one.
-type rounding struct {
-	p         *batchPacker
-	bins      []packPattern
-	remaining []int
-}
-
-// add makes a bin of the pattern, holding at most the pods that remain; none for a new bin
-// that would hold no pod.
-func (r *rounding) add(pt packPattern) {
-	counts := slices.Clone(pt.counts)
-	for s := range counts {
-		counts[s] = min(counts[s], r.remaining[s])
-	}
-	if pt.kind < 0 && !slices.ContainsFunc(counts, func(n int) bool { return n > 0 }) {
-		return
-	}
-	for s := range counts {
-		r.remaining[s] -= counts[s]
-	}
-	r.bins = append(r.bins, packPattern{typ: pt.typ, kind: pt.kind, counts: counts})
-}
-
-// wholePatterns makes bins of the patterns the program bought: every fixed bin one of its
-// kind's, whole patterns first, then the largest fractions, then the kind's seed; new bins as
-// many of each pattern as bought whole. The optimum is the perturbed program's: the
-// unperturbed one may be degenerate, where gonum's simplex can take very long. Patterns added
-// after it are not bought.
-func (r *rounding) wholePatterns() {
-	p := r.p
-	x := make([]float64, len(p.patterns))
-	copy(x, p.bought)
-	order := make([]int, len(p.patterns))
-	for j := range order {
-		order[j] = j
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(x[b], x[a]) })
-	for k, kind := range p.kinds {
-		need := len(kind.members)
-		for _, whole := range []bool{true, false} {
-			for _, j := range order {
-				if p.patterns[j].kind != k || need == 0 || x[j] < 1e-9 {
-					continue
-				}
-				n := 1
-				if whole {
-					n = int(math.Floor(x[j] + 1e-9))
-				}
-				for range min(n, need) {
-					r.add(p.patterns[j])
-					need--
-				}
-			}
-		}
-		for ; need > 0; need-- {
-			r.add(p.patterns[slices.IndexFunc(p.patterns, func(pt packPattern) bool { return pt.kind == k })])
-		}
-	}
-	for _, j := range order {
-		if p.patterns[j].kind >= 0 {
-			continue
-		}
-		for range int(math.Floor(x[j] + 1e-9)) {
-			if !slices.ContainsFunc(p.patterns[j].counts, func(n int) bool { return n > 0 }) {
-				break
-			}
-			r.add(p.patterns[j])
-		}
-	}
-}
-
-// fillRoom puts the pods that remain into the room the bins have left, the most worth first,
-// each into the first bin with room.
-func (r *rounding) fillRoom() {
-	p := r.p
-	shapes := make([]int, len(p.shapes))
-	for s := range shapes {
-		shapes[s] = s
-	}
-	slices.SortStableFunc(shapes, func(a, b int) int { return cmp.Compare(p.worth[b], p.worth[a]) })
-	for i := range r.bins {
-		bin := &r.bins[i]
-		used := slices.Clone(p.base)
-		if bin.kind >= 0 {
-			used = slices.Clone(p.kinds[bin.kind].used)
-		}
-		for s, n := range bin.counts {
-			for d, v := range p.shapes[s].requests {
-				used[d] += int64(n) * v
-			}
-		}
-		for _, s := range shapes {
-			if r.remaining[s] == 0 || (bin.kind >= 0 && !p.kinds[bin.kind].accepts[s]) {
-				continue
-			}
-			if n := p.copies(bin.typ, used, s, r.remaining[s]); n > 0 {
-				bin.counts[s] += n
-				r.remaining[s] -= n
-				for d, v := range p.shapes[s].requests {
-					used[d] += int64(n) * v
-				}
-			}
-		}
-	}
-}
-
-// packRest puts the pods that still remain on new bins: each the type whose filling is worth
-// most per price, at the program's prices (nil: the pods' fractional worth), and a little of
-// each pod's fractional worth, so that none is worth nothing.
-func (r *rounding) packRest(prices []float64) {
-	p := r.p
-	value := make([]float64, len(p.shapes))
-	for s := range value {
-		value[s] = 1e-6 * p.worth[s]
-		if prices != nil {
-			value[s] += prices[s]
-		} else {
-			value[s] += p.worth[s]
-		}
-	}
-	orders := make([][][]int, len(p.types))
-	for t := range p.types {
-		orders[t] = p.fillOrders(t, value)
-	}
-	for slices.ContainsFunc(r.remaining, func(n int) bool { return n > 0 }) {
-		best, bestRatio := -1, -1.0
-		var bestCounts []int
-		for t := range p.types {
-			counts, worth := p.fill(t, p.base, nil, value, r.remaining, orders[t])
-			if ratio := worth / p.types[t].price; worth > 0 && ratio > bestRatio {
-				best, bestRatio, bestCounts = t, ratio, counts
-			}
-		}
-		if best < 0 {
-			return // no kept type holds what is left; batchPack's worth check rules this out
-		}
-		r.add(packPattern{typ: best, kind: -1, counts: bestCounts})
-	}
 }

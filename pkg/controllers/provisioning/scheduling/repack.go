@@ -119,9 +119,8 @@ func (s *scheduler) repackGroup(group []*node, from int) {
 	if !ok {
 		return
 	}
-	bins, price, ok := batchPack(g.packTypes(), group[0].prov.daemonSets, g.fixed(), g.shapes, current)
-	// The nodes launch as their cheapest fitting type, never dearer than the packing's.
-	if !ok || price >= g.before*(1-1e-9) || len(bins)-len(g.fixedNodes) > len(g.freeNodes) || !holdsEvery(bins, g.shapes) {
+	bins, _, ok := batchPack(g.packTypes(), group[0].prov.daemonSets, g.fixed(), g.shapes, current)
+	if !ok || len(bins)-len(g.fixedNodes) > len(g.freeNodes) || !holdsEvery(bins, g.shapes) {
 		return
 	}
 	s.apply(g, bins)
@@ -272,9 +271,11 @@ func (s *scheduler) apply(g *groupPacking, bins []packedBin) {
 
 // restore puts every movable pod of the group back on the node it came from.
 func (s *scheduler) restore(g *groupPacking) {
-	for _, p := range g.movable {
-		if at := s.nodeOf(p, g.group); at != nil {
-			s.take(p, at)
+	for _, n := range g.group {
+		for _, p := range slices.Clone(n.placed) {
+			if _, ok := g.shape[p]; ok {
+				s.take(p, n)
+			}
 		}
 	}
 	for _, p := range g.movable {
@@ -327,16 +328,6 @@ func (s *scheduler) relocate(p *podInfo, to *node) bool {
 	}
 	s.rebind(to, p, nw)
 	return true
-}
-
-// nodeOf is the node of the group p is placed on, if any.
-func (s *scheduler) nodeOf(p *podInfo, group []*node) *node {
-	for _, n := range group {
-		if slices.Contains(n.placed, p) {
-			return n
-		}
-	}
-	return nil
 }
 
 func (s *scheduler) price(group []*node) float64 {
