@@ -84,6 +84,7 @@ type planFlags struct {
 	minValuesPolicy     string
 	gates               featuregates.Gates
 	policy              scheduling.MinValuesPolicy
+	packBudget          time.Duration
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -158,6 +159,7 @@ func parsePlanFlags(args []string, stderr io.Writer) (planFlags, error) {
 	fs.StringVar(&f.defaultProfile, "aws-default-instance-profile", "", "As the controller's flag: instance profile of the Provisioners whose provider block names none.")
 	fs.BoolVar(&f.includeBareMetal, "aws-include-bare-metal", false, "As the controller's flag: offer bare metal instance types too.")
 	fs.StringVar(&f.minValuesPolicy, "min-values-policy", string(scheduling.MinValuesStrict), "As the controller's flag: Strict refuses a NodePool's node whose instance types give fewer values of a key than its minValues; BestEffort plans it relaxed.")
+	fs.DurationVar(&f.packBudget, "batch-packer-budget", scheduling.DefaultPackBudget, "As the controller's flag: how long the batch packer may take to choose the new nodes' instance types against the whole batch; 0 plans without it.")
 	fs.StringVar(&f.featureGates, "feature-gates", "", "As the controller's flag: NodeOverlay=true applies the cluster's NodeOverlays to the instance types planned with; SpotToSpotConsolidation=true lets --consolidation replace spot nodes by spot.")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -292,7 +294,7 @@ func planNow(ctx context.Context, f planFlags, stdout io.Writer) (*plan.Report, 
 	}
 	snapshot.Overlays = overlays
 	whatIf(snapshot, workload, f.empty)
-	in.MinValuesPolicy = f.policy
+	in.MinValuesPolicy, in.PackBudget = f.policy, f.packBudget
 	report := plan.Provisioning(ctx, snapshot, in, lister)
 	if f.consolidation {
 		// The cluster as it is, not as --pods or --empty imagine it, and a fresh ledger: the

@@ -108,6 +108,9 @@ type Options struct {
 	// BatchEarlyLaunch launches, while a burst holds a batch open, the nodes its pods have
 	// filled every idle duration, instead of waiting for the batch to close.
 	BatchEarlyLaunch bool
+	// BatchPackerBudget is how long the batch packer may take in a provisioning pass; zero
+	// plans without it.
+	BatchPackerBudget time.Duration
 	// BindPods has the allocator bind the pods it planned onto the nodes it launches, as
 	// Karpenter v0.5 did, instead of nominating them for kube-scheduler to bind.
 	BindPods bool
@@ -331,6 +334,7 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			BindPods:          opts.BindPods,
 			BindSettle:        provisioning.DefaultBindSettle,
 			MinValuesPolicy:   opts.MinValuesPolicy,
+			PackBudget:        opts.BatchPackerBudget,
 			Ledger:            with.ledger,
 			Launcher:          with.launches(),
 			Cluster:           cluster,

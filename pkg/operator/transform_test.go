@@ -183,7 +183,7 @@ func snapshot(trim bool) *state.Snapshot {
 func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 	provisioners := []scheduling.Pool{provisioning.Limited(builders.Provisioner(builders.ProvisionerOptions{Name: "default"}), fake.DefaultInstanceTypes(), nil)}
 	whole, trimmed := snapshot(false), snapshot(true)
-	want, got := describe(provisioning.PlanPending(whole, provisioners)), describe(provisioning.PlanPending(trimmed, provisioners))
+	want, got := describe(provisioning.PlanPending(whole, provisioners, nil)), describe(provisioning.PlanPending(trimmed, provisioners, nil))
 	if want != got {
 		t.Errorf("the plan on trimmed pods differs:\n%s\nwant the plan on whole pods:\n%s", got, want)
 	}

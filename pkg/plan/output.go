@@ -96,6 +96,9 @@ func writeTable(w io.Writer, r *Report) error {
 		existing += len(n.Pods)
 	}
 	fmt.Fprintf(tw, "%d new nodes add $%.4f/h; %d pods go to existing or launching nodes; %d pods cannot be placed.\n", len(r.NewNodes), r.PricePerHour, existing, len(r.Unschedulable))
+	if r.Planner == "packer-stopped" {
+		fmt.Fprintln(tw, "The batch packer ran out of its budget (--batch-packer-budget): some new nodes keep the types the one-pod-at-a-time scheduler chose.")
+	}
 	if c := r.Consolidation; c != nil {
 		fmt.Fprintln(tw)
 		writeConsolidation(tw, "Consolidation", c)

@@ -11,10 +11,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
@@ -46,6 +48,11 @@ type Report struct {
 	SkippedNodeOverlays []SkippedNodeOverlay `json:"skippedNodeOverlays,omitempty"`
 	// PricePerHour is what the new nodes add, each at its cheapest offering, in US dollars.
 	PricePerHour float64 `json:"pricePerHour"`
+	// Planner made the new nodes: "packer" (the batch packer weighed them all), "packer-stopped"
+	// (its budget ran out first; some are the one-pod-at-a-time scheduler's) or "greedy" (it
+	// was not asked: --batch-packer-budget=0).
+	// Empty when no pod is pending.
+	Planner string `json:"planner,omitempty"`
 	// Consolidation is set by --consolidation: what Provisioners' consolidation would do.
 	Consolidation *Consolidation `json:"consolidation,omitempty"`
 	// NodePoolConsolidation is set by --consolidation when the cluster has NodePools: what the
@@ -124,6 +131,9 @@ type Pools struct {
 	NodeClasses  client.Reader
 	// MinValuesPolicy is the controller's --min-values-policy; empty is Strict.
 	MinValuesPolicy scheduling.MinValuesPolicy
+	// PackBudget is the controller's --batch-packer-budget; zero plans without the batch
+	// packer.
+	PackBudget time.Duration
 }
 
 // Provisioning plans the snapshot's pending pods as the provisioning controller does: each
@@ -133,13 +143,16 @@ type Pools struct {
 func Provisioning(ctx context.Context, snapshot *state.Snapshot, in Pools, lister cloudprovider.InstanceTypeLister) *Report {
 	report := &Report{NewNodes: []NewNode{}, ExistingNodes: []ExistingNode{}, Unschedulable: []UnschedulablePod{}}
 	planned := plannedPools(ctx, snapshot, in, lister, report)
-	plan := provisioning.PlanPending(snapshot, planned)
+	plan := provisioning.PlanPending(snapshot, planned, provisioning.Packer(in.PackBudget, clock.RealClock{}))
 	if plan.Results == nil {
 		// Nothing pending: pods may still wait for the nodes they are nominated to.
 		plan.Results = &scheduling.Results{}
 	}
 	for _, n := range plan.Results.NewNodes {
 		report.NewNodes = append(report.NewNodes, newNode(n))
+	}
+	if len(plan.Pending) > 0 {
+		report.Planner = plan.Results.Packed.Planner()
 	}
 	report.PricePerHour = plan.Results.Price()
 	report.ExistingNodes = existingNodes(snapshot, plan.Results)

@@ -358,3 +358,34 @@ func TestReadNodeOverlaysRefusesOtherKinds(t *testing.T) {
 		t.Errorf("err %v, want an InputError saying it is not a NodeOverlay", err)
 	}
 }
+
+// TestPlannerReported: the report names the planner the controller's --batch-packer-budget
+// gives, as the controller would plan (none when nothing is pending), and a table whose packer
+// ran out of budget says so.
+func TestPlannerReported(t *testing.T) {
+	snapshot := &state.Snapshot{
+		Pods:          []corev1.Pod{*builders.Pod(builders.PodOptions{Name: "web", Requests: builders.Resources("cpu", "1"), Unschedulable: true})},
+		InstanceTypes: map[string]*cloudprovider.InstanceType{},
+	}
+	for _, tc := range []struct {
+		budget time.Duration
+		want   string
+	}{{0, "greedy"}, {time.Hour, "packer"}} {
+		report := plan.Provisioning(context.Background(), snapshot, plan.Pools{Provisioners: []v1alpha5.Provisioner{onDemand("default")}, PackBudget: tc.budget}, lister{})
+		if report.Planner != tc.want || len(report.NewNodes) != 1 {
+			t.Errorf("budget %s: planner %q, %d new nodes; want %q, 1", tc.budget, report.Planner, len(report.NewNodes), tc.want)
+		}
+	}
+	idle := plan.Provisioning(context.Background(), &state.Snapshot{InstanceTypes: map[string]*cloudprovider.InstanceType{}},
+		plan.Pools{Provisioners: []v1alpha5.Provisioner{onDemand("default")}, PackBudget: time.Hour}, lister{})
+	if idle.Planner != "" {
+		t.Errorf("nothing pending: planner %q, want none", idle.Planner)
+	}
+	var table bytes.Buffer
+	if err := plan.Write(&table, &plan.Report{Planner: "packer-stopped"}, plan.FormatTable); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "The batch packer ran out of its budget") {
+		t.Errorf("table\n%s\ndoes not say the packer ran out of its budget", table.String())
+	}
+}

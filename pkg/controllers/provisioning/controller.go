@@ -91,6 +91,9 @@ type Options struct {
 	// MinValuesPolicy is what a new node of a NodePool does whose pods leave it fewer values
 	// of a key than the NodePool's minValues; MinValuesStrict when empty.
 	MinValuesPolicy scheduling.MinValuesPolicy
+	// PackBudget is how long the batch packer may take in a pass (scheduling.Packer); a pass
+	// plans without it when zero.
+	PackBudget time.Duration
 	// Ledger counts launches against the Provisioners' limits, shared with the other
 	// controllers that launch; a ledger of its own when nil.
 	Ledger *Ledger
@@ -120,6 +123,7 @@ type Controller struct {
 	bindPods         bool
 	bindSettle       time.Duration
 	minValuesPolicy  scheduling.MinValuesPolicy
+	packBudget       time.Duration
 	inFlight         *inFlight
 	// earlyHold spaces the early passes' launches out (early.go).
 	earlyHold earlyHold
@@ -176,6 +180,7 @@ func New(opts Options) (*Controller, error) {
 		bindPods:         opts.BindPods,
 		bindSettle:       opts.BindSettle,
 		minValuesPolicy:  opts.MinValuesPolicy,
+		packBudget:       opts.PackBudget,
 		inFlight:         newInFlight(),
 		launcher:         cmp.Or(opts.Launcher, launcher.New(opts.Client, opts.InstanceProvider, launchLimit)),
 		told:             map[types.UID]string{},

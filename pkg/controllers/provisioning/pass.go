@@ -103,7 +103,7 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 			schedulable = append(schedulable, p.schedulingPool(c.ledger.Used(key, p.nodes), c.minValuesPolicy))
 		}
 	}
-	plan := PlanPending(snapshot, schedulable)
+	plan := PlanPending(snapshot, schedulable, Packer(c.packBudget, c.clock))
 	results := plan.Results
 	if early {
 		if results == nil {
@@ -130,7 +130,7 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 		schedulingDuration.Observe(planned.Seconds())
 		log.FromContext(ctx).WithName(Name).Info("planned pending pods", "pending", len(plan.Pending), "newNodes", len(results.NewNodes),
 			"ontoExistingOrLaunchingNodes", len(results.Bindings), "unschedulable", len(results.Unschedulable), "awaitingLaunches", len(awaited),
-			"duration", planned.Round(time.Millisecond))
+			"planner", results.Packed.Planner(), "repackedGroups", results.Packed.Repacked, "packing", results.Packed.Took.Round(time.Millisecond), "duration", planned.Round(time.Millisecond))
 		bound, placed := c.nominatePlanned(ctx, renominations, results, launching, binds)
 		retry = !placed || retry
 		retry = c.startLaunches(ctx, results.NewNodes, plans, binds) || retry

@@ -1,7 +1,10 @@
 package provisioning
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
@@ -23,13 +26,25 @@ type Plan struct {
 // PlanPending places the snapshot's pending pods on the room of its nodes (those still
 // launching included) and on new nodes of the pools, each given with its instance types and
 // what counts against its limits (Limited, LimitedNodePool). It does no I/O: the
-// controller and `kubectl karpenter plan` run it alike.
-func PlanPending(s *state.Snapshot, provisioners []scheduling.Pool) Plan {
+// controller and `kubectl karpenter plan` run it alike. pack, when set, has the batch packer
+// choose the new nodes' types within its budget (scheduling.Input.Pack).
+func PlanPending(s *state.Snapshot, provisioners []scheduling.Pool, pack *scheduling.Packer) Plan {
 	pending := s.Pending()
 	if len(pending) == 0 {
 		return Plan{}
 	}
-	return Plan{Pending: pending, Results: scheduling.Schedule(PendingInput(s, pending, provisioners))}
+	in := PendingInput(s, pending, provisioners)
+	in.Pack = pack
+	return Plan{Pending: pending, Results: scheduling.Schedule(in)}
+}
+
+// Packer is the batch packer a pass plans with under --batch-packer-budget: none when the
+// budget is not positive.
+func Packer(budget time.Duration, clock clock.PassiveClock) *scheduling.Packer {
+	if budget <= 0 {
+		return nil
+	}
+	return &scheduling.Packer{Budget: budget, Clock: clock}
 }
 
 // PendingInput asks the scheduler where the pending pods go: onto the room of the snapshot's

@@ -94,9 +94,9 @@ type batchPacker struct {
 // batchPack packs the shapes: every fixed bin gets a type and the pods it takes, new bins hold
 // the rest, each starting with base used. current is the packing as it stands: its types are
 // weighed and its bins seed the program, whose optimum then costs no more than it. It reports
-// false if some pod or fixed bin fits no type weighed, or if the packing costs no less than the
-// current one.
-func batchPack(types []packType, base resources, fixed []packFixed, shapes []packShape, current []packedBin) ([]packedBin, float64, bool) {
+// false if some pod or fixed bin fits no type weighed, if the packing costs no less than the
+// current one, or if stop reports true before a solve of the program.
+func batchPack(types []packType, base resources, fixed []packFixed, shapes []packShape, current []packedBin, stop func() bool) ([]packedBin, float64, bool) {
 	p := &batchPacker{base: base, shapes: shapes}
 	var used []int
 	for _, b := range current {
@@ -117,7 +117,7 @@ func batchPack(types []packType, base resources, fixed []packFixed, shapes []pac
 	for _, b := range current {
 		before += types[b.typ].price
 	}
-	prices, promising := p.generate(before * (1 - packMinGain))
+	prices, promising := p.generate(before*(1-packMinGain), stop)
 	if !promising {
 		return nil, 0, false
 	}
@@ -286,10 +286,14 @@ func (p *batchPacker) copies(t int, used resources, s, limit int) int {
 }
 
 // generate runs the column generation and returns the last prices of the shapes and kinds (nil
-// if the program could not be priced even once).
-func (p *batchPacker) generate(target float64) ([]float64, bool) {
+// if the program could not be priced even once), and whether a packing may cost less than
+// target: false once the prices show none does, or once stop reports true.
+func (p *batchPacker) generate(target float64, stop func() bool) ([]float64, bool) {
 	var prices []float64
 	for range packRounds {
+		if stop() {
+			return nil, false
+		}
 		next, err := p.prices()
 		if err != nil {
 			break

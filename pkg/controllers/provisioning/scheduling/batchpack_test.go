@@ -56,7 +56,7 @@ func TestBatchPack(t *testing.T) {
 		ok:      false,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			bins, price, ok := batchPack(tc.types, resources{0, 0, 0}, tc.fixed, tc.shapes, tc.current)
+			bins, price, ok := batchPack(tc.types, resources{0, 0, 0}, tc.fixed, tc.shapes, tc.current, func() bool { return false })
 			if ok != tc.ok {
 				t.Fatalf("ok %t, want %t (bins %v)", ok, tc.ok, bins)
 			}

@@ -3,9 +3,12 @@ package scheduling_test
 import (
 	"flag"
 	"fmt"
+	"math"
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/utils/clock"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
@@ -56,7 +59,10 @@ func TestWorkload(t *testing.T) {
 				greedy := 0.0
 				lb := lowerBound(t, types, in.Pods)
 				for _, pack := range []bool{false, true} {
-					in.Pack = pack
+					in.Pack = nil
+					if pack {
+						in.Pack = unboundedPacker()
+					}
 					r := scheduling.Schedule(in)
 					verifyWorkload(t, in, r)
 					if len(r.Bindings) != n {
@@ -86,16 +92,39 @@ func TestWorkload(t *testing.T) {
 	}
 }
 
-// withPacker is whether the scheduling benchmarks plan with the batch packer (Input.Pack); they
-// report it as planner_packer (1 with it, 0 without).
-var withPacker = flag.Bool("packer", false, "BenchmarkScheduling and BenchmarkSchedulingRealCatalogue: plan with the batch packer (Input.Pack)")
+// withPacker is whether the scheduling benchmarks plan with the batch packer (Input.Pack),
+// within packerBudget, the controller's default unless set; they report planner_packer 1 when
+// the packer weighed every group, 0 without it or when its budget ran out first (the plan is
+// then partly the one-pod-at-a-time scheduler's).
+var (
+	withPacker   = flag.Bool("packer", false, "BenchmarkScheduling and BenchmarkSchedulingRealCatalogue: plan with the batch packer (Input.Pack)")
+	packerBudget = flag.Duration("packer-budget", scheduling.DefaultPackBudget, "with -packer: the batch packer's budget")
+)
+
+// benchmarkPacker is the packer the benchmarks' flags ask for, or nil.
+func benchmarkPacker() *scheduling.Packer {
+	if !*withPacker {
+		return nil
+	}
+	return &scheduling.Packer{Budget: *packerBudget, Clock: clock.RealClock{}}
+}
+
+// unboundedPacker is a batch packer no budget stops.
+func unboundedPacker() *scheduling.Packer {
+	return &scheduling.Packer{Budget: time.Duration(math.MaxInt64), Clock: clock.RealClock{}}
+}
+
+// packerDecided is planner_packer: 1 if the batch packer weighed every group of the plan.
+func packerDecided(r *scheduling.Results) float64 {
+	return b2f(r.Packed.Planner() == "packer")
+}
 
 // BenchmarkScheduling times one full scheduling pass of the shared workload.
 func BenchmarkScheduling(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000, 10000, 20000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			in := workloadInput(n)
-			in.Pack = *withPacker
+			in.Pack = benchmarkPacker()
 			lb := lowerBound(b, in.Pools[0].InstanceTypes, in.Pods)
 			var r *scheduling.Results
 			var elapsed, cpu time.Duration
@@ -114,7 +143,8 @@ func BenchmarkScheduling(b *testing.B) {
 			b.ReportMetric(r.Price(), "usd/hr")
 			b.ReportMetric(lb, "lb_usd/hr")
 			b.ReportMetric(r.Price()/lb, "usd/lb")
-			b.ReportMetric(b2f(in.Pack), "planner_packer")
+			b.ReportMetric(packerDecided(r), "planner_packer")
+			b.ReportMetric(float64(r.Packed.Took.Microseconds())/1000, "packer_ms")
 		})
 	}
 }

@@ -20,7 +20,7 @@ func TestMixedConstraints(t *testing.T) {
 			if len(r.Bindings) == 0 {
 				t.Error("no pod placed")
 			}
-			in.Pack = true
+			in.Pack = unboundedPacker()
 			packed := scheduling.Schedule(in)
 			verified(t, in, packed)
 			if len(packed.Bindings) != len(r.Bindings) || packed.Price() > r.Price()*(1+1e-9) {

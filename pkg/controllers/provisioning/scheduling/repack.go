@@ -14,14 +14,28 @@ import (
 // that no pod's constraints change from what they were checked against. A group is nodes of
 // one provisioner with the same requirements, instance types, zones, capacity types and
 // domains; a node holding a pod that cannot move is fixed: it launches whatever the packing,
-// and the packer chooses its type and fills it.
-func (s *scheduler) repack() {
+// and the packer chooses its type and fills it. It stops once the packer's budget has passed.
+func (s *scheduler) repack(packer *Packer) {
+	packed := &s.results.Packed
+	packed.Ran = true
+	start := packer.Clock.Now()
+	defer func() { packed.Took = packer.Clock.Since(start) }()
+	stop := func() bool {
+		packed.Stopped = packed.Stopped || packer.Clock.Since(start) >= packer.Budget
+		return packed.Stopped
+	}
 	from := s.hostFreeFrom()
 	if from == len(s.bound) {
 		return
 	}
 	for _, group := range s.interchangeable() {
-		s.repackGroup(group, from)
+		if stop() {
+			return
+		}
+		packed.Groups++
+		if s.repackGroup(group, from, stop) {
+			packed.Repacked++
+		}
 	}
 }
 
@@ -109,21 +123,22 @@ func (s *scheduler) widen(n *node, types *narrowing) {
 }
 
 // repackGroup repacks one group's movable pods where that costs less, and leaves the group as
-// it was otherwise.
-func (s *scheduler) repackGroup(group []*node, from int) {
+// it was otherwise (also when stop reports true before the packing is found). It reports
+// whether the group changed.
+func (s *scheduler) repackGroup(group []*node, from int, stop func() bool) bool {
 	g := newGroupPacking(group, from)
 	if len(g.movable) == 0 {
-		return
+		return false
 	}
 	current, ok := g.current()
 	if !ok {
-		return
+		return false
 	}
-	bins, _, ok := batchPack(g.packTypes(), group[0].prov.daemonSets, g.fixed(), g.shapes, current)
+	bins, _, ok := batchPack(g.packTypes(), group[0].prov.daemonSets, g.fixed(), g.shapes, current, stop)
 	if !ok || len(bins)-len(g.fixedNodes) > len(g.freeNodes) || !holdsEvery(bins, g.shapes) {
-		return
+		return false
 	}
-	s.apply(g, bins)
+	return s.apply(g, bins)
 }
 
 // groupPacking is a group of interchangeable new nodes as the packer sees it: the pods that may
@@ -229,8 +244,8 @@ func (g *groupPacking) current() ([]packedBin, bool) {
 
 // apply moves the group's movable pods as the bins have them, the free nodes left empty
 // dropped, unless a node refuses a pod or the group then costs no less: then every pod goes
-// back to its node.
-func (s *scheduler) apply(g *groupPacking, bins []packedBin) {
+// back to its node. It reports whether the pods moved.
+func (s *scheduler) apply(g *groupPacking, bins []packedBin) bool {
 	for i := len(g.movable) - 1; i >= 0; i-- {
 		s.take(g.movable[i], g.origin[g.movable[i]])
 	}
@@ -260,13 +275,14 @@ func (s *scheduler) apply(g *groupPacking, bins []packedBin) {
 	}
 	if !placed || s.price(g.group) >= g.before*(1-1e-9) {
 		s.restore(g)
-		return
+		return false
 	}
 	for _, n := range g.freeNodes {
 		if len(n.placed) == 0 {
 			s.drop(n)
 		}
 	}
+	return true
 }
 
 // restore puts every movable pod of the group back on the node it came from.

@@ -95,8 +95,8 @@ type provisioner struct {
 func Schedule(in Input) *Results {
 	s := pack(in)
 	s.shrink()
-	if in.Pack {
-		s.repack()
+	if in.Pack != nil {
+		s.repack(in.Pack)
 	}
 	s.finish()
 	return s.results

@@ -2,9 +2,11 @@ package scheduling
 
 import (
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/utils/clock"
 
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/pools"
@@ -45,11 +47,57 @@ type Input struct {
 	// Requests, when set, keeps the pods' requests between calls with the same pods; nil
 	// computes them each time.
 	Requests *RequestCache
-	// Pack chooses new nodes' instance types against the whole batch once its pods are placed
-	// (the batch packer, repack): where packing again the pods that may move among
-	// interchangeable new nodes costs less, they move. Without it the plan is the
-	// one-pod-at-a-time scheduler's.
-	Pack bool
+	// Pack, when set, chooses new nodes' instance types against the whole batch once its pods
+	// are placed (the batch packer, repack): where packing again the pods that may move among
+	// interchangeable new nodes costs less, they move. Nil: the plan is the one-pod-at-a-time
+	// scheduler's.
+	Pack *Packer
+}
+
+// DefaultPackBudget is the batch packer's budget unless the controller's
+// --batch-packer-budget says otherwise: well under the 1 s idle window of a batch, and about
+// twice what the whole pass takes with the packer for 1,000 pods of the benchmark workload on
+// the real catalogue (docs/benchmarks.md).
+const DefaultPackBudget = 500 * time.Millisecond
+
+// Packer bounds the batch packer's time, so that latency does not pay for cost: once Budget
+// has passed on Clock since the packer began, it stops, and every group of nodes it has not
+// packed yet keeps the one-pod-at-a-time plan's nodes (those it packed keep their cheaper
+// packing: each is a whole plan, checked as any other). It looks at the clock before each
+// group and before each solve of a group's program, so it runs over by at most one solve and
+// one rounding (packMaxRows bounds the program's size; docs/benchmarks.md has the overshoot
+// measured).
+type Packer struct {
+	Budget time.Duration
+	Clock  clock.PassiveClock
+}
+
+// Packed is what the batch packer did in a pass.
+type Packed struct {
+	// Ran is whether it was asked to (Input.Pack).
+	Ran bool
+	// Groups are the groups of interchangeable new nodes it weighed, and Repacked those whose
+	// nodes it changed.
+	Groups, Repacked int
+	// Stopped is whether its budget ran out before it had weighed every group: the plan is
+	// then partly the one-pod-at-a-time scheduler's.
+	Stopped bool
+	// Took is how long it took, on the Packer's clock.
+	Took time.Duration
+}
+
+// Planner names what made the plan: "packer" when the batch packer weighed every group (it may
+// have kept them all), "packer-stopped" when its budget ran out first, "greedy" when it was not
+// asked.
+func (p Packed) Planner() string {
+	switch {
+	case !p.Ran:
+		return "greedy"
+	case p.Stopped:
+		return "packer-stopped"
+	default:
+		return "packer"
+	}
 }
 
 // NewNode is a node the pass decided to launch.
@@ -123,6 +171,8 @@ type Results struct {
 	// kube-scheduler checks each pod against the cluster at the time it is bound.
 	Bindings      []Binding
 	Unschedulable []PodError
+	// Packed is what the batch packer did.
+	Packed Packed
 }
 
 // Price is the hourly price of the new nodes, each at its cheapest offering.

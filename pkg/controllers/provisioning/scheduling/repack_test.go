@@ -1,0 +1,57 @@
+package scheduling_test
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/check"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/workloads"
+	"karpenter.sh/karpenter/pkg/test/builders"
+)
+
+// TestRepackKeepsPlansValid: the batch packer chooses types for nodes it cannot empty too, and
+// must hold them to what the one-pod-at-a-time scheduler held them to. Each case is a plan the
+// packer could make cheaper by breaking a rule; with the packer the plan passes the checker
+// and costs no more than without it.
+func TestRepackKeepsPlansValid(t *testing.T) {
+	withPort := func(cpu string) *corev1.Pod {
+		pod := portPod(port("", "", 9100))
+		pod.Spec.Containers[0].Resources.Requests = requests(cpu, "1Gi")
+		return pod
+	}
+	for _, tc := range []struct {
+		name string
+		in   scheduling.Input
+	}{{
+		// Six 1-cpu pods fill an arm-8 node; a seventh binding port 9100, which the arm64
+		// type's own daemonset binds, opens an amd-2 node. Were the two nodes one group, the
+		// port's node would be given arm-8 to hold all seven.
+		name: "a node binding a host port keeps off the types whose daemonsets bind it",
+		in: scheduling.Input{
+			Pods:          append(builders.Pods(6, builders.PodOptions{Requests: requests("1", "1Gi")}), withPort("1")),
+			DaemonSetPods: []*corev1.Pod{onArch(portPod(port("", "", 9100)), "arm64")},
+			Pools: []scheduling.Pool{scheduling.FromProvisioner(builders.Provisioner(builders.ProvisionerOptions{Name: "ports"}), []*cloudprovider.InstanceType{
+				workloads.InstanceType("amd-2", "amd64", 2, 8, 10, 0.1),
+				workloads.InstanceType("arm-8", "arm64", 8, 32, 40, 0.2),
+			})},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			greedy := scheduling.Schedule(tc.in)
+			for _, err := range check.Verify(tc.in, greedy) {
+				t.Errorf("without the packer: %v", err)
+			}
+			tc.in.Pack = unboundedPacker()
+			packed := scheduling.Schedule(tc.in)
+			for _, err := range check.Verify(tc.in, packed) {
+				t.Errorf("with the packer: %v", err)
+			}
+			if len(packed.Bindings) != len(greedy.Bindings) || packed.Price() > greedy.Price()*(1+1e-9) {
+				t.Errorf("with the packer %d pods placed for %.4f usd/hr, without %d for %.4f", len(packed.Bindings), packed.Price(), len(greedy.Bindings), greedy.Price())
+			}
+		})
+	}
+}
