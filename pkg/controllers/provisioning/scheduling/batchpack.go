@@ -287,7 +287,8 @@ func (p *batchPacker) copies(t int, used resources, s, limit int) int {
 
 // generate runs the column generation and returns the last prices of the shapes and kinds (nil
 // if the program could not be priced even once), and whether a packing may cost less than
-// target: false once the prices show none does, or once stop reports true.
+// target: false once the prices show none does, or once stop reports true (looked at before
+// each solve and each type priced).
 func (p *batchPacker) generate(target float64, stop func() bool) ([]float64, bool) {
 	var prices []float64
 	for range packRounds {
@@ -309,6 +310,11 @@ func (p *batchPacker) generate(target float64, stop func() bool) ([]float64, boo
 		// so scaled (Farley's bound, were the fillings the best ones).
 		ratio := 1.0
 		for t := range p.types {
+			// Pricing a round weighs every type against every kind of fixed bin: as long as a
+			// solve, so the budget is looked at here too.
+			if stop() {
+				return nil, false
+			}
 			orders := p.fillOrders(t, prices)
 			counts, value := p.fill(t, p.base, nil, prices, nil, orders)
 			ratio = math.Max(ratio, value/p.types[t].price)
