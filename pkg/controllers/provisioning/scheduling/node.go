@@ -254,13 +254,32 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 	} else if !s.narrowCandidates(n, out, used, typeKeysChanged, ports) {
 		return nil, "no instance type has room for the pod's requests and daemonset overhead and meets its requirements in an available offering"
 	}
-	if !n.prov.withinLimits(n.cheapest, out.candidates[out.first]) {
+	if !n.firstWithinLimits(out, used) {
 		return nil, "no instance type fits within the provisioner's limits"
 	}
 	if refusal := strictMinValuesRefusal(n, out, used); refusal != "" {
 		return nil, refusal
 	}
 	return out, ""
+}
+
+// firstWithinLimits moves out.first on to the cheapest type that holds used within the
+// provisioner's limits, replacing node n's; false if none does. The cheapest type that holds
+// the pods may take the pool past its limits where a dearer, smaller one does not: the node
+// launches as the cheapest within them (finish drops the others from its list), as upstream
+// drops the types over a pool's remaining resources.
+func (n *node) firstWithinLimits(out *narrowing, used resources) bool {
+	if n.prov.withinLimits(n.cheapest, out.candidates[out.first]) {
+		return true
+	}
+	i := slices.IndexFunc(out.candidates[out.first:], func(t *instanceType) bool {
+		return within(t.alloc, used) && n.prov.withinLimits(n.cheapest, t)
+	})
+	if i < 0 {
+		return false
+	}
+	out.first += i
+	return true
 }
 
 // narrowCandidates fills out's instance types, cheapest first, with node n's that hold used and

@@ -12,6 +12,30 @@ import (
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
+// cheapOverLimits is a pool with 6 cpus left whose cheapest type, 8 cpus, takes it over them.
+func cheapOverLimits() scheduling.Pool {
+	return scheduling.FromProvisioner(builders.Provisioner(builders.ProvisionerOptions{Name: "limited", Limits: builders.Resources("cpu", "6")}),
+		[]*cloudprovider.InstanceType{
+			workloads.InstanceType("small", "amd64", 2, 4, 10, 0.2),
+			workloads.InstanceType("big-cheap", "amd64", 8, 16, 40, 0.15),
+		})
+}
+
+// TestLimitsGiveWayToDearerTypes: where the cheapest type that holds the pods takes a pool over
+// its limits, the pods go to a dearer type within them instead of staying pending.
+func TestLimitsGiveWayToDearerTypes(t *testing.T) {
+	in := scheduling.Input{Pods: builders.Pods(6, builders.PodOptions{Requests: requests("800m", "1Gi")}), Pools: []scheduling.Pool{cheapOverLimits()}}
+	r := scheduling.Schedule(in)
+	for _, err := range check.Verify(in, r) {
+		t.Error(err)
+	}
+	wantUnschedulable(t, r, 0, "")
+	wantNodes(t, r, 3)
+	for _, n := range r.NewNodes {
+		wantFirstType(t, n, "small")
+	}
+}
+
 // TestRepackKeepsPlansValid: the batch packer chooses types for nodes it cannot empty too, and
 // must hold them to what the one-pod-at-a-time scheduler held them to. Each case is a plan the
 // packer could make cheaper by breaking a rule; with the packer the plan passes the checker
@@ -37,6 +61,14 @@ func TestRepackKeepsPlansValid(t *testing.T) {
 				workloads.InstanceType("amd-2", "amd64", 2, 8, 10, 0.1),
 				workloads.InstanceType("arm-8", "arm64", 8, 32, 40, 0.2),
 			})},
+		},
+	}, {
+		// A pool with 6 cpus left launches 2-cpu nodes; an 8-cpu type cheaper than one of them
+		// would hold every pod, but takes the pool over its limit.
+		name: "a node keeps within its pool's limits",
+		in: scheduling.Input{
+			Pods:  builders.Pods(6, builders.PodOptions{Requests: requests("800m", "1Gi")}),
+			Pools: []scheduling.Pool{cheapOverLimits()},
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -324,12 +324,17 @@ func (s *scheduler) growable(p *podInfo, a *attempt, allowed []domainSet, limit 
 }
 
 // cheapestGrowth is the node whose growth for requests costs least, the roomiest after growth
-// on a tie, then the one opened first; nil for none.
+// on a tie, then the one opened first; nil for none. A node none of whose dearer types holds
+// the pod (its cheaper ones, which may, take the pool over its limits) cannot grow.
 func cheapestGrowth(nodes []*node, requests resources) *node {
 	var grow *node
 	growth, room := math.Inf(1), math.Inf(-1)
 	for _, n := range nodes {
-		if g, r := growthPrice(n, requests); g < growth || (g == growth && (r > room || (r == room && n.seq < grow.seq))) {
+		g, r := growthPrice(n, requests)
+		if math.IsInf(g, 1) {
+			continue
+		}
+		if g < growth || (g == growth && (r > room || (r == room && n.seq < grow.seq))) {
 			grow, growth, room = n, g, r
 		}
 	}

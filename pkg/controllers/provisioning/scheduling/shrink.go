@@ -268,8 +268,10 @@ func (s *scheduler) take(p *podInfo, from *node) {
 	from.used.sub(p.requests)
 	from.ports = releasePorts(from.ports, p.hostPorts)
 	s.uncount(from, p.matches)
+	// The cheapest type that still holds the rest, unless it takes the pool over its limits
+	// (the one the node has does not).
 	for j := 0; j <= from.first; j++ {
-		if within(from.candidates[j].alloc, from.used) {
+		if t := from.candidates[j]; within(t.alloc, from.used) && (t == from.cheapest || from.prov.withinLimits(from.cheapest, t)) {
 			from.first = j
 			break
 		}
