@@ -152,6 +152,10 @@ type groupPacking struct {
 	shape                 map[*podInfo]int
 	origin                map[*podInfo]*node
 	fixedNodes, freeNodes []*node
+	// sized are the group's nodes' types and requirements as they stand, in group order, which
+	// restore puts back: sizing them again from their pods could take a type the pool's limits
+	// kept a node off, which the nodes after it then lack the room under the limits for.
+	sized []narrowing
 	// before is what the group's nodes cost as they stand.
 	before float64
 }
@@ -160,6 +164,8 @@ func newGroupPacking(group []*node, from int) *groupPacking {
 	g := &groupPacking{group: group, from: from, shape: map[*podInfo]int{}, origin: map[*podInfo]*node{}}
 	shapeOf := map[string]int{}
 	for _, n := range group {
+		g.sized = append(g.sized, narrowing{requirements: n.requirements, candidates: n.candidates, prices: n.prices, first: n.first,
+			zones: n.zones, capacityTypes: n.capacityTypes, maxAlloc: n.maxAlloc, domain: n.domain})
 		g.before += n.prices[n.first]
 		fixed := false
 		for _, p := range n.placed {
@@ -285,25 +291,32 @@ func (s *scheduler) apply(g *groupPacking, bins []packedBin) bool {
 	return true
 }
 
-// restore puts every movable pod of the group back on the node it came from.
+// restore puts the group back as it stood: every node's types and requirements, and every
+// movable pod on the node it came from (which held it with them before).
 func (s *scheduler) restore(g *groupPacking) {
-	for _, n := range g.group {
+	for i, n := range g.group {
 		for _, p := range slices.Clone(n.placed) {
 			if _, ok := g.shape[p]; ok {
 				s.take(p, n)
 			}
 		}
+		s.resize(n, &g.sized[i])
 	}
 	for _, p := range g.movable {
-		if !s.relocate(p, g.origin[p]) {
-			// It held the pod before, with the same requirements: only the instance type,
-			// which widen chooses again below, could have refused it.
-			s.rebind(g.origin[p], p, nil)
-		}
+		s.rebind(g.origin[p], p, nil)
 	}
-	for _, n := range g.group {
-		s.widen(n, g.types)
+}
+
+// resize gives node n the types and requirements of nw, committing its new cheapest type.
+func (s *scheduler) resize(n *node, nw *narrowing) {
+	s.room.remove(n)
+	n.requirements, n.candidates, n.prices, n.first = nw.requirements, nw.candidates, nw.prices, nw.first
+	n.zones, n.capacityTypes, n.maxAlloc, n.domain = nw.zones, nw.capacityTypes, nw.maxAlloc, nw.domain
+	if cheapest := n.candidates[n.first]; cheapest != n.cheapest {
+		n.prov.commit(n.cheapest, cheapest)
+		n.cheapest = cheapest
 	}
+	s.room.insert(n)
 }
 
 // holdsEvery reports whether the bins hold every pod of the shapes, each once.

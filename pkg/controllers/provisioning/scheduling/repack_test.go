@@ -1,6 +1,7 @@
 package scheduling_test
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,25 @@ func TestLimitsGiveWayToDearerTypes(t *testing.T) {
 	wantNodes(t, r, 3)
 	for _, n := range r.NewNodes {
 		wantFirstType(t, n, "small")
+	}
+}
+
+// TestRestorePutsTheGroupBack: a packing that fails puts every node of its group back on the
+// type it had, even where room freed under the pool's limits since would let a node take a
+// cheaper type the limits had kept it off (which the nodes after it may then lack room for).
+func TestRestorePutsTheGroupBack(t *testing.T) {
+	pool := scheduling.FromProvisioner(builders.Provisioner(builders.ProvisionerOptions{Name: "limited", Limits: builders.Resources("cpu", "10")}),
+		[]*cloudprovider.InstanceType{
+			workloads.InstanceType("small", "amd64", 2, 4, 10, 0.2),
+			workloads.InstanceType("big-cheap", "amd64", 8, 16, 40, 0.15),
+		})
+	in := scheduling.Input{Pods: builders.Pods(10, builders.PodOptions{Requests: requests("800m", "1Gi")}), Pools: []scheduling.Pool{pool}}
+	before, after, refused := scheduling.FailedMoveRestored(in, 6000)
+	if !refused {
+		t.Fatalf("the move of every pod onto one node was taken; the test needs it refused")
+	}
+	if !slices.Equal(before, after) {
+		t.Errorf("types after the refused move %v, want those before %v", after, before)
 	}
 }
 

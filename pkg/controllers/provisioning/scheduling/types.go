@@ -64,9 +64,9 @@ const DefaultPackBudget = 500 * time.Millisecond
 // has passed on Clock since the packer began, it stops, and every group of nodes it has not
 // packed yet keeps the one-pod-at-a-time plan's nodes (those it packed keep their cheaper
 // packing: each is a whole plan, checked as any other). It looks at the clock before each
-// group and before each solve of a group's program, so it runs over by at most one solve and
-// one rounding (packMaxRows bounds the program's size; docs/benchmarks.md has the overshoot
-// measured).
+// group, each solve of a group's program and each type it prices, so it runs over by what it
+// does between two looks: a solve (packMaxRows bounds the program's size), or a group's
+// set-up, rounding and moves (docs/benchmarks.md has the overshoot measured).
 type Packer struct {
 	Budget time.Duration
 	Clock  clock.PassiveClock
@@ -76,8 +76,8 @@ type Packer struct {
 type Packed struct {
 	// Ran is whether it was asked to (Input.Pack).
 	Ran bool
-	// Groups are the groups of interchangeable new nodes it weighed, and Repacked those whose
-	// nodes it changed.
+	// Groups are the groups of interchangeable new nodes it began to weigh, and Repacked those
+	// whose nodes it changed.
 	Groups, Repacked int
 	// Stopped is whether its budget ran out before it had weighed every group: the plan is
 	// then partly the one-pod-at-a-time scheduler's.
