@@ -96,7 +96,7 @@ type batchPacker struct {
 // weighed and its bins seed the program, whose optimum then costs no more than it. It reports
 // false if some pod or fixed bin fits no type weighed, if the packing costs no less than the
 // current one, or if stop reports true before a solve of the program.
-func batchPack(types []packType, base resources, fixed []packFixed, shapes []packShape, current []packedBin, stop func() bool) ([]packedBin, float64, bool) {
+func batchPack(types []packType, base resources, fixed []packFixed, shapes []packShape, current []packedBin, stop func() bool) ([]packedBin, bool) {
 	p := &batchPacker{base: base, shapes: shapes}
 	var used []int
 	for _, b := range current {
@@ -106,11 +106,11 @@ func batchPack(types []packType, base resources, fixed []packFixed, shapes []pac
 	p.worth = make([]float64, len(shapes))
 	for s := range shapes {
 		if p.worth[s] = p.worthOf(shapes[s].requests); math.IsInf(p.worth[s], 1) {
-			return nil, 0, false
+			return nil, false
 		}
 	}
 	if !p.groupKinds(fixed) || len(p.shapes)+len(p.kinds) > packMaxRows {
-		return nil, 0, false
+		return nil, false
 	}
 	p.seed(current)
 	before := 0.0
@@ -119,7 +119,7 @@ func batchPack(types []packType, base resources, fixed []packFixed, shapes []pac
 	}
 	prices, promising := p.generate(before*(1-packMinGain), stop)
 	if !promising {
-		return nil, 0, false
+		return nil, false
 	}
 	bins := p.round(prices)
 	out := make([]packedBin, 0, len(bins))
@@ -136,9 +136,9 @@ func batchPack(types []packType, base resources, fixed []packFixed, shapes []pac
 		price += p.types[b.typ].price
 	}
 	if price >= before*(1-1e-9) {
-		return nil, 0, false
+		return nil, false
 	}
-	return out, price, true
+	return out, true
 }
 
 // keptTypes are the types the packer weighs, with their indexes in types: those in use, and of

@@ -669,6 +669,33 @@ func (s *scheduler) unknownDomains() []int {
 	return d
 }
 
+// narrow gives the node nw's types and requirements, and commits its cheapest type.
+func (n *node) narrow(nw *narrowing) {
+	n.requirements, n.candidates, n.prices, n.first = nw.requirements, nw.candidates, nw.prices, nw.first
+	n.zones, n.capacityTypes, n.maxAlloc, n.domain = nw.zones, nw.capacityTypes, nw.maxAlloc, nw.domain
+	n.commitFirst()
+}
+
+// narrowing is the node's types and requirements as they stand.
+func (n *node) narrowing() narrowing {
+	return narrowing{requirements: n.requirements, candidates: n.candidates, prices: n.prices, first: n.first,
+		zones: n.zones, capacityTypes: n.capacityTypes, maxAlloc: n.maxAlloc, domain: n.domain}
+}
+
+// commitFirst makes candidates[first] the type counted against the provisioner's limits.
+func (n *node) commitFirst() {
+	if cheapest := n.candidates[n.first]; cheapest != n.cheapest {
+		n.prov.commit(n.cheapest, cheapest)
+		n.cheapest = cheapest
+	}
+}
+
+// canLaunchAs reports whether type t holds what the node uses and launching it as t in place
+// of its cheapest type keeps the provisioner within its limits (its cheapest type does).
+func (n *node) canLaunchAs(t *instanceType) bool {
+	return within(t.alloc, n.used) && (t == n.cheapest || n.prov.withinLimits(n.cheapest, t))
+}
+
 // place binds the pod to the node and records it in the topology counts.
 func (s *scheduler) place(n *node, p *podInfo, nw *narrowing) {
 	if n.indexed {
@@ -677,13 +704,7 @@ func (s *scheduler) place(n *node, p *podInfo, nw *narrowing) {
 		defer s.room.insert(n)
 	}
 	if nw != nil {
-		n.requirements, n.candidates, n.prices, n.first = nw.requirements, nw.candidates, nw.prices, nw.first
-		n.zones, n.capacityTypes, n.maxAlloc, n.domain = nw.zones, nw.capacityTypes, nw.maxAlloc, nw.domain
-		cheapest := n.candidates[n.first]
-		if cheapest != n.cheapest {
-			n.prov.commit(n.cheapest, cheapest)
-			n.cheapest = cheapest
-		}
+		n.narrow(nw)
 	}
 	n.used.add(p.requests)
 	n.ports = append(n.ports, p.hostPorts...)

@@ -112,13 +112,8 @@ func groupTypes(n *node) *narrowing {
 func (s *scheduler) widen(n *node, types *narrowing) {
 	s.room.remove(n)
 	n.candidates, n.prices, n.maxAlloc = types.candidates, types.prices, types.maxAlloc
-	n.first = slices.IndexFunc(n.candidates, func(t *instanceType) bool {
-		return within(t.alloc, n.used) && (t == n.cheapest || n.prov.withinLimits(n.cheapest, t))
-	})
-	if cheapest := n.candidates[n.first]; cheapest != n.cheapest {
-		n.prov.commit(n.cheapest, cheapest)
-		n.cheapest = cheapest
-	}
+	n.first = slices.IndexFunc(n.candidates, n.canLaunchAs)
+	n.commitFirst()
 	s.room.insert(n)
 }
 
@@ -134,7 +129,7 @@ func (s *scheduler) repackGroup(group []*node, from int, stop func() bool) bool 
 	if !ok {
 		return false
 	}
-	bins, _, ok := batchPack(g.packTypes(), group[0].prov.daemonSets, g.fixed(), g.shapes, current, stop)
+	bins, ok := batchPack(g.packTypes(), group[0].prov.daemonSets, g.fixed(), g.shapes, current, stop)
 	if !ok || len(bins)-len(g.fixedNodes) > len(g.freeNodes) || !holdsEvery(bins, g.shapes) {
 		return false
 	}
@@ -164,8 +159,7 @@ func newGroupPacking(group []*node, from int) *groupPacking {
 	g := &groupPacking{group: group, from: from, shape: map[*podInfo]int{}, origin: map[*podInfo]*node{}}
 	shapeOf := map[string]int{}
 	for _, n := range group {
-		g.sized = append(g.sized, narrowing{requirements: n.requirements, candidates: n.candidates, prices: n.prices, first: n.first,
-			zones: n.zones, capacityTypes: n.capacityTypes, maxAlloc: n.maxAlloc, domain: n.domain})
+		g.sized = append(g.sized, n.narrowing())
 		g.before += n.prices[n.first]
 		fixed := false
 		for _, p := range n.placed {
@@ -300,23 +294,13 @@ func (s *scheduler) restore(g *groupPacking) {
 				s.take(p, n)
 			}
 		}
-		s.resize(n, &g.sized[i])
+		s.room.remove(n)
+		n.narrow(&g.sized[i])
+		s.room.insert(n)
 	}
 	for _, p := range g.movable {
 		s.rebind(g.origin[p], p, nil)
 	}
-}
-
-// resize gives node n the types and requirements of nw, committing its new cheapest type.
-func (s *scheduler) resize(n *node, nw *narrowing) {
-	s.room.remove(n)
-	n.requirements, n.candidates, n.prices, n.first = nw.requirements, nw.candidates, nw.prices, nw.first
-	n.zones, n.capacityTypes, n.maxAlloc, n.domain = nw.zones, nw.capacityTypes, nw.maxAlloc, nw.domain
-	if cheapest := n.candidates[n.first]; cheapest != n.cheapest {
-		n.prov.commit(n.cheapest, cheapest)
-		n.cheapest = cheapest
-	}
-	s.room.insert(n)
 }
 
 // holdsEvery reports whether the bins hold every pod of the shapes, each once.

@@ -602,16 +602,13 @@ func (s *scheduler) finish() {
 			// is no option.
 			out.InstanceTypes = make([]*cloudprovider.InstanceType, 0, len(candidates))
 			for _, t := range candidates {
-				if within(t.alloc, n.used) && (t == n.cheapest || n.prov.withinLimits(n.cheapest, t)) {
+				if n.canLaunchAs(t) {
 					out.InstanceTypes = append(out.InstanceTypes, t.it)
 				}
 			}
 		}
 		if len(n.prov.minValues) > 0 {
-			keep := func(t *instanceType) bool {
-				return within(t.alloc, n.used) && (t == n.cheapest || n.prov.withinLimits(n.cheapest, t))
-			}
-			unmet, _ := n.prov.unmetMinValues(candidates, n.zones, n.capacityTypes, keep)
+			unmet, _ := n.prov.unmetMinValues(candidates, n.zones, n.capacityTypes, n.canLaunchAs)
 			out.MinValuesRelaxed = unmet != nil
 		}
 		s.results.NewNodes = append(s.results.NewNodes, out)

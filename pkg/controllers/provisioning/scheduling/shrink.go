@@ -271,15 +271,12 @@ func (s *scheduler) take(p *podInfo, from *node) {
 	// The cheapest type that still holds the rest, unless it takes the pool over its limits
 	// (the one the node has does not).
 	for j := 0; j <= from.first; j++ {
-		if t := from.candidates[j]; within(t.alloc, from.used) && (t == from.cheapest || from.prov.withinLimits(from.cheapest, t)) {
+		if from.canLaunchAs(from.candidates[j]) {
 			from.first = j
 			break
 		}
 	}
-	if cheapest := from.candidates[from.first]; cheapest != from.cheapest {
-		from.prov.commit(from.cheapest, cheapest)
-		from.cheapest = cheapest
-	}
+	from.commitFirst()
 	s.room.insert(from)
 }
 
