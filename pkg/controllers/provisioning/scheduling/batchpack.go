@@ -31,6 +31,10 @@ const (
 	// packMaxRows bounds the program's rows (pod shapes and kinds of fixed bins): gonum's
 	// simplex is dense, and a group of pods of many distinct requests keeps its nodes.
 	packMaxRows = 128
+	// packDiveSteps bounds the solves of a rounding by diving, and packDiveBins the bins the
+	// program's optimum buys for a group to be rounded that way too (round).
+	packDiveSteps = 16
+	packDiveBins  = 32
 )
 
 // packShape is one kind of movable pod: its requests and how many pods have them.
@@ -89,6 +93,9 @@ type batchPacker struct {
 	// basis its basic columns.
 	bought []float64
 	basis  []int
+	// alone and kindSeed are the seed's patterns of each shape alone and of each kind (indexes
+	// into patterns), from which startingBasis builds the first solve's basis.
+	alone, kindSeed []int
 }
 
 // batchPack packs the shapes: every fixed bin gets a type and the pods it takes, new bins hold
@@ -121,7 +128,7 @@ func batchPack(types []packType, base resources, fixed []packFixed, shapes []pac
 	if !promising {
 		return nil, false
 	}
-	bins := p.round(prices)
+	bins := p.round(prices, stop)
 	out := make([]packedBin, 0, len(bins))
 	price := 0.0
 	for _, b := range bins {
@@ -261,12 +268,14 @@ func (p *batchPacker) seed(current []packedBin) {
 				best, perPod, bestCounts = t, p.types[t].price/float64(counts[s]), counts
 			}
 		}
+		p.alone = append(p.alone, len(p.patterns))
 		p.patterns = append(p.patterns, packPattern{typ: best, kind: -1, counts: bestCounts})
 	}
 	for k, kind := range p.kinds {
 		for t := range p.types {
 			if within(p.types[t].alloc, kind.used) {
 				counts, _ := p.fill(t, kind.used, kind.accepts, p.worth, nil, p.fillOrders(t, p.worth))
+				p.kindSeed = append(p.kindSeed, len(p.patterns))
 				p.patterns = append(p.patterns, packPattern{typ: t, kind: k, counts: counts})
 				break
 			}

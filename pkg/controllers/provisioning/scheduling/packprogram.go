@@ -9,11 +9,24 @@ import (
 	"gonum.org/v1/gonum/optimize/convex/lp"
 )
 
+// demand is what the program's rows ask for: every pod of each shape, a bin for each member of
+// each kind.
+func (p *batchPacker) demand() []float64 {
+	demand := make([]float64, 0, len(p.shapes)+len(p.kinds))
+	for _, shape := range p.shapes {
+		demand = append(demand, float64(shape.count))
+	}
+	for _, kind := range p.kinds {
+		demand = append(demand, float64(len(kind.members)))
+	}
+	return demand
+}
+
 // program is the restricted program in gonum's standard form (minimise c·x subject to A·x = b,
-// x ≥ 0): a surplus column per row, then a column per pattern; a row per shape (its pods held)
-// and per kind (its bins, each with one pattern). The surplus columns come first so that a
+// x ≥ 0) for a demand: a surplus column per row, then a column per pattern; a row per shape
+// (the demand's pods of it held) and per kind (the demand's bins of it, each with one pattern). The surplus columns come first so that a
 // column's index stays as patterns join, and the last optimal basis starts the next solve.
-func (p *batchPacker) program() (c []float64, A *mat.Dense, b []float64) {
+func (p *batchPacker) program(demand []float64) (c []float64, A *mat.Dense, b []float64) {
 	S, K, P := len(p.shapes), len(p.kinds), len(p.patterns)
 	rows := S + K
 	c = make([]float64, rows+P)
@@ -34,14 +47,8 @@ func (p *batchPacker) program() (c []float64, A *mat.Dense, b []float64) {
 	// Perturbed a little, by a fixed sequence, so that every basic variable of an optimum is
 	// positive and names its basis; the same each round, so that the last basis stays feasible.
 	perturb := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // a fixed perturbation, the same every run, not a secret
-	for s, shape := range p.shapes {
-		b[s] = float64(shape.count)
-	}
-	for k, kind := range p.kinds {
-		b[S+k] = float64(len(kind.members))
-	}
 	for i := range b {
-		b[i] = b[i]*(1+1e-5*(1+perturb.Float64())) + 1e-5*perturb.Float64()
+		b[i] = demand[i]*(1+1e-5*(1+perturb.Float64())) + 1e-5*perturb.Float64()
 	}
 	return c, A, b
 }
@@ -49,39 +56,78 @@ func (p *batchPacker) program() (c []float64, A *mat.Dense, b []float64) {
 // errDegenerate is an optimum whose basis the positive variables do not name.
 var errDegenerate = errors.New("degenerate optimum")
 
-// solve is gonum's simplex from basis (nil: from scratch); a panic (gonum's answer to a basis
-// that is not feasible) is an error.
-func solve(c []float64, A *mat.Dense, b []float64, basis []int) (x []float64, err error) {
+// solve is gonum's simplex from scratch (its phase one finds a basis); a panic is an error.
+func solve(c []float64, A *mat.Dense, b []float64) (x []float64, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("simplex: %v", r)
 		}
 	}()
-	_, x, err = lp.Simplex(c, A, b, 1e-10, basis)
+	_, x, err = lp.Simplex(c, A, b, 1e-10, nil)
 	return x, err
 }
 
-// prices are the program's duals, a price per shape and per kind, from its optimal basis (B,
-// the columns of the basic variables: Bᵀ·π = their prices).
+// prices are the program's duals, a price per shape and per kind, from its optimum: solved
+// from the last optimal basis (the seeded program's starting basis the first time), or, should
+// that fail, by gonum's simplex from scratch, the duals then read from its optimal basis.
 func (p *batchPacker) prices() ([]float64, error) {
-	c, A, b := p.program()
+	c, A, b := p.program(p.demand())
 	rows := len(b)
-	x, err := solve(c, A, b, p.basis)
-	if err != nil && p.basis != nil {
-		x, err = solve(c, A, b, nil)
+	if p.basis == nil {
+		p.basis = p.startingBasis(b)
 	}
+	x, prices, basic, err := simplexFrom(c, A, b, p.basis)
 	if err != nil {
-		return nil, fmt.Errorf("solving the packing program over %d patterns, %w", len(p.patterns), err)
-	}
-	prices, basic, err := optimalDuals(c, A, x, 1e-12)
-	if err != nil {
-		return nil, fmt.Errorf("pricing the packing program over %d patterns, %w", len(p.patterns), err)
+		if x, err = solve(c, A, b); err != nil {
+			return nil, fmt.Errorf("solving the packing program over %d patterns, %w", len(p.patterns), err)
+		}
+		if prices, basic, err = optimalDuals(c, A, x, 1e-12); err != nil {
+			return nil, fmt.Errorf("pricing the packing program over %d patterns, %w", len(p.patterns), err)
+		}
 	}
 	for i := range prices {
 		prices[i] = max(prices[i], 0)
 	}
 	p.basis, p.bought = basic, x[rows:]
 	return prices, nil
+}
+
+// optimumFor is the program's optimum, a number of each pattern, over the patterns so far for
+// another demand (what a rounding has left), solved from the starting basis; nil if that fails.
+func (p *batchPacker) optimumFor(demand []float64) []float64 {
+	c, A, b := p.program(demand)
+	x, _, _, err := simplexFrom(c, A, b, p.startingBasis(b))
+	if err != nil {
+		return nil
+	}
+	return x[len(b):]
+}
+
+// startingBasis is a feasible basis of the seeded program to start the first solve from (a
+// solve without one must find one first, which took gonum most of its time): each kind's seed
+// pattern, bought once per member, and per shape the pods those leave, held by the shape's
+// pattern alone, or the shape's surplus where the kinds' patterns hold them all. The basis is
+// triangular (the kinds' columns alone in their rows, each shape's alone in its row among the
+// shapes'), so it is never singular.
+func (p *batchPacker) startingBasis(b []float64) []int {
+	S, K := len(p.shapes), len(p.kinds)
+	rows := S + K
+	basis := make([]int, 0, rows)
+	for s := range S {
+		left := b[s]
+		for k := range K {
+			left -= float64(p.patterns[p.kindSeed[k]].counts[s]) * b[S+k]
+		}
+		if left > 0 {
+			basis = append(basis, rows+p.alone[s])
+		} else {
+			basis = append(basis, s)
+		}
+	}
+	for k := range K {
+		basis = append(basis, rows+p.kindSeed[k])
+	}
+	return basis
 }
 
 // optimalDuals are the duals (π) of a program in standard form (minimise c·x subject to
