@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"cmp"
+	"errors"
 	"math"
 	"slices"
 )
@@ -12,8 +13,8 @@ import (
 // pods of each shape, and the program buys patterns, in fractions, to hold every pod at least
 // cost. Column generation finds the patterns worth having: the program over the patterns so
 // far prices each pod shape (its dual), and a packing of some type worth more at those prices
-// than the type costs joins them. The optimum is then rounded down to whole nodes, and what
-// rounding leaves is packed greedily. Nodes that launch whatever the packing (fixed: they hold
+// than the type costs joins them. The optimum is then rounded to whole nodes (down, and on
+// small groups also by diving), and what rounding leaves is packed greedily. Nodes that launch whatever the packing (fixed: they hold
 // pods that cannot move) are rows of the program too: each gets exactly one pattern of its
 // own, which chooses its type and what it takes besides. It is pure: vectors in, bins out.
 
@@ -28,8 +29,9 @@ const (
 	// column generation stops, and the group keeps its nodes, once its prices show that no
 	// packing saves that much.
 	packMinGain = 0.01
-	// packMaxRows bounds the program's rows (pod shapes and kinds of fixed bins): gonum's
-	// simplex is dense, and a group of pods of many distinct requests keeps its nodes.
+	// packMaxRows bounds the program's rows (pod shapes and kinds of fixed bins): the simplex
+	// keeps the basis's inverse dense, and a group of pods of many distinct requests keeps its
+	// nodes.
 	packMaxRows = 128
 	// packDiveSteps bounds the solves of a rounding by diving, and packDiveBins the bins the
 	// program's optimum buys for a group to be rounded that way too (round).
@@ -102,7 +104,8 @@ type batchPacker struct {
 // the rest, each starting with base used. current is the packing as it stands: its types are
 // weighed and its bins seed the program, whose optimum then costs no more than it. It reports
 // false if some pod or fixed bin fits no type weighed, if the packing costs no less than the
-// current one, or if stop reports true before a solve of the program.
+// current one, or if stop reports true while the program is solved (a rounding by diving it
+// cuts short leaves the rounding down). The packing has no more new bins than current has.
 func batchPack(types []packType, base resources, fixed []packFixed, shapes []packShape, current []packedBin, stop func() bool) ([]packedBin, bool) {
 	p := &batchPacker{base: base, shapes: shapes}
 	var used []int
@@ -128,7 +131,7 @@ func batchPack(types []packType, base resources, fixed []packFixed, shapes []pac
 	if !promising {
 		return nil, false
 	}
-	bins := p.round(prices, stop)
+	bins := p.round(prices, stop, len(current)-len(fixed))
 	out := make([]packedBin, 0, len(bins))
 	price := 0.0
 	for _, b := range bins {
@@ -304,7 +307,10 @@ func (p *batchPacker) generate(target float64, stop func() bool) ([]float64, boo
 		if stop() {
 			return nil, false
 		}
-		next, err := p.prices()
+		next, err := p.prices(stop)
+		if errors.Is(err, errStopped) {
+			return nil, false
+		}
 		if err != nil {
 			break
 		}

@@ -68,6 +68,10 @@ func TestBatchPack(t *testing.T) {
 			}
 			fixedSeen := make([]int, len(tc.fixed))
 			total := 0.0
+			// The packing's new bins replace the current ones' that may be dropped.
+			if news := len(bins) - len(tc.fixed); news > len(tc.current)-len(tc.fixed) {
+				t.Errorf("%d new bins, more than the %d the current packing has", news, len(tc.current)-len(tc.fixed))
+			}
 			for _, b := range bins {
 				if b.fixed < 0 && !slices.ContainsFunc(b.counts, func(n int) bool { return n > 0 }) {
 					t.Errorf("new bin %v holds no pod", b)

@@ -69,14 +69,18 @@ func solve(c []float64, A *mat.Dense, b []float64) (x []float64, err error) {
 
 // prices are the program's duals, a price per shape and per kind, from its optimum: solved
 // from the last optimal basis (the seeded program's starting basis the first time), or, should
-// that fail, by gonum's simplex from scratch, the duals then read from its optimal basis.
-func (p *batchPacker) prices() ([]float64, error) {
+// that fail, by gonum's simplex from scratch, the duals then read from its optimal basis. The
+// error is errStopped if stop reported true during the solve.
+func (p *batchPacker) prices(stop func() bool) ([]float64, error) {
 	c, A, b := p.program(p.demand())
 	rows := len(b)
 	if p.basis == nil {
 		p.basis = p.startingBasis(b)
 	}
-	x, prices, basic, err := simplexFrom(c, A, b, p.basis)
+	x, prices, basic, err := simplexFrom(c, A, b, p.basis, stop)
+	if errors.Is(err, errStopped) {
+		return nil, err
+	}
 	if err != nil {
 		if x, err = solve(c, A, b); err != nil {
 			return nil, fmt.Errorf("solving the packing program over %d patterns, %w", len(p.patterns), err)
@@ -93,10 +97,11 @@ func (p *batchPacker) prices() ([]float64, error) {
 }
 
 // optimumFor is the program's optimum, a number of each pattern, over the patterns so far for
-// another demand (what a rounding has left), solved from the starting basis; nil if that fails.
-func (p *batchPacker) optimumFor(demand []float64) []float64 {
+// another demand (what a rounding has left), solved from the starting basis; nil if that fails
+// or stop reports true first.
+func (p *batchPacker) optimumFor(demand []float64, stop func() bool) []float64 {
 	c, A, b := p.program(demand)
-	x, _, _, err := simplexFrom(c, A, b, p.startingBasis(b))
+	x, _, _, err := simplexFrom(c, A, b, p.startingBasis(b), stop)
 	if err != nil {
 		return nil
 	}

@@ -16,8 +16,9 @@ import (
 // catalogue's 100-pod groups); diving follows the program's optimum bin by bin. It is tried
 // only on groups of at most packDiveBins bins (on larger ones it found nothing cheaper in the
 // benchmarks, for up to packDiveSteps solves) and where rounding down costs more than
-// packMinGain above the optimum.
-func (p *batchPacker) round(prices []float64, stop func() bool) []packPattern {
+// packMinGain above the optimum. A dive is kept only within newBins new bins (the group's nodes
+// that may be dropped, which a packing cannot outnumber), unless rounding down needs more too.
+func (p *batchPacker) round(prices []float64, stop func() bool, newBins int) []packPattern {
 	down := p.newRounding()
 	down.wholePatterns(p.bought)
 	down.fillRoom()
@@ -31,7 +32,7 @@ func (p *batchPacker) round(prices []float64, stop func() bool) []packPattern {
 		return down.bins
 	}
 	dived := p.dive(prices, stop)
-	if dived != nil && dived.price() < down.price() {
+	if dived != nil && dived.price() < down.price() && (dived.newBins() <= newBins || down.newBins() > newBins) {
 		return dived.bins
 	}
 	return down.bins
@@ -42,7 +43,7 @@ func (p *batchPacker) dive(prices []float64, stop func() bool) *rounding {
 	r := p.newRounding()
 	x := p.bought
 	for step := 1; !r.done(); step++ {
-		if step == packDiveSteps || !r.fixWhole(x) {
+		if step > packDiveSteps || !r.fixWhole(x) {
 			r.wholePatterns(x)
 			break
 		}
@@ -52,7 +53,7 @@ func (p *batchPacker) dive(prices []float64, stop func() bool) *rounding {
 		if stop() {
 			return nil
 		}
-		if x = p.optimumFor(r.demand()); x == nil {
+		if x = p.optimumFor(r.demand(), stop); x == nil {
 			return nil
 		}
 	}
@@ -95,6 +96,17 @@ func (r *rounding) demand() []float64 {
 		demand = append(demand, float64(n))
 	}
 	return demand
+}
+
+// newBins counts the rounding's bins that are not a kind's.
+func (r *rounding) newBins() int {
+	n := 0
+	for _, b := range r.bins {
+		if b.kind < 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *rounding) price() float64 {

@@ -33,6 +33,8 @@ type entry struct {
 var (
 	errUnbounded  = errors.New("unbounded program")
 	errNoProgress = errors.New("no optimum within the pivots allowed")
+	// errStopped is a solve left when its caller's stop reported true (the packer's budget).
+	errStopped = errors.New("stopped")
 )
 
 // revisedSimplex is a program in standard form (minimise c·x subject to A·x = b, x ≥ 0) and a
@@ -51,8 +53,10 @@ type revisedSimplex struct {
 }
 
 // simplexFrom solves the program from basis, which must be feasible (its columns independent,
-// B⁻¹·b ≥ 0), and returns the optimum x, its duals (π = c_Bᵀ·B⁻¹, a price per row) and its basis.
-func simplexFrom(c []float64, A *mat.Dense, b []float64, basis []int) (x, duals []float64, basic []int, err error) {
+// B⁻¹·b ≥ 0), and returns the optimum x, its duals (π = c_Bᵀ·B⁻¹, a price per row) and its
+// basis. stop is looked at before the first pivot and every simplexRefactor pivots after it:
+// errStopped once it reports true.
+func simplexFrom(c []float64, A *mat.Dense, b []float64, basis []int, stop func() bool) (x, duals []float64, basic []int, err error) {
 	rows, cols := A.Dims()
 	if len(basis) != rows {
 		return nil, nil, nil, fmt.Errorf("a basis of %d columns for %d rows", len(basis), rows)
@@ -84,7 +88,7 @@ func simplexFrom(c []float64, A *mat.Dense, b []float64, basis []int) (x, duals 
 			return nil, nil, nil, fmt.Errorf("the starting basis is not feasible (a basic variable at %g)", v)
 		}
 	}
-	if err := s.optimise(); err != nil {
+	if err := s.optimise(stop); err != nil {
 		return nil, nil, nil, err
 	}
 	x = make([]float64, cols)
@@ -140,18 +144,23 @@ func (s *revisedSimplex) duals() []float64 {
 // optimise pivots until no column's reduced cost is negative: the most negative enters
 // (Dantzig's rule), or after a step that moved nothing the first negative one (Bland's rule,
 // which cannot cycle); the leaving row is the first to reach zero, ties to the lowest column.
-func (s *revisedSimplex) optimise() error {
+func (s *revisedSimplex) optimise(stop func() bool) error {
 	m, n := s.rows, s.cols
 	reduced := make([]float64, n)
 	direction := make([]float64, m)
 	degenerate := false
 	for pivot := 0; ; pivot++ {
-		if pivot > 50*(m+n) {
+		if pivot > 10*(m+n) {
 			return errNoProgress
 		}
-		if pivot > 0 && pivot%simplexRefactor == 0 {
-			if err := s.refactor(); err != nil {
-				return err
+		if pivot%simplexRefactor == 0 {
+			if stop() {
+				return errStopped
+			}
+			if pivot > 0 {
+				if err := s.refactor(); err != nil {
+					return err
+				}
 			}
 		}
 		y := s.duals()

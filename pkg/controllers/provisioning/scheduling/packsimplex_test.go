@@ -53,7 +53,7 @@ func TestSimplexFromAgreesWithGonum(t *testing.T) {
 		rows, patterns := 2+r.IntN(30), r.IntN(120)
 		// Integral counts make degenerate optima, where Bland's rule keeps the method from cycling.
 		c, A, b, basis := cuttingStock(r, rows, patterns, trial%2 == 0)
-		x, duals, basic, err := simplexFrom(c, A, b, basis)
+		x, duals, basic, err := simplexFrom(c, A, b, basis, never)
 		if err != nil {
 			t.Fatalf("trial %d (%d rows, %d patterns): %v", trial, rows, patterns, err)
 		}
@@ -119,7 +119,7 @@ func TestSimplexFromRefuses(t *testing.T) {
 		{name: "a surplus that pays", c: []float64{-2, 0, 1, 1, 1.5}, basis: []int{2, 3}, want: errUnbounded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, _, err := simplexFrom(tc.c, A, b, tc.basis)
+			_, _, _, err := simplexFrom(tc.c, A, b, tc.basis, never)
 			if err == nil {
 				t.Fatal("solved, want an error")
 			}
@@ -128,7 +128,10 @@ func TestSimplexFromRefuses(t *testing.T) {
 			}
 		})
 	}
-	x, duals, _, err := simplexFrom([]float64{0, 0, 1, 1, 1.5}, A, b, []int{2, 3})
+	if _, _, _, err := simplexFrom([]float64{0, 0, 1, 1, 1.5}, A, b, []int{2, 3}, func() bool { return true }); !errors.Is(err, errStopped) {
+		t.Errorf("a solve its stop cuts short: error %v, want %v", err, errStopped)
+	}
+	x, duals, _, err := simplexFrom([]float64{0, 0, 1, 1, 1.5}, A, b, []int{2, 3}, never)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +143,8 @@ func TestSimplexFromRefuses(t *testing.T) {
 		t.Errorf("duals = %v, want %v", duals, want)
 	}
 }
+
+func never() bool { return false }
 
 func floatsNear(a, b []float64) bool {
 	if len(a) != len(b) {
