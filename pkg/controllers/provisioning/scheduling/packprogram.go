@@ -9,19 +9,6 @@ import (
 	"gonum.org/v1/gonum/optimize/convex/lp"
 )
 
-// demand is what the program's rows ask for: every pod of each shape, a bin for each member of
-// each kind.
-func (p *batchPacker) demand() []float64 {
-	demand := make([]float64, 0, len(p.shapes)+len(p.kinds))
-	for _, shape := range p.shapes {
-		demand = append(demand, float64(shape.count))
-	}
-	for _, kind := range p.kinds {
-		demand = append(demand, float64(len(kind.members)))
-	}
-	return demand
-}
-
 // program is the restricted program in gonum's standard form (minimise c·x subject to A·x = b,
 // x ≥ 0) for a demand: a surplus column per row, then a column per pattern; a row per shape
 // (the demand's pods of it held) and per kind (the demand's bins of it, each with one pattern). The surplus columns come first so that a
@@ -72,7 +59,7 @@ func solve(c []float64, A *mat.Dense, b []float64) (x []float64, err error) {
 // that fail, by gonum's simplex from scratch, the duals then read from its optimal basis. The
 // error is errStopped if stop reported true during the solve.
 func (p *batchPacker) prices(stop func() bool) ([]float64, error) {
-	c, A, b := p.program(p.demand())
+	c, A, b := p.program(p.newRounding().demand())
 	rows := len(b)
 	if p.basis == nil {
 		p.basis = p.startingBasis(b)

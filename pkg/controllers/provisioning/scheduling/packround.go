@@ -86,7 +86,8 @@ func (r *rounding) done() bool {
 	return !slices.ContainsFunc(r.remaining, func(n int) bool { return n > 0 }) && !slices.ContainsFunc(r.members, func(n int) bool { return n > 0 })
 }
 
-// demand is what the rounding has left for the program: its pods and its kinds' members.
+// demand is what the rounding has left for the program: its pods and its kinds' members (a
+// new rounding's: every pod and every member).
 func (r *rounding) demand() []float64 {
 	demand := make([]float64, 0, len(r.remaining)+len(r.members))
 	for _, n := range r.remaining {

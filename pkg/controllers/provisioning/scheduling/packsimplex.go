@@ -41,7 +41,6 @@ var (
 // basis of it.
 type revisedSimplex struct {
 	rows, cols int
-	a          []float64 // A, row-major
 	// columns are A's nonzero entries by column: a pattern holds a few of the shapes, so
 	// pricing every column this way costs a few products each instead of a row's worth.
 	columns [][]entry
@@ -63,11 +62,9 @@ func simplexFrom(c []float64, A *mat.Dense, b []float64, basis []int, stop func(
 	}
 	s := &revisedSimplex{rows: rows, cols: cols, c: c, b: b, basic: append([]int(nil), basis...), inBasis: make([]bool, cols)}
 	raw := A.RawMatrix()
-	s.a = make([]float64, rows*cols)
 	s.columns = make([][]entry, cols)
 	for i := range rows {
 		row := raw.Data[i*raw.Stride : i*raw.Stride+cols]
-		copy(s.a[i*cols:(i+1)*cols], row)
 		for j, v := range row {
 			if v != 0 {
 				s.columns[j] = append(s.columns[j], entry{i, v})
@@ -103,8 +100,8 @@ func (s *revisedSimplex) refactor() error {
 	m := s.rows
 	B := mat.NewDense(m, m, nil)
 	for k, j := range s.basic {
-		for i := range m {
-			B.Set(i, k, s.a[i*s.cols+j])
+		for _, e := range s.columns[j] {
+			B.Set(e.row, k, e.value)
 		}
 	}
 	var inverse mat.Dense
