@@ -17,6 +17,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -178,6 +179,8 @@ func parsePlanFlags(args []string, stderr io.Writer) (planFlags, error) {
 		return f, fmt.Errorf("plan takes no arguments, not %q", fs.Args())
 	}
 	f.settings.NoSpotToSpot = !f.gates.SpotToSpot
+	// Consolidation plans its replacements with the packer, as the controller's does.
+	f.settings.Pack = provisioning.Packer(f.packBudget, clock.RealClock{})
 	switch {
 	case f.output != plan.FormatTable && f.output != plan.FormatYAML && f.output != plan.FormatJSON:
 		return f, fmt.Errorf("-o must be table, yaml or json, not %q", f.output)
@@ -311,7 +314,7 @@ func planNow(ctx context.Context, f planFlags, stdout io.Writer) (*plan.Report, 
 		report.Consolidation = plan.Consolidate(*s, f.settings)
 		if len(in.NodePools) > 0 {
 			report.NodePoolConsolidation = plan.NodePoolConsolidation(ctx, cluster, in, lister, s.Budgets, f.settings.Threshold,
-				disruption.ConsolidationSettings{MinSpotTypes: f.settings.MinSpotTypes, NoSpotToSpot: f.settings.NoSpotToSpot})
+				f.settings.Consolidation())
 		}
 	}
 	return report, nil

@@ -374,7 +374,8 @@ func build(ctx context.Context, mgr manager.Manager, name string, opts Options, 
 			Launcher:               with.launches(),
 			Cluster:                cluster,
 			ConsolidationThreshold: opts.ConsolidationThreshold,
-			Consolidation:          pkgdisruption.ConsolidationSettings{MinSpotTypes: opts.SpotToSpotMinTypes, NoSpotToSpot: opts.ConsolidationNoSpotToSpot},
+			Consolidation: pkgdisruption.ConsolidationSettings{MinSpotTypes: opts.SpotToSpotMinTypes, NoSpotToSpot: opts.ConsolidationNoSpotToSpot,
+				Pack: provisioning.Packer(opts.BatchPackerBudget, opts.Clock)},
 		})
 	case nodeclaimhydration.Name:
 		return nodeclaimhydration.New(nodeclaimhydration.Options{Client: mgr.GetClient(), Recorder: with.recorders.For(name)})
@@ -508,6 +509,7 @@ func provisionerMethods(mgr manager.Manager, opts Options, with shared) ([]disru
 			Threshold:    opts.ConsolidationThreshold,
 			NoSpotToSpot: opts.ConsolidationNoSpotToSpot,
 			MinSpotTypes: opts.SpotToSpotMinTypes,
+			Pack:         provisioning.Packer(opts.BatchPackerBudget, opts.Clock),
 		},
 	})
 	if err != nil {

@@ -33,7 +33,7 @@ const (
 
 // Simulation is what a consolidation is simulated on: the scheduler's question (the DaemonSets'
 // pods, the volumes that keep pods to zones), the nodes that may take the moved pods, and the
-// pools that may launch a replacement.
+// pools that may launch replacements.
 type Simulation struct {
 	Question state.Question
 	// Room are the nodes with room for pods; those removed are left out of each simulation.
@@ -82,13 +82,18 @@ type ConsolidationSettings struct {
 	// NoSpotToSpot keeps a spot node from being replaced by a cheaper spot node (upstream's
 	// feature gate SpotToSpotConsolidation=false); it may still be deleted.
 	NoSpotToSpot bool
+	// Pack, when set, is the batch packer the provisioning pass plans with: it chooses the
+	// replacements of several nodes against all their pods together, as it does a batch's new
+	// nodes.
+	Pack *scheduling.Packer
 }
 
-// Consolidation is removing some nodes, their pods moved to the other nodes and, when
-// Replacement is set, to one new cheaper node launched first.
+// Consolidation is removing some nodes, their pods moved to the other nodes and to the
+// Replacements, new cheaper nodes launched first: one for one node, fewer than the nodes removed
+// for several.
 type Consolidation struct {
-	Removed     []*Removal
-	Replacement *scheduling.NewNode
+	Removed      []*Removal
+	Replacements []*scheduling.NewNode
 	// Price is the hourly price of the removed nodes; Saving what the consolidation takes off it.
 	Price, Saving float64
 }
@@ -103,10 +108,12 @@ func (c Consolidation) Nodes() []*corev1.Node {
 }
 
 // Consolidate simulates removing the nodes together: their pods are scheduled on the rest of
-// the room and at most one new node. It is worth it when they all fit on the rest (a delete),
-// or on one new node whose cheapest offering saves the strictest threshold of the removed
-// nodes; a spot node is replaced only by spot, among at least MinSpotTypes cheaper types. The
-// removed nodes' Balanced NodePools must each find it worth its disruption (notBalanced).
+// the room and new nodes, as many as one for one node and fewer than the nodes removed for
+// several (the batch packer, settings.Pack, choosing their types). It is worth it when they all fit on
+// the rest (a delete), or when the new nodes' cheapest offerings save the strictest threshold
+// of the removed nodes' price; a spot node is replaced only by spot, each new node among at
+// least MinSpotTypes cheaper types. The removed nodes' Balanced NodePools must each find it
+// worth its disruption (notBalanced).
 func (s Simulation) Consolidate(removed []*Removal, settings ConsolidationSettings) (Consolidation, *Blocked) {
 	gone := map[string]bool{}
 	out := Consolidation{Removed: removed}
@@ -126,7 +133,9 @@ func (s Simulation) Consolidate(removed []*Removal, settings ConsolidationSettin
 			room = append(room, n)
 		}
 	}
-	results := scheduling.Schedule(s.Question.Input(moved, s.Pools, room))
+	in := s.Question.Input(moved, s.Pools, room)
+	in.Pack = settings.Pack
+	results := scheduling.Schedule(in)
 	if len(results.Unschedulable) > 0 {
 		u := results.Unschedulable[0]
 		// Told apart from pods that fit nowhere, as raising the limits is the answer.
@@ -136,46 +145,84 @@ func (s Simulation) Consolidate(removed []*Removal, settings ConsolidationSettin
 		}
 		return Consolidation{}, &Blocked{ConsolidationPodsDoNotFit, fmt.Sprintf("pod %s/%s fits neither on the other nodes nor on a new one: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)}
 	}
-	switch len(results.NewNodes) {
-	case 0:
+	if len(results.NewNodes) == 0 {
 		out.Saving = out.Price
 		if why := notBalanced(out); why != nil {
 			return Consolidation{}, why
 		}
 		return out, nil
-	case 1:
-	default:
+	}
+	// A replacement never grows the node count: several nodes are consolidated into fewer.
+	if len(results.NewNodes) > max(1, len(removed)-1) {
 		return Consolidation{}, &Blocked{ConsolidationNotCheaper, fmt.Sprintf("its pods would need %d new nodes", len(results.NewNodes))}
 	}
-	ceiling := out.Price * (1 - threshold)
-	replacement := *results.NewNodes[0]
-	replacement.InstanceTypes = nil
-	replacement.Price = math.Inf(1)
-	for _, it := range results.NewNodes[0].InstanceTypes {
-		cheapest, ok := cheapestOffering(&replacement, it, spot)
-		if ok && cheapest < ceiling {
-			replacement.InstanceTypes = append(replacement.InstanceTypes, it)
-			replacement.Price = min(replacement.Price, cheapest)
-		}
+	replacements, why := narrowed(results.NewNodes, out.Price*(1-threshold), spot, threshold, out.Price, settings)
+	if why != nil {
+		return Consolidation{}, why
 	}
-	if spot {
-		if settings.NoSpotToSpot {
-			return Consolidation{}, &Blocked{ConsolidationSpotToSpotOff, "a spot node is not replaced by another: the feature gate SpotToSpotConsolidation is false"}
-		}
-		if len(replacement.InstanceTypes) < settings.MinSpotTypes {
-			return Consolidation{}, &Blocked{ConsolidationSpotNotDiverse, fmt.Sprintf("a spot node is replaced only when at least %d spot instance types are cheaper by %.0f%%; %d are",
-				settings.MinSpotTypes, threshold*100, len(replacement.InstanceTypes))}
-		}
-		replacement.Requirements = append(slices.Clone(replacement.Requirements), corev1.NodeSelectorRequirement{
-			Key: v1alpha5.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1alpha5.CapacityTypeSpot}})
+	out.Replacements = replacements
+	out.Saving = out.Price
+	for _, r := range replacements {
+		out.Saving -= r.Price
 	}
-	if len(replacement.InstanceTypes) == 0 {
-		return Consolidation{}, &Blocked{ConsolidationNotCheaper, fmt.Sprintf("no node that fits its pods costs %.0f%% less than $%.4f/h", threshold*100, out.Price)}
-	}
-	out.Replacement = &replacement
-	out.Saving = out.Price - replacement.Price
 	if why := notBalanced(out); why != nil {
 		return Consolidation{}, why
+	}
+	return out, nil
+}
+
+// narrowed are the new nodes with only the instance types cheap enough for the replacement to
+// save the threshold, whichever each launches as: the ceiling (what the replacements may cost
+// together) is shared among them in proportion to their cheapest prices, so that every choice
+// within each node's share keeps their sum under it. On spot removals only spot offerings count,
+// and each node keeps at least MinSpotTypes types. price is the removed nodes'.
+func narrowed(planned []*scheduling.NewNode, ceiling float64, spot bool, threshold, price float64, settings ConsolidationSettings) ([]*scheduling.NewNode, *Blocked) {
+	if spot && settings.NoSpotToSpot {
+		return nil, &Blocked{ConsolidationSpotToSpotOff, "a spot node is not replaced by another: the feature gate SpotToSpotConsolidation is false"}
+	}
+	// A node with no offering to count shares nothing: its types all stay out.
+	cheapest := make([]float64, len(planned))
+	total := 0.0
+	for i, nn := range planned {
+		cheapest[i] = math.Inf(1)
+		for _, it := range nn.InstanceTypes {
+			if p, ok := cheapestOffering(nn, it, spot); ok {
+				cheapest[i] = min(cheapest[i], p)
+			}
+		}
+		total += cheapest[i]
+	}
+	notCheaper := &Blocked{ConsolidationNotCheaper, fmt.Sprintf("no node that fits its pods costs %.0f%% less than $%.4f/h", threshold*100, price)}
+	if len(planned) > 1 {
+		notCheaper.Message = fmt.Sprintf("no %d nodes that fit its pods cost %.0f%% less than $%.4f/h", len(planned), threshold*100, price)
+	}
+	out := make([]*scheduling.NewNode, 0, len(planned))
+	for i, nn := range planned {
+		share := ceiling
+		if len(planned) > 1 {
+			share = ceiling * cheapest[i] / total
+		}
+		replacement := *nn
+		replacement.InstanceTypes = nil
+		replacement.Price = math.Inf(1)
+		for _, it := range nn.InstanceTypes {
+			if p, ok := cheapestOffering(nn, it, spot); ok && p < share {
+				replacement.InstanceTypes = append(replacement.InstanceTypes, it)
+				replacement.Price = min(replacement.Price, p)
+			}
+		}
+		if spot && len(replacement.InstanceTypes) < settings.MinSpotTypes {
+			return nil, &Blocked{ConsolidationSpotNotDiverse, fmt.Sprintf("a spot node is replaced only when at least %d spot instance types are cheaper by %.0f%%; %d are",
+				settings.MinSpotTypes, threshold*100, len(replacement.InstanceTypes))}
+		}
+		if len(replacement.InstanceTypes) == 0 {
+			return nil, notCheaper
+		}
+		if spot {
+			replacement.Requirements = append(slices.Clone(replacement.Requirements), corev1.NodeSelectorRequirement{
+				Key: v1alpha5.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1alpha5.CapacityTypeSpot}})
+		}
+		out = append(out, &replacement)
 	}
 	return out, nil
 }

@@ -1,15 +1,23 @@
 package disruption_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/state"
+	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
 func TestSavingsThreshold(t *testing.T) {
@@ -68,5 +76,73 @@ func TestUnsettled(t *testing.T) {
 		if got := disruption.Unsettled(s); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// sized is an on-demand amd64 instance type of one zone, a tenth of a core reserved.
+func sized(name string, cpu int64, price float64) *cloudprovider.InstanceType {
+	return &cloudprovider.InstanceType{
+		Name:   name,
+		Labels: map[string]string{corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux"},
+		Capacity: corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(cpu, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(cpu<<31, resource.BinarySI), corev1.ResourcePods: *resource.NewQuantity(110, resource.DecimalSI)},
+		Overhead:  corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+		Offerings: []cloudprovider.Offering{{Zone: "us-west-2a", CapacityType: v1alpha5.CapacityTypeOnDemand, Price: price, Available: true}},
+	}
+}
+
+// TestConsolidateIntoFewerNodes: several nodes are replaced by fewer new ones when their pods
+// cannot share one (hostname anti-affinity), each new node's types narrowed to its share of
+// what the replacement may cost; as many new nodes as nodes removed is refused. Before
+// replacements of several new nodes, the six small nodes below stayed: "its pods would need 2
+// new nodes".
+func TestConsolidateIntoFewerNodes(t *testing.T) {
+	types := []*cloudprovider.InstanceType{sized("small", 1, 0.10), sized("medium", 2, 0.20), sized("large", 4, 0.40)}
+	pool := scheduling.FromProvisioner(builders.Provisioner(builders.ProvisionerOptions{Name: "default"}), types)
+	apart := []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, map[string]string{"app": "apart"})}
+	cluster := func(nodes int, antiAffine int) ([]*disruption.Removal, []scheduling.Node) {
+		var removals []*disruption.Removal
+		var room []scheduling.Node
+		for i := range nodes {
+			name := fmt.Sprintf("small-%d", i)
+			options := builders.PodOptions{Name: fmt.Sprintf("pod-%d", i), Requests: builders.Resources("cpu", "600m"), NodeName: name}
+			if i < antiAffine {
+				options.Labels, options.PodAntiAffinity = map[string]string{"app": "apart"}, apart
+			}
+			pod := builders.Pod(options)
+			node := builders.Node(builders.NodeOptions{Name: name, Ready: corev1.ConditionTrue, Allocatable: types[0].Allocatable(), Labels: map[string]string{
+				v1alpha5.ProvisionerNameLabelKey: "default", corev1.LabelInstanceTypeStable: "small", corev1.LabelTopologyZone: "us-west-2a",
+				v1alpha5.CapacityTypeLabelKey: v1alpha5.CapacityTypeOnDemand, corev1.LabelHostname: name, corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux"}})
+			removals = append(removals, &disruption.Removal{Node: node, Pool: "default", Price: 0.10, Threshold: 0.1, Pods: []*corev1.Pod{pod}})
+			room = append(room, scheduling.Node{Node: node, Pods: []*corev1.Pod{pod}})
+		}
+		return removals, room
+	}
+	for _, pack := range []*scheduling.Packer{nil, {Budget: time.Hour, Clock: clock.RealClock{}}} {
+		removals, room := cluster(6, 2)
+		simulation := disruption.Simulation{Room: room, Pools: []scheduling.Pool{pool}}
+		c, why := simulation.Consolidate(removals, disruption.ConsolidationSettings{Pack: pack})
+		if why != nil {
+			t.Fatalf("packer %t: six nodes kept: %s", pack != nil, why.Message)
+		}
+		if len(c.Replacements) != 2 {
+			t.Fatalf("packer %t: %d replacements, want 2", pack != nil, len(c.Replacements))
+		}
+		ceiling, dearest := 0.6*0.9, 0.0
+		for _, r := range c.Replacements {
+			most := 0.0
+			for _, it := range r.InstanceTypes {
+				most = max(most, it.Offerings[0].Price)
+			}
+			dearest += most
+		}
+		if dearest >= ceiling || c.Saving < 0.6*0.1 {
+			t.Errorf("packer %t: the replacements may cost up to $%.4f/h together, over $%.4f/h; saving $%.4f/h", pack != nil, dearest, ceiling, c.Saving)
+		}
+	}
+	removals, room := cluster(2, 2)
+	_, why := disruption.Simulation{Room: room, Pools: []scheduling.Pool{pool}}.Consolidate(removals, disruption.ConsolidationSettings{})
+	if why == nil || why.Reason != disruption.ConsolidationNotCheaper {
+		t.Errorf("two nodes into two new ones: %v, want %s", why, disruption.ConsolidationNotCheaper)
 	}
 }

@@ -22,9 +22,9 @@ import (
 type Consolidation struct {
 	// Action is delete, replace, or empty when the pass would do nothing.
 	Action string `json:"action,omitempty"`
-	// Nodes would be deleted; after Replacement is Ready when there is one.
-	Nodes       []string `json:"nodes,omitempty"`
-	Replacement *NewNode `json:"replacement,omitempty"`
+	// Nodes would be deleted; after the Replacements are Ready when there are any.
+	Nodes        []string  `json:"nodes,omitempty"`
+	Replacements []NewNode `json:"replacements,omitempty"`
 	// PricePerHour is that of Nodes; SavingPerHour what the action takes off it.
 	PricePerHour  float64 `json:"pricePerHour"`
 	SavingPerHour float64 `json:"savingPerHour"`
@@ -64,9 +64,8 @@ func Consolidate(snapshot consolidation.Snapshot, settings consolidation.Setting
 		out.Nodes = append(out.Nodes, n.Name)
 		acted[n.Name] = true
 	}
-	if decision.Replacement != nil {
-		replacement := newNode(decision.Replacement)
-		out.Replacement = &replacement
+	for _, replacement := range decision.Replacements {
+		out.Replacements = append(out.Replacements, newNode(replacement))
 	}
 	consolidating := map[string]bool{}
 	for _, p := range snapshot.Provisioners {
@@ -150,11 +149,12 @@ func NodePoolConsolidation(ctx context.Context, snapshot *state.Snapshot, in Poo
 		out.Nodes = append(out.Nodes, n.Name)
 		acted[n.Name] = true
 	}
+	for _, replacement := range under.Replacements {
+		out.Replacements = append(out.Replacements, newNode(replacement))
+	}
 	switch {
-	case under.Replacement != nil:
+	case len(out.Replacements) > 0:
 		out.Action = string(consolidation.Replace)
-		replacement := newNode(under.Replacement)
-		out.Replacement = &replacement
 	case len(out.Nodes) > 0:
 		out.Action = string(consolidation.Delete)
 	}

@@ -141,9 +141,13 @@ func writeConsolidation(w io.Writer, title string, c *Consolidation) {
 		fmt.Fprintf(w, "%s: nothing now, the cluster is not settled: %s.\n", title, c.Unsettled)
 	case c.Action == "":
 		fmt.Fprintf(w, "%s: nothing to delete or replace.\n", title)
-	case c.Replacement != nil:
-		fmt.Fprintf(w, "%s: replace %s ($%.4f/h) with %s in %s (%s, $%.4f/h), saving $%.4f/h.\n", title, strings.Join(c.Nodes, ", "), c.PricePerHour,
-			c.Replacement.InstanceType, c.Replacement.Zone, c.Replacement.CapacityType, c.Replacement.PricePerHour, c.SavingPerHour)
+	case len(c.Replacements) > 0:
+		replacements := make([]string, 0, len(c.Replacements))
+		for _, r := range c.Replacements {
+			replacements = append(replacements, fmt.Sprintf("%s in %s (%s, $%.4f/h)", r.InstanceType, r.Zone, r.CapacityType, r.PricePerHour))
+		}
+		fmt.Fprintf(w, "%s: replace %s ($%.4f/h) with %s, saving $%.4f/h.\n", title, strings.Join(c.Nodes, ", "), c.PricePerHour,
+			strings.Join(replacements, " and "), c.SavingPerHour)
 	default:
 		fmt.Fprintf(w, "%s: delete %s, saving $%.4f/h.\n", title, strings.Join(c.Nodes, ", "), c.SavingPerHour)
 	}

@@ -176,7 +176,7 @@ func (c *Method) Act(ctx context.Context, cluster func() (*state.Snapshot, error
 	case Delete:
 		return true, c.delete(ctx, decision)
 	case Replace:
-		return true, c.replace(ctx, decision, provisioners[decision.Replacement.Pool.Name], snapshot.Counted[decision.Replacement.Pool.Name])
+		return true, c.replace(ctx, decision, provisioners, snapshot.Counted)
 	}
 	return false, nil
 }
@@ -330,13 +330,12 @@ func (c *Method) delete(ctx context.Context, decision Decision) error {
 	return errors.Join(errs...)
 }
 
-// replace launches the cheaper node through the provisioning path, annotated with the nodes it
-// replaces. The old nodes stay until it is Ready: until then passes find the cluster
-// unsettled, and the first pass after, in this controller or a restarted one, deletes them.
-func (c *Method) replace(ctx context.Context, decision Decision, p *v1alpha5.Provisioner, counted map[string]corev1.ResourceList) error {
-	if p == nil {
-		return fmt.Errorf("the replacement's provisioner %s is gone", decision.Replacement.Pool.Name)
-	}
+// replace launches the cheaper nodes through the provisioning path, each annotated with the
+// nodes they replace. The old nodes stay until every replacement is Ready: until then passes find
+// the cluster unsettled, and the first pass after, in this controller or a restarted one, deletes
+// them. A replacement that fails to launch after others did leaves those empty, for a later pass
+// to remove; the old nodes stay, as their pods no longer fit without it.
+func (c *Method) replace(ctx context.Context, decision Decision, provisioners map[string]*v1alpha5.Provisioner, counted map[string]map[string]corev1.ResourceList) error {
 	names := make([]string, 0, len(decision.Nodes))
 	uids := make([]string, 0, len(decision.Nodes))
 	for _, old := range decision.Nodes {
@@ -344,31 +343,46 @@ func (c *Method) replace(ctx context.Context, decision Decision, p *v1alpha5.Pro
 		uids = append(uids, string(old.UID))
 	}
 	slices.Sort(uids)
-	launched, err := provisioning.LaunchReplacement(ctx, c.launcher, decision.Replacement, launcher.Pool{Provisioner: p}, provisioning.ReplacementOptions{
-		Ledger:  c.ledger,
-		Counted: counted,
-		// A pass retried after a crash between the launch and the Node gets the same instance.
-		Decision:    "consolidation\n" + strings.Join(uids, "\n"),
-		Annotations: map[string]string{v1alpha5.ReplacesAnnotationKey: strings.Join(names, ",")},
-		Reason:      metrics.ReasonUnderutilized,
-	})
-	if exceeded := (*provisioning.LimitExceededError)(nil); errors.As(err, &exceeded) {
-		// Another launch took the room since the snapshot: the next pass decides again.
-		for _, old := range decision.Nodes {
-			c.recorder.Eventf(old, corev1.EventTypeNormal, disruption.ConsolidationLimits, "Not consolidated: its replacement would exceed spec.limits, %v", exceeded)
+	launched := make([]string, 0, len(decision.Replacements))
+	for i, replacement := range decision.Replacements {
+		p := provisioners[replacement.Pool.Name]
+		if p == nil {
+			return fmt.Errorf("the replacement's provisioner %s is gone", replacement.Pool.Name)
 		}
+		node, err := provisioning.LaunchReplacement(ctx, c.launcher, replacement, launcher.Pool{Provisioner: p}, provisioning.ReplacementOptions{
+			Ledger:  c.ledger,
+			Counted: counted[replacement.Pool.Name],
+			// A pass retried after a crash between the launch and the Node gets the same instance.
+			Decision:    provisioning.ConsolidationDecision(uids, i),
+			Annotations: map[string]string{v1alpha5.ReplacesAnnotationKey: strings.Join(names, ",")},
+			Reason:      metrics.ReasonUnderutilized,
+		})
+		if exceeded := (*provisioning.LimitExceededError)(nil); errors.As(err, &exceeded) {
+			// Another launch took the room since the snapshot: the next pass decides again.
+			for _, old := range decision.Nodes {
+				c.recorder.Eventf(old, corev1.EventTypeNormal, disruption.ConsolidationLimits, "Not consolidated: its replacement would exceed spec.limits, %v", exceeded)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		c.expected.Launched(c.clock.Now(), node.NodeName, node.NodeClaim.Name)
+		launched = append(launched, fmt.Sprintf("%s (%s, %s)", node.NodeName, node.NodeClaim.Labels[corev1.LabelInstanceTypeStable], node.NodeClaim.Labels[v1alpha5.CapacityTypeLabelKey]))
 	}
-	if err != nil {
-		return err
-	}
-	c.expected.Launched(c.clock.Now(), launched.NodeName, launched.NodeClaim.Name)
-	instanceType, capacityType := launched.NodeClaim.Labels[corev1.LabelInstanceTypeStable], launched.NodeClaim.Labels[v1alpha5.CapacityTypeLabelKey]
 	actionsTotal.WithLabelValues(string(Replace)).Inc()
 	savingsTotal.WithLabelValues(string(Replace)).Add(decision.Saving)
 	for _, old := range decision.Nodes {
-		c.recorder.Eventf(old, corev1.EventTypeNormal, ReasonReplacing, "Consolidation launched %s (%s, %s) to replace this node, saving $%.4f/h; the node is deleted once it is Ready",
-			launched.NodeName, instanceType, capacityType, decision.Saving)
+		c.recorder.Eventf(old, corev1.EventTypeNormal, ReasonReplacing, "Consolidation launched %s to replace this node, saving $%.4f/h; the node is deleted once %s Ready",
+			strings.Join(launched, ", "), decision.Saving, isOrAre(len(launched)))
 	}
-	log.FromContext(ctx).Info("consolidation launched a replacement", "node", launched.NodeName, "nodeclaim", launched.NodeClaim.Name, "instanceType", instanceType, "replaces", len(decision.Nodes), "saving", decision.Saving)
+	log.FromContext(ctx).Info("consolidation launched replacements", "nodes", launched, "replaces", len(decision.Nodes), "saving", decision.Saving)
 	return nil
+}
+
+// isOrAre is the verb for the launched nodes: "it is" or "they are".
+func isOrAre(n int) string {
+	if n == 1 {
+		return "it is"
+	}
+	return "they are"
 }

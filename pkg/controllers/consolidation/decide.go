@@ -61,6 +61,14 @@ type Settings struct {
 	// NoSpotToSpot keeps a spot node from being replaced by a cheaper spot node (upstream's
 	// feature gate SpotToSpotConsolidation=false); it may still be deleted.
 	NoSpotToSpot bool
+	// Pack, when set, is the batch packer the provisioning pass plans with, which chooses the
+	// replacements of several nodes together.
+	Pack *scheduling.Packer
+}
+
+// Consolidation is what bounds a consolidation's launches, NodePools' alike.
+func (s Settings) Consolidation() disruption.ConsolidationSettings {
+	return disruption.ConsolidationSettings{MinSpotTypes: s.MinSpotTypes, NoSpotToSpot: s.NoSpotToSpot, Pack: s.Pack}
 }
 
 // Action is what a pass does.
@@ -71,8 +79,8 @@ const (
 	None Action = ""
 	// Delete removes nodes whose pods fit on the other nodes.
 	Delete Action = "delete"
-	// Replace launches one cheaper node, then removes nodes whose pods fit on it and the
-	// other nodes.
+	// Replace launches cheaper nodes (one for one node, fewer than the nodes for several), then
+	// removes the nodes whose pods fit on them and the other nodes.
 	Replace Action = "replace"
 )
 
@@ -91,11 +99,11 @@ const (
 // Decision is the outcome of a pass.
 type Decision struct {
 	Action Action
-	// Nodes are removed, after Replacement is Ready when there is one.
+	// Nodes are removed, after the Replacements are Ready when there are any.
 	Nodes []*corev1.Node
-	// Replacement is the one new node of a replacement, its instance types narrowed to those
-	// cheap enough to be worth it.
-	Replacement *scheduling.NewNode
+	// Replacements are the new nodes of a replacement, their instance types narrowed to those
+	// cheap enough for it to be worth it.
+	Replacements []*scheduling.NewNode
 	// Price is the hourly price of Nodes; Saving what the action takes off it.
 	Price, Saving float64
 	// Skipped explains, by node name, every node considered and not acted on.
@@ -140,7 +148,7 @@ func Decide(s Snapshot, settings Settings) Decision {
 		provisioners[s.Provisioners[i].Provisioner.Name] = &s.Provisioners[i]
 	}
 	simulation := s.simulation()
-	core := disruption.ConsolidationSettings{MinSpotTypes: settings.MinSpotTypes, NoSpotToSpot: settings.NoSpotToSpot}
+	core := settings.Consolidation()
 	if d, ok := resume(s, simulation, provisioners, settings, core); ok {
 		d.Skipped = decision.Skipped
 		return d
@@ -182,8 +190,8 @@ func Decide(s Snapshot, settings Settings) Decision {
 
 // decisionOf is the pass's action for a consolidation.
 func decisionOf(c disruption.Consolidation) Decision {
-	d := Decision{Action: Delete, Nodes: c.Nodes(), Replacement: c.Replacement, Price: c.Price, Saving: c.Saving}
-	if c.Replacement != nil {
+	d := Decision{Action: Delete, Nodes: c.Nodes(), Replacements: c.Replacements, Price: c.Price, Saving: c.Saving}
+	if len(c.Replacements) > 0 {
 		d.Action = Replace
 	}
 	return d
@@ -241,7 +249,7 @@ func resume(s Snapshot, simulation disruption.Simulation, provisioners map[strin
 		if len(removed) == 0 {
 			continue
 		}
-		if c, why := simulation.Consolidate(removed, core); why == nil && c.Replacement == nil {
+		if c, why := simulation.Consolidate(removed, core); why == nil && len(c.Replacements) == 0 {
 			d := decisionOf(c)
 			d.ReplacedBy = n.Node.Name
 			return d, true

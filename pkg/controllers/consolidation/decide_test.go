@@ -345,9 +345,9 @@ func TestDecide(t *testing.T) {
 				t.Errorf("removes %v, want %v", removed, tc.removed)
 			}
 			if tc.replacement != "" {
-				if decision.Replacement == nil || decision.Replacement.InstanceTypes[0].Name != tc.replacement {
-					t.Errorf("replacement %+v, want %s first", decision.Replacement, tc.replacement)
-				} else if decision.Saving < s.Threshold*decision.Price || decision.Replacement.Price >= decision.Price {
+				if len(decision.Replacements) != 1 || decision.Replacements[0].InstanceTypes[0].Name != tc.replacement {
+					t.Errorf("replacements %+v, want one, %s first", decision.Replacements, tc.replacement)
+				} else if decision.Saving < s.Threshold*decision.Price || decision.Replacements[0].Price >= decision.Price {
 					t.Errorf("saving $%.4f/h of $%.4f/h", decision.Saving, decision.Price)
 				}
 			}

@@ -3,6 +3,7 @@ package consolidation_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -334,6 +335,15 @@ func (f *fleet) replacementOf(t *testing.T, old *corev1.Node) *corev1.Node {
 	return &replacement
 }
 
+// cordon marks the node unschedulable, or schedulable again.
+func (f *fleet) cordon(t *testing.T, n *corev1.Node, unschedulable bool) {
+	stored := n.DeepCopy()
+	n.Spec.Unschedulable = unschedulable
+	if err := f.env.Client.Patch(t.Context(), n, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // markReady plays the kubelet of a launched instance (kwok takes only nodes created for
 // it): it reports the node's allocatable and Ready.
 func (f *fleet) markReady(t *testing.T, n *corev1.Node) {
@@ -379,5 +389,99 @@ func expectEvent(t *testing.T, env *environment.Environment, node, reason string
 		return slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
 			return e.InvolvedObject.Kind == "Node" && e.InvolvedObject.Name == node && e.Reason == reason
 		}), "", nil
+	})
+}
+
+// TestConsolidationIntoFewerNodes: three nodes whose pods cannot all share one (two of them
+// keep apart, hostname anti-affinity) are replaced by two cheaper nodes, launched first; the
+// three go once both are Ready. Before replacements of several nodes, the pass could only
+// replace two of them by one, leaving the third.
+func TestConsolidationIntoFewerNodes(t *testing.T) {
+	env := environment.New(t, environment.Options{
+		AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}, Scheduler: true, ControllerManager: true, Kwok: true,
+	})
+	ctx := t.Context()
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	f := &fleet{env: env, cloud: cloud}
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "merged", Labels: map[string]string{"pool": "merged"}, Requirements: []v1alpha5.NodeSelectorRequirement{
+		{Key: v1alpha5.CapacityTypeLabelKey, Operator: "In", Values: []string{v1alpha5.CapacityTypeOnDemand}},
+		{Key: corev1.LabelArchStable, Operator: "In", Values: []string{"amd64"}},
+	}})
+	p.Spec.Consolidation = &v1alpha5.Consolidation{Enabled: ptr.To(true), Budget: ptr.To(intstr.FromString("100%"))}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	// Each pod lands on its own node, the only one not cordoned when it is placed: the cluster
+	// is set up before the operator starts. The nodes are named so that the plain pod's comes
+	// first among equals (SortRemovals).
+	var old []*corev1.Node
+	var instances []*cloudprovider.Instance
+	for _, app := range []string{"plain", "apart-a", "apart-b"} {
+		for _, n := range old {
+			f.cordon(t, n, true)
+		}
+		n, instance := f.launch(t, "merged-"+app, "merged", "m5.xlarge")
+		old, instances = append(old, n), append(instances, instance)
+		f.deploy(t, app, "merged", "300m", func(o *builders.PodOptions) {
+			if app != "plain" {
+				o.Labels = map[string]string{"app": app, "group": "apart"}
+				o.PodAntiAffinity = []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, map[string]string{"group": "apart"})}
+			}
+		})
+		f.waitRunning(t, app, n.Name)
+	}
+	for _, n := range old {
+		f.cordon(t, n, false)
+	}
+	launchedBefore := len(cloud.CreateCalls())
+	f.start(t)
+
+	var replacements []corev1.Node
+	eventually.Holds(t, "two replacements are registered for the three nodes", func() (bool, string, error) {
+		list := &corev1.NodeList{}
+		if err := env.Client.List(ctx, list, client.MatchingLabels{v1alpha5.ProvisionerNameLabelKey: "merged"}); err != nil {
+			return false, "", err
+		}
+		replacements = slices.DeleteFunc(list.Items, func(n corev1.Node) bool { return strings.HasPrefix(n.Name, "merged-") || !nodeclaims.Registered(&n) })
+		return len(replacements) == 2, fmt.Sprintf("%d registered", len(replacements)), nil
+	})
+	want := "merged-apart-a,merged-apart-b,merged-plain"
+	for i := range replacements {
+		got := strings.Split(replacements[i].Annotations[v1alpha5.ReplacesAnnotationKey], ",")
+		slices.Sort(got)
+		if strings.Join(got, ",") != want {
+			t.Errorf("replacement %s is annotated %s=%v, want %s", replacements[i].Name, v1alpha5.ReplacesAnnotationKey, got, want)
+		}
+	}
+	for _, n := range old {
+		expectEvent(t, env, n.Name, consolidation.ReasonReplacing)
+	}
+	// One Ready is not enough: the nodes stay until both are.
+	f.markReady(t, &replacements[0])
+	for _, n := range old {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(n), &corev1.Node{}); err != nil {
+			t.Fatalf("node %s went before both replacements were Ready: %v", n.Name, err)
+		}
+	}
+	f.markReady(t, &replacements[1])
+	for i, n := range old {
+		f.gone(t, n, instances[i])
+	}
+	if launches := launchesFor(cloud, launchedBefore, "merged"); launches != 2 {
+		t.Errorf("consolidation launched %d instances, want 2", launches)
+	}
+	// No kubelet runs pods on the replacements, which the test marked Ready: they are bound.
+	eventually.Holds(t, "the apart pods are bound to different replacements", func() (bool, string, error) {
+		list := &corev1.PodList{}
+		if err := env.Client.List(ctx, list, client.MatchingLabels{"group": "apart"}); err != nil {
+			return false, "", err
+		}
+		on := map[string]bool{}
+		for _, pod := range list.Items {
+			if pod.DeletionTimestamp == nil && pod.Spec.NodeName != "" && !strings.HasPrefix(pod.Spec.NodeName, "merged-") {
+				on[pod.Spec.NodeName] = true
+			}
+		}
+		return len(on) == 2, fmt.Sprintf("%d pods, on %v", len(list.Items), on), nil
 	})
 }

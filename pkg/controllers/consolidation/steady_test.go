@@ -52,9 +52,9 @@ func apply(t testing.TB, s *consolidation.Snapshot, d consolidation.Decision) {
 		}
 		kept = append(kept, n)
 	}
-	if d.Replacement != nil {
-		c := d.Replacement.Offerings()[0]
-		n := node(fmt.Sprintf("replacement-%d", len(s.Nodes)+len(kept)), d.Replacement.Pool.Name, c.InstanceType.Name, c.Offering.CapacityType)
+	for i, replacement := range d.Replacements {
+		c := replacement.Offerings()[0]
+		n := node(fmt.Sprintf("replacement-%d-%d", len(s.Nodes)+len(kept), i), replacement.Pool.Name, c.InstanceType.Name, c.Offering.CapacityType)
 		n.Node.Name += "-" + d.Nodes[0].Name
 		n.Node.CreationTimestamp = metav1.Time{Time: s.Now}
 		kept = append(kept, n)

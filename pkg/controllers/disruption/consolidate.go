@@ -54,7 +54,7 @@ func (c *Controller) consolidate(ctx context.Context, snapshot *state.Snapshot, 
 	for _, removal := range best.Removed {
 		chosen = append(chosen, byNode[removal.Node.Name])
 	}
-	if best.Replacement == nil {
+	if len(best.Replacements) == 0 {
 		for _, candidate := range chosen {
 			c.acted(candidate)
 			why := fmt.Sprintf("it is underutilized: its pods fit on the other nodes, saving $%.4f/h", best.Saving)
@@ -72,13 +72,15 @@ func (c *Controller) consolidate(ctx context.Context, snapshot *state.Snapshot, 
 	return c.replaceUnderutilized(ctx, chosen, best, loaded)
 }
 
-// replaceUnderutilized taints the nodes disrupted and launches their cheaper replacement,
-// annotated with their names; finish deletes them once it is initialized. A launch that fails is
-// rolled back at once: the nodes are untainted. acted is whether it launched.
+// replaceUnderutilized taints the nodes disrupted and launches their cheaper replacements,
+// annotated with their names; finish deletes them once every replacement is initialized. A launch
+// that fails is rolled back at once: the nodes are untainted (a replacement launched before it
+// stays, empty, for a later pass to remove). acted is whether it launched them all.
 func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disruption.Candidate, best disruption.Consolidation, loaded *replacementPools) (acted bool, err error) {
-	pool, ok := loaded.launchers[best.Replacement.Pool]
-	if !ok {
-		return false, fmt.Errorf("the replacement's %s is gone", best.Replacement.Pool)
+	for _, replacement := range best.Replacements {
+		if _, ok := loaded.launchers[replacement.Pool]; !ok {
+			return false, fmt.Errorf("the replacement's %s is gone", replacement.Pool)
+		}
 	}
 	names, uids := make([]string, 0, len(chosen)), make([]string, 0, len(chosen))
 	for _, candidate := range chosen {
@@ -89,37 +91,46 @@ func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disrupt
 		uids = append(uids, string(candidate.NodeClaim.UID))
 	}
 	slices.Sort(uids)
-	launched, err := provisioning.LaunchReplacement(ctx, c.Launcher, best.Replacement, pool, provisioning.ReplacementOptions{
-		Ledger:  c.Ledger,
-		Counted: loaded.counted[best.Replacement.Pool],
-		// The same decision made again after a crash finds the NodeClaim launched for it.
-		Decision:    "consolidation\n" + strings.Join(uids, "\n"),
-		Annotations: map[string]string{v1alpha5.ReplacesAnnotationKey: strings.Join(names, ","), v1.DisruptionReasonAnnotationKey: metrics.ReasonUnderutilized},
-		Reason:      metrics.ReasonUnderutilized,
-	})
-	if err != nil {
-		for _, candidate := range chosen {
-			// Told once per cause, not at every pass the launch fails again.
-			if err := untaintDisrupted(ctx, c.Client, candidate.Node); err != nil {
-				return false, err
-			}
-			c.tell(candidate, ReasonRolledBack, fmt.Sprintf("Disruption rolled back: launching its cheaper replacement failed, %v", err))
+	launched := make([]string, 0, len(best.Replacements))
+	for i, replacement := range best.Replacements {
+		nc, err := provisioning.LaunchReplacement(ctx, c.Launcher, replacement, loaded.launchers[replacement.Pool], provisioning.ReplacementOptions{
+			Ledger:  c.Ledger,
+			Counted: loaded.counted[replacement.Pool],
+			// The same decision made again after a crash finds the NodeClaim launched for it.
+			Decision:    provisioning.ConsolidationDecision(uids, i),
+			Annotations: map[string]string{v1alpha5.ReplacesAnnotationKey: strings.Join(names, ","), v1.DisruptionReasonAnnotationKey: metrics.ReasonUnderutilized},
+			Reason:      metrics.ReasonUnderutilized,
+		})
+		if err != nil {
+			return false, c.rollBackReplacement(ctx, chosen, err)
 		}
-		if limited := (*provisioning.LimitExceededError)(nil); errors.As(err, &limited) {
-			// Another launch took the room since the snapshot: the next pass decides again.
-			return false, nil
-		}
-		return false, err
+		launched = append(launched, fmt.Sprintf("%s (%s, %s)", nc.NodeClaim.Name, nc.NodeClaim.Labels[corev1.LabelInstanceTypeStable], nc.NodeClaim.Labels[v1alpha5.CapacityTypeLabelKey]))
 	}
 	countDecision(decisionReplace, metrics.ReasonUnderutilized, len(chosen))
-	instanceType, capacityType := launched.NodeClaim.Labels[corev1.LabelInstanceTypeStable], launched.NodeClaim.Labels[v1alpha5.CapacityTypeLabelKey]
-	message := fmt.Sprintf("Disrupting: it is underutilized; launched %s (%s, %s) to replace it, saving $%.4f/h; the node is deleted once it is initialized",
-		launched.NodeClaim.Name, instanceType, capacityType, best.Saving)
+	message := fmt.Sprintf("Disrupting: it is underutilized; launched %s to replace it, saving $%.4f/h; the node is deleted once the replacement is initialized",
+		strings.Join(launched, ", "), best.Saving)
 	for _, candidate := range chosen {
 		c.acted(candidate)
 		c.Recorder.Event(candidate.NodeClaim, corev1.EventTypeNormal, ReasonReplacing, message)
 		c.Recorder.Event(candidate.Node, corev1.EventTypeNormal, ReasonReplacing, message)
 	}
-	log.FromContext(ctx).Info("launched a cheaper replacement for underutilized nodeclaims", "replacement", launched.NodeClaim.Name, "instanceType", instanceType, "replaces", names, "saving", best.Saving)
+	log.FromContext(ctx).Info("launched cheaper replacements for underutilized nodeclaims", "replacements", launched, "replaces", names, "saving", best.Saving)
 	return true, nil
+}
+
+// rollBackReplacement untaints the nodes whose replacement failed to launch, telling each why; a launch
+// refused by the limits is no error: the next pass decides again.
+func (c *Controller) rollBackReplacement(ctx context.Context, chosen []*disruption.Candidate, launchErr error) error {
+	for _, candidate := range chosen {
+		// Told once per cause, not at every pass the launch fails again.
+		if err := untaintDisrupted(ctx, c.Client, candidate.Node); err != nil {
+			return err
+		}
+		c.tell(candidate, ReasonRolledBack, fmt.Sprintf("Disruption rolled back: launching its cheaper replacement failed, %v", launchErr))
+	}
+	if limited := (*provisioning.LimitExceededError)(nil); errors.As(launchErr, &limited) {
+		// Another launch took the room since the snapshot.
+		return nil
+	}
+	return launchErr
 }

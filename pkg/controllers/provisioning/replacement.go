@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -55,4 +56,15 @@ func LaunchReplacement(ctx context.Context, l *launcher.Launcher, n *scheduling.
 		options.Ledger.Launched(reservation, launched.NodeName, capacity)
 	}
 	return launched, nil
+}
+
+// ConsolidationDecision names the launch of the i-th replacement of the nodes (NodeClaims for a
+// NodePool's) whose UIDs, sorted, are given (ReplacementOptions.Decision): the same decision made
+// again after a crash finds it. The first's name is the one a lone replacement always had.
+func ConsolidationDecision(uids []string, i int) string {
+	decision := "consolidation\n" + strings.Join(uids, "\n")
+	if i > 0 {
+		decision += fmt.Sprintf("\nreplacement %d", i)
+	}
+	return decision
 }
