@@ -50,25 +50,14 @@ type fleet struct {
 // real control plane: kube-scheduler and kube-controller-manager run the workloads, kwok plays
 // the kubelets and the fake cloud holds the instances.
 func TestConsolidation(t *testing.T) {
-	env := environment.New(t, environment.Options{
-		AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}, Scheduler: true, ControllerManager: true, Kwok: true,
-	})
-	ctx := t.Context()
-	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	f := &fleet{env: env, cloud: cloud}
+	f := newFleet(t)
+	env, cloud, ctx := f.env, f.cloud, t.Context()
 	// Each provisioner is a pool of its own, of one capacity type.
 	for name, capacityType := range map[string]string{
 		"general": v1alpha5.CapacityTypeOnDemand, "replaced": v1alpha5.CapacityTypeOnDemand, "guarded": v1alpha5.CapacityTypeOnDemand,
 		"spot": v1alpha5.CapacityTypeSpot, "narrow": v1alpha5.CapacityTypeSpot,
 	} {
-		p := builders.Provisioner(builders.ProvisionerOptions{Name: name, Labels: map[string]string{"pool": name}, Requirements: []v1alpha5.NodeSelectorRequirement{
-			{Key: v1alpha5.CapacityTypeLabelKey, Operator: "In", Values: []string{capacityType}},
-			{Key: corev1.LabelArchStable, Operator: "In", Values: []string{"amd64"}},
-		}})
-		p.Spec.Consolidation = &v1alpha5.Consolidation{Enabled: ptr.To(true), Budget: ptr.To(intstr.FromString("100%"))}
-		if err := env.Client.Create(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		f.provisioner(t, name, capacityType)
 	}
 
 	// The cluster is set up before the operator starts, so that no pass sees it half built.
@@ -208,6 +197,28 @@ func TestConsolidation(t *testing.T) {
 			t.Errorf("instances %v, nodes' %v", launched, withNodes)
 		}
 	})
+}
+
+// newFleet starts a control plane with kube-scheduler, kube-controller-manager and kwok, and a
+// fake cloud.
+func newFleet(t *testing.T) *fleet {
+	env := environment.New(t, environment.Options{
+		AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}, Scheduler: true, ControllerManager: true, Kwok: true,
+	})
+	return &fleet{env: env, cloud: fake.NewInstanceProvider(fake.InstanceProviderOptions{})}
+}
+
+// provisioner creates a Provisioner of amd64 nodes of one capacity type, labelled pool=<name>,
+// that consolidates with a budget of all its nodes.
+func (f *fleet) provisioner(t *testing.T, name, capacityType string) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: name, Labels: map[string]string{"pool": name}, Requirements: []v1alpha5.NodeSelectorRequirement{
+		{Key: v1alpha5.CapacityTypeLabelKey, Operator: "In", Values: []string{capacityType}},
+		{Key: corev1.LabelArchStable, Operator: "In", Values: []string{"amd64"}},
+	}})
+	p.Spec.Consolidation = &v1alpha5.Consolidation{Enabled: ptr.To(true), Budget: ptr.To(intstr.FromString("100%"))}
+	if err := f.env.Client.Create(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // launch makes a Ready node of the instance type as the provisioner launched it, of the
@@ -397,20 +408,9 @@ func expectEvent(t *testing.T, env *environment.Environment, node, reason string
 // three go once both are Ready. Before replacements of several nodes, the pass could only
 // replace two of them by one, leaving the third.
 func TestConsolidationIntoFewerNodes(t *testing.T) {
-	env := environment.New(t, environment.Options{
-		AddToScheme: []func(*runtime.Scheme) error{apis.AddToScheme}, Scheduler: true, ControllerManager: true, Kwok: true,
-	})
-	ctx := t.Context()
-	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	f := &fleet{env: env, cloud: cloud}
-	p := builders.Provisioner(builders.ProvisionerOptions{Name: "merged", Labels: map[string]string{"pool": "merged"}, Requirements: []v1alpha5.NodeSelectorRequirement{
-		{Key: v1alpha5.CapacityTypeLabelKey, Operator: "In", Values: []string{v1alpha5.CapacityTypeOnDemand}},
-		{Key: corev1.LabelArchStable, Operator: "In", Values: []string{"amd64"}},
-	}})
-	p.Spec.Consolidation = &v1alpha5.Consolidation{Enabled: ptr.To(true), Budget: ptr.To(intstr.FromString("100%"))}
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	f := newFleet(t)
+	env, cloud, ctx := f.env, f.cloud, t.Context()
+	f.provisioner(t, "merged", v1alpha5.CapacityTypeOnDemand)
 	// Each pod lands on its own node, the only one not cordoned when it is placed: the cluster
 	// is set up before the operator starts. The nodes are named so that the plain pod's comes
 	// first among equals (SortRemovals).
