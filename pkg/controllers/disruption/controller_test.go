@@ -295,26 +295,8 @@ func TestNodesWorthItTogether(t *testing.T) {
 	objects := underutilizedFleet("10%")[:2] // the NodePool and its class
 	np := objects[0].(*v1.NodePool)
 	np.Spec.Template.Spec.Requirements[0].Values = []string{"m5.large", "r5.large"}
-	var m5 *cloudprovider.InstanceType
-	for _, it := range fake.DefaultInstanceTypes() {
-		if it.Name == "m5.large" {
-			m5 = it
-		}
-	}
 	for _, name := range []string{"left", "right"} {
-		labels := map[string]string{v1.NodePoolLabelKey: "default", corev1.LabelInstanceTypeStable: "m5.large",
-			corev1.LabelTopologyZone: fake.Zones[0], v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand}
-		objects = append(objects,
-			&v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-" + name, UID: types.UID(name), Labels: labels},
-				Status: v1.NodeClaimStatus{NodeName: name, ProviderID: "fake:///" + name, Conditions: []metav1.Condition{
-					{Type: v1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"},
-					{Type: v1.ConditionTypeConsolidatable, Status: metav1.ConditionTrue, Reason: "Consolidatable"}}}},
-			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Status: corev1.NodeStatus{Allocatable: m5.Allocatable(),
-				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}},
-			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("pod-" + name)}, Spec: corev1.PodSpec{NodeName: name,
-				Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("800m"), corev1.ResourceMemory: resource.MustParse("5Gi")}}}}},
-				Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+		objects = append(objects, consolidatableM5Large(name, nil)...)
 	}
 	h := newHarness(t, objects...)
 	decisions := counters.MarkNow(t, "karpenter_voluntary_disruption_decisions_total",
@@ -340,6 +322,79 @@ func TestNodesWorthItTogether(t *testing.T) {
 			(nc.Annotations[v1alpha5.ReplacesAnnotationKey] != "left,right" || nc.Annotations[v1.DisruptionReasonAnnotationKey] != "underutilized") {
 			t.Errorf("replacement annotated %v, want it to replace left,right for underutilized", nc.Annotations)
 		}
+	}
+}
+
+// consolidatableM5Large is a consolidatable m5.large NodeClaim of the default NodePool, its node,
+// and the one pod on it (800m, 5Gi), as mutate changes it: too large for the node to take
+// another.
+func consolidatableM5Large(name string, mutate func(*corev1.Pod)) []client.Object {
+	var m5 *cloudprovider.InstanceType
+	for _, it := range fake.DefaultInstanceTypes() {
+		if it.Name == "m5.large" {
+			m5 = it
+		}
+	}
+	labels := map[string]string{v1.NodePoolLabelKey: "default", corev1.LabelInstanceTypeStable: "m5.large",
+		corev1.LabelTopologyZone: fake.Zones[0], v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand, corev1.LabelHostname: name}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("pod-" + name)}, Spec: corev1.PodSpec{NodeName: name,
+		Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("800m"), corev1.ResourceMemory: resource.MustParse("5Gi")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	if mutate != nil {
+		mutate(pod)
+	}
+	return []client.Object{
+		&v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-" + name, UID: types.UID(name), Labels: labels},
+			Status: v1.NodeClaimStatus{NodeName: name, ProviderID: "fake:///" + name, Conditions: []metav1.Condition{
+				{Type: v1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"},
+				{Type: v1.ConditionTypeConsolidatable, Status: metav1.ConditionTrue, Reason: "Consolidatable"}}}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Status: corev1.NodeStatus{Allocatable: m5.Allocatable(),
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}},
+		pod,
+	}
+}
+
+// TestNodesIntoFewerNodes: four nodes, two of whose pods keep apart (hostname anti-affinity), are
+// replaced by two cheaper nodes, each annotated as replacing all four, launched in two calls.
+// Before replacements of several new nodes, the pass replaced the first two by one (a prefix
+// of three would have needed two new nodes, and the search stopped there).
+func TestNodesIntoFewerNodes(t *testing.T) {
+	objects := underutilizedFleet("10%")[:2] // the NodePool and its class
+	np := objects[0].(*v1.NodePool)
+	np.Spec.Template.Spec.Requirements[0].Values = []string{"m5.large", "r5.large"}
+	apart := func(pod *corev1.Pod) {
+		pod.Labels = map[string]string{"group": "apart"}
+		pod.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": "apart"}}}}}}
+	}
+	// SortRemovals orders them by name: the plain pods' nodes first.
+	for _, name := range []string{"p-1", "p-2"} {
+		objects = append(objects, consolidatableM5Large(name, nil)...)
+	}
+	for _, name := range []string{"x-1", "x-2"} {
+		objects = append(objects, consolidatableM5Large(name, apart)...)
+	}
+	h := newHarness(t, objects...)
+	h.passes(t, 2, disruption.DefaultValidationDelay+time.Second)
+	if creates := h.cloud.CreateCalls(); len(creates) != 2 {
+		t.Fatalf("%d launches, want two", len(creates))
+	}
+	var claims v1.NodeClaimList
+	if err := h.client.List(t.Context(), &claims); err != nil {
+		t.Fatal(err)
+	}
+	replacing := 0
+	for _, nc := range claims.Items {
+		if replaces := nc.Annotations[v1alpha5.ReplacesAnnotationKey]; replaces != "" {
+			replacing++
+			if replaces != "p-1,p-2,x-1,x-2" {
+				t.Errorf("replacement %s replaces %s, want p-1,p-2,x-1,x-2", nc.Name, replaces)
+			}
+		}
+	}
+	if replacing != 2 {
+		t.Errorf("%d replacements, want two", replacing)
 	}
 }
 
