@@ -108,7 +108,7 @@ func (c Consolidation) Nodes() []*corev1.Node {
 }
 
 // Consolidate simulates removing the nodes together: their pods are scheduled on the rest of
-// the room and new nodes, as many as one for one node and fewer than the nodes removed for
+// the room and new nodes, one at most for one node and fewer than the nodes removed for
 // several (the batch packer, settings.Pack, choosing their types). It is worth it when they all fit on
 // the rest (a delete), or when the new nodes' cheapest offerings save the strictest threshold
 // of the removed nodes' price; a spot node is replaced only by spot, each new node among at
@@ -154,7 +154,7 @@ func (s Simulation) Consolidate(removed []*Removal, settings ConsolidationSettin
 	}
 	// A replacement never grows the node count: several nodes are consolidated into fewer.
 	if len(results.NewNodes) > max(1, len(removed)-1) {
-		return Consolidation{}, &Blocked{ConsolidationNotCheaper, fmt.Sprintf("its pods would need %d new nodes", len(results.NewNodes))}
+		return Consolidation{}, &Blocked{ConsolidationNotCheaper, fmt.Sprintf("its pods would need %d new nodes, not fewer than the %d removed", len(results.NewNodes), len(removed))}
 	}
 	replacements, why := narrowed(results.NewNodes, out.Price*(1-threshold), spot, threshold, out.Price, settings)
 	if why != nil {
@@ -172,15 +172,15 @@ func (s Simulation) Consolidate(removed []*Removal, settings ConsolidationSettin
 }
 
 // narrowed are the new nodes with only the instance types cheap enough for the replacement to
-// save the threshold, whichever each launches as: the ceiling (what the replacements may cost
-// together) is shared among them in proportion to their cheapest prices, so that every choice
-// within each node's share keeps their sum under it. On spot removals only spot offerings count,
-// and each node keeps at least MinSpotTypes types. price is the removed nodes'.
+// save the threshold, whichever each launches as: a lone new node may cost up to the ceiling
+// (what the replacement may cost), several share what the ceiling leaves above their cheapest
+// prices equally, so that every choice within each node's share keeps their sum under it. On
+// spot removals only spot offerings count, and each node keeps at least MinSpotTypes types.
+// price is the removed nodes'.
 func narrowed(planned []*scheduling.NewNode, ceiling float64, spot bool, threshold, price float64, settings ConsolidationSettings) ([]*scheduling.NewNode, *Blocked) {
 	if spot && settings.NoSpotToSpot {
 		return nil, &Blocked{ConsolidationSpotToSpotOff, "a spot node is not replaced by another: the feature gate SpotToSpotConsolidation is false"}
 	}
-	// A node with no offering to count shares nothing: its types all stay out.
 	cheapest := make([]float64, len(planned))
 	total := 0.0
 	for i, nn := range planned {
@@ -196,11 +196,14 @@ func narrowed(planned []*scheduling.NewNode, ceiling float64, spot bool, thresho
 	if len(planned) > 1 {
 		notCheaper.Message = fmt.Sprintf("no %d nodes that fit its pods cost %.0f%% less than $%.4f/h", len(planned), threshold*100, price)
 	}
+	if len(planned) > 1 && !(total < ceiling) {
+		return nil, notCheaper
+	}
 	out := make([]*scheduling.NewNode, 0, len(planned))
 	for i, nn := range planned {
 		share := ceiling
 		if len(planned) > 1 {
-			share = ceiling * cheapest[i] / total
+			share = cheapest[i] + (ceiling-total)/float64(len(planned))
 		}
 		replacement := *nn
 		replacement.InstanceTypes = nil

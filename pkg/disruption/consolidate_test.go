@@ -2,6 +2,7 @@ package disruption_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,26 +101,26 @@ func TestConsolidateIntoFewerNodes(t *testing.T) {
 	types := []*cloudprovider.InstanceType{sized("small", 1, 0.10), sized("medium", 2, 0.20), sized("large", 4, 0.40)}
 	pool := scheduling.FromProvisioner(builders.Provisioner(builders.ProvisionerOptions{Name: "default"}), types)
 	apart := []corev1.PodAffinityTerm{builders.AffinityTerm(corev1.LabelHostname, map[string]string{"app": "apart"})}
-	cluster := func(nodes int, antiAffine int) ([]*disruption.Removal, []scheduling.Node) {
+	cluster := func(nodes int, antiAffine int, typ *cloudprovider.InstanceType) ([]*disruption.Removal, []scheduling.Node) {
 		var removals []*disruption.Removal
 		var room []scheduling.Node
 		for i := range nodes {
-			name := fmt.Sprintf("small-%d", i)
+			name := fmt.Sprintf("%s-%d", typ.Name, i)
 			options := builders.PodOptions{Name: fmt.Sprintf("pod-%d", i), Requests: builders.Resources("cpu", "600m"), NodeName: name}
 			if i < antiAffine {
 				options.Labels, options.PodAntiAffinity = map[string]string{"app": "apart"}, apart
 			}
 			pod := builders.Pod(options)
-			node := builders.Node(builders.NodeOptions{Name: name, Ready: corev1.ConditionTrue, Allocatable: types[0].Allocatable(), Labels: map[string]string{
-				v1alpha5.ProvisionerNameLabelKey: "default", corev1.LabelInstanceTypeStable: "small", corev1.LabelTopologyZone: "us-west-2a",
+			node := builders.Node(builders.NodeOptions{Name: name, Ready: corev1.ConditionTrue, Allocatable: typ.Allocatable(), Labels: map[string]string{
+				v1alpha5.ProvisionerNameLabelKey: "default", corev1.LabelInstanceTypeStable: typ.Name, corev1.LabelTopologyZone: "us-west-2a",
 				v1alpha5.CapacityTypeLabelKey: v1alpha5.CapacityTypeOnDemand, corev1.LabelHostname: name, corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux"}})
-			removals = append(removals, &disruption.Removal{Node: node, Pool: "default", Price: 0.10, Threshold: 0.1, Pods: []*corev1.Pod{pod}})
+			removals = append(removals, &disruption.Removal{Node: node, Pool: "default", Price: typ.Offerings[0].Price, Threshold: 0.1, Pods: []*corev1.Pod{pod}})
 			room = append(room, scheduling.Node{Node: node, Pods: []*corev1.Pod{pod}})
 		}
 		return removals, room
 	}
 	for _, pack := range []*scheduling.Packer{nil, {Budget: time.Hour, Clock: clock.RealClock{}}} {
-		removals, room := cluster(6, 2)
+		removals, room := cluster(6, 2, types[0])
 		simulation := disruption.Simulation{Room: room, Pools: []scheduling.Pool{pool}}
 		c, why := simulation.Consolidate(removals, disruption.ConsolidationSettings{Pack: pack})
 		if why != nil {
@@ -140,9 +141,11 @@ func TestConsolidateIntoFewerNodes(t *testing.T) {
 			t.Errorf("packer %t: the replacements may cost up to $%.4f/h together, over $%.4f/h; saving $%.4f/h", pack != nil, dearest, ceiling, c.Saving)
 		}
 	}
-	removals, room := cluster(2, 2)
+	// Two medium nodes would cost half as much as two small ones, but a replacement never
+	// launches as many nodes as it removes.
+	removals, room := cluster(2, 2, types[1])
 	_, why := disruption.Simulation{Room: room, Pools: []scheduling.Pool{pool}}.Consolidate(removals, disruption.ConsolidationSettings{})
-	if why == nil || why.Reason != disruption.ConsolidationNotCheaper {
-		t.Errorf("two nodes into two new ones: %v, want %s", why, disruption.ConsolidationNotCheaper)
+	if why == nil || why.Reason != disruption.ConsolidationNotCheaper || !strings.Contains(why.Message, "would need 2 new nodes") {
+		t.Errorf("two nodes into two new ones: %v, want %s for the count", why, disruption.ConsolidationNotCheaper)
 	}
 }

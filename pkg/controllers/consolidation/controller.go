@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	cloudmetrics "karpenter.sh/karpenter/pkg/cloudprovider/metrics"
@@ -331,11 +332,17 @@ func (c *Method) delete(ctx context.Context, decision Decision) error {
 }
 
 // replace launches the cheaper nodes through the provisioning path, each annotated with the
-// nodes they replace. The old nodes stay until every replacement is Ready: until then passes find
-// the cluster unsettled, and the first pass after, in this controller or a restarted one, deletes
-// them. A replacement that fails to launch after others did leaves those empty, for a later pass
-// to remove; the old nodes stay, as their pods no longer fit without it.
+// nodes they replace (and how many replace them). The old nodes stay until every replacement is
+// Ready: until then passes find the cluster unsettled, and the first pass after, in this
+// controller or a restarted one, deletes them once their pods fit without new nodes. When one
+// fails to launch, those launched before it are deleted: the old nodes' pods do not fit without
+// it. (A crash in between leaves them, empty, for a later pass to remove.)
 func (c *Method) replace(ctx context.Context, decision Decision, provisioners map[string]*v1alpha5.Provisioner, counted map[string]map[string]corev1.ResourceList) error {
+	for _, replacement := range decision.Replacements {
+		if provisioners[replacement.Pool.Name] == nil {
+			return fmt.Errorf("the replacement's provisioner %s is gone", replacement.Pool.Name)
+		}
+	}
 	names := make([]string, 0, len(decision.Nodes))
 	uids := make([]string, 0, len(decision.Nodes))
 	for _, old := range decision.Nodes {
@@ -343,18 +350,15 @@ func (c *Method) replace(ctx context.Context, decision Decision, provisioners ma
 		uids = append(uids, string(old.UID))
 	}
 	slices.Sort(uids)
+	var nodeClaims []*v1.NodeClaim
 	launched := make([]string, 0, len(decision.Replacements))
-	for i, replacement := range decision.Replacements {
-		p := provisioners[replacement.Pool.Name]
-		if p == nil {
-			return fmt.Errorf("the replacement's provisioner %s is gone", replacement.Pool.Name)
-		}
-		node, err := provisioning.LaunchReplacement(ctx, c.launcher, replacement, launcher.Pool{Provisioner: p}, provisioning.ReplacementOptions{
+	for _, replacement := range decision.Replacements {
+		node, err := provisioning.LaunchReplacement(ctx, c.launcher, replacement, launcher.Pool{Provisioner: provisioners[replacement.Pool.Name]}, provisioning.ReplacementOptions{
 			Ledger:  c.ledger,
 			Counted: counted[replacement.Pool.Name],
 			// A pass retried after a crash between the launch and the Node gets the same instance.
-			Decision:    provisioning.ConsolidationDecision(uids, i),
-			Annotations: map[string]string{v1alpha5.ReplacesAnnotationKey: strings.Join(names, ",")},
+			Decision:    provisioning.ConsolidationDecision(uids, replacement, len(decision.Replacements)),
+			Annotations: provisioning.ConsolidationAnnotations(names, len(decision.Replacements)),
 			Reason:      metrics.ReasonUnderutilized,
 		})
 		if exceeded := (*provisioning.LimitExceededError)(nil); errors.As(err, &exceeded) {
@@ -364,25 +368,18 @@ func (c *Method) replace(ctx context.Context, decision Decision, provisioners ma
 			}
 		}
 		if err != nil {
-			return err
+			return errors.Join(err, provisioning.WithdrawReplacements(ctx, c.client, nodeClaims))
 		}
+		nodeClaims = append(nodeClaims, node.NodeClaim)
 		c.expected.Launched(c.clock.Now(), node.NodeName, node.NodeClaim.Name)
 		launched = append(launched, fmt.Sprintf("%s (%s, %s)", node.NodeName, node.NodeClaim.Labels[corev1.LabelInstanceTypeStable], node.NodeClaim.Labels[v1alpha5.CapacityTypeLabelKey]))
 	}
 	actionsTotal.WithLabelValues(string(Replace)).Inc()
 	savingsTotal.WithLabelValues(string(Replace)).Add(decision.Saving)
 	for _, old := range decision.Nodes {
-		c.recorder.Eventf(old, corev1.EventTypeNormal, ReasonReplacing, "Consolidation launched %s to replace this node, saving $%.4f/h; the node is deleted once %s Ready",
-			strings.Join(launched, ", "), decision.Saving, isOrAre(len(launched)))
+		c.recorder.Eventf(old, corev1.EventTypeNormal, ReasonReplacing, "Consolidation launched %s to replace this node, saving $%.4f/h; the node is deleted once every replacement is Ready",
+			strings.Join(launched, ", "), decision.Saving)
 	}
 	log.FromContext(ctx).Info("consolidation launched replacements", "nodes", launched, "replaces", len(decision.Nodes), "saving", decision.Saving)
 	return nil
-}
-
-// isOrAre is the verb for the launched nodes: "it is" or "they are".
-func isOrAre(n int) string {
-	if n == 1 {
-		return "it is"
-	}
-	return "they are"
 }

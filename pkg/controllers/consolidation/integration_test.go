@@ -456,8 +456,12 @@ func TestConsolidationIntoFewerNodes(t *testing.T) {
 	for _, n := range old {
 		expectEvent(t, env, n.Name, consolidation.ReasonReplacing)
 	}
-	// One Ready is not enough: the nodes stay until both are.
+	// One Ready is not enough: the nodes stay until both are, however many passes decide.
+	passes := counters.MarkNow(t, "karpenter_consolidation_pass_duration_seconds", nil)
 	f.markReady(t, &replacements[0])
+	eventually.Holds(t, "three passes decide with one replacement Ready", func() (bool, string, error) {
+		return passes.Increase() >= 3, fmt.Sprintf("%v passes", passes.Increase()), nil
+	})
 	for _, n := range old {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(n), &corev1.Node{}); err != nil {
 			t.Fatalf("node %s went before both replacements were Ready: %v", n.Name, err)

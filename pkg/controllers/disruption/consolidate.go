@@ -20,9 +20,10 @@ import (
 
 // consolidate removes underutilized nodes, the last method: the scheduler simulates removing
 // each candidate alone and the largest prefix of them together, their pods moved to the other
-// nodes and at most one new cheaper node, and the consolidation saving most is taken: deleted
-// when the pods fit on the other nodes, otherwise the new node launched first (annotated with
-// the nodes it replaces) and the nodes deleted once it is initialized (finish). It waits while
+// nodes and cheaper new ones (one for one node, fewer for several), and the consolidation saving
+// most is taken: deleted when the pods fit on the other nodes, otherwise the new nodes launched
+// first (annotated with the nodes they replace) and the nodes deleted once all are initialized
+// (finish). It waits while
 // the cluster is settling (a node launching or draining, pods waiting for capacity), as what
 // fits where changes when that is done. Each candidate kept is told why, once per cause. acted
 // is whether it deleted or launched.
@@ -73,9 +74,9 @@ func (c *Controller) consolidate(ctx context.Context, snapshot *state.Snapshot, 
 }
 
 // replaceUnderutilized taints the nodes disrupted and launches their cheaper replacements,
-// annotated with their names; finish deletes them once every replacement is initialized. A launch
-// that fails is rolled back at once: the nodes are untainted (a replacement launched before it
-// stays, empty, for a later pass to remove). acted is whether it launched them all.
+// annotated with their names (and how many replace them); finish deletes them once every
+// replacement is initialized. A launch that fails is rolled back at once: the replacements
+// launched before it are deleted and the nodes untainted. acted is whether it launched them all.
 func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disruption.Candidate, best disruption.Consolidation, loaded *replacementPools) (acted bool, err error) {
 	for _, replacement := range best.Replacements {
 		if _, ok := loaded.launchers[replacement.Pool]; !ok {
@@ -91,23 +92,27 @@ func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disrupt
 		uids = append(uids, string(candidate.NodeClaim.UID))
 	}
 	slices.Sort(uids)
+	annotations := provisioning.ConsolidationAnnotations(names, len(best.Replacements))
+	annotations[v1.DisruptionReasonAnnotationKey] = metrics.ReasonUnderutilized
+	var nodeClaims []*v1.NodeClaim
 	launched := make([]string, 0, len(best.Replacements))
-	for i, replacement := range best.Replacements {
+	for _, replacement := range best.Replacements {
 		nc, err := provisioning.LaunchReplacement(ctx, c.Launcher, replacement, loaded.launchers[replacement.Pool], provisioning.ReplacementOptions{
 			Ledger:  c.Ledger,
 			Counted: loaded.counted[replacement.Pool],
 			// The same decision made again after a crash finds the NodeClaim launched for it.
-			Decision:    provisioning.ConsolidationDecision(uids, i),
-			Annotations: map[string]string{v1alpha5.ReplacesAnnotationKey: strings.Join(names, ","), v1.DisruptionReasonAnnotationKey: metrics.ReasonUnderutilized},
+			Decision:    provisioning.ConsolidationDecision(uids, replacement, len(best.Replacements)),
+			Annotations: annotations,
 			Reason:      metrics.ReasonUnderutilized,
 		})
 		if err != nil {
-			return false, c.rollBackReplacement(ctx, chosen, err)
+			return false, c.rollBackReplacement(ctx, chosen, nodeClaims, err)
 		}
+		nodeClaims = append(nodeClaims, nc.NodeClaim)
 		launched = append(launched, fmt.Sprintf("%s (%s, %s)", nc.NodeClaim.Name, nc.NodeClaim.Labels[corev1.LabelInstanceTypeStable], nc.NodeClaim.Labels[v1alpha5.CapacityTypeLabelKey]))
 	}
 	countDecision(decisionReplace, metrics.ReasonUnderutilized, len(chosen))
-	message := fmt.Sprintf("Disrupting: it is underutilized; launched %s to replace it, saving $%.4f/h; the node is deleted once the replacement is initialized",
+	message := fmt.Sprintf("Disrupting: it is underutilized; launched %s to replace it, saving $%.4f/h; the node is deleted once every replacement is initialized",
 		strings.Join(launched, ", "), best.Saving)
 	for _, candidate := range chosen {
 		c.acted(candidate)
@@ -118,19 +123,24 @@ func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disrupt
 	return true, nil
 }
 
-// rollBackReplacement untaints the nodes whose replacement failed to launch, telling each why; a launch
-// refused by the limits is no error: the next pass decides again.
-func (c *Controller) rollBackReplacement(ctx context.Context, chosen []*disruption.Candidate, launchErr error) error {
+// rollBackReplacement deletes the replacements launched before one failed and untaints the nodes
+// they were for, telling each why; a launch refused by the limits is no error: the next pass
+// decides again.
+func (c *Controller) rollBackReplacement(ctx context.Context, chosen []*disruption.Candidate, launched []*v1.NodeClaim, launchErr error) error {
+	var errs []error
+	if err := provisioning.WithdrawReplacements(ctx, c.Client, launched); err != nil {
+		errs = append(errs, err)
+	}
 	for _, candidate := range chosen {
-		// Told once per cause, not at every pass the launch fails again.
 		if err := untaintDisrupted(ctx, c.Client, candidate.Node); err != nil {
-			return err
+			errs = append(errs, err)
+			continue
 		}
+		// Told once per cause, not at every pass the launch fails again.
 		c.tell(candidate, ReasonRolledBack, fmt.Sprintf("Disruption rolled back: launching its cheaper replacement failed, %v", launchErr))
 	}
-	if limited := (*provisioning.LimitExceededError)(nil); errors.As(launchErr, &limited) {
-		// Another launch took the room since the snapshot.
-		return nil
+	if limited := (*provisioning.LimitExceededError)(nil); !errors.As(launchErr, &limited) {
+		errs = append(errs, launchErr)
 	}
-	return launchErr
+	return errors.Join(errs...)
 }

@@ -64,10 +64,15 @@ func TestAPassFinishesOrRollsBack(t *testing.T) {
 		wantDeleted  bool
 		wantTainted  bool
 		wantRollBack bool
+		// wantWithdrawn: the replacement is deleted.
+		wantWithdrawn bool
 	}{
 		{name: "every replacement initialized", objects: inFlight(true, true, true), wantDeleted: true, wantTainted: true},
 		{name: "a replacement not initialized yet", objects: inFlight(true, true, false), wantTainted: true},
 		{name: "no replacement and no longer drifted", objects: inFlight(false), wantRollBack: true},
+		// A crash between the launches of two replacements of one decision: the one launched is
+		// withdrawn, the node untainted.
+		{name: "one of two replacements launched, initialized", objects: oneOfTwo(inFlight(false, true)), wantRollBack: true, wantWithdrawn: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.objects...)
@@ -90,8 +95,23 @@ func TestAPassFinishesOrRollsBack(t *testing.T) {
 			if launched := len(h.cloud.CreateCalls()); launched != 0 {
 				t.Errorf("%d launches, want none", launched)
 			}
+			hasReplacement := slices.ContainsFunc(tc.objects, func(o client.Object) bool { return o.GetName() == "default-newa" })
+			err = h.client.Get(t.Context(), client.ObjectKey{Name: "default-newa"}, &v1.NodeClaim{})
+			if withdrawn := apierrors.IsNotFound(err); hasReplacement && withdrawn != tc.wantWithdrawn {
+				t.Errorf("replacement deleted %v (%v), want %v", withdrawn, err, tc.wantWithdrawn)
+			}
 		})
 	}
+}
+
+// oneOfTwo marks the replacements among objects as one decision's two.
+func oneOfTwo(objects []client.Object) []client.Object {
+	for _, o := range objects {
+		if nc, ok := o.(*v1.NodeClaim); ok && nc.Annotations[v1alpha5.ReplacesAnnotationKey] != "" {
+			nc.Annotations[v1alpha5.ReplacementsAnnotationKey] = "2"
+		}
+	}
+	return objects
 }
 
 // harness is a disruption controller on a fake client and fake cloud, on a fake clock, its

@@ -80,6 +80,17 @@ func (c *Controller) finish(ctx context.Context, snapshot *state.Snapshot, candi
 				inFlight = true
 				continue
 			}
+			if launched, want := len(replacements), replacementsWanted(replacements); launched < want {
+				// A crash between the launches of one decision's replacements: the node's pods
+				// need them all, so the disruption is rolled back and those launched go.
+				if err := provisioning.WithdrawReplacements(ctx, c.Client, replacements); err != nil {
+					return inFlight, terminated, err
+				}
+				if err := c.rollBack(ctx, candidate, fmt.Sprintf("only %d of its %d replacements were launched", launched, want)); err != nil {
+					return inFlight, terminated, err
+				}
+				continue
+			}
 			reason := replacements[0].Annotations[v1.DisruptionReasonAnnotationKey]
 			if reason == "" {
 				// Launched before replacements said why: the node's drift tells.
@@ -107,6 +118,18 @@ func (c *Controller) finish(ctx context.Context, snapshot *state.Snapshot, candi
 		}
 	}
 	return inFlight, terminated, nil
+}
+
+// replacementsWanted is how many replacements the decision that launched these launched
+// together (v1alpha5.ReplacementsAnnotationKey), one when none says.
+func replacementsWanted(replacements []*v1.NodeClaim) int {
+	want := 1
+	for _, nc := range replacements {
+		if n, err := strconv.Atoi(nc.Annotations[v1alpha5.ReplacementsAnnotationKey]); err == nil {
+			want = max(want, n)
+		}
+	}
+	return want
 }
 
 // cause is why a node is replaced.

@@ -2,11 +2,17 @@ package provisioning
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/launcher"
 )
@@ -58,13 +64,44 @@ func LaunchReplacement(ctx context.Context, l *launcher.Launcher, n *scheduling.
 	return launched, nil
 }
 
-// ConsolidationDecision names the launch of the i-th replacement of the nodes (NodeClaims for a
-// NodePool's) whose UIDs, sorted, are given (ReplacementOptions.Decision): the same decision made
-// again after a crash finds it. The first's name is the one a lone replacement always had.
-func ConsolidationDecision(uids []string, i int) string {
+// ConsolidationDecision names the launch of the i-th of a consolidation's replacements
+// (ReplacementOptions.Decision) of the nodes (NodeClaims for a NodePool's) whose UIDs, sorted, are
+// given: the same decision made again after a crash finds it. A lone replacement's name is the
+// one it always had; one of several also names the pods planned onto it, so that a plan made
+// again in another order does not take another's launch for its own.
+func ConsolidationDecision(uids []string, replacement *scheduling.NewNode, of int) string {
 	decision := "consolidation\n" + strings.Join(uids, "\n")
-	if i > 0 {
-		decision += fmt.Sprintf("\nreplacement %d", i)
+	if of > 1 {
+		pods := make([]string, 0, len(replacement.Pods))
+		for _, pod := range replacement.Pods {
+			pods = append(pods, string(pod.UID))
+		}
+		slices.Sort(pods)
+		decision += "\nreplacement of\n" + strings.Join(pods, "\n")
 	}
 	return decision
+}
+
+// ConsolidationAnnotations are written on each of a consolidation's replacements: the nodes they
+// replace (v1alpha5.ReplacesAnnotationKey) and, when there are several, how many
+// (v1alpha5.ReplacementsAnnotationKey).
+func ConsolidationAnnotations(replaced []string, replacements int) map[string]string {
+	annotations := map[string]string{v1alpha5.ReplacesAnnotationKey: strings.Join(replaced, ",")}
+	if replacements > 1 {
+		annotations[v1alpha5.ReplacementsAnnotationKey] = strconv.Itoa(replacements)
+	}
+	return annotations
+}
+
+// WithdrawReplacements deletes the NodeClaims of a consolidation's replacements that cannot all
+// be launched (one failed, or a crash came between their launches): the nodes they were for need
+// them all, and stay.
+func WithdrawReplacements(ctx context.Context, c client.Writer, nodeClaims []*v1.NodeClaim) error {
+	var errs []error
+	for _, nc := range nodeClaims {
+		if err := c.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting nodeclaim %s, a replacement withdrawn, %w", nc.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -36,6 +36,10 @@ const (
 	// of the nodes it replaces, comma separated. It is written with the Node, so the decision
 	// survives a restart: once the node is Ready they are deleted, not decided on again.
 	ReplacesAnnotationKey = "karpenter.sh/replaces"
+	// ReplacementsAnnotationKey is on each of the nodes one consolidation launched together to
+	// replace others, when there are several: how many it launched. Until that many exist the
+	// old nodes stay.
+	ReplacementsAnnotationKey = "karpenter.sh/replacements"
 )
 
 // WellKnownLabels are the node labels whose values come from the instance type and offering
