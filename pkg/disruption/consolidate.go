@@ -156,7 +156,7 @@ func (s Simulation) Consolidate(removed []*Removal, settings ConsolidationSettin
 	if len(results.NewNodes) > max(1, len(removed)-1) {
 		return Consolidation{}, &Blocked{ConsolidationNotCheaper, fmt.Sprintf("its pods would need %d new nodes, not fewer than the %d removed", len(results.NewNodes), len(removed))}
 	}
-	replacements, why := narrowed(results.NewNodes, out.Price*(1-threshold), spot, threshold, out.Price, settings)
+	replacements, why := narrowed(results.NewNodes, out.Price, threshold, spot, settings)
 	if why != nil {
 		return Consolidation{}, why
 	}
@@ -174,10 +174,11 @@ func (s Simulation) Consolidate(removed []*Removal, settings ConsolidationSettin
 // narrowed are the new nodes with only the instance types cheap enough for the replacement to
 // save the threshold, whichever each launches as: a lone new node may cost up to the ceiling
 // (what the replacement may cost), several share what the ceiling leaves above their cheapest
-// prices equally, so that every choice within each node's share keeps their sum under it. On
-// spot removals only spot offerings count, and each node keeps at least MinSpotTypes types.
-// price is the removed nodes'.
-func narrowed(planned []*scheduling.NewNode, ceiling float64, spot bool, threshold, price float64, settings ConsolidationSettings) ([]*scheduling.NewNode, *Blocked) {
+// prices equally, so that every choice within each node's share keeps their sum under it. The
+// ceiling is the removed nodes' price less the threshold. On spot removals only spot offerings
+// count, and each node keeps at least MinSpotTypes types.
+func narrowed(planned []*scheduling.NewNode, price, threshold float64, spot bool, settings ConsolidationSettings) ([]*scheduling.NewNode, *Blocked) {
+	ceiling := price * (1 - threshold)
 	if spot && settings.NoSpotToSpot {
 		return nil, &Blocked{ConsolidationSpotToSpotOff, "a spot node is not replaced by another: the feature gate SpotToSpotConsolidation is false"}
 	}
