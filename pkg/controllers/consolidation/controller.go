@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	cloudmetrics "karpenter.sh/karpenter/pkg/cloudprovider/metrics"
@@ -350,27 +349,22 @@ func (c *Method) replace(ctx context.Context, decision Decision, provisioners ma
 		uids = append(uids, string(old.UID))
 	}
 	slices.Sort(uids)
-	var nodeClaims []*v1.NodeClaim
-	launched := make([]string, 0, len(decision.Replacements))
-	for _, replacement := range decision.Replacements {
-		node, err := provisioning.LaunchReplacement(ctx, c.launcher, replacement, launcher.Pool{Provisioner: provisioners[replacement.Pool.Name]}, provisioning.ReplacementOptions{
-			Ledger:  c.ledger,
-			Counted: counted[replacement.Pool.Name],
-			// A pass retried after a crash between the launch and the Node gets the same instance.
-			Decision:    provisioning.ConsolidationDecision(uids, replacement, len(decision.Replacements)),
-			Annotations: provisioning.ConsolidationAnnotations(names, len(decision.Replacements)),
-			Reason:      metrics.ReasonUnderutilized,
-		})
-		if exceeded := (*provisioning.LimitExceededError)(nil); errors.As(err, &exceeded) {
-			// Another launch took the room since the snapshot: the next pass decides again.
-			for _, old := range decision.Nodes {
-				c.recorder.Eventf(old, corev1.EventTypeNormal, disruption.ConsolidationLimits, "Not consolidated: its replacement would exceed spec.limits, %v", exceeded)
-			}
+	nodes, err := provisioning.LaunchReplacements(ctx, c.launcher, c.client, decision.Replacements,
+		func(replacement *scheduling.NewNode) (launcher.Pool, map[string]corev1.ResourceList) {
+			return launcher.Pool{Provisioner: provisioners[replacement.Pool.Name]}, counted[replacement.Pool.Name]
+		},
+		provisioning.Consolidation{Replaced: names, ReplacedUIDs: uids, Ledger: c.ledger, Reason: metrics.ReasonUnderutilized})
+	if exceeded := (*provisioning.LimitExceededError)(nil); errors.As(err, &exceeded) {
+		// Another launch took the room since the snapshot: the next pass decides again.
+		for _, old := range decision.Nodes {
+			c.recorder.Eventf(old, corev1.EventTypeNormal, disruption.ConsolidationLimits, "Not consolidated: its replacement would exceed spec.limits, %v", exceeded)
 		}
-		if err != nil {
-			return errors.Join(err, provisioning.WithdrawReplacements(ctx, c.client, nodeClaims))
-		}
-		nodeClaims = append(nodeClaims, node.NodeClaim)
+	}
+	if err != nil {
+		return err
+	}
+	launched := make([]string, 0, len(nodes))
+	for _, node := range nodes {
 		c.expected.Launched(c.clock.Now(), node.NodeName, node.NodeClaim.Name)
 		launched = append(launched, fmt.Sprintf("%s (%s, %s)", node.NodeName, node.NodeClaim.Labels[corev1.LabelInstanceTypeStable], node.NodeClaim.Labels[v1alpha5.CapacityTypeLabelKey]))
 	}

@@ -13,7 +13,9 @@ import (
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/disruption"
+	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/metrics"
 	"karpenter.sh/karpenter/pkg/state"
 )
@@ -92,23 +94,17 @@ func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disrupt
 		uids = append(uids, string(candidate.NodeClaim.UID))
 	}
 	slices.Sort(uids)
-	annotations := provisioning.ConsolidationAnnotations(names, len(best.Replacements))
-	annotations[v1.DisruptionReasonAnnotationKey] = metrics.ReasonUnderutilized
-	var nodeClaims []*v1.NodeClaim
-	launched := make([]string, 0, len(best.Replacements))
-	for _, replacement := range best.Replacements {
-		nc, err := provisioning.LaunchReplacement(ctx, c.Launcher, replacement, loaded.launchers[replacement.Pool], provisioning.ReplacementOptions{
-			Ledger:  c.Ledger,
-			Counted: loaded.counted[replacement.Pool],
-			// The same decision made again after a crash finds the NodeClaim launched for it.
-			Decision:    provisioning.ConsolidationDecision(uids, replacement, len(best.Replacements)),
-			Annotations: annotations,
-			Reason:      metrics.ReasonUnderutilized,
-		})
-		if err != nil {
-			return false, c.rollBackReplacement(ctx, chosen, nodeClaims, err)
-		}
-		nodeClaims = append(nodeClaims, nc.NodeClaim)
+	nodeClaims, err := provisioning.LaunchReplacements(ctx, c.Launcher, c.Client, best.Replacements,
+		func(replacement *scheduling.NewNode) (launcher.Pool, map[string]corev1.ResourceList) {
+			return loaded.launchers[replacement.Pool], loaded.counted[replacement.Pool]
+		},
+		provisioning.Consolidation{Replaced: names, ReplacedUIDs: uids, Ledger: c.Ledger, Reason: metrics.ReasonUnderutilized,
+			Annotations: map[string]string{v1.DisruptionReasonAnnotationKey: metrics.ReasonUnderutilized}})
+	if err != nil {
+		return false, c.rollBackReplacement(ctx, chosen, err)
+	}
+	launched := make([]string, 0, len(nodeClaims))
+	for _, nc := range nodeClaims {
 		launched = append(launched, fmt.Sprintf("%s (%s, %s)", nc.NodeClaim.Name, nc.NodeClaim.Labels[corev1.LabelInstanceTypeStable], nc.NodeClaim.Labels[v1alpha5.CapacityTypeLabelKey]))
 	}
 	countDecision(decisionReplace, metrics.ReasonUnderutilized, len(chosen))
@@ -123,14 +119,11 @@ func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disrupt
 	return true, nil
 }
 
-// rollBackReplacement deletes the replacements launched before one failed and untaints the nodes
-// they were for, telling each why; a launch refused by the limits is no error: the next pass
-// decides again.
-func (c *Controller) rollBackReplacement(ctx context.Context, chosen []*disruption.Candidate, launched []*v1.NodeClaim, launchErr error) error {
+// rollBackReplacement untaints the nodes whose replacements failed to launch (LaunchReplacements
+// withdrew those launched), telling each why; a launch refused by the limits is no error: the
+// next pass decides again.
+func (c *Controller) rollBackReplacement(ctx context.Context, chosen []*disruption.Candidate, launchErr error) error {
 	var errs []error
-	if err := provisioning.WithdrawReplacements(ctx, c.Client, launched); err != nil {
-		errs = append(errs, err)
-	}
 	for _, candidate := range chosen {
 		if err := untaintDisrupted(ctx, c.Client, candidate.Node); err != nil {
 			errs = append(errs, err)

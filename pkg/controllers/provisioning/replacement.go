@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,12 +65,59 @@ func LaunchReplacement(ctx context.Context, l *launcher.Launcher, n *scheduling.
 	return launched, nil
 }
 
-// ConsolidationDecision names the launch of the i-th of a consolidation's replacements
-// (ReplacementOptions.Decision) of the nodes (NodeClaims for a NodePool's) whose UIDs, sorted, are
-// given: the same decision made again after a crash finds it. A lone replacement's name is the
-// one it always had; one of several also names the pods planned onto it, so that a plan made
-// again in another order does not take another's launch for its own.
-func ConsolidationDecision(uids []string, replacement *scheduling.NewNode, of int) string {
+// Consolidation is what a consolidation's launch of its replacements carries beyond the planned
+// nodes.
+type Consolidation struct {
+	// Replaced are the names of the nodes the replacements replace; ReplacedUIDs the UIDs of
+	// those nodes (of their NodeClaims for a NodePool's), sorted, which name the decision.
+	Replaced, ReplacedUIDs []string
+	// Annotations are written on each replacement beside the nodes it replaces.
+	Annotations map[string]string
+	Ledger      *Ledger
+	Reason      string
+}
+
+// LaunchReplacements launches a consolidation's replacements, each through LaunchReplacement in
+// its pool (with the capacity its limits count), annotated with the nodes they replace and, when
+// there are several, how many (v1alpha5.ReplacementsAnnotationKey). All or none: when one fails,
+// those launched before it are withdrawn (WithdrawReplacements) and the error is the launch's,
+// joined with any of the withdrawal.
+func LaunchReplacements(ctx context.Context, l *launcher.Launcher, c client.Writer, replacements []*scheduling.NewNode,
+	poolOf func(*scheduling.NewNode) (launcher.Pool, map[string]corev1.ResourceList), o Consolidation) ([]*launcher.Launched, error) {
+	annotations := map[string]string{v1alpha5.ReplacesAnnotationKey: strings.Join(o.Replaced, ",")}
+	if len(replacements) > 1 {
+		annotations[v1alpha5.ReplacementsAnnotationKey] = strconv.Itoa(len(replacements))
+	}
+	maps.Copy(annotations, o.Annotations)
+	launched := make([]*launcher.Launched, 0, len(replacements))
+	for _, replacement := range replacements {
+		pool, counted := poolOf(replacement)
+		node, err := LaunchReplacement(ctx, l, replacement, pool, ReplacementOptions{
+			Ledger:  o.Ledger,
+			Counted: counted,
+			// The same decision made again after a crash finds the NodeClaim launched for it.
+			Decision:    consolidationDecision(o.ReplacedUIDs, replacement, len(replacements)),
+			Annotations: annotations,
+			Reason:      o.Reason,
+		})
+		if err != nil {
+			nodeClaims := make([]*v1.NodeClaim, 0, len(launched))
+			for _, done := range launched {
+				nodeClaims = append(nodeClaims, done.NodeClaim)
+			}
+			return nil, errors.Join(err, WithdrawReplacements(ctx, c, nodeClaims))
+		}
+		launched = append(launched, node)
+	}
+	return launched, nil
+}
+
+// consolidationDecision names the launch of one of a consolidation's replacements
+// (ReplacementOptions.Decision) of the nodes whose UIDs, sorted, are given: the same decision
+// made again after a crash finds it. A lone replacement's name is the one it always had; one of
+// several also names the pods planned onto it, so that a plan made again in another order does
+// not take another's launch for its own.
+func consolidationDecision(uids []string, replacement *scheduling.NewNode, of int) string {
 	decision := "consolidation\n" + strings.Join(uids, "\n")
 	if of > 1 {
 		pods := make([]string, 0, len(replacement.Pods))
@@ -80,17 +128,6 @@ func ConsolidationDecision(uids []string, replacement *scheduling.NewNode, of in
 		decision += "\nreplacement of\n" + strings.Join(pods, "\n")
 	}
 	return decision
-}
-
-// ConsolidationAnnotations are written on each of a consolidation's replacements: the nodes they
-// replace (v1alpha5.ReplacesAnnotationKey) and, when there are several, how many
-// (v1alpha5.ReplacementsAnnotationKey).
-func ConsolidationAnnotations(replaced []string, replacements int) map[string]string {
-	annotations := map[string]string{v1alpha5.ReplacesAnnotationKey: strings.Join(replaced, ",")}
-	if replacements > 1 {
-		annotations[v1alpha5.ReplacementsAnnotationKey] = strconv.Itoa(replacements)
-	}
-	return annotations
 }
 
 // WithdrawReplacements deletes the NodeClaims of a consolidation's replacements that cannot all

@@ -17,6 +17,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/consolidation"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -156,16 +157,8 @@ func applyConsolidation(tb testing.TB, s *consolidation.Snapshot, d consolidatio
 func clusterPrice(s consolidation.Snapshot) float64 {
 	total := 0.0
 	for _, n := range s.Nodes {
-		for _, it := range s.Provisioners[0].InstanceTypes {
-			if it.Name != n.Node.Labels[corev1.LabelInstanceTypeStable] {
-				continue
-			}
-			for _, offering := range it.Offerings {
-				if offering.Zone == n.Node.Labels[corev1.LabelTopologyZone] && offering.CapacityType == n.Node.Labels[v1alpha5.CapacityTypeLabelKey] {
-					total += offering.Price
-				}
-			}
-		}
+		price, _ := disruption.Price(n.Node, s.Provisioners[0].InstanceTypes)
+		total += price
 	}
 	return total
 }
