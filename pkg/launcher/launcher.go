@@ -29,9 +29,12 @@ import (
 	"karpenter.sh/karpenter/pkg/metrics"
 )
 
-// DefaultConcurrency bounds the cloud's launch calls that run at once, of every caller; it
-// also bounds the API writes of one launch that run at once.
+// DefaultConcurrency bounds the cloud's launch calls that run at once, of every caller.
 const DefaultConcurrency = 10
+
+// createsAtOnce bounds the NodeClaim creations of one launch that run at once. One launch
+// creates at a time (Launcher.creating), so this is also the bound for the whole process.
+const createsAtOnce = 50
 
 // ReasonLaunchFailed is the reason of a NodeClaim's Launched condition when it got no instance.
 const ReasonLaunchFailed = "LaunchFailed"
@@ -60,10 +63,16 @@ type Request struct {
 
 // Launcher creates NodeClaims and launches them. It is safe for concurrent use.
 type Launcher struct {
-	client      client.Client
-	instances   cloudprovider.InstanceProvider
-	concurrency int
-	calls       *semaphore.Weighted
+	client    client.Client
+	instances cloudprovider.InstanceProvider
+	calls     *semaphore.Weighted
+	// creating lets one launch create its NodeClaims at a time, in the order they asked: the
+	// API server's writes bound a burst's launches, and a group launches once all of its
+	// NodeClaims exist, so the first group asking launches first instead of every group
+	// waiting on every other's writes.
+	creating *semaphore.Weighted
+	// order puts creations ahead of records.
+	order writeOrder
 
 	mu sync.Mutex
 	// launching counts the launches of each group running in this process: its NodeClaims
@@ -78,7 +87,7 @@ func New(c client.Client, instances cloudprovider.InstanceProvider, concurrency 
 	if concurrency == 0 {
 		concurrency = DefaultConcurrency
 	}
-	return &Launcher{client: c, instances: instances, concurrency: concurrency, calls: semaphore.NewWeighted(int64(concurrency)), launching: map[string]int{}}
+	return &Launcher{client: c, instances: instances, calls: semaphore.NewWeighted(int64(concurrency)), creating: semaphore.NewWeighted(1), launching: map[string]int{}}
 }
 
 // Launching is whether the launch of the NodeClaim's group runs in this process.
@@ -103,10 +112,16 @@ func (l *Launcher) begin(group string) func() {
 }
 
 // CreateNodeClaims creates the NodeClaims of a request, one per node, annotated with their
-// group. The i-th NodeClaim returned is the i-th node's, nil where it could not be created. The
-// group is launching from then on: the caller calls the function returned once it recorded each
-// NodeClaim's instance or failed it, so that until then no one else resumes the launch.
+// group, once the launches that asked before it have created theirs. The i-th NodeClaim
+// returned is the i-th node's, nil where it could not be created. The group is launching from
+// then on: the caller calls the function returned once it recorded each NodeClaim's instance or
+// failed it, so that until then no one else resumes the launch.
 func (l *Launcher) CreateNodeClaims(ctx context.Context, request Request) ([]*v1.NodeClaim, func(), error) {
+	defer l.order.beginCreate()()
+	if err := l.creating.Acquire(ctx, 1); err != nil {
+		return make([]*v1.NodeClaim, len(request.Nodes)), func() {}, fmt.Errorf("waiting to create nodeclaims for %s, %w", request.Pool.Key(), err)
+	}
+	defer l.creating.Release(1)
 	names := make([]string, len(request.Nodes))
 	for i := range names {
 		names[i] = newName(request.Pool.Key().Name)
@@ -121,7 +136,7 @@ func (l *Launcher) CreateNodeClaims(ctx context.Context, request Request) ([]*v1
 	created := make([]*v1.NodeClaim, len(names))
 	errs := make([]error, len(names))
 	var writes errgroup.Group
-	writes.SetLimit(l.concurrency)
+	writes.SetLimit(createsAtOnce)
 	for i, n := range request.Nodes {
 		writes.Go(func() error {
 			nc := newNodeClaim(names[i], request, n, annotations)
@@ -159,9 +174,10 @@ func (l *Launcher) launch(ctx context.Context, request Request, group string, co
 }
 
 // Record writes a NodeClaim's instance to its status, then its labels, so that which instance
-// a NodeClaim got is recorded before anything is done with it. It returns the NodeClaim as
-// recorded.
+// a NodeClaim got is recorded before anything is done with it. It writes once the NodeClaims
+// of launches asked before it are created (writeOrder). It returns the NodeClaim as recorded.
 func (l *Launcher) Record(ctx context.Context, nc *v1.NodeClaim, instance *cloudprovider.Instance, it *cloudprovider.InstanceType) (*v1.NodeClaim, error) {
+	l.order.asked().wait(ctx)
 	want := launched(nc, instance, it)
 	// A patch writes the object the API server answers back into its argument: the status
 	// patch's answer has the labels as they were.
