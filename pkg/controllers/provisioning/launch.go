@@ -51,14 +51,19 @@ func launchGroupSize(n, concurrency int) int {
 // maxSize nodes; one cloud call launches a group.
 func groupLaunches(newNodes []*scheduling.NewNode, maxSize int) []*launchGroup {
 	maxSize = max(maxSize, 1)
+	type groupKey struct {
+		poolAndLabels string
+		list          int
+	}
 	var out []*launchGroup
-	open := map[string]*launchGroup{}
+	open := map[groupKey]*launchGroup{}
+	var lists candidateLists
 	for _, n := range newNodes {
-		candidates := n.Offerings()
-		key := launchKey(n, candidates)
+		list := lists.of(n)
+		key := groupKey{poolAndLabels: poolAndLabels(n), list: list}
 		g, ok := open[key]
 		if !ok || len(g.nodes) == maxSize {
-			g = &launchGroup{pool: n.Pool, candidates: candidates}
+			g = &launchGroup{pool: n.Pool, candidates: lists.lists[list]}
 			open[key] = g
 			out = append(out, g)
 		}
@@ -67,14 +72,85 @@ func groupLaunches(newNodes []*scheduling.NewNode, maxSize int) []*launchGroup {
 	return out
 }
 
-// launchKey is equal for launches of new nodes the cloud cannot tell apart: of the same pool,
-// with the same labels chosen, as the candidates.
-func launchKey(n *scheduling.NewNode, candidates []cloudprovider.Candidate) string {
+// candidateLists computes the candidates of a plan's new nodes (NewNode.Offerings) once for each
+// distinct instance types and requirements, and gives equal lists one index. A large plan's
+// nodes mostly share them, and a thousand candidates computed and keyed for each node was most
+// of the time between a plan and its first launch (docs/benchmarks.md, "NodeClaims created
+// before records").
+type candidateLists struct {
+	lists    [][]cloudprovider.Candidate
+	byInputs map[candidateInputsKey][]candidateInputs
+}
+
+// candidateInputsKey narrows the inputs a node's candidates may have been computed from.
+type candidateInputsKey struct {
+	types       int
+	first, last *cloudprovider.InstanceType
+	// requirements are the node's, rendered.
+	requirements string
+}
+
+// candidateInputs are the instance types a list was computed from.
+type candidateInputs struct {
+	types []*cloudprovider.InstanceType
+	list  int
+}
+
+// of is the index of the node's candidates in lists.
+func (c *candidateLists) of(n *scheduling.NewNode) int {
+	key := candidateInputsKey{types: len(n.InstanceTypes), requirements: renderRequirements(n.Requirements)}
+	if len(n.InstanceTypes) > 0 {
+		key.first, key.last = n.InstanceTypes[0], n.InstanceTypes[len(n.InstanceTypes)-1]
+	}
+	for _, in := range c.byInputs[key] {
+		if slices.Equal(in.types, n.InstanceTypes) {
+			return in.list
+		}
+	}
+	candidates := n.Offerings()
+	list := slices.IndexFunc(c.lists, func(l []cloudprovider.Candidate) bool { return slices.Equal(l, candidates) })
+	if list < 0 {
+		list = len(c.lists)
+		c.lists = append(c.lists, candidates)
+	}
+	if c.byInputs == nil {
+		c.byInputs = map[candidateInputsKey][]candidateInputs{}
+	}
+	c.byInputs[key] = append(c.byInputs[key], candidateInputs{types: n.InstanceTypes, list: list})
+	return list
+}
+
+// renderRequirements writes requirements as one string, equal for equal requirements.
+func renderRequirements(requirements []corev1.NodeSelectorRequirement) string {
+	var b strings.Builder
+	for _, r := range requirements {
+		b.WriteString(r.Key)
+		b.WriteByte(' ')
+		b.WriteString(string(r.Operator))
+		for _, v := range r.Values {
+			b.WriteByte(' ')
+			b.WriteString(v)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// poolAndLabels is equal for new nodes of the same pool with the same labels chosen.
+func poolAndLabels(n *scheduling.NewNode) string {
 	var b strings.Builder
 	b.WriteString(n.Pool.LabelKey + "=" + n.Pool.Name)
 	for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
 		fmt.Fprintf(&b, ",%s=%s", k, n.Labels[k])
 	}
+	return b.String()
+}
+
+// launchKey is equal for launches of new nodes the cloud cannot tell apart: of the same pool,
+// with the same labels chosen, as the candidates.
+func launchKey(n *scheduling.NewNode, candidates []cloudprovider.Candidate) string {
+	var b strings.Builder
+	b.WriteString(poolAndLabels(n))
 	// Written piece by piece: a thousand candidates for each node of a batch through Fprintf
 	// was a sixth of a large pass's time before its first launch.
 	for _, c := range candidates {

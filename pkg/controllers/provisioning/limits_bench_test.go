@@ -2,10 +2,12 @@ package provisioning
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/test/builders"
@@ -33,14 +35,32 @@ func BenchmarkLedgerReserve(b *testing.B) {
 	}
 }
 
-// BenchmarkLaunchKey keys a 1,000-pod burst's 450 nodes for their launch groups, each with the
-// 1,200 candidates a small pod has on the real catalogue.
-func BenchmarkLaunchKey(b *testing.B) {
-	candidates := builders.Candidates(400, "a", "b", "c")
-	n := &scheduling.NewNode{Pool: pools.Provisioner("default"), Labels: map[string]string{"team": "a"}}
-	for range b.N {
-		for range 450 {
-			_ = launchKey(n, candidates)
+// BenchmarkGroupLaunches groups a 1,000-pod burst's 450 new nodes for their launches, each with
+// the 1,200 candidates a small pod has on the real catalogue (400 types in three zones): the
+// nodes sharing one list of instance types, and each with a copy of its own.
+func BenchmarkGroupLaunches(b *testing.B) {
+	var types []*cloudprovider.InstanceType
+	for i, c := range builders.Candidates(400, "a", "b", "c") {
+		if i%3 == 0 {
+			types = append(types, c.InstanceType)
 		}
+		c.InstanceType.Offerings = append(c.InstanceType.Offerings, cloudprovider.Offering{Zone: c.Offering.Zone, CapacityType: c.Offering.CapacityType, Price: float64(i), Available: true})
+	}
+	requirements := []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"a", "b", "c"}}}
+	for _, shared := range []bool{true, false} {
+		b.Run(fmt.Sprintf("shared=%v", shared), func(b *testing.B) {
+			nodes := make([]*scheduling.NewNode, 450)
+			for i := range nodes {
+				nodes[i] = &scheduling.NewNode{Pool: pools.Provisioner("default"), Labels: map[string]string{"team": "a"}, InstanceTypes: types, Requirements: requirements}
+				if !shared {
+					nodes[i].InstanceTypes = slices.Clone(types)
+				}
+			}
+			for range b.N {
+				if groups := groupLaunches(nodes, 50); len(groups) != 9 {
+					b.Fatalf("%d groups, want 9", len(groups))
+				}
+			}
+		})
 	}
 }
