@@ -48,6 +48,7 @@ func TestCapacityReasonsNameTheFirstOfferingsWithTheCloudsReason(t *testing.T) {
 func TestGroupLaunches(t *testing.T) {
 	small := &cloudprovider.InstanceType{Name: "small", Offerings: []cloudprovider.Offering{{Zone: "a", CapacityType: "on-demand", Available: true, Price: 1}}}
 	large := &cloudprovider.InstanceType{Name: "large", Offerings: []cloudprovider.Offering{{Zone: "a", CapacityType: "on-demand", Available: true, Price: 2}}}
+	soldOut := &cloudprovider.InstanceType{Name: "sold-out", Offerings: []cloudprovider.Offering{{Zone: "a", CapacityType: "on-demand", Price: 1}}}
 	node := func(provisioner string, types ...*cloudprovider.InstanceType) *scheduling.NewNode {
 		return &scheduling.NewNode{Pool: pools.Provisioner(provisioner), InstanceTypes: types}
 	}
@@ -63,6 +64,7 @@ func TestGroupLaunches(t *testing.T) {
 		{name: "the cap splits a group", nodes: []*scheduling.NewNode{node("default", small), node("default", small), node("default", small)}, maxSize: 2, want: []int{2, 1}},
 		{name: "another provisioner is another call", nodes: []*scheduling.NewNode{node("default", small), node("spot", small), node("default", small)}, maxSize: 10, want: []int{2, 1}},
 		{name: "other candidates are another call", nodes: []*scheduling.NewNode{node("default", small), node("default", small, large), node("default", large, small)}, maxSize: 10, want: []int{1, 2}},
+		{name: "types no offering of which is available change nothing", nodes: []*scheduling.NewNode{node("default", small), node("default", small, soldOut), node("default", small)}, maxSize: 10, want: []int{3}},
 		{name: "requirements that narrow the offerings count", nodes: []*scheduling.NewNode{node("default", small), zoneB}, maxSize: 10, want: []int{1, 1}},
 		{name: "a cap under one is one", nodes: []*scheduling.NewNode{node("default", small), node("default", small)}, maxSize: 0, want: []int{1, 1}},
 		{name: "nothing to launch", maxSize: 10},
