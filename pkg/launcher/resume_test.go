@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
@@ -17,6 +18,14 @@ import (
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
 )
+
+// oneNodeRequest is a launch of one node of the Provisioner, as the first of the fake instance
+// types, which it returns.
+func oneNodeRequest(provisioner *v1alpha5.Provisioner) (launcher.Request, *cloudprovider.InstanceType) {
+	it := fake.DefaultInstanceTypes()[0]
+	return launcher.Request{Pool: launcher.Pool{Provisioner: provisioner}, Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
+		Nodes: []*scheduling.NewNode{{Pool: pools.Provisioner(provisioner.Name), InstanceTypes: []*cloudprovider.InstanceType{it}}}}, it
+}
 
 // TestResumeLabelsANodeClaimACrashLeftUnlabelled: a controller killed between recording a
 // NodeClaim's instance and writing its labels leaves it launched without its instance type and
@@ -27,9 +36,7 @@ func TestResumeLabelsANodeClaimACrashLeftUnlabelled(t *testing.T) {
 	provisioner := builders.Provisioner(builders.ProvisionerOptions{Name: "crash"})
 	c := kubefake.NewClientBuilder().WithObjects(provisioner).Build()
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	it := fake.DefaultInstanceTypes()[0]
-	request := launcher.Request{Pool: launcher.Pool{Provisioner: provisioner}, Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
-		Nodes: []*scheduling.NewNode{{Pool: pools.Provisioner("crash"), InstanceTypes: []*cloudprovider.InstanceType{it}}}}
+	request, it := oneNodeRequest(provisioner)
 	first := launcher.New(c, cloud, 0)
 	nodeClaims, done, err := first.CreateNodeClaims(t.Context(), request)
 	if err != nil {
@@ -92,9 +99,7 @@ func TestResumeAllListsTheInstancesOnce(t *testing.T) {
 	provisioner := builders.Provisioner(builders.ProvisionerOptions{Name: "crash"})
 	c := kubefake.NewClientBuilder().WithObjects(provisioner).Build()
 	cloud := &listCounter{InstanceProvider: fake.NewInstanceProvider(fake.InstanceProviderOptions{})}
-	it := fake.DefaultInstanceTypes()[0]
-	request := launcher.Request{Pool: launcher.Pool{Provisioner: provisioner}, Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
-		Nodes: []*scheduling.NewNode{{Pool: pools.Provisioner("crash"), InstanceTypes: []*cloudprovider.InstanceType{it}}}}
+	request, _ := oneNodeRequest(provisioner)
 	first := launcher.New(c, cloud, 0)
 	for range 3 {
 		// The crash: the groups' NodeClaims were created, their launches never made.

@@ -12,11 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
-	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
-	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/launcher"
-	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
 )
@@ -71,9 +68,7 @@ func TestRecordsWaitForTheCreationsAskedBeforeThem(t *testing.T) {
 		},
 	}).Build()
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	it := fake.DefaultInstanceTypes()[0]
-	request := launcher.Request{Pool: launcher.Pool{Provisioner: provisioner}, Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
-		Nodes: []*scheduling.NewNode{{Pool: pools.Provisioner("order"), InstanceTypes: []*cloudprovider.InstanceType{it}}}}
+	request, it := oneNodeRequest(provisioner)
 	l := launcher.New(c, cloud, 0)
 
 	first, firstDone, err := l.CreateNodeClaims(t.Context(), request)
