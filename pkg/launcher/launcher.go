@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
@@ -35,6 +36,11 @@ const DefaultConcurrency = 10
 // createsAtOnce bounds the NodeClaim creations of one launch that run at once. One launch
 // creates at a time (Launcher.creating), so this is also the bound for the whole process.
 const createsAtOnce = 50
+
+// maxRecordWait bounds how long a record waits for other launches' creations (writeOrder): a
+// record is what a crash leaves to go by, so one hung creation must not hold back every
+// launch's records for long.
+const maxRecordWait = 10 * time.Second
 
 // ReasonLaunchFailed is the reason of a NodeClaim's Launched condition when it got no instance.
 const ReasonLaunchFailed = "LaunchFailed"
@@ -177,7 +183,9 @@ func (l *Launcher) launch(ctx context.Context, request Request, group string, co
 // a NodeClaim got is recorded before anything is done with it. It writes once the NodeClaims
 // of launches asked before it are created (writeOrder). It returns the NodeClaim as recorded.
 func (l *Launcher) Record(ctx context.Context, nc *v1.NodeClaim, instance *cloudprovider.Instance, it *cloudprovider.InstanceType) (*v1.NodeClaim, error) {
-	l.order.asked().wait(ctx)
+	waitCtx, cancel := context.WithTimeout(ctx, maxRecordWait)
+	l.order.asked().wait(waitCtx)
+	cancel()
 	want := launched(nc, instance, it)
 	// A patch writes the object the API server answers back into its argument: the status
 	// patch's answer has the labels as they were.

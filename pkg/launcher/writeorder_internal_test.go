@@ -3,6 +3,7 @@ package launcher
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // TestARecordWaitsOnlyForTheCreationsAskedBeforeIt: a record waits for the creations asked
@@ -25,11 +26,21 @@ func TestARecordWaitsOnlyForTheCreationsAskedBeforeIt(t *testing.T) {
 	default:
 	}
 	endFirst()
-	<-waited(t.Context(), before) // would block for ever if it waited for the later one too
+	returns(t, waited(t.Context(), before), "the record still waits, for the creation asked after it")
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	<-waited(ctx, w.asked()) // a record whose context ended waits no more
+	returns(t, waited(ctx, w.asked()), "a record whose context ended still waits")
+}
+
+// returns fails the test when done is not closed soon.
+func returns(t *testing.T, done <-chan struct{}, failure string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal(failure)
+	}
 }
 
 // waited is closed once c.wait returns.

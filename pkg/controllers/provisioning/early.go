@@ -26,8 +26,16 @@ type earlyHold struct {
 func (h *earlyHold) release(filled []*scheduling.NewNode, now time.Time, wait time.Duration) []*scheduling.NewNode {
 	byKey := map[string][]*scheduling.NewNode{}
 	var keys []string
+	// Keyed once per distinct pool, labels and candidates, as groupLaunches groups them.
+	var lists candidateLists
+	keyed := map[groupKey]string{}
 	for _, n := range filled {
-		key := launchKey(n, n.Offerings())
+		group := lists.groupKey(n)
+		key, ok := keyed[group]
+		if !ok {
+			key = launchKey(n, lists.lists[group.list])
+			keyed[group] = key
+		}
 		if _, ok := byKey[key]; !ok {
 			keys = append(keys, key)
 		}

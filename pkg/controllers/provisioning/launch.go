@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +22,7 @@ type launchGroup struct {
 	nodes      []*scheduling.NewNode
 }
 
-// labels are those the plan chose for the group's nodes, the same for each (launchKey).
+// labels are those the plan chose for the group's nodes, the same for each (poolAndLabels).
 func (g *launchGroup) labels() map[string]string { return g.nodes[0].Labels }
 
 // pods are the pods of every node of the group.
@@ -51,19 +52,14 @@ func launchGroupSize(n, concurrency int) int {
 // maxSize nodes; one cloud call launches a group.
 func groupLaunches(newNodes []*scheduling.NewNode, maxSize int) []*launchGroup {
 	maxSize = max(maxSize, 1)
-	type groupKey struct {
-		poolAndLabels string
-		list          int
-	}
 	var out []*launchGroup
 	open := map[groupKey]*launchGroup{}
 	var lists candidateLists
 	for _, n := range newNodes {
-		list := lists.of(n)
-		key := groupKey{poolAndLabels: poolAndLabels(n), list: list}
+		key := lists.groupKey(n)
 		g, ok := open[key]
 		if !ok || len(g.nodes) == maxSize {
-			g = &launchGroup{pool: n.Pool, candidates: lists.lists[list]}
+			g = &launchGroup{pool: n.Pool, candidates: lists.lists[key.list]}
 			open[key] = g
 			out = append(out, g)
 		}
@@ -80,6 +76,18 @@ func groupLaunches(newNodes []*scheduling.NewNode, maxSize int) []*launchGroup {
 type candidateLists struct {
 	lists    [][]cloudprovider.Candidate
 	byInputs map[candidateInputsKey][]candidateInputs
+}
+
+// groupKey is equal for new nodes of a plan one cloud call may launch together: the same pool,
+// labels chosen and candidates (launchKey, within a plan).
+type groupKey struct {
+	poolAndLabels string
+	list          int
+}
+
+// groupKey is the node's.
+func (c *candidateLists) groupKey(n *scheduling.NewNode) groupKey {
+	return groupKey{poolAndLabels: poolAndLabels(n), list: c.of(n)}
 }
 
 // candidateInputsKey narrows the inputs a node's candidates may have been computed from.
@@ -120,20 +128,22 @@ func (c *candidateLists) of(n *scheduling.NewNode) int {
 	return list
 }
 
-// renderRequirements writes requirements as one string, equal for equal requirements.
+// renderRequirements writes requirements as one string, equal only for equal requirements:
+// each value quoted, as nothing validates the values of a pod's node affinity (["a b"] is not
+// ["a", "b"]).
 func renderRequirements(requirements []corev1.NodeSelectorRequirement) string {
-	var b strings.Builder
+	var b []byte
 	for _, r := range requirements {
-		b.WriteString(r.Key)
-		b.WriteByte(' ')
-		b.WriteString(string(r.Operator))
+		b = strconv.AppendQuote(b, r.Key)
+		b = append(b, ' ')
+		b = append(b, r.Operator...)
 		for _, v := range r.Values {
-			b.WriteByte(' ')
-			b.WriteString(v)
+			b = append(b, ' ')
+			b = strconv.AppendQuote(b, v)
 		}
-		b.WriteByte('\n')
+		b = append(b, '\n')
 	}
-	return b.String()
+	return string(b)
 }
 
 // poolAndLabels is equal for new nodes of the same pool with the same labels chosen.

@@ -52,6 +52,16 @@ func TestGroupLaunches(t *testing.T) {
 	node := func(provisioner string, types ...*cloudprovider.InstanceType) *scheduling.NewNode {
 		return &scheduling.NewNode{Pool: pools.Provisioner(provisioner), InstanceTypes: types}
 	}
+	labelled := func(team string) *scheduling.NewNode {
+		n := node("default", small)
+		n.Labels = map[string]string{"team": team}
+		return n
+	}
+	notIn := func(zones ...string) *scheduling.NewNode {
+		n := node("default", small)
+		n.Requirements = []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpNotIn, Values: zones}}
+		return n
+	}
 	zoneB := node("default", small)
 	zoneB.Requirements = []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}}}
 	for _, tc := range []struct {
@@ -65,6 +75,8 @@ func TestGroupLaunches(t *testing.T) {
 		{name: "another provisioner is another call", nodes: []*scheduling.NewNode{node("default", small), node("spot", small), node("default", small)}, maxSize: 10, want: []int{2, 1}},
 		{name: "other candidates are another call", nodes: []*scheduling.NewNode{node("default", small), node("default", small, large), node("default", large, small)}, maxSize: 10, want: []int{1, 2}},
 		{name: "types no offering of which is available change nothing", nodes: []*scheduling.NewNode{node("default", small), node("default", small, soldOut), node("default", small)}, maxSize: 10, want: []int{3}},
+		{name: "other labels chosen are another call", nodes: []*scheduling.NewNode{labelled("a"), labelled("b"), labelled("a")}, maxSize: 10, want: []int{2, 1}},
+		{name: "a value with a space is one value", nodes: []*scheduling.NewNode{notIn("a b"), notIn("a", "b")}, maxSize: 10, want: []int{1, 1}},
 		{name: "requirements that narrow the offerings count", nodes: []*scheduling.NewNode{node("default", small), zoneB}, maxSize: 10, want: []int{1, 1}},
 		{name: "a cap under one is one", nodes: []*scheduling.NewNode{node("default", small), node("default", small)}, maxSize: 0, want: []int{1, 1}},
 		{name: "nothing to launch", maxSize: 10},
@@ -76,6 +88,10 @@ func TestGroupLaunches(t *testing.T) {
 				for _, n := range g.nodes {
 					if n.Pool != g.pool {
 						t.Errorf("node of %s in a group of %s", n.Pool, g.pool)
+					}
+					// The cloud cannot tell a group's nodes apart.
+					if launchKey(n, n.Offerings()) != launchKey(g.nodes[0], g.candidates) {
+						t.Errorf("a node keyed %q in a group keyed %q", launchKey(n, n.Offerings()), launchKey(g.nodes[0], g.candidates))
 					}
 				}
 			}

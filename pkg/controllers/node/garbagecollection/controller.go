@@ -37,8 +37,9 @@ const (
 	// DefaultPeriod is how often instances and nodes are compared.
 	DefaultPeriod = time.Minute
 	// DefaultGrace is how long an instance may run without a node or a NodeClaim recording it:
-	// the launcher records it right after the launch returns, so only a crash leaves one
-	// without for longer.
+	// the launcher records it once the launch returns and the NodeClaims other launches asked
+	// for before are created, so only a crash leaves one without for longer (and a launch
+	// whose NodeClaims are still unrecorded protects its instances meanwhile: Compare).
 	DefaultGrace = 2 * time.Minute
 )
 
