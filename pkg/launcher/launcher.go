@@ -183,9 +183,11 @@ func (l *Launcher) launch(ctx context.Context, request Request, group string, co
 // a NodeClaim got is recorded before anything is done with it. It writes once the NodeClaims
 // of launches asked before it are created (writeOrder). It returns the NodeClaim as recorded.
 func (l *Launcher) Record(ctx context.Context, nc *v1.NodeClaim, instance *cloudprovider.Instance, it *cloudprovider.InstanceType) (*v1.NodeClaim, error) {
-	waitCtx, cancel := context.WithTimeout(ctx, maxRecordWait)
-	l.order.asked().wait(waitCtx)
-	cancel()
+	if asked := l.order.asked(); len(asked) > 0 {
+		waitCtx, cancel := context.WithTimeout(ctx, maxRecordWait)
+		asked.wait(waitCtx)
+		cancel()
+	}
 	want := launched(nc, instance, it)
 	// A patch writes the object the API server answers back into its argument: the status
 	// patch's answer has the labels as they were.
