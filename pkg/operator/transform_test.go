@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
@@ -268,21 +269,32 @@ func kwokPod() *corev1.Pod {
 
 // BenchmarkCachedPod reports what a cached pod holds on the heap (B/pod), whole (managed
 // fields stripped, as every kind's are) and trimmed: pods decoded from protobuf, as the
-// informers decode them, then measured after a garbage collection.
+// informers decode them, then measured after a garbage collection. The replicas of one
+// workload share their trimmed containers and tolerations; "kwok-distinct" gives each pod its
+// own cpu request, so that nothing of its containers is shared.
 //
 //	go test ./pkg/operator -run '^$' -bench CachedPod -benchtime 5x
 func BenchmarkCachedPod(b *testing.B) {
 	const n = 1000
 	for _, shape := range []struct {
 		name string
-		pod  *corev1.Pod
+		pod  func(i int) *corev1.Pod
 	}{
-		{name: "kwok", pod: kwokPod()},
-		{name: "lived", pod: lived(pending()[0])},
+		{name: "kwok", pod: func(int) *corev1.Pod { return kwokPod() }},
+		{name: "kwok-distinct", pod: func(i int) *corev1.Pod {
+			pod := kwokPod()
+			pod.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(10+i), resource.DecimalSI)
+			return pod
+		}},
+		{name: "lived", pod: func(int) *corev1.Pod { return lived(pending()[0]) }},
 	} {
-		data, err := shape.pod.Marshal()
-		if err != nil {
-			b.Fatal(err)
+		encoded := make([][]byte, n)
+		for i := range encoded {
+			data, err := shape.pod(i).Marshal()
+			if err != nil {
+				b.Fatal(err)
+			}
+			encoded[i] = data
 		}
 		for _, trim := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/trimmed=%t", shape.name, trim), func(b *testing.B) {
@@ -294,7 +306,7 @@ func BenchmarkCachedPod(b *testing.B) {
 					cached := make([]*corev1.Pod, n)
 					for i := range cached {
 						pod := &corev1.Pod{}
-						if err := pod.Unmarshal(data); err != nil {
+						if err := pod.Unmarshal(encoded[i]); err != nil {
 							b.Fatal(err)
 						}
 						pod.ManagedFields = nil

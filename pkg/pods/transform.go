@@ -21,6 +21,9 @@ import (
 // Every read of a pod must stay within what is kept (pkg/operator's
 // TestTrimForCacheKeepsWhatIsRead).
 //
+// What a workload's pods carry alike (trimmed containers, tolerations, affinity, spread
+// constraints) is then shared among them (share).
+//
 // The cache's pods are then partial: a controller may patch one (a patch of the difference
 // carries only what it changed) but must never Update it whole. Non-pods, such as the
 // cache's tombstones, pass unchanged; trimming twice changes nothing.
@@ -33,6 +36,7 @@ func TrimForCache(obj any) (any, error) {
 	delete(pod.Annotations, corev1.LastAppliedConfigAnnotation)
 	pod.Spec.Containers = trimContainers(pod.Spec.Containers)
 	pod.Spec.InitContainers = trimContainers(pod.Spec.InitContainers)
+	share(pod)
 	pod.Spec.EphemeralContainers = nil
 	pod.Spec.ImagePullSecrets = nil
 	pod.Spec.HostAliases = nil
@@ -54,12 +58,17 @@ func TrimForCache(obj any) (any, error) {
 }
 
 // trimContainers keeps what the pod's requests (kube-scheduler's computation: resources, and
-// the restart policy that makes an init container a sidecar) and its host ports read.
+// the restart policy that makes an init container a sidecar) and its host ports read. The
+// trimmed containers are a new slice: the given one may be shared with other cached pods.
 func trimContainers(containers []corev1.Container) []corev1.Container {
-	for i, c := range containers {
-		containers[i] = corev1.Container{Name: c.Name, Ports: c.Ports, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+	if len(containers) == 0 {
+		return containers
 	}
-	return containers
+	trimmed := make([]corev1.Container, len(containers))
+	for i, c := range containers {
+		trimmed[i] = corev1.Container{Name: c.Name, Ports: c.Ports, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+	}
+	return trimmed
 }
 
 // trimVolumeSource empties the sources whose items are the bulk of most pods' volumes (the
