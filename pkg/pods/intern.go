@@ -3,6 +3,7 @@ package pods
 import (
 	"encoding/binary"
 	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
 	"weak"
@@ -41,44 +42,42 @@ type internTable[T any] struct {
 	values map[string]weak.Pointer[T] // a value's first element
 }
 
-// slice returns the live slice interned with s's elements, or interns s.
+// slice returns the live slice held equal to s, or holds s.
 func (t *internTable[T]) slice(s []T) []T {
 	if len(s) == 0 {
 		return s
 	}
-	key, ok := encode(s)
-	if !ok {
+	key := keys.Get().(*[]byte)
+	defer keys.Put(key)
+	var ok bool
+	if *key, ok = encode((*key)[:0], s); !ok {
 		return s
 	}
-	first := t.intern(key, &s[0])
-	// The interned slice's elements are the len(s) values from first on: the weak pointer was
-	// made from its first element and the backing array holds the rest.
+	first := t.intern(*key, &s[0])
+	// The held slice's elements are the len(s) values from first on: the weak pointer was made
+	// from its first element and the backing array holds the rest.
 	return unsafe.Slice(first, len(s)) //nolint:gosec // G103: first is the first of len(s) elements of one backing array
-
 }
 
-// one returns the live value interned equal to v, or interns v.
+// one returns the live value held equal to v, or holds v.
 func (t *internTable[T]) one(v *T) *T {
-	key, ok := encode([]T{*v})
-	if !ok {
-		return v
-	}
-	return t.intern(key, v)
+	return &t.slice(unsafe.Slice(v, 1))[0] //nolint:gosec // G103: a value is a slice of one
 }
 
 // intern returns the first element of the live value held under key, or holds first's.
-func (t *internTable[T]) intern(key string, first *T) *T {
+func (t *internTable[T]) intern(key []byte, first *T) *T {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if value := t.values[key].Value(); value != nil {
+	// A lookup by string(key) does not copy key; only a value held anew does.
+	if value := t.values[string(key)].Value(); value != nil {
 		return value
 	}
 	if t.values == nil {
 		t.values = map[string]weak.Pointer[T]{}
 	}
-	held := weak.Make(first)
-	t.values[key] = held
-	runtime.AddCleanup(first, t.forget, internedKey[T]{key: key, first: held})
+	held, heldKey := weak.Make(first), string(key)
+	t.values[heldKey] = held
+	runtime.AddCleanup(first, t.forget, internedKey[T]{key: heldKey, first: held})
 	return first
 }
 
@@ -104,22 +103,32 @@ func (t *internTable[T]) size() int {
 	return len(t.values)
 }
 
-// encode is the elements' protobuf encodings, each prefixed by its length (encodings of
-// consecutive messages would otherwise merge). False for a type with no encoding, or one that
-// fails to encode.
-func encode[T any](s []T) (string, bool) {
-	var key []byte
+// keys are the buffers the transform encodes its keys into, reused: informers transform every
+// pod event, most of them of pods whose parts are held already.
+var keys = sync.Pool{New: func() any { return new([]byte) }}
+
+// encodable is a generated API type's protobuf encoding.
+type encodable interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+// encode appends the elements' protobuf encodings to key, each prefixed by its length
+// (encodings of consecutive messages would otherwise merge). False for a type with no
+// encoding, or a value that fails to encode.
+func encode[T any](key []byte, s []T) ([]byte, bool) {
 	for i := range s {
-		message, ok := any(&s[i]).(interface{ Marshal() ([]byte, error) })
+		message, ok := any(&s[i]).(encodable)
 		if !ok {
-			return "", false
+			return key, false
 		}
-		data, err := message.Marshal()
-		if err != nil {
-			return "", false
+		size := message.Size()
+		key = binary.AppendVarint(key, int64(size))
+		start := len(key)
+		key = slices.Grow(key, size)[:start+size]
+		if _, err := message.MarshalToSizedBuffer(key[start:]); err != nil {
+			return key, false
 		}
-		key = binary.AppendUvarint(key, uint64(len(data)))
-		key = append(key, data...)
 	}
-	return string(key), true
+	return key, true
 }

@@ -2,48 +2,14 @@ package pods
 
 import (
 	"runtime"
+	"sync"
 	"testing"
 	"time"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 )
-
-// replica is a pod of a workload as the API server serves it, decoded from protobuf as the
-// informers decode it: each call a separate copy, as each pod of the cache is.
-func replica(t *testing.T, name, cpu string) *corev1.Pod {
-	t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/web:1", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi")},
-			}}},
-			InitContainers: []corev1.Container{{Name: "proxy", Image: "registry.example.com/proxy:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}},
-			Tolerations: []corev1.Toleration{
-				{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
-				{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
-			},
-			Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-				TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			}}}},
-			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
-				WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}},
-		},
-	}
-	data, err := pod.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	decoded := &corev1.Pod{}
-	if err := decoded.Unmarshal(data); err != nil {
-		t.Fatal(err)
-	}
-	return decoded
-}
 
 func trimmed(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
@@ -123,8 +89,66 @@ func TestSharedValuesGoWithTheirPods(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	// A value interned anew after its first copy went is held again.
-	table.slice(replica(t, "web-c", "1").Spec.Tolerations)
+	again := table.slice(replica(t, "web-c", "1").Spec.Tolerations)
 	if got := table.size(); got != 1 {
 		t.Errorf("table holds %d values after a new intern, want 1", got)
+	}
+	runtime.KeepAlive(again)
+}
+
+// TestALateCleanupKeepsTheNewerValue: a value collected and interned again under the same key
+// before the first one's cleanup ran keeps its entry when that cleanup runs.
+func TestALateCleanupKeepsTheNewerValue(t *testing.T) {
+	var table internTable[corev1.Toleration]
+	first := replica(t, "web-a", "1").Spec.Tolerations
+	key, _ := encode(nil, first)
+	stale := internedKey[corev1.Toleration]{key: string(key), first: weak.Make(&first[0])}
+	newer := table.slice(replica(t, "web-b", "1").Spec.Tolerations)
+	table.forget(stale)
+	if got := table.size(); got != 1 {
+		t.Fatalf("a stale cleanup removed the newer value's entry: %d entries", got)
+	}
+	if again := table.slice(replica(t, "web-c", "1").Spec.Tolerations); &again[0] != &newer[0] {
+		t.Errorf("an equal value was interned anew while the newer one is held")
+	}
+	runtime.KeepAlive(first)
+}
+
+// TestSharingFromManyInformers: the transform runs on each informer's goroutine; several at
+// once, with collections between, share one copy (run with -race).
+func TestSharingFromManyInformers(t *testing.T) {
+	const informers, podsEach = 4, 200
+	cached := make([][]*corev1.Pod, informers)
+	var wg sync.WaitGroup
+	for i := range informers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range podsEach {
+				pod := &corev1.Pod{}
+				if err := pod.Unmarshal(encodedReplica); err != nil {
+					t.Error(err)
+					return
+				}
+				trimmedPod, err := TrimForCache(pod)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				cached[i] = append(cached[i], trimmedPod.(*corev1.Pod))
+				if j%50 == 0 {
+					runtime.GC()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	first := &cached[0][0].Spec.Containers[0]
+	for i := range cached {
+		for _, pod := range cached[i] {
+			if &pod.Spec.Containers[0] != first {
+				t.Fatalf("pod of informer %d holds its own containers, want the one shared copy", i)
+			}
+		}
 	}
 }
