@@ -19,6 +19,55 @@ fail() { echo "test-assets: ERROR: $*" >&2; exit 1; }
 command -v go >/dev/null || fail "go is not on PATH"
 mkdir -p "${BIN}"
 
+# --- etcd, Prometheus and the image tools from Debian, installed beside the Go builds ---
+# The image (hack/image.sh, test/image) is built with buildah and unpacked with skopeo and umoci;
+# it takes its CA bundle and zoneinfo from ca-certificates and tzdata. apt-get downloads and
+# unpacks while the builds below use the cores (on a bare machine a minute of the first run); its
+# output goes to a log, shown when it fails.
+missing_packages=()
+command -v etcd >/dev/null || missing_packages+=(etcd-server)
+command -v prometheus >/dev/null || missing_packages+=(prometheus)
+for tool in buildah skopeo umoci; do
+	command -v "${tool}" >/dev/null || missing_packages+=("${tool}")
+done
+[[ -s /etc/ssl/certs/ca-certificates.crt ]] || missing_packages+=(ca-certificates)
+[[ -f /usr/share/zoneinfo/America/Los_Angeles ]] || missing_packages+=(tzdata)
+
+install_debian_packages() {
+	local sudo=() created_policy=""
+	if [[ "$(id -u)" != 0 ]]; then
+		command -v sudo >/dev/null || { echo "installing ${missing_packages[*]} needs root or sudo"; return 1; }
+		sudo=(sudo)
+	fi
+	# The packages' install scripts would start etcd and prometheus as system services on their
+	# default ports; tests start their own on free ports, so forbid service starts while installing.
+	if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+		printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+		"${sudo[@]}" chmod 0755 /usr/sbin/policy-rc.d
+		created_policy=1
+	fi
+	local status=0
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+		"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing_packages[@]}" ||
+		status=$?
+	if [[ -n "${created_policy}" ]]; then "${sudo[@]}" rm -f /usr/sbin/policy-rc.d; fi
+	return "${status}"
+}
+
+debian_pid=""
+debian_log="${BIN}/.apt-get.log"
+if ((${#missing_packages[@]} == 0)); then
+	log "etcd, prometheus, buildah, skopeo, umoci, CA certificates and tzdata already installed"
+else
+	command -v apt-get >/dev/null ||
+		fail "${missing_packages[*]} missing and apt-get is unavailable; install them"
+	log "apt-get install ${missing_packages[*]}, beside the builds (log: ${debian_log})"
+	install_debian_packages >"${debian_log}" 2>&1 &
+	debian_pid=$!
+	# A failed build must not leave dpkg half-way: wait for apt-get before exiting, never kill it.
+	trap 'wait "${debian_pid}" 2>/dev/null || true' EXIT
+fi
+
 # --- Kubernetes control plane, built from the version pinned in hack/kube/go.mod ---
 kube_version="$(cd "${ROOT}/hack/kube" && go list -m -f '{{.Version}}' k8s.io/kubernetes)" ||
 	fail "reading the k8s.io/kubernetes version from hack/kube/go.mod"
@@ -71,45 +120,16 @@ fi
 "${ROOT}/hack/helm.sh" version --short >/dev/null || fail "building helm"
 log "helm $("${BIN}/helm" version --template '{{.Version}}') in bin/"
 
-# --- etcd, Prometheus and the image tools from Debian ---
-# The image (hack/image.sh, test/image) is built with buildah and unpacked with skopeo and umoci;
-# it takes its CA bundle and zoneinfo from ca-certificates and tzdata.
-missing_packages=()
-command -v etcd >/dev/null || missing_packages+=(etcd-server)
-command -v prometheus >/dev/null || missing_packages+=(prometheus)
-for tool in buildah skopeo umoci; do
-	command -v "${tool}" >/dev/null || missing_packages+=("${tool}")
-done
-[[ -s /etc/ssl/certs/ca-certificates.crt ]] || missing_packages+=(ca-certificates)
-[[ -f /usr/share/zoneinfo/America/Los_Angeles ]] || missing_packages+=(tzdata)
-if ((${#missing_packages[@]} == 0)); then
-	log "etcd, prometheus, buildah, skopeo, umoci, CA certificates and tzdata already installed"
-else
-	command -v apt-get >/dev/null ||
-		fail "${missing_packages[*]} missing and apt-get is unavailable; install them"
-	sudo=()
-	if [[ "$(id -u)" != 0 ]]; then
-		command -v sudo >/dev/null || fail "installing ${missing_packages[*]} needs root or sudo"
-		sudo=(sudo)
-	fi
-	# The packages' install scripts would start etcd and prometheus as system services on their
-	# default ports; tests start their own on free ports, so forbid service starts while installing.
-	created_policy=""
-	if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-		printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee /usr/sbin/policy-rc.d >/dev/null
-		"${sudo[@]}" chmod 0755 /usr/sbin/policy-rc.d
-		created_policy=1
-	fi
-	remove_policy() { if [[ -n "${created_policy}" ]]; then "${sudo[@]}" rm -f /usr/sbin/policy-rc.d; fi; }
-	trap remove_policy EXIT
-	log "apt-get update"
-	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q || fail "apt-get update"
-	log "apt-get install ${missing_packages[*]}"
-	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing_packages[@]}" ||
+if [[ -n "${debian_pid}" ]]; then
+	if ! wait "${debian_pid}"; then
+		cat "${debian_log}" >&2
 		fail "apt-get install ${missing_packages[*]}"
+	fi
+	trap - EXIT
 	for tool in etcd prometheus buildah skopeo umoci; do
 		command -v "${tool}" >/dev/null || fail "${tool} still not on PATH after apt-get install"
 	done
+	log "installed ${missing_packages[*]}"
 fi
 
 log "ready: $(etcd --version | head -1), $(prometheus --version 2>&1 | head -1), $(buildah --version)"
