@@ -96,13 +96,6 @@ func (t *internTable[T]) forget(entry internedKey[T]) {
 	}
 }
 
-// size is the number of values the table holds (for tests).
-func (t *internTable[T]) size() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.values)
-}
-
 // keys are the buffers the transform encodes its keys into, reused: informers transform every
 // pod event, most of them of pods whose parts are held already.
 var keys = sync.Pool{New: func() any { return new([]byte) }}

@@ -20,6 +20,13 @@ func trimmed(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 	return obj.(*corev1.Pod)
 }
 
+// size is the number of values the table holds.
+func (t *internTable[T]) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.values)
+}
+
 func TestTrimForCacheSharesWhatPodsCarryAlike(t *testing.T) {
 	a, b := trimmed(t, replica(t, "web-a", "1")), trimmed(t, replica(t, "web-b", "1"))
 	other := trimmed(t, replica(t, "web-c", "2"))
