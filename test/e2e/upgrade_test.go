@@ -57,6 +57,11 @@ func TestUpgradeFromBeforeNodeClaimsDisruptsNothing(t *testing.T) {
 	oldController, oldCRDs := buildControllerAt(t, preNodeClaimsCommit)
 	s := startOwnStack(t, sandbox.Options{
 		ControllerBinary: oldController, CRDDirectory: oldCRDs, GarbageCollectionGrace: upgradeGrace, ConsolidationMinNodeAge: upgradeGrace,
+		// The old controller binds a pod to its node the moment the Node exists, and kwok
+		// misses, now and then, a pod bound as it starts managing the node (the pod stays
+		// Pending). Nominated, pods are bound by kube-scheduler once kwok has the node Ready.
+		// Both controllers run with it: ReplaceController keeps the flags.
+		ControllerArgs: []string{"--bind-pods=false"},
 	})
 	ctx := context.Background()
 	err := s.Env.Client.Get(ctx, client.ObjectKey{Name: "nodeclaims.karpenter.sh"}, &apiextensionsv1.CustomResourceDefinition{})
