@@ -223,7 +223,10 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: c.launchLimit}).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			renominated, err := c.renominate(ctx, req.NamespacedName)
-			if !renominated {
+			if renominated {
+				// It may have come after kube-scheduler's last attempt (nominate.go).
+				c.retryLater(ctx)
+			} else {
 				c.batcher.add(req.String())
 			}
 			return reconcile.Result{}, err

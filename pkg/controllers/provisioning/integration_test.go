@@ -474,7 +474,7 @@ func (s *suite) dump(t *testing.T) {
 	var podList corev1.PodList
 	if err := s.env.Client.List(context.Background(), &podList); err == nil {
 		for _, p := range podList.Items {
-			t.Logf("pod %s/%s on %q %s %v", p.Namespace, p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Conditions)
+			t.Logf("pod %s/%s on %q (nominated to %q) %s %v", p.Namespace, p.Name, p.Spec.NodeName, p.Status.NominatedNodeName, p.Status.Phase, p.Status.Conditions)
 		}
 	}
 }

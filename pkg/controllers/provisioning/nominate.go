@@ -36,6 +36,15 @@ import (
 // is gone). kube-scheduler takes nominations this way whenever a node of the batch turns Ready
 // (it tries every pending pod that tolerates the node again): left cleared for a batch window,
 // the room was anyone's, and other pods took it (plan ≠ reality, a second launch).
+//
+// A nomination written again may still come too late: kube-scheduler, having seen the node turn
+// Ready first, gave its room to another pod and tried this one for the last time before the
+// nomination came back. Nothing requeues the pod then (a nomination is a status update), and,
+// nominated to a node that exists, it is not pending to a pass either, so it would wait, its
+// room counted on a full node, until kube-scheduler retries it on its own (up to five minutes;
+// TestAllocator's limits subtest saw it). So each renomination has a pass look again later, and
+// a pass that sees such a pod displaced (state.DisplacedNominations) clears its nomination and
+// plans it anew; while pods nominated to open nodes are still unbound, passes keep looking.
 
 // nomination is a pod and the node planned for it.
 type nomination struct {
@@ -80,6 +89,43 @@ func (c *Controller) nominate(ctx context.Context, nominations []nomination) err
 			err = c.client.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch))
 			if err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("nominating pod %s/%s to node %s, %w", n.pod.Namespace, n.pod.Name, n.node, err)
+			}
+			return nil
+		})
+	}
+	return group.Wait()
+}
+
+// unnominatePatch clears a pod's nomination.
+var unnominatePatch = []byte(`{"status":{"nominatedNodeName":null}}`)
+
+// displaced takes from the pods nominated to a node that no longer awaits them those it has no
+// room left for (state.DisplacedNominations): they are forgotten as nominated there and, in the
+// snapshot, unnominated, so that the pass plans them anew. It returns them, to unnominate, and
+// whether others nominated to an open node are still unbound, for the pass to look again.
+func (c *Controller) displaced(snapshot *state.Snapshot) ([]*corev1.Pod, bool) {
+	c.nominatedMu.Lock()
+	defer c.nominatedMu.Unlock()
+	displaced, unbound := snapshot.DisplacedNominations(c.nominated)
+	for _, pod := range displaced {
+		delete(c.nominated, pod.UID)
+		pod.Status.NominatedNodeName = ""
+	}
+	return displaced, unbound > 0
+}
+
+// unnominate clears the nominations of the pods, at most launchLimit at once, so that
+// kube-scheduler no longer holds room for them on a node that has none. A pod gone meanwhile is
+// skipped.
+func (c *Controller) unnominate(ctx context.Context, displaced []*corev1.Pod) error {
+	var group errgroup.Group
+	group.SetLimit(c.launchLimit)
+	for _, pod := range displaced {
+		group.Go(func() error {
+			target := &corev1.Pod{ObjectMeta: *pod.ObjectMeta.DeepCopy()}
+			err := c.client.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, unnominatePatch))
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("clearing the nomination of pod %s/%s, %w", pod.Namespace, pod.Name, err)
 			}
 			return nil
 		})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,11 +13,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
@@ -266,5 +270,97 @@ func TestRenominate(t *testing.T) {
 				t.Errorf("nominated to %q, want %q", got.Status.NominatedNodeName, tc.nominatedTo)
 			}
 		})
+	}
+}
+
+// TestDisplacedNominationIsPlannedAgain: kube-scheduler gave the room of a pod's node to
+// another pod, and the pod's nomination to that node, cleared at kube-scheduler's attempt, was
+// written again after its last one (TestAllocator's limits subtest, once in CI). While pods we
+// nominated to an open node are unbound, a pass looks again; once the node has no room left for
+// the pod, the pass clears its nomination and plans it anew: a node of its own, or, the
+// limits allowing none, an Unprovisionable Event saying so.
+func TestDisplacedNominationIsPlannedAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		limits corev1.ResourceList
+	}{
+		{name: "a node launched for it"},
+		{name: "the limits allow none", limits: builders.Resources("cpu", "2")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := builders.Provisioner(builders.ProvisionerOptions{Name: "default", Limits: tc.limits})
+			s := newPasses(t, Options{}, interceptor.Funcs{}, func(cloudprovider.LaunchRequest) bool { return false }, p)
+			a := s.pending(t, nodeSized, "a")[0]
+			s.pass(t)
+			launched := s.nodes(t)
+			if len(launched) != 1 {
+				t.Fatalf("%d nodes, want a's", len(launched))
+			}
+			// The node serves: its launch's taints lifted, Ready.
+			node := launched[0].DeepCopy()
+			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, isLaunchingOrConditionTaint)
+			node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+			if err := s.kube.Update(t.Context(), node); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.kube.Status().Update(t.Context(), node); err != nil {
+				t.Fatal(err)
+			}
+			if got := nominatedTo(t, s.kube, a); got != node.Name {
+				t.Fatalf("a nominated to %q, want %s", got, node.Name)
+			}
+			if retry, err := s.c.provision(t.Context(), false); err != nil || !retry {
+				t.Errorf("a pass with a unbound on its open node: retry %t, %v; want a retry", retry, err)
+			}
+			s.settle(t)
+			// kube-scheduler binds b there instead.
+			o := nodeSized
+			o.Name, o.NodeName, o.Phase = "b", node.Name, corev1.PodRunning
+			b := builders.Pod(o)
+			b.UID = "b"
+			if err := s.kube.Create(t.Context(), b); err != nil {
+				t.Fatal(err)
+			}
+			s.pass(t)
+			got := nominatedTo(t, s.kube, a)
+			if tc.limits == nil {
+				if calls := s.cloud.CreateCalls(); len(calls) != 2 || got == "" || got == node.Name {
+					t.Errorf("%d create calls, a nominated to %q; want a second launch, a nominated to its node", len(calls), got)
+				}
+				return
+			}
+			if calls := s.cloud.CreateCalls(); len(calls) != 1 || got != "" {
+				t.Errorf("%d create calls, a nominated to %q; want no second launch, a's nomination cleared", len(calls), got)
+			}
+			if !recorded(s.c.recorder.(*record.FakeRecorder), ReasonUnprovisionable, "limits") {
+				t.Error("no Unprovisionable Event mentioning the limits")
+			}
+		})
+	}
+}
+
+func isLaunchingOrConditionTaint(taint corev1.Taint) bool {
+	return nodes.IsLaunchingTaint(taint) || nodes.IsConditionTaint(taint)
+}
+
+func nominatedTo(t *testing.T, kube client.Client, pod *corev1.Pod) string {
+	t.Helper()
+	current := &corev1.Pod{}
+	if err := kube.Get(t.Context(), client.ObjectKeyFromObject(pod), current); err != nil {
+		t.Fatal(err)
+	}
+	return current.Status.NominatedNodeName
+}
+
+// recorded drains the recorder's Events and says whether one was of reason and mentioned text.
+func recorded(recorder *record.FakeRecorder, reason, text string) bool {
+	found := false
+	for {
+		select {
+		case e := <-recorder.Events:
+			found = found || strings.Contains(e, reason) && strings.Contains(e, text)
+		default:
+			return found
+		}
 	}
 }
