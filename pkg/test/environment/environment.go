@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Options selects what a test environment runs besides etcd and kube-apiserver.
@@ -70,6 +72,10 @@ type Environment struct {
 // of every process's log is printed and the logs are kept.
 func New(t testing.TB, options Options) *Environment {
 	t.Helper()
+	// Controllers' logs are not shown in tests (a test's own checks say what went wrong); with
+	// no logger set, controller-runtime prints a stack trace instead, which crowded a failed
+	// CI run's output.
+	ctrllog.SetLogger(logr.Discard())
 	dir, err := os.MkdirTemp("", "karpenter-test-")
 	if err != nil {
 		t.Fatalf("creating the environment's directory, %v", err)
