@@ -60,7 +60,7 @@ func TestNodesLaunchedBeforeNodeClaimsGetOne(t *testing.T) {
 	}})
 
 	nc := &v1.NodeClaim{}
-	eventually.Holds(t, "a Ready nodeclaim for the legacy node, which it owns", func() (bool, string, error) {
+	eventually.Holds(t, "a Ready nodeclaim for the legacy node, which it owns and labels registered and initialized", func() (bool, string, error) {
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: legacy.Name}, nc); err != nil {
 			return false, "", client.IgnoreNotFound(err)
 		}
@@ -69,7 +69,8 @@ func TestNodesLaunchedBeforeNodeClaimsGetOne(t *testing.T) {
 			return false, "", err
 		}
 		owned := len(node.OwnerReferences) == 1 && node.OwnerReferences[0].UID == nc.UID
-		return owned && nc.IsTrue(v1.ConditionTypeReady), fmt.Sprintf("owners %v, conditions %v", node.OwnerReferences, nc.Status.Conditions), nil
+		labelled := node.Labels[v1.NodeRegisteredLabelKey] == "true" && node.Labels[v1.NodeInitializedLabelKey] == "true"
+		return owned && labelled && nc.IsTrue(v1.ConditionTypeReady), fmt.Sprintf("owners %v, labels %v, conditions %v", node.OwnerReferences, node.Labels, nc.Status.Conditions), nil
 	})
 	if nc.Status.ProviderID != legacy.Spec.ProviderID || nc.Status.NodeName != legacy.Name || nc.Labels["team"] != "ml" ||
 		nc.Spec.NodeClassRef.Kind != "Provisioner" || nc.Spec.NodeClassRef.Name != "default" || len(nc.Spec.Taints) != 1 || nc.Status.Allocatable.Cpu().IsZero() {

@@ -292,21 +292,28 @@ func (c *Controller) patchNode(ctx context.Context, node *corev1.Node, want func
 }
 
 // initialize marks the node and its NodeClaim initialized once the node is ready for pods.
+// A NodeClaim hydrated from a node launched before NodeClaims is initialized as built; its node
+// gets the label here all the same.
 func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) error {
-	if nc.IsTrue(v1.ConditionTypeInitialized) {
-		return nil
-	}
-	ok, reason, message := nodeclaims.Initialized(nc, node)
-	if !ok {
-		nc.SetCondition(v1.ConditionTypeInitialized, metav1.ConditionUnknown, reason, message)
-		return nil
+	done := nc.IsTrue(v1.ConditionTypeInitialized)
+	if !done {
+		if ok, reason, message := nodeclaims.Initialized(nc, node); !ok {
+			nc.SetCondition(v1.ConditionTypeInitialized, metav1.ConditionUnknown, reason, message)
+			return nil
+		}
 	}
 	if node.Labels[v1.NodeInitializedLabelKey] != "true" {
 		initialized := node.DeepCopy()
+		if initialized.Labels == nil {
+			initialized.Labels = map[string]string{}
+		}
 		initialized.Labels[v1.NodeInitializedLabelKey] = "true"
 		if err := c.client.Patch(ctx, initialized, client.MergeFrom(node)); err != nil {
 			return fmt.Errorf("labelling node %s initialized, %w", node.Name, err)
 		}
+	}
+	if done {
+		return nil
 	}
 	nc.SetCondition(v1.ConditionTypeInitialized, metav1.ConditionTrue, ReasonInitialized, "")
 	c.recorder.Eventf(nc, corev1.EventTypeNormal, ReasonInitialized, "Node %s is initialized", node.Name)
