@@ -81,6 +81,15 @@ func IsConditionTaint(taint corev1.Taint) bool {
 	return taint.Key == corev1.TaintNodeNotReady || taint.Key == corev1.TaintNodeUnreachable
 }
 
+// IsInitialized is true for a node Karpenter launched once its NodeClaim found it Ready, its
+// startup taints gone and every resource it asked for allocatable (label
+// karpenter.sh/initialized), and for every node Karpenter did not launch. Before, its room is
+// not known: its allocatable may still lack what its pods request (a GPU's device plugin has
+// not reported it).
+func IsInitialized(node *corev1.Node) bool {
+	return !IsLaunchedByKarpenter(node) || node.Labels[v1.NodeInitializedLabelKey] == "true"
+}
+
 // AwaitsItsPods is true for a node the pods nominated to it wait for: still launching, or
 // Ready by its kubelet while the node lifecycle controller has yet to lift its not-ready taint.
 // kube-scheduler fits nothing there yet; a node that was Ready and is not any more is not one.

@@ -54,6 +54,23 @@ func TestIsLaunchedByKarpenter(t *testing.T) {
 	}
 }
 
+func TestIsInitialized(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   bool
+	}{
+		{"not Karpenter's", nil, true},
+		{"Karpenter's, not initialized yet", map[string]string{v1.NodePoolLabelKey: "default", v1.NodeRegisteredLabelKey: "true"}, false},
+		{"Karpenter's, initialized", map[string]string{v1alpha5.ProvisionerNameLabelKey: "default", v1.NodeInitializedLabelKey: "true"}, true},
+	} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels}}
+		if got := IsInitialized(node); got != tc.want {
+			t.Errorf("%s: IsInitialized = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestIsRemovable(t *testing.T) {
 	launched := map[string]string{v1alpha5.ProvisionerNameLabelKey: "default"}
 	finalized := []string{"other", v1alpha5.TerminationFinalizer}

@@ -19,12 +19,18 @@ import (
 // left for them. kube-scheduler clears a nomination at every failed attempt, so a pod nominated
 // again to its launching node may lose the node's room to another pod while the nomination is
 // away; nominated again after kube-scheduler's last attempt, it would then wait, counted on a
-// full node, until kube-scheduler next retries it on its own (up to five minutes). The room is
-// the node's allocatable less what the pods bound there request, and the pods nominated there
-// ahead of it: others' nominations (a preemptor's) first, then these by priority, creation and
-// name, as kube-scheduler counts the nominated pods of higher or equal priority. unbound is
-// how many of nominated wait, unbound, on such a node that has room for them: kube-scheduler
-// binds them at its next attempt, unless a pod it binds first takes the room.
+// full node, until kube-scheduler next retries it on its own (up to five minutes).
+//
+// A pod's room is what kube-scheduler gives it: the node's allocatable less what the pods bound
+// there request and what the pods nominated there of its priority or higher request. Of the
+// pods of nominated on one node, the higher priority, then the older, keeps its room; another's
+// nomination (a preemptor's) of equal priority counts before them, as it is not ours to move.
+// Only the resources a pod requests (and the one pod it is) are compared.
+//
+// unbound is how many of nominated wait, unbound, on such a node: kube-scheduler binds them at
+// its next attempt, unless a pod it binds first takes the room. The pods nominated to a node
+// Karpenter launched that is not yet initialized count there, and are never displaced: until its
+// resources are all reported, its room is not known.
 func (c *Snapshot) DisplacedNominations(nominated map[types.UID]string) (displaced []*corev1.Pod, unbound int) {
 	if len(nominated) == 0 {
 		return nil, 0
@@ -35,41 +41,55 @@ func (c *Snapshot) DisplacedNominations(nominated map[types.UID]string) (displac
 			serving[node.Name] = node
 		}
 	}
+	ours := func(pod *corev1.Pod, node string) bool {
+		return pod.Spec.NodeName == "" && nominated[pod.UID] == node
+	}
 	// Only the nodes one of ours is nominated to are counted.
-	candidates := map[string][]*corev1.Pod{}
+	judged := map[string]bool{}
 	for i := range c.Pods {
 		pod := &c.Pods[i]
 		node := pods.NominatedNode(pod)
-		if _, ok := serving[node]; ok && nominated[pod.UID] == node {
-			candidates[node] = append(candidates[node], pod)
+		if _, ok := serving[node]; !ok || !ours(pod, node) || pods.IsTerminal(pod) {
+			continue
 		}
-	}
-	if len(candidates) == 0 {
-		return nil, 0
+		if !nodes.IsInitialized(serving[node]) {
+			unbound++
+			continue
+		}
+		judged[node] = true
 	}
 	used := map[string]corev1.ResourceList{}
+	queued := map[string][]*corev1.Pod{}
 	for i := range c.Pods {
 		pod := &c.Pods[i]
-		node := pod.Spec.NodeName
-		if node == "" || pods.IsTerminal(pod) {
-			if node = pods.NominatedNode(pod); node == "" || nominated[pod.UID] == node {
-				continue
-			}
+		if pods.IsTerminal(pod) {
+			continue
 		}
-		if _, ok := candidates[node]; ok {
-			used[node] = addPod(used[node], pod)
+		if node := pod.Spec.NodeName; node != "" {
+			if judged[node] {
+				used[node] = plusPod(used[node], pod)
+			}
+			continue
+		}
+		if node := pods.NominatedNode(pod); judged[node] {
+			queued[node] = append(queued[node], pod)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(candidates)) {
-		waiting := candidates[name]
-		slices.SortFunc(waiting, func(a, b *corev1.Pod) int {
+	for _, name := range slices.Sorted(maps.Keys(judged)) {
+		queue := queued[name]
+		slices.SortFunc(queue, func(a, b *corev1.Pod) int {
 			return cmp.Or(-cmp.Compare(corev1helpers.PodPriority(a), corev1helpers.PodPriority(b)),
+				compareBool(ours(a, name), ours(b, name)),
 				a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 		})
 		allocatable := serving[name].Status.Allocatable
-		for _, pod := range waiting {
-			with := addPod(used[name], pod)
-			if !within(with, allocatable) {
+		for _, pod := range queue {
+			with := plusPod(used[name], pod)
+			if !ours(pod, name) {
+				used[name] = with
+				continue
+			}
+			if !fits(pod, with, allocatable) {
 				displaced = append(displaced, pod)
 				continue
 			}
@@ -80,15 +100,25 @@ func (c *Snapshot) DisplacedNominations(nominated map[types.UID]string) (displac
 	return displaced, unbound
 }
 
-// addPod is used with the pod's requests, and the one pod it is, added.
-func addPod(used corev1.ResourceList, pod *corev1.Pod) corev1.ResourceList {
+// compareBool orders false before true.
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	default:
+		return -1
+	}
+}
+
+// plusPod is used with the pod's requests, and the one pod it is, added.
+func plusPod(used corev1.ResourceList, pod *corev1.Pod) corev1.ResourceList {
 	out := used.DeepCopy()
 	if out == nil {
 		out = corev1.ResourceList{}
 	}
-	requests := pods.Requests(pod)
-	requests[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
-	for name, quantity := range requests {
+	for name, quantity := range requestsWithPod(pod) {
 		sum := out[name]
 		sum.Add(quantity)
 		out[name] = sum
@@ -96,13 +126,21 @@ func addPod(used corev1.ResourceList, pod *corev1.Pod) corev1.ResourceList {
 	return out
 }
 
-// within is whether each resource used, requested at all, is at most what is allocatable.
-func within(used, allocatable corev1.ResourceList) bool {
-	for name, quantity := range used {
-		if quantity.IsZero() {
+// requestsWithPod are the pod's requests and the one pod it is.
+func requestsWithPod(pod *corev1.Pod) corev1.ResourceList {
+	requests := pods.Requests(pod)
+	requests[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
+	return requests
+}
+
+// fits is whether each resource the pod requests is, used with it, at most what is allocatable.
+func fits(pod *corev1.Pod, used, allocatable corev1.ResourceList) bool {
+	for name, requested := range requestsWithPod(pod) {
+		if requested.IsZero() {
 			continue
 		}
-		if available, ok := allocatable[name]; !ok || quantity.Cmp(available) > 0 {
+		total := used[name]
+		if available, ok := allocatable[name]; !ok || total.Cmp(available) > 0 {
 			return false
 		}
 	}

@@ -131,8 +131,11 @@ type Controller struct {
 	// once, of every batch in flight and every other caller.
 	launcher *launcher.Launcher
 	// background counts the batches launching and the retries waiting: run returns once
-	// they ended.
-	background sync.WaitGroup
+	// they ended. stopped, set as run returns, keeps a retry asked for by the pod watch from
+	// starting as run waits (backgroundMu orders the two).
+	background   sync.WaitGroup
+	backgroundMu sync.Mutex
+	stopped      bool
 	// retryDue is whether a retry (retryLater) is waiting.
 	retryDue atomic.Bool
 
@@ -285,7 +288,15 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 // error, no Provisioner able to take them) is retried after the longest batch window, with
 // whatever pods are then pending.
 func (c *Controller) run(ctx context.Context) error {
-	defer c.background.Wait()
+	c.backgroundMu.Lock()
+	c.stopped = false
+	c.backgroundMu.Unlock()
+	defer func() {
+		c.backgroundMu.Lock()
+		c.stopped = true
+		c.backgroundMu.Unlock()
+		c.background.Wait()
+	}()
 	ctx = cloudmetrics.WithController(ctx, Name)
 	logger := log.FromContext(ctx).WithName(Name)
 	c.resumeLaunches(ctx)
@@ -343,7 +354,9 @@ func (c *Controller) resumeLaunches(ctx context.Context) {
 // user can fix, pods no Provisioner can take) would otherwise ask for two retries each time, and
 // the passes multiply.
 func (c *Controller) retryLater(ctx context.Context) {
-	if !c.retryDue.CompareAndSwap(false, true) {
+	c.backgroundMu.Lock()
+	defer c.backgroundMu.Unlock()
+	if c.stopped || !c.retryDue.CompareAndSwap(false, true) {
 		return
 	}
 	retryAfter := c.clock.NewTimer(c.window.max)

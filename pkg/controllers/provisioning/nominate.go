@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -96,41 +98,71 @@ func (c *Controller) nominate(ctx context.Context, nominations []nomination) err
 	return group.Wait()
 }
 
-// unnominatePatch clears a pod's nomination.
-var unnominatePatch = []byte(`{"status":{"nominatedNodeName":null}}`)
-
-// displaced takes from the pods nominated to a node that no longer awaits them those it has no
-// room left for (state.DisplacedNominations): they are forgotten as nominated there and, in the
-// snapshot, unnominated, so that the pass plans them anew. It returns them, to unnominate, and
-// whether others nominated to an open node are still unbound, for the pass to look again.
+// displaced are the pods nominated to a node that no longer awaits them that it has no room
+// left for (state.DisplacedNominations), and whether others nominated to an open node are still
+// unbound, for the pass to look again.
 func (c *Controller) displaced(snapshot *state.Snapshot) ([]*corev1.Pod, bool) {
 	c.nominatedMu.Lock()
-	defer c.nominatedMu.Unlock()
-	displaced, unbound := snapshot.DisplacedNominations(c.nominated)
-	for _, pod := range displaced {
-		delete(c.nominated, pod.UID)
-		pod.Status.NominatedNodeName = ""
-	}
+	nominated := maps.Clone(c.nominated)
+	c.nominatedMu.Unlock()
+	displaced, unbound := snapshot.DisplacedNominations(nominated)
 	return displaced, unbound > 0
 }
 
-// unnominate clears the nominations of the pods, at most launchLimit at once, so that
-// kube-scheduler no longer holds room for them on a node that has none. A pod gone meanwhile is
-// skipped.
-func (c *Controller) unnominate(ctx context.Context, displaced []*corev1.Pod) error {
+// unnominatePatch clears the pod's nomination if it is still to node: a nomination
+// kube-scheduler cleared or moved meanwhile (a preemption's), or a pod of the same name made
+// anew, is the API server's to refuse (nodes.ChangedSinceRead), not ours to clear.
+func unnominatePatch(pod *corev1.Pod, node string) ([]byte, error) {
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": pod.UID},
+		{"op": "test", "path": "/status/nominatedNodeName", "value": node},
+		{"op": "remove", "path": "/status/nominatedNodeName"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the patch clearing a nomination to %s, %w", node, err)
+	}
+	return patch, nil
+}
+
+// unnominate clears the nominations of the displaced pods of the snapshot, at most launchLimit at
+// once, so that kube-scheduler no longer holds room for them on a node that has none. Each
+// cleared is forgotten as nominated and, in the snapshot, unnominated, so that the pass plans it
+// anew. One whose nomination changed since the read (the API server refused the patch's test:
+// a refusal without details is taken for that), that is gone, or that the clearing found bound
+// or deleted (kube-scheduler keeps a bound pod's nomination) is forgotten too, but left as read
+// for this pass, and changed says so: the next pass sees it as it is now. A pod whose clearing
+// failed stays as it was, nominated.
+func (c *Controller) unnominate(ctx context.Context, displaced []*corev1.Pod) (changed bool, err error) {
 	var group errgroup.Group
 	group.SetLimit(c.launchLimit)
+	var changedSinceRead atomic.Bool
 	for _, pod := range displaced {
 		group.Go(func() error {
+			node := pod.Status.NominatedNodeName
+			patch, err := unnominatePatch(pod, node)
+			if err != nil {
+				return err
+			}
 			target := &corev1.Pod{ObjectMeta: *pod.ObjectMeta.DeepCopy()}
-			err := c.client.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, unnominatePatch))
-			if err != nil && !apierrors.IsNotFound(err) {
+			err = c.client.Status().Patch(ctx, target, client.RawPatch(types.JSONPatchType, patch))
+			if err != nil && !apierrors.IsNotFound(err) && !nodes.ChangedSinceRead(err) {
 				return fmt.Errorf("clearing the nomination of pod %s/%s, %w", pod.Namespace, pod.Name, err)
 			}
+			c.nominatedMu.Lock()
+			if c.nominated[pod.UID] == node {
+				delete(c.nominated, pod.UID)
+			}
+			c.nominatedMu.Unlock()
+			if err != nil || target.Spec.NodeName != "" || target.DeletionTimestamp != nil {
+				changedSinceRead.Store(true)
+				return nil
+			}
+			pod.Status.NominatedNodeName = ""
 			return nil
 		})
 	}
-	return group.Wait()
+	err = group.Wait()
+	return changedSinceRead.Load(), err
 }
 
 // plannedOntoNodes are the plan's pods placed on the room of nodes still launching (launching,

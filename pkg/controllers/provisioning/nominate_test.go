@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -11,12 +12,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
@@ -24,6 +28,7 @@ import (
 	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/eventually"
 )
 
 func TestNominatePatch(t *testing.T) {
@@ -296,9 +301,10 @@ func TestDisplacedNominationIsPlannedAgain(t *testing.T) {
 			if len(launched) != 1 {
 				t.Fatalf("%d nodes, want a's", len(launched))
 			}
-			// The node serves: its launch's taints lifted, Ready.
+			// The node serves: its launch's taints lifted, Ready, initialized by its NodeClaim.
 			node := launched[0].DeepCopy()
 			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, isLaunchingOrConditionTaint)
+			node.Labels[v1.NodeInitializedLabelKey] = "true"
 			node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 			if err := s.kube.Update(t.Context(), node); err != nil {
 				t.Fatal(err)
@@ -327,6 +333,20 @@ func TestDisplacedNominationIsPlannedAgain(t *testing.T) {
 				if calls := s.cloud.CreateCalls(); len(calls) != 2 || got == "" || got == node.Name {
 					t.Errorf("%d create calls, a nominated to %q; want a second launch, a nominated to its node", len(calls), got)
 				}
+				// kube-scheduler binds a there: the passes ask for no more looks.
+				bound := &corev1.Pod{}
+				if err := s.kube.Get(t.Context(), client.ObjectKeyFromObject(a), bound); err != nil {
+					t.Fatal(err)
+				}
+				bound.Spec.NodeName, bound.Status.Phase = got, corev1.PodRunning
+				if err := s.kube.Update(t.Context(), bound); err != nil {
+					t.Fatal(err)
+				}
+				eventually.Holds(t, "a pass asking for no retry, a bound", func() (bool, string, error) {
+					retry, err := s.c.provision(t.Context(), false)
+					s.settle(t)
+					return !retry, fmt.Sprintf("retry %t", retry), err
+				})
 				return
 			}
 			if calls := s.cloud.CreateCalls(); len(calls) != 1 || got != "" {
@@ -362,5 +382,75 @@ func recorded(recorder *record.FakeRecorder, reason, text string) bool {
 		default:
 			return found
 		}
+	}
+}
+
+// TestUnnominate: a displaced pod's nomination is cleared only if it is still the one read; a
+// pod whose nomination moved or that is gone is forgotten and left as read for the next pass;
+// a failed clearing leaves the pod nominated, to us and in the snapshot.
+func TestUnnominate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// inAPI is the pod's nomination in the API server, "-" for no pod.
+		inAPI string
+		// boundTo and uid are the pod's in the API server, when set.
+		boundTo, uid               string
+		patchErr                   error
+		wantAPI                    string
+		wantShown                  string
+		remembered, changed, fails bool
+	}{
+		{name: "still nominated there: cleared", inAPI: "open", wantAPI: "", wantShown: ""},
+		{name: "nominated elsewhere since: left", inAPI: "other", wantAPI: "other", wantShown: "open", changed: true},
+		{name: "gone", inAPI: "-", wantShown: "open", changed: true},
+		{name: "bound since: cleared, not planned again", inAPI: "open", boundTo: "open", wantAPI: "", wantShown: "open", changed: true},
+		{name: "made anew under its name: left", inAPI: "open", uid: "a-again", wantAPI: "open", wantShown: "open", changed: true},
+		{name: "the clearing fails", inAPI: "open", patchErr: fmt.Errorf("injected"), wantAPI: "open", wantShown: "open", remembered: true, fails: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			funcs := interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				if tc.patchErr != nil {
+					return tc.patchErr
+				}
+				err := c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+				if err != nil && !apierrors.IsNotFound(err) {
+					// kube-apiserver answers a JSON patch it cannot apply so (the fake client
+					// returns jsonpatch's own error; TestRemoveTaintPatchOnTheAPIServer).
+					return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+				}
+				return err
+			}}
+			s := newPasses(t, Options{}, funcs, func(cloudprovider.LaunchRequest) bool { return false })
+			pod := builders.Pod(builders.PodOptions{Name: "a", Unschedulable: true})
+			pod.UID = "a"
+			if tc.inAPI != "-" {
+				created := pod.DeepCopy()
+				created.Status.NominatedNodeName, created.Spec.NodeName = tc.inAPI, tc.boundTo
+				if tc.uid != "" {
+					created.UID = types.UID(tc.uid)
+				}
+				if err := s.kube.Create(t.Context(), created); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.c.nominated[pod.UID] = "open"
+			shown := pod.DeepCopy()
+			shown.Status.NominatedNodeName = "open"
+			changed, err := s.c.unnominate(t.Context(), []*corev1.Pod{shown})
+			if (err != nil) != tc.fails || changed != tc.changed {
+				t.Errorf("changed %t, %v; want changed %t, failing %t", changed, err, tc.changed, tc.fails)
+			}
+			if _, ok := s.c.nominated[pod.UID]; ok != tc.remembered {
+				t.Errorf("remembered as nominated: %t, want %t", ok, tc.remembered)
+			}
+			if shown.Status.NominatedNodeName != tc.wantShown {
+				t.Errorf("the snapshot shows it nominated to %q, want %q", shown.Status.NominatedNodeName, tc.wantShown)
+			}
+			if tc.inAPI != "-" {
+				if got := nominatedTo(t, s.kube, pod); got != tc.wantAPI {
+					t.Errorf("nominated to %q in the API server, want %q", got, tc.wantAPI)
+				}
+			}
+		})
 	}
 }

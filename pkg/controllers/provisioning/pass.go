@@ -90,14 +90,16 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 	}
 	launching := snapshot.LaunchingNodes()
 	renominations := c.renominations(snapshot)
-	displaced, unbound := c.displaced(snapshot)
-	if err := c.unnominate(ctx, displaced); err != nil {
-		log.FromContext(ctx).WithName(Name).Error(err, "clearing the nominations of pods whose node has no room left for them")
-		retry = true
+	if !early {
+		// A renomination may reach kube-scheduler after its last attempt, and pods nominated to
+		// an open node are bound at its next: look again until they are (nominate.go).
+		displaced, unbound := c.displaced(snapshot)
+		changed, err := c.unnominate(ctx, displaced)
+		if err != nil {
+			log.FromContext(ctx).WithName(Name).Error(err, "clearing the nominations of pods whose node has no room left for them")
+		}
+		retry = retry || err != nil || changed || len(renominations) > 0 || unbound
 	}
-	// A renomination may reach kube-scheduler after its last attempt, and pods nominated to an
-	// open node are bound at its next: look again until they are (nominate.go).
-	retry = retry || len(renominations) > 0 || unbound
 	binds := c.bindable(snapshot)
 	var schedulable []scheduling.Pool
 	for _, key := range sortedKeys(plans) {
