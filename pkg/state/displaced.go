@@ -41,15 +41,14 @@ func (c *Snapshot) DisplacedNominations(nominated map[types.UID]string) (displac
 			serving[node.Name] = node
 		}
 	}
-	ours := func(pod *corev1.Pod, node string) bool {
-		return pod.Spec.NodeName == "" && nominated[pod.UID] == node
-	}
+	// ours is whether the pod, unbound (pods.NominatedNode), is one of nominated there.
+	ours := func(pod *corev1.Pod, node string) bool { return nominated[pod.UID] == node }
 	// Only the nodes one of ours is nominated to are counted.
 	judged := map[string]bool{}
 	for i := range c.Pods {
 		pod := &c.Pods[i]
 		node := pods.NominatedNode(pod)
-		if _, ok := serving[node]; !ok || !ours(pod, node) || pods.IsTerminal(pod) {
+		if _, ok := serving[node]; !ok || !ours(pod, node) {
 			continue
 		}
 		if !nodes.IsInitialized(serving[node]) {
