@@ -1,8 +1,9 @@
 // Package nodes holds what Karpenter asks of a node: whether it is Ready, whether Karpenter
-// launched it, and whether it may be removed. It is pure: every predicate reads only the node
-// it is given. It also
-// holds the node field index (index.go) that the operator registers once, and the JSON patch
-// that removes one taint, with how to tell its refusal (taints.go).
+// launched it, and whether it may be removed. Every predicate is pure: it reads only the node
+// it is given. It also holds the node field index (index.go) that the operator registers once,
+// and the writes of taints (taints.go): the JSON patch that removes one, with how to tell its
+// refusal, and the karpenter.sh/disrupted taint every disruption path sets before removing a
+// node and lifts when it rolls back.
 package nodes
 
 import (

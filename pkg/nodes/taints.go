@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 )
 
 // RemoveTaintPatch is the JSON patch removing the node's first taint with the key, as the node
@@ -42,4 +46,37 @@ func ChangedSinceRead(err error) bool {
 	}
 	details := status.Status().Details
 	return details == nil || (details.Kind == "" && details.Name == "" && len(details.Causes) == 0)
+}
+
+// disruptedTaint keeps pods off a node Karpenter is removing.
+var disruptedTaint = corev1.Taint{Key: v1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}
+
+// TaintDisrupted taints the node disrupted, unless it is already, and updates it. The patch
+// carries the node's resourceVersion: a node changed since it was read (cordoned, tainted,
+// relabelled) is refused with a conflict, and the caller decides on it again.
+func TaintDisrupted(ctx context.Context, c client.Client, node *corev1.Node) error {
+	if IsDisrupted(node) {
+		return nil
+	}
+	tainted := node.DeepCopy()
+	tainted.Spec.Taints = append(tainted.Spec.Taints, disruptedTaint)
+	if err := c.Patch(ctx, tainted, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("tainting node %s %s, %w", node.Name, v1.DisruptedTaintKey, err)
+	}
+	*node = *tainted
+	return nil
+}
+
+// UntaintDisrupted lifts the disrupted taint and updates the node; a node gone is no error.
+func UntaintDisrupted(ctx context.Context, c client.Client, node *corev1.Node) error {
+	if !IsDisrupted(node) {
+		return nil
+	}
+	untainted := node.DeepCopy()
+	untainted.Spec.Taints = slices.DeleteFunc(untainted.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.DisruptedTaintKey })
+	if err := c.Patch(ctx, untainted, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("lifting %s from node %s, %w", v1.DisruptedTaintKey, node.Name, err))
+	}
+	*node = *untainted
+	return nil
 }

@@ -56,6 +56,8 @@ const (
 const (
 	ReasonDeleted   = "ConsolidationDeleted"
 	ReasonReplacing = "ConsolidationReplacing"
+	// ReasonRolledBack is on a node tainted for deletion and then kept.
+	ReasonRolledBack = "ConsolidationRolledBack"
 )
 
 var (
@@ -154,6 +156,12 @@ func (c *Method) Act(ctx context.Context, cluster func() (*state.Snapshot, error
 	var provisionerList v1alpha5.ProvisionerList
 	if err := c.client.List(ctx, &provisionerList); err != nil {
 		return false, fmt.Errorf("listing provisioners, %w", err)
+	}
+	if len(provisionerList.Items) == 0 {
+		return false, nil
+	}
+	if err := c.rollBackInterrupted(ctx); err != nil {
+		return false, err
 	}
 	if !slices.ContainsFunc(provisionerList.Items, func(p v1alpha5.Provisioner) bool { return p.DeletionTimestamp == nil && p.ConsolidationEnabled() }) {
 		return false, nil
@@ -303,13 +311,30 @@ func deletedMessage(decision Decision) string {
 }
 
 // delete removes the decision's nodes; their finalizer drains them through the eviction API.
+// Every node is tainted disrupted before any is deleted: the termination cordons a node only as
+// it drains it, so a pod evicted from one node of the decision could otherwise be scheduled onto
+// another still waiting for its drain, and be evicted twice. The taint carries the snapshot's
+// resourceVersion, so a node changed since (cordoned, say) refuses it and the decision is
+// rolled back: the next pass decides again. A node whose deletion fails is untainted: the
+// others' pods fit without it gone, as they fitted without it.
 func (c *Method) delete(ctx context.Context, decision Decision) error {
-	var errs []error
+	tainted := make([]*corev1.Node, 0, len(decision.Nodes))
 	for _, node := range decision.Nodes {
-		// The preconditions keep a node that changed since the snapshot, such as one cordoned.
-		if err := c.client.Delete(ctx, node, client.Preconditions{UID: &node.UID, ResourceVersion: &node.ResourceVersion}); err != nil {
+		if err := nodes.TaintDisrupted(ctx, c.client, node); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return errors.Join(err, c.rollBack(ctx, tainted, "another node of its decision changed since the pass read it"))
+		}
+		tainted = append(tainted, node)
+	}
+	var errs []error
+	var kept []*corev1.Node
+	for _, node := range tainted {
+		if err := c.client.Delete(ctx, node, client.Preconditions{UID: &node.UID}); err != nil {
 			if !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("deleting node %s, %w", node.Name, err))
+				kept = append(kept, node)
 			}
 			continue
 		}
@@ -321,6 +346,9 @@ func (c *Method) delete(ctx context.Context, decision Decision) error {
 		}
 		c.recorder.Event(node, corev1.EventTypeNormal, ReasonDeleted, deletedMessage(decision))
 	}
+	if len(kept) > 0 {
+		errs = append(errs, c.rollBack(ctx, kept, "deleting it failed"))
+	}
 	// A replacement's action and saving were counted when it launched.
 	if len(errs) == 0 && decision.ReplacedBy == "" {
 		actionsTotal.WithLabelValues(string(Delete)).Inc()
@@ -328,6 +356,36 @@ func (c *Method) delete(ctx context.Context, decision Decision) error {
 	}
 	log.FromContext(ctx).Info("consolidation deleted nodes", "nodes", len(decision.Nodes), "saving", decision.Saving, "replacedBy", decision.ReplacedBy)
 	return errors.Join(errs...)
+}
+
+// rollBack lifts the disrupted taint of nodes the pass no longer removes, telling each why.
+func (c *Method) rollBack(ctx context.Context, tainted []*corev1.Node, why string) error {
+	var errs []error
+	for _, node := range tainted {
+		if err := nodes.UntaintDisrupted(ctx, c.client, node); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.recorder.Event(node, corev1.EventTypeNormal, ReasonRolledBack, "Consolidation rolled back: "+why)
+	}
+	return errors.Join(errs...)
+}
+
+// rollBackInterrupted lifts the disrupted taint a crash left between delete's taints and its
+// deletions: a Provisioner's node carries it only within one pass, so one tainted and not being
+// deleted is no longer removed by anyone. It runs whether or not a Provisioner still opts in.
+func (c *Method) rollBackInterrupted(ctx context.Context) error {
+	var list corev1.NodeList
+	if err := c.client.List(ctx, &list, client.HasLabels{v1alpha5.ProvisionerNameLabelKey}, client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing the provisioners' nodes, %w", err)
+	}
+	var left []*corev1.Node
+	for i := range list.Items {
+		if node := &list.Items[i]; node.DeletionTimestamp == nil && nodes.IsDisrupted(node) {
+			left = append(left, node.DeepCopy())
+		}
+	}
+	return c.rollBack(ctx, left, "the pass that tainted it stopped before deleting it")
 }
 
 // replace launches the cheaper nodes through the provisioning path, each annotated with the

@@ -17,6 +17,7 @@ import (
 	"karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/metrics"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/state"
 )
 
@@ -58,6 +59,13 @@ func (c *Controller) consolidate(ctx context.Context, snapshot *state.Snapshot, 
 		chosen = append(chosen, byNode[removal.Node.Name])
 	}
 	if len(best.Replacements) == 0 {
+		// Every node is tainted before any is deleted: a pod evicted from one must not be
+		// scheduled onto another waiting for its drain.
+		for i, candidate := range chosen {
+			if err := nodes.TaintDisrupted(ctx, c.Client, candidate.Node); err != nil {
+				return false, errors.Join(err, c.rollBackAll(ctx, chosen[:i], "another node of its decision changed since the pass read it"))
+			}
+		}
 		for _, candidate := range chosen {
 			c.acted(candidate)
 			why := fmt.Sprintf("it is underutilized: its pods fit on the other nodes, saving $%.4f/h", best.Saving)
@@ -86,9 +94,9 @@ func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disrupt
 		}
 	}
 	names, uids := make([]string, 0, len(chosen)), make([]string, 0, len(chosen))
-	for _, candidate := range chosen {
-		if err := taintDisrupted(ctx, c.Client, candidate.Node); err != nil {
-			return false, err
+	for i, candidate := range chosen {
+		if err := nodes.TaintDisrupted(ctx, c.Client, candidate.Node); err != nil {
+			return false, errors.Join(err, c.rollBackAll(ctx, chosen[:i], "another node of its decision changed since the pass read it"))
 		}
 		names = append(names, candidate.Node.Name)
 		uids = append(uids, string(candidate.NodeClaim.UID))
@@ -119,13 +127,22 @@ func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disrupt
 	return true, nil
 }
 
+// rollBackAll rolls the disruption of every candidate back.
+func (c *Controller) rollBackAll(ctx context.Context, candidates []*disruption.Candidate, why string) error {
+	var errs []error
+	for _, candidate := range candidates {
+		errs = append(errs, c.rollBack(ctx, candidate, why))
+	}
+	return errors.Join(errs...)
+}
+
 // rollBackReplacement untaints the nodes whose replacements failed to launch (LaunchReplacements
 // withdrew those launched), telling each why; a launch refused by the limits is no error: the
 // next pass decides again.
 func (c *Controller) rollBackReplacement(ctx context.Context, chosen []*disruption.Candidate, launchErr error) error {
 	var errs []error
 	for _, candidate := range chosen {
-		if err := untaintDisrupted(ctx, c.Client, candidate.Node); err != nil {
+		if err := nodes.UntaintDisrupted(ctx, c.Client, candidate.Node); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -230,7 +230,7 @@ func (c *Controller) actNodePools(ctx context.Context, readSnapshot func() (*sta
 		}
 		launched, err := c.replace(ctx, snapshot, candidate, driftCause(candidate), loadPools)
 		inFlight = inFlight || launched
-		// Deleted or being replaced, its node is tainted now (taintDisrupted updates it).
+		// Deleted or being replaced, its node is tainted now (nodes.TaintDisrupted updates it).
 		acted = acted || nodes.IsDisrupted(candidate.Node)
 		if err != nil {
 			return acted || inFlight, err
@@ -391,7 +391,7 @@ func countDecision(decision, reason string, nodes int) {
 // decision, when not empty, is counted.
 func (c *Controller) terminate(ctx context.Context, candidate *disruption.Candidate, reason, why, decision string) error {
 	if candidate.Node != nil {
-		if err := taintDisrupted(ctx, c.Client, candidate.Node); err != nil {
+		if err := nodes.TaintDisrupted(ctx, c.Client, candidate.Node); err != nil {
 			return err
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
@@ -194,7 +193,7 @@ func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, cand
 	if len(results.NewNodes) == 0 {
 		return false, c.terminate(ctx, candidate, why.reason, why.why+"; its pods fit on the other nodes", counted(decisionDelete))
 	}
-	if err := taintDisrupted(ctx, c.Client, candidate.Node); err != nil {
+	if err := nodes.TaintDisrupted(ctx, c.Client, candidate.Node); err != nil {
 		return false, err
 	}
 	var launched []string
@@ -235,7 +234,7 @@ func (c *Controller) replace(ctx context.Context, snapshot *state.Snapshot, cand
 
 // rollBack lifts the disrupted taint of a node Karpenter no longer removes, with an Event.
 func (c *Controller) rollBack(ctx context.Context, candidate *disruption.Candidate, why string) error {
-	if err := untaintDisrupted(ctx, c.Client, candidate.Node); err != nil {
+	if err := nodes.UntaintDisrupted(ctx, c.Client, candidate.Node); err != nil {
 		return err
 	}
 	c.Recorder.Event(candidate.NodeClaim, corev1.EventTypeNormal, ReasonRolledBack, "Disruption rolled back: "+why)
@@ -270,35 +269,4 @@ func names(ncs []*v1.NodeClaim) []string {
 		out[i] = nc.Name
 	}
 	return out
-}
-
-// disruptedTaint keeps pods off a node Karpenter is removing.
-var disruptedTaint = corev1.Taint{Key: v1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}
-
-// taintDisrupted taints the node disrupted, unless it is already.
-func taintDisrupted(ctx context.Context, c client.Client, node *corev1.Node) error {
-	if nodes.IsDisrupted(node) {
-		return nil
-	}
-	tainted := node.DeepCopy()
-	tainted.Spec.Taints = append(tainted.Spec.Taints, disruptedTaint)
-	if err := c.Patch(ctx, tainted, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("tainting node %s %s, %w", node.Name, v1.DisruptedTaintKey, err)
-	}
-	*node = *tainted
-	return nil
-}
-
-// untaintDisrupted lifts the disrupted taint.
-func untaintDisrupted(ctx context.Context, c client.Client, node *corev1.Node) error {
-	if !nodes.IsDisrupted(node) {
-		return nil
-	}
-	untainted := node.DeepCopy()
-	untainted.Spec.Taints = slices.DeleteFunc(untainted.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.DisruptedTaintKey })
-	if err := c.Patch(ctx, untainted, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("lifting %s from node %s, %w", v1.DisruptedTaintKey, node.Name, err))
-	}
-	*node = *untainted
-	return nil
 }
