@@ -90,7 +90,11 @@ func (c *Snapshot) Pending() []*corev1.Pod {
 // deleted take nothing. A pod nominated to a node takes its room there, as kube-scheduler
 // counts it (see nominate.go). A launching node also holds the pods of the DaemonSets that
 // will run there and have none there yet (their controller creates them once the Node exists):
-// their requests and host ports are taken, as on a new node.
+// their requests and host ports are taken, as on a new node. Until a node Karpenter launched
+// is initialized, its NodeClaim's startup taints are not taints pods must tolerate either:
+// something on the node (a network plugin, say) lifts them once it is set up, as upstream counts
+// them; seen as taints, the node would be no room, and each pass would launch another for the
+// pods waiting for it.
 func (c *Snapshot) Room() []scheduling.Node {
 	bound := map[string][]*corev1.Pod{}
 	for i := range c.Pods {
@@ -102,6 +106,12 @@ func (c *Snapshot) Room() []scheduling.Node {
 		}
 	}
 	csiNodes := c.CSINodesByName()
+	startup := map[string][]v1.Taint{}
+	for i := range c.NodeClaims {
+		if nc := &c.NodeClaims[i]; nc.Status.NodeName != "" && len(nc.Spec.StartupTaints) > 0 {
+			startup[nc.Status.NodeName] = nc.Spec.StartupTaints
+		}
+	}
 	var daemonPods []*corev1.Pod // by DaemonSet, built for the first launching node
 	var out []scheduling.Node
 	all := c.AllNodes()
@@ -111,6 +121,12 @@ func (c *Snapshot) Room() []scheduling.Node {
 			continue
 		}
 		onNode := bound[node.Name]
+		if waitFor := startup[node.Name]; len(waitFor) > 0 && !nodes.IsInitialized(node) {
+			node = node.DeepCopy()
+			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool {
+				return slices.ContainsFunc(waitFor, func(s v1.Taint) bool { core := s.Core(); return t.MatchTaint(&core) })
+			})
+		}
 		if nodes.IsLaunching(node) {
 			node = node.DeepCopy()
 			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return nodes.IsLaunchingTaint(t) || nodes.IsConditionTaint(t) })

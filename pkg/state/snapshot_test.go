@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
@@ -71,6 +72,39 @@ func TestSchedulingNodes(t *testing.T) {
 	}
 	if pending := c.Pending(); len(pending) != 1 || pending[0].Name != "pending" {
 		t.Errorf("pending %v", pending)
+	}
+}
+
+// TestStartupTaintsAreRoomToCome: a node Karpenter launched whose NodeClaim is not initialized
+// yet is room without its NodeClaim's startup taints (something on the node lifts them once it
+// is set up); with them it was no room, and every pass launched another node for the pods
+// waiting (fifty in 90 s in a test whose startup taint was never lifted). Initialized, or not
+// Karpenter's, a node keeps the taint: it is one pods must tolerate.
+func TestStartupTaintsAreRoomToCome(t *testing.T) {
+	cni := corev1.Taint{Key: "example.com/network-not-ready", Effect: corev1.TaintEffectNoSchedule}
+	dedicated := corev1.Taint{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}
+	managed := map[string]string{v1.NodePoolLabelKey: "default"}
+	initialized := map[string]string{v1.NodePoolLabelKey: "default", v1.NodeInitializedLabelKey: "true"}
+	claim := func(name, node string) v1.NodeClaim {
+		return v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:   v1.NodeClaimSpec{StartupTaints: []v1.Taint{{Key: cni.Key, Effect: cni.Effect}}, Taints: []v1.Taint{{Key: dedicated.Key, Value: dedicated.Value, Effect: dedicated.Effect}}},
+			Status: v1.NodeClaimStatus{NodeName: node}}
+	}
+	node := func(name string, labels map[string]string) corev1.Node {
+		return *builders.Node(builders.NodeOptions{Name: name, Labels: labels, Allocatable: cpu("4"), Ready: corev1.ConditionTrue, Taints: []corev1.Taint{dedicated, cni}})
+	}
+	c := &Snapshot{
+		Nodes:      []corev1.Node{node("setting-up", managed), node("initialized", initialized), node("not-karpenters", nil)},
+		NodeClaims: []v1.NodeClaim{claim("setting-up", "setting-up"), claim("initialized", "initialized")},
+	}
+	want := map[string][]corev1.Taint{"setting-up": {dedicated}, "initialized": {dedicated, cni}, "not-karpenters": {dedicated, cni}}
+	for _, n := range c.Room() {
+		if !slices.Equal(n.Node.Spec.Taints, want[n.Node.Name]) {
+			t.Errorf("node %s has taints %v, want %v", n.Node.Name, n.Node.Spec.Taints, want[n.Node.Name])
+		}
+	}
+	if !slices.Contains(c.Nodes[0].Spec.Taints, cni) {
+		t.Error("the snapshot changed the node it read")
 	}
 }
 

@@ -1,18 +1,21 @@
 package provisioning_test
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/test/builders"
 	"karpenter.sh/karpenter/pkg/test/events"
 	"karpenter.sh/karpenter/pkg/test/eventually"
@@ -123,9 +126,12 @@ func (s *suite) nodePoolNodeLimit(t *testing.T) {
 // of their own on their nodes, capacity-spread, the spot one with four values and the on-demand
 // one with one; a Deployment's pods spread over it with a skew of one. Each NodeClaim carries the
 // value its pool chose, its node registers with it, and kube-scheduler, which enforces the
-// spread, runs the pods two to each value: four to one, spot to on-demand.
+// spread, runs the pods two to each value: four to one, spot to on-demand. kube-scheduler counts
+// only the domains of nodes it sees, so pods bound while some nodes are still to register may pile
+// up (three on one value, one on another, in a CI run): the pools' startup taint keeps every pod
+// off until all five nodes are there, as a CNI's keeps them off a node until it is set up.
 func (s *suite) nodePoolsChooseASpreadLabel(t *testing.T) {
-	const key, suite = "capacity-spread", "capacity-spread"
+	const key, suite, startupTaint = "capacity-spread", "capacity-spread", "example.com/network-not-ready"
 	nodeclasses.Ready(t, s.env.Client, suite)
 	for name, pool := range map[string]struct {
 		capacityType string
@@ -137,6 +143,7 @@ func (s *suite) nodePoolsChooseASpreadLabel(t *testing.T) {
 			np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
 				v1.NodeSelectorRequirementWithMinValues{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{pool.capacityType}},
 				v1.NodeSelectorRequirementWithMinValues{Key: key, Operator: corev1.NodeSelectorOpIn, Values: pool.values})
+			np.Spec.Template.Spec.StartupTaints = []v1.Taint{{Key: startupTaint, Effect: corev1.TaintEffectNoSchedule}}
 		})
 	}
 	app := map[string]string{"app": suite}
@@ -145,6 +152,29 @@ func (s *suite) nodePoolsChooseASpreadLabel(t *testing.T) {
 		Tolerations:    []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: suite, Effect: corev1.TaintEffectNoSchedule}},
 		TopologySpread: []corev1.TopologySpreadConstraint{builders.Spread(key, corev1.DoNotSchedule, app)},
 	})
+	// Registration puts the startup taint on and lifts a taint of its own: the patch, which tests
+	// the taint's place in the list, is read again and retried until all five are lifted.
+	eventually.Holds(t, "the five nodes register, and their startup taint is lifted", func() (bool, string, error) {
+		var list corev1.NodeList
+		if err := s.env.Client.List(t.Context(), &list, client.MatchingLabels{"suite": suite, v1.NodeRegisteredLabelKey: "true"}); err != nil {
+			return false, "", err
+		}
+		if len(list.Items) < 5 {
+			return false, fmt.Sprintf("%d nodes", len(list.Items)), nil
+		}
+		tainted := 0
+		for i := range list.Items {
+			patch, err := nodes.RemoveTaintPatch(&list.Items[i], startupTaint)
+			if err != nil || patch == nil {
+				continue
+			}
+			tainted++
+			if err := s.env.Client.Patch(t.Context(), &list.Items[i], client.RawPatch(types.JSONPatchType, patch)); err != nil && !nodes.ChangedSinceRead(err) {
+				return false, "", fmt.Errorf("lifting the startup taint of node %s, %w", list.Items[i].Name, err)
+			}
+		}
+		return tainted == 0, fmt.Sprintf("%d nodes still tainted", tainted), nil
+	}, eventually.Timeout(pollTimeout))
 	perValue := map[string]int{}
 	for pod, node := range s.running(t, pods) {
 		value, pool := node.Labels[key], node.Labels[v1.NodePoolLabelKey]
@@ -159,6 +189,11 @@ func (s *suite) nodePoolsChooseASpreadLabel(t *testing.T) {
 	var claims v1.NodeClaimList
 	if err := s.env.Client.List(t.Context(), &claims, client.MatchingLabels{"suite": suite}); err != nil {
 		t.Fatal(err)
+	}
+	// Nodes waiting for their startup taint are room for the pods nominated there, not a reason
+	// to launch more (counted as taints, they made every pass launch another node).
+	if len(claims.Items) != 5 {
+		t.Errorf("%d NodeClaims, want 5: one for each value", len(claims.Items))
 	}
 	for _, nc := range claims.Items {
 		value := nc.Labels[key]
