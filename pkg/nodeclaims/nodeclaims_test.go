@@ -10,6 +10,7 @@ import (
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
+	"karpenter.sh/karpenter/pkg/nodes"
 )
 
 func nodeClaim() *v1.NodeClaim {
@@ -78,6 +79,8 @@ func TestInitialized(t *testing.T) {
 		{name: "ready but unregistered", conditions: ready, allocated: withGPU, taints: []corev1.Taint{nodeclaims.UnregisteredTaint}, reason: nodeclaims.ReasonNodeNotReady},
 		{name: "startup taint left", conditions: ready, allocated: withGPU,
 			taints: []corev1.Taint{{Key: "cni.example.com/not-ready", Effect: corev1.TaintEffectNoSchedule}}, reason: nodeclaims.ReasonStartupTaintsExist},
+		{name: "ready, the cloud controller manager not done", conditions: ready, allocated: withGPU,
+			taints: []corev1.Taint{{Key: nodes.CloudProviderUninitializedTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}}, reason: nodeclaims.ReasonNodeNotReady},
 		{name: "the GPU not allocatable yet", conditions: ready, allocated: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}, reason: nodeclaims.ReasonResourceNotRegistered},
 		{name: "initialized", conditions: ready, allocated: withGPU,
 			taints: []corev1.Taint{{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}}},

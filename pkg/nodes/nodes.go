@@ -82,6 +82,10 @@ func IsConditionTaint(taint corev1.Taint) bool {
 	return taint.Key == corev1.TaintNodeNotReady || taint.Key == corev1.TaintNodeUnreachable
 }
 
+// CloudProviderUninitializedTaintKey is the taint a kubelet run with an external cloud provider
+// registers its node with, until the cloud controller manager has initialized it.
+const CloudProviderUninitializedTaintKey = "node.cloudprovider.kubernetes.io/uninitialized"
+
 // IsInitialized is true for a node Karpenter launched once its NodeClaim found it Ready, its
 // startup taints gone and every resource it asked for allocatable (label
 // karpenter.sh/initialized), and for every node Karpenter did not launch. Before, its room is

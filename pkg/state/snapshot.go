@@ -91,10 +91,10 @@ func (c *Snapshot) Pending() []*corev1.Pod {
 // counts it (see nominate.go). A launching node also holds the pods of the DaemonSets that
 // will run there and have none there yet (their controller creates them once the Node exists):
 // their requests and host ports are taken, as on a new node. Until a node Karpenter launched
-// is initialized, its NodeClaim's startup taints are not taints pods must tolerate either:
-// something on the node (a network plugin, say) lifts them once it is set up, as upstream counts
-// them; seen as taints, the node would be no room, and each pass would launch another for the
-// pods waiting for it.
+// is initialized, the taints it carries while it is set up (settingUp) are not taints pods must
+// tolerate either: something on the node (a network plugin, say) or the cloud controller
+// manager lifts them, as upstream counts them; seen as taints, the node would be no room, and
+// each pass would launch another for the pods waiting for it.
 func (c *Snapshot) Room() []scheduling.Node {
 	bound := map[string][]*corev1.Pod{}
 	for i := range c.Pods {
@@ -121,11 +121,9 @@ func (c *Snapshot) Room() []scheduling.Node {
 			continue
 		}
 		onNode := bound[node.Name]
-		if waitFor := startup[node.Name]; len(waitFor) > 0 && !nodes.IsInitialized(node) {
+		if !nodes.IsInitialized(node) && slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return settingUp(t, startup[node.Name]) }) {
 			node = node.DeepCopy()
-			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool {
-				return slices.ContainsFunc(waitFor, func(s v1.Taint) bool { core := s.Core(); return t.MatchTaint(&core) })
-			})
+			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return settingUp(t, startup[node.Name]) })
 		}
 		if nodes.IsLaunching(node) {
 			node = node.DeepCopy()
@@ -146,6 +144,13 @@ func (c *Snapshot) Room() []scheduling.Node {
 		out = append(out, scheduling.Node{Node: node, Pods: onNode, CSINode: csiNodes[node.Name]})
 	}
 	return out
+}
+
+// settingUp is whether the taint is one a node Karpenter launched carries only while it is set
+// up: one of its NodeClaim's startup taints, or the cloud controller manager's uninitialized
+// taint, which a kubelet run with an external cloud provider registers with.
+func settingUp(t corev1.Taint, startup []v1.Taint) bool {
+	return t.Key == nodes.CloudProviderUninitializedTaintKey || slices.ContainsFunc(startup, func(s v1.Taint) bool { core := s.Core(); return t.MatchTaint(&core) })
 }
 
 // joiningGrace is how long after it joined a node Karpenter did not launch counts as room

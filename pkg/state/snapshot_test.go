@@ -17,6 +17,7 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -76,12 +77,13 @@ func TestSchedulingNodes(t *testing.T) {
 }
 
 // TestStartupTaintsAreRoomToCome: a node Karpenter launched whose NodeClaim is not initialized
-// yet is room without its NodeClaim's startup taints (something on the node lifts them once it
-// is set up); with them it was no room, and every pass launched another node for the pods
+// yet is room without its NodeClaim's startup taints and the cloud controller manager's
+// uninitialized taint (something on the node, or that controller, lifts them once it is set up); with them it was no room, and every pass launched another node for the pods
 // waiting (fifty in 90 s in a test whose startup taint was never lifted). Initialized, or not
 // Karpenter's, a node keeps the taint: it is one pods must tolerate.
 func TestStartupTaintsAreRoomToCome(t *testing.T) {
 	cni := corev1.Taint{Key: "example.com/network-not-ready", Effect: corev1.TaintEffectNoSchedule}
+	ccm := corev1.Taint{Key: nodes.CloudProviderUninitializedTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 	dedicated := corev1.Taint{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}
 	managed := map[string]string{v1.NodePoolLabelKey: "default"}
 	initialized := map[string]string{v1.NodePoolLabelKey: "default", v1.NodeInitializedLabelKey: "true"}
@@ -91,13 +93,13 @@ func TestStartupTaintsAreRoomToCome(t *testing.T) {
 			Status: v1.NodeClaimStatus{NodeName: node}}
 	}
 	node := func(name string, labels map[string]string) corev1.Node {
-		return *builders.Node(builders.NodeOptions{Name: name, Labels: labels, Allocatable: cpu("4"), Ready: corev1.ConditionTrue, Taints: []corev1.Taint{dedicated, cni}})
+		return *builders.Node(builders.NodeOptions{Name: name, Labels: labels, Allocatable: cpu("4"), Ready: corev1.ConditionTrue, Taints: []corev1.Taint{dedicated, cni, ccm}})
 	}
 	c := &Snapshot{
 		Nodes:      []corev1.Node{node("setting-up", managed), node("initialized", initialized), node("not-karpenters", nil)},
 		NodeClaims: []v1.NodeClaim{claim("setting-up", "setting-up"), claim("initialized", "initialized")},
 	}
-	want := map[string][]corev1.Taint{"setting-up": {dedicated}, "initialized": {dedicated, cni}, "not-karpenters": {dedicated, cni}}
+	want := map[string][]corev1.Taint{"setting-up": {dedicated}, "initialized": {dedicated, cni, ccm}, "not-karpenters": {dedicated, cni, ccm}}
 	for _, n := range c.Room() {
 		if !slices.Equal(n.Node.Spec.Taints, want[n.Node.Name]) {
 			t.Errorf("node %s has taints %v, want %v", n.Node.Name, n.Node.Spec.Taints, want[n.Node.Name])

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/scheduling"
 )
@@ -58,16 +59,16 @@ func ShapeOf(node *corev1.Node, bound []corev1.Pod) NodeShape {
 // transientTaints reflect a node's current condition or lifecycle, not the group's shape: a
 // new node either never has them or loses them once it is Ready.
 var transientTaints = map[string]bool{
-	corev1.TaintNodeNotReady:                         true,
-	corev1.TaintNodeUnreachable:                      true,
-	corev1.TaintNodeUnschedulable:                    true,
-	corev1.TaintNodeMemoryPressure:                   true,
-	corev1.TaintNodeDiskPressure:                     true,
-	corev1.TaintNodePIDPressure:                      true,
-	corev1.TaintNodeNetworkUnavailable:               true,
-	corev1.TaintNodeOutOfService:                     true,
-	"node.cloudprovider.kubernetes.io/uninitialized": true,
-	"ToBeDeletedByClusterAutoscaler":                 true,
+	corev1.TaintNodeNotReady:                 true,
+	corev1.TaintNodeUnreachable:              true,
+	corev1.TaintNodeUnschedulable:            true,
+	corev1.TaintNodeMemoryPressure:           true,
+	corev1.TaintNodeDiskPressure:             true,
+	corev1.TaintNodePIDPressure:              true,
+	corev1.TaintNodeNetworkUnavailable:       true,
+	corev1.TaintNodeOutOfService:             true,
+	nodes.CloudProviderUninitializedTaintKey: true,
+	"ToBeDeletedByClusterAutoscaler":         true,
 }
 
 // Fits returns nil when a pod could run on an empty node of the shape, else why not. It
