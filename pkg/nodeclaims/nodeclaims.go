@@ -116,15 +116,16 @@ const (
 )
 
 // Initialized is whether the node a NodeClaim registered is ready for its pods: its kubelet
-// reports Ready, Karpenter's own not-ready and launching taints, the cloud controller manager's
-// uninitialized taint and the NodeClaim's startup taints are gone, and every resource the NodeClaim asked for is allocatable (a GPU's device
+// reports Ready, Karpenter's own not-ready and launching taints, the taints other components
+// lift once they have set the node up (nodes.IsSetupTaint) and the NodeClaim's startup taints
+// are gone, and every resource the NodeClaim asked for is allocatable (a GPU's device
 // plugin has reported it). When it is not, the reason and a message for the condition.
 func Initialized(nc *v1.NodeClaim, node *corev1.Node) (bool, string, string) {
 	if !nodes.IsReady(node) {
 		return false, ReasonNodeNotReady, "Node " + node.Name + " is not Ready"
 	}
 	for _, t := range node.Spec.Taints {
-		if nodes.IsLaunchingTaint(t) || t.Key == nodes.CloudProviderUninitializedTaintKey {
+		if nodes.IsLaunchingTaint(t) || nodes.IsSetupTaint(t) {
 			return false, ReasonNodeNotReady, "Node " + node.Name + " still has taint " + t.Key
 		}
 		if slices.ContainsFunc(nc.Spec.StartupTaints, func(s v1.Taint) bool { c := s.Core(); return t.MatchTaint(&c) }) {

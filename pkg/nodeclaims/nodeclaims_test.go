@@ -81,6 +81,8 @@ func TestInitialized(t *testing.T) {
 			taints: []corev1.Taint{{Key: "cni.example.com/not-ready", Effect: corev1.TaintEffectNoSchedule}}, reason: nodeclaims.ReasonStartupTaintsExist},
 		{name: "ready, the cloud controller manager not done", conditions: ready, allocated: withGPU,
 			taints: []corev1.Taint{{Key: nodes.CloudProviderUninitializedTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}}, reason: nodeclaims.ReasonNodeNotReady},
+		{name: "ready, the Node Readiness Controller's taint on", conditions: ready, allocated: withGPU,
+			taints: []corev1.Taint{{Key: "readiness.k8s.io/NetworkReady", Value: "pending", Effect: corev1.TaintEffectNoSchedule}}, reason: nodeclaims.ReasonNodeNotReady},
 		{name: "the GPU not allocatable yet", conditions: ready, allocated: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}, reason: nodeclaims.ReasonResourceNotRegistered},
 		{name: "initialized", conditions: ready, allocated: withGPU,
 			taints: []corev1.Taint{{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}}},

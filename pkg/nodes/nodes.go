@@ -8,6 +8,7 @@ package nodes
 
 import (
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -85,6 +86,17 @@ func IsConditionTaint(taint corev1.Taint) bool {
 // CloudProviderUninitializedTaintKey is the taint a kubelet run with an external cloud provider
 // registers its node with, until the cloud controller manager has initialized it.
 const CloudProviderUninitializedTaintKey = "node.cloudprovider.kubernetes.io/uninitialized"
+
+// readinessTaintPrefix begins the keys of the Node Readiness Controller's taints, each on a node
+// until the condition its rule names is met.
+const readinessTaintPrefix = "readiness.k8s.io/"
+
+// IsSetupTaint is true for the taints other components put on a new node and lift once they
+// have set it up: the cloud controller manager's uninitialized taint and the Node Readiness
+// Controller's. A node Karpenter launched is not initialized while it carries one.
+func IsSetupTaint(taint corev1.Taint) bool {
+	return taint.Key == CloudProviderUninitializedTaintKey || strings.HasPrefix(taint.Key, readinessTaintPrefix)
+}
 
 // IsInitialized is true for a node Karpenter launched once its NodeClaim found it Ready, its
 // startup taints gone and every resource it asked for allocatable (label

@@ -54,6 +54,23 @@ func TestIsLaunchedByKarpenter(t *testing.T) {
 	}
 }
 
+func TestIsSetupTaint(t *testing.T) {
+	for _, tc := range []struct {
+		key  string
+		want bool
+	}{
+		{CloudProviderUninitializedTaintKey, true},
+		{"readiness.k8s.io/NetworkReady", true},
+		{"example.com/readiness.k8s.io", false},
+		{corev1.TaintNodeNotReady, false},
+		{"dedicated", false},
+	} {
+		if got := IsSetupTaint(corev1.Taint{Key: tc.key, Effect: corev1.TaintEffectNoSchedule}); got != tc.want {
+			t.Errorf("IsSetupTaint(%s) = %v, want %v", tc.key, got, tc.want)
+		}
+	}
+}
+
 func TestIsInitialized(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

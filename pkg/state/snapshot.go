@@ -7,6 +7,7 @@ package state
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"time"
 
@@ -91,10 +92,10 @@ func (c *Snapshot) Pending() []*corev1.Pod {
 // counts it (see nominate.go). A launching node also holds the pods of the DaemonSets that
 // will run there and have none there yet (their controller creates them once the Node exists):
 // their requests and host ports are taken, as on a new node. Until a node Karpenter launched
-// is initialized, the taints it carries while it is set up (settingUp) are not taints pods must
-// tolerate either: something on the node (a network plugin, say) or the cloud controller
-// manager lifts them, as upstream counts them; seen as taints, the node would be no room, and
-// each pass would launch another for the pods waiting for it.
+// is initialized, it is room as it will be once set up (asSetUp): the taints it carries only
+// meanwhile are not taints pods must tolerate, and what it will have allocatable counts, as
+// upstream counts them; seen as it is, the node would be no room for the pods waiting for it,
+// and each pass would launch another.
 func (c *Snapshot) Room() []scheduling.Node {
 	bound := map[string][]*corev1.Pod{}
 	for i := range c.Pods {
@@ -106,10 +107,12 @@ func (c *Snapshot) Room() []scheduling.Node {
 		}
 	}
 	csiNodes := c.CSINodesByName()
-	startup := map[string][]v1.Taint{}
+	// Every node AllNodes gives has a provider ID, registered or not; its NodeClaim's status
+	// names it only once registering is done.
+	claims := make(map[string]*v1.NodeClaim, len(c.NodeClaims))
 	for i := range c.NodeClaims {
-		if nc := &c.NodeClaims[i]; nc.Status.NodeName != "" && len(nc.Spec.StartupTaints) > 0 {
-			startup[nc.Status.NodeName] = nc.Spec.StartupTaints
+		if nc := &c.NodeClaims[i]; nc.Status.ProviderID != "" {
+			claims[nc.Status.ProviderID] = nc
 		}
 	}
 	var daemonPods []*corev1.Pod // by DaemonSet, built for the first launching node
@@ -121,18 +124,12 @@ func (c *Snapshot) Room() []scheduling.Node {
 			continue
 		}
 		onNode := bound[node.Name]
-		if !nodes.IsInitialized(node) && slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return settingUp(t, startup[node.Name]) }) {
-			node = node.DeepCopy()
-			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return settingUp(t, startup[node.Name]) })
+		if !nodes.IsInitialized(node) {
+			node = c.asSetUp(node, claims[node.Spec.ProviderID])
 		}
 		if nodes.IsLaunching(node) {
 			node = node.DeepCopy()
 			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return nodes.IsLaunchingTaint(t) || nodes.IsConditionTaint(t) })
-			if len(node.Status.Allocatable) == 0 {
-				if it, ok := c.InstanceTypes[node.Labels[corev1.LabelInstanceTypeStable]]; ok {
-					node.Status.Allocatable = it.Allocatable()
-				}
-			}
 			if daemonPods == nil {
 				daemonPods = c.DaemonSetPods()
 			}
@@ -146,11 +143,44 @@ func (c *Snapshot) Room() []scheduling.Node {
 	return out
 }
 
-// settingUp is whether the taint is one a node Karpenter launched carries only while it is set
-// up: one of its NodeClaim's startup taints, or the cloud controller manager's uninitialized
-// taint, which a kubelet run with an external cloud provider registers with.
-func settingUp(t corev1.Taint, startup []v1.Taint) bool {
-	return t.Key == nodes.CloudProviderUninitializedTaintKey || slices.ContainsFunc(startup, func(s v1.Taint) bool { core := s.Core(); return t.MatchTaint(&core) })
+// asSetUp is a node Karpenter launched and has not initialized, as it will be once set up:
+// without the taints it carries only meanwhile (its NodeClaim's startup taints, and
+// nodes.IsSetupTaint), and with the allocatable its NodeClaim promises (its instance type's,
+// for a NodeClaim that reported none) for each resource the kubelet has not reported yet: a
+// launching node's kubelet has reported nothing, and a GPU's device plugin reports it after
+// the node is Ready. The node itself when nothing differs.
+func (c *Snapshot) asSetUp(node *corev1.Node, nc *v1.NodeClaim) *corev1.Node {
+	var startup []v1.Taint
+	var promised corev1.ResourceList
+	if nc != nil {
+		startup, promised = nc.Spec.StartupTaints, nc.Status.Allocatable
+	}
+	if len(promised) == 0 {
+		if it, ok := c.InstanceTypes[node.Labels[corev1.LabelInstanceTypeStable]]; ok {
+			promised = it.Allocatable()
+		}
+	}
+	settingUp := func(t corev1.Taint) bool {
+		return nodes.IsSetupTaint(t) || slices.ContainsFunc(startup, func(s v1.Taint) bool { core := s.Core(); return t.MatchTaint(&core) })
+	}
+	unreported := func(name corev1.ResourceName) bool {
+		reported, ok := node.Status.Allocatable[name]
+		return !ok || reported.IsZero()
+	}
+	if !slices.ContainsFunc(node.Spec.Taints, settingUp) && !slices.ContainsFunc(slices.Collect(maps.Keys(promised)), unreported) {
+		return node
+	}
+	out := node.DeepCopy()
+	out.Spec.Taints = slices.DeleteFunc(out.Spec.Taints, settingUp)
+	for name, quantity := range promised {
+		if unreported(name) {
+			if out.Status.Allocatable == nil {
+				out.Status.Allocatable = corev1.ResourceList{}
+			}
+			out.Status.Allocatable[name] = quantity.DeepCopy()
+		}
+	}
+	return out
 }
 
 // joiningGrace is how long after it joined a node Karpenter did not launch counts as room
@@ -221,11 +251,13 @@ func pointers[T any](items []T) []*T {
 	return out
 }
 
-// LaunchingNodes are the nodes still launching, with the provisioner that launched each.
+// LaunchingNodes are the nodes still launching or, launched by Karpenter, not initialized yet,
+// with the provisioner that launched each: kube-scheduler binds nothing there yet (or not all
+// the pods planned there), so the pods planned onto them are nominated.
 func (c *Snapshot) LaunchingNodes() map[string]string {
 	out := map[string]string{}
 	for i := range c.Nodes {
-		if node := &c.Nodes[i]; nodes.IsLaunching(node) {
+		if node := &c.Nodes[i]; nodes.IsLaunching(node) || !nodes.IsInitialized(node) {
 			key, _ := pools.Of(node.Labels)
 			out[node.Name] = key.Name
 		}

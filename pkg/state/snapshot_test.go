@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +18,7 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
@@ -76,37 +78,73 @@ func TestSchedulingNodes(t *testing.T) {
 	}
 }
 
-// TestStartupTaintsAreRoomToCome: a node Karpenter launched whose NodeClaim is not initialized
-// yet is room without its NodeClaim's startup taints and the cloud controller manager's
-// uninitialized taint (something on the node, or that controller, lifts them once it is set up); with them it was no room, and every pass launched another node for the pods
-// waiting (fifty in 90 s in a test whose startup taint was never lifted). Initialized, or not
-// Karpenter's, a node keeps the taint: it is one pods must tolerate.
-func TestStartupTaintsAreRoomToCome(t *testing.T) {
+// TestNodesSettingUpAreRoomToCome: a node Karpenter launched that is not initialized yet is
+// room as it will be once set up. Its NodeClaim's startup taints, the cloud controller manager's
+// uninitialized taint and the Node Readiness Controller's are not taints pods must tolerate
+// (something lifts each once the node is set up): seen as taints, the node was no room, and
+// every pass launched another node for the pods waiting (fifty in 90 s in a test whose startup
+// taint stayed). The NodeClaim is found by provider ID, so a node its NodeClaim has not named yet
+// (launching, or registering) counts so too. What the kubelet has not reported allocatable yet (a
+// GPU before its device plugin starts) is what the NodeClaim promises. Initialized, or not
+// Karpenter's, a node is taken as it is. Every case but the last two fails on the code before.
+func TestNodesSettingUpAreRoomToCome(t *testing.T) {
 	cni := corev1.Taint{Key: "example.com/network-not-ready", Effect: corev1.TaintEffectNoSchedule}
 	ccm := corev1.Taint{Key: nodes.CloudProviderUninitializedTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	readiness := corev1.Taint{Key: "readiness.k8s.io/NetworkReady", Value: "pending", Effect: corev1.TaintEffectNoSchedule}
 	dedicated := corev1.Taint{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}
-	managed := map[string]string{v1.NodePoolLabelKey: "default"}
-	initialized := map[string]string{v1.NodePoolLabelKey: "default", v1.NodeInitializedLabelKey: "true"}
-	claim := func(name, node string) v1.NodeClaim {
-		return v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name},
+	gpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), "nvidia.com/gpu": resource.MustParse("1")}
+	claim := func(name, nodeName string) v1.NodeClaim {
+		return v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
 			Spec:   v1.NodeClaimSpec{StartupTaints: []v1.Taint{{Key: cni.Key, Effect: cni.Effect}}, Taints: []v1.Taint{{Key: dedicated.Key, Value: dedicated.Value, Effect: dedicated.Effect}}},
-			Status: v1.NodeClaimStatus{NodeName: node}}
+			Status: v1.NodeClaimStatus{NodeName: nodeName, ProviderID: "aws:///us-west-2a/i-" + name, Allocatable: gpu}}
 	}
-	node := func(name string, labels map[string]string) corev1.Node {
-		return *builders.Node(builders.NodeOptions{Name: name, Labels: labels, Allocatable: cpu("4"), Ready: corev1.ConditionTrue, Taints: []corev1.Taint{dedicated, cni, ccm}})
+	node := func(name string, labels map[string]string, taints ...corev1.Taint) corev1.Node {
+		n := builders.Node(builders.NodeOptions{Name: name, Labels: labels, Allocatable: cpu("4"), Ready: corev1.ConditionTrue, Taints: taints})
+		n.Spec.ProviderID = "aws:///us-west-2a/i-" + name
+		return *n
 	}
-	c := &Snapshot{
-		Nodes:      []corev1.Node{node("setting-up", managed), node("initialized", initialized), node("not-karpenters", nil)},
-		NodeClaims: []v1.NodeClaim{claim("setting-up", "setting-up"), claim("initialized", "initialized")},
-	}
-	want := map[string][]corev1.Taint{"setting-up": {dedicated}, "initialized": {dedicated, cni, ccm}, "not-karpenters": {dedicated, cni, ccm}}
-	for _, n := range c.Room() {
-		if !slices.Equal(n.Node.Spec.Taints, want[n.Node.Name]) {
-			t.Errorf("node %s has taints %v, want %v", n.Node.Name, n.Node.Spec.Taints, want[n.Node.Name])
-		}
-	}
-	if !slices.Contains(c.Nodes[0].Spec.Taints, cni) {
-		t.Error("the snapshot changed the node it read")
+	managed := map[string]string{v1.NodePoolLabelKey: "default", v1.NodeRegisteredLabelKey: "true"}
+	initialized := map[string]string{v1.NodePoolLabelKey: "default", v1.NodeRegisteredLabelKey: "true", v1.NodeInitializedLabelKey: "true"}
+	for _, tc := range []struct {
+		name            string
+		node            *corev1.Node
+		claim           v1.NodeClaim
+		wantTaints      []corev1.Taint
+		wantAllocatable corev1.ResourceList
+	}{
+		{name: "registered, its startup taint and both setup taints on", node: ptr.To(node("n", managed, dedicated, cni, ccm, readiness)), claim: claim("n", "n"),
+			wantTaints: []corev1.Taint{dedicated}, wantAllocatable: gpu},
+		{name: "registered, its NodeClaim's status not naming it yet", node: ptr.To(node("n", managed, dedicated, cni)), claim: claim("n", ""),
+			wantTaints: []corev1.Taint{dedicated}, wantAllocatable: gpu},
+		{name: "registering: the kubelet's node, not yet synced", node: ptr.To(node("n", map[string]string{v1.NodePoolLabelKey: "default"}, nodeclaims.UnregisteredTaint)), claim: claim("n", ""),
+			wantTaints: []corev1.Taint{dedicated}, wantAllocatable: gpu},
+		{name: "launched, no node yet: the NodeClaim stands for it", claim: claim("n", ""),
+			wantTaints: []corev1.Taint{dedicated}, wantAllocatable: gpu},
+		{name: "initialized: a taint put back is one to tolerate", node: ptr.To(node("n", initialized, dedicated, cni)), claim: claim("n", "n"),
+			wantTaints: []corev1.Taint{dedicated, cni}, wantAllocatable: cpu("4")},
+		{name: "not Karpenter's", node: ptr.To(node("n", nil, dedicated, cni, ccm)), claim: claim("other", "other"),
+			wantTaints: []corev1.Taint{dedicated, cni, ccm}, wantAllocatable: cpu("4")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Snapshot{NodeClaims: []v1.NodeClaim{tc.claim}}
+			if tc.node != nil {
+				c.Nodes = []corev1.Node{*tc.node}
+			}
+			room := c.Room()
+			if len(room) != 1 {
+				t.Fatalf("room %v, want one node", room)
+			}
+			got := room[0].Node
+			if !slices.Equal(got.Spec.Taints, tc.wantTaints) {
+				t.Errorf("taints %v, want %v", got.Spec.Taints, tc.wantTaints)
+			}
+			if !equality.Semantic.DeepEqual(got.Status.Allocatable, tc.wantAllocatable) {
+				t.Errorf("allocatable %v, want %v", got.Status.Allocatable, tc.wantAllocatable)
+			}
+			if tc.node != nil && !equality.Semantic.DeepEqual(c.Nodes[0], *tc.node) {
+				t.Error("the snapshot changed the node it read")
+			}
+		})
 	}
 }
 

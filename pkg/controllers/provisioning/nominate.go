@@ -214,9 +214,11 @@ func (c *Controller) renominate(ctx context.Context, key types.NamespacedName) (
 }
 
 // renominatable is true for a node a pod that lost its nomination to it is nominated to again:
-// standing, and still awaiting its pods.
+// standing, and still awaiting its pods or, launched by Karpenter, not initialized yet (a
+// startup taint still on it, or a GPU its device plugin has yet to report: kube-scheduler
+// found no room there for now, and the node's room stays the pod's).
 func renominatable(node *corev1.Node) bool {
-	return node.DeletionTimestamp == nil && nodes.AwaitsItsPods(node)
+	return node.DeletionTimestamp == nil && (nodes.AwaitsItsPods(node) || !nodes.IsInitialized(node))
 }
 
 // renominations are the pods to nominate again to the node they were nominated to: those
