@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
+	"karpenter.sh/karpenter/pkg/nodes"
 	"karpenter.sh/karpenter/pkg/pods"
 )
 
@@ -119,10 +120,16 @@ type Decision struct {
 func Decide(candidates []*Candidate, block func(*Candidate) *Blocked, now time.Time) Decision {
 	d := Decision{Blocked: map[string]Blocked{}, Allowed: map[string]map[v1.DisruptionReason]int{}, BudgetErrors: map[string]error{},
 		Eligible: map[v1.DisruptionReason]int{}}
+	// As upstream counts them: a budget's share is of the initialized nodes (a replacement still
+	// launching would raise a percentage's round-up while its node is not yet room), and a node
+	// not Ready is out already, as one being disrupted is.
 	total, disrupting := map[string]int{}, map[string]int{}
 	for _, c := range candidates {
+		if c.Node == nil || !c.NodeClaim.IsTrue(v1.ConditionTypeInitialized) {
+			continue
+		}
 		total[c.NodePool.Name]++
-		if c.Disrupting {
+		if c.Disrupting || !nodes.IsReady(c.Node) {
 			disrupting[c.NodePool.Name]++
 		}
 	}

@@ -1,6 +1,7 @@
 package disruption_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ import (
 
 var decideNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-// candidate is an initialized NodeClaim of the NodePool with its node, conditions set True,
+// candidate is an initialized NodeClaim of the NodePool with its Ready node, conditions set True,
 // with pods of the deployment "app".
 func candidate(name string, np *v1.NodePool, podCount int, conditions ...string) *disruption.Candidate {
 	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}
@@ -24,7 +25,8 @@ func candidate(name string, np *v1.NodePool, podCount int, conditions ...string)
 	for _, c := range conditions {
 		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue})
 	}
-	c := &disruption.Candidate{NodeClaim: nc, NodePool: np, Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+	c := &disruption.Candidate{NodeClaim: nc, NodePool: np, Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}}
 	for i := range podCount {
 		c.Pods = append(c.Pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-" + string(rune('a'+i)), Namespace: "default", Labels: map[string]string{"app": "app"}}})
 	}
@@ -96,6 +98,25 @@ func TestDecide(t *testing.T) {
 				going := candidate("a", one, 0, v1.ConditionTypeConsolidatable)
 				going.Disrupting = true
 				return []*disruption.Candidate{going, candidate("b", one, 1, v1.ConditionTypeDrifted)}
+			}, wantBlocked: map[string]string{"b": disruption.BlockedBudget}},
+		{name: "a percentage is of the initialized nodes: a replacement launching does not raise its round-up",
+			candidates: func() []*disruption.Candidate {
+				tenth := pool("tenth", v1.Budget{Nodes: "10%"})
+				var out []*disruption.Candidate
+				for i := range 9 {
+					out = append(out, candidate(fmt.Sprintf("n%d", i), tenth, 1))
+				}
+				out[0].Disrupting = true
+				replacement := candidate("replacement", tenth, 0)
+				replacement.NodeClaim.Status.Conditions[0].Status = metav1.ConditionFalse
+				replacement.Node = nil
+				return append(out, replacement, candidate("empty", tenth, 0, v1.ConditionTypeConsolidatable))
+			}, wantBlocked: map[string]string{"empty": disruption.BlockedBudget}},
+		{name: "a node not Ready takes the budget",
+			candidates: func() []*disruption.Candidate {
+				down := candidate("a", one, 1)
+				down.Node.Status.Conditions[0].Status = corev1.ConditionUnknown
+				return []*disruption.Candidate{down, candidate("b", one, 0, v1.ConditionTypeConsolidatable)}
 			}, wantBlocked: map[string]string{"b": disruption.BlockedBudget}},
 		{name: "emptiness first: it takes the budget drift wanted",
 			candidates: func() []*disruption.Candidate {

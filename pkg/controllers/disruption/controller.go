@@ -222,16 +222,19 @@ func (c *Controller) actNodePools(ctx context.Context, readSnapshot func() (*sta
 		}
 	}
 	acted = finished || len(empty) > 0
+	moved := false
 	for _, candidate := range c.validated(decision.Drifted, "drifted", now) {
-		if len(candidate.Pods) > 0 && inFlight {
-			// One replacement at a time: the room a replacement brings is its pods', which the
-			// simulation of the next would hand out again.
+		if len(candidate.Pods) > 0 && (inFlight || moved) {
+			// One node with pods at a time: the room a replacement brings is its pods', and the
+			// room the other nodes have is a deleted node's pods', which the simulation of the
+			// next, on the same snapshot, would hand out again.
 			break
 		}
 		launched, err := c.replace(ctx, snapshot, candidate, driftCause(candidate), loadPools)
 		inFlight = inFlight || launched
 		// Deleted or being replaced, its node is tainted now (nodes.TaintDisrupted updates it).
 		acted = acted || nodes.IsDisrupted(candidate.Node)
+		moved = moved || len(candidate.Pods) > 0 && nodes.IsDisrupted(candidate.Node)
 		if err != nil {
 			return acted || inFlight, err
 		}

@@ -30,7 +30,7 @@ import (
 	"karpenter.sh/karpenter/pkg/test/kubefake"
 )
 
-// inFlight is a NodePool node a pass tainted disrupted: its NodeClaim, drifted or not, and the
+// inFlight is a NodePool's Ready node a pass tainted disrupted: its NodeClaim, drifted or not, and the
 // replacements annotated as replacing it, initialized or not.
 func inFlight(drifted bool, replacementsInitialized ...bool) []client.Object {
 	initialized := metav1.Condition{Type: v1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}
@@ -41,7 +41,8 @@ func inFlight(drifted bool, replacementsInitialized ...bool) []client.Object {
 		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodePoolDrifted"})
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "old", Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: v1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}}}}
+		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: v1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 	objects := []client.Object{np, nc, node}
 	for i, ready := range replacementsInitialized {
 		replacement := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-new" + string(rune('a'+i)), Labels: map[string]string{v1.NodePoolLabelKey: "default"},
@@ -463,5 +464,54 @@ func TestBalanced(t *testing.T) {
 				t.Errorf("%d launches, want %d", launched, tc.wantLaunches)
 			}
 		})
+	}
+}
+
+// TestDriftMovesOneNodesPodsAPass: two drifted nodes whose pods each fit on a third node, but
+// not both: a pass deletes one of them, not both on the same room (the second's simulation
+// still saw the first's pods where they were); the next pass decides on where they went.
+func TestDriftMovesOneNodesPodsAPass(t *testing.T) {
+	objects := underutilizedFleet("")
+	np := objects[0].(*v1.NodePool)
+	np.Spec.Disruption.SavingsThreshold = nil
+	objects = objects[:2]
+	initialized := metav1.Condition{Type: v1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}
+	drifted := metav1.Condition{Type: v1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodePoolDrifted"}
+	labels := map[string]string{v1.NodePoolLabelKey: "default", corev1.LabelInstanceTypeStable: "c5.xlarge",
+		corev1.LabelTopologyZone: fake.Zones[0], v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand}
+	for _, n := range []struct {
+		name, cpu string
+		drifted   bool
+	}{{"a", "4", true}, {"b", "4", true}, {"room", "1500m", false}} {
+		conditions := []metav1.Condition{initialized}
+		if n.drifted {
+			conditions = append(conditions, drifted)
+		}
+		objects = append(objects,
+			&v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-" + n.name, UID: types.UID(n.name), Labels: labels},
+				Status: v1.NodeClaimStatus{NodeName: n.name, ProviderID: "fake:///" + n.name, Conditions: conditions}},
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: labels}, Status: corev1.NodeStatus{
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(n.cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("58")},
+				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}})
+		if n.drifted {
+			objects = append(objects, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-" + n.name, Namespace: "default", UID: types.UID("on-" + n.name)},
+				Spec: corev1.PodSpec{NodeName: n.name, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+		}
+	}
+	h := newHarness(t, objects...)
+	h.passes(t, 2, disruption.DefaultValidationDelay+time.Second)
+	var gone []string
+	for _, name := range []string{"a", "b"} {
+		if err := h.client.Get(t.Context(), client.ObjectKey{Name: "default-" + name}, &v1.NodeClaim{}); apierrors.IsNotFound(err) {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) != 1 {
+		t.Errorf("nodeclaims %v deleted in the pass, want one: the room for their pods is one node's", gone)
+	}
+	if launched := len(h.cloud.CreateCalls()); launched != 0 {
+		t.Errorf("%d launches, want none: the pods fit on the node with room", launched)
 	}
 }
