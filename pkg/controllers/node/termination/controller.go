@@ -59,6 +59,7 @@ const recheckPeriod = 30 * time.Second
 const (
 	ReasonCordoned          = "Cordoned"
 	ReasonDrainBlocked      = "DrainBlocked"
+	ReasonDrainWaiting      = "DrainWaiting"
 	ReasonEvictionBlocked   = "EvictionBlocked"
 	ReasonDrainDeadline     = "DrainDeadlineExceeded"
 	ReasonTerminated        = "InstanceTerminated"
@@ -292,14 +293,14 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, step Step, de
 		result.RequeueAfter = min(result.RequeueAfter, step.Recheck.Sub(now))
 	}
 	if len(step.Blocking) > 0 {
-		names := make([]string, 0, len(step.Blocking))
-		for _, pod := range step.Blocking {
-			names = append(names, pod.Namespace+"/"+pod.Name)
-		}
 		c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonDrainBlocked, "Drain blocked by pod %s annotated %s: \"true\"",
-			strings.Join(names, ", "), pods.DoNotEvictAnnotationKey)
+			strings.Join(podNames(step.Blocking), ", "), pods.DoNotEvictAnnotationKey)
 		// The pods' watch brings the annotation's removal.
 		return result, nil
+	}
+	if len(step.Kept) > 0 {
+		c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonDrainWaiting, "Drain waits for pod %s annotated %s",
+			strings.Join(podNames(step.Kept), ", "), v1.DoNotDisruptAnnotationKey)
 	}
 	var refused, errs []error
 	for _, pod := range step.Evict {
@@ -366,6 +367,15 @@ func (c *Controller) deletePods(ctx context.Context, node *corev1.Node, toDelete
 	c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonDrainDeadline, "Drain deadline %s passed; deleted pods %s",
 		deadline.UTC().Format(time.RFC3339), strings.Join(names, ", "))
 	return nil
+}
+
+// podNames are the pods' namespaced names.
+func podNames(list []*corev1.Pod) []string {
+	out := make([]string, 0, len(list))
+	for _, pod := range list {
+		out = append(out, pod.Namespace+"/"+pod.Name)
+	}
+	return out
 }
 
 // terminate terminates the node's instance and then releases the Node object: the instance

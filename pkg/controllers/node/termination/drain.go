@@ -21,11 +21,14 @@ type Step struct {
 	Delete []*corev1.Pod
 	// Blocking are the pods annotated do-not-evict that hold the whole drain (pods.HoldsNode).
 	Blocking []*corev1.Pod
+	// Kept are the pods annotated karpenter.sh/do-not-disrupt: never evicted, waited for until
+	// they finish or the deadline passes, as upstream keeps them; the other pods are evicted.
+	Kept []*corev1.Pod
 	// Drained is true when nothing the drain waits for remains on the node: its instance may
 	// be terminated.
 	Drained bool
-	// Recheck, when not zero, is when the grace period of a pod terminating on a node that is
-	// not Ready runs out: no kubelet may confirm its end, so the drain then stops waiting.
+	// Recheck, when not zero, is when the drain stops waiting for a pod that is terminating
+	// (stuckAfter) or stops keeping one whose do-not-disrupt was a duration.
 	Recheck time.Time
 }
 
@@ -39,15 +42,23 @@ type Drain struct {
 	Now       time.Time
 }
 
+// stuckAfter is how long past the end of its grace period a terminating pod on a Ready node is
+// still waited for: its kubelet should have confirmed its end by then, and one that has not
+// (a hung runtime, a volume that will not unmount) would hold the node for ever, as upstream
+// gives up on a pod stuck terminating after a minute. On a node that is not Ready no kubelet
+// confirms anything, and the drain stops waiting when the grace period ends.
+const stuckAfter = time.Minute
+
 // Plan is the next step of draining pods from a node. Pods that would come back or cannot be
 // moved stay: DaemonSet pods, mirror pods, pods that have finished and pods that tolerate the
 // cordon. A do-not-evict pod, one that tolerates the cordon included, holds the drain before
 // anything is evicted, so that a node that cannot go does not lose its other pods for nothing.
-// Critical pods are evicted only once every other pod is gone. Past the deadline every
-// remaining pod the drain waits for is deleted and the node is drained at once. On a node that
-// is not Ready (or never was) a terminating pod is waited for until its grace period runs
-// out and no longer: no kubelet confirms its end there, and the instance's termination ends
-// whatever still runs.
+// Critical pods are evicted only once every other pod is gone. A pod annotated
+// karpenter.sh/do-not-disrupt is not evicted, and the drain waits for it (for as long as a
+// duration it names, or until it finishes). Past the deadline every remaining pod the drain
+// waits for is deleted and the node is drained at once. A terminating pod is waited for until
+// its grace period runs out, and on a Ready node stuckAfter longer, and no longer: the
+// instance's termination ends whatever still runs.
 func Plan(podList []corev1.Pod, drain Drain) Step {
 	var step Step
 	var terminating, critical, others []*corev1.Pod
@@ -66,15 +77,17 @@ func Plan(podList []corev1.Pod, drain Drain) Step {
 			step.Blocking = append(step.Blocking, pod)
 		case pod.DeletionTimestamp != nil:
 			// The API server sets a pod's deletion timestamp to when its grace period ends.
-			if !drain.NodeReady {
-				if !drain.Now.Before(pod.DeletionTimestamp.Time) {
-					continue
-				}
-				if step.Recheck.IsZero() || pod.DeletionTimestamp.Time.Before(step.Recheck) {
-					step.Recheck = pod.DeletionTimestamp.Time
-				}
+			giveUp := pod.DeletionTimestamp.Time
+			if drain.NodeReady {
+				giveUp = giveUp.Add(stuckAfter)
 			}
+			if !drain.Now.Before(giveUp) {
+				continue
+			}
+			step.recheckAt(giveUp)
 			terminating = append(terminating, pod)
+		case keeps(pod, drain.Now, &step):
+			step.Kept = append(step.Kept, pod)
 		case isCritical(pod):
 			critical = append(critical, pod)
 		default:
@@ -91,9 +104,30 @@ func Plan(podList []corev1.Pod, drain Drain) Step {
 		// Critical pods wait until the last other pod has terminated.
 	default:
 		step.Evict = critical
-		step.Drained = len(critical) == 0 && len(terminating) == 0
+		step.Drained = len(critical) == 0 && len(terminating) == 0 && len(step.Kept) == 0
 	}
 	return step
+}
+
+// keeps is whether the drain keeps the pod, annotated karpenter.sh/do-not-disrupt (a value it
+// cannot read keeps nothing, as for voluntary disruption); the step rechecks when a duration it
+// names runs out.
+func keeps(pod *corev1.Pod, now time.Time, step *Step) bool {
+	until, holds, err := pods.DoNotDisruptUntil(pod, now)
+	if err != nil || !holds {
+		return false
+	}
+	if !until.IsZero() {
+		step.recheckAt(until)
+	}
+	return true
+}
+
+// recheckAt brings the step's recheck forward to t.
+func (s *Step) recheckAt(t time.Time) {
+	if s.Recheck.IsZero() || t.Before(s.Recheck) {
+		s.Recheck = t
+	}
 }
 
 func isCritical(pod *corev1.Pod) bool {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/controllers/node/termination"
 	"karpenter.sh/karpenter/pkg/pods"
 	"karpenter.sh/karpenter/pkg/test/builders"
@@ -38,6 +39,12 @@ func TestPlan(t *testing.T) {
 		p.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists}}
 	}
 	tolerateAll := func(p *corev1.Pod) { p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}} }
+	doNotDisrupt := func(value string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: value}
+			p.Status.StartTime = &metav1.Time{Time: now.Add(-time.Hour)}
+		}
+	}
 	for _, tc := range []struct {
 		name         string
 		pods         []corev1.Pod
@@ -47,6 +54,7 @@ func TestPlan(t *testing.T) {
 		evict    []string
 		delete   []string
 		blocking []string
+		kept     []string
 		drained  bool
 		recheck  time.Duration
 	}{
@@ -57,8 +65,8 @@ func TestPlan(t *testing.T) {
 		{name: "others first, critical ones wait", evict: []string{"app", "web"}, pods: []corev1.Pod{
 			pod("dns", critical("system-cluster-critical")), pod("app"), pod("proxy", critical("system-node-critical")), pod("web"), pod("ds", daemon),
 		}},
-		{name: "critical ones wait for the others to terminate", pods: []corev1.Pod{
-			pod("dns", critical("system-cluster-critical")), pod("app", terminating),
+		{name: "critical ones wait for the others to terminate", recheck: 70 * time.Second, pods: []corev1.Pod{
+			pod("dns", critical("system-cluster-critical")), pod("app", graceEndsIn(10*time.Second)),
 		}},
 		{name: "critical ones go last", evict: []string{"dns", "proxy"}, pods: []corev1.Pod{
 			pod("dns", critical("system-cluster-critical")), pod("proxy", critical("system-node-critical")), pod("ds", daemon),
@@ -66,8 +74,8 @@ func TestPlan(t *testing.T) {
 		{name: "another priority class is not critical", evict: []string{"batch"}, pods: []corev1.Pod{
 			pod("batch", critical("high-priority")), pod("dns", critical("system-cluster-critical")),
 		}},
-		{name: "terminating critical pods are waited for", pods: []corev1.Pod{
-			pod("dns", critical("system-cluster-critical"), terminating),
+		{name: "terminating critical pods are waited for", recheck: 70 * time.Second, pods: []corev1.Pod{
+			pod("dns", critical("system-cluster-critical"), graceEndsIn(10*time.Second)),
 		}},
 		{name: "do-not-evict holds every eviction", blocking: []string{"precious"}, pods: []corev1.Pod{
 			pod("app"), pod("precious", doNotEvict), pod("dns", critical("system-cluster-critical")),
@@ -79,7 +87,21 @@ func TestPlan(t *testing.T) {
 			pod("app"), pod("job", doNotEvict, tolerateAll), pod("tolerant-job", doNotEvict, tolerant),
 		}},
 		// Finding 34.2: no kubelet confirms a pod's end on a node that is not Ready.
-		{name: "on a Ready node terminating pods are waited for past their grace period", pods: []corev1.Pod{pod("app", terminating)}},
+		{name: "on a Ready node a terminating pod is waited for a minute past its grace period", recheck: 30 * time.Second, pods: []corev1.Pod{pod("app", graceEndsIn(-30*time.Second))}},
+		// A review against upstream: a pod stuck terminating held a Ready node for ever.
+		{name: "on a Ready node a pod stuck terminating is not waited for", drained: true, pods: []corev1.Pod{pod("app", terminating)}},
+		// A review against upstream: do-not-disrupt pods were evicted by every drain.
+		{name: "do-not-disrupt keeps its pod, not the others", evict: []string{"app"}, kept: []string{"keep"}, pods: []corev1.Pod{
+			pod("app"), pod("keep", doNotDisrupt("true")),
+		}},
+		{name: "a node with only a do-not-disrupt pod is not drained while it runs", kept: []string{"keep"}, pods: []corev1.Pod{
+			pod("keep", doNotDisrupt("true")), pod("dns", critical("system-cluster-critical")),
+		}, evict: []string{"dns"}},
+		{name: "do-not-disrupt for a duration keeps its pod until then", kept: []string{"keep"}, recheck: time.Hour, pods: []corev1.Pod{pod("keep", doNotDisrupt("2h"))}},
+		{name: "do-not-disrupt for a duration past keeps nothing, nor an unreadable one", evict: []string{"old", "typo"}, pods: []corev1.Pod{
+			pod("old", doNotDisrupt("30m")), pod("typo", doNotDisrupt("always")),
+		}},
+		{name: "past the deadline do-not-disrupt pods are deleted", pastDeadline: true, drained: true, delete: []string{"keep"}, pods: []corev1.Pod{pod("keep", doNotDisrupt("true"))}},
 		{name: "on a node that is not Ready terminating pods are waited for until their grace period ends", notReady: true, recheck: 3 * time.Second, pods: []corev1.Pod{
 			pod("app", graceEndsIn(10*time.Second)), pod("web", graceEndsIn(3*time.Second)), pod("gone", terminating),
 		}},
@@ -114,6 +136,9 @@ func TestPlan(t *testing.T) {
 			}
 			if got := names(step.Blocking); !slices.Equal(got, tc.blocking) {
 				t.Errorf("blocking %v, want %v", got, tc.blocking)
+			}
+			if got := names(step.Kept); !slices.Equal(got, tc.kept) {
+				t.Errorf("kept %v, want %v", got, tc.kept)
 			}
 			if step.Drained != tc.drained {
 				t.Errorf("drained %v, want %v", step.Drained, tc.drained)
