@@ -73,8 +73,20 @@ func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision str
 	return &Launched{NodeClaim: nc, NodeName: instance.NodeName}, nil
 }
 
+// LaunchInProgressError is a decision's NodeClaim created and not yet recorded: its launch is
+// under way (or a crash interrupted it, and the NodeClaim lifecycle controller resumes it). The
+// decision waits for it rather than launching a second node.
+type LaunchInProgressError struct {
+	NodeClaim string
+}
+
+func (e *LaunchInProgressError) Error() string {
+	return fmt.Sprintf("nodeclaim %s of the same decision is still being launched; deciding again once its instance is recorded", e.NodeClaim)
+}
+
 // launchedFor is the launch of the NodeClaim launched for the decision; nil when there is none,
-// when its instance is gone, or when the caller counts its node already.
+// when its instance is gone, or when the caller counts its node already. A LaunchInProgressError
+// when that NodeClaim has no instance recorded yet.
 func (l *Launcher) launchedFor(ctx context.Context, digest string, counted map[string]corev1.ResourceList) (*Launched, error) {
 	var list v1.NodeClaimList
 	if err := l.client.List(ctx, &list); err != nil {
@@ -82,8 +94,11 @@ func (l *Launcher) launchedFor(ctx context.Context, digest string, counted map[s
 	}
 	for i := range list.Items {
 		nc := &list.Items[i]
-		if nc.Annotations[DecisionAnnotationKey] != digest || nc.DeletionTimestamp != nil || nc.Status.ProviderID == "" {
+		if nc.Annotations[DecisionAnnotationKey] != digest || nc.DeletionTimestamp != nil {
 			continue
+		}
+		if nc.Status.ProviderID == "" {
+			return nil, &LaunchInProgressError{NodeClaim: nc.Name}
 		}
 		node, err := nodeclaims.NodeFor(ctx, l.client, nc)
 		if err != nil {
