@@ -26,6 +26,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/periodic"
 	"karpenter.sh/karpenter/pkg/launcher"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/nodes"
 )
 
@@ -124,7 +125,7 @@ type Orphans struct {
 	SuspectClaims []*v1.NodeClaim
 }
 
-// Compare finds the instances that neither a node nor a NodeClaim stands for, launched before
+// Compare finds the instances that neither a registered node nor a NodeClaim stands for, launched before
 // now-grace, and the nodes Karpenter launched and the NodeClaims whose instance is not among
 // instances. Those being deleted are left to their finalizer. An instance of a launch one of
 // whose NodeClaims has not recorded its instance yet is that NodeClaim's until it has: a
@@ -135,7 +136,10 @@ func Compare(instances []*cloudprovider.Instance, nodeList []corev1.Node, claims
 	var orphans Orphans
 	byProviderID := map[string]bool{}
 	for i := range nodeList {
-		if id := nodeList[i].Spec.ProviderID; id != "" {
+		// A node still registering does not stand for its instance: its NodeClaim does, or
+		// nothing does (the NodeClaim was deleted before it recorded the instance, and the
+		// kubelet registered a node no NodeClaim will take), and the instance is an orphan.
+		if id := nodeList[i].Spec.ProviderID; id != "" && !nodeclaims.Registering(&nodeList[i]) {
 			byProviderID[id] = true
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/node/garbagecollection"
 	"karpenter.sh/karpenter/pkg/launcher"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -85,6 +86,16 @@ func TestCompare(t *testing.T) {
 		{name: "a NodeClaim without its instance is a suspect; one being deleted or not launched is not",
 			instances: []*cloudprovider.Instance{instance("fake:///a/i-1", time.Hour)},
 			claims:    []v1.NodeClaim{claim("nc1", "fake:///a/i-1"), claim("nc2", "fake:///a/i-2"), deletingClaim, claim("launching", "")}, claimsWant: []string{"nc2"}},
+		// A review: a NodeClaim deleted before it recorded its instance, whose kubelet then
+		// registered a node that no NodeClaim takes, left the instance running for good.
+		{name: "a node still registering does not stand for its instance",
+			instances: []*cloudprovider.Instance{instance("fake:///a/i-1", time.Hour)},
+			nodes: []corev1.Node{func() corev1.Node {
+				n := karpenterNode("registering", "fake:///a/i-1")
+				n.Spec.Taints = []corev1.Taint{nodeclaims.UnregisteredTaint}
+				return n
+			}()},
+			instancesWant: []string{"fake:///a/i-1"}},
 		// A large launch's instances are recorded one by one once the call returns (a 1,000-pod
 		// run of the latency harness lost 263 instances so, its grace 10 s).
 		{name: "an instance of a launch whose NodeClaims are still being recorded is kept, past the grace",
