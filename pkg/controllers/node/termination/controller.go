@@ -207,9 +207,13 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 		return reconcile.Result{}, fmt.Errorf("listing the node's pods, %w", err)
 	}
 	now := c.clock.Now()
-	step := Plan(onNode.Items, Drain{PastDeadline: deadline != nil && !now.Before(*deadline), NodeReady: nodes.IsReady(node), Now: now})
+	drain := Drain{NodeReady: nodes.IsReady(node), Now: now}
+	if deadline != nil {
+		drain.Deadline = *deadline
+	}
+	step := Plan(onNode.Items, drain)
 	if len(step.Delete) > 0 {
-		if err := c.deletePods(ctx, node, step.Delete, *deadline); err != nil {
+		if err := c.deletePods(ctx, node, step.Delete, *deadline, now); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -352,19 +356,25 @@ func refusal(err error) string {
 	return err.Error() + "; retrying"
 }
 
-// deletePods deletes the pods left past the drain deadline, PodDisruptionBudgets and
-// do-not-evict annotations notwithstanding: the deadline is the Provisioner's explicit bound.
-func (c *Controller) deletePods(ctx context.Context, node *corev1.Node, toDelete []*corev1.Pod, deadline time.Time) error {
+// deletePods deletes the pods the drain deadline leaves no time to evict,
+// PodDisruptionBudgets and do-not-evict annotations notwithstanding: the deadline is the
+// NodeClaim's (or the Provisioner's) explicit bound. Each keeps what is left of its grace period
+// until the deadline, none once it has passed.
+func (c *Controller) deletePods(ctx context.Context, node *corev1.Node, toDelete []*corev1.Pod, deadline, now time.Time) error {
 	names := make([]string, 0, len(toDelete))
 	for _, pod := range toDelete {
-		if err := c.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-			return fmt.Errorf("deleting pod %s/%s past the drain deadline, %w", pod.Namespace, pod.Name, err)
+		grace := int64(max(0, deadline.Sub(now)) / time.Second)
+		if pod.Spec.TerminationGracePeriodSeconds != nil {
+			grace = min(grace, *pod.Spec.TerminationGracePeriodSeconds)
+		}
+		if err := c.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}, client.GracePeriodSeconds(grace)); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting pod %s/%s at the drain deadline, %w", pod.Namespace, pod.Name, err)
 		}
 		names = append(names, pod.Namespace+"/"+pod.Name)
 	}
 	slices.Sort(names)
-	log.FromContext(ctx).Info("drain deadline passed, deleted the remaining pods", "pods", names)
-	c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonDrainDeadline, "Drain deadline %s passed; deleted pods %s",
+	log.FromContext(ctx).Info("drain deadline near or passed, deleted pods", "pods", names, "deadline", deadline)
+	c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonDrainDeadline, "Drain deadline %s within the pods' grace periods or passed; deleted pods %s",
 		deadline.UTC().Format(time.RFC3339), strings.Join(names, ", "))
 	return nil
 }

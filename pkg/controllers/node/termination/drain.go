@@ -17,7 +17,8 @@ var criticalPriorityClasses = []string{"system-cluster-critical", "system-node-c
 type Step struct {
 	// Evict are the pods to evict now, through the Eviction API.
 	Evict []*corev1.Pod
-	// Delete are the pods to delete now: the drain deadline has passed.
+	// Delete are the pods to delete now: the drain deadline has passed, or comes within their
+	// own terminationGracePeriodSeconds (deleted with what is left of it, expiring).
 	Delete []*corev1.Pod
 	// Blocking are the pods annotated do-not-evict that hold the whole drain (pods.HoldsNode).
 	Blocking []*corev1.Pod
@@ -34,8 +35,9 @@ type Step struct {
 
 // Drain is the node's side of a drain's next step.
 type Drain struct {
-	// PastDeadline is true once the Provisioner's drain deadline has passed.
-	PastDeadline bool
+	// Deadline is when the drain gives up evicting (its NodeClaim's terminationGracePeriod, or
+	// its Provisioner's); zero for none.
+	Deadline time.Time
 	// NodeReady is true while the node's kubelet reports Ready: only then does a pod being
 	// deleted there end once its containers have stopped.
 	NodeReady bool
@@ -55,13 +57,15 @@ const stuckAfter = time.Minute
 // anything is evicted, so that a node that cannot go does not lose its other pods for nothing.
 // Critical pods are evicted only once every other pod is gone. A pod annotated
 // karpenter.sh/do-not-disrupt is not evicted, and the drain waits for it (for as long as a
-// duration it names, or until it finishes). Past the deadline every remaining pod the drain
-// waits for is deleted and the node is drained at once. A terminating pod is waited for until
-// its grace period runs out, and on a Ready node stuckAfter longer, and no longer: the
-// instance's termination ends whatever still runs.
+// duration it names, or until it finishes). Before the deadline, a pod is deleted once the
+// deadline is within its terminationGracePeriodSeconds; past the deadline every remaining pod
+// the drain waits for is deleted and the node is drained at once. A terminating pod is waited
+// for until its grace period runs out, and on a Ready node stuckAfter longer, and no longer:
+// the instance's termination ends whatever still runs.
 func Plan(podList []corev1.Pod, drain Drain) Step {
 	var step Step
 	var terminating, critical, others []*corev1.Pod
+	pastDeadline := !drain.Deadline.IsZero() && !drain.Now.Before(drain.Deadline)
 	for i := range podList {
 		pod := &podList[i]
 		holds := pods.HoldsNode(pod)
@@ -69,10 +73,22 @@ func Plan(podList []corev1.Pod, drain Drain) Step {
 			continue
 		}
 		switch {
-		case drain.PastDeadline:
+		case pastDeadline:
 			if pod.DeletionTimestamp == nil {
 				step.Delete = append(step.Delete, pod)
 			}
+			continue
+		case pod.DeletionTimestamp == nil && !drain.Deadline.IsZero():
+			// A pod is deleted early enough to get its own grace period before the deadline, as
+			// upstream deletes expiring pods; it is then waited for like any terminating pod.
+			expires := drain.Deadline.Add(-gracePeriod(pod))
+			if !drain.Now.Before(expires) {
+				step.Delete = append(step.Delete, pod)
+				continue
+			}
+			step.recheckAt(expires)
+		}
+		switch {
 		case holds:
 			step.Blocking = append(step.Blocking, pod)
 		case pod.DeletionTimestamp != nil:
@@ -95,7 +111,7 @@ func Plan(podList []corev1.Pod, drain Drain) Step {
 		}
 	}
 	switch {
-	case drain.PastDeadline:
+	case pastDeadline:
 		step.Drained = true
 	case len(step.Blocking) > 0:
 	case len(others) > 0:
@@ -104,7 +120,7 @@ func Plan(podList []corev1.Pod, drain Drain) Step {
 		// Critical pods wait until the last other pod has terminated.
 	default:
 		step.Evict = critical
-		step.Drained = len(critical) == 0 && len(terminating) == 0 && len(step.Kept) == 0
+		step.Drained = len(critical) == 0 && len(terminating) == 0 && len(step.Kept) == 0 && len(step.Delete) == 0
 	}
 	return step
 }
@@ -128,6 +144,14 @@ func (s *Step) recheckAt(t time.Time) {
 	if s.Recheck.IsZero() || t.Before(s.Recheck) {
 		s.Recheck = t
 	}
+}
+
+// gracePeriod is the pod's terminationGracePeriodSeconds (Kubernetes' default of 30 s when unset).
+func gracePeriod(pod *corev1.Pod) time.Duration {
+	if pod.Spec.TerminationGracePeriodSeconds == nil {
+		return corev1.DefaultTerminationGracePeriodSeconds * time.Second
+	}
+	return time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
 }
 
 func isCritical(pod *corev1.Pod) bool {

@@ -31,6 +31,9 @@ func TestPlan(t *testing.T) {
 	graceEndsIn := func(d time.Duration) func(*corev1.Pod) {
 		return func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: now.Add(d)} }
 	}
+	gracePeriod := func(seconds int64) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = &seconds }
+	}
 	doNotEvict := func(p *corev1.Pod) { p.Annotations = map[string]string{pods.DoNotEvictAnnotationKey: "true"} }
 	daemon := func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{builders.DaemonSetOwner("cni")} }
 	mirror := func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} }
@@ -49,6 +52,8 @@ func TestPlan(t *testing.T) {
 		name         string
 		pods         []corev1.Pod
 		pastDeadline bool
+		// deadlineIn, when not zero, is when the deadline comes.
+		deadlineIn time.Duration
 		// notReady is a node whose kubelet does not report Ready, or never did.
 		notReady bool
 		evict    []string
@@ -115,12 +120,28 @@ func TestPlan(t *testing.T) {
 		{name: "on a node that is not Ready do-not-evict still holds the drain", notReady: true, blocking: []string{"precious"}, pods: []corev1.Pod{
 			pod("precious", doNotEvict), pod("app", terminating),
 		}},
+		// A review against upstream: pods were deleted only once the deadline had passed, with
+		// no time left for their own grace period.
+		{name: "a deadline within a pod's grace period deletes it now; the others are evicted until theirs",
+			deadlineIn: 45 * time.Second, delete: []string{"slow"}, evict: []string{"app"}, recheck: 15 * time.Second, pods: []corev1.Pod{
+				pod("slow", gracePeriod(60)), pod("app"),
+			}},
+		{name: "a do-not-evict pod is deleted too once the deadline is within its grace period", deadlineIn: 45 * time.Second, delete: []string{"precious"}, evict: []string{"app"},
+			recheck: 15 * time.Second, pods: []corev1.Pod{pod("precious", doNotEvict, gracePeriod(60)), pod("app")}},
+		{name: "a deadline far off deletes nothing", deadlineIn: time.Hour, evict: []string{"app"}, recheck: time.Hour - 30*time.Second, pods: []corev1.Pod{pod("app")}},
 		{name: "past the deadline the rest is deleted", pastDeadline: true, drained: true, delete: []string{"app", "precious", "dns"}, pods: []corev1.Pod{
 			pod("app"), pod("precious", doNotEvict), pod("dns", critical("system-cluster-critical")), pod("gone", terminating), pod("ds", daemon),
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			step := termination.Plan(tc.pods, termination.Drain{PastDeadline: tc.pastDeadline, NodeReady: !tc.notReady, Now: now})
+			drain := termination.Drain{NodeReady: !tc.notReady, Now: now}
+			switch {
+			case tc.pastDeadline:
+				drain.Deadline = now.Add(-time.Second)
+			case tc.deadlineIn != 0:
+				drain.Deadline = now.Add(tc.deadlineIn)
+			}
+			step := termination.Plan(tc.pods, drain)
 			names := func(list []*corev1.Pod) []string {
 				var out []string
 				for _, p := range list {

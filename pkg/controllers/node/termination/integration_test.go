@@ -206,7 +206,12 @@ func TestTermination(t *testing.T) {
 
 	t.Run("past the Provisioner's drain deadline the pods a PDB protects are deleted", func(t *testing.T) {
 		node, instance := s.node(t, "deadline", deadlineProvisioner, nil)
-		pod := s.pod(t, builders.PodOptions{Name: "guarded", NodeName: node.Name, Labels: map[string]string{"app": "guarded"}})
+		// Its grace period shorter than the deadline, it is evicted first (and refused), then
+		// deleted a second before the deadline.
+		guarded := builders.Pod(builders.PodOptions{Name: "guarded", NodeName: node.Name, Labels: map[string]string{"app": "guarded"}})
+		guarded.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
+		s.create(t, guarded)
+		pod := guarded
 		s.pdb(t, "guarded", map[string]string{"app": "guarded"})
 		s.waitRunning(t, pod)
 		s.delete(t, node)
