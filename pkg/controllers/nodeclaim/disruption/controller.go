@@ -107,7 +107,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 			},
 			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				// A pod deleted at once, without a grace period, left now.
-				if pod, ok := e.Object.(*corev1.Pod); ok && pod.Spec.NodeName != "" && !pods.IsTerminal(pod) && pod.DeletionTimestamp == nil {
+				if pod, ok := e.Object.(*corev1.Pod); ok && pod.Spec.NodeName != "" && countsForConsolidation(pod) && !pods.IsTerminal(pod) && pod.DeletionTimestamp == nil {
 					c.recordPodEvent(ctx, pod.Spec.NodeName, c.clock.Now(), q)
 				}
 			},
@@ -119,7 +119,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 // did: a pod the cache lists again after a restart carries the time it was bound or stopped,
 // not the restart's, so that a restart never postpones consolidation.
 func (c *Controller) podEvent(ctx context.Context, old, pod *corev1.Pod, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if pod.Spec.NodeName == "" {
+	if pod.Spec.NodeName == "" || !countsForConsolidation(pod) {
 		return
 	}
 	gone := func(p *corev1.Pod) bool { return pods.IsTerminal(p) || p.DeletionTimestamp != nil }
@@ -129,6 +129,13 @@ func (c *Controller) podEvent(ctx context.Context, old, pod *corev1.Pod, q workq
 	case !gone(pod) && (old == nil || old.Spec.NodeName == ""):
 		c.recordPodEvent(ctx, pod.Spec.NodeName, boundAt(pod, c.clock.Now()), q)
 	}
+}
+
+// countsForConsolidation is whether a pod's coming or going restarts its node's
+// consolidateAfter: a DaemonSet's or a mirror pod does not (every node has them, and a
+// DaemonSet's rollout would postpone consolidation everywhere), as upstream leaves them out.
+func countsForConsolidation(pod *corev1.Pod) bool {
+	return !pods.IsOwnedByDaemonSet(pod) && !pods.IsMirror(pod)
 }
 
 // boundAt is when the pod was bound to its node: its PodScheduled condition's transition.

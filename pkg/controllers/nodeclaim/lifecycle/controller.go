@@ -186,9 +186,9 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 	return reconcile.Result{}, c.delete(ctx, nc, deleteFor)
 }
 
-// resume finishes the launch of a NodeClaim a stopped controller left, one not launched. It
-// reports whether it acted; the NodeClaim's update brings it back. A launched one waits for its
-// kubelet to register its node.
+// resume finishes the launch of a NodeClaim a stopped controller left, one not launched, or
+// deletes it once a resume fails past the launch timeout. It reports whether it acted; the
+// NodeClaim's update brings it back. A launched one waits for its kubelet to register its node.
 func (c *Controller) resume(ctx context.Context, nc *v1.NodeClaim) (bool, reconcile.Result, error) {
 	if c.launches == nil || c.launches.Launching(nc) {
 		return false, reconcile.Result{}, nil
@@ -201,6 +201,14 @@ func (c *Controller) resume(ctx context.Context, nc *v1.NodeClaim) (bool, reconc
 			return true, reconcile.Result{RequeueAfter: wait}, nil
 		}
 		err := c.launches.Resume(ctx, nc)
+		if reason, _ := c.timeouts.Expired(nc, c.clock.Now()); err != nil && reason != "" {
+			// A launch that cannot be settled (the cloud refuses the first call's parameters
+			// again, say) would be resumed for ever: past the launch timeout the NodeClaim goes,
+			// as any not launched in time, and an instance the first call left is garbage
+			// collection's once no NodeClaim of its group awaits its record.
+			log.FromContext(ctx).Info("gave up resuming the launch of a nodeclaim", "nodeclaim", nc.Name, "error", err.Error())
+			return true, reconcile.Result{}, c.delete(ctx, nc, reason)
+		}
 		if errors.Is(err, launcher.ErrLaunchUnsettled) {
 			return true, reconcile.Result{RequeueAfter: resumeAfter}, nil
 		}

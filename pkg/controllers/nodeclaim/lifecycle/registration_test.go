@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -145,4 +146,48 @@ func launchForKubelet(t *testing.T, c client.Client, p *v1alpha5.Provisioner) (*
 		t.Fatal("the launched instance does not run")
 	}
 	return launched.NodeClaim, node
+}
+
+// unsettled is a launcher whose resume never settles, as when the cloud refuses the first
+// call's parameters again.
+type unsettled struct{}
+
+func (unsettled) Launching(*v1.NodeClaim) bool { return false }
+func (unsettled) Resume(context.Context, *v1.NodeClaim) error {
+	return launcher.ErrLaunchUnsettled
+}
+
+// TestALaunchThatCannotBeResumedTimesOut: a NodeClaim a stopped controller left unlaunched,
+// whose resume keeps failing, is deleted once the launch timeout has passed (LaunchTimedOut),
+// not resumed for ever; within it, it is resumed again. (A review found the timeout was never
+// reached that way.)
+func TestALaunchThatCannotBeResumedTimesOut(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name        string
+		age         time.Duration
+		wantDeleted bool
+	}{
+		{name: "within the launch timeout", age: time.Minute},
+		{name: "past it", age: lifecycle.DefaultLaunchTimeout + time.Second, wantDeleted: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "left", UID: "left", CreationTimestamp: metav1.NewTime(now.Add(-tc.age)),
+				Annotations: map[string]string{launcher.LaunchGroupAnnotationKey: "group"}}}
+			c := kubefake.NewClientBuilder().WithObjects(nc).Build()
+			recorder := record.NewFakeRecorder(10)
+			controller, err := lifecycle.New(lifecycle.Options{Client: c, Recorder: recorder, Clock: clocktesting.NewFakeClock(now),
+				Timeouts: lifecycle.Timeouts{Initialization: time.Hour}, Launches: unsettled{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := controller.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(nc)}); err != nil {
+				t.Fatal(err)
+			}
+			err = c.Get(t.Context(), client.ObjectKeyFromObject(nc), &v1.NodeClaim{})
+			if deleted := apierrors.IsNotFound(err); deleted != tc.wantDeleted {
+				t.Errorf("deleted %v (%v), want %v", deleted, err, tc.wantDeleted)
+			}
+		})
+	}
 }
