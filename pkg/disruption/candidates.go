@@ -12,9 +12,10 @@ import (
 	"karpenter.sh/karpenter/pkg/state"
 )
 
-// Candidates are the NodePools' NodeClaims with their nodes and the movable pods bound or
-// nominated there, oldest first. NodeClaims of a NodePool not listed, static or being deleted
-// are left out: its own controller or the deletion takes care of them.
+// Candidates are the NodePools' NodeClaims with their nodes, the movable pods bound or
+// nominated there and the DaemonSets' and mirror pods running there, oldest first. NodeClaims
+// of a NodePool not listed, static or being deleted are left out: its own controller or the
+// deletion takes care of them.
 func Candidates(snapshot *state.Snapshot, nodePools []v1.NodePool) []*Candidate {
 	byName := map[string]*v1.NodePool{}
 	for i := range nodePools {
@@ -26,15 +27,19 @@ func Candidates(snapshot *state.Snapshot, nodePools []v1.NodePool) []*Candidate 
 	for i := range snapshot.Nodes {
 		byNode[snapshot.Nodes[i].Name] = &snapshot.Nodes[i]
 	}
-	onNode := map[string][]*corev1.Pod{}
+	onNode, resident := map[string][]*corev1.Pod{}, map[string][]*corev1.Pod{}
 	for i := range snapshot.Pods {
 		pod := &snapshot.Pods[i]
 		name := pod.Spec.NodeName
 		if name == "" {
 			name = pods.NominatedNode(pod)
 		}
-		if name != "" && pods.IsMovable(pod) {
+		switch {
+		case name == "":
+		case pods.IsMovable(pod):
 			onNode[name] = append(onNode[name], pod)
+		case pod.Spec.NodeName != "" && !pods.IsTerminal(pod):
+			resident[name] = append(resident[name], pod)
 		}
 	}
 	var out []*Candidate
@@ -47,7 +52,7 @@ func Candidates(snapshot *state.Snapshot, nodePools []v1.NodePool) []*Candidate 
 		candidate := &Candidate{NodeClaim: nc, NodePool: np, Disrupting: nc.DeletionTimestamp != nil}
 		if node := byNode[nc.Status.NodeName]; node != nil && nc.Status.NodeName != "" {
 			candidate.Node = node
-			candidate.Pods = onNode[node.Name]
+			candidate.Pods, candidate.Resident = onNode[node.Name], resident[node.Name]
 			candidate.Disrupting = candidate.Disrupting || node.DeletionTimestamp != nil || nodes.IsDisrupted(node)
 		}
 		out = append(out, candidate)

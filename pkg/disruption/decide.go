@@ -24,6 +24,9 @@ type Candidate struct {
 	// Pods are the movable pods bound or nominated to the node: those a disruption must find
 	// room for.
 	Pods []*corev1.Pod
+	// Resident are the DaemonSets' and mirror pods running on the node: they move nowhere, but
+	// their karpenter.sh/do-not-disrupt holds the node, as upstream lets them.
+	Resident []*corev1.Pod
 	// Disrupting is true once Karpenter is removing it: tainted karpenter.sh/disrupted or being
 	// deleted. It counts against its NodePool's budgets until it is gone.
 	Disrupting bool
@@ -49,7 +52,8 @@ type Blocked struct {
 }
 
 // Block is why the candidate may not be disrupted voluntarily now, nil when it may: its node is
-// not initialized, it or one of its pods is annotated karpenter.sh/do-not-disrupt, or a
+// not initialized, it or one of its pods (its resident ones too) is annotated
+// karpenter.sh/do-not-disrupt, or a
 // PodDisruptionBudget would refuse evicting its pods. A pod's annotation that cannot be read
 // holds nothing, and is returned in invalid for its owner to be told.
 func Block(c *Candidate, budgets []policyv1.PodDisruptionBudget, now time.Time) (blocked *Blocked, invalid map[*corev1.Pod]error) {
@@ -59,7 +63,7 @@ func Block(c *Candidate, budgets []policyv1.PodDisruptionBudget, now time.Time) 
 	if c.Node.Annotations[v1.DoNotDisruptAnnotationKey] == "true" {
 		return &Blocked{BlockedDoNotDisruptNode, fmt.Sprintf("node %s is annotated %s", c.Node.Name, v1.DoNotDisruptAnnotationKey)}, nil
 	}
-	for _, pod := range c.Pods {
+	for _, pod := range slices.Concat(c.Pods, c.Resident) {
 		until, held, err := pods.DoNotDisruptUntil(pod, now)
 		if err != nil {
 			if invalid == nil {

@@ -10,6 +10,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/disruption"
@@ -144,6 +145,14 @@ func TestDecide(t *testing.T) {
 			candidates: func() []*disruption.Candidate {
 				c := candidate("a", all, 2, v1.ConditionTypeDrifted)
 				c.Pods[1].Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+				return []*disruption.Candidate{c}
+			}, wantBlocked: map[string]string{"a": disruption.BlockedDoNotDisruptPod}},
+		// A review against upstream: a DaemonSet's or a mirror pod's annotation held nothing.
+		{name: "do-not-disrupt on a DaemonSet's pod",
+			candidates: func() []*disruption.Candidate {
+				c := candidate("a", all, 0, v1.ConditionTypeDrifted, v1.ConditionTypeConsolidatable)
+				c.Resident = []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "kube-system", Annotations: map[string]string{v1.DoNotDisruptAnnotationKey: "true"},
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", Controller: ptr.To(true)}}}}}
 				return []*disruption.Candidate{c}
 			}, wantBlocked: map[string]string{"a": disruption.BlockedDoNotDisruptPod}},
 		{name: "a terminationGracePeriod lets drift past a do-not-disrupt pod and a PodDisruptionBudget, not past a do-not-disrupt node nor underutilized",

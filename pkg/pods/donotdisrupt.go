@@ -9,15 +9,16 @@ import (
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 )
 
-// DoNotDisruptUntil is how long a movable pod not yet being deleted holds its NodePool node
-// against voluntary disruption (drift, consolidation): for ever when annotated
+// DoNotDisruptUntil is how long a pod still running and not being deleted holds its NodePool
+// node against voluntary disruption (drift, consolidation) — a DaemonSet's or a mirror pod too,
+// as upstream lets them: for ever when annotated
 // karpenter.sh/do-not-disrupt "true" (ok, zero time), until the given duration since it started
 // when annotated with one ("1h"), not at all otherwise. A value that is neither is an error and
 // holds nothing, as upstream reads it; the caller tells the pod's owner. A pod not started yet
 // is held from now.
 func DoNotDisruptUntil(pod *corev1.Pod, now time.Time) (time.Time, bool, error) {
 	value, ok := pod.Annotations[v1.DoNotDisruptAnnotationKey]
-	if !ok || !IsMovable(pod) || pod.DeletionTimestamp != nil {
+	if !ok || IsTerminal(pod) || pod.DeletionTimestamp != nil {
 		return time.Time{}, false, nil
 	}
 	if value == "true" {

@@ -20,6 +20,7 @@ func TestDoNotDisruptUntil(t *testing.T) {
 		start     *metav1.Time
 		deleting  bool
 		daemon    bool
+		finished  bool
 		wantHeld  bool
 		wantUntil time.Time
 		wantErr   bool
@@ -34,7 +35,8 @@ func TestDoNotDisruptUntil(t *testing.T) {
 		{name: "neither", value: ptr("yes"), start: &started, wantErr: true},
 		{name: "false", value: ptr("false"), start: &started, wantErr: true},
 		{name: "a pod being deleted", value: ptr("true"), start: &started, deleting: true},
-		{name: "a DaemonSet's pod", value: ptr("true"), start: &started, daemon: true},
+		{name: "a DaemonSet's pod holds it too, as upstream's", value: ptr("true"), start: &started, daemon: true, wantHeld: true},
+		{name: "a finished pod", value: ptr("true"), start: &started, finished: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}, Status: corev1.PodStatus{StartTime: tc.start}}
@@ -43,6 +45,9 @@ func TestDoNotDisruptUntil(t *testing.T) {
 			}
 			if tc.deleting {
 				pod.DeletionTimestamp = &metav1.Time{Time: now}
+			}
+			if tc.finished {
+				pod.Status.Phase = corev1.PodSucceeded
 			}
 			if tc.daemon {
 				pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "d", Controller: ptr(true)}}
