@@ -48,8 +48,8 @@ func ChangedSinceRead(err error) bool {
 	return details == nil || (details.Kind == "" && details.Name == "" && len(details.Causes) == 0)
 }
 
-// disruptedTaint keeps pods off a node Karpenter is removing.
-var disruptedTaint = corev1.Taint{Key: v1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}
+// DisruptedTaint keeps pods off a node Karpenter is removing.
+var DisruptedTaint = corev1.Taint{Key: v1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}
 
 // TaintDisrupted taints the node disrupted, unless it is already, and updates it. The patch
 // carries the node's resourceVersion: a node changed since it was read (cordoned, tainted,
@@ -59,7 +59,7 @@ func TaintDisrupted(ctx context.Context, c client.Client, node *corev1.Node) err
 		return nil
 	}
 	tainted := node.DeepCopy()
-	tainted.Spec.Taints = append(tainted.Spec.Taints, disruptedTaint)
+	tainted.Spec.Taints = append(tainted.Spec.Taints, DisruptedTaint)
 	if err := c.Patch(ctx, tainted, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("tainting node %s %s, %w", node.Name, v1.DisruptedTaintKey, err)
 	}

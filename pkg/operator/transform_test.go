@@ -207,7 +207,8 @@ func TestTrimForCacheKeepsWhatIsRead(t *testing.T) {
 		for name, predicate := range map[string]func(*corev1.Pod) bool{
 			"IsUnschedulable": pods.IsUnschedulable, "IsProvisionable": pods.IsProvisionable, "IsTerminal": pods.IsTerminal,
 			"IsOwnedByDaemonSet": pods.IsOwnedByDaemonSet, "IsMirror": pods.IsMirror,
-			"IsMovable": pods.IsMovable, "HoldsNode": pods.HoldsNode, "IsEvictedByDrain": pods.IsEvictedByDrain,
+			"IsMovable": pods.IsMovable, "HoldsNode": pods.HoldsNode,
+			"IsEvictedByDrain": func(p *corev1.Pod) bool { return pods.IsEvictedByDrain(p, pods.CordonTaint) },
 		} {
 			if predicate(w) != predicate(g) {
 				t.Errorf("%s(%s) = %v trimmed, %v whole", name, w.Name, predicate(g), predicate(w))

@@ -106,12 +106,17 @@ func HoldsNode(pod *corev1.Pod) bool {
 	return IsMovable(pod) && pod.DeletionTimestamp == nil && pod.Annotations[DoNotEvictAnnotationKey] == "true"
 }
 
-// IsEvictedByDrain is true for a movable pod the drain of its node evicts and waits for. A pod
-// that tolerates the cordon is left on the node: evicted, it could be scheduled straight back,
-// so it goes with the instance.
-func IsEvictedByDrain(pod *corev1.Pod) bool {
-	return IsMovable(pod) && !scheduling.Tolerates(pod.Spec.Tolerations, &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
+// IsEvictedByDrain is true for a movable pod the drain of its node evicts and waits for. keepOff
+// is the taint that keeps pods off the node while it drains — the cordon's on a Provisioner's
+// node, karpenter.sh/disrupted on a NodePool's, as upstream's v1 — and a pod that tolerates it is
+// left on the node: evicted, it could be scheduled straight back, so it goes with the instance.
+func IsEvictedByDrain(pod *corev1.Pod, keepOff corev1.Taint) bool {
+	return IsMovable(pod) && !scheduling.Tolerates(pod.Spec.Tolerations, &keepOff)
 }
+
+// CordonTaint is the taint a cordoned node carries (the node lifecycle controller's for
+// spec.unschedulable).
+var CordonTaint = corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
 
 // Requests is what the scheduler reserves on a node for pod, resource by resource: the larger
 // of what its long-running containers (including sidecars) request together and what the most

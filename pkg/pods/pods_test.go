@@ -175,8 +175,14 @@ func TestWhatANodesRemovalAsksOfItsPods(t *testing.T) {
 		if got := HoldsNode(pod); got != tc.holds {
 			t.Errorf("%s: HoldsNode = %v, want %v", tc.name, got, tc.holds)
 		}
-		if got := IsEvictedByDrain(pod); got != tc.evicts {
+		if got := IsEvictedByDrain(pod, CordonTaint); got != tc.evicts {
 			t.Errorf("%s: IsEvictedByDrain = %v, want %v", tc.name, got, tc.evicts)
+		}
+		// A NodePool's node keeps pods off with karpenter.sh/disrupted: one that tolerates only
+		// the cordon is evicted there.
+		disrupted := corev1.Taint{Key: "karpenter.sh/disrupted", Effect: corev1.TaintEffectNoSchedule}
+		if got, want := IsEvictedByDrain(pod, disrupted), tc.evicts || tc.name == "one that tolerates the cordon"; got != want {
+			t.Errorf("%s: IsEvictedByDrain on a NodePool's node = %v, want %v", tc.name, got, want)
 		}
 	}
 }

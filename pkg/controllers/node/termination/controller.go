@@ -198,6 +198,15 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 	if err := c.cordon(ctx, node); err != nil {
 		return reconcile.Result{}, err
 	}
+	keepOff := pods.CordonTaint
+	if key, ok := pools.Of(node.Labels); ok && key.IsNodePool() {
+		// As upstream's v1 drains a NodePool's node: tainted disrupted, whoever deleted it,
+		// and the pods that tolerate that taint are left to go with the instance.
+		if err := nodes.TaintDisrupted(ctx, c.client, node); err != nil {
+			return reconcile.Result{}, err
+		}
+		keepOff = nodes.DisruptedTaint
+	}
 	deadline, err := c.deadline(ctx, node)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -207,7 +216,7 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 		return reconcile.Result{}, fmt.Errorf("listing the node's pods, %w", err)
 	}
 	now := c.clock.Now()
-	drain := Drain{NodeReady: nodes.IsReady(node), Now: now}
+	drain := Drain{NodeReady: nodes.IsReady(node), Now: now, KeepOff: keepOff}
 	if deadline != nil {
 		drain.Deadline = *deadline
 	}

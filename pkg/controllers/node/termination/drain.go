@@ -41,7 +41,10 @@ type Drain struct {
 	// NodeReady is true while the node's kubelet reports Ready: only then does a pod being
 	// deleted there end once its containers have stopped.
 	NodeReady bool
-	Now       time.Time
+	// KeepOff is the taint that keeps pods off the node while it drains (pods.IsEvictedByDrain):
+	// the cordon's when zero.
+	KeepOff corev1.Taint
+	Now     time.Time
 }
 
 // stuckAfter is how long past the end of its grace period a terminating pod on a Ready node is
@@ -53,7 +56,7 @@ const stuckAfter = time.Minute
 
 // Plan is the next step of draining pods from a node. Pods that would come back or cannot be
 // moved stay: DaemonSet pods, mirror pods, pods that have finished and pods that tolerate the
-// cordon. A do-not-evict pod, one that tolerates the cordon included, holds the drain before
+// taint that keeps pods off the node. A do-not-evict pod, one that tolerates the cordon included, holds the drain before
 // anything is evicted, so that a node that cannot go does not lose its other pods for nothing.
 // Critical pods are evicted only once every other pod is gone. A pod annotated
 // karpenter.sh/do-not-disrupt is not evicted, and the drain waits for it (for as long as a
@@ -66,10 +69,14 @@ func Plan(podList []corev1.Pod, drain Drain) Step {
 	var step Step
 	var terminating, critical, others []*corev1.Pod
 	pastDeadline := !drain.Deadline.IsZero() && !drain.Now.Before(drain.Deadline)
+	keepOff := drain.KeepOff
+	if keepOff.Key == "" {
+		keepOff = pods.CordonTaint
+	}
 	for i := range podList {
 		pod := &podList[i]
 		holds := pods.HoldsNode(pod)
-		if !holds && !pods.IsEvictedByDrain(pod) {
+		if !holds && !pods.IsEvictedByDrain(pod, keepOff) {
 			continue
 		}
 		switch {

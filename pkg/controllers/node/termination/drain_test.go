@@ -54,6 +54,8 @@ func TestPlan(t *testing.T) {
 		pastDeadline bool
 		// deadlineIn, when not zero, is when the deadline comes.
 		deadlineIn time.Duration
+		// nodePool is a NodePool's node: karpenter.sh/disrupted keeps pods off it.
+		nodePool bool
 		// notReady is a node whose kubelet does not report Ready, or never did.
 		notReady bool
 		evict    []string
@@ -67,6 +69,13 @@ func TestPlan(t *testing.T) {
 		{name: "pods that stay do not hold the drain", drained: true, pods: []corev1.Pod{
 			pod("ds", daemon), pod("mirror", mirror), pod("done", succeeded), pod("tolerant", tolerant), pod("tolerates-everything", tolerateAll),
 		}},
+		// A review against upstream: on a NodePool's node the cordon's toleration decided.
+		{name: "on a NodePool's node a pod tolerating the disrupted taint stays, one tolerating only the cordon goes", nodePool: true,
+			evict: []string{"cordon-only"}, pods: []corev1.Pod{
+				pod("cordon-only", tolerant), pod("disrupted", func(p *corev1.Pod) {
+					p.Spec.Tolerations = []corev1.Toleration{{Key: v1.DisruptedTaintKey, Operator: corev1.TolerationOpExists}}
+				}), pod("tolerates-everything", tolerateAll),
+			}},
 		{name: "others first, critical ones wait", evict: []string{"app", "web"}, pods: []corev1.Pod{
 			pod("dns", critical("system-cluster-critical")), pod("app"), pod("proxy", critical("system-node-critical")), pod("web"), pod("ds", daemon),
 		}},
@@ -135,6 +144,9 @@ func TestPlan(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			drain := termination.Drain{NodeReady: !tc.notReady, Now: now}
+			if tc.nodePool {
+				drain.KeepOff = corev1.Taint{Key: v1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}
+			}
 			switch {
 			case tc.pastDeadline:
 				drain.Deadline = now.Add(-time.Second)
