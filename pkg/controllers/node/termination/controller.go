@@ -207,7 +207,11 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 		}
 		keepOff = nodes.DisruptedTaint
 	}
-	deadline, err := c.deadline(ctx, node)
+	nc, err := c.nodeClaimOf(ctx, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	deadline, err := c.deadline(ctx, node, nc)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -216,7 +220,10 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 		return reconcile.Result{}, fmt.Errorf("listing the node's pods, %w", err)
 	}
 	now := c.clock.Now()
-	drain := Drain{NodeReady: nodes.IsReady(node), Now: now, KeepOff: keepOff}
+	// An interrupted node's instance goes anyway: its do-not-disrupt pods are better moved
+	// with the others than lost with it.
+	keepDoNotDisrupt := nc != nil && nc.Annotations[v1.InterruptionReasonAnnotationKey] == ""
+	drain := Drain{NodeReady: nodes.IsReady(node), Now: now, KeepOff: keepOff, KeepDoNotDisrupt: keepDoNotDisrupt}
 	if deadline != nil {
 		drain.Deadline = *deadline
 	}
@@ -251,13 +258,17 @@ func (c *Controller) cordon(ctx context.Context, node *corev1.Node) error {
 // deadline is when the node's drain gives up evicting, from its Provisioner's
 // terminationGracePeriodSeconds or, for a NodePool's node, its NodeClaim's
 // terminationGracePeriod; nil when it has none.
-func (c *Controller) deadline(ctx context.Context, node *corev1.Node) (*time.Time, error) {
+func (c *Controller) deadline(ctx context.Context, node *corev1.Node, nc *v1.NodeClaim) (*time.Time, error) {
 	key, ok := pools.Of(node.Labels)
 	if !ok {
 		return nil, nil
 	}
 	if key.IsNodePool() {
-		return c.nodeClaimDeadline(ctx, node)
+		if nc == nil || nc.Spec.TerminationGracePeriod == nil {
+			return nil, nil
+		}
+		deadline := node.DeletionTimestamp.Add(nc.Spec.TerminationGracePeriod.Duration)
+		return &deadline, nil
 	}
 	name := key.Name
 	provisioner := &v1alpha5.Provisioner{}
@@ -274,22 +285,25 @@ func (c *Controller) deadline(ctx context.Context, node *corev1.Node) (*time.Tim
 	return &deadline, nil
 }
 
-// nodeClaimDeadline is the deadline of a node by the terminationGracePeriod of the NodeClaim
-// that owns it; nil without one.
-func (c *Controller) nodeClaimDeadline(ctx context.Context, node *corev1.Node) (*time.Time, error) {
+// nodeClaimOf is the NodeClaim a NodePool's node registered for; nil for a Provisioner's node,
+// or when it is gone.
+func (c *Controller) nodeClaimOf(ctx context.Context, node *corev1.Node) (*v1.NodeClaim, error) {
+	key, ok := pools.Of(node.Labels)
+	if !ok || !key.IsNodePool() {
+		return nil, nil
+	}
 	name, ok := nodeclaims.Owner(node)
 	if !ok {
 		return nil, nil
 	}
 	nc := &v1.NodeClaim{}
 	if err := c.client.Get(ctx, types.NamespacedName{Name: name}, nc); err != nil {
-		return nil, client.IgnoreNotFound(fmt.Errorf("reading nodeclaim %s, %w", name, err))
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading nodeclaim %s, %w", name, err)
 	}
-	if nc.Spec.TerminationGracePeriod == nil {
-		return nil, nil
-	}
-	deadline := node.DeletionTimestamp.Add(nc.Spec.TerminationGracePeriod.Duration)
-	return &deadline, nil
+	return nc, nil
 }
 
 // drain evicts the step's pods; a refused eviction is retried with backoff, never forced.

@@ -22,8 +22,9 @@ type Step struct {
 	Delete []*corev1.Pod
 	// Blocking are the pods annotated do-not-evict that hold the whole drain (pods.HoldsNode).
 	Blocking []*corev1.Pod
-	// Kept are the pods annotated karpenter.sh/do-not-disrupt: never evicted, waited for until
-	// they finish or the deadline passes, as upstream keeps them; the other pods are evicted.
+	// Kept are the pods annotated karpenter.sh/do-not-disrupt, when the drain keeps them
+	// (Drain.KeepDoNotDisrupt): never evicted, waited for until they finish or the deadline
+	// passes, as upstream keeps them; the other pods are evicted.
 	Kept []*corev1.Pod
 	// Drained is true when nothing the drain waits for remains on the node: its instance may
 	// be terminated.
@@ -44,7 +45,11 @@ type Drain struct {
 	// KeepOff is the taint that keeps pods off the node while it drains (pods.IsEvictedByDrain):
 	// the cordon's when zero.
 	KeepOff corev1.Taint
-	Now     time.Time
+	// KeepDoNotDisrupt keeps the pods annotated karpenter.sh/do-not-disrupt (Step.Kept): on a
+	// NodePool's node, as upstream's v1 drains, unless it is interrupted (its instance goes
+	// anyway).
+	KeepDoNotDisrupt bool
+	Now              time.Time
 }
 
 // stuckAfter is how long past the end of its grace period a terminating pod on a Ready node is
@@ -59,7 +64,7 @@ const stuckAfter = time.Minute
 // taint that keeps pods off the node. A do-not-evict pod, one that tolerates the cordon included, holds the drain before
 // anything is evicted, so that a node that cannot go does not lose its other pods for nothing.
 // Critical pods are evicted only once every other pod is gone. A pod annotated
-// karpenter.sh/do-not-disrupt is not evicted, and the drain waits for it (for as long as a
+// karpenter.sh/do-not-disrupt is not evicted where the drain keeps them, and it waits for it (for as long as a
 // duration it names, or until it finishes). Before the deadline, a pod is deleted once the
 // deadline is within its terminationGracePeriodSeconds; past the deadline every remaining pod
 // the drain waits for is deleted and the node is drained at once. A terminating pod is waited
@@ -109,7 +114,7 @@ func Plan(podList []corev1.Pod, drain Drain) Step {
 			}
 			step.recheckAt(giveUp)
 			terminating = append(terminating, pod)
-		case keeps(pod, drain.Now, &step):
+		case drain.KeepDoNotDisrupt && keeps(pod, drain.Now, &step):
 			step.Kept = append(step.Kept, pod)
 		case isCritical(pod):
 			critical = append(critical, pod)

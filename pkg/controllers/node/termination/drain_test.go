@@ -56,6 +56,8 @@ func TestPlan(t *testing.T) {
 		deadlineIn time.Duration
 		// nodePool is a NodePool's node: karpenter.sh/disrupted keeps pods off it.
 		nodePool bool
+		// interrupted is a NodePool's node whose NodeClaim an interruption deleted.
+		interrupted bool
 		// notReady is a node whose kubelet does not report Ready, or never did.
 		notReady bool
 		evict    []string
@@ -105,17 +107,20 @@ func TestPlan(t *testing.T) {
 		// A review against upstream: a pod stuck terminating held a Ready node for ever.
 		{name: "on a Ready node a pod stuck terminating is not waited for", drained: true, pods: []corev1.Pod{pod("app", terminating)}},
 		// A review against upstream: do-not-disrupt pods were evicted by every drain.
-		{name: "do-not-disrupt keeps its pod, not the others", evict: []string{"app"}, kept: []string{"keep"}, pods: []corev1.Pod{
+		{name: "do-not-disrupt keeps its pod, not the others", nodePool: true, evict: []string{"app"}, kept: []string{"keep"}, pods: []corev1.Pod{
 			pod("app"), pod("keep", doNotDisrupt("true")),
 		}},
-		{name: "a node with only a do-not-disrupt pod is not drained while it runs", kept: []string{"keep"}, pods: []corev1.Pod{
+		{name: "a node with only a do-not-disrupt pod is not drained while it runs", nodePool: true, kept: []string{"keep"}, pods: []corev1.Pod{
 			pod("keep", doNotDisrupt("true")), pod("dns", critical("system-cluster-critical")),
 		}, evict: []string{"dns"}},
-		{name: "do-not-disrupt for a duration keeps its pod until then", kept: []string{"keep"}, recheck: time.Hour, pods: []corev1.Pod{pod("keep", doNotDisrupt("2h"))}},
-		{name: "do-not-disrupt for a duration past keeps nothing, nor an unreadable one", evict: []string{"old", "typo"}, pods: []corev1.Pod{
+		{name: "do-not-disrupt for a duration keeps its pod until then", nodePool: true, kept: []string{"keep"}, recheck: time.Hour, pods: []corev1.Pod{pod("keep", doNotDisrupt("2h"))}},
+		{name: "do-not-disrupt for a duration past keeps nothing, nor an unreadable one", nodePool: true, evict: []string{"old", "typo"}, pods: []corev1.Pod{
 			pod("old", doNotDisrupt("30m")), pod("typo", doNotDisrupt("always")),
 		}},
-		{name: "past the deadline do-not-disrupt pods are deleted", pastDeadline: true, drained: true, delete: []string{"keep"}, pods: []corev1.Pod{pod("keep", doNotDisrupt("true"))}},
+		{name: "an interrupted node's do-not-disrupt pods are evicted with the others: its instance goes anyway", interrupted: true,
+			evict: []string{"app", "keep"}, pods: []corev1.Pod{pod("app"), pod("keep", doNotDisrupt("true"))}},
+		{name: "a Provisioner's node: do-not-disrupt is not its annotation", evict: []string{"keep"}, pods: []corev1.Pod{pod("keep", doNotDisrupt("true"))}},
+		{name: "past the deadline do-not-disrupt pods are deleted", nodePool: true, pastDeadline: true, drained: true, delete: []string{"keep"}, pods: []corev1.Pod{pod("keep", doNotDisrupt("true"))}},
 		{name: "on a node that is not Ready terminating pods are waited for until their grace period ends", notReady: true, recheck: 3 * time.Second, pods: []corev1.Pod{
 			pod("app", graceEndsIn(10*time.Second)), pod("web", graceEndsIn(3*time.Second)), pod("gone", terminating),
 		}},
@@ -144,8 +149,9 @@ func TestPlan(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			drain := termination.Drain{NodeReady: !tc.notReady, Now: now}
-			if tc.nodePool {
+			if tc.nodePool || tc.interrupted {
 				drain.KeepOff = corev1.Taint{Key: v1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}
+				drain.KeepDoNotDisrupt = !tc.interrupted
 			}
 			switch {
 			case tc.pastDeadline:
