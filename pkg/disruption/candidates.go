@@ -34,11 +34,12 @@ func Candidates(snapshot *state.Snapshot, nodePools []v1.NodePool) []*Candidate 
 		if name == "" {
 			name = pods.NominatedNode(pod)
 		}
-		switch {
-		case name == "":
-		case pods.IsMovable(pod):
+		if name == "" {
+			continue
+		}
+		if pods.IsMovable(pod) {
 			onNode[name] = append(onNode[name], pod)
-		case pod.Spec.NodeName != "" && !pods.IsTerminal(pod):
+		} else if pod.Spec.NodeName != "" && !pods.IsTerminal(pod) {
 			resident[name] = append(resident[name], pod)
 		}
 	}

@@ -108,6 +108,12 @@ func Registering(node *corev1.Node) bool {
 	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&UnregisteredTaint) })
 }
 
+// IsStartupTaint is whether the taint is one of the NodeClaim's startup taints (none for a nil
+// NodeClaim): another component lifts it once the node is set up.
+func IsStartupTaint(nc *v1.NodeClaim, t corev1.Taint) bool {
+	return nc != nil && slices.ContainsFunc(nc.Spec.StartupTaints, func(s v1.Taint) bool { core := s.Core(); return t.MatchTaint(&core) })
+}
+
 // Reasons of the Initialized condition while it is not True.
 const (
 	ReasonNodeNotReady          = "NodeNotReady"
@@ -128,7 +134,7 @@ func Initialized(nc *v1.NodeClaim, node *corev1.Node) (bool, string, string) {
 		if nodes.IsLaunchingTaint(t) || nodes.IsSetupTaint(t) {
 			return false, ReasonNodeNotReady, "Node " + node.Name + " still has taint " + t.Key
 		}
-		if slices.ContainsFunc(nc.Spec.StartupTaints, func(s v1.Taint) bool { c := s.Core(); return t.MatchTaint(&c) }) {
+		if IsStartupTaint(nc, t) {
 			return false, ReasonStartupTaintsExist, "Node " + node.Name + " still has startup taint " + t.Key
 		}
 	}

@@ -7,7 +7,6 @@ package state
 
 import (
 	"cmp"
-	"maps"
 	"slices"
 	"time"
 
@@ -124,12 +123,11 @@ func (c *Snapshot) Room() []scheduling.Node {
 			continue
 		}
 		onNode := bound[node.Name]
-		if !nodes.IsInitialized(node) {
-			node = c.asSetUp(node, claims[node.Spec.ProviderID])
+		launching := nodes.IsLaunching(node)
+		if launching || !nodes.IsInitialized(node) {
+			node = c.asSetUp(node, claims[node.Spec.ProviderID], launching)
 		}
-		if nodes.IsLaunching(node) {
-			node = node.DeepCopy()
-			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return nodes.IsLaunchingTaint(t) || nodes.IsConditionTaint(t) })
+		if launching {
 			if daemonPods == nil {
 				daemonPods = c.DaemonSetPods()
 			}
@@ -144,16 +142,16 @@ func (c *Snapshot) Room() []scheduling.Node {
 }
 
 // asSetUp is a node Karpenter launched and has not initialized, as it will be once set up:
-// without the taints it carries only meanwhile (its NodeClaim's startup taints, and
-// nodes.IsSetupTaint), and with the allocatable its NodeClaim promises (its instance type's,
-// for a NodeClaim that reported none) for each resource the kubelet has not reported yet: a
-// launching node's kubelet has reported nothing, and a GPU's device plugin reports it after
-// the node is Ready. The node itself when nothing differs.
-func (c *Snapshot) asSetUp(node *corev1.Node, nc *v1.NodeClaim) *corev1.Node {
-	var startup []v1.Taint
+// without the taints it carries only meanwhile — its NodeClaim's startup taints,
+// nodes.IsSetupTaint, and while it is launching the launching and not-ready taints, which only
+// wait for Karpenter and the kubelet — and with the allocatable its NodeClaim promises (its
+// instance type's, for a NodeClaim that reported none) for each resource the kubelet has not
+// reported yet: a launching node's kubelet has reported nothing, and a GPU's device plugin
+// reports it after the node is Ready. The node itself when nothing differs.
+func (c *Snapshot) asSetUp(node *corev1.Node, nc *v1.NodeClaim, launching bool) *corev1.Node {
 	var promised corev1.ResourceList
 	if nc != nil {
-		startup, promised = nc.Spec.StartupTaints, nc.Status.Allocatable
+		promised = nc.Status.Allocatable
 	}
 	if len(promised) == 0 {
 		if it, ok := c.InstanceTypes[node.Labels[corev1.LabelInstanceTypeStable]]; ok {
@@ -161,13 +159,17 @@ func (c *Snapshot) asSetUp(node *corev1.Node, nc *v1.NodeClaim) *corev1.Node {
 		}
 	}
 	settingUp := func(t corev1.Taint) bool {
-		return nodes.IsSetupTaint(t) || slices.ContainsFunc(startup, func(s v1.Taint) bool { core := s.Core(); return t.MatchTaint(&core) })
+		return nodes.IsSetupTaint(t) || nodeclaims.IsStartupTaint(nc, t) || launching && (nodes.IsLaunchingTaint(t) || nodes.IsConditionTaint(t))
 	}
 	unreported := func(name corev1.ResourceName) bool {
 		reported, ok := node.Status.Allocatable[name]
 		return !ok || reported.IsZero()
 	}
-	if !slices.ContainsFunc(node.Spec.Taints, settingUp) && !slices.ContainsFunc(slices.Collect(maps.Keys(promised)), unreported) {
+	changes := slices.ContainsFunc(node.Spec.Taints, settingUp)
+	for name := range promised {
+		changes = changes || unreported(name)
+	}
+	if !changes {
 		return node
 	}
 	out := node.DeepCopy()

@@ -199,6 +199,7 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 		return reconcile.Result{}, err
 	}
 	keepOff := pods.CordonTaint
+	var nc *v1.NodeClaim
 	if key, ok := pools.Of(node.Labels); ok && key.IsNodePool() {
 		// As upstream's v1 drains a NodePool's node: tainted disrupted, whoever deleted it,
 		// and the pods that tolerate that taint are left to go with the instance.
@@ -206,10 +207,10 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 			return reconcile.Result{}, err
 		}
 		keepOff = nodes.DisruptedTaint
-	}
-	nc, err := c.nodeClaimOf(ctx, node)
-	if err != nil {
-		return reconcile.Result{}, err
+		var err error
+		if nc, err = c.nodeClaimOf(ctx, node); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	deadline, err := c.deadline(ctx, node, nc)
 	if err != nil {
@@ -256,7 +257,7 @@ func (c *Controller) cordon(ctx context.Context, node *corev1.Node) error {
 }
 
 // deadline is when the node's drain gives up evicting, from its Provisioner's
-// terminationGracePeriodSeconds or, for a NodePool's node, its NodeClaim's
+// terminationGracePeriodSeconds or, for a NodePool's node, its NodeClaim's (nc)
 // terminationGracePeriod; nil when it has none.
 func (c *Controller) deadline(ctx context.Context, node *corev1.Node, nc *v1.NodeClaim) (*time.Time, error) {
 	key, ok := pools.Of(node.Labels)
@@ -285,13 +286,8 @@ func (c *Controller) deadline(ctx context.Context, node *corev1.Node, nc *v1.Nod
 	return &deadline, nil
 }
 
-// nodeClaimOf is the NodeClaim a NodePool's node registered for; nil for a Provisioner's node,
-// or when it is gone.
+// nodeClaimOf is the NodeClaim a NodePool's node registered for; nil when it is gone.
 func (c *Controller) nodeClaimOf(ctx context.Context, node *corev1.Node) (*v1.NodeClaim, error) {
-	key, ok := pools.Of(node.Labels)
-	if !ok || !key.IsNodePool() {
-		return nil, nil
-	}
 	name, ok := nodeclaims.Owner(node)
 	if !ok {
 		return nil, nil

@@ -61,15 +61,15 @@ const stuckAfter = time.Minute
 
 // Plan is the next step of draining pods from a node. Pods that would come back or cannot be
 // moved stay: DaemonSet pods, mirror pods, pods that have finished and pods that tolerate the
-// taint that keeps pods off the node. A do-not-evict pod, one that tolerates the cordon included, holds the drain before
-// anything is evicted, so that a node that cannot go does not lose its other pods for nothing.
-// Critical pods are evicted only once every other pod is gone. A pod annotated
-// karpenter.sh/do-not-disrupt is not evicted where the drain keeps them, and it waits for it (for as long as a
-// duration it names, or until it finishes). Before the deadline, a pod is deleted once the
-// deadline is within its terminationGracePeriodSeconds; past the deadline every remaining pod
-// the drain waits for is deleted and the node is drained at once. A terminating pod is waited
-// for until its grace period runs out, and on a Ready node stuckAfter longer, and no longer:
-// the instance's termination ends whatever still runs.
+// taint that keeps pods off the node. A do-not-evict pod, one that tolerates that taint
+// included, holds the drain before anything is evicted, so that a node that cannot go does not
+// lose its other pods for nothing. Critical pods are evicted only once every other pod is gone.
+// Where the drain keeps them, pods annotated karpenter.sh/do-not-disrupt are not evicted and
+// are waited for (for as long as a duration they name, or until they finish). Before the
+// deadline, a pod is deleted once the deadline is within its terminationGracePeriodSeconds;
+// past the deadline every remaining pod the drain waits for is deleted and the node is drained
+// at once. A terminating pod is waited for until its grace period runs out, and on a Ready node
+// stuckAfter longer, and no longer: the instance's termination ends whatever still runs.
 func Plan(podList []corev1.Pod, drain Drain) Step {
 	var step Step
 	var terminating, critical, others []*corev1.Pod

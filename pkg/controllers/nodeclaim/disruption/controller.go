@@ -107,7 +107,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 			},
 			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				// A pod deleted at once, without a grace period, left now.
-				if pod, ok := e.Object.(*corev1.Pod); ok && pod.Spec.NodeName != "" && countsForConsolidation(pod) && !pods.IsTerminal(pod) && pod.DeletionTimestamp == nil {
+				if pod, ok := e.Object.(*corev1.Pod); ok && pod.Spec.NodeName != "" && pods.IsMovable(pod) && pod.DeletionTimestamp == nil {
 					c.recordPodEvent(ctx, pod.Spec.NodeName, c.clock.Now(), q)
 				}
 			},
