@@ -24,13 +24,13 @@ type InstanceProvider interface {
 	// when it launched none it returns *InsufficientCapacityError naming the offerings
 	// that failed, so that the caller can stop offering them. A request with the
 	// IdempotencyKey of an earlier one is answered with that one's instances, those
-	// terminated since included (State InstanceStateTerminated).
+	// terminated since included (their State says so).
 	Create(ctx context.Context, request LaunchRequest) ([]*Instance, error)
 	// Delete terminates the instance. An instance already gone is not an error:
 	// deleting is idempotent.
 	Delete(ctx context.Context, providerID string) error
-	// Get returns the instance with the given provider id, *NotFoundError if
-	// the cloud has none (or it has terminated).
+	// Get returns the instance with the given provider id, one shutting down included (its
+	// State says so), *NotFoundError if the cloud has none (or it has terminated).
 	Get(ctx context.Context, providerID string) (*Instance, error)
 	// List returns the instances this cluster owns that have not terminated,
 	// including those launched for a node that never registered.
@@ -138,11 +138,20 @@ const (
 	InstanceStatePending InstanceState = "pending"
 	// InstanceStateRunning is an instance running, its node maybe not yet registered.
 	InstanceStateRunning InstanceState = "running"
-	// InstanceStateTerminated is an instance shut down or gone. Only Create answers with one:
-	// a launch retried under an earlier launch's IdempotencyKey gets that launch's instances
-	// back, as the cloud keeps the answer (EC2: for at least a day after they terminated).
+	// InstanceStateShuttingDown is an instance the cloud is terminating: it no longer runs pods,
+	// and may still hold what was attached to it (volumes, network interfaces) until it is
+	// terminated.
+	InstanceStateShuttingDown InstanceState = "shutting-down"
+	// InstanceStateTerminated is an instance gone. Only Create answers with one: a launch
+	// retried under an earlier launch's IdempotencyKey gets that launch's instances back, as the
+	// cloud keeps the answer (EC2: for at least a day after they terminated).
 	InstanceStateTerminated InstanceState = "terminated"
 )
+
+// ShutDown is whether an instance in the state no longer runs: shutting down or terminated.
+func (s InstanceState) ShutDown() bool {
+	return s == InstanceStateShuttingDown || s == InstanceStateTerminated
+}
 
 // Instance is a machine the cloud launched.
 type Instance struct {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
@@ -38,5 +39,40 @@ func TestADecisionWaitsForItsLaunchInProgress(t *testing.T) {
 	}
 	if calls := len(cloud.CreateCalls()); calls != 0 {
 		t.Errorf("%d launches, want none: the decision's launch is under way", calls)
+	}
+}
+
+// TestADecisionKeepsALaunchItCouldNotReadBack: the cloud launched a replacement's instance and
+// could not read it back (its describe failed). The instance runs: its NodeClaim records it and
+// stays, the decision is told the launch is in progress, and made again it gets that node once
+// the instance is read, without a second launch. (The code before deleted the NodeClaim, leaving
+// the instance to garbage collection, and the decision made again launched another.)
+func TestADecisionKeepsALaunchItCouldNotReadBack(t *testing.T) {
+	it := fake.DefaultInstanceTypes()[0]
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	c := kubefake.NewClientBuilder().Build()
+	l := New(c, cloud, 0)
+	const decision = "replacing old"
+	request := Request{Pool: Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: "default"})},
+		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
+		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner("default"), InstanceTypes: []*cloudprovider.InstanceType{it}}}}
+	cloud.SetUnreadLaunches(1)
+	_, err := l.LaunchNode(t.Context(), request, decision, nil)
+	if inProgress := (*LaunchInProgressError)(nil); !errors.As(err, &inProgress) || inProgress.Instance == "" {
+		t.Fatalf("LaunchNode: %v, want a LaunchInProgressError naming the instance", err)
+	}
+	var list v1.NodeClaimList
+	if err := c.List(t.Context(), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Status.ProviderID == "" || list.Items[0].DeletionTimestamp != nil {
+		t.Fatalf("nodeclaims %+v, want one recording the instance", list.Items)
+	}
+	launched, err := l.LaunchNode(t.Context(), request, decision, nil)
+	if err != nil || launched.NodeClaim.Name != list.Items[0].Name || launched.NodeName == "" {
+		t.Fatalf("LaunchNode again: %+v, %v; want nodeclaim %s's node", launched, err, list.Items[0].Name)
+	}
+	if calls := len(cloud.CreateCalls()); calls != 1 {
+		t.Errorf("%d launches, want 1", calls)
 	}
 }

@@ -38,7 +38,9 @@ type Launched struct {
 // same decision is that decision's launch, made before a crash, and is returned instead of
 // another launch: unless counted, the nodes the caller's snapshot counted by name, has its node:
 // then other pods took the room it was launched for, and the decision needs another. An empty
-// decision always launches anew. A NodeClaim that got no instance is deleted.
+// decision always launches anew. A NodeClaim that got no instance is deleted; one whose instance
+// launched and could not be read back records it and is returned as a LaunchInProgressError,
+// for the decision made again to find once the instance is read.
 func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision string, counted map[string]corev1.ResourceList) (*Launched, error) {
 	if decision != "" {
 		request.Annotations = maps.Clone(request.Annotations)
@@ -57,7 +59,12 @@ func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision str
 		return nil, err
 	}
 	instances, err := l.Launch(ctx, request, nodeClaims)
-	if err != nil {
+	unread := (*cloudprovider.UnreadInstancesError)(nil)
+	if errors.As(err, &unread) {
+		// They run: deleting the NodeClaim would leave its instance to garbage collection and
+		// the decision to launch again.
+		instances = append(instances, unread.Instances...)
+	} else if err != nil {
 		return nil, errors.Join(err, l.Fail(context.WithoutCancel(ctx), nodeClaims[0], err))
 	}
 	pairs, _ := Assign(nodeClaims, instances)
@@ -70,23 +77,37 @@ func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision str
 	if err != nil {
 		return nil, err
 	}
+	if instance.NodeName == "" {
+		return nil, &LaunchInProgressError{NodeClaim: nc.Name, Instance: instance.ID, Err: unread}
+	}
 	return &Launched{NodeClaim: nc, NodeName: instance.NodeName}, nil
 }
 
-// LaunchInProgressError is a decision's NodeClaim created and not yet recorded: its launch is
-// under way (or a crash interrupted it, and the NodeClaim lifecycle controller resumes it). The
-// decision waits for it rather than launching a second node.
+// LaunchInProgressError is a decision's NodeClaim whose launch is not done: created and not yet
+// recorded, its launch under way (or a crash interrupted it, and the NodeClaim lifecycle
+// controller resumes it); or its instance recorded and not read yet (Instance, with why: the
+// cloud's read failed, or the cloud does not show the instance yet). The decision waits for it
+// rather than launching a second node.
 type LaunchInProgressError struct {
 	NodeClaim string
+	Instance  string
+	Err       error
 }
 
 func (e *LaunchInProgressError) Error() string {
-	return fmt.Sprintf("nodeclaim %s of the same decision is still being launched; deciding again once its instance is recorded", e.NodeClaim)
+	if e.Instance == "" {
+		return fmt.Sprintf("nodeclaim %s of the same decision is still being launched; deciding again once its instance is recorded", e.NodeClaim)
+	}
+	return fmt.Sprintf("instance %s of nodeclaim %s, launched for the same decision, is not read yet (%v); deciding again once it is", e.Instance, e.NodeClaim, e.Err)
 }
 
+func (e *LaunchInProgressError) Unwrap() error { return e.Err }
+
 // launchedFor is the launch of the NodeClaim launched for the decision; nil when there is none,
-// when its instance is gone, or when the caller counts its node already. A LaunchInProgressError
-// when that NodeClaim has no instance recorded yet.
+// when its instance shut down, or when the caller counts its node already. A
+// LaunchInProgressError when that NodeClaim has no instance recorded yet, or the cloud does not
+// show it or its node name yet: just launched, EC2 may not know it for a moment (its reads are
+// eventually consistent), and one truly gone has its NodeClaim deleted by garbage collection.
 func (l *Launcher) launchedFor(ctx context.Context, digest string, counted map[string]corev1.ResourceList) (*Launched, error) {
 	var list v1.NodeClaimList
 	if err := l.client.List(ctx, &list); err != nil {
@@ -112,10 +133,16 @@ func (l *Launcher) launchedFor(ctx context.Context, digest string, counted map[s
 		}
 		instance, err := l.instances.Get(ctx, nc.Status.ProviderID)
 		if notFound := (*cloudprovider.NotFoundError)(nil); errors.As(err, &notFound) {
-			continue
+			return nil, &LaunchInProgressError{NodeClaim: nc.Name, Instance: nc.Status.ProviderID, Err: err}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading instance %s of nodeclaim %s, %w", nc.Status.ProviderID, nc.Name, err)
+		}
+		if instance.State.ShutDown() {
+			continue
+		}
+		if instance.NodeName == "" {
+			return nil, &LaunchInProgressError{NodeClaim: nc.Name, Instance: nc.Status.ProviderID, Err: errors.New("its node name is not known yet")}
 		}
 		if _, taken := counted[instance.NodeName]; taken {
 			continue

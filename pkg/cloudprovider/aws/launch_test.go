@@ -292,9 +292,11 @@ func TestRetriedLaunchDoesNotLaunchTwice(t *testing.T) {
 
 // TestRetriedLaunchAnswersItsDeadInstanceAsTerminated: EC2 answers a client token with its
 // first answer for a day, so a launch retried under the key of one whose instance terminated
-// since gets that instance back: Create says it is terminated, so that the caller launches
-// again under another key (issue 34, finding 1), and says so too once EC2, an hour on, no longer
-// describes the instance.
+// since gets that instance back: Create says it is shutting down, then terminated, so that the
+// caller launches again under another key (issue 34, finding 1). Once EC2, an hour on, no longer
+// describes the instance, Create returns it unread, with the provider ID the answer gave, for
+// the caller to read again: the code before returned it terminated with no provider ID, which
+// its NodeClaim recorded as no instance at all, resumed for ever.
 func TestRetriedLaunchAnswersItsDeadInstanceAsTerminated(t *testing.T) {
 	e := newInstancesEnv(t, launchSeed, 0)
 	e.refresh(t)
@@ -304,28 +306,39 @@ func TestRetriedLaunchAnswersItsDeadInstanceAsTerminated(t *testing.T) {
 	if err := e.instances.Delete(context.Background(), first.ProviderID); err != nil {
 		t.Fatal(err)
 	}
-	for _, after := range []time.Duration{0, terminatingDelay, time.Hour} {
-		e.clock.Step(after)
-		done := make(chan []*cloudprovider.Instance, 1)
+	for _, tc := range []struct {
+		after time.Duration
+		state cloudprovider.InstanceState
+	}{{0, cloudprovider.InstanceStateShuttingDown}, {terminatingDelay, cloudprovider.InstanceStateTerminated}, {time.Hour, ""}} {
+		e.clock.Step(tc.after)
+		type answer struct {
+			launched []*cloudprovider.Instance
+			err      error
+		}
+		done := make(chan answer, 1)
 		go func() {
 			launched, err := e.instances.Create(context.Background(), r)
-			if err != nil {
-				t.Error(err)
-			}
-			done <- launched
+			done <- answer{launched, err}
 		}()
-		var again []*cloudprovider.Instance
+		var got answer
 		for answered := false; !answered; {
 			select {
-			case again = <-done:
+			case got = <-done:
 				answered = true
 			case <-time.After(10 * time.Millisecond):
 				// An instance EC2 forgot is looked for again after a delay on the clock.
 				e.clock.Step(time.Second)
 			}
 		}
-		if len(again) != 1 || again[0].ID != first.ID || again[0].State != cloudprovider.InstanceStateTerminated {
-			t.Errorf("%s after the termination: Create = %+v; want %s terminated", after, again, first.ID)
+		if tc.state == "" {
+			unread := (*cloudprovider.UnreadInstancesError)(nil)
+			if len(got.launched) != 0 || !errors.As(got.err, &unread) || len(unread.Instances) != 1 || unread.Instances[0].ProviderID != first.ProviderID {
+				t.Errorf("%s after the termination: Create = %+v, %v; want %s unread, with its provider ID", tc.after, got.launched, got.err, first.ID)
+			}
+			continue
+		}
+		if got.err != nil || len(got.launched) != 1 || got.launched[0].ID != first.ID || got.launched[0].State != tc.state {
+			t.Errorf("%s after the termination: Create = %+v, %v; want %s %s", tc.after, got.launched, got.err, first.ID, tc.state)
 		}
 	}
 	if n := len(e.emulator.EC2Instances()); n != 0 {
@@ -450,6 +463,11 @@ func TestDeleteIsIdempotentAndListShowsTheClustersInstances(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{b.ID}, ids()); diff != "" {
 		t.Errorf("List after Delete (-want +got):\n%s", diff)
+	}
+	// Shutting down it is still there (its NodeClaim waits for it to be gone): the code before
+	// answered NotFound, and the NodeClaim went while the instance still held its volumes.
+	if got, err := e.instances.Get(context.Background(), a.ProviderID); err != nil || got.State != cloudprovider.InstanceStateShuttingDown {
+		t.Errorf("Get of a shutting-down instance = %+v, %v; want it, shutting down", got, err)
 	}
 	e.clock.Step(terminatingDelay)
 	var notFound *cloudprovider.NotFoundError

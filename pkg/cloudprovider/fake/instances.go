@@ -31,6 +31,9 @@ type InstanceProviderOptions struct {
 	// LaunchPending keeps launched instances pending until MarkRunning; otherwise they
 	// run at once.
 	LaunchPending bool
+	// ShutDownPending keeps deleted instances shutting down (Get answers them, List does not)
+	// until MarkTerminated; otherwise they terminate at once.
+	ShutDownPending bool
 }
 
 // InstanceProvider is an in-memory cloud of instances. It launches from its catalogue
@@ -38,8 +41,9 @@ type InstanceProviderOptions struct {
 // instances in launch order (i-00000000000000001, ...), so results are deterministic. It
 // records every call for assertions and is safe for concurrent use.
 type InstanceProvider struct {
-	clock         clock.PassiveClock
-	launchPending bool
+	clock           clock.PassiveClock
+	launchPending   bool
+	shutDownPending bool
 
 	mu        sync.Mutex
 	catalogue []*cloudprovider.InstanceType
@@ -49,9 +53,11 @@ type InstanceProvider struct {
 	launched   int
 	noCapacity map[cloudprovider.OfferingKey]bool
 	// perCall caps the instances one Create launches; 0 is no cap.
-	perCall     int
-	err         error
-	stalePrices error
+	perCall int
+	// unreadLaunches are how many of the next Create calls answer their instances unread.
+	unreadLaunches int
+	err            error
+	stalePrices    error
 	// launches maps an idempotency key to the provider ids it launched, and requests to what
 	// the first launch under it asked for (requestIdentity).
 	launches map[string][]string
@@ -76,15 +82,16 @@ func NewInstanceProvider(opts InstanceProviderOptions) *InstanceProvider {
 		clk = clock.RealClock{}
 	}
 	return &InstanceProvider{
-		clock:         clk,
-		launchPending: opts.LaunchPending,
-		catalogue:     catalogue,
-		instances:     map[string]*cloudprovider.Instance{},
-		terminated:    map[string]*cloudprovider.Instance{},
-		noCapacity:    map[cloudprovider.OfferingKey]bool{},
-		launches:      map[string][]string{},
-		requests:      map[string]string{},
-		registerWith:  map[string][]corev1.Taint{},
+		clock:           clk,
+		launchPending:   opts.LaunchPending,
+		shutDownPending: opts.ShutDownPending,
+		catalogue:       catalogue,
+		instances:       map[string]*cloudprovider.Instance{},
+		terminated:      map[string]*cloudprovider.Instance{},
+		noCapacity:      map[cloudprovider.OfferingKey]bool{},
+		launches:        map[string][]string{},
+		requests:        map[string]string{},
+		registerWith:    map[string][]corev1.Taint{},
 	}
 }
 
@@ -167,7 +174,24 @@ func (p *InstanceProvider) Create(_ context.Context, request cloudprovider.Launc
 			launched.FellBackFrom = &cloudprovider.InsufficientCapacityError{Offerings: failed, Reasons: reasons, Err: errors.New("the fake cloud had no capacity for them")}
 		}
 	}
+	if p.unreadLaunches > 0 {
+		p.unreadLaunches--
+		// As a launch whose describe failed answers: what the launch's answer told, no node name.
+		for _, launched := range out {
+			launched.NodeName = ""
+		}
+		return nil, &cloudprovider.UnreadInstancesError{Instances: out, Err: errors.New("the fake cloud refused to describe them")}
+	}
 	return out, nil
+}
+
+// SetUnreadLaunches makes the next n Create calls launch as asked and answer their instances in
+// an UnreadInstancesError, as a launch whose instances could not be read back does; Get reads
+// them.
+func (p *InstanceProvider) SetUnreadLaunches(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.unreadLaunches = n
 }
 
 // launch makes one instance of the candidate and returns a copy of it.
@@ -264,10 +288,32 @@ func (p *InstanceProvider) Delete(_ context.Context, providerID string) error {
 		return p.err
 	}
 	if instance, ok := p.instances[providerID]; ok {
-		instance.State = cloudprovider.InstanceStateTerminated
-		p.terminated[providerID] = instance
-		delete(p.instances, providerID)
+		if p.shutDownPending {
+			instance.State = cloudprovider.InstanceStateShuttingDown
+			return nil
+		}
+		p.terminate(providerID)
 	}
+	return nil
+}
+
+// terminate makes an instance gone; the launches that answer it again say it terminated.
+func (p *InstanceProvider) terminate(providerID string) {
+	instance := p.instances[providerID]
+	instance.State = cloudprovider.InstanceStateTerminated
+	p.terminated[providerID] = instance
+	delete(p.instances, providerID)
+}
+
+// MarkTerminated makes an instance shutting down (ShutDownPending) gone, as the cloud does once
+// it stopped.
+func (p *InstanceProvider) MarkTerminated(providerID string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.instances[providerID]; !ok {
+		return &cloudprovider.NotFoundError{Resource: "instance " + providerID, Err: errors.New("the fake cloud has no such instance")}
+	}
+	p.terminate(providerID)
 	return nil
 }
 
@@ -293,7 +339,9 @@ func (p *InstanceProvider) List(context.Context) ([]*cloudprovider.Instance, err
 	}
 	instances := make([]*cloudprovider.Instance, 0, len(p.instances))
 	for _, instance := range p.instances {
-		instances = append(instances, copyInstance(instance))
+		if !instance.State.ShutDown() {
+			instances = append(instances, copyInstance(instance))
+		}
 	}
 	// Ids are zero-padded launch counters: their order is the launch order.
 	slices.SortFunc(instances, func(a, b *cloudprovider.Instance) int {

@@ -50,6 +50,10 @@ const (
 	// initialized, or one drain before the interruption (pkg/disruption, interruption.go). Taken
 	// for a scheduled change of a NodePool's node that starts far enough ahead.
 	ActionReplaceNode Action = "ReplaceNode"
+	// ActionDeleteNodeClaim deletes the NodeClaim that recorded the instance when no node of it
+	// has registered: its termination terminates the instance, and the pods it was launched for
+	// get another node.
+	ActionDeleteNodeClaim Action = "DeleteNodeClaim"
 	// ActionEvent only records an Event on the node.
 	ActionEvent Action = "Event"
 	// ActionIgnore does nothing: no node Karpenter launched runs on the instance.
@@ -110,18 +114,33 @@ func Decide(kind cloudprovider.InterruptionKind, node *corev1.Node) Action {
 	return ActionDeleteNode
 }
 
-// UnavailableOffering is the offering to stop launching after a message of kind about node,
-// false when there is none: only a spot interruption says that the cloud is short of the
-// capacity. A scheduled change or a stop is about one machine, and a user may stop or
-// terminate an instance for any reason.
-func UnavailableOffering(kind cloudprovider.InterruptionKind, node *corev1.Node) (cloudprovider.OfferingKey, bool) {
+// DecideUnregistered is what to do about a message of kind for an instance a NodeClaim recorded
+// and no node of which has registered: as for a node, only the NodeClaim is there to delete.
+// Upstream finds interrupted instances by their NodeClaims alike; here a message about an
+// instance whose kubelet is slow to register was dropped once the grace period for its Node
+// had passed, and the pods waited for a node that was going away.
+func DecideUnregistered(kind cloudprovider.InterruptionKind) Action {
+	switch kind {
+	case cloudprovider.InterruptionUnknown:
+		return ActionDiscard
+	case cloudprovider.InterruptionSpot, cloudprovider.InterruptionScheduledChange, cloudprovider.InterruptionStateChange:
+		return ActionDeleteNodeClaim
+	}
+	return ActionIgnore
+}
+
+// UnavailableOffering is the offering to stop launching after a message of kind about the
+// node (or NodeClaim) with the labels, false when there is none: only a spot interruption says
+// that the cloud is short of the capacity. A scheduled change or a stop is about one machine,
+// and a user may stop or terminate an instance for any reason.
+func UnavailableOffering(kind cloudprovider.InterruptionKind, labels map[string]string) (cloudprovider.OfferingKey, bool) {
 	if kind != cloudprovider.InterruptionSpot {
 		return cloudprovider.OfferingKey{}, false
 	}
 	key := cloudprovider.OfferingKey{
-		InstanceType: node.Labels[corev1.LabelInstanceTypeStable],
-		Zone:         node.Labels[corev1.LabelTopologyZone],
-		CapacityType: node.Labels[v1alpha5.CapacityTypeLabelKey],
+		InstanceType: labels[corev1.LabelInstanceTypeStable],
+		Zone:         labels[corev1.LabelTopologyZone],
+		CapacityType: labels[v1alpha5.CapacityTypeLabelKey],
 	}
 	return key, key.InstanceType != "" && key.Zone != "" && key.CapacityType != ""
 }
@@ -260,13 +279,23 @@ func (c *Controller) handle(ctx context.Context, message cloudprovider.Interrupt
 	}
 	var errs []error
 	for _, id := range message.InstanceIDs {
-		node, young, err := lookup.node(ctx, id)
+		node, instance, young, err := lookup.node(ctx, id)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		action := Decide(message.Kind, node)
-		if action == ActionIgnore && young {
+		var nc *v1.NodeClaim
+		if node == nil && instance != nil {
+			if nc, err = c.nodeClaimRecording(ctx, instance.ProviderID); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if nc != nil {
+				action = DecideUnregistered(message.Kind)
+			}
+		}
+		if action == ActionIgnore && young && nc == nil {
 			action = ActionWait
 		}
 		switch action {
@@ -282,6 +311,8 @@ func (c *Controller) handle(ctx context.Context, message cloudprovider.Interrupt
 		case ActionEvent:
 			c.recorder.Eventf(node, corev1.EventTypeNormal, string(message.Kind), "%s for instance %s at %s; no action taken",
 				describe(message), id, message.Time.UTC().Format(time.RFC3339))
+		case ActionDeleteNodeClaim:
+			err = c.deleteNodeClaim(ctx, message, id, nc)
 		case ActionDeleteNode:
 			var replacing bool
 			if replacing, err = c.replaceFirst(ctx, message, id, node); replacing {
@@ -308,40 +339,52 @@ type nodeLookup struct {
 	owned      map[string]*cloudprovider.Instance
 }
 
-// node returns the node running the instance, nil when there is none; young is true when
-// there is none yet but the cluster launched the instance within the grace period, so that
-// its Node is still to come.
-func (l *nodeLookup) node(ctx context.Context, id string) (node *corev1.Node, young bool, err error) {
+// node returns the node running the instance, nil when there is none; then instance is the
+// cluster's instance of the id (nil when the cluster did not launch it), and young is true when
+// the cluster launched it within the grace period, so that its Node is still to come.
+func (l *nodeLookup) node(ctx context.Context, id string) (node *corev1.Node, instance *cloudprovider.Instance, young bool, err error) {
 	if node := l.cached[id]; node != nil {
-		return node, false, nil
+		return node, nil, false, nil
 	}
 	if l.owned == nil {
 		instances, err := l.controller.instances.List(ctx)
 		if err != nil {
-			return nil, false, fmt.Errorf("listing the cluster's instances to find instance %s, %w", id, err)
+			return nil, nil, false, fmt.Errorf("listing the cluster's instances to find instance %s, %w", id, err)
 		}
 		l.owned = map[string]*cloudprovider.Instance{}
 		for _, instance := range instances {
 			l.owned[instance.ID] = instance
 		}
 	}
-	instance := l.owned[id]
+	instance = l.owned[id]
 	if instance == nil {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	stored := &corev1.Node{}
 	err = l.controller.reader.Get(ctx, client.ObjectKey{Name: instance.NodeName}, stored)
 	switch {
 	case err == nil && stored.Spec.ProviderID == instance.ProviderID:
 		l.cached[id] = stored
-		return stored, false, nil
+		return stored, nil, false, nil
 	case err != nil && !apierrors.IsNotFound(err):
-		return nil, false, fmt.Errorf("reading node %s of instance %s, %w", instance.NodeName, id, err)
+		return nil, nil, false, fmt.Errorf("reading node %s of instance %s, %w", instance.NodeName, id, err)
 	}
-	return nil, l.controller.clock.Since(instance.LaunchTime) < l.controller.grace, nil
+	return nil, instance, l.controller.clock.Since(instance.LaunchTime) < l.controller.grace, nil
 }
 
-// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;patch
+// nodeClaimRecording is the NodeClaim that recorded the instance, nil when none did.
+func (c *Controller) nodeClaimRecording(ctx context.Context, providerID string) (*v1.NodeClaim, error) {
+	var list v1.NodeClaimList
+	if err := c.client.List(ctx, &list, client.MatchingFields{nodeclaims.NodeClaimProviderIDField: providerID}); err != nil {
+		return nil, fmt.Errorf("listing the nodeclaim of instance %s, %w", providerID, err)
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	return &list.Items[0], nil
+}
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
 
 // replaceFirst records a scheduled change on the node's NodeClaim when the change starts far
@@ -395,7 +438,7 @@ func (c *Controller) replaceFirst(ctx context.Context, message cloudprovider.Int
 // deleted at that version, so that a node deleted since the cache was read (for another message
 // of the batch, or of a batch just before) is not deleted, nor counted, again.
 func (c *Controller) deleteNode(ctx context.Context, message cloudprovider.InterruptionMessage, id string, node *corev1.Node) error {
-	if offering, ok := UnavailableOffering(message.Kind, node); ok {
+	if offering, ok := UnavailableOffering(message.Kind, node.Labels); ok {
 		c.instances.MarkUnavailable(ctx, offering, fmt.Sprintf("%s of %s", describe(message), id))
 	}
 	if node.DeletionTimestamp != nil {
@@ -414,6 +457,25 @@ func (c *Controller) deleteNode(ctx context.Context, message cloudprovider.Inter
 	metrics.NodeClaimDisrupted(live, disruptionReason(message))
 	log.FromContext(ctx).Info("deleted the node of an interrupted instance", "message", message.ID, "kind", message.Kind, "node", node.Name, "instance", id)
 	c.recorder.Eventf(node, corev1.EventTypeWarning, string(message.Kind), "%s for instance %s at %s; deleted the node to drain it",
+		describe(message), id, message.Time.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// deleteNodeClaim marks a reclaimed offering unavailable and deletes the NodeClaim of an
+// instance no node of which registered; one already being deleted is left to its finalizer.
+func (c *Controller) deleteNodeClaim(ctx context.Context, message cloudprovider.InterruptionMessage, id string, nc *v1.NodeClaim) error {
+	if offering, ok := UnavailableOffering(message.Kind, nc.Labels); ok {
+		c.instances.MarkUnavailable(ctx, offering, fmt.Sprintf("%s of %s", describe(message), id))
+	}
+	if nc.DeletionTimestamp != nil {
+		return nil
+	}
+	if err := c.client.Delete(ctx, nc, client.Preconditions{UID: &nc.UID, ResourceVersion: &nc.ResourceVersion}); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("deleting nodeclaim %s of interrupted instance %s, %w", nc.Name, id, err))
+	}
+	metrics.NodeClaimDisrupted(nc, disruptionReason(message))
+	log.FromContext(ctx).Info("deleted the nodeclaim of an interrupted instance whose node has not registered", "message", message.ID, "kind", message.Kind, "nodeclaim", nc.Name, "instance", id)
+	c.recorder.Eventf(nc, corev1.EventTypeWarning, string(message.Kind), "%s for instance %s at %s; its node has not registered, deleted the nodeclaim",
 		describe(message), id, message.Time.UTC().Format(time.RFC3339))
 	return nil
 }

@@ -28,6 +28,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/disruption"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
+	"karpenter.sh/karpenter/pkg/test/kubefake"
 )
 
 var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -100,6 +101,20 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+func TestDecideUnregistered(t *testing.T) {
+	for kind, want := range map[cloudprovider.InterruptionKind]Action{
+		cloudprovider.InterruptionSpot:            ActionDeleteNodeClaim,
+		cloudprovider.InterruptionScheduledChange: ActionDeleteNodeClaim,
+		cloudprovider.InterruptionStateChange:     ActionDeleteNodeClaim,
+		cloudprovider.InterruptionRebalance:       ActionIgnore,
+		cloudprovider.InterruptionUnknown:         ActionDiscard,
+	} {
+		if got := DecideUnregistered(kind); got != want {
+			t.Errorf("DecideUnregistered(%s) = %s, want %s", kind, got, want)
+		}
+	}
+}
+
 func TestUnavailableOffering(t *testing.T) {
 	unlabelled := karpenterNode("n", "i-1")
 	delete(unlabelled.Labels, corev1.LabelTopologyZone)
@@ -115,7 +130,7 @@ func TestUnavailableOffering(t *testing.T) {
 		{"a scheduled change is about one machine", cloudprovider.InterruptionScheduledChange, karpenterNode("n", "i-1"), false},
 		{"a stop may be anyone's", cloudprovider.InterruptionStateChange, karpenterNode("n", "i-1"), false},
 	} {
-		got, ok := UnavailableOffering(tc.kind, tc.node)
+		got, ok := UnavailableOffering(tc.kind, tc.node.Labels)
 		if ok != tc.ok || (ok && got != want) {
 			t.Errorf("%s: %v, %v; want %v, %v", tc.name, got, ok, want, tc.ok)
 		}
@@ -133,7 +148,7 @@ type harness struct {
 
 func newHarness(t *testing.T, funcs interceptor.Funcs, objects ...client.Object) *harness {
 	t.Helper()
-	c := crfake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objects...).WithInterceptorFuncs(funcs).Build()
+	c := kubefake.NewClientBuilder().WithObjects(objects...).WithInterceptorFuncs(funcs).Build()
 	return newHarnessReading(t, c, c)
 }
 
@@ -375,6 +390,43 @@ func TestInterruptionBeforeTheCacheShowsTheNode(t *testing.T) {
 		}
 		if h.queue.Len() != 0 {
 			t.Error("the message about an instance past the grace was kept")
+		}
+	})
+
+	// Found by a review against upstream, which finds interrupted instances by their NodeClaims:
+	// the code before kept the message within the grace and then dropped it, the NodeClaim
+	// left waiting for a node its instance would never register.
+	t.Run("no node yet, a NodeClaim recorded the instance: it is deleted, within the grace or past it", func(t *testing.T) {
+		for _, age := range []time.Duration{0, 10 * time.Minute} {
+			h := newHarness(t, interceptor.Funcs{})
+			instance := launch(h)
+			nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-x", Labels: map[string]string{
+				corev1.LabelInstanceTypeStable: "m5.large", corev1.LabelTopologyZone: "us-west-2a", v1alpha5.CapacityTypeLabelKey: "spot"}},
+				Status: v1.NodeClaimStatus{ProviderID: instance.ProviderID}}
+			if err := h.client.Create(context.Background(), nc); err != nil {
+				t.Fatal(err)
+			}
+			h.clock.Step(age)
+			before := value(actionsTotal.WithLabelValues(string(cloudprovider.InterruptionSpot), string(ActionDeleteNodeClaim)))
+			h.queue.Send(cloudprovider.InterruptionMessage{Kind: cloudprovider.InterruptionSpot, InstanceIDs: []string{instance.ID}, Time: now})
+			if err := h.handleAll(t); err != nil {
+				t.Fatal(err)
+			}
+			if h.queue.Len() != 0 {
+				t.Errorf("%s after the launch: the message was kept, want it handled", age)
+			}
+			if err := h.client.Get(context.Background(), client.ObjectKeyFromObject(nc), &v1.NodeClaim{}); !apierrors.IsNotFound(err) {
+				t.Errorf("%s after the launch: nodeclaim read %v, want it deleted", age, err)
+			}
+			if d := value(actionsTotal.WithLabelValues(string(cloudprovider.InterruptionSpot), string(ActionDeleteNodeClaim))) - before; d != 1 {
+				t.Errorf("%s after the launch: DeleteNodeClaim actions went up by %v, want 1", age, d)
+			}
+			if marked := h.cloud.MarkUnavailableCalls(); len(marked) != 1 || marked[0] != (cloudprovider.OfferingKey{InstanceType: "m5.large", Zone: "us-west-2a", CapacityType: "spot"}) {
+				t.Errorf("%s after the launch: offerings marked unavailable %v, want the NodeClaim's", age, marked)
+			}
+			if events := h.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Warning SpotInterruption") {
+				t.Errorf("%s after the launch: events %q, want the interruption's", age, events)
+			}
 		}
 	})
 

@@ -19,7 +19,7 @@ func (c *Controller) readUnread(ctx context.Context, shown sets.Set[string]) (un
 	for _, n := range c.inFlight.toRead(shown) {
 		u := n.unread
 		instance, err := c.instanceProvider.Get(ctx, u.instance.ProviderID)
-		if notFound := (*cloudprovider.NotFoundError)(nil); errors.As(err, &notFound) {
+		if notFound := (*cloudprovider.NotFoundError)(nil); errors.As(err, &notFound) || (err == nil && instance.State.ShutDown()) {
 			c.ledger.Release(u.launch.reservations[u.index])
 			c.inFlight.failed(n)
 			continue

@@ -81,7 +81,8 @@ type Consolidation struct {
 // its pool (with the capacity its limits count), annotated with the nodes they replace and, when
 // there are several, how many (v1alpha5.ReplacementsAnnotationKey). All or none: when one fails,
 // those launched before it are withdrawn (WithdrawReplacements) and the error is the launch's,
-// joined with any of the withdrawal.
+// joined with any of the withdrawal; when one is still in progress (launcher.LaunchInProgressError)
+// they are kept, for the decision made again to find.
 func LaunchReplacements(ctx context.Context, l *launcher.Launcher, c client.Writer, replacements []*scheduling.NewNode,
 	poolOf func(*scheduling.NewNode) (launcher.Pool, map[string]corev1.ResourceList), o Consolidation) ([]*launcher.Launched, error) {
 	annotations := map[string]string{v1alpha5.ReplacesAnnotationKey: strings.Join(o.Replaced, ",")}
@@ -100,6 +101,10 @@ func LaunchReplacements(ctx context.Context, l *launcher.Launcher, c client.Writ
 			Annotations: annotations,
 			Reason:      o.Reason,
 		})
+		if inProgress := (*launcher.LaunchInProgressError)(nil); errors.As(err, &inProgress) {
+			// The decision made again finds each launch so far by its decision, this one too.
+			return nil, err
+		}
 		if err != nil {
 			nodeClaims := make([]*v1.NodeClaim, 0, len(launched))
 			for _, done := range launched {

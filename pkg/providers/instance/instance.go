@@ -73,8 +73,11 @@ const (
 // its node's name. EC2 may not know the instance at all for a moment after CreateFleet. A
 // CreateFleet answered again for its client token names instances that may have terminated
 // since (EC2 keeps the answer for at least a day after they did): such an instance is returned
-// as InstanceStateTerminated, and so is one EC2 still does not know after every attempt, as EC2
-// forgets an instance about an hour after it terminated.
+// as it is, shutting down or terminated. One EC2 still does not know after every attempt is not
+// read: it may be that new (EC2's reads are eventually consistent) or long terminated (EC2
+// forgets an instance about an hour after), and only a later read tells which; until then it is
+// the caller's as CreateFleet's answer told it (UnreadInstancesError), never an instance with no
+// provider ID.
 func (p *Provider) describeLaunched(ctx context.Context, id string) (*cloudprovider.Instance, error) {
 	var last error
 	for attempt := 0; attempt < privateDNSAttempts; attempt++ {
@@ -98,17 +101,13 @@ func (p *Provider) describeLaunched(ctx context.Context, id string) (*cloudprovi
 			last = fmt.Errorf("instance %s has no private DNS name yet", id)
 		}
 	}
-	var notFound *cloudprovider.NotFoundError
-	if errors.As(last, &notFound) {
-		return &cloudprovider.Instance{ID: id, State: cloudprovider.InstanceStateTerminated}, nil
-	}
 	return nil, fmt.Errorf("launched instance %s, but its node name is unknown, %w", id, last)
 }
 
 // settled is whether a just-launched instance is read as describeLaunched waits for it: EC2 knows
-// its private DNS name, or it terminated.
+// its private DNS name, or it shut down.
 func settled(instance *cloudprovider.Instance) bool {
-	return instance.NodeName != "" || instance.State == cloudprovider.InstanceStateTerminated
+	return instance.NodeName != "" || instance.State.ShutDown()
 }
 
 // readSettled reads the instances in one DescribeInstances call and returns, by id, those
@@ -139,7 +138,8 @@ func (p *Provider) readSettled(ctx context.Context, launched []*cloudprovider.In
 	return out
 }
 
-// describe reads one instance; a terminated one is not found.
+// describe reads one instance; a terminated one is not found, one shutting down is (it may hold
+// its volumes and network interfaces a while yet).
 func (p *Provider) describe(ctx context.Context, id string) (*cloudprovider.Instance, error) {
 	instance, err := p.read(ctx, id)
 	if err != nil {
@@ -151,8 +151,7 @@ func (p *Provider) describe(ctx context.Context, id string) (*cloudprovider.Inst
 	return instance, nil
 }
 
-// read reads one instance, a terminated one as InstanceStateTerminated; one EC2 does not know is
-// not found.
+// read reads one instance, a terminated one too; one EC2 does not know is not found.
 func (p *Provider) read(ctx context.Context, id string) (*cloudprovider.Instance, error) {
 	c, err := p.clients()
 	if err != nil {
@@ -170,12 +169,15 @@ func (p *Provider) read(ctx context.Context, id string) (*cloudprovider.Instance
 	return nil, &cloudprovider.NotFoundError{Resource: "instance " + id, Err: errors.New("unknown to EC2")}
 }
 
-// convertInstance maps an EC2 instance; one shutting down or gone is InstanceStateTerminated.
+// convertInstance maps an EC2 instance's state to what the cluster needs of it: pending (stopping
+// and stopped ones too), running, shutting down or terminated.
 func convertInstance(instance ec2types.Instance) *cloudprovider.Instance {
 	state := cloudprovider.InstanceStatePending
 	if instance.State != nil {
 		switch instance.State.Name {
-		case ec2types.InstanceStateNameShuttingDown, ec2types.InstanceStateNameTerminated:
+		case ec2types.InstanceStateNameShuttingDown:
+			state = cloudprovider.InstanceStateShuttingDown
+		case ec2types.InstanceStateNameTerminated:
 			state = cloudprovider.InstanceStateTerminated
 		case ec2types.InstanceStateNameRunning:
 			state = cloudprovider.InstanceStateRunning
@@ -289,7 +291,7 @@ func (p *Provider) List(ctx context.Context) ([]*cloudprovider.Instance, error) 
 		}
 		for _, reservation := range page.Reservations {
 			for _, instance := range reservation.Instances {
-				if converted := convertInstance(instance); converted.State != cloudprovider.InstanceStateTerminated {
+				if converted := convertInstance(instance); !converted.State.ShutDown() {
 					instances = append(instances, converted)
 				}
 			}

@@ -127,7 +127,7 @@ type Orphans struct {
 
 // Compare finds the instances that neither a registered node nor a NodeClaim stands for, launched before
 // now-grace, and the nodes Karpenter launched and the NodeClaims whose instance is not among
-// instances. Those being deleted are left to their finalizer. An instance of a launch one of
+// instances, recorded before now-grace. Those being deleted are left to their finalizer. An instance of a launch one of
 // whose NodeClaims has not recorded its instance yet is that NodeClaim's until it has: a
 // launch's instances are recorded one by one after the call returns (a large one's, or one
 // resumed after a crash, past the grace), and the lifecycle deletes a NodeClaim not launched in
@@ -166,12 +166,24 @@ func Compare(instances []*cloudprovider.Instance, nodeList []corev1.Node, claims
 		}
 	}
 	for i := range claims {
+		// A NodeClaim recorded within the grace may name an instance EC2 does not show yet:
+		// its reads are eventually consistent, and a launch whose instance could not be read
+		// back records it as the launch's answer told it.
 		nc := &claims[i]
-		if nc.DeletionTimestamp == nil && nc.Status.ProviderID != "" && !launched[nc.Status.ProviderID] {
+		if nc.DeletionTimestamp == nil && nc.Status.ProviderID != "" && !launched[nc.Status.ProviderID] && now.Sub(recordedAt(nc)) >= grace {
 			orphans.SuspectClaims = append(orphans.SuspectClaims, nc)
 		}
 	}
 	return orphans
+}
+
+// recordedAt is when the NodeClaim recorded its instance: when it became Launched, or was
+// created when it has no such condition.
+func recordedAt(nc *v1.NodeClaim) time.Time {
+	if launched := nc.Condition(v1.ConditionTypeLaunched); launched != nil {
+		return launched.LastTransitionTime.Time
+	}
+	return nc.CreationTimestamp.Time
 }
 
 // Collect runs one comparison: it terminates the orphaned instances and deletes the nodes

@@ -86,6 +86,15 @@ func TestCompare(t *testing.T) {
 		{name: "a NodeClaim without its instance is a suspect; one being deleted or not launched is not",
 			instances: []*cloudprovider.Instance{instance("fake:///a/i-1", time.Hour)},
 			claims:    []v1.NodeClaim{claim("nc1", "fake:///a/i-1"), claim("nc2", "fake:///a/i-2"), deletingClaim, claim("launching", "")}, claimsWant: []string{"nc2"}},
+		// A review: EC2's reads are eventually consistent, and a launch whose instance could not
+		// be read back records it as the answer told it; the code before deleted such a
+		// NodeClaim at once, its instance left for the grace.
+		{name: "a NodeClaim recorded within the grace is not a suspect",
+			claims: []v1.NodeClaim{func() v1.NodeClaim {
+				nc := claim("just-launched", "fake:///a/i-2")
+				nc.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeLaunched, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))}}
+				return nc
+			}()}},
 		// A review: a NodeClaim deleted before it recorded its instance, whose kubelet then
 		// registered a node that no NodeClaim takes, left the instance running for good.
 		{name: "a node still registering does not stand for its instance",

@@ -193,7 +193,7 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 	if gone {
 		// Its pods stopped with the instance: evicting them would wait forever for a kubelet
 		// that is not there to confirm.
-		return reconcile.Result{}, c.release(ctx, node, fmt.Sprintf("Instance %s no longer exists; released the node without draining", node.Spec.ProviderID))
+		return reconcile.Result{}, c.release(ctx, node, fmt.Sprintf("Instance %s no longer runs; released the node without draining", node.Spec.ProviderID))
 	}
 	if err := c.cordon(ctx, node); err != nil {
 		return reconcile.Result{}, err
@@ -419,19 +419,20 @@ func (c *Controller) terminate(ctx context.Context, node *corev1.Node) error {
 	return c.release(ctx, node, fmt.Sprintf("Drained; terminated instance %s", node.Spec.ProviderID))
 }
 
-// instanceGone is true when the cloud no longer has the node's instance.
+// instanceGone is true when the node's instance no longer runs: the cloud shuts it down or no
+// longer has it.
 func (c *Controller) instanceGone(ctx context.Context, node *corev1.Node) (bool, error) {
 	if node.Spec.ProviderID == "" {
 		return false, nil
 	}
-	_, err := c.instances.Get(ctx, node.Spec.ProviderID)
+	instance, err := c.instances.Get(ctx, node.Spec.ProviderID)
 	if notFound := (*cloudprovider.NotFoundError)(nil); errors.As(err, &notFound) {
 		return true, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("reading instance %s, %w", node.Spec.ProviderID, err)
 	}
-	return false, nil
+	return instance.State.ShutDown(), nil
 }
 
 // registeringByItsNodeClaim is whether the node still carries the taint it registered with and a

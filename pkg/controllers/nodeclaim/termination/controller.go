@@ -136,11 +136,16 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 		return reconcile.Result{}, nil
 	}
 	// The node's own termination terminated the instance already, as a rule: the cloud is
-	// asked to terminate it only when it still runs, so an instance is terminated once.
-	_, err = c.instances.Get(ctx, nc.Status.ProviderID)
+	// asked to terminate it only when it still runs, so an instance is terminated once. The
+	// NodeClaim stays until the instance is gone, not only shutting down, as upstream's: until
+	// then it may hold its volumes and network interfaces, and it is still billed.
+	instance, err := c.instances.Get(ctx, nc.Status.ProviderID)
 	if notFound := (*cloudprovider.NotFoundError)(nil); !errors.As(err, &notFound) {
 		if err != nil {
 			return reconcile.Result{}, fmt.Errorf("reading instance %s of nodeclaim %s, %w", nc.Status.ProviderID, nc.Name, err)
+		}
+		if instance.State.ShutDown() {
+			return reconcile.Result{RequeueAfter: terminationPoll}, nil
 		}
 		if err := c.instances.Delete(ctx, nc.Status.ProviderID); err != nil {
 			return reconcile.Result{}, fmt.Errorf("terminating instance %s of nodeclaim %s, %w", nc.Status.ProviderID, nc.Name, err)
