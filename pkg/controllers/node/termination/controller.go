@@ -57,13 +57,15 @@ const recheckPeriod = 30 * time.Second
 
 // Event reasons, documented in docs/node-lifecycle.md.
 const (
-	ReasonCordoned          = "Cordoned"
-	ReasonDrainBlocked      = "DrainBlocked"
-	ReasonDrainWaiting      = "DrainWaiting"
-	ReasonEvictionBlocked   = "EvictionBlocked"
-	ReasonDrainDeadline     = "DrainDeadlineExceeded"
-	ReasonTerminated        = "InstanceTerminated"
-	ReasonFinalizerRestored = "TerminationFinalizerRestored"
+	ReasonCordoned        = "Cordoned"
+	ReasonDrainBlocked    = "DrainBlocked"
+	ReasonDrainWaiting    = "DrainWaiting"
+	ReasonEvictionBlocked = "EvictionBlocked"
+	ReasonDrainDeadline   = "DrainDeadlineExceeded"
+	// ReasonAwaitingVolumeDetachment: drained, the instance waits for its volumes to detach.
+	ReasonAwaitingVolumeDetachment = "AwaitingVolumeDetachment"
+	ReasonTerminated               = "InstanceTerminated"
+	ReasonFinalizerRestored        = "TerminationFinalizerRestored"
 )
 
 const (
@@ -238,6 +240,9 @@ func (c *Controller) Reconcile(ctx context.Context, request reconcile.Request) (
 		return c.drain(ctx, node, step, deadline, now)
 	}
 	c.backoff.Forget(request.NamespacedName)
+	if wait, err := c.awaitDetach(ctx, node, onNode.Items, deadline, now); wait > 0 || err != nil {
+		return reconcile.Result{RequeueAfter: wait}, err
+	}
 	return reconcile.Result{}, c.terminate(ctx, node)
 }
 
