@@ -73,12 +73,22 @@ func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision str
 		err := errors.New("the cloud launched no instance")
 		return nil, errors.Join(err, l.Fail(context.WithoutCancel(ctx), nodeClaims[0], err))
 	}
+	if instance.State.ShutDown() {
+		// It failed at boot (EC2 terminates an instance whose volumes it cannot encrypt, say):
+		// nothing to record, nothing to wait for.
+		err := fmt.Errorf("instance %s shut down as it launched", instance.ID)
+		return nil, errors.Join(err, l.Fail(context.WithoutCancel(ctx), nodeClaims[0], err))
+	}
 	nc, err := l.Record(ctx, nodeClaims[0], instance, InstanceTypeNamed(request.Candidates, instance.InstanceType))
 	if err != nil {
 		return nil, err
 	}
 	if instance.NodeName == "" {
-		return nil, &LaunchInProgressError{NodeClaim: nc.Name, Instance: instance.ID, Err: unread}
+		var why error = errors.New("its node name is not known yet")
+		if unread != nil {
+			why = unread
+		}
+		return nil, &LaunchInProgressError{NodeClaim: nc.Name, Instance: instance.ID, InstanceType: instance.InstanceType, Err: why}
 	}
 	return &Launched{NodeClaim: nc, NodeName: instance.NodeName}, nil
 }
@@ -89,9 +99,9 @@ func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision str
 // cloud's read failed, or the cloud does not show the instance yet). The decision waits for it
 // rather than launching a second node.
 type LaunchInProgressError struct {
-	NodeClaim string
-	Instance  string
-	Err       error
+	NodeClaim              string
+	Instance, InstanceType string
+	Err                    error
 }
 
 func (e *LaunchInProgressError) Error() string {

@@ -86,7 +86,8 @@ func (c *Controller) consolidate(ctx context.Context, snapshot *state.Snapshot, 
 // replaceUnderutilized taints the nodes disrupted and launches their cheaper replacements,
 // annotated with their names (and how many replace them); finish deletes them once every
 // replacement is initialized. A launch that fails is rolled back at once: the replacements
-// launched before it are deleted and the nodes untainted. acted is whether it launched them all.
+// launched before it are deleted and the nodes untainted, unless one runs and is not read yet
+// (launcher.LaunchInProgressError). acted is whether it launched them all.
 func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disruption.Candidate, best disruption.Consolidation, loaded *replacementPools) (acted bool, err error) {
 	for _, replacement := range best.Replacements {
 		if _, ok := loaded.launchers[replacement.Pool]; !ok {
@@ -108,6 +109,11 @@ func (c *Controller) replaceUnderutilized(ctx context.Context, chosen []*disrupt
 		},
 		provisioning.Consolidation{Replaced: names, ReplacedUIDs: uids, Ledger: c.Ledger, Reason: metrics.ReasonUnderutilized,
 			Annotations: map[string]string{v1.DisruptionReasonAnnotationKey: metrics.ReasonUnderutilized}})
+	if inProgress := (*launcher.LaunchInProgressError)(nil); errors.As(err, &inProgress) {
+		// A replacement runs and is not read yet: the nodes stay tainted, and finish waits for
+		// their replacements (withdrawing them should fewer than the decision's be launched).
+		return false, err
+	}
 	if err != nil {
 		return false, c.rollBackReplacement(ctx, chosen, err)
 	}

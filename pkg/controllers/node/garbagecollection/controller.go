@@ -217,11 +217,12 @@ func (c *Controller) Collect(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// deleteClaimIfGone deletes a NodeClaim whose instance the cloud no longer has (terminated out of
-// band, reclaimed): its node goes with it, and its pods get a new node.
+// deleteClaimIfGone deletes a NodeClaim whose instance the cloud no longer has or shuts down
+// (terminated out of band, reclaimed): its node goes with it, and its pods get a new node. Its
+// finalizer still waits for the instance to be terminated.
 func (c *Controller) deleteClaimIfGone(ctx context.Context, nc *v1.NodeClaim) error {
-	_, err := c.instances.Get(ctx, nc.Status.ProviderID)
-	if notFound := (*cloudprovider.NotFoundError)(nil); !errors.As(err, &notFound) {
+	instance, err := c.instances.Get(ctx, nc.Status.ProviderID)
+	if notFound := (*cloudprovider.NotFoundError)(nil); !errors.As(err, &notFound) && (err != nil || !instance.State.ShutDown()) {
 		if err != nil {
 			return fmt.Errorf("reading instance %s of nodeclaim %s, %w", nc.Status.ProviderID, nc.Name, err)
 		}
@@ -256,8 +257,8 @@ func (c *Controller) terminate(ctx context.Context, instance *cloudprovider.Inst
 }
 
 func (c *Controller) deleteIfGone(ctx context.Context, node *corev1.Node) error {
-	_, err := c.instances.Get(ctx, node.Spec.ProviderID)
-	if notFound := (*cloudprovider.NotFoundError)(nil); !errors.As(err, &notFound) {
+	instance, err := c.instances.Get(ctx, node.Spec.ProviderID)
+	if notFound := (*cloudprovider.NotFoundError)(nil); !errors.As(err, &notFound) && (err != nil || !instance.State.ShutDown()) {
 		if err != nil {
 			return fmt.Errorf("reading instance %s of node %s, %w", node.Spec.ProviderID, node.Name, err)
 		}

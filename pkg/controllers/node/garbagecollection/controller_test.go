@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -23,6 +24,7 @@ import (
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/kubefake"
 )
 
 var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -194,5 +196,39 @@ func TestCollect(t *testing.T) {
 	}
 	if len(reasons) != 2 {
 		t.Errorf("events %q, want one per orphan", reasons)
+	}
+}
+
+// TestCollectTakesAShuttingDownInstanceForGone: an instance terminated out of band (by hand, or a
+// spot reclaim no queue told of) shuts down for a while before EC2 calls it terminated; its node
+// and NodeClaim are collected at once, as upstream collects them, rather than once it is
+// terminated. (Found by a review: the AWS adapter's Get answers a shutting-down instance since
+// it is not gone for its NodeClaim's finalizer.)
+func TestCollectTakesAShuttingDownInstanceForGone(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(now.Add(-time.Hour))
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{Clock: clk, ShutDownPending: true})
+	withNode, withNodeClaim := launch(t, cloud), launch(t, cloud)
+	clk.SetTime(now)
+	for _, instance := range []*cloudprovider.Instance{withNode, withNodeClaim} {
+		if err := cloud.Delete(ctx, instance.ProviderID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node := karpenterNode("reclaimed", withNode.ProviderID)
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "reclaimed"}, Status: v1.NodeClaimStatus{ProviderID: withNodeClaim.ProviderID}}
+	kube := kubefake.NewClientBuilder().WithObjects(&node, nc).Build()
+	controller, err := garbagecollection.New(garbagecollection.Options{Client: kube, Instances: cloud, Recorder: record.NewFakeRecorder(10), Clock: clk, Grace: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := controller.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(&node), &corev1.Node{}); !apierrors.IsNotFound(err) {
+		t.Errorf("node read %v, want it deleted", err)
+	}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(nc), &v1.NodeClaim{}); !apierrors.IsNotFound(err) {
+		t.Errorf("nodeclaim read %v, want it deleted", err)
 	}
 }

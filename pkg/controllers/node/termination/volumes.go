@@ -32,7 +32,9 @@ func AwaitedAttachments(attachments []storagev1.VolumeAttachment, nodeName strin
 		if va.Spec.NodeName != nodeName {
 			continue
 		}
-		if pv := va.Spec.Source.PersistentVolumeName; pv != nil && staying.Has(*pv) {
+		// An inline volume's (CSI migration's InlineVolumeSpec) is not waited for, as upstream
+		// does not: no claim says whether a pod staying on the node holds it.
+		if pv := va.Spec.Source.PersistentVolumeName; pv == nil || staying.Has(*pv) {
 			continue
 		}
 		out = append(out, va.Name)

@@ -29,13 +29,17 @@ func attachment(name, node, pv string) storagev1.VolumeAttachment {
 }
 
 func TestAwaitedAttachments(t *testing.T) {
-	attachments := []storagev1.VolumeAttachment{attachment("b", "n", "pv-b"), attachment("a", "n", "pv-a"), attachment("other", "m", "pv-c"), attachment("kept", "n", "pv-kept")}
+	inline := attachment("inline", "n", "")
+	inline.Spec.Source = storagev1.VolumeAttachmentSource{InlineVolumeSpec: &corev1.PersistentVolumeSpec{}}
+	attachments := []storagev1.VolumeAttachment{attachment("b", "n", "pv-b"), attachment("a", "n", "pv-a"), attachment("other", "m", "pv-c"), attachment("kept", "n", "pv-kept"), inline}
 	for _, tc := range []struct {
 		name    string
 		staying sets.Set[string]
 		want    []string
 	}{
-		{name: "every attachment of the node", staying: sets.New[string](), want: []string{"a", "b", "kept"}},
+		// An inline volume held the instance for ever when a DaemonSet's pod used it and no
+		// deadline bounded the drain (found by a review).
+		{name: "every attachment of the node's persistent volumes", staying: sets.New[string](), want: []string{"a", "b", "kept"}},
 		{name: "but those of volumes pods staying on it use", staying: sets.New("pv-kept"), want: []string{"a", "b"}},
 	} {
 		if got := termination.AwaitedAttachments(attachments, "n", tc.staying); !slices.Equal(got, tc.want) {
