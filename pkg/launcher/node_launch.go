@@ -84,7 +84,7 @@ func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision str
 		return nil, err
 	}
 	if instance.NodeName == "" {
-		var why error = errors.New("its node name is not known yet")
+		why := errors.New("its node name is not known yet")
 		if unread != nil {
 			why = unread
 		}
