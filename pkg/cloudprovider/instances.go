@@ -2,6 +2,7 @@ package cloudprovider
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -151,6 +152,17 @@ const (
 // ShutDown is whether an instance in the state no longer runs: shutting down or terminated.
 func (s InstanceState) ShutDown() bool {
 	return s == InstanceStateShuttingDown || s == InstanceStateTerminated
+}
+
+// GetRunning is Get for those who need the instance only while it runs: one shutting down is not
+// found either (its pods stopped with it). A NodeClaim's termination, which waits for the
+// instance to be gone, reads it with Get.
+func GetRunning(ctx context.Context, instances InstanceProvider, providerID string) (*Instance, error) {
+	instance, err := instances.Get(ctx, providerID)
+	if err == nil && instance.State.ShutDown() {
+		return nil, &NotFoundError{Resource: "instance " + providerID, Err: errors.New("it is shutting down")}
+	}
+	return instance, err
 }
 
 // Instance is a machine the cloud launched.

@@ -88,7 +88,7 @@ func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision str
 		if unread != nil {
 			why = unread
 		}
-		return nil, &LaunchInProgressError{NodeClaim: nc.Name, Instance: instance.ID, InstanceType: instance.InstanceType, Err: why}
+		return nil, &LaunchInProgressError{NodeClaim: nc.Name, Instance: instance.ProviderID, Err: why}
 	}
 	return &Launched{NodeClaim: nc, NodeName: instance.NodeName}, nil
 }
@@ -99,9 +99,10 @@ func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision str
 // cloud's read failed, or the cloud does not show the instance yet). The decision waits for it
 // rather than launching a second node.
 type LaunchInProgressError struct {
-	NodeClaim              string
-	Instance, InstanceType string
-	Err                    error
+	NodeClaim string
+	// Instance is the recorded instance's provider id.
+	Instance string
+	Err      error
 }
 
 func (e *LaunchInProgressError) Error() string {

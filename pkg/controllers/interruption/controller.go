@@ -438,9 +438,7 @@ func (c *Controller) replaceFirst(ctx context.Context, message cloudprovider.Int
 // deleted at that version, so that a node deleted since the cache was read (for another message
 // of the batch, or of a batch just before) is not deleted, nor counted, again.
 func (c *Controller) deleteNode(ctx context.Context, message cloudprovider.InterruptionMessage, id string, node *corev1.Node) error {
-	if offering, ok := UnavailableOffering(message.Kind, node.Labels); ok {
-		c.instances.MarkUnavailable(ctx, offering, fmt.Sprintf("%s of %s", describe(message), id))
-	}
+	c.markReclaimed(ctx, message, id, node.Labels)
 	if node.DeletionTimestamp != nil {
 		return nil
 	}
@@ -461,12 +459,18 @@ func (c *Controller) deleteNode(ctx context.Context, message cloudprovider.Inter
 	return nil
 }
 
+// markReclaimed stops offering, for a while, what a spot interruption of the node (or NodeClaim)
+// with the labels reclaimed (UnavailableOffering).
+func (c *Controller) markReclaimed(ctx context.Context, message cloudprovider.InterruptionMessage, id string, labels map[string]string) {
+	if offering, ok := UnavailableOffering(message.Kind, labels); ok {
+		c.instances.MarkUnavailable(ctx, offering, fmt.Sprintf("%s of %s", describe(message), id))
+	}
+}
+
 // deleteNodeClaim marks a reclaimed offering unavailable and deletes the NodeClaim of an
 // instance no node of which registered; one already being deleted is left to its finalizer.
 func (c *Controller) deleteNodeClaim(ctx context.Context, message cloudprovider.InterruptionMessage, id string, nc *v1.NodeClaim) error {
-	if offering, ok := UnavailableOffering(message.Kind, nc.Labels); ok {
-		c.instances.MarkUnavailable(ctx, offering, fmt.Sprintf("%s of %s", describe(message), id))
-	}
+	c.markReclaimed(ctx, message, id, nc.Labels)
 	if nc.DeletionTimestamp != nil {
 		return nil
 	}

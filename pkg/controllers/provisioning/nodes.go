@@ -18,8 +18,8 @@ import (
 func (c *Controller) readUnread(ctx context.Context, shown sets.Set[string]) (unread bool) {
 	for _, n := range c.inFlight.toRead(shown) {
 		u := n.unread
-		instance, err := c.instanceProvider.Get(ctx, u.instance.ProviderID)
-		if notFound := (*cloudprovider.NotFoundError)(nil); errors.As(err, &notFound) || (err == nil && instance.State.ShutDown()) {
+		instance, err := cloudprovider.GetRunning(ctx, c.instanceProvider, u.instance.ProviderID)
+		if notFound := (*cloudprovider.NotFoundError)(nil); errors.As(err, &notFound) {
 			c.ledger.Release(u.launch.reservations[u.index])
 			c.inFlight.failed(n)
 			continue

@@ -221,8 +221,8 @@ func (c *Controller) Collect(ctx context.Context) error {
 // (terminated out of band, reclaimed): its node goes with it, and its pods get a new node. Its
 // finalizer still waits for the instance to be terminated.
 func (c *Controller) deleteClaimIfGone(ctx context.Context, nc *v1.NodeClaim) error {
-	instance, err := c.instances.Get(ctx, nc.Status.ProviderID)
-	if notFound := (*cloudprovider.NotFoundError)(nil); !errors.As(err, &notFound) && (err != nil || !instance.State.ShutDown()) {
+	_, err := cloudprovider.GetRunning(ctx, c.instances, nc.Status.ProviderID)
+	if notFound := (*cloudprovider.NotFoundError)(nil); !errors.As(err, &notFound) {
 		if err != nil {
 			return fmt.Errorf("reading instance %s of nodeclaim %s, %w", nc.Status.ProviderID, nc.Name, err)
 		}
@@ -257,8 +257,8 @@ func (c *Controller) terminate(ctx context.Context, instance *cloudprovider.Inst
 }
 
 func (c *Controller) deleteIfGone(ctx context.Context, node *corev1.Node) error {
-	instance, err := c.instances.Get(ctx, node.Spec.ProviderID)
-	if notFound := (*cloudprovider.NotFoundError)(nil); !errors.As(err, &notFound) && (err != nil || !instance.State.ShutDown()) {
+	_, err := cloudprovider.GetRunning(ctx, c.instances, node.Spec.ProviderID)
+	if notFound := (*cloudprovider.NotFoundError)(nil); !errors.As(err, &notFound) {
 		if err != nil {
 			return fmt.Errorf("reading instance %s of node %s, %w", node.Spec.ProviderID, node.Name, err)
 		}

@@ -430,14 +430,14 @@ func (c *Controller) instanceGone(ctx context.Context, node *corev1.Node) (bool,
 	if node.Spec.ProviderID == "" {
 		return false, nil
 	}
-	instance, err := c.instances.Get(ctx, node.Spec.ProviderID)
+	_, err := cloudprovider.GetRunning(ctx, c.instances, node.Spec.ProviderID)
 	if notFound := (*cloudprovider.NotFoundError)(nil); errors.As(err, &notFound) {
 		return true, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("reading instance %s, %w", node.Spec.ProviderID, err)
 	}
-	return instance.State.ShutDown(), nil
+	return false, nil
 }
 
 // registeringByItsNodeClaim is whether the node still carries the taint it registered with and a

@@ -19,6 +19,20 @@ import (
 	"karpenter.sh/karpenter/pkg/test/kubefake"
 )
 
+// launchedNode launches an instance of a Provisioner's in the fake cloud and returns its node,
+// with the termination finalizer.
+func launchedNode(t *testing.T, cloud *fake.InstanceProvider) *corev1.Node {
+	t.Helper()
+	it := fake.DefaultInstanceTypes()[0]
+	launched, err := cloud.Create(t.Context(), cloudprovider.LaunchRequest{ProvisionerName: "default",
+		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: launched[0].NodeName, Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "default"},
+		Finalizers: []string{v1alpha5.TerminationFinalizer}}, Spec: corev1.NodeSpec{ProviderID: launched[0].ProviderID}}
+}
+
 // TestANodeWhoseInstanceShutsDownIsReleasedWithoutADrain: the cloud shuts the node's instance
 // down (reclaimed, or terminated by hand): its pods stopped with it, and evicting them would wait
 // for a kubelet that is not there to confirm. The node is released at once, as one whose
@@ -26,18 +40,10 @@ import (
 func TestANodeWhoseInstanceShutsDownIsReleasedWithoutADrain(t *testing.T) {
 	ctx := t.Context()
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{ShutDownPending: true})
-	it := fake.DefaultInstanceTypes()[0]
-	launched, err := cloud.Create(ctx, cloudprovider.LaunchRequest{ProvisionerName: "default",
-		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}}})
-	if err != nil {
+	node := launchedNode(t, cloud)
+	if err := cloud.Delete(ctx, node.Spec.ProviderID); err != nil {
 		t.Fatal(err)
 	}
-	instance := launched[0]
-	if err := cloud.Delete(ctx, instance.ProviderID); err != nil {
-		t.Fatal(err)
-	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: instance.NodeName, Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "default"},
-		Finalizers: []string{v1alpha5.TerminationFinalizer}}, Spec: corev1.NodeSpec{ProviderID: instance.ProviderID}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: node.Name}}
 	c := kubefake.NewClientBuilder().WithObjects(node, pod).Build()
 	if err := c.Delete(ctx, node); err != nil {

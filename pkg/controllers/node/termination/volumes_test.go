@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
-	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/node/termination"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
@@ -68,15 +67,7 @@ func TestTheInstanceWaitsForItsVolumesToDetach(t *testing.T) {
 			now := time.Now().Truncate(time.Second)
 			clk := clocktesting.NewFakeClock(now)
 			cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-			it := fake.DefaultInstanceTypes()[0]
-			launched, err := cloud.Create(ctx, cloudprovider.LaunchRequest{ProvisionerName: "default",
-				Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			instance := launched[0]
-			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: instance.NodeName, Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "default"},
-				Finalizers: []string{v1alpha5.TerminationFinalizer}}, Spec: corev1.NodeSpec{ProviderID: instance.ProviderID}}
+			node := launchedNode(t, cloud)
 			provisioner := &v1alpha5.Provisioner{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha5.ProvisionerSpec{TerminationGracePeriodSeconds: tc.deadline}}
 			daemon := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "default",
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds", Controller: ptr.To(true)}}},
