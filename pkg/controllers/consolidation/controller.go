@@ -218,9 +218,10 @@ func Read(ctx context.Context, reader client.Reader, cluster *state.Snapshot, in
 		overlayInputs = append(overlayInputs, provisioning.OverlayPool(p, types))
 	}
 	overlaid, _ := cluster.AddInstanceTypes(overlayInputs)
+	all := cluster.AllNodes()
 	for _, pool := range overlayInputs {
 		p := byName[pool.Key.Name]
-		snapshot.Counted[p.Name] = provisioning.Counted(cluster.Nodes, pool.Key, cluster.InstanceTypes)
+		snapshot.Counted[p.Name] = provisioning.Counted(all, pool.Key, cluster.InstanceTypes)
 		limited := p.DeepCopy()
 		limited.Status.Resources = ledger.Used(pool.Key, snapshot.Counted[p.Name])
 		snapshot.Provisioners = append(snapshot.Provisioners, Provisioner{Provisioner: limited, InstanceTypes: overlaid[pool.Key]})
@@ -232,7 +233,6 @@ func Read(ctx context.Context, reader client.Reader, cluster *state.Snapshot, in
 	snapshot.Budgets = budgets.Items
 	snapshot.Question = cluster.Question()
 	snapshot.Nodes = append(cluster.Room(), deleting(cluster)...)
-	all := cluster.AllNodes()
 	for i := range all {
 		if node := &all[i]; node.DeletionTimestamp == nil && (nodes.IsLaunching(node) || nodes.HasConditionTaint(node)) {
 			snapshot.Settling = append(snapshot.Settling, node)

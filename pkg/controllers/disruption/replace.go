@@ -54,9 +54,10 @@ func (c *Controller) readPools(ctx context.Context, snapshot *state.Snapshot, no
 		inputs = append(inputs, provisioning.OverlayNodePool(np, types))
 	}
 	overlaid, _ := snapshot.AddInstanceTypes(inputs)
+	all := snapshot.AllNodes()
 	for _, input := range inputs {
 		key := input.Key
-		out.counted[key] = provisioning.Counted(snapshot.Nodes, key, snapshot.InstanceTypes)
+		out.counted[key] = provisioning.Counted(all, key, snapshot.InstanceTypes)
 		out.planned = append(out.planned, provisioning.LimitedNodePool(byKey[key], overlaid[key], c.Ledger.Used(key, out.counted[key]), c.MinValuesPolicy))
 	}
 	return out, nil

@@ -335,9 +335,7 @@ func (c *Controller) launch(ctx context.Context, r *reservedLaunch) ([]*corev1.N
 			} else {
 				r.nodeClaims[i] = recorded
 			}
-			if it != nil {
-				c.ledger.Launched(r.reservations[i], "", it.Capacity)
-			}
+			c.ledger.Launched(r.reservations[i], nc.Name, "", capacityOf(it))
 			c.inFlight.awaitRead(r.planned[i], &unreadLaunch{launch: r, index: i, instance: instance})
 			waiting = append(waiting, r.group.nodes[i].Pods...)
 			continue
@@ -398,11 +396,7 @@ func (c *Controller) record(ctx context.Context, r *reservedLaunch, i int, insta
 		return err
 	}
 	r.nodeClaims[i] = nc
-	if it != nil {
-		c.ledger.Launched(r.reservations[i], instance.NodeName, it.Capacity)
-	} else {
-		c.ledger.Launched(r.reservations[i], instance.NodeName, nil)
-	}
+	c.ledger.Launched(r.reservations[i], nc.Name, instance.NodeName, capacityOf(it))
 	c.inFlight.launched(r.planned[i], instance.NodeName)
 	if instance.FellBackFrom != nil {
 		c.recorder.Event(p.Object(), corev1.EventTypeWarning, ReasonInsufficientCapacity,

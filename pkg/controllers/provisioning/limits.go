@@ -18,11 +18,13 @@ import (
 // Ledger makes pools' limits hard (Provisioners' and NodePools'): a launch reserves, under one lock, the capacity of
 // the largest instance type it may become, against what the provisioner's nodes already hold
 // and what launches still in flight reserved. The Node of a launch is counted from the
-// cluster once it is seen there, and its reservation is dropped then; so is the reservation of
-// a Node the cache showed that a later read of the cluster no longer holds (ForgetGone). So
-// concurrent launches, of one batch or of several, never sum past a limit, however stale the
-// cache, and a Node gone before any pass counted it frees its room. One Ledger is shared by
-// every controller that launches: provisioning, consolidation's replacements and expiry's.
+// cluster once it is seen there (as a Node, or as its launched NodeClaim: Counted), and its
+// reservation is dropped then; so is the reservation of a Node the cache showed, or of a
+// NodeClaim a launch still in progress was handed to, that a later read of the cluster no
+// longer holds (ForgetGone). So concurrent launches, of one batch or of several, never sum past
+// a limit, however stale the cache, and a Node gone before any pass counted it frees its room.
+// One Ledger is shared by every controller that launches: provisioning, consolidation's
+// replacements and expiry's.
 type Ledger struct {
 	mu       sync.Mutex
 	next     int
@@ -34,13 +36,15 @@ type Ledger struct {
 type reservation struct {
 	pool     pools.Key
 	capacity corev1.ResourceList
-	// nodeName is set once the instance launched; the reservation stands until a Node of
-	// that name is counted.
-	nodeName string
+	// nodeName is set once the instance launched, nodeClaim once its NodeClaim is known; the
+	// reservation stands until a node of either name is counted.
+	nodeName, nodeClaim string
 	// node is the UID of its Node once the cache showed it, and cachedAt the ledger's count of
-	// such sightings then.
+	// such sightings (and hand-overs) then.
 	node     types.UID
 	cachedAt uint64
+	// handedOver is whether the launch was handed to its NodeClaim still in progress (HandOver).
+	handedOver bool
 }
 
 // NewLedger is a ledger with nothing reserved.
@@ -48,7 +52,9 @@ func NewLedger() *Ledger { return &Ledger{inFlight: map[int]*reservation{}} }
 
 // Counted is what each node the pool launched counts against its limits, by node name: its
 // capacity and one node (see withNode). A node the kubelet has not reported on yet counts as
-// its instance type.
+// its instance type. nodes are a snapshot's AllNodes, so that a NodeClaim launched whose Node
+// has not registered counts too, under its own name: launched before a restart, no reservation
+// of this process's ledger stands for it.
 func Counted(nodes []corev1.Node, pool pools.Key, instanceTypes map[string]*cloudprovider.InstanceType) map[string]corev1.ResourceList {
 	out := map[string]corev1.ResourceList{}
 	for i := range nodes {
@@ -104,13 +110,23 @@ func (l *Ledger) used(pool pools.Key, nodes map[string]corev1.ResourceList) core
 		if r.pool != pool {
 			continue
 		}
-		if _, counted := nodes[r.nodeName]; counted && r.nodeName != "" {
+		if r.countedIn(nodes) {
 			delete(l.inFlight, id)
 			continue
 		}
 		addTo(total, r.capacity)
 	}
 	return total
+}
+
+// countedIn reports whether nodes, counted by name, hold the reservation's node.
+func (r *reservation) countedIn(nodes map[string]corev1.ResourceList) bool {
+	for _, name := range []string{r.nodeName, r.nodeClaim} {
+		if _, counted := nodes[name]; counted && name != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // Used is what counts against the provisioner's limits now, given its nodes' capacity by
@@ -245,16 +261,39 @@ func keepMinValues(candidates []cloudprovider.Candidate, kept, extra []int, minV
 	return kept
 }
 
-// Launched narrows a reservation to the instance type launched, until a Node named nodeName
-// is counted. An empty capacity (a type the caller does not know) keeps the room reserved.
-func (l *Ledger) Launched(id int, nodeName string, capacity corev1.ResourceList) {
+// Launched narrows a reservation to the instance type launched, until a node named after its
+// Node (nodeName, "" while unknown) or its NodeClaim is counted. An empty capacity (a type the
+// caller does not know) keeps the room reserved.
+func (l *Ledger) Launched(id int, nodeClaim, nodeName string, capacity corev1.ResourceList) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if r, ok := l.inFlight[id]; ok {
-		r.nodeName = nodeName
+		r.nodeClaim, r.nodeName = nodeClaim, nodeName
 		if len(capacity) > 0 {
 			r.capacity = withNode(capacity)
 		}
+	}
+}
+
+// capacityOf is what a launch of the instance type holds, for Launched: nil for a type not known.
+func capacityOf(it *cloudprovider.InstanceType) corev1.ResourceList {
+	if it == nil {
+		return nil
+	}
+	return it.Capacity
+}
+
+// HandOver keeps a reservation whose launch is still in progress (launcher.LaunchInProgressError)
+// for its NodeClaim: it stands until the NodeClaim is counted, launched (Counted), or a read of
+// the cluster begun after the hand-over no longer holds the NodeClaim (ForgetGone). Released
+// instead, its room would be free until a pass saw the NodeClaim launched, and another launch
+// could take it past the pool's limits.
+func (l *Ledger) HandOver(id int, nodeClaim string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r, ok := l.inFlight[id]; ok {
+		l.cached++
+		r.nodeClaim, r.handedOver, r.cachedAt = nodeClaim, true, l.cached
 	}
 }
 
@@ -268,8 +307,9 @@ func (l *Ledger) NodeCached(id int, node types.UID) {
 	}
 }
 
-// Cached is how many reservations' Nodes the cache was seen to show so far. Read before the
-// cluster is, it is what ForgetGone is given with the Nodes read.
+// Cached is how many reservations' Nodes the cache was seen to show, and reservations were
+// handed over, so far. Read before the cluster is, it is what ForgetGone is given with what was
+// read.
 func (l *Ledger) Cached() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -279,16 +319,24 @@ func (l *Ledger) Cached() uint64 {
 // ForgetGone drops the reservations whose Node the cache showed by the time cached was read
 // (Cached) and that nodes, every Node of the cluster read after that, no longer hold by name and
 // UID: deleted, or replaced by another Node of the name, before a pass counted them, they hold
-// no room.
-func (l *Ledger) ForgetGone(nodes []corev1.Node, cached uint64) {
+// no room. So do those handed over by then (HandOver) whose NodeClaim nodeClaims, read with
+// nodes, no longer hold.
+func (l *Ledger) ForgetGone(nodes []corev1.Node, nodeClaims []v1.NodeClaim, cached uint64) {
 	present := make(map[string]types.UID, len(nodes))
 	for i := range nodes {
 		present[nodes[i].Name] = nodes[i].UID
 	}
+	claimed := make(sets.Set[string], len(nodeClaims))
+	for i := range nodeClaims {
+		claimed.Insert(nodeClaims[i].Name)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for id, r := range l.inFlight {
-		if r.cachedAt != 0 && r.cachedAt <= cached && present[r.nodeName] != r.node {
+		if r.cachedAt == 0 || r.cachedAt > cached {
+			continue
+		}
+		if r.handedOver && !claimed.Has(r.nodeClaim) || !r.handedOver && present[r.nodeName] != r.node {
 			delete(l.inFlight, id)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/test/builders"
@@ -67,7 +68,7 @@ func TestLedgerReserve(t *testing.T) {
 					t.Fatal(err)
 				}
 				if nodeName != "" {
-					l.Launched(id, nodeName, cpu("2"))
+					l.Launched(id, "", nodeName, cpu("2"))
 				}
 			}
 			kept, _, err := l.Reserve(pools.Provisioner("p"), tc.limits, tc.nodes, candidates, nil)
@@ -165,7 +166,7 @@ func TestLedgerKeepsTheRoomOfALaunchedTypeItDoesNotKnow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Launched(id, "n1", nil)
+	l.Launched(id, "", "n1", nil)
 	if used := l.Used(pools.Provisioner("p"), nil); used.Cpu().Cmp(resource.MustParse("4")) != 0 {
 		t.Errorf("used %v after launching a type the ledger does not know, want the 4 cores reserved", used)
 	}
@@ -197,7 +198,7 @@ func TestLedgerForgetGone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l.Launched(id, "n1", cpu("2"))
+			l.Launched(id, "", "n1", cpu("2"))
 			read := l.Cached()
 			if tc.cached {
 				l.NodeCached(id, "uid-1")
@@ -205,10 +206,51 @@ func TestLedgerForgetGone(t *testing.T) {
 					read = l.Cached()
 				}
 			}
-			l.ForgetGone(tc.nodes, read)
+			l.ForgetGone(tc.nodes, nil, read)
 			used := l.Used(pools.Provisioner("p"), nil)
 			if reserved := !used.Cpu().IsZero(); reserved != tc.reserved {
 				t.Errorf("reserved = %t, want %t", reserved, tc.reserved)
+			}
+		})
+	}
+}
+
+// TestLedgerHandOver: a reservation handed to the NodeClaim of a launch still in progress
+// stands until that NodeClaim is counted, launched, or a read of the cluster begun after the
+// hand-over lacks it; a read begun before may not show it yet.
+func TestLedgerHandOver(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// counted are the nodes counted by name; readBefore is whether the cluster was read
+		// from before the hand-over; shown whether the read holds the NodeClaim.
+		counted           map[string]corev1.ResourceList
+		readBefore, shown bool
+		// used is the cores counted then: the reservation's 2, or none.
+		used string
+	}{
+		{"launching, shown unlaunched", nil, false, true, "2"},
+		{"counted under the nodeclaim's name, once", map[string]corev1.ResourceList{"claim-1": cpu("2")}, false, true, "2"},
+		{"gone from a read begun after", nil, false, false, "0"},
+		{"not shown by a read begun before", nil, true, false, "2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := NewLedger()
+			_, id, err := l.Reserve(pools.Provisioner("p"), nil, nil, []cloudprovider.Candidate{candidate("small", "2")}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read := l.Cached()
+			l.HandOver(id, "claim-1")
+			if !tc.readBefore {
+				read = l.Cached()
+			}
+			var nodeClaims []v1.NodeClaim
+			if tc.shown {
+				nodeClaims = append(nodeClaims, v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-1"}})
+			}
+			l.ForgetGone(nil, nodeClaims, read)
+			if used := l.Used(pools.Provisioner("p"), tc.counted); used.Cpu().Cmp(resource.MustParse(tc.used)) != 0 {
+				t.Errorf("used %s cores, want %s", used.Cpu(), tc.used)
 			}
 		})
 	}

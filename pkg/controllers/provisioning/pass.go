@@ -58,7 +58,7 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 	if err != nil {
 		return true, err
 	}
-	c.ledger.ForgetGone(snapshot.Nodes, cached)
+	c.ledger.ForgetGone(snapshot.Nodes, snapshot.NodeClaims, cached)
 	// Those standing for NodeClaims whose Node has not registered too: their room is in the
 	// snapshot, and the pods launched for them are counted there.
 	shown := sets.New[string]()

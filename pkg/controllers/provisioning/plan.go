@@ -72,5 +72,5 @@ func LimitedNodePool(np *v1.NodePool, instanceTypes []*cloudprovider.InstanceTyp
 // Used is what the snapshot's nodes of the pool hold against its limits; the controller adds
 // the launches it has in flight.
 func Used(s *state.Snapshot, pool pools.Key) corev1.ResourceList {
-	return NewLedger().Used(pool, Counted(s.Nodes, pool, s.InstanceTypes))
+	return NewLedger().Used(pool, Counted(s.AllNodes(), pool, s.InstanceTypes))
 }

@@ -72,8 +72,9 @@ func (c *Controller) snapshot(ctx context.Context) (*state.Snapshot, map[pools.K
 	for key, types := range overlaid {
 		plans[key].instanceTypes = types
 	}
+	all := snapshot.AllNodes()
 	for key, p := range plans {
-		p.nodes = Counted(snapshot.Nodes, key, snapshot.InstanceTypes)
+		p.nodes = Counted(all, key, snapshot.InstanceTypes)
 	}
 	return snapshot, plans, nil
 }

@@ -50,17 +50,16 @@ func LaunchReplacement(ctx context.Context, l *launcher.Launcher, n *scheduling.
 	launched, err := l.LaunchNode(ctx, launcher.Request{Pool: pool, Candidates: candidates, Labels: n.Labels, Nodes: []*scheduling.NewNode{n}, Annotations: options.Annotations, Reason: options.Reason},
 		options.Decision, options.Counted)
 	if err != nil {
-		if options.Ledger != nil {
+		if inProgress := (*launcher.LaunchInProgressError)(nil); options.Ledger != nil && errors.As(err, &inProgress) {
+			options.Ledger.HandOver(reservation, inProgress.NodeClaim)
+		} else if options.Ledger != nil {
 			options.Ledger.Release(reservation)
 		}
 		return nil, fmt.Errorf("launching a node for %s, %w", pool.Key(), err)
 	}
 	if options.Ledger != nil {
-		var capacity corev1.ResourceList
-		if it := launcher.InstanceTypeNamed(candidates, launched.NodeClaim.Labels[corev1.LabelInstanceTypeStable]); it != nil {
-			capacity = it.Capacity
-		}
-		options.Ledger.Launched(reservation, launched.NodeName, capacity)
+		it := launcher.InstanceTypeNamed(candidates, launched.NodeClaim.Labels[corev1.LabelInstanceTypeStable])
+		options.Ledger.Launched(reservation, launched.NodeClaim.Name, launched.NodeName, capacityOf(it))
 	}
 	return launched, nil
 }

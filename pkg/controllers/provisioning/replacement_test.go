@@ -49,6 +49,38 @@ func TestReplacementReservesUnderLimits(t *testing.T) {
 	}
 }
 
+// TestAReplacementInProgressKeepsItsRoom: a replacement launched and not read back
+// (launcher.LaunchInProgressError) keeps its reservation for its NodeClaim: another launch past
+// the limit is refused, and once the snapshot counts the NodeClaim launched it counts once. (The
+// code before released the reservation, and the second launch went past the limit.)
+func TestAReplacementInProgressKeepsItsRoom(t *testing.T) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	p.Spec.Limits = &v1alpha5.Limits{Resources: builders.Resources("cpu", "10")}
+	planned := &scheduling.NewNode{Pool: pools.Provisioner(p.Name), InstanceTypes: []*cloudprovider.InstanceType{defaultInstanceType("t3.medium")}}
+	counted := map[string]corev1.ResourceList{"old": builders.Resources("cpu", "8")}
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	l := launcher.New(kubefake.NewClientBuilder().Build(), cloud, 0)
+	ledger := provisioning.NewLedger()
+	launch := func(decision string) error {
+		_, err := provisioning.LaunchReplacement(t.Context(), l, planned, launcher.Pool{Provisioner: p},
+			provisioning.ReplacementOptions{Ledger: ledger, Counted: counted, Decision: decision})
+		return err
+	}
+	cloud.SetUnreadLaunches(1)
+	err := launch("expiration\nold")
+	inProgress := (*launcher.LaunchInProgressError)(nil)
+	if !errors.As(err, &inProgress) {
+		t.Fatalf("the first launch returned %v, want a LaunchInProgressError", err)
+	}
+	if err := launch("expiration\nanother"); !errors.As(err, new(*provisioning.LimitExceededError)) {
+		t.Errorf("a second launch past the limit returned %v, want a LimitExceededError", err)
+	}
+	counted[inProgress.NodeClaim] = defaultInstanceType("t3.medium").Capacity
+	if used := ledger.Used(pools.Provisioner(p.Name), counted); used.Cpu().Cmp(resource.MustParse("10")) != 0 {
+		t.Errorf("used %s cpu once the nodeclaim is counted, want 10", used.Cpu())
+	}
+}
+
 // TestReplacementRetriedGetsItsNodeUnlessOthersTookIt: the same decision launched again (a pass
 // after a crash) gets the instance the first launch made, unless the snapshot counts that node
 // already: then other pods took the room it was launched for (as with an expired node's

@@ -44,6 +44,20 @@ func TestProvisionerNodes(t *testing.T) {
 	}
 }
 
+// TestUsedCountsALaunchedNodeClaimWithoutItsNode: a NodeClaim launched whose Node has not
+// registered counts against its pool's limits by the capacity it recorded: after a restart no
+// reservation stands for it. (The code before counted Nodes only, and launched past the limit.)
+func TestUsedCountsALaunchedNodeClaimWithoutItsNode(t *testing.T) {
+	nc := v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-abcde",
+		Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "default", corev1.LabelInstanceTypeStable: "m5.xlarge"}}}
+	nc.Status.ProviderID, nc.Status.Capacity = "fake:///i-1", cpu("4")
+	c := &state.Snapshot{NodeClaims: []v1.NodeClaim{nc}, InstanceTypes: catalogue()}
+	used := Used(c, pools.Provisioner("default"))
+	if cores, nodes := used[corev1.ResourceCPU], used[v1.LimitNodes]; !cores.Equal(resource.MustParse("4")) || !nodes.Equal(resource.MustParse("1")) {
+		t.Errorf("used %v, want the nodeclaim's 4 cores and 1 node", used)
+	}
+}
+
 func TestCandidatesCheapestFirstWithinRequirements(t *testing.T) {
 	types := catalogue()
 	n := &scheduling.NewNode{
