@@ -32,10 +32,9 @@ func TestADecisionWaitsForItsLaunchInProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	request.Annotations = nil
-	_, err = l.LaunchNode(t.Context(), request, decision, nil)
+	_, err = l.LaunchedFor(t.Context(), decision, nil)
 	if inProgress := (*LaunchInProgressError)(nil); !errors.As(err, &inProgress) {
-		t.Errorf("LaunchNode: %v, want a LaunchInProgressError", err)
+		t.Errorf("LaunchedFor: %v, want a LaunchInProgressError", err)
 	}
 	if calls := len(cloud.CreateCalls()); calls != 0 {
 		t.Errorf("%d launches, want none: the decision's launch is under way", calls)
@@ -57,7 +56,7 @@ func TestADecisionKeepsALaunchItCouldNotReadBack(t *testing.T) {
 		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
 		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner("default"), InstanceTypes: []*cloudprovider.InstanceType{it}}}}
 	cloud.SetUnreadLaunches(1)
-	_, err := l.LaunchNode(t.Context(), request, decision, nil)
+	_, err := l.LaunchNode(t.Context(), request, decision)
 	if inProgress := (*LaunchInProgressError)(nil); !errors.As(err, &inProgress) || inProgress.Instance == "" {
 		t.Fatalf("LaunchNode: %v, want a LaunchInProgressError naming the instance", err)
 	}
@@ -68,9 +67,9 @@ func TestADecisionKeepsALaunchItCouldNotReadBack(t *testing.T) {
 	if len(list.Items) != 1 || list.Items[0].Status.ProviderID == "" || list.Items[0].DeletionTimestamp != nil {
 		t.Fatalf("nodeclaims %+v, want one recording the instance", list.Items)
 	}
-	launched, err := l.LaunchNode(t.Context(), request, decision, nil)
-	if err != nil || launched.NodeClaim.Name != list.Items[0].Name || launched.NodeName == "" {
-		t.Fatalf("LaunchNode again: %+v, %v; want nodeclaim %s's node", launched, err, list.Items[0].Name)
+	launched, err := l.LaunchedFor(t.Context(), decision, nil)
+	if err != nil || launched == nil || launched.NodeClaim.Name != list.Items[0].Name || launched.NodeName == "" {
+		t.Fatalf("LaunchedFor: %+v, %v; want nodeclaim %s's node", launched, err, list.Items[0].Name)
 	}
 	if calls := len(cloud.CreateCalls()); calls != 1 {
 		t.Errorf("%d launches, want 1", calls)

@@ -41,8 +41,16 @@ func TestNodeClaimsCountedCreatedAndLaunchedOnce(t *testing.T) {
 			if tc.nodes == 0 {
 				want = 1
 				request.Nodes = []*scheduling.NewNode{{Pool: pools.Provisioner(tc.pool), InstanceTypes: []*cloudprovider.InstanceType{it}}}
+				// As a replacement launches: its launch made is found before another is made.
 				for range 2 {
-					if _, err := l.LaunchNode(t.Context(), request, "replacing old-"+tc.pool, nil); err != nil {
+					found, err := l.LaunchedFor(t.Context(), "replacing old-"+tc.pool, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if found != nil {
+						continue
+					}
+					if _, err := l.LaunchNode(t.Context(), request, "replacing old-"+tc.pool); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -33,25 +33,32 @@ type Launched struct {
 	NodeName  string
 }
 
-// LaunchNode launches the one node of a request, for a decision that may be made again (a
-// replacement); the instance's kubelet registers its Node. A NodeClaim already launched for the
-// same decision is that decision's launch, made before a crash, and is returned instead of
-// another launch: unless counted, the nodes the caller's snapshot counted by name, has its node:
-// then other pods took the room it was launched for, and the decision needs another. An empty
-// decision always launches anew. A NodeClaim that got no instance is deleted; one whose instance
-// launched and could not be read back records it and is returned as a LaunchInProgressError,
-// for the decision made again to find once the instance is read.
-func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision string, counted map[string]corev1.ResourceList) (*Launched, error) {
+// LaunchedFor is the launch of a decision that may be made again (a replacement) made before,
+// by this process or one before a crash: nil when there is none (or the decision is empty), a
+// LaunchInProgressError while it is not done. A NodeClaim launched for the decision whose node
+// counted, the nodes the caller's snapshot counted by name, holds is not the decision's any more:
+// other pods took the room it was launched for, and the decision needs another. The caller asks
+// before reserving room for a launch of its own (LaunchNode): a launch found holds its room
+// already, counted by the snapshot or reserved by the launch that made it.
+func (l *Launcher) LaunchedFor(ctx context.Context, decision string, counted map[string]corev1.ResourceList) (*Launched, error) {
+	if decision == "" {
+		return nil, nil
+	}
+	return l.launchedFor(ctx, decisionDigest(decision), counted)
+}
+
+// LaunchNode launches the one node of a request anew, for a decision that may be made again (a
+// replacement; LaunchedFor finds it then); the instance's kubelet registers its Node. A
+// NodeClaim that got no instance is deleted; one whose instance launched and could not be read
+// back records it and is returned as a LaunchInProgressError, for the decision made again to
+// find once the instance is read.
+func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision string) (*Launched, error) {
 	if decision != "" {
 		request.Annotations = maps.Clone(request.Annotations)
 		if request.Annotations == nil {
 			request.Annotations = map[string]string{}
 		}
 		request.Annotations[DecisionAnnotationKey] = decisionDigest(decision)
-		launched, err := l.launchedFor(ctx, request.Annotations[DecisionAnnotationKey], counted)
-		if launched != nil || err != nil {
-			return launched, err
-		}
 	}
 	nodeClaims, done, err := l.CreateNodeClaims(ctx, request)
 	defer done()

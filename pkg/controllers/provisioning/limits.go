@@ -12,6 +12,7 @@ import (
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/pools"
 )
 
@@ -54,7 +55,9 @@ func NewLedger() *Ledger { return &Ledger{inFlight: map[int]*reservation{}} }
 // capacity and one node (see withNode). A node the kubelet has not reported on yet counts as
 // its instance type. nodes are a snapshot's AllNodes, so that a NodeClaim launched whose Node
 // has not registered counts too, under its own name: launched before a restart, no reservation
-// of this process's ledger stands for it.
+// of this process's ledger stands for it. A node registered for a NodeClaim is also named by its
+// NodeClaim, counting nothing more, so that a reservation handed to the NodeClaim (HandOver)
+// finds it counted all its life.
 func Counted(nodes []corev1.Node, pool pools.Key, instanceTypes map[string]*cloudprovider.InstanceType) map[string]corev1.ResourceList {
 	out := map[string]corev1.ResourceList{}
 	for i := range nodes {
@@ -69,6 +72,15 @@ func Counted(nodes []corev1.Node, pool pools.Key, instanceTypes map[string]*clou
 			}
 		}
 		out[node.Name] = withNode(capacity)
+	}
+	for i := range nodes {
+		if owner, ok := nodeclaims.Owner(&nodes[i]); ok {
+			if _, counted := out[nodes[i].Name]; counted {
+				if _, taken := out[owner]; !taken {
+					out[owner] = corev1.ResourceList{}
+				}
+			}
+		}
 	}
 	return out
 }

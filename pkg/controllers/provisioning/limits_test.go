@@ -230,6 +230,8 @@ func TestLedgerHandOver(t *testing.T) {
 	}{
 		{"launching, shown unlaunched", nil, false, true, "2"},
 		{"counted under the nodeclaim's name, once", map[string]corev1.ResourceList{"claim-1": cpu("2")}, false, true, "2"},
+		// Its Node registered: Counted names it by its NodeClaim too.
+		{"registered, counted once", map[string]corev1.ResourceList{"ip-1": cpu("2"), "claim-1": {}}, false, true, "2"},
 		{"gone from a read begun after", nil, false, false, "0"},
 		{"not shown by a read begun before", nil, true, false, "2"},
 	} {

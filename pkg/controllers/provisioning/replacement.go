@@ -38,6 +38,13 @@ type ReplacementOptions struct {
 // registers its Node. Consolidation, expiry and drift launch so; the caller acts on the nodes it
 // replaces only once a later snapshot shows the replacement registered and Ready.
 func LaunchReplacement(ctx context.Context, l *launcher.Launcher, n *scheduling.NewNode, pool launcher.Pool, options ReplacementOptions) (*launcher.Launched, error) {
+	// The decision made again finds its launch before reserving: the launch holds its room.
+	if launched, err := l.LaunchedFor(ctx, options.Decision, options.Counted); launched != nil || err != nil {
+		if err != nil {
+			return nil, fmt.Errorf("launching a node for %s, %w", pool.Key(), err)
+		}
+		return launched, nil
+	}
 	candidates := n.Offerings()
 	reservation := 0
 	if options.Ledger != nil {
@@ -48,7 +55,7 @@ func LaunchReplacement(ctx context.Context, l *launcher.Launcher, n *scheduling.
 		candidates, reservation = kept, id
 	}
 	launched, err := l.LaunchNode(ctx, launcher.Request{Pool: pool, Candidates: candidates, Labels: n.Labels, Nodes: []*scheduling.NewNode{n}, Annotations: options.Annotations, Reason: options.Reason},
-		options.Decision, options.Counted)
+		options.Decision)
 	if err != nil {
 		if inProgress := (*launcher.LaunchInProgressError)(nil); options.Ledger != nil && errors.As(err, &inProgress) {
 			options.Ledger.HandOver(reservation, inProgress.NodeClaim)

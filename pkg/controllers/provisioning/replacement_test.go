@@ -51,8 +51,10 @@ func TestReplacementReservesUnderLimits(t *testing.T) {
 
 // TestAReplacementInProgressKeepsItsRoom: a replacement launched and not read back
 // (launcher.LaunchInProgressError) keeps its reservation for its NodeClaim: another launch past
-// the limit is refused, and once the snapshot counts the NodeClaim launched it counts once. (The
-// code before released the reservation, and the second launch went past the limit.)
+// the limit is refused, the same decision made again finds its launch before reserving (so the
+// limit does not refuse it), and once the snapshot counts the NodeClaim launched it counts once.
+// (The code before released the reservation, and the second launch went past the limit; then it
+// reserved before finding the decision's launch, and the limit refused that.)
 func TestAReplacementInProgressKeepsItsRoom(t *testing.T) {
 	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
 	p.Spec.Limits = &v1alpha5.Limits{Resources: builders.Resources("cpu", "10")}
@@ -74,6 +76,12 @@ func TestAReplacementInProgressKeepsItsRoom(t *testing.T) {
 	}
 	if err := launch("expiration\nanother"); !errors.As(err, new(*provisioning.LimitExceededError)) {
 		t.Errorf("a second launch past the limit returned %v, want a LimitExceededError", err)
+	}
+	if err := launch("expiration\nold"); err != nil {
+		t.Errorf("the decision made again returned %v, want the node it launched", err)
+	}
+	if launches := len(cloud.CreateCalls()); launches != 1 {
+		t.Errorf("%d instances launched, want 1", launches)
 	}
 	counted[inProgress.NodeClaim] = defaultInstanceType("t3.medium").Capacity
 	if used := ledger.Used(pools.Provisioner(p.Name), counted); used.Cpu().Cmp(resource.MustParse("10")) != 0 {

@@ -13,6 +13,7 @@ import (
 	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
+	"karpenter.sh/karpenter/pkg/nodeclaims"
 	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/state"
 	"karpenter.sh/karpenter/pkg/test/builders"
@@ -50,11 +51,29 @@ func TestProvisionerNodes(t *testing.T) {
 func TestUsedCountsALaunchedNodeClaimWithoutItsNode(t *testing.T) {
 	nc := v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-abcde",
 		Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "default", corev1.LabelInstanceTypeStable: "m5.xlarge"}}}
-	nc.Status.ProviderID, nc.Status.Capacity = "fake:///i-1", cpu("4")
+	// Not the 4 cores of its type: what the instance reported counts.
+	nc.Status.ProviderID, nc.Status.Capacity = "fake:///i-1", cpu("3")
 	c := &state.Snapshot{NodeClaims: []v1.NodeClaim{nc}, InstanceTypes: catalogue()}
 	used := Used(c, pools.Provisioner("default"))
-	if cores, nodes := used[corev1.ResourceCPU], used[v1.LimitNodes]; !cores.Equal(resource.MustParse("4")) || !nodes.Equal(resource.MustParse("1")) {
-		t.Errorf("used %v, want the nodeclaim's 4 cores and 1 node", used)
+	if cores, nodes := used[corev1.ResourceCPU], used[v1.LimitNodes]; !cores.Equal(resource.MustParse("3")) || !nodes.Equal(resource.MustParse("1")) {
+		t.Errorf("used %v, want the nodeclaim's 3 cores and 1 node", used)
+	}
+}
+
+// TestCountedNamesTheNodeClaimOfARegisteredNode: a node registered for a NodeClaim counts
+// under its own name, and its NodeClaim's name counts nothing more, so that a reservation handed
+// to the NodeClaim is dropped once its node is counted, whenever a pass first counts it.
+func TestCountedNamesTheNodeClaimOfARegisteredNode(t *testing.T) {
+	node := builders.Node(builders.NodeOptions{Name: "ip-1", Capacity: cpu("2"), Allocatable: cpu("2"),
+		Labels: map[string]string{v1alpha5.ProvisionerNameLabelKey: "default", corev1.LabelInstanceTypeStable: "m5.xlarge"}})
+	node.OwnerReferences = []metav1.OwnerReference{nodeclaims.OwnerReference(&v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-abcde"}})}
+	got := Counted([]corev1.Node{*node}, pools.Provisioner("default"), catalogue())
+	if cores := got["ip-1"][corev1.ResourceCPU]; len(got) != 2 || !cores.Equal(resource.MustParse("2")) || len(got["default-abcde"]) != 0 {
+		t.Errorf("counted %v, want ip-1 at 2 cores and default-abcde at nothing", got)
+	}
+	used := NewLedger().Used(pools.Provisioner("default"), got)
+	if cores, nodes := used[corev1.ResourceCPU], used[v1.LimitNodes]; !cores.Equal(resource.MustParse("2")) || !nodes.Equal(resource.MustParse("1")) {
+		t.Errorf("used %v, want 2 cores and 1 node", used)
 	}
 }
 
