@@ -137,7 +137,7 @@ func launchForKubelet(t *testing.T, c client.Client, p *v1alpha5.Provisioner) (*
 		Pool:       launcher.Pool{Provisioner: p},
 		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
 		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner(p.Name), InstanceTypes: []*cloudprovider.InstanceType{it}}},
-	}, "", nil)
+	}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

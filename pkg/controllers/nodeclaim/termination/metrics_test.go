@@ -56,7 +56,7 @@ func TestTerminationCountedOnce(t *testing.T) {
 		Pool:       launcher.Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: pool})},
 		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
 		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner(pool), InstanceTypes: []*cloudprovider.InstanceType{it}}},
-	}, "", nil)
+	}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestANodeClaimStaysUntilItsInstanceIsGone(t *testing.T) {
 		Pool:       launcher.Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: "default"})},
 		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
 		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner("default"), InstanceTypes: []*cloudprovider.InstanceType{it}}},
-	}, "", nil)
+	}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
