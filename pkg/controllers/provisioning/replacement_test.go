@@ -21,14 +21,7 @@ import (
 // TestReplacementReservesUnderLimits: a replacement's launch counts against the Provisioner's
 // limits in the ledger the other launches share, beside the nodes the snapshot counted.
 func TestReplacementReservesUnderLimits(t *testing.T) {
-	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
-	p.Spec.Limits = &v1alpha5.Limits{Resources: builders.Resources("cpu", "10")}
-	planned := &scheduling.NewNode{Pool: pools.Provisioner(p.Name), InstanceTypes: []*cloudprovider.InstanceType{defaultInstanceType("t3.medium")}}
-	counted := map[string]corev1.ResourceList{"old": builders.Resources("cpu", "8")}
-	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	c := kubefake.NewClientBuilder().Build()
-	l := launcher.New(c, cloud, 0)
-	ledger := provisioning.NewLedger()
+	p, planned, counted, cloud, l, ledger := limitedReplacement()
 
 	node, err := provisioning.LaunchReplacement(t.Context(), l, planned, launcher.Pool{Provisioner: p}, provisioning.ReplacementOptions{Ledger: ledger, Counted: counted})
 	if err != nil {
@@ -56,13 +49,7 @@ func TestReplacementReservesUnderLimits(t *testing.T) {
 // (The code before released the reservation, and the second launch went past the limit; then it
 // reserved before finding the decision's launch, and the limit refused that.)
 func TestAReplacementInProgressKeepsItsRoom(t *testing.T) {
-	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
-	p.Spec.Limits = &v1alpha5.Limits{Resources: builders.Resources("cpu", "10")}
-	planned := &scheduling.NewNode{Pool: pools.Provisioner(p.Name), InstanceTypes: []*cloudprovider.InstanceType{defaultInstanceType("t3.medium")}}
-	counted := map[string]corev1.ResourceList{"old": builders.Resources("cpu", "8")}
-	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	l := launcher.New(kubefake.NewClientBuilder().Build(), cloud, 0)
-	ledger := provisioning.NewLedger()
+	p, planned, counted, cloud, l, ledger := limitedReplacement()
 	launch := func(decision string) error {
 		_, err := provisioning.LaunchReplacement(t.Context(), l, planned, launcher.Pool{Provisioner: p},
 			provisioning.ReplacementOptions{Ledger: ledger, Counted: counted, Decision: decision})
@@ -126,6 +113,17 @@ func TestReplacementRetriedGetsItsNodeUnlessOthersTookIt(t *testing.T) {
 	if instances, err := cloud.List(t.Context()); err != nil || len(instances) != 2 {
 		t.Errorf("%d instances (%v), want 2", len(instances), err)
 	}
+}
+
+// limitedReplacement is a replacement's launch of a t3.medium (2 cpus) for a Provisioner limited
+// to 10 cpus whose nodes the snapshot counted at 8: room for one such node.
+func limitedReplacement() (*v1alpha5.Provisioner, *scheduling.NewNode, map[string]corev1.ResourceList, *fake.InstanceProvider, *launcher.Launcher, *provisioning.Ledger) {
+	p := builders.Provisioner(builders.ProvisionerOptions{Name: "default"})
+	p.Spec.Limits = &v1alpha5.Limits{Resources: builders.Resources("cpu", "10")}
+	planned := &scheduling.NewNode{Pool: pools.Provisioner(p.Name), InstanceTypes: []*cloudprovider.InstanceType{defaultInstanceType("t3.medium")}}
+	counted := map[string]corev1.ResourceList{"old": builders.Resources("cpu", "8")}
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	return p, planned, counted, cloud, launcher.New(kubefake.NewClientBuilder().Build(), cloud, 0), provisioning.NewLedger()
 }
 
 func defaultInstanceType(name string) *cloudprovider.InstanceType {
