@@ -7,6 +7,14 @@ func PackOnly(in Input) *Results {
 	return s.results
 }
 
+// WithEveryGrowthWeighed runs f with each search for the cheapest growth among every open node
+// walking them all, as placeOnNewNodes did before the growth index.
+func WithEveryGrowthWeighed(f func()) {
+	defer func(limit int) { asideLimit = limit }(asideLimit)
+	asideLimit = 0
+	f()
+}
+
 // OptimalDuals is optimalDuals, for the pattern bound's column generation.
 var OptimalDuals = optimalDuals
 

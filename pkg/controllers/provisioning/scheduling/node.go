@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -280,133 +279,6 @@ func (n *node) firstWithinLimits(out *narrowing, used resources) bool {
 	}
 	out.first += i
 	return true
-}
-
-// narrowCandidates fills out's instance types, cheapest first, with node n's that hold used and
-// meet out's requirements (checking instance type labels only if typeKeys) in an available
-// offering, and whose own daemonsets bind none of ports; false if none does.
-func (s *scheduler) narrowCandidates(n *node, out *narrowing, used resources, typeKeys bool, ports []hostPort) bool {
-	out.zones = s.zones.mask(out.requirements[corev1.LabelTopologyZone])
-	out.capacityTypes = s.capacityTypes.mask(out.requirements[v1alpha5.CapacityTypeLabelKey])
-	if !typeKeys {
-		return s.narrowOfferings(n, out, used)
-	}
-	for _, t := range n.candidates[n.first:] {
-		if !within(t.alloc, used) || !n.prov.compatibleType(t, out.requirements) || portsConflict(t.daemonPorts, ports) {
-			continue
-		}
-		price := t.price(out.zones, out.capacityTypes)
-		if math.IsInf(price, 1) {
-			continue
-		}
-		out.candidates = append(out.candidates, t)
-		out.prices = append(out.prices, price)
-	}
-	if len(out.candidates) == 0 {
-		return false
-	}
-	sort.Sort(byPrice{out})
-	out.maxAlloc, out.zones = maxAllocatable(out.candidates), reachableZones(out.candidates, out.capacityTypes, out.zones)
-	return true
-}
-
-// narrowOfferings is narrowCandidates where only the zones and capacity types narrowed, the
-// common case (a spread or affinity pinning a zone). Pods of one shape narrow the same lists to
-// the same masks again and again, so the narrowed list is kept per source list and masks, and
-// shared by the nodes it holds (lists are never written once built).
-func (s *scheduler) narrowOfferings(n *node, out *narrowing, used resources) bool {
-	if len(n.candidates) == 0 {
-		return false
-	}
-	key := narrowedKey{source: &n.candidates[0], length: len(n.candidates), zones: out.zones, capacityTypes: out.capacityTypes}
-	list, ok := s.narrowed[key]
-	if !ok {
-		list = &narrowedList{suffixes: map[int]suffixBounds{}}
-		for _, t := range n.candidates {
-			if price := t.price(out.zones, out.capacityTypes); !math.IsInf(price, 1) {
-				list.candidates = append(list.candidates, t)
-				list.prices = append(list.prices, price)
-			}
-		}
-		sort.Sort(byPrice{&narrowing{candidates: list.candidates, prices: list.prices}})
-		s.narrowed[key] = list
-	}
-	first := slices.IndexFunc(list.candidates, func(t *instanceType) bool { return within(t.alloc, used) })
-	if first < 0 {
-		return false
-	}
-	suffix := list.candidates[first:]
-	bounds, ok := list.suffixes[first]
-	if !ok {
-		bounds = suffixBounds{typeBounds: boundsOf(suffix), zones: reachableZones(suffix, out.capacityTypes, allZones)}
-		list.suffixes[first] = bounds
-	}
-	if !within(bounds.minAlloc, used) {
-		// Some larger type still lacks room in one resource: a list of this node's own.
-		for i, t := range suffix {
-			if within(t.alloc, used) {
-				out.candidates = append(out.candidates, t)
-				out.prices = append(out.prices, list.prices[first+i])
-			}
-		}
-		out.maxAlloc, out.zones = maxAllocatable(out.candidates), reachableZones(out.candidates, out.capacityTypes, out.zones)
-		return true
-	}
-	out.candidates, out.prices = suffix, list.prices[first:]
-	out.maxAlloc, out.zones = bounds.maxAlloc, out.zones&bounds.zones
-	return true
-}
-
-// narrowedKey names a candidate list, by the address of its first element and its length,
-// narrowed to zone and capacity type masks.
-type narrowedKey struct {
-	source               **instanceType
-	length               int
-	zones, capacityTypes uint64
-}
-
-// narrowedList is a candidate list narrowed to masks: the types with an available offering,
-// cheapest first, and, per first type that fits, the bounds of the types from there on.
-type narrowedList struct {
-	candidates []*instanceType
-	prices     []float64
-	suffixes   map[int]suffixBounds
-}
-
-type suffixBounds struct {
-	typeBounds
-	zones uint64
-}
-
-// reachableZones are those of zones where one of the types has an offering of the capacity
-// types. It stops at the first types that reach them all: a node narrowed to its own list of
-// hundreds of types (a real catalogue's) usually has them in its first few, and looking at every
-// type's offerings for each pod placed was a tenth of a real-catalogue pass.
-func reachableZones(types []*instanceType, capacityTypes, zones uint64) uint64 {
-	var reachable uint64
-	for _, t := range types {
-		if reachable |= t.zones(capacityTypes) & zones; reachable == zones {
-			break
-		}
-	}
-	return reachable
-}
-
-// allZones is a zone mask holding every zone.
-const allZones = ^uint64(0)
-
-type byPrice struct{ n *narrowing }
-
-func (b byPrice) Len() int { return len(b.n.candidates) }
-func (b byPrice) Less(i, j int) bool {
-	if b.n.prices[i] != b.n.prices[j] {
-		return b.n.prices[i] < b.n.prices[j]
-	}
-	return b.n.candidates[i].it.Name < b.n.candidates[j].it.Name
-}
-func (b byPrice) Swap(i, j int) {
-	b.n.candidates[i], b.n.candidates[j] = b.n.candidates[j], b.n.candidates[i]
-	b.n.prices[i], b.n.prices[j] = b.n.prices[j], b.n.prices[i]
 }
 
 // chooseDomain picks, of the possible values of key k, the one where the pod's spread groups on
@@ -715,6 +587,9 @@ func (s *scheduler) place(n *node, p *podInfo, nw *narrowing) {
 		n.narrow(nw)
 	}
 	n.used.add(p.requests)
+	if n.existing == nil {
+		s.growth.changedNode(n)
+	}
 	n.ports = append(n.ports, p.hostPorts...)
 	n.pods = append(n.pods, p.pod)
 	n.placed = append(n.placed, p)

@@ -34,6 +34,8 @@ type scheduler struct {
 	room *roomIndex
 	// growableScratch is placeOnNewNodes' scratch list of the open nodes a pod could grow.
 	growableScratch []*node
+	// growth finds the cheapest growth among every node opened in the pass.
+	growth *growthIndex
 	// volumeDrivers are the CSI drivers whose volumes pods attach, by resource index.
 	volumeDrivers map[string]int
 	nodes         []*node // existing nodes first, then new ones in the order they were opened
@@ -46,6 +48,8 @@ type scheduler struct {
 	domainCache map[domainsCacheKey]domainSet
 	// narrowed holds candidate lists narrowed to zone and capacity type masks.
 	narrowed map[narrowedKey]*narrowedList
+	// ownKey is ownList's scratch key.
+	ownKey []byte
 	// labelMatches are the groups matching each namespace and label set seen, by both.
 	labelMatches map[string]*labelMatches
 }
@@ -114,6 +118,7 @@ func pack(in Input) *scheduler {
 		narrowed:      map[narrowedKey]*narrowedList{},
 		labelMatches:  map[string]*labelMatches{},
 		room:          newRoomIndex(),
+		growth:        newGrowthIndex(),
 	}
 	s.volumes = newVolumeIndex(in)
 	pods := s.prepare(in)
@@ -215,7 +220,7 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 		}
 	}
 	growable := s.growable(p, a, allowed, fitCandidates)
-	grow, nw := s.acceptingGrowth(growable, p, a, allowed)
+	grow, nw := s.acceptingGrowth(cheapestGrowth(growable, p.requests), p, a, allowed)
 	if grow == nil {
 		return false
 	}
@@ -225,7 +230,7 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 		// Where prices are not linear in size, the roomiest nodes need not be those cheapest to
 		// grow, and a growth missed is a node opened: weigh every node that could grow.
 		if len(growable) == fitCandidates {
-			grow, nw = s.acceptingGrowth(s.growable(p, a, allowed, math.MaxInt), p, a, allowed)
+			grow, nw = s.acceptingGrowth(s.cheapestGrowthOfAll(p, a, allowed), p, a, allowed)
 			from, grown = grow.candidates[grow.first], nw.candidates[nw.first]
 			growth = nw.prices[nw.first] - grow.prices[grow.first]
 		}
@@ -239,11 +244,10 @@ func (s *scheduler) placeOnNewNodes(p *podInfo, a *attempt, allowed []domainSet)
 	return true
 }
 
-// acceptingGrowth is, of growable, the node whose growth for the pod costs least and the
-// narrowing that grows it; if that node refuses the pod (e.g. a limit), the first open node
-// that could grow and accepts it; nil for none.
-func (s *scheduler) acceptingGrowth(growable []*node, p *podInfo, a *attempt, allowed []domainSet) (*node, *narrowing) {
-	grow := cheapestGrowth(growable, p.requests)
+// acceptingGrowth is grow, the node whose growth for the pod costs least, and the narrowing
+// that grows it; if that node refuses the pod (e.g. a limit), the first open node that could
+// grow and accepts it; nil for none.
+func (s *scheduler) acceptingGrowth(grow *node, p *podInfo, a *attempt, allowed []domainSet) (*node, *narrowing) {
 	if grow == nil {
 		return nil, nil
 	}
@@ -346,13 +350,12 @@ func cheapestGrowth(nodes []*node, requests resources) *node {
 // memory, as fractions of its allocatable: at the same price, more room for later pods is
 // better.
 func growthPrice(n *node, requests resources) (float64, float64) {
-	used := n.used.plus(requests)
 	for i := n.first + 1; i < len(n.candidates); i++ {
-		if t := n.candidates[i]; within(t.alloc, used) {
+		if t := n.candidates[i]; fitsWith(t.alloc, n.used, requests) {
 			var room float64
 			for _, d := range []int{0, 1} { // cpu and memory, as newResourceIndex places them
 				if t.alloc[d] > 0 {
-					room += float64(t.alloc[d]-used[d]) / float64(t.alloc[d])
+					room += float64(t.alloc[d]-n.used[d]-requests[d]) / float64(t.alloc[d])
 				}
 			}
 			return n.prices[i] - n.prices[n.first], room
