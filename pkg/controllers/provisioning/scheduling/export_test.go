@@ -7,12 +7,12 @@ func PackOnly(in Input) *Results {
 	return s.results
 }
 
-// WithEveryGrowthWeighed runs f with each search for the cheapest growth among every open node
-// walking them all, as placeOnNewNodes did before the growth index.
-func WithEveryGrowthWeighed(f func()) {
-	defer func(limit int) { asideLimit = limit }(asideLimit)
-	asideLimit = 0
-	f()
+// ScheduleWalkingEveryGrowth is Schedule with each search for the cheapest growth among every
+// open node walking them all, as placeOnNewNodes did before the growth index.
+func ScheduleWalkingEveryGrowth(in Input) *Results {
+	s := newScheduler(in)
+	s.growth.walk = true
+	return s.plan(in)
 }
 
 // OptimalDuals is optimalDuals, for the pattern bound's column generation.

@@ -10,27 +10,29 @@ import (
 // growthIndex finds, of the nodes opened in a pass, the one whose growth for a pod costs least
 // as cheapestGrowth ranks them, without weighing every node at every pod: for each shape of
 // requests asked about it keeps the nodes in a heap in cheapestGrowth's order, and brings the
-// heap up to date with the nodes opened and changed since it was last asked. A pass asks about
-// few shapes, each many times in a row (sortPods places the pods of a shape one after another),
-// and each placement changes one node, where weighing every node each time costs the number of
-// nodes per pod: on a real catalogue, where a new node may be cheaper than most growths, the
-// largest share of a pass.
+// heap up to date with the nodes opened and placed on since it was last asked. A pass asks
+// about few shapes, mostly many times in a row (sortPods orders a class's pods by size), and
+// each placement changes one node, where weighing every node each time costs the number of
+// nodes per pod: on a real catalogue, where a new node may be cheaper than most growths, it
+// was the largest share of a pass.
 //
-// It holds only while place is the only change to a node's use and types, as in pack; shrink
-// and repack, which change nodes otherwise, do not ask.
+// It holds while place is the only change to a node's use and types, as when pods are placed
+// one at a time (packPods); shrink and repack, which change nodes otherwise, come after.
 type growthIndex struct {
 	byShape map[string]*growthHeap
 	// changed are the nodes opened in the pass that place changed, once per change, in order.
 	changed []*node
-	key     []byte
-	aside   []*growthEntry
+	// walk has every search walk the nodes instead, for a test to compare the plans.
+	walk  bool
+	key   []byte
+	aside []*growthEntry
 }
 
-// asideLimit is how many nodes cheaper to grow that refuse the pod (their topology, their room
-// left in the cheapest type) a search sets aside before it weighs every node instead: where
-// most nodes refuse a pod, taking them off the heap one by one costs more than the walk. A
-// variable so that a test can have every search walk, and compare the plans.
-var asideLimit = 64
+// asideLimit is how many nodes cheaper to grow that refuse the pod (its topology, taints or
+// host ports, or room left in the node's cheapest type) a search sets aside before it walks
+// every node instead: where most nodes refuse a pod, taking them off the heap one by one costs
+// more than the walk.
+const asideLimit = 64
 
 func newGrowthIndex() *growthIndex {
 	return &growthIndex{byShape: map[string]*growthHeap{}}
@@ -44,8 +46,12 @@ func (gi *growthIndex) changedNode(n *node) { gi.changed = append(gi.changed, n)
 // growth costs least.
 func (s *scheduler) cheapestGrowthOfAll(p *podInfo, a *attempt, allowed []domainSet) *node {
 	gi := s.growth
-	h := gi.heapFor(p.requests)
+	if gi.walk {
+		return cheapestGrowth(s.growable(p, a, allowed, math.MaxInt), p.requests)
+	}
+	h := gi.heapFor(p.requests, len(gi.changed))
 	opened := s.nodes[s.existing:]
+	h.replay++
 	for _, n := range opened[h.opened:] {
 		h.update(n)
 	}
@@ -60,26 +66,29 @@ func (s *scheduler) cheapestGrowthOfAll(p *podInfo, a *attempt, allowed []domain
 	for h.Len() > 0 && len(aside) < asideLimit {
 		e := heap.Pop(h).(*growthEntry)
 		aside = append(aside, e)
-		// A finite growth price means a type of the node holds the pod, so the node could grow.
+		// A finite growth price means one of the node's types after its cheapest holds the pod,
+		// so the node's maxAlloc (the largest of its types' in each resource) does too: it
+		// could grow, as growable asks.
 		if n := e.node; !fitsWith(n.candidates[n.first].alloc, n.used, p.requests) && s.compatibleNew(n, p, a, allowed) {
 			found = n
 			break
 		}
 	}
-	weighAll := found == nil && len(aside) == asideLimit && h.Len() > 0
+	walk := found == nil && len(aside) == asideLimit
 	for _, e := range aside {
 		heap.Push(h, e)
 	}
 	gi.aside = aside
-	if weighAll {
+	if walk {
 		return cheapestGrowth(s.growable(p, a, allowed, math.MaxInt), p.requests)
 	}
 	return found
 }
 
-// heapFor is the heap of the nodes by their growth price for requests, made empty the first
-// time requests are asked about.
-func (gi *growthIndex) heapFor(requests resources) *growthHeap {
+// heapFor is the heap of the nodes by their growth price for requests; one made the first time
+// requests are asked about prices every node as it stands, so it starts having read the
+// changes logged so far (changed).
+func (gi *growthIndex) heapFor(requests resources, changed int) *growthHeap {
 	gi.key = gi.key[:0]
 	for _, r := range requests {
 		gi.key = strconv.AppendInt(gi.key, r, 36)
@@ -88,7 +97,7 @@ func (gi *growthIndex) heapFor(requests resources) *growthHeap {
 	if h, ok := gi.byShape[string(gi.key)]; ok {
 		return h
 	}
-	h := &growthHeap{requests: slices.Clone(requests)}
+	h := &growthHeap{requests: slices.Clone(requests), read: changed}
 	gi.byShape[string(gi.key)] = h
 	return h
 }
@@ -98,11 +107,12 @@ func (gi *growthIndex) heapFor(requests resources) *growthHeap {
 type growthHeap struct {
 	requests resources
 	entries  []*growthEntry
-	// at is, by node seq, the node's index in entries, or -1.
-	at []int
+	// at is, by node seq, the node's index in entries, or -1; updated the replay in which the
+	// node was last priced.
+	at, updated []int
 	// opened is how many of the nodes opened in the pass the heap has seen, read how many of
-	// growthIndex.changed.
-	opened, read int
+	// growthIndex.changed; replay counts the searches that brought it up to date.
+	opened, read, replay int
 }
 
 type growthEntry struct {
@@ -110,11 +120,16 @@ type growthEntry struct {
 	growth, room float64
 }
 
-// update sets the node's place by its growth price now.
+// update sets the node's place by its growth price now, once per replay: a node placed on
+// several times since the last search is priced once.
 func (h *growthHeap) update(n *node) {
 	for len(h.at) <= n.seq {
-		h.at = append(h.at, -1)
+		h.at, h.updated = append(h.at, -1), append(h.updated, 0)
 	}
+	if h.updated[n.seq] == h.replay {
+		return
+	}
+	h.updated[n.seq] = h.replay
 	growth, room := growthPrice(n, h.requests)
 	i := h.at[n.seq]
 	switch {

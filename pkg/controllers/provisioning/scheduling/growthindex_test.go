@@ -26,8 +26,7 @@ func TestGrowthIndexPlansAsWeighingEveryNode(t *testing.T) {
 	for name, in := range inputs {
 		t.Run(name, func(t *testing.T) {
 			indexed := scheduling.Schedule(in)
-			var walked *scheduling.Results
-			scheduling.WithEveryGrowthWeighed(func() { walked = scheduling.Schedule(in) })
+			walked := scheduling.ScheduleWalkingEveryGrowth(in)
 			if got, want := describePlan(indexed), describePlan(walked); !slices.Equal(got, want) {
 				t.Errorf("the plans differ:\nwith the index %v\nwalking %v", got, want)
 			}

@@ -576,7 +576,8 @@ func (n *node) canLaunchAs(t *instanceType) bool {
 	return within(t.alloc, n.used) && (t == n.cheapest || n.prov.withinLimits(n.cheapest, t))
 }
 
-// place binds the pod to the node and records it in the topology counts.
+// place binds the pod to the node and records it in the topology counts, and, while pods are
+// placed one at a time, in the growth index.
 func (s *scheduler) place(n *node, p *podInfo, nw *narrowing) {
 	if n.indexed {
 		// The node's room is its key in the index: take it out while it changes.
@@ -587,7 +588,7 @@ func (s *scheduler) place(n *node, p *podInfo, nw *narrowing) {
 		n.narrow(nw)
 	}
 	n.used.add(p.requests)
-	if n.existing == nil {
+	if n.existing == nil && s.growth != nil {
 		s.growth.changedNode(n)
 	}
 	n.ports = append(n.ports, p.hostPorts...)

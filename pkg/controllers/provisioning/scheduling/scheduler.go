@@ -96,8 +96,12 @@ type provisioner struct {
 }
 
 // Schedule places the input's pending pods.
-func Schedule(in Input) *Results {
-	s := pack(in)
+func Schedule(in Input) *Results { return newScheduler(in).plan(in) }
+
+// plan places the pods one at a time (packPods), then improves the plan: shrink, and the batch
+// packer if asked.
+func (s *scheduler) plan(in Input) *Results {
+	s.packPods(in)
 	s.shrink()
 	if in.Pack != nil {
 		s.repack(in.Pack)
@@ -108,7 +112,13 @@ func Schedule(in Input) *Results {
 
 // pack places the pods one at a time, before shrink improves the plan.
 func pack(in Input) *scheduler {
-	s := &scheduler{
+	s := newScheduler(in)
+	s.packPods(in)
+	return s
+}
+
+func newScheduler(in Input) *scheduler {
+	return &scheduler{
 		resources:     newResourceIndex(),
 		zones:         newInterner(),
 		capacityTypes: newInterner(),
@@ -119,8 +129,14 @@ func pack(in Input) *scheduler {
 		labelMatches:  map[string]*labelMatches{},
 		room:          newRoomIndex(),
 		growth:        newGrowthIndex(),
+		volumes:       newVolumeIndex(in),
 	}
-	s.volumes = newVolumeIndex(in)
+}
+
+// packPods places the pods one at a time.
+func (s *scheduler) packPods(in Input) {
+	// The growth index serves this placement only: shrink and repack change nodes otherwise.
+	defer func() { s.growth = nil }()
 	pods := s.prepare(in)
 	var failed []*podInfo
 	for _, p := range pods {
@@ -151,7 +167,6 @@ func pack(in Input) *scheduler {
 	for _, p := range failed {
 		s.results.Unschedulable = append(s.results.Unschedulable, PodError{Pod: p.pod, Reason: p.reason})
 	}
-	return s
 }
 
 // schedule tries the pod's attempts in order of preference: on each, existing nodes first, then
