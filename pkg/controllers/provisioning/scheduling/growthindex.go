@@ -47,7 +47,7 @@ func (gi *growthIndex) changedNode(n *node) { gi.changed = append(gi.changed, n)
 func (s *scheduler) cheapestGrowthOfAll(p *podInfo, a *attempt, allowed []domainSet) *node {
 	gi := s.growth
 	if gi.walk {
-		return cheapestGrowth(s.growable(p, a, allowed, math.MaxInt), p.requests)
+		return s.walkGrowths(p, a, allowed)
 	}
 	h := gi.heapFor(p.requests, len(gi.changed))
 	opened := s.nodes[s.existing:]
@@ -80,9 +80,14 @@ func (s *scheduler) cheapestGrowthOfAll(p *podInfo, a *attempt, allowed []domain
 	}
 	gi.aside = aside
 	if walk {
-		return cheapestGrowth(s.growable(p, a, allowed, math.MaxInt), p.requests)
+		return s.walkGrowths(p, a, allowed)
 	}
 	return found
+}
+
+// walkGrowths is the cheapest growth found by weighing every open node.
+func (s *scheduler) walkGrowths(p *podInfo, a *attempt, allowed []domainSet) *node {
+	return cheapestGrowth(s.growable(p, a, allowed, math.MaxInt), p.requests)
 }
 
 // heapFor is the heap of the nodes by their growth price for requests; one made the first time

@@ -104,7 +104,7 @@ func (s *scheduler) ownList(list *narrowedList, first int, used resources, capac
 	}
 	own := &ownList{}
 	for i, t := range suffix {
-		if key[len(key)-(len(suffix)+7)/8+i/8]&(1<<(i%8)) != 0 {
+		if within(t.alloc, used) {
 			own.candidates = append(own.candidates, t)
 			own.prices = append(own.prices, list.prices[first+i])
 		}
