@@ -105,7 +105,8 @@ type batchPacker struct {
 // weighed and its bins seed the program, whose optimum then costs no more than it. It reports
 // false if some pod or fixed bin fits no type weighed, if the packing costs no less than the
 // current one, or if stop reports true while the program is solved (a rounding by diving it
-// cuts short leaves the rounding down). The packing has no more new bins than current has.
+// cuts short leaves the rounding down). The packing has no more new bins than current has unless
+// some pod of the bins beyond them fits no other bin (absorb); repack refuses such a packing.
 func batchPack(types []packType, base resources, fixed []packFixed, shapes []packShape, current []packedBin, stop func() bool) ([]packedBin, bool) {
 	p := &batchPacker{base: base, shapes: shapes}
 	var used []int

@@ -124,6 +124,7 @@ func BenchmarkScheduling(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000, 10000, 20000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			in := workloadInput(n)
+			dropTerms(b, in.Pods)
 			in.Pack = benchmarkPacker()
 			lb := lowerBound(b, in.Pools[0].InstanceTypes, in.Pods)
 			var r *scheduling.Results

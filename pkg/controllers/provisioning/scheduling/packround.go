@@ -17,12 +17,14 @@ import (
 // only on groups of at most packDiveBins bins (on larger ones it found nothing cheaper in the
 // benchmarks, for up to packDiveSteps solves) and where rounding down costs more than
 // packMinGain above the optimum. A dive is kept only within newBins new bins (the group's nodes
-// that may be dropped, which a packing cannot outnumber), unless rounding down needs more too.
+// that may be dropped, which a packing cannot outnumber), unless rounding down needs more too;
+// either rounding's new bins beyond those are first taken apart into the others (absorb).
 func (p *batchPacker) round(prices []float64, stop func() bool, newBins int) []packPattern {
 	down := p.newRounding()
 	down.wholePatterns(p.bought)
 	down.fillRoom()
 	down.packRest(prices)
+	down.absorb(newBins)
 	optimum, bins := 0.0, 0.0
 	for j, v := range p.bought {
 		optimum += v * p.types[p.patterns[j].typ].price
@@ -32,10 +34,92 @@ func (p *batchPacker) round(prices []float64, stop func() bool, newBins int) []p
 		return down.bins
 	}
 	dived := p.dive(prices, stop)
+	if dived != nil {
+		dived.absorb(newBins)
+	}
 	if dived != nil && dived.price() < down.price() && (dived.newBins() <= newBins || down.newBins() > newBins) {
 		return dived.bins
 	}
 	return down.bins
+}
+
+// absorb takes apart the new bins beyond limit (the group's nodes that may be dropped, which a
+// packing cannot outnumber: repack has no node to open), the cheapest first, each pod to the bin
+// whose type it makes dearer the least (nothing where there is room), growing that bin's type.
+// Where every node of a group holds a pod that cannot move (one pod per node of a hostname
+// anti-affinity, say), the program's optimum rounds to one or two bins more than the group
+// has, and the packing was thrown away. It leaves the rounding as it was if some pod of a bin
+// taken apart fits no other bin.
+func (r *rounding) absorb(limit int) {
+	p := r.p
+	for r.newBins() > limit {
+		bins := slices.Clone(r.bins)
+		for i := range bins {
+			bins[i].counts = slices.Clone(bins[i].counts)
+		}
+		used := make([]resources, len(bins))
+		for i, b := range bins {
+			used[i] = p.binUse(b)
+		}
+		apart := -1
+		for i, b := range bins {
+			if b.kind < 0 && (apart < 0 || p.types[b.typ].price < p.types[bins[apart].typ].price) {
+				apart = i
+			}
+		}
+		taken := bins[apart]
+		bins = slices.Delete(bins, apart, apart+1)
+		used = slices.Delete(used, apart, apart+1)
+		for s, n := range taken.counts {
+			for range n {
+				to, typ, cost := -1, -1, math.Inf(1)
+				for i, b := range bins {
+					if b.kind >= 0 && !p.kinds[b.kind].accepts[s] {
+						continue
+					}
+					grown := used[i].plus(p.shapes[s].requests)
+					if t := p.cheapestHolding(grown); t >= 0 {
+						if c := p.types[t].price - p.types[b.typ].price; c < cost {
+							to, typ, cost = i, t, c
+						}
+					}
+				}
+				if to < 0 {
+					return
+				}
+				bins[to].typ = typ
+				bins[to].counts[s]++
+				used[to].add(p.shapes[s].requests)
+			}
+		}
+		r.bins = bins
+	}
+}
+
+// binUse is what a bin of the pattern uses: its kind's fixed use (or the base, for a new bin)
+// and its pods.
+func (p *batchPacker) binUse(b packPattern) resources {
+	used := slices.Clone(p.base)
+	if b.kind >= 0 {
+		used = slices.Clone(p.kinds[b.kind].used)
+	}
+	for s, n := range b.counts {
+		for d, v := range p.shapes[s].requests {
+			used[d] += int64(n) * v
+		}
+	}
+	return used
+}
+
+// cheapestHolding is the cheapest kept type whose allocatable holds used, or -1.
+func (p *batchPacker) cheapestHolding(used resources) int {
+	best := -1
+	for t, typ := range p.types {
+		if within(typ.alloc, used) && (best < 0 || typ.price < p.types[best].price) {
+			best = t
+		}
+	}
+	return best
 }
 
 // dive rounds by diving (round); nil if stop reports true or a solve fails before it is done.
@@ -238,15 +322,7 @@ func (r *rounding) fillRoom() {
 	slices.SortStableFunc(shapes, func(a, b int) int { return cmp.Compare(p.worth[b], p.worth[a]) })
 	for i := range r.bins {
 		bin := &r.bins[i]
-		used := slices.Clone(p.base)
-		if bin.kind >= 0 {
-			used = slices.Clone(p.kinds[bin.kind].used)
-		}
-		for s, n := range bin.counts {
-			for d, v := range p.shapes[s].requests {
-				used[d] += int64(n) * v
-			}
-		}
+		used := p.binUse(*bin)
 		for _, s := range shapes {
 			if r.remaining[s] == 0 || (bin.kind >= 0 && !p.kinds[bin.kind].accepts[s]) {
 				continue

@@ -37,6 +37,22 @@ func TestLimitsGiveWayToDearerTypes(t *testing.T) {
 	}
 }
 
+// TestPackerGrowsNodesRatherThanOpeningOne: where every new node of a group holds a pod that
+// cannot move (here one pod per node of a hostname anti-affinity: the shared workload without
+// its other terms), the program's optimum may round to a node more than the group has, which
+// repack cannot open. The packing is made to fit by growing nodes instead of being thrown away.
+func TestPackerGrowsNodesRatherThanOpeningOne(t *testing.T) {
+	in := workloadInput(1000)
+	withoutTerms(in.Pods, workloadTerms)
+	greedy := scheduling.Schedule(in)
+	in.Pack = unboundedPacker()
+	r := scheduling.Schedule(in)
+	verifyWorkload(t, in, r)
+	if r.Packed.Repacked == 0 || r.Price() >= greedy.Price() {
+		t.Errorf("packer repacked %d of %d groups at %.2f usd/hr; want a packing cheaper than the greedy's %.2f", r.Packed.Repacked, r.Packed.Groups, r.Price(), greedy.Price())
+	}
+}
+
 // TestRestorePutsTheGroupBack: a packing that fails puts every node of its group back on the
 // type it had, even where room freed under the pool's limits since would let a node take a
 // cheaper type the limits had kept it off (which the nodes after it may then lack room for).

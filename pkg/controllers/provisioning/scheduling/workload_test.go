@@ -1,8 +1,12 @@
 package scheduling_test
 
 import (
+	"flag"
 	"fmt"
 	"math/rand"
+	"slices"
+	"strings"
+	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -91,4 +95,43 @@ func workloadPods(n int) []*corev1.Pod {
 		}
 	}
 	return pods
+}
+
+// droppedTerms is -drop-terms: the workload's topology terms the scheduling benchmarks take off
+// its pods. The pattern bound ignores spreads and pod affinity (it keeps hostname
+// anti-affinity), so a plan of the workload without them is held to the bound on the problem the
+// bound describes, and each one dropped alone shows what it costs (docs/benchmarks.md).
+var droppedTerms = flag.String("drop-terms", "", "BenchmarkScheduling and BenchmarkSchedulingRealCatalogue: the workload's terms to take off its pods, comma-separated: "+strings.Join(workloadTerms, ", "))
+
+// workloadTerms are the terms -drop-terms may name, in the workload's order of its groups.
+var workloadTerms = []string{"zone-spread", "hostname-spread", "zone-affinity"}
+
+// dropTerms takes the terms -drop-terms names off the pods; it fails on a name it does not know.
+func dropTerms(tb testing.TB, pods []*corev1.Pod) {
+	tb.Helper()
+	if *droppedTerms == "" {
+		return
+	}
+	drop := strings.Split(*droppedTerms, ",")
+	for _, term := range drop {
+		if !slices.Contains(workloadTerms, term) {
+			tb.Fatalf("-drop-terms: %q is none of %s", term, strings.Join(workloadTerms, ", "))
+		}
+	}
+	withoutTerms(pods, drop)
+}
+
+// withoutTerms takes the workload's terms named (workloadTerms) off its pods.
+func withoutTerms(pods []*corev1.Pod, terms []string) {
+	for _, p := range pods {
+		for _, c := range p.Spec.TopologySpreadConstraints {
+			if (c.TopologyKey == corev1.LabelTopologyZone && slices.Contains(terms, "zone-spread")) ||
+				(c.TopologyKey == corev1.LabelHostname && slices.Contains(terms, "hostname-spread")) {
+				p.Spec.TopologySpreadConstraints = nil
+			}
+		}
+		if a := p.Spec.Affinity; a != nil && a.PodAffinity != nil && slices.Contains(terms, "zone-affinity") {
+			a.PodAffinity = nil
+		}
+	}
 }
