@@ -106,7 +106,7 @@ type batchPacker struct {
 // false if some pod or fixed bin fits no type weighed, if the packing costs no less than the
 // current one, or if stop reports true while the program is solved (a rounding by diving it
 // cuts short leaves the rounding down). The packing has no more new bins than current has unless
-// some pod of the bins beyond them fits no other bin (absorb); repack refuses such a packing.
+// absorb could not place the pods of the bins beyond them; repack refuses such a packing.
 func batchPack(types []packType, base resources, fixed []packFixed, shapes []packShape, current []packedBin, stop func() bool) ([]packedBin, bool) {
 	p := &batchPacker{base: base, shapes: shapes}
 	var used []int

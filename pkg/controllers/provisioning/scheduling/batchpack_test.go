@@ -112,7 +112,7 @@ func TestAbsorb(t *testing.T) {
 	small := packType{alloc: resources{2000, 2000, 10000}, price: 1}
 	large := packType{alloc: resources{4000, 4000, 40000}, price: 1.5}
 	pod := resources{1000, 1000, 1000}
-	kind := packKind{used: pod, accepts: []bool{true}, members: []int{0, 1}}
+	kind := packKind{used: pod, accepts: []bool{true, true}, members: []int{0, 1}}
 	for _, tc := range []struct {
 		name  string
 		kinds []packKind
@@ -122,24 +122,30 @@ func TestAbsorb(t *testing.T) {
 	}{{
 		name:  "a new bin's pods go to the fixed bins, one of them grown",
 		kinds: []packKind{kind},
-		bins:  []packPattern{{typ: 0, kind: 0, counts: []int{1}}, {typ: 0, kind: 0, counts: []int{0}}, {typ: 0, kind: -1, counts: []int{2}}},
+		bins:  []packPattern{{typ: 0, kind: 0, counts: []int{1, 0}}, {typ: 0, kind: 0, counts: []int{0, 0}}, {typ: 0, kind: -1, counts: []int{2, 0}}},
 		// The first pod fills the second bin's room; the second grows the first bin, the first of
 		// the two it would make as dear.
-		want: []packPattern{{typ: 1, kind: 0, counts: []int{2}}, {typ: 0, kind: 0, counts: []int{1}}},
+		want: []packPattern{{typ: 1, kind: 0, counts: []int{2, 0}}, {typ: 0, kind: 0, counts: []int{1, 0}}},
 	}, {
 		name:  "within the limit, nothing changes",
 		kinds: []packKind{kind},
-		bins:  []packPattern{{typ: 0, kind: 0, counts: []int{1}}, {typ: 0, kind: -1, counts: []int{2}}},
+		bins:  []packPattern{{typ: 0, kind: 0, counts: []int{1, 0}}, {typ: 0, kind: -1, counts: []int{2, 0}}},
 		limit: 1,
-		want:  []packPattern{{typ: 0, kind: 0, counts: []int{1}}, {typ: 0, kind: -1, counts: []int{2}}},
+		want:  []packPattern{{typ: 0, kind: 0, counts: []int{1, 0}}, {typ: 0, kind: -1, counts: []int{2, 0}}},
 	}, {
 		name:  "fixed bins that refuse the pods leave the new bin",
-		kinds: []packKind{{used: pod, accepts: []bool{false}, members: []int{0}}},
-		bins:  []packPattern{{typ: 0, kind: 0, counts: []int{0}}, {typ: 0, kind: -1, counts: []int{2}}},
-		want:  []packPattern{{typ: 0, kind: 0, counts: []int{0}}, {typ: 0, kind: -1, counts: []int{2}}},
+		kinds: []packKind{{used: pod, accepts: []bool{false, false}, members: []int{0}}},
+		bins:  []packPattern{{typ: 0, kind: 0, counts: []int{0, 0}}, {typ: 0, kind: -1, counts: []int{2, 0}}},
+		want:  []packPattern{{typ: 0, kind: 0, counts: []int{0, 0}}, {typ: 0, kind: -1, counts: []int{2, 0}}},
+	}, {
+		name:  "a second bin that fits nowhere leaves the first one too",
+		kinds: []packKind{{used: pod, accepts: []bool{true, true}, members: []int{0}}},
+		bins:  []packPattern{{typ: 0, kind: 0, counts: []int{0, 0}}, {typ: 0, kind: -1, counts: []int{1, 0}}, {typ: 1, kind: -1, counts: []int{0, 1}}},
+		want:  []packPattern{{typ: 0, kind: 0, counts: []int{0, 0}}, {typ: 0, kind: -1, counts: []int{1, 0}}, {typ: 1, kind: -1, counts: []int{0, 1}}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &batchPacker{types: []packType{small, large}, base: resources{0, 0, 0}, shapes: []packShape{{requests: pod, count: 3}}, kinds: tc.kinds}
+			shapes := []packShape{{requests: pod, count: 3}, {requests: resources{3000, 3000, 1000}, count: 1}}
+			p := &batchPacker{types: []packType{small, large}, base: resources{0, 0, 0}, shapes: shapes, kinds: tc.kinds, worth: []float64{1, 2}}
 			r := &rounding{p: p, bins: tc.bins}
 			r.absorb(tc.limit)
 			if !slices.EqualFunc(r.bins, tc.want, func(a, b packPattern) bool {

@@ -30,14 +30,17 @@ func (p *batchPacker) round(prices []float64, stop func() bool, newBins int) []p
 		optimum += v * p.types[p.patterns[j].typ].price
 		bins += v
 	}
-	if bins > packDiveBins || down.price() <= optimum*(1+packMinGain) {
+	fits := func(r *rounding) bool { return r.newBins() <= newBins }
+	if bins > packDiveBins || (fits(down) && down.price() <= optimum*(1+packMinGain)) {
 		return down.bins
 	}
 	dived := p.dive(prices, stop)
-	if dived != nil {
-		dived.absorb(newBins)
+	if dived == nil {
+		return down.bins
 	}
-	if dived != nil && dived.price() < down.price() && (dived.newBins() <= newBins || down.newBins() > newBins) {
+	dived.absorb(newBins)
+	// A rounding within the new bins allowed beats one beyond them, which repack refuses.
+	if fits(dived) && !fits(down) || fits(dived) == fits(down) && dived.price() < down.price() {
 		return dived.bins
 	}
 	return down.bins
@@ -45,13 +48,20 @@ func (p *batchPacker) round(prices []float64, stop func() bool, newBins int) []p
 
 // absorb takes apart the new bins beyond limit (the group's nodes that may be dropped, which a
 // packing cannot outnumber: repack has no node to open), the cheapest first, each pod to the bin
-// whose type it makes dearer the least (nothing where there is room), growing that bin's type.
-// Where every node of a group holds a pod that cannot move (one pod per node of a hostname
-// anti-affinity, say), the program's optimum rounds to one or two bins more than the group
-// has, and the packing was thrown away. It leaves the rounding as it was if some pod of a bin
-// taken apart fits no other bin.
+// whose type it makes dearer the least (or for which a type as cheap or cheaper holds it),
+// growing that bin's type; the pods of the most worth first, which are the hardest to place.
+// Where every node of a group holds a pod that cannot move (one pod a node of a hostname
+// anti-affinity, say), the program's optimum may round to a bin or two more than the group
+// has, and the packing was thrown away. If some pod of a bin taken apart fits no other bin, the
+// rounding is left as it was.
 func (r *rounding) absorb(limit int) {
 	p := r.p
+	before := r.bins
+	byWorth := make([]int, len(p.shapes))
+	for s := range byWorth {
+		byWorth[s] = s
+	}
+	slices.SortStableFunc(byWorth, func(a, b int) int { return cmp.Compare(p.worth[b], p.worth[a]) })
 	for r.newBins() > limit {
 		bins := slices.Clone(r.bins)
 		for i := range bins {
@@ -67,24 +77,28 @@ func (r *rounding) absorb(limit int) {
 				apart = i
 			}
 		}
+		if apart < 0 {
+			r.bins = before
+			return
+		}
 		taken := bins[apart]
 		bins = slices.Delete(bins, apart, apart+1)
 		used = slices.Delete(used, apart, apart+1)
-		for s, n := range taken.counts {
-			for range n {
+		for _, s := range byWorth {
+			for range taken.counts[s] {
 				to, typ, cost := -1, -1, math.Inf(1)
 				for i, b := range bins {
 					if b.kind >= 0 && !p.kinds[b.kind].accepts[s] {
 						continue
 					}
-					grown := used[i].plus(p.shapes[s].requests)
-					if t := p.cheapestHolding(grown); t >= 0 {
+					if t := p.cheapestHolding(used[i].plus(p.shapes[s].requests)); t >= 0 {
 						if c := p.types[t].price - p.types[b.typ].price; c < cost {
 							to, typ, cost = i, t, c
 						}
 					}
 				}
 				if to < 0 {
+					r.bins = before
 					return
 				}
 				bins[to].typ = typ

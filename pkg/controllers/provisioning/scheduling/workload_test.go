@@ -124,14 +124,14 @@ func dropTerms(tb testing.TB, pods []*corev1.Pod) {
 // withoutTerms takes the workload's terms named (workloadTerms) off its pods.
 func withoutTerms(pods []*corev1.Pod, terms []string) {
 	for _, p := range pods {
-		for _, c := range p.Spec.TopologySpreadConstraints {
-			if (c.TopologyKey == corev1.LabelTopologyZone && slices.Contains(terms, "zone-spread")) ||
-				(c.TopologyKey == corev1.LabelHostname && slices.Contains(terms, "hostname-spread")) {
-				p.Spec.TopologySpreadConstraints = nil
-			}
-		}
+		p.Spec.TopologySpreadConstraints = slices.DeleteFunc(p.Spec.TopologySpreadConstraints, func(c corev1.TopologySpreadConstraint) bool {
+			return (c.TopologyKey == corev1.LabelTopologyZone && slices.Contains(terms, "zone-spread")) ||
+				(c.TopologyKey == corev1.LabelHostname && slices.Contains(terms, "hostname-spread"))
+		})
 		if a := p.Spec.Affinity; a != nil && a.PodAffinity != nil && slices.Contains(terms, "zone-affinity") {
-			a.PodAffinity = nil
+			a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution = slices.DeleteFunc(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, func(t corev1.PodAffinityTerm) bool {
+				return t.TopologyKey == corev1.LabelTopologyZone
+			})
 		}
 	}
 }
