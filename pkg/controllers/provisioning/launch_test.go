@@ -9,6 +9,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -349,4 +351,38 @@ func (c *Controller) toldCount() int {
 // provisionerPlanOf is the Provisioner as a pass plans it, its nodes counting against its limits.
 func provisionerPlanOf(p *v1alpha5.Provisioner, nodes map[string]corev1.ResourceList) *poolPlan {
 	return &poolPlan{key: pools.Provisioner(p.Name), stored: p, updated: p.DeepCopy(), nodes: nodes}
+}
+
+// TestPassKeepsAHandOverTheCacheLags: a replacement's room handed to its NodeClaim (a launch
+// still in progress) stands while the cache does not show that NodeClaim yet but the API server
+// holds it, and goes once the API server no longer does. Dropped at the first pass whose read of
+// the cache lacked it, the room was free until the cache caught up.
+func TestPassKeepsAHandOverTheCacheLags(t *testing.T) {
+	c, _, _ := launchingController(t, interceptor.Funcs{})
+	ctx := context.Background()
+	_, id, err := c.ledger.Reserve(pools.Provisioner("p"), nil, nil, []cloudprovider.Candidate{candidate("small", "2")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ledger.HandOver(id, "claim-1")
+	for _, tc := range []struct {
+		name string
+		held bool
+		used string
+	}{
+		{"held by the API server, not in the cache yet", true, "2"},
+		{"gone from the API server", false, "0"},
+	} {
+		api := kubefake.NewClientBuilder()
+		if tc.held {
+			api = api.WithObjects(&v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-1"}})
+		}
+		c.reader = api.Build()
+		if _, err := c.provision(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		if used := c.ledger.Used(pools.Provisioner("p"), nil); used.Cpu().Cmp(resource.MustParse(tc.used)) != 0 {
+			t.Errorf("%s: %s cores reserved after a pass, want %s", tc.name, used.Cpu(), tc.used)
+		}
+	}
 }

@@ -296,8 +296,9 @@ func capacityOf(it *cloudprovider.InstanceType) corev1.ResourceList {
 }
 
 // HandOver keeps a reservation whose launch is still in progress (launcher.LaunchInProgressError)
-// for its NodeClaim: it stands until the NodeClaim is counted, launched (Counted), or a read of
-// the cluster begun after the hand-over no longer holds the NodeClaim (ForgetGone). Released
+// for its NodeClaim: it stands until the NodeClaim is counted, launched (Counted), or the API
+// server, asked once a read of the cluster begun after the hand-over lacks it, no longer holds
+// it (UnshownHandOvers, ForgetGone). Released
 // instead, its room would be free until a pass saw the NodeClaim launched, and another launch
 // could take it past the pool's limits.
 func (l *Ledger) HandOver(id int, nodeClaim string) {
@@ -328,19 +329,36 @@ func (l *Ledger) Cached() uint64 {
 	return l.cached
 }
 
-// ForgetGone drops the reservations whose Node the cache showed by the time cached was read
-// (Cached) and that nodes, every Node of the cluster read after that, no longer hold by name and
-// UID: deleted, or replaced by another Node of the name, before a pass counted them, they hold
-// no room. So do those handed over by then (HandOver) whose NodeClaim nodeClaims, read with
-// nodes, no longer hold.
-func (l *Ledger) ForgetGone(nodes []corev1.Node, nodeClaims []v1.NodeClaim, cached uint64) {
-	present := make(map[string]types.UID, len(nodes))
-	for i := range nodes {
-		present[nodes[i].Name] = nodes[i].UID
-	}
+// UnshownHandOvers are the NodeClaims of the reservations handed over by the time cached was
+// read (Cached, HandOver) that nodeClaims, read after that, do not hold: deleted, or created a
+// moment before the hand-over and not in the cache yet, which a read begun later may still lag.
+// Only the API server can tell the two apart; ForgetGone is given those it no longer holds.
+func (l *Ledger) UnshownHandOvers(nodeClaims []v1.NodeClaim, cached uint64) []string {
 	claimed := make(sets.Set[string], len(nodeClaims))
 	for i := range nodeClaims {
 		claimed.Insert(nodeClaims[i].Name)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var unshown []string
+	for _, r := range l.inFlight {
+		if r.handedOver && r.cachedAt <= cached && !claimed.Has(r.nodeClaim) {
+			unshown = append(unshown, r.nodeClaim)
+		}
+	}
+	slices.Sort(unshown)
+	return unshown
+}
+
+// ForgetGone drops the reservations whose Node the cache showed by the time cached was read
+// (Cached) and that nodes, every Node of the cluster read after that, no longer hold by name and
+// UID: deleted, or replaced by another Node of the name, before a pass counted them, they hold
+// no room. So do those handed over (HandOver) whose NodeClaim the API server no longer holds
+// (goneClaims, of UnshownHandOvers).
+func (l *Ledger) ForgetGone(nodes []corev1.Node, goneClaims sets.Set[string], cached uint64) {
+	present := make(map[string]types.UID, len(nodes))
+	for i := range nodes {
+		present[nodes[i].Name] = nodes[i].UID
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -348,7 +366,7 @@ func (l *Ledger) ForgetGone(nodes []corev1.Node, nodeClaims []v1.NodeClaim, cach
 		if r.cachedAt == 0 || r.cachedAt > cached {
 			continue
 		}
-		if r.handedOver && !claimed.Has(r.nodeClaim) || !r.handedOver && present[r.nodeName] != r.node {
+		if r.handedOver && goneClaims.Has(r.nodeClaim) || !r.handedOver && present[r.nodeName] != r.node {
 			delete(l.inFlight, id)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -217,23 +218,26 @@ func TestLedgerForgetGone(t *testing.T) {
 
 // TestLedgerHandOver: a reservation handed to the NodeClaim of a launch still in progress
 // stands until that NodeClaim is counted, launched, or a read of the cluster begun after the
-// hand-over lacks it; a read begun before may not show it yet.
+// hand-over lacks it and the API server does too; a read begun before may not show it yet, nor
+// may a cache that lags the API server.
 func TestLedgerHandOver(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// counted are the nodes counted by name; readBefore is whether the cluster was read
-		// from before the hand-over; shown whether the read holds the NodeClaim.
-		counted           map[string]corev1.ResourceList
-		readBefore, shown bool
+		// from before the hand-over; shown whether the read holds the NodeClaim, and held
+		// whether the API server does.
+		counted                 map[string]corev1.ResourceList
+		readBefore, shown, held bool
 		// used is the cores counted then: the reservation's 2, or none.
 		used string
 	}{
-		{"launching, shown unlaunched", nil, false, true, "2"},
-		{"counted under the nodeclaim's name, once", map[string]corev1.ResourceList{"claim-1": cpu("2")}, false, true, "2"},
+		{"launching, shown unlaunched", nil, false, true, true, "2"},
+		{"counted under the nodeclaim's name, once", map[string]corev1.ResourceList{"claim-1": cpu("2")}, false, true, true, "2"},
 		// Its Node registered: Counted names it by its NodeClaim too.
-		{"registered, counted once", map[string]corev1.ResourceList{"ip-1": cpu("2"), "claim-1": {}}, false, true, "2"},
-		{"gone from a read begun after", nil, false, false, "0"},
-		{"not shown by a read begun before", nil, true, false, "2"},
+		{"registered, counted once", map[string]corev1.ResourceList{"ip-1": cpu("2"), "claim-1": {}}, false, true, true, "2"},
+		{"gone from a read begun after and from the API server", nil, false, false, false, "0"},
+		{"not in the cache yet, held by the API server", nil, false, false, true, "2"},
+		{"not shown by a read begun before", nil, true, false, false, "2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := NewLedger()
@@ -250,7 +254,13 @@ func TestLedgerHandOver(t *testing.T) {
 			if tc.shown {
 				nodeClaims = append(nodeClaims, v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-1"}})
 			}
-			l.ForgetGone(nil, nodeClaims, read)
+			gone := sets.New[string]()
+			for _, name := range l.UnshownHandOvers(nodeClaims, read) {
+				if !tc.held {
+					gone.Insert(name)
+				}
+			}
+			l.ForgetGone(nil, gone, read)
 			if used := l.Used(pools.Provisioner("p"), tc.counted); used.Cpu().Cmp(resource.MustParse(tc.used)) != 0 {
 				t.Errorf("used %s cores, want %s", used.Cpu(), tc.used)
 			}

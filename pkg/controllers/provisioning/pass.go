@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,6 +43,21 @@ type poolPlan struct {
 	launched bool
 }
 
+// goneNodeClaims are those of the NodeClaims named that the API server no longer holds. One it
+// could not be asked about is not gone: a reservation kept a pass too long holds room a moment,
+// one dropped too early lets a launch past the pool's limits.
+func (c *Controller) goneNodeClaims(ctx context.Context, names []string) sets.Set[string] {
+	gone := sets.New[string]()
+	for _, name := range names {
+		if err := c.reader.Get(ctx, client.ObjectKey{Name: name}, &v1.NodeClaim{}); apierrors.IsNotFound(err) {
+			gone.Insert(name)
+		} else if err != nil {
+			log.FromContext(ctx).Error(err, "reading a nodeclaim whose launch holds room under its pool's limits; keeping the room", "nodeclaim", name)
+		}
+	}
+	return gone
+}
+
 // provision runs one pass: snapshot, plan, start the launches, report. retry is true when
 // pods were left without a node, for a reason that may pass.
 //
@@ -58,7 +74,7 @@ func (c *Controller) provision(ctx context.Context, early bool) (retry bool, err
 	if err != nil {
 		return true, err
 	}
-	c.ledger.ForgetGone(snapshot.Nodes, snapshot.NodeClaims, cached)
+	c.ledger.ForgetGone(snapshot.Nodes, c.goneNodeClaims(ctx, c.ledger.UnshownHandOvers(snapshot.NodeClaims, cached)), cached)
 	// Those standing for NodeClaims whose Node has not registered too: their room is in the
 	// snapshot, and the pods launched for them are counted there.
 	shown := sets.New[string]()
