@@ -399,16 +399,24 @@ func patternBound(tb testing.TB, in boundInput, seeds []pattern) (float64, []pat
 // against every pattern, and the bound scales any π to a feasible point anyway.
 func shapePrices(in boundInput, patterns []pattern) ([]float64, error) {
 	S, P := len(in.shapes), len(patterns)
-	c, A, b := restrictedProgram(in, patterns)
-	perturb := rand.New(rand.NewPCG(1, 2))
-	for i := range b {
-		b[i] *= 1 + 1e-6*(1+perturb.Float64())
+	var pi []float64
+	var err error
+	// A perturbation that leaves the optimum degenerate all the same is tried again with the
+	// next of the sequence, each larger, a few times.
+	for attempt := range 4 {
+		c, A, b := restrictedProgram(in, patterns)
+		perturb := rand.New(rand.NewPCG(1, 2+uint64(attempt)))
+		for i := range b {
+			b[i] *= 1 + 1e-6*math.Pow(10, float64(attempt))*(1+perturb.Float64())
+		}
+		var x []float64
+		if _, x, err = lp.Simplex(c, A, b, 1e-10, nil); err != nil {
+			return nil, fmt.Errorf("solving the restricted program over %d patterns, %w", P, err)
+		}
+		if pi, _, err = scheduling.OptimalDuals(c, A, x, 1e-9); err == nil {
+			break
+		}
 	}
-	_, x, err := lp.Simplex(c, A, b, 1e-10, nil)
-	if err != nil {
-		return nil, fmt.Errorf("solving the restricted program over %d patterns, %w", P, err)
-	}
-	pi, _, err := scheduling.OptimalDuals(c, A, x, 1e-9)
 	if err != nil {
 		return nil, fmt.Errorf("the restricted program's optimum over %d patterns: %w", P, err)
 	}
