@@ -196,7 +196,7 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 			if possible.empty() {
 				return nil, fmt.Sprintf("no instance type gives a %s the topology terms allow", k.name)
 			}
-			v := s.chooseDomain(p, k, possible)
+			v := s.chooseDomain(n, reqs, p, k, possible, used)
 			r, _ := scheduling.NewRequirement(corev1.NodeSelectorOpIn, k.values.names[v])
 			if existing, ok := reqs[k.name]; ok {
 				r = existing.Intersect(r)
@@ -281,33 +281,68 @@ func (n *node) firstWithinLimits(out *narrowing, used resources) bool {
 	return true
 }
 
-// chooseDomain picks, of the possible values of key k, the one where the pod's spread groups on
-// k, or else the groups on k it is counted in, have the fewest pods.
-func (s *scheduler) chooseDomain(p *podInfo, k *topologyKey, possible domainSet) int {
+// chooseDomain picks, of the possible values of key k for new node n holding used, the one
+// where the pod's spread groups on k have the fewest pods, the cheapest for n of those alike if
+// k is the zone or capacity type (domainPrice; spot prices differ by zone). A pod only counted on k (by others' spreads, or its
+// own affinity) goes where n launches cheapest, and among zones priced alike, or for another
+// key, where the groups on k it is counted in have the fewest: the plan binds pods in its order
+// (and the checker replays that), so a pod counted after the spreading pods were placed cannot
+// move them, and balancing such pods cost 2 – 3 % on the real catalogue's workload, whose zone
+// spreads count 60 % of its pods.
+func (s *scheduler) chooseDomain(n *node, reqs scheduling.Requirements, p *podInfo, k *topologyKey, possible domainSet, used resources) int {
 	var groups []*topologyGroup
 	for _, t := range p.domainSpreads {
 		if t.group.key == k {
 			groups = append(groups, t.group)
 		}
 	}
-	if len(groups) == 0 {
+	counted := len(groups) == 0
+	if counted {
 		for _, g := range p.matches {
 			if g.key == k {
 				groups = append(groups, g)
 			}
 		}
 	}
-	best, bestScore := -1, int64(math.MaxInt64)
+	price := s.domainPrice(n, reqs, k, used)
+	best, bestPrice, bestScore := -1, 0.0, int64(0)
 	possible.each(func(v int) {
 		var score int64
 		for _, g := range groups {
 			score += int64(g.domainCounts[v])
 		}
-		if score < bestScore {
-			best, bestScore = v, score
+		cost := price(v)
+		better := score < bestScore || score == bestScore && cost < bestPrice
+		if counted {
+			better = cost < bestPrice || cost == bestPrice && score < bestScore
+		}
+		if best < 0 || better {
+			best, bestPrice, bestScore = v, cost, score
 		}
 	})
 	return best
+}
+
+// domainPrice is, per value of key k, the price of new node n holding used with its
+// requirements reqs, were it to launch now in that zone or as that capacity type: the first of its
+// types that holds used, at its cheapest offering there (+Inf where it has none). Every value
+// costs the same for another key, which no offering decides.
+func (s *scheduler) domainPrice(n *node, reqs scheduling.Requirements, k *topologyKey, used resources) func(v int) float64 {
+	same := func(int) float64 { return 0 }
+	if k.name != corev1.LabelTopologyZone && k.name != v1alpha5.CapacityTypeLabelKey {
+		return same
+	}
+	i := slices.IndexFunc(n.candidates[n.first:], func(t *instanceType) bool { return within(t.alloc, used) })
+	if i < 0 {
+		return same
+	}
+	t := n.candidates[n.first+i]
+	zones := n.zones & s.zones.mask(reqs[corev1.LabelTopologyZone])
+	capacityTypes := n.capacityTypes & s.capacityTypes.mask(reqs[v1alpha5.CapacityTypeLabelKey])
+	if k.name == corev1.LabelTopologyZone {
+		return func(zone int) float64 { return t.price(1<<zone, capacityTypes) }
+	}
+	return func(capacityType int) float64 { return t.price(zones, 1<<capacityType) }
 }
 
 // compatibleNew is the cheap part of checking a pod against a new node; constrain does the rest.

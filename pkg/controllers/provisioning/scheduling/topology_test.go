@@ -9,8 +9,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
+	"karpenter.sh/karpenter/pkg/cloudprovider"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling"
 	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/check"
+	"karpenter.sh/karpenter/pkg/controllers/provisioning/scheduling/workloads"
 	"karpenter.sh/karpenter/pkg/test/builders"
 )
 
@@ -359,4 +361,50 @@ func taintedZoneInput(policy *corev1.NodeInclusionPolicy) scheduling.Input {
 	return scheduling.Input{Pods: builders.Pods(4, builders.PodOptions{Requests: requests("100m", "100Mi"), Labels: web,
 		TopologySpread: spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, web, func(c *corev1.TopologySpreadConstraint) { c.NodeTaintsPolicy = policy })}),
 		Pools: []scheduling.Pool{open, tainted}}
+}
+
+// TestCountedPodsGoWhereTheirNodeIsCheapest: a pod that a spread over zones or capacity types
+// only counts (it carries no term of its own on the key) opens its node in the zone, or as the
+// capacity type, it launches cheapest in; the spreading pods were placed first, against the
+// counts then, and the plan binds in its order. Where the values price alike, such pods balance
+// the counts as before. The spreading pods, whose counts tie, take the cheapest value of those.
+func TestCountedPodsGoWhereTheirNodeIsCheapest(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	// Types each of these pods fills alone: on demand only, priced per zone; and spot at 40 %
+	// of on demand in every zone.
+	zonal := func(prices ...float64) *cloudprovider.InstanceType {
+		it := workloads.InstanceType("one-pod", "amd64", 2, 4, 10, 0)
+		it.Offerings = nil
+		for i, z := range workloads.Zones {
+			it.Offerings = append(it.Offerings, cloudprovider.Offering{Zone: z, CapacityType: v1alpha5.CapacityTypeOnDemand, Price: prices[i], Available: true})
+		}
+		return it
+	}
+	spotAndOnDemand := workloads.InstanceType("one-pod", "amd64", 2, 4, 10, 0.1)
+	for _, tc := range []struct {
+		name               string
+		key                string
+		it                 *cloudprovider.InstanceType
+		counted, spreading map[string]int
+	}{
+		{"zones priced differently", corev1.LabelTopologyZone, zonal(0.3, 0.1, 0.2), map[string]int{"zone-2": 3}, map[string]int{"zone-2": 3}},
+		{"zones priced alike", corev1.LabelTopologyZone, zonal(0.1, 0.1, 0.1), map[string]int{"zone-1": 1, "zone-2": 1, "zone-3": 1}, map[string]int{"zone-1": 3}},
+		{"capacity types", v1alpha5.CapacityTypeLabelKey, spotAndOnDemand, map[string]int{v1alpha5.CapacityTypeSpot: 3}, map[string]int{v1alpha5.CapacityTypeSpot: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spreading := builders.Pods(3, builders.PodOptions{Requests: requests("1500m", "1Gi"), Labels: map[string]string{"app": "spreading"},
+				TopologySpread: spread(tc.key, corev1.DoNotSchedule, web, nil)})
+			counted := builders.Pods(3, builders.PodOptions{Requests: requests("1500m", "1Gi"), Labels: web})
+			in := scheduling.Input{Pods: append(spreading, counted...),
+				Pools: []scheduling.Pool{scheduling.FromProvisioner(builders.Provisioner(builders.ProvisionerOptions{Name: "default"}), []*cloudprovider.InstanceType{tc.it})}}
+			r := scheduling.Schedule(in)
+			verifyWorkload(t, in, r)
+			got := map[string]map[string]int{"web": {}, "spreading": {}}
+			for _, b := range r.Bindings {
+				got[b.Pod.Labels["app"]][valueOf(in, r, b.NodeName, tc.key)]++
+			}
+			wantCounts(t, got["web"], tc.counted)
+			wantCounts(t, got["spreading"], tc.spreading)
+		})
+	}
 }
