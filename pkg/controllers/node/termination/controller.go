@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,6 +96,10 @@ type Controller struct {
 	// backoff spaces the retries of refused evictions, per node; a drain that progresses
 	// starts it over.
 	backoff workqueue.TypedRateLimiter[types.NamespacedName]
+	// awaited are, per node whose instance waits for its volumes to detach, the attachments
+	// its last AwaitingVolumeDetachment Event named: one Event per set, not one per look.
+	awaitedMu sync.Mutex
+	awaited   map[types.UID]string
 }
 
 // New builds the controller.
@@ -117,6 +122,7 @@ func New(options Options) (*Controller, error) {
 		recorder:  options.Recorder,
 		clock:     options.Clock,
 		backoff:   workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](options.MinRetryDelay, options.MaxRetryDelay),
+		awaited:   map[types.UID]string{},
 	}, nil
 }
 

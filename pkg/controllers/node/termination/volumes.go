@@ -86,17 +86,39 @@ func (c *Controller) attachedVolumes(ctx context.Context, node *corev1.Node, onN
 // the deadline, when there is one; for as long as they take otherwise.
 func (c *Controller) awaitDetach(ctx context.Context, node *corev1.Node, onNode []corev1.Pod, deadline *time.Time, now time.Time) (time.Duration, error) {
 	if deadline != nil && !now.Before(*deadline) {
+		c.told(node, "")
 		return 0, nil
 	}
 	attached, err := c.attachedVolumes(ctx, node, onNode)
-	if err != nil || len(attached) == 0 {
+	if err != nil {
 		return 0, err
 	}
-	c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonAwaitingVolumeDetachment, "Drained; waiting for volume attachment %s to detach before terminating the instance",
-		strings.Join(attached, ", "))
+	if len(attached) == 0 {
+		c.told(node, "")
+		return 0, nil
+	}
+	if names := strings.Join(attached, ", "); c.told(node, names) {
+		c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonAwaitingVolumeDetachment, "Drained; waiting for volume attachment %s to detach before terminating the instance", names)
+	}
 	wait := volumeDetachPoll
 	if deadline != nil {
 		wait = min(wait, deadline.Sub(now))
 	}
 	return wait, nil
+}
+
+// told records the attachments the node's instance now waits for ("" once none), and reports
+// whether they differ from those it waited for at the last look.
+func (c *Controller) told(node *corev1.Node, attachments string) bool {
+	c.awaitedMu.Lock()
+	defer c.awaitedMu.Unlock()
+	if attachments == "" {
+		delete(c.awaited, node.UID)
+		return false
+	}
+	if c.awaited[node.UID] == attachments {
+		return false
+	}
+	c.awaited[node.UID] = attachments
+	return true
 }

@@ -2,6 +2,7 @@ package termination_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,6 +111,12 @@ func TestTheInstanceWaitsForItsVolumesToDetach(t *testing.T) {
 			if calls := cloud.DeleteCalls(); len(calls) != 0 || result.RequeueAfter == 0 {
 				t.Fatalf("terminated %v (requeued after %s) with volume data attached, want a wait", calls, result.RequeueAfter)
 			}
+			// Looked at again while it waits: the Event said so once.
+			reconcileOnce()
+			reconcileOnce()
+			if told := eventsOf(recorder, termination.ReasonAwaitingVolumeDetachment); told != 1 {
+				t.Errorf("%d %s Events over the looks at the same attachment while it waits, want 1", told, termination.ReasonAwaitingVolumeDetachment)
+			}
 			if err := c.Delete(ctx, &data); err != nil {
 				t.Fatal(err)
 			}
@@ -121,5 +128,20 @@ func TestTheInstanceWaitsForItsVolumesToDetach(t *testing.T) {
 				t.Errorf("node read %v, want it released", err)
 			}
 		})
+	}
+}
+
+// eventsOf counts, and takes, the Events of the reason the recorder holds.
+func eventsOf(recorder *record.FakeRecorder, reason string) int {
+	count := 0
+	for {
+		select {
+		case event := <-recorder.Events:
+			if strings.Contains(event, " "+reason+" ") {
+				count++
+			}
+		default:
+			return count
+		}
 	}
 }
