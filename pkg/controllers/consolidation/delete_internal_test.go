@@ -21,6 +21,7 @@ import (
 	"karpenter.sh/karpenter/pkg/apis"
 	v1alpha5 "karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/nodes"
+	"karpenter.sh/karpenter/pkg/test/events"
 )
 
 // provisionerNode is a node of the Provisioner "default", as the client stored it.
@@ -123,7 +124,7 @@ func TestDeleteTaintsEveryNodeFirst(t *testing.T) {
 			if tc.wantTainted != nil && !slices.Equal(tainted, tc.wantTainted) {
 				t.Errorf("tainted %v, want %v", tainted, tc.wantTainted)
 			}
-			if rolledBack := countEvents(recorder, ReasonRolledBack); rolledBack != tc.wantRolledBack {
+			if rolledBack := events.Count(recorder, ReasonRolledBack); rolledBack != tc.wantRolledBack {
 				t.Errorf("%d %s Events, want %d (operations %v)", rolledBack, ReasonRolledBack, tc.wantRolledBack, ops)
 			}
 		})
@@ -155,22 +156,7 @@ func TestRollBackInterrupted(t *testing.T) {
 			t.Errorf("node %s tainted %v, want %v", name, nodes.IsDisrupted(node), wantTainted)
 		}
 	}
-	if rolledBack := countEvents(recorder, ReasonRolledBack); rolledBack != 1 {
+	if rolledBack := events.Count(recorder, ReasonRolledBack); rolledBack != 1 {
 		t.Errorf("%d %s Events, want 1", rolledBack, ReasonRolledBack)
-	}
-}
-
-// countEvents counts the recorded Events with the reason.
-func countEvents(recorder *record.FakeRecorder, reason string) int {
-	n := 0
-	for {
-		select {
-		case event := <-recorder.Events:
-			if strings.Contains(event, " "+reason+" ") {
-				n++
-			}
-		default:
-			return n
-		}
 	}
 }

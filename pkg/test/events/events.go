@@ -1,5 +1,5 @@
 // Package events waits for the Events a controller records, for integration tests that assert
-// what a user reading `kubectl get events` would see.
+// what a user reading `kubectl get events` would see, and counts those a fake recorder holds.
 package events
 
 import (
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"karpenter.sh/karpenter/pkg/test/eventually"
@@ -34,4 +35,19 @@ func Wait(t testing.TB, reader client.Reader, name, reason, text string, options
 		}
 		return false, strings.Join(seen, "; "), nil
 	}, options...)
+}
+
+// Count takes the Events the fake recorder holds and counts those of the reason.
+func Count(recorder *record.FakeRecorder, reason string) int {
+	n := 0
+	for {
+		select {
+		case event := <-recorder.Events:
+			if strings.Contains(event, " "+reason+" ") {
+				n++
+			}
+		default:
+			return n
+		}
+	}
 }

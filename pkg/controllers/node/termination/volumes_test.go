@@ -2,7 +2,6 @@ package termination_test
 
 import (
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"karpenter.sh/karpenter/pkg/apis/provisioning/v1alpha5"
 	"karpenter.sh/karpenter/pkg/cloudprovider/fake"
 	"karpenter.sh/karpenter/pkg/controllers/node/termination"
+	"karpenter.sh/karpenter/pkg/test/events"
 	"karpenter.sh/karpenter/pkg/test/kubefake"
 )
 
@@ -114,7 +114,7 @@ func TestTheInstanceWaitsForItsVolumesToDetach(t *testing.T) {
 			// Looked at again while it waits: the Event said so once.
 			reconcileOnce()
 			reconcileOnce()
-			if told := eventsOf(recorder, termination.ReasonAwaitingVolumeDetachment); told != 1 {
+			if told := events.Count(recorder, termination.ReasonAwaitingVolumeDetachment); told != 1 {
 				t.Errorf("%d %s Events over the looks at the same attachment while it waits, want 1", told, termination.ReasonAwaitingVolumeDetachment)
 			}
 			if err := c.Delete(ctx, &data); err != nil {
@@ -128,20 +128,5 @@ func TestTheInstanceWaitsForItsVolumesToDetach(t *testing.T) {
 				t.Errorf("node read %v, want it released", err)
 			}
 		})
-	}
-}
-
-// eventsOf counts, and takes, the Events of the reason the recorder holds.
-func eventsOf(recorder *record.FakeRecorder, reason string) int {
-	count := 0
-	for {
-		select {
-		case event := <-recorder.Events:
-			if strings.Contains(event, " "+reason+" ") {
-				count++
-			}
-		default:
-			return count
-		}
 	}
 }
