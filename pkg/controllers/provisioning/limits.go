@@ -20,10 +20,11 @@ import (
 // the largest instance type it may become, against what the provisioner's nodes already hold
 // and what launches still in flight reserved. The Node of a launch is counted from the
 // cluster once it is seen there (as a Node, or as its launched NodeClaim: Counted), and its
-// reservation is dropped then; so is the reservation of a Node the cache showed, or of a
-// NodeClaim a launch still in progress was handed to, that a later read of the cluster no
-// longer holds (ForgetGone). So concurrent launches, of one batch or of several, never sum past
-// a limit, however stale the cache, and a Node gone before any pass counted it frees its room.
+// reservation is dropped then; so is the reservation of a Node the cache showed that a later
+// read of the cluster no longer holds, or of a NodeClaim a launch still in progress was handed
+// to that the API server no longer holds (ForgetGone). So concurrent launches, of one batch or
+// of several, never sum past a limit, however stale the cache, and a Node gone before any pass
+// counted it frees its room.
 // One Ledger is shared by every controller that launches: provisioning, consolidation's
 // replacements and expiry's.
 type Ledger struct {
@@ -298,9 +299,8 @@ func capacityOf(it *cloudprovider.InstanceType) corev1.ResourceList {
 // HandOver keeps a reservation whose launch is still in progress (launcher.LaunchInProgressError)
 // for its NodeClaim: it stands until the NodeClaim is counted, launched (Counted), or the API
 // server, asked once a read of the cluster begun after the hand-over lacks it, no longer holds
-// it (UnshownHandOvers, ForgetGone). Released
-// instead, its room would be free until a pass saw the NodeClaim launched, and another launch
-// could take it past the pool's limits.
+// it (UnshownHandOvers, ForgetGone). Released instead, its room would be free until a pass saw
+// the NodeClaim launched, and another launch could take it past the pool's limits.
 func (l *Ledger) HandOver(id int, nodeClaim string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

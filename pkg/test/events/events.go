@@ -43,7 +43,8 @@ func Count(recorder *record.FakeRecorder, reason string) int {
 	for {
 		select {
 		case event := <-recorder.Events:
-			if strings.Contains(event, " "+reason+" ") {
+			// "<type> <reason> <message>", as the fake recorder writes them.
+			if fields := strings.Fields(event); len(fields) > 1 && fields[1] == reason {
 				n++
 			}
 		default:

@@ -495,6 +495,7 @@ func (c *Controller) restoreFinalizer(ctx context.Context, node *corev1.Node) er
 
 // release removes the finalizer, letting the Node object go.
 func (c *Controller) release(ctx context.Context, node *corev1.Node, message string) error {
+	c.attachmentsChanged(node, "")
 	stored := node.DeepCopy()
 	controllerutil.RemoveFinalizer(node, v1alpha5.TerminationFinalizer)
 	// The finalizers are one list: the lock keeps another controller's.

@@ -86,7 +86,7 @@ func (c *Controller) attachedVolumes(ctx context.Context, node *corev1.Node, onN
 // the deadline, when there is one; for as long as they take otherwise.
 func (c *Controller) awaitDetach(ctx context.Context, node *corev1.Node, onNode []corev1.Pod, deadline *time.Time, now time.Time) (time.Duration, error) {
 	if deadline != nil && !now.Before(*deadline) {
-		c.told(node, "")
+		c.attachmentsChanged(node, "")
 		return 0, nil
 	}
 	attached, err := c.attachedVolumes(ctx, node, onNode)
@@ -94,10 +94,10 @@ func (c *Controller) awaitDetach(ctx context.Context, node *corev1.Node, onNode 
 		return 0, err
 	}
 	if len(attached) == 0 {
-		c.told(node, "")
+		c.attachmentsChanged(node, "")
 		return 0, nil
 	}
-	if names := strings.Join(attached, ", "); c.told(node, names) {
+	if names := strings.Join(attached, ", "); c.attachmentsChanged(node, names) {
 		c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonAwaitingVolumeDetachment, "Drained; waiting for volume attachment %s to detach before terminating the instance", names)
 	}
 	wait := volumeDetachPoll
@@ -107,9 +107,9 @@ func (c *Controller) awaitDetach(ctx context.Context, node *corev1.Node, onNode 
 	return wait, nil
 }
 
-// told records the attachments the node's instance now waits for ("" once none), and reports
-// whether they differ from those it waited for at the last look.
-func (c *Controller) told(node *corev1.Node, attachments string) bool {
+// attachmentsChanged records the attachments the node's instance now waits for ("" once none),
+// and reports whether they differ from those it waited for at the last look.
+func (c *Controller) attachmentsChanged(node *corev1.Node, attachments string) bool {
 	c.awaitedMu.Lock()
 	defer c.awaitedMu.Unlock()
 	if attachments == "" {

@@ -2,6 +2,7 @@ package scheduling_test
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -413,7 +414,7 @@ func shapePrices(in boundInput, patterns []pattern) ([]float64, error) {
 		if _, x, err = lp.Simplex(c, A, b, 1e-10, nil); err != nil {
 			return nil, fmt.Errorf("solving the restricted program over %d patterns, %w", P, err)
 		}
-		if pi, _, err = scheduling.OptimalDuals(c, A, x, 1e-9); err == nil {
+		if pi, _, err = scheduling.OptimalDuals(c, A, x, 1e-9); !errors.Is(err, scheduling.ErrDegenerate) {
 			break
 		}
 	}

@@ -15,8 +15,12 @@ func ScheduleWalkingEveryGrowth(in Input) *Results {
 	return s.plan(in)
 }
 
-// OptimalDuals is optimalDuals, for the pattern bound's column generation.
-var OptimalDuals = optimalDuals
+// OptimalDuals is optimalDuals, for the pattern bound's column generation, and ErrDegenerate
+// what it wraps when the optimum's positive variables do not name its basis.
+var (
+	OptimalDuals  = optimalDuals
+	ErrDegenerate = errDegenerate
+)
 
 // FailedMoveRestored plans in as Schedule does up to the batch packer, grows the room under the
 // first provisioner's cpu limit by freed (as an earlier group's packing frees it), then has the

@@ -283,12 +283,13 @@ func (n *node) firstWithinLimits(out *narrowing, used resources) bool {
 
 // chooseDomain picks, of the possible values of key k for new node n holding used, the one
 // where the pod's spread groups on k have the fewest pods, the cheapest for n of those alike if
-// k is the zone or capacity type (domainPrice; spot prices differ by zone). A pod only counted on k (by others' spreads, or its
-// own affinity) goes where n launches cheapest, and among zones priced alike, or for another
-// key, where the groups on k it is counted in have the fewest: the plan binds pods in its order
-// (and the checker replays that), so a pod counted after the spreading pods were placed cannot
-// move them, and balancing such pods cost 2 – 3 % on the real catalogue's workload, whose zone
-// spreads count 60 % of its pods.
+// k is the zone or capacity type (domainPrice: spot prices differ by zone). A pod only counted
+// on k, by others' spreads or its own affinity, goes where n launches cheapest, and among values
+// priced alike, or for another key, where the groups counting it have the fewest. The plan binds
+// pods in its order and the checker replays that order: spreading pods placed after such a pod
+// go where its count lets them, and those placed before it, as most are (sortPods), keep their
+// places whatever it adds. Balancing the pods only counted bought nothing a plan needs and made
+// nodes pay the dearer zones' prices (docs/benchmarks.md, issue 38).
 func (s *scheduler) chooseDomain(n *node, reqs scheduling.Requirements, p *podInfo, k *topologyKey, possible domainSet, used resources) int {
 	var groups []*topologyGroup
 	for _, t := range p.domainSpreads {
