@@ -221,7 +221,7 @@ func register(ctx context.Context, mgr manager.Manager, opts Options, recorders 
 		// The launcher's cloud calls are timed and counted under the controller whose context
 		// made them (cloudmetrics.WithController); "launcher" only names calls of none.
 		instances := cloudmetrics.Decorate(opts.InstanceProvider, "launcher", opts.InstanceProviderName, opts.Clock)
-		return launcher.New(mgr.GetClient(), instances, provisioning.DefaultLaunchConcurrency)
+		return launcher.New(mgr.GetClient(), mgr.GetAPIReader(), instances, provisioning.DefaultLaunchConcurrency)
 	})
 	// One cluster state, read by every planning loop; its informers start only with a loop that
 	// plans, so a metrics-only deployment watches no pods or volumes.

@@ -1,8 +1,12 @@
 package launcher
 
 import (
+	"context"
 	"errors"
 	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -20,7 +24,7 @@ import (
 func TestADecisionWaitsForItsLaunchInProgress(t *testing.T) {
 	it := fake.DefaultInstanceTypes()[0]
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	l := New(kubefake.NewClientBuilder().Build(), cloud, 0)
+	l := New(kubefake.NewClientBuilder().Build(), nil, cloud, 0)
 	const decision = "replacing old"
 	request := Request{Pool: Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: "default"})},
 		Candidates:  []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
@@ -50,7 +54,7 @@ func TestADecisionKeepsALaunchItCouldNotReadBack(t *testing.T) {
 	it := fake.DefaultInstanceTypes()[0]
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	c := kubefake.NewClientBuilder().Build()
-	l := New(c, cloud, 0)
+	l := New(c, nil, cloud, 0)
 	const decision = "replacing old"
 	request := Request{Pool: Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: "default"})},
 		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
@@ -73,5 +77,50 @@ func TestADecisionKeepsALaunchItCouldNotReadBack(t *testing.T) {
 	}
 	if calls := len(cloud.CreateCalls()); calls != 1 {
 		t.Errorf("%d launches, want 1", calls)
+	}
+}
+
+// TestADecisionFindsItsLaunchTheCacheDoesNotShowYet: a replacement's launch in progress whose
+// NodeClaim the cache does not show yet (created a moment before) is found when the decision is
+// made again, read from the API server, and no second instance is launched; once the API server
+// no longer holds it either, the decision launches anew. (The code before read only the cache
+// and found no launch: the decision made again launched a second node.)
+func TestADecisionFindsItsLaunchTheCacheDoesNotShowYet(t *testing.T) {
+	it := fake.DefaultInstanceTypes()[0]
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	api := kubefake.NewClientBuilder().Build()
+	// The cache: it writes through to the API server and lists no NodeClaim yet.
+	cached := interceptor.NewClient(api, interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, ok := list.(*v1.NodeClaimList); ok {
+			return nil
+		}
+		return c.List(ctx, list, opts...)
+	}})
+	l := New(cached, api, cloud, 0)
+	const decision = "replacing old"
+	request := Request{Pool: Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: "default"})},
+		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
+		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner("default"), InstanceTypes: []*cloudprovider.InstanceType{it}}}}
+	cloud.SetUnreadLaunches(1)
+	_, err := l.LaunchNode(t.Context(), request, decision)
+	inProgress := (*LaunchInProgressError)(nil)
+	if !errors.As(err, &inProgress) {
+		t.Fatalf("LaunchNode: %v, want a LaunchInProgressError", err)
+	}
+	launched, err := l.LaunchedFor(t.Context(), decision, nil)
+	if err != nil || launched == nil || launched.NodeClaim.Name != inProgress.NodeClaim {
+		t.Fatalf("LaunchedFor: %+v, %v; want nodeclaim %s's node", launched, err, inProgress.NodeClaim)
+	}
+	if calls := len(cloud.CreateCalls()); calls != 1 {
+		t.Errorf("%d launches, want 1", calls)
+	}
+	if err := api.Delete(t.Context(), launched.NodeClaim); err != nil {
+		t.Fatal(err)
+	}
+	if launched, err := l.LaunchedFor(t.Context(), decision, nil); launched != nil || err != nil {
+		t.Errorf("LaunchedFor after the nodeclaim is gone: %+v, %v; want none", launched, err)
+	}
+	if _, unshown := l.created.unshown(decisionDigest(decision), nil); unshown {
+		t.Error("the gone nodeclaim is still remembered")
 	}
 }

@@ -69,7 +69,9 @@ type Request struct {
 
 // Launcher creates NodeClaims and launches them. It is safe for concurrent use.
 type Launcher struct {
-	client    client.Client
+	client client.Client
+	// reader reads the API server itself, for what the cache may not show yet (created).
+	reader    client.Reader
 	instances cloudprovider.InstanceProvider
 	calls     *semaphore.Weighted
 	// creating lets one launch create its NodeClaims at a time, in the order they asked: the
@@ -79,6 +81,8 @@ type Launcher struct {
 	creating *semaphore.Weighted
 	// order puts creations ahead of records.
 	order writeOrder
+	// created names the NodeClaims created for decisions that the cache may not show yet.
+	created createdForDecisions
 
 	mu sync.Mutex
 	// launching counts the launches of each group running in this process: its NodeClaims
@@ -86,14 +90,18 @@ type Launcher struct {
 	launching map[string]int
 }
 
-// New builds a Launcher; concurrency bounds the cloud calls at once (DefaultConcurrency when
-// zero).
-func New(c client.Client, instances cloudprovider.InstanceProvider, concurrency int) *Launcher {
+// New builds a Launcher writing and reading through c, reading what c's cache may not show yet
+// through reader (c when nil); concurrency bounds the cloud calls at once (DefaultConcurrency
+// when zero).
+func New(c client.Client, reader client.Reader, instances cloudprovider.InstanceProvider, concurrency int) *Launcher {
 	concurrency = max(concurrency, 0)
 	if concurrency == 0 {
 		concurrency = DefaultConcurrency
 	}
-	return &Launcher{client: c, instances: instances, calls: semaphore.NewWeighted(int64(concurrency)), creating: semaphore.NewWeighted(1), launching: map[string]int{}}
+	if reader == nil {
+		reader = c
+	}
+	return &Launcher{client: c, reader: reader, instances: instances, calls: semaphore.NewWeighted(int64(concurrency)), creating: semaphore.NewWeighted(1), launching: map[string]int{}}
 }
 
 // Launching is whether the launch of the NodeClaim's group runs in this process.

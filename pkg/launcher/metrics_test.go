@@ -32,7 +32,7 @@ func TestNodeClaimsCountedCreatedAndLaunchedOnce(t *testing.T) {
 		{pool: "counted-expiry", reason: metrics.ReasonExpired, wantReason: "expired"},
 	} {
 		t.Run(tc.pool, func(t *testing.T) {
-			l := launcher.New(kubefake.NewClientBuilder().Build(), fake.NewInstanceProvider(fake.InstanceProviderOptions{}), 0)
+			l := launcher.New(kubefake.NewClientBuilder().Build(), nil, fake.NewInstanceProvider(fake.InstanceProviderOptions{}), 0)
 			request := launcher.Request{Pool: launcher.Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: tc.pool})}, Candidates: candidates, Reason: tc.reason}
 			createdLabels := map[string]string{"reason": tc.wantReason, "nodepool": tc.pool, "min_values_relaxed": "false"}
 			created := counters.MarkNow(t, "karpenter_nodeclaims_created_total", createdLabels)

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -64,6 +67,9 @@ func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision str
 	defer done()
 	if err != nil {
 		return nil, err
+	}
+	if decision != "" {
+		l.created.add(decisionDigest(decision), nodeClaims[0].Name)
 	}
 	instances, err := l.Launch(ctx, request, nodeClaims)
 	unread := (*cloudprovider.UnreadInstancesError)(nil)
@@ -126,46 +132,116 @@ func (e *LaunchInProgressError) Unwrap() error { return e.Err }
 // LaunchInProgressError when that NodeClaim has no instance recorded yet, or the cloud does not
 // show it or its node name yet: just launched, EC2 may not know it for a moment (its reads are
 // eventually consistent), and one truly gone has its NodeClaim deleted by garbage collection.
+// The NodeClaims are read from the cache; one this process created for the decision that the
+// cache does not show yet is read from the API server (created).
 func (l *Launcher) launchedFor(ctx context.Context, digest string, counted map[string]corev1.ResourceList) (*Launched, error) {
 	var list v1.NodeClaimList
 	if err := l.client.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing nodeclaims, %w", err)
 	}
+	var shown []*v1.NodeClaim
 	for i := range list.Items {
-		nc := &list.Items[i]
+		if nc := &list.Items[i]; nc.Annotations[DecisionAnnotationKey] != "" {
+			shown = append(shown, nc)
+		}
+	}
+	name, unshown := l.created.unshown(digest, shown)
+	for _, nc := range shown {
 		if nc.Annotations[DecisionAnnotationKey] != digest || nc.DeletionTimestamp != nil {
 			continue
 		}
-		if nc.Status.ProviderID == "" {
-			return nil, &LaunchInProgressError{NodeClaim: nc.Name}
+		if launched, err := l.launchOf(ctx, nc, counted); launched != nil || err != nil {
+			return launched, err
 		}
-		node, err := nodeclaims.NodeFor(ctx, l.client, nc)
-		if err != nil {
-			return nil, err
-		}
-		if node != nil {
-			if _, taken := counted[node.Name]; taken {
-				continue
-			}
-			return &Launched{NodeClaim: nc, NodeName: node.Name}, nil
-		}
-		instance, err := l.instances.Get(ctx, nc.Status.ProviderID)
-		if notFound := (*cloudprovider.NotFoundError)(nil); errors.As(err, &notFound) {
-			return nil, &LaunchInProgressError{NodeClaim: nc.Name, Instance: nc.Status.ProviderID, Err: err}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading instance %s of nodeclaim %s, %w", nc.Status.ProviderID, nc.Name, err)
-		}
-		if instance.State.ShutDown() {
-			continue
-		}
-		if instance.NodeName == "" {
-			return nil, &LaunchInProgressError{NodeClaim: nc.Name, Instance: nc.Status.ProviderID, Err: errors.New("its node name is not known yet")}
-		}
-		if _, taken := counted[instance.NodeName]; taken {
-			continue
-		}
-		return &Launched{NodeClaim: nc, NodeName: instance.NodeName}, nil
 	}
-	return nil, nil
+	if !unshown {
+		return nil, nil
+	}
+	nc := &v1.NodeClaim{}
+	err := l.reader.Get(ctx, client.ObjectKey{Name: name}, nc)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading nodeclaim %s, launched for the decision and not in the cache yet, %w", name, err)
+	}
+	if err != nil || nc.DeletionTimestamp != nil {
+		l.created.forget(digest, name)
+		return nil, nil
+	}
+	return l.launchOf(ctx, nc, counted)
+}
+
+// launchOf is the launch of a NodeClaim launched for a decision, as launchedFor tells it.
+func (l *Launcher) launchOf(ctx context.Context, nc *v1.NodeClaim, counted map[string]corev1.ResourceList) (*Launched, error) {
+	if nc.Status.ProviderID == "" {
+		return nil, &LaunchInProgressError{NodeClaim: nc.Name}
+	}
+	node, err := nodeclaims.NodeFor(ctx, l.client, nc)
+	if err != nil {
+		return nil, err
+	}
+	if node != nil {
+		if _, taken := counted[node.Name]; taken {
+			return nil, nil
+		}
+		return &Launched{NodeClaim: nc, NodeName: node.Name}, nil
+	}
+	instance, err := l.instances.Get(ctx, nc.Status.ProviderID)
+	if notFound := (*cloudprovider.NotFoundError)(nil); errors.As(err, &notFound) {
+		return nil, &LaunchInProgressError{NodeClaim: nc.Name, Instance: nc.Status.ProviderID, Err: err}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading instance %s of nodeclaim %s, %w", nc.Status.ProviderID, nc.Name, err)
+	}
+	if instance.State.ShutDown() {
+		return nil, nil
+	}
+	if instance.NodeName == "" {
+		return nil, &LaunchInProgressError{NodeClaim: nc.Name, Instance: nc.Status.ProviderID, Err: errors.New("its node name is not known yet")}
+	}
+	if _, taken := counted[instance.NodeName]; taken {
+		return nil, nil
+	}
+	return &Launched{NodeClaim: nc, NodeName: instance.NodeName}, nil
+}
+
+// createdForDecisions names, by decision digest, the NodeClaim this process created for each
+// decision until the cache shows it: a NodeClaim is not in the cache for a moment after its
+// creation, and the decision made again in that moment (its launch in progress, say) must find
+// it rather than launch another. A process started after a crash needs none: its cache starts
+// from a full read.
+type createdForDecisions struct {
+	mu    sync.Mutex
+	names map[string]string
+}
+
+// add records the NodeClaim created for the decision.
+func (c *createdForDecisions) add(digest, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.names == nil {
+		c.names = map[string]string{}
+	}
+	c.names[digest] = name
+}
+
+// unshown forgets the NodeClaims the cache shows, and names the one created for the decision
+// when it is not among them.
+func (c *createdForDecisions) unshown(digest string, shown []*v1.NodeClaim) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, nc := range shown {
+		if d := nc.Annotations[DecisionAnnotationKey]; c.names[d] == nc.Name {
+			delete(c.names, d)
+		}
+	}
+	name, ok := c.names[digest]
+	return name, ok
+}
+
+// forget drops the NodeClaim created for the decision, gone or going from the API server.
+func (c *createdForDecisions) forget(digest, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.names[digest] == name {
+		delete(c.names, digest)
+	}
 }

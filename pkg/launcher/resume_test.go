@@ -37,7 +37,7 @@ func TestResumeLabelsANodeClaimACrashLeftUnlabelled(t *testing.T) {
 	c := kubefake.NewClientBuilder().WithObjects(provisioner).Build()
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	request, it := oneNodeRequest(provisioner)
-	first := launcher.New(c, cloud, 0)
+	first := launcher.New(c, nil, cloud, 0)
 	nodeClaims, done, err := first.CreateNodeClaims(t.Context(), request)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestResumeLabelsANodeClaimACrashLeftUnlabelled(t *testing.T) {
 	}
 	done()
 
-	if err := launcher.New(c, cloud, 0).ResumeAll(t.Context()); err != nil {
+	if err := launcher.New(c, nil, cloud, 0).ResumeAll(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for _, nc := range nodeClaims {
@@ -100,7 +100,7 @@ func TestResumeAllListsTheInstancesOnce(t *testing.T) {
 	c := kubefake.NewClientBuilder().WithObjects(provisioner).Build()
 	cloud := &listCounter{InstanceProvider: fake.NewInstanceProvider(fake.InstanceProviderOptions{})}
 	request, _ := oneNodeRequest(provisioner)
-	first := launcher.New(c, cloud, 0)
+	first := launcher.New(c, nil, cloud, 0)
 	for range 3 {
 		// The crash: the groups' NodeClaims were created, their launches never made.
 		_, done, err := first.CreateNodeClaims(t.Context(), request)
@@ -109,7 +109,7 @@ func TestResumeAllListsTheInstancesOnce(t *testing.T) {
 		}
 		done()
 	}
-	if err := launcher.New(c, cloud, 0).ResumeAll(t.Context()); err != nil {
+	if err := launcher.New(c, nil, cloud, 0).ResumeAll(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if launches := len(cloud.CreateCalls()); launches != 3 {

@@ -69,7 +69,7 @@ func TestRecordsWaitForTheCreationsAskedBeforeThem(t *testing.T) {
 	}).Build()
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	request, it := oneNodeRequest(provisioner)
-	l := launcher.New(c, cloud, 0)
+	l := launcher.New(c, nil, cloud, 0)
 
 	first, firstDone, err := l.CreateNodeClaims(t.Context(), request)
 	if err != nil {

@@ -132,7 +132,7 @@ func newHarness(t *testing.T, objects ...client.Object) *harness {
 		clock: clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))}
 	var err error
 	h.controller, err = disruption.New(disruption.Options{Client: c, Instances: h.cloud, Recorder: h.recorder, Clock: h.clock,
-		Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, h.cloud, 0), Cluster: state.Live(c)})
+		Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, nil, h.cloud, 0), Cluster: state.Live(c)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func TestProvisionerMethodsRunOnThePass(t *testing.T) {
 		h := newHarness(t)
 		c := kubefake.NewClientBuilder().Build()
 		controller, err := disruption.New(disruption.Options{Client: c, Instances: h.cloud, Recorder: h.recorder, Clock: h.clock,
-			Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, h.cloud, 0), Cluster: state.Live(c),
+			Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, nil, h.cloud, 0), Cluster: state.Live(c),
 			Provisioners: []disruption.ProvisionerMethod{expiry, consolidation}})
 		if err != nil {
 			t.Fatal(err)
@@ -83,7 +83,7 @@ func TestProvisionerMethodsRunOnThePass(t *testing.T) {
 		h := newHarness(t)
 		cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 		controller, err := disruption.New(disruption.Options{Client: c, Instances: cloud, Recorder: h.recorder, Clock: h.clock,
-			Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, cloud, 0), Cluster: state.Live(c),
+			Ledger: provisioning.NewLedger(), Launcher: launcher.New(c, nil, cloud, 0), Cluster: state.Live(c),
 			Provisioners: []disruption.ProvisionerMethod{consolidation}})
 		if err != nil {
 			t.Fatal(err)

@@ -68,7 +68,7 @@ func TestFirstPassSeesTheLaunchesResumedBeforeIt(t *testing.T) {
 	it := fake.DefaultInstanceTypes()[0]
 	request := launcher.Request{Pool: launcher.Pool{Provisioner: p}, Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
 		Nodes: []*scheduling.NewNode{{Pool: pools.Provisioner("default"), InstanceTypes: []*cloudprovider.InstanceType{it}}}}
-	stopped := launcher.New(s.kube, s.cloud, 0)
+	stopped := launcher.New(s.kube, nil, s.cloud, 0)
 	nodeClaims, done, err := stopped.CreateNodeClaims(t.Context(), request)
 	if err != nil {
 		t.Fatal(err)

@@ -185,7 +185,7 @@ func New(opts Options) (*Controller, error) {
 		minValuesPolicy:  opts.MinValuesPolicy,
 		packBudget:       opts.PackBudget,
 		inFlight:         newInFlight(),
-		launcher:         cmp.Or(opts.Launcher, launcher.New(opts.Client, opts.InstanceProvider, launchLimit)),
+		launcher:         cmp.Or(opts.Launcher, launcher.New(opts.Client, opts.Reader, opts.InstanceProvider, launchLimit)),
 		told:             map[types.UID]string{},
 		nominated:        map[types.UID]string{},
 		binding:          sets.New[types.UID](),

@@ -86,7 +86,7 @@ func TestReplacementRetriedGetsItsNodeUnlessOthersTookIt(t *testing.T) {
 	planned := &scheduling.NewNode{Pool: pools.Provisioner(p.Name), InstanceTypes: []*cloudprovider.InstanceType{defaultInstanceType("t3.medium")}}
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	c := kubefake.NewClientBuilder().Build()
-	l := launcher.New(c, cloud, 0)
+	l := launcher.New(c, nil, cloud, 0)
 	launch := func(counted ...string) string {
 		t.Helper()
 		existing := map[string]corev1.ResourceList{"old": builders.Resources("cpu", "8")}
@@ -123,7 +123,7 @@ func limitedReplacement() (*v1alpha5.Provisioner, *scheduling.NewNode, map[strin
 	planned := &scheduling.NewNode{Pool: pools.Provisioner(p.Name), InstanceTypes: []*cloudprovider.InstanceType{defaultInstanceType("t3.medium")}}
 	counted := map[string]corev1.ResourceList{"old": builders.Resources("cpu", "8")}
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	return p, planned, counted, cloud, launcher.New(kubefake.NewClientBuilder().Build(), cloud, 0), provisioning.NewLedger()
+	return p, planned, counted, cloud, launcher.New(kubefake.NewClientBuilder().Build(), nil, cloud, 0), provisioning.NewLedger()
 }
 
 func defaultInstanceType(name string) *cloudprovider.InstanceType {

@@ -133,7 +133,7 @@ func launchForKubelet(t *testing.T, c client.Client, p *v1alpha5.Provisioner) (*
 	t.Helper()
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	it := fake.DefaultInstanceTypes()[0]
-	launched, err := launcher.New(c, cloud, 0).LaunchNode(t.Context(), launcher.Request{
+	launched, err := launcher.New(c, nil, cloud, 0).LaunchNode(t.Context(), launcher.Request{
 		Pool:       launcher.Pool{Provisioner: p},
 		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
 		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner(p.Name), InstanceTypes: []*cloudprovider.InstanceType{it}}},

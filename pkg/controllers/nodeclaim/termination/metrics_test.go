@@ -51,7 +51,7 @@ func TestTerminationCountedOnce(t *testing.T) {
 	c := kubefake.NewClientBuilder().Build()
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	it := fake.DefaultInstanceTypes()[0]
-	l := launcher.New(c, cloud, 0)
+	l := launcher.New(c, nil, cloud, 0)
 	launched, err := l.LaunchNode(ctx, launcher.Request{
 		Pool:       launcher.Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: pool})},
 		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},

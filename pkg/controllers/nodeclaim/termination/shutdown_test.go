@@ -31,7 +31,7 @@ func TestANodeClaimStaysUntilItsInstanceIsGone(t *testing.T) {
 	c := kubefake.NewClientBuilder().Build()
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{ShutDownPending: true})
 	it := fake.DefaultInstanceTypes()[0]
-	launched, err := launcher.New(c, cloud, 0).LaunchNode(ctx, launcher.Request{
+	launched, err := launcher.New(c, nil, cloud, 0).LaunchNode(ctx, launcher.Request{
 		Pool:       launcher.Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: "default"})},
 		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
 		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner("default"), InstanceTypes: []*cloudprovider.InstanceType{it}}},
