@@ -196,7 +196,7 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 			if possible.empty() {
 				return nil, fmt.Sprintf("no instance type gives a %s the topology terms allow", k.name)
 			}
-			v := s.chooseDomain(n, reqs, p, k, possible, used)
+			v := s.chooseDomain(n, reqs, p, k, possible, used, typeKeysChanged)
 			r, _ := scheduling.NewRequirement(corev1.NodeSelectorOpIn, k.values.names[v])
 			if existing, ok := reqs[k.name]; ok {
 				r = existing.Intersect(r)
@@ -283,14 +283,14 @@ func (n *node) firstWithinLimits(out *narrowing, used resources) bool {
 
 // chooseDomain picks, of the possible values of key k for new node n holding used, the one
 // where the pod's spread groups on k have the fewest pods, the cheapest for n of those alike if
-// k is the zone or capacity type (domainPrice: spot prices differ by zone). A pod only counted
+// k is the zone or capacity type (domainPrices: spot prices differ by zone). A pod only counted
 // on k, by others' spreads or its own affinity, goes where n launches cheapest, and among values
 // priced alike, or for another key, where the groups counting it have the fewest. The plan binds
 // pods in its order and the checker replays that order: spreading pods placed after such a pod
 // go where its count lets them, and those placed before it, as most are (sortPods), keep their
 // places whatever it adds. Balancing the pods only counted bought nothing a plan needs and made
 // nodes pay the dearer zones' prices (docs/benchmarks.md, issue 38).
-func (s *scheduler) chooseDomain(n *node, reqs scheduling.Requirements, p *podInfo, k *topologyKey, possible domainSet, used resources) int {
+func (s *scheduler) chooseDomain(n *node, reqs scheduling.Requirements, p *podInfo, k *topologyKey, possible domainSet, used resources, typeKeys bool) int {
 	var groups []*topologyGroup
 	for _, t := range p.domainSpreads {
 		if t.group.key == k {
@@ -305,45 +305,75 @@ func (s *scheduler) chooseDomain(n *node, reqs scheduling.Requirements, p *podIn
 			}
 		}
 	}
-	price := s.domainPrice(n, reqs, k, used)
-	best, bestPrice, bestScore := -1, 0.0, int64(0)
-	possible.each(func(v int) {
-		var score int64
+	score := func(v int) int64 {
+		var sum int64
 		for _, g := range groups {
-			score += int64(g.domainCounts[v])
+			sum += int64(g.domainCounts[v])
 		}
-		cost := price(v)
-		better := score < bestScore || score == bestScore && cost < bestPrice
-		if counted {
-			better = cost < bestPrice || cost == bestPrice && score < bestScore
+		return sum
+	}
+	// The values that may win: for a spreading pod those with the fewest pods counted.
+	contenders := possible
+	if !counted {
+		fewest := int64(math.MaxInt64)
+		possible.each(func(v int) { fewest = min(fewest, score(v)) })
+		contenders = newDomainSet(len(k.values.names))
+		possible.each(func(v int) {
+			if score(v) == fewest {
+				contenders.add(v)
+			}
+		})
+	}
+	prices := s.domainPrices(n, reqs, k, contenders, used, typeKeys)
+	best, bestPrice, bestScore := -1, 0.0, int64(0)
+	contenders.each(func(v int) {
+		var price float64
+		if prices != nil {
+			price = prices[v]
 		}
-		if best < 0 || better {
-			best, bestPrice, bestScore = v, cost, score
+		if sc := score(v); best < 0 || price < bestPrice || price == bestPrice && sc < bestScore {
+			best, bestPrice, bestScore = v, price, sc
 		}
 	})
 	return best
 }
 
-// domainPrice is, per value of key k, the price of new node n holding used with its
-// requirements reqs, were it to launch now in that zone or as that capacity type: the first of its
-// types that holds used, at its cheapest offering there (+Inf where it has none). Every value
-// costs the same for another key, which no offering decides.
-func (s *scheduler) domainPrice(n *node, reqs scheduling.Requirements, k *topologyKey, used resources) func(v int) float64 {
-	same := func(int) float64 { return 0 }
-	if k.name != corev1.LabelTopologyZone && k.name != v1alpha5.CapacityTypeLabelKey {
-		return same
+// domainPrices is, per value of key k, the price of new node n holding used with its
+// requirements reqs, were it to launch now in that zone or as that capacity type: the cheapest
+// there of its types that hold used (and meet reqs, when typeKeys: the pod narrowed keys an
+// instance type decides), +Inf where none has an offering; nil for another key, whose values no
+// offering prices. Only the contenders are priced, and only those that may be the cheapest
+// exactly: the others' prices are at least their own cheapest.
+func (s *scheduler) domainPrices(n *node, reqs scheduling.Requirements, k *topologyKey, contenders domainSet, used resources, typeKeys bool) []float64 {
+	zoneKey := k.name == corev1.LabelTopologyZone
+	if !zoneKey && k.name != v1alpha5.CapacityTypeLabelKey {
+		return nil
 	}
-	i := slices.IndexFunc(n.candidates[n.first:], func(t *instanceType) bool { return within(t.alloc, used) })
-	if i < 0 {
-		return same
-	}
-	t := n.candidates[n.first+i]
 	zones := n.zones & s.zones.mask(reqs[corev1.LabelTopologyZone])
 	capacityTypes := n.capacityTypes & s.capacityTypes.mask(reqs[v1alpha5.CapacityTypeLabelKey])
-	if k.name == corev1.LabelTopologyZone {
-		return func(zone int) float64 { return t.price(1<<zone, capacityTypes) }
+	prices := make([]float64, len(k.values.names))
+	for v := range prices {
+		prices[v] = math.Inf(1)
 	}
-	return func(capacityType int) float64 { return t.price(zones, 1<<capacityType) }
+	// The candidates are sorted by their price over all of the node's offerings, which no
+	// value's price is below: past the cheapest value's price, no later type lowers it or
+	// brings another value down to it.
+	cheapest := math.Inf(1)
+	for i := n.first; i < len(n.candidates) && n.prices[i] <= cheapest; i++ {
+		t := n.candidates[i]
+		if !within(t.alloc, used) || typeKeys && !n.prov.compatibleType(t, reqs) {
+			continue
+		}
+		contenders.each(func(v int) {
+			if zoneKey {
+				prices[v] = min(prices[v], t.price(1<<v, capacityTypes))
+			} else {
+				prices[v] = min(prices[v], t.price(zones, 1<<v))
+			}
+			cheapest = min(cheapest, prices[v])
+		})
+	}
+	return prices
 }
 
 // compatibleNew is the cheap part of checking a pod against a new node; constrain does the rest.

@@ -408,3 +408,37 @@ func TestCountedPodsGoWhereTheirNodeIsCheapest(t *testing.T) {
 		})
 	}
 }
+
+// TestCountedPodsPriceTheTypesTheyAllow: a pod a zone spread only counts, which allows one
+// instance type, goes to the zone where that type is cheapest, not where a cheaper type it does
+// not allow is. (The code before priced the zones by the node's first type that held the pod,
+// which the pod's node selector excluded: it chose zone-1, where "large" is dearest.)
+func TestCountedPodsPriceTheTypesTheyAllow(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	typeIn := func(name string, prices ...float64) *cloudprovider.InstanceType {
+		it := workloads.InstanceType(name, "amd64", 2, 4, 10, 0)
+		it.Offerings = nil
+		for i, z := range workloads.Zones {
+			if prices[i] > 0 {
+				it.Offerings = append(it.Offerings, cloudprovider.Offering{Zone: z, CapacityType: v1alpha5.CapacityTypeOnDemand, Price: prices[i], Available: true})
+			}
+		}
+		return it
+	}
+	types := []*cloudprovider.InstanceType{typeIn("small", 0.1, 0, 0), typeIn("large", 0.3, 0.2, 0.25)}
+	spreading := builders.Pods(3, builders.PodOptions{Requests: requests("1500m", "1Gi"), Labels: map[string]string{"app": "spreading"},
+		TopologySpread: spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, web, nil)})
+	counted := builders.Pods(3, builders.PodOptions{Requests: requests("1500m", "1Gi"), Labels: web,
+		NodeSelector: map[string]string{corev1.LabelInstanceTypeStable: "large"}})
+	in := scheduling.Input{Pods: append(spreading, counted...),
+		Pools: []scheduling.Pool{scheduling.FromProvisioner(builders.Provisioner(builders.ProvisionerOptions{Name: "default"}), types)}}
+	r := scheduling.Schedule(in)
+	verifyWorkload(t, in, r)
+	got := map[string]int{}
+	for _, b := range r.Bindings {
+		if b.Pod.Labels["app"] == "web" {
+			got[valueOf(in, r, b.NodeName, corev1.LabelTopologyZone)]++
+		}
+	}
+	wantCounts(t, got, map[string]int{"zone-2": 3})
+}
