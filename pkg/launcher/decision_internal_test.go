@@ -26,10 +26,8 @@ func TestADecisionWaitsForItsLaunchInProgress(t *testing.T) {
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
 	l := New(kubefake.NewClientBuilder().Build(), nil, cloud, 0)
 	const decision = "replacing old"
-	request := Request{Pool: Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: "default"})},
-		Candidates:  []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
-		Nodes:       []*scheduling.NewNode{{Pool: pools.Provisioner("default"), InstanceTypes: []*cloudprovider.InstanceType{it}}},
-		Annotations: map[string]string{DecisionAnnotationKey: decisionDigest(decision)}}
+	request := oneNodeRequest(it)
+	request.Annotations = map[string]string{DecisionAnnotationKey: decisionDigest(decision)}
 	// The crash: the NodeClaim created, the process gone before the launch was recorded.
 	_, done, err := l.CreateNodeClaims(t.Context(), request)
 	done()
@@ -56,9 +54,7 @@ func TestADecisionKeepsALaunchItCouldNotReadBack(t *testing.T) {
 	c := kubefake.NewClientBuilder().Build()
 	l := New(c, nil, cloud, 0)
 	const decision = "replacing old"
-	request := Request{Pool: Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: "default"})},
-		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
-		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner("default"), InstanceTypes: []*cloudprovider.InstanceType{it}}}}
+	request := oneNodeRequest(it)
 	cloud.SetUnreadLaunches(1)
 	_, err := l.LaunchNode(t.Context(), request, decision)
 	if inProgress := (*LaunchInProgressError)(nil); !errors.As(err, &inProgress) || inProgress.Instance == "" {
@@ -82,9 +78,9 @@ func TestADecisionKeepsALaunchItCouldNotReadBack(t *testing.T) {
 
 // TestADecisionFindsItsLaunchTheCacheDoesNotShowYet: a replacement's launch in progress whose
 // NodeClaim the cache does not show yet (created a moment before) is found when the decision is
-// made again, read from the API server, and no second instance is launched; once the API server
-// no longer holds it either, the decision launches anew. (The code before read only the cache
-// and found no launch: the decision made again launched a second node.)
+// made again, read from the API server, and no second instance is launched; once it is deleting
+// or gone, or its launch failed, it is forgotten and the decision launches anew. (The code before
+// read only the cache and found no launch: the decision made again launched a second node.)
 func TestADecisionFindsItsLaunchTheCacheDoesNotShowYet(t *testing.T) {
 	it := fake.DefaultInstanceTypes()[0]
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
@@ -98,9 +94,7 @@ func TestADecisionFindsItsLaunchTheCacheDoesNotShowYet(t *testing.T) {
 	}})
 	l := New(cached, api, cloud, 0)
 	const decision = "replacing old"
-	request := Request{Pool: Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: "default"})},
-		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
-		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner("default"), InstanceTypes: []*cloudprovider.InstanceType{it}}}}
+	request := oneNodeRequest(it)
 	cloud.SetUnreadLaunches(1)
 	_, err := l.LaunchNode(t.Context(), request, decision)
 	inProgress := (*LaunchInProgressError)(nil)
@@ -114,13 +108,48 @@ func TestADecisionFindsItsLaunchTheCacheDoesNotShowYet(t *testing.T) {
 	if calls := len(cloud.CreateCalls()); calls != 1 {
 		t.Errorf("%d launches, want 1", calls)
 	}
+	remembered := func(decision string) bool {
+		_, ok := l.created.unshown(decisionDigest(decision), nil)
+		return ok
+	}
+	// Deleting (its finalizer holds it): no launch to find, and forgotten.
 	if err := api.Delete(t.Context(), launched.NodeClaim); err != nil {
 		t.Fatal(err)
 	}
-	if launched, err := l.LaunchedFor(t.Context(), decision, nil); launched != nil || err != nil {
-		t.Errorf("LaunchedFor after the nodeclaim is gone: %+v, %v; want none", launched, err)
+	if launched, err := l.LaunchedFor(t.Context(), decision, nil); launched != nil || err != nil || remembered(decision) {
+		t.Errorf("LaunchedFor after the nodeclaim's deletion: %+v, %v (remembered %t); want none, forgotten", launched, err, remembered(decision))
 	}
-	if _, unshown := l.created.unshown(decisionDigest(decision), nil); unshown {
-		t.Error("the gone nodeclaim is still remembered")
+	// Gone from the API server.
+	const another = "replacing another"
+	cloud.SetUnreadLaunches(1)
+	if _, err := l.LaunchNode(t.Context(), request, another); !errors.As(err, &inProgress) {
+		t.Fatalf("LaunchNode: %v, want a LaunchInProgressError", err)
 	}
+	gone := &v1.NodeClaim{}
+	if err := api.Get(t.Context(), client.ObjectKey{Name: inProgress.NodeClaim}, gone); err != nil {
+		t.Fatal(err)
+	}
+	gone.Finalizers = nil
+	if err := api.Update(t.Context(), gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := api.Delete(t.Context(), gone); err != nil {
+		t.Fatal(err)
+	}
+	if launched, err := l.LaunchedFor(t.Context(), another, nil); launched != nil || err != nil || remembered(another) {
+		t.Errorf("LaunchedFor after the nodeclaim is gone: %+v, %v (remembered %t); want none, forgotten", launched, err, remembered(another))
+	}
+	// A launch that got no instance deletes its NodeClaim: nothing to remember.
+	const failing = "replacing a third"
+	cloud.SetInsufficientCapacity(cloudprovider.OfferingKey{InstanceType: it.Name, Zone: it.Offerings[0].Zone, CapacityType: it.Offerings[0].CapacityType})
+	if _, err := l.LaunchNode(t.Context(), request, failing); err == nil || remembered(failing) {
+		t.Errorf("LaunchNode with no capacity: %v (remembered %t); want an error, forgotten", err, remembered(failing))
+	}
+}
+
+// oneNodeRequest is a request for one node of type it, of the provisioner "default".
+func oneNodeRequest(it *cloudprovider.InstanceType) Request {
+	return Request{Pool: Pool{Provisioner: builders.Provisioner(builders.ProvisionerOptions{Name: "default"})},
+		Candidates: []cloudprovider.Candidate{{InstanceType: it, Offering: it.Offerings[0]}},
+		Nodes:      []*scheduling.NewNode{{Pool: pools.Provisioner("default"), InstanceTypes: []*cloudprovider.InstanceType{it}}}}
 }

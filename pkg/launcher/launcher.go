@@ -91,8 +91,9 @@ type Launcher struct {
 }
 
 // New builds a Launcher writing and reading through c, reading what c's cache may not show yet
-// through reader (c when nil); concurrency bounds the cloud calls at once (DefaultConcurrency
-// when zero).
+// through reader, which reads the API server itself (the manager's API reader; nil only where c
+// has no cache, as in tests); concurrency bounds the cloud calls at once (DefaultConcurrency when
+// zero).
 func New(c client.Client, reader client.Reader, instances cloudprovider.InstanceProvider, concurrency int) *Launcher {
 	concurrency = max(concurrency, 0)
 	if concurrency == 0 {

@@ -71,6 +71,15 @@ func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision str
 	if decision != "" {
 		l.created.add(decisionDigest(decision), nodeClaims[0].Name)
 	}
+	// fail deletes the NodeClaim that got no instance; once it is deleted, the decision has no
+	// launch to find.
+	fail := func(err error) error {
+		failErr := l.Fail(context.WithoutCancel(ctx), nodeClaims[0], err)
+		if failErr == nil && decision != "" {
+			l.created.forget(decisionDigest(decision), nodeClaims[0].Name)
+		}
+		return errors.Join(err, failErr)
+	}
 	instances, err := l.Launch(ctx, request, nodeClaims)
 	unread := (*cloudprovider.UnreadInstancesError)(nil)
 	if errors.As(err, &unread) {
@@ -78,19 +87,19 @@ func (l *Launcher) LaunchNode(ctx context.Context, request Request, decision str
 		// the decision to launch again.
 		instances = append(instances, unread.Instances...)
 	} else if err != nil {
-		return nil, errors.Join(err, l.Fail(context.WithoutCancel(ctx), nodeClaims[0], err))
+		return nil, fail(err)
 	}
 	pairs, _ := Assign(nodeClaims, instances)
 	instance, ok := pairs[nodeClaims[0]]
 	if !ok {
 		err := errors.New("the cloud launched no instance")
-		return nil, errors.Join(err, l.Fail(context.WithoutCancel(ctx), nodeClaims[0], err))
+		return nil, fail(err)
 	}
 	if instance.State.ShutDown() {
 		// It failed at boot (EC2 terminates an instance whose volumes it cannot encrypt, say):
 		// nothing to record, nothing to wait for.
 		err := fmt.Errorf("instance %s shut down as it launched", instance.ID)
-		return nil, errors.Join(err, l.Fail(context.WithoutCancel(ctx), nodeClaims[0], err))
+		return nil, fail(err)
 	}
 	nc, err := l.Record(ctx, nodeClaims[0], instance, InstanceTypeNamed(request.Candidates, instance.InstanceType))
 	if err != nil {
@@ -237,7 +246,8 @@ func (c *createdForDecisions) unshown(digest string, shown []*v1.NodeClaim) (str
 	return name, ok
 }
 
-// forget drops the NodeClaim created for the decision, gone or going from the API server.
+// forget drops the NodeClaim created for the decision, gone or going from the API server, or
+// deleted by the launch that created it.
 func (c *createdForDecisions) forget(digest, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -230,8 +230,8 @@ func (s *scheduler) chooseDomain(n *node, reqs scheduling.Requirements, p *podIn
 // requirements reqs, were it to launch now in that zone or as that capacity type: the cheapest
 // there of its types that hold used (and meet reqs, when typeKeys: the pod narrowed keys an
 // instance type decides), +Inf where none has an offering; nil for another key, whose values no
-// offering prices. Only the contenders are priced, and only those that may be the cheapest
-// exactly: the others' prices are at least their own cheapest.
+// offering prices. Only the contenders are priced, and only the cheapest of them exactly: the
+// others' entries are at least their own cheapest, and tell only that they are not the cheapest.
 func (s *scheduler) domainPrices(n *node, reqs scheduling.Requirements, k *topologyKey, contenders domainSet, used resources, typeKeys bool) []float64 {
 	zoneKey := k.name == corev1.LabelTopologyZone
 	if !zoneKey && k.name != v1alpha5.CapacityTypeLabelKey {
