@@ -212,7 +212,11 @@ func (s *scheduler) chooseDomain(n *node, reqs scheduling.Requirements, p *podIn
 			}
 		})
 	}
-	prices := s.domainPrices(n, reqs, k, contenders, used, typeKeys)
+	var ports []hostPort
+	if n.prov.typeDaemonPorts {
+		ports = p.hostPorts
+	}
+	prices := s.domainPrices(n, reqs, k, contenders, used, typeKeys, ports)
 	best, bestPrice, bestScore := -1, 0.0, int64(0)
 	contenders.each(func(v int) {
 		var price float64
@@ -228,11 +232,12 @@ func (s *scheduler) chooseDomain(n *node, reqs scheduling.Requirements, p *podIn
 
 // domainPrices is, per value of key k, the price of new node n holding used with its
 // requirements reqs, were it to launch now in that zone or as that capacity type: the cheapest
-// there of its types that hold used (and meet reqs, when typeKeys: the pod narrowed keys an
-// instance type decides), +Inf where none has an offering; nil for another key, whose values no
+// there of the types it may launch as, those that hold used within the pool's limits, whose
+// daemonsets bind none of ports, and that meet reqs when typeKeys (the pod narrowed keys an
+// instance type decides); +Inf where none has an offering; nil for another key, whose values no
 // offering prices. Only the contenders are priced, and only the cheapest of them exactly: the
 // others' entries are at least their own cheapest, and tell only that they are not the cheapest.
-func (s *scheduler) domainPrices(n *node, reqs scheduling.Requirements, k *topologyKey, contenders domainSet, used resources, typeKeys bool) []float64 {
+func (s *scheduler) domainPrices(n *node, reqs scheduling.Requirements, k *topologyKey, contenders domainSet, used resources, typeKeys bool, ports []hostPort) []float64 {
 	zoneKey := k.name == corev1.LabelTopologyZone
 	if !zoneKey && k.name != v1alpha5.CapacityTypeLabelKey {
 		return nil
@@ -249,7 +254,7 @@ func (s *scheduler) domainPrices(n *node, reqs scheduling.Requirements, k *topol
 	cheapest := math.Inf(1)
 	for i := n.first; i < len(n.candidates) && n.prices[i] <= cheapest; i++ {
 		t := n.candidates[i]
-		if !within(t.alloc, used) || typeKeys && !n.prov.compatibleType(t, reqs) {
+		if !within(t.alloc, used) || typeKeys && !n.prov.compatibleType(t, reqs) || !n.prov.withinLimits(n.cheapest, t) || portsConflict(t.daemonPorts, ports) {
 			continue
 		}
 		contenders.each(func(v int) {

@@ -409,14 +409,16 @@ func TestCountedPodsGoWhereTheirNodeIsCheapest(t *testing.T) {
 	}
 }
 
-// TestCountedPodsPriceTheTypesTheyAllow: a pod a zone spread only counts, which allows one
-// instance type, goes to the zone where that type is cheapest, not where a cheaper type it does
-// not allow is. (The code before priced the zones by the node's first type that held the pod,
-// which the pod's node selector excluded: it chose zone-1, where "large" is dearest.)
-func TestCountedPodsPriceTheTypesTheyAllow(t *testing.T) {
+// TestCountedPodsPriceTheTypesTheyMayLaunchAs: a pod a zone spread only counts goes to the zone
+// where its node is cheapest as a type it may launch as: one its node selector allows, one within
+// the pool's limits. (The code before priced the zones by the node's first type that held the
+// pod, which the selector or the limits excluded: it chose zone-1, where that type is cheapest
+// and the type the node then launched as dearest; the limits case failed until the limits were
+// weighed too.)
+func TestCountedPodsPriceTheTypesTheyMayLaunchAs(t *testing.T) {
 	web := map[string]string{"app": "web"}
-	typeIn := func(name string, prices ...float64) *cloudprovider.InstanceType {
-		it := workloads.InstanceType(name, "amd64", 2, 4, 10, 0)
+	typeIn := func(name string, cpu int64, prices ...float64) *cloudprovider.InstanceType {
+		it := workloads.InstanceType(name, "amd64", cpu, 4, 10, 0)
 		it.Offerings = nil
 		for i, z := range workloads.Zones {
 			if prices[i] > 0 {
@@ -425,20 +427,36 @@ func TestCountedPodsPriceTheTypesTheyAllow(t *testing.T) {
 		}
 		return it
 	}
-	types := []*cloudprovider.InstanceType{typeIn("small", 0.1, 0, 0), typeIn("large", 0.3, 0.2, 0.25)}
-	spreading := builders.Pods(3, builders.PodOptions{Requests: requests("1500m", "1Gi"), Labels: map[string]string{"app": "spreading"},
-		TopologySpread: spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, web, nil)})
-	counted := builders.Pods(3, builders.PodOptions{Requests: requests("1500m", "1Gi"), Labels: web,
-		NodeSelector: map[string]string{corev1.LabelInstanceTypeStable: "large"}})
-	in := scheduling.Input{Pods: append(spreading, counted...),
-		Pools: []scheduling.Pool{scheduling.FromProvisioner(builders.Provisioner(builders.ProvisionerOptions{Name: "default"}), types)}}
-	r := scheduling.Schedule(in)
-	verifyWorkload(t, in, r)
-	got := map[string]int{}
-	for _, b := range r.Bindings {
-		if b.Pod.Labels["app"] == "web" {
-			got[valueOf(in, r, b.NodeName, corev1.LabelTopologyZone)]++
-		}
+	for _, tc := range []struct {
+		name         string
+		types        []*cloudprovider.InstanceType
+		nodeSelector map[string]string
+		limits       corev1.ResourceList
+		// spreadingCPU is each spreading pod's: they fill the nodes they open, so the counted
+		// pod opens its own.
+		spreadingCPU string
+	}{
+		{"the node selector allows one type", []*cloudprovider.InstanceType{typeIn("small", 2, 0.1, 0, 0), typeIn("large", 2, 0.3, 0.2, 0.25)},
+			map[string]string{corev1.LabelInstanceTypeStable: "large"}, nil, "1500m"},
+		// The spreading pods fill one "big" in zone-1, leaving 2 of the limit's 6 cores.
+		{"the limits allow the smaller type", []*cloudprovider.InstanceType{typeIn("big", 4, 0.05, 0.3, 0.3), typeIn("small", 2, 0.3, 0.1, 0.15)},
+			nil, builders.Resources("cpu", "6"), "1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spreading := builders.Pods(3, builders.PodOptions{Requests: requests(tc.spreadingCPU, "1Gi"), Labels: map[string]string{"app": "spreading"},
+				TopologySpread: spread(corev1.LabelTopologyZone, corev1.DoNotSchedule, web, nil)})
+			counted := builders.Pods(1, builders.PodOptions{Requests: requests("1500m", "1Gi"), Labels: web, NodeSelector: tc.nodeSelector})
+			in := scheduling.Input{Pods: append(spreading, counted...),
+				Pools: []scheduling.Pool{scheduling.FromProvisioner(builders.Provisioner(builders.ProvisionerOptions{Name: "default", Limits: tc.limits}), tc.types)}}
+			r := scheduling.Schedule(in)
+			verifyWorkload(t, in, r)
+			got := map[string]int{}
+			for _, b := range r.Bindings {
+				if b.Pod.Labels["app"] == "web" {
+					got[valueOf(in, r, b.NodeName, corev1.LabelTopologyZone)]++
+				}
+			}
+			wantCounts(t, got, map[string]int{"zone-2": 1})
+		})
 	}
-	wantCounts(t, got, map[string]int{"zone-2": 3})
 }
