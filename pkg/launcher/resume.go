@@ -63,7 +63,7 @@ func (l *Launcher) resume(ctx context.Context, nc *v1.NodeClaim, listed []*cloud
 		return err
 	}
 	instances := slices.DeleteFunc(slices.Clone(listed), func(i *cloudprovider.Instance) bool { return i.LaunchGroup != group })
-	candidates, err := l.candidates(ctx, p, nc)
+	candidates, types, err := l.candidates(ctx, p, nc)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,13 @@ func (l *Launcher) resume(ctx context.Context, nc *v1.NodeClaim, listed []*cloud
 	}
 	var errs []error
 	for member, instance := range pairs {
-		if _, err := l.Record(ctx, member, instance, InstanceTypeNamed(candidates, instance.InstanceType)); err != nil {
+		// The type is looked up whatever its offerings' capacity now: the instance runs.
+		i := slices.IndexFunc(types, func(it *cloudprovider.InstanceType) bool { return it.Name == instance.InstanceType })
+		var it *cloudprovider.InstanceType
+		if i >= 0 {
+			it = types[i]
+		}
+		if _, err := l.Record(ctx, member, instance, it); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -116,21 +122,22 @@ func (l *Launcher) members(ctx context.Context, group string) ([]*v1.NodeClaim, 
 }
 
 // candidates are what the NodeClaim may launch as, cheapest first: the Provisioner's offerings
-// its requirements allow.
-func (l *Launcher) candidates(ctx context.Context, p Pool, nc *v1.NodeClaim) ([]cloudprovider.Candidate, error) {
+// its requirements allow; and the instance types those are of, with every offering whatever its
+// capacity now, for the type of an instance already launched.
+func (l *Launcher) candidates(ctx context.Context, p Pool, nc *v1.NodeClaim) ([]cloudprovider.Candidate, []*cloudprovider.InstanceType, error) {
 	constraints := p.constraints()
 	requirements := pkgscheduling.Requirements{}
 	planned := scheduling.NewNode{}
 	for _, r := range nc.Spec.Requirements {
 		planned.Requirements = append(planned.Requirements, corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values})
 		if err := requirements.Add(r.Key, r.Operator, r.Values...); err != nil {
-			return nil, fmt.Errorf("reading the requirements of nodeclaim %s, %w", nc.Name, err)
+			return nil, nil, fmt.Errorf("reading the requirements of nodeclaim %s, %w", nc.Name, err)
 		}
 	}
 	constraints.Requirements = append(constraints.Requirements, planned.Requirements...)
 	types, err := l.instances.InstanceTypes(ctx, constraints)
 	if err != nil {
-		return nil, fmt.Errorf("listing the instance types of nodeclaim %s, %w", nc.Name, err)
+		return nil, nil, fmt.Errorf("listing the instance types of nodeclaim %s, %w", nc.Name, err)
 	}
 	// The offerings of the types its requirements name, as a planned node's.
 	for _, it := range types {
@@ -138,7 +145,7 @@ func (l *Launcher) candidates(ctx context.Context, p Pool, nc *v1.NodeClaim) ([]
 			planned.InstanceTypes = append(planned.InstanceTypes, it)
 		}
 	}
-	return planned.Offerings(), nil
+	return planned.Offerings(), planned.InstanceTypes, nil
 }
 
 // relaunch asks the cloud again for the group's instances, under its key, one for each NodeClaim

@@ -119,3 +119,42 @@ func TestResumeAllListsTheInstancesOnce(t *testing.T) {
 		t.Errorf("the instances listed %d times, want once", lists)
 	}
 }
+
+// TestResumeRecordsTheCapacityOfATypeOutOfCapacityNow: a controller killed between a launch and
+// its record; by the restart the cloud has no capacity left in the offering the instance was
+// launched in. ResumeAll records the instance with its type's capacity and allocatable, which
+// the pool's limits and the plans of its pods count until the Node registers. (The code before
+// looked the type up among the offerings available now, found none, and recorded no capacity:
+// the node counted no resources.)
+func TestResumeRecordsTheCapacityOfATypeOutOfCapacityNow(t *testing.T) {
+	provisioner := builders.Provisioner(builders.ProvisionerOptions{Name: "crash"})
+	c := kubefake.NewClientBuilder().WithObjects(provisioner).Build()
+	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
+	request, it := oneNodeRequest(provisioner)
+	first := launcher.New(c, nil, cloud, 0)
+	nodeClaims, done, err := first.CreateNodeClaims(t.Context(), request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Launch(t.Context(), request, nodeClaims); err != nil {
+		t.Fatal(err)
+	}
+	done()
+	// The crash, then no capacity left where the instance runs.
+	o := request.Candidates[0].Offering
+	cloud.SetInsufficientCapacity(cloudprovider.OfferingKey{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType})
+
+	if err := launcher.New(c, nil, cloud, 0).ResumeAll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1.NodeClaim{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(nodeClaims[0]), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.ProviderID == "" || got.Status.Capacity.Cpu().Cmp(*it.Capacity.Cpu()) != 0 || got.Status.Allocatable.Memory().IsZero() {
+		t.Errorf("nodeclaim %s: provider id %q, capacity %v, allocatable %v; want its instance's, with %s's capacity", got.Name, got.Status.ProviderID, got.Status.Capacity, got.Status.Allocatable, it.Name)
+	}
+	if launches := len(cloud.CreateCalls()); launches != 1 {
+		t.Errorf("%d launches, want the first only", launches)
+	}
+}
