@@ -27,12 +27,10 @@ func oneNodeRequest(provisioner *v1alpha5.Provisioner) (launcher.Request, *cloud
 		Nodes: []*scheduling.NewNode{{Pool: pools.Provisioner(provisioner.Name), InstanceTypes: []*cloudprovider.InstanceType{it}}}}, it
 }
 
-// TestResumeLabelsANodeClaimACrashLeftUnlabelled: a controller killed between recording a
-// NodeClaim's instance and writing its labels leaves it launched without its instance type and
-// zone, so that its pods find no room there; the restarted controller's ResumeAll labels it from
-// the instance, and launches nothing. (In the e2e TestControllerKilledMidBatchLaunchesExactly…
-// such a NodeClaim had a sixth instance launched for its pod.)
-func TestResumeLabelsANodeClaimACrashLeftUnlabelled(t *testing.T) {
+// createdForALaunch is a Provisioner "crash" and the NodeClaims the launcher first created for a
+// request of one node of it; done ends the launch, as a controller killed then would.
+func createdForALaunch(t *testing.T) (client.Client, *fake.InstanceProvider, *launcher.Launcher, launcher.Request, *cloudprovider.InstanceType, []*v1.NodeClaim, func()) {
+	t.Helper()
 	provisioner := builders.Provisioner(builders.ProvisionerOptions{Name: "crash"})
 	c := kubefake.NewClientBuilder().WithObjects(provisioner).Build()
 	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
@@ -42,6 +40,16 @@ func TestResumeLabelsANodeClaimACrashLeftUnlabelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, cloud, first, request, it, nodeClaims, done
+}
+
+// TestResumeLabelsANodeClaimACrashLeftUnlabelled: a controller killed between recording a
+// NodeClaim's instance and writing its labels leaves it launched without its instance type and
+// zone, so that its pods find no room there; the restarted controller's ResumeAll labels it from
+// the instance, and launches nothing. (In the e2e TestControllerKilledMidBatchLaunchesExactly…
+// such a NodeClaim had a sixth instance launched for its pod.)
+func TestResumeLabelsANodeClaimACrashLeftUnlabelled(t *testing.T) {
+	c, cloud, first, request, it, nodeClaims, done := createdForALaunch(t)
 	instances, err := first.Launch(t.Context(), request, nodeClaims)
 	if err != nil {
 		t.Fatal(err)
@@ -127,15 +135,7 @@ func TestResumeAllListsTheInstancesOnce(t *testing.T) {
 // looked the type up among the offerings available now, found none, and recorded no capacity:
 // the node counted no resources.)
 func TestResumeRecordsTheCapacityOfATypeOutOfCapacityNow(t *testing.T) {
-	provisioner := builders.Provisioner(builders.ProvisionerOptions{Name: "crash"})
-	c := kubefake.NewClientBuilder().WithObjects(provisioner).Build()
-	cloud := fake.NewInstanceProvider(fake.InstanceProviderOptions{})
-	request, it := oneNodeRequest(provisioner)
-	first := launcher.New(c, nil, cloud, 0)
-	nodeClaims, done, err := first.CreateNodeClaims(t.Context(), request)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, cloud, first, request, it, nodeClaims, done := createdForALaunch(t)
 	if _, err := first.Launch(t.Context(), request, nodeClaims); err != nil {
 		t.Fatal(err)
 	}
