@@ -8,6 +8,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -18,6 +19,7 @@ import (
 	"karpenter.sh/karpenter/pkg/launcher"
 	"karpenter.sh/karpenter/pkg/pools"
 	"karpenter.sh/karpenter/pkg/test/builders"
+	"karpenter.sh/karpenter/pkg/test/kubefake"
 )
 
 // TestFirstPassSeesTheLaunchesResumedBeforeIt: a controller killed while its launch was in
@@ -131,5 +133,29 @@ func TestANodeClaimTheCacheDoesNotShowYetIsNotGone(t *testing.T) {
 	}
 	if len(instances) != 1 {
 		t.Errorf("%d instances for one pod, want one", len(instances))
+	}
+}
+
+// TestGoneNodeClaimsStopsAtTheFirstFailedRead: while the API server cannot be read, a pass asked
+// it about every NodeClaim it held room for, each read waiting for its own timeout and logging
+// a line. The first failure ends the asking, and nothing unread is taken for gone.
+func TestGoneNodeClaimsStopsAtTheFirstFailedRead(t *testing.T) {
+	var reads int
+	unreachable := interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			reads++
+			if key.Name == "gone" {
+				return apierrors.NewNotFound(schema.GroupResource{Group: v1.SchemeGroupVersion.Group, Resource: "nodeclaims"}, key.Name)
+			}
+			return apierrors.NewServiceUnavailable("etcd is down")
+		},
+	}
+	c := &Controller{reader: kubefake.NewClientBuilder().WithInterceptorFuncs(unreachable).Build()}
+	gone := c.goneNodeClaims(t.Context(), []string{"gone", "a", "b", "c"})
+	if !gone.Equal(sets.New("gone")) {
+		t.Errorf("gone %v, want [gone]", sets.List(gone))
+	}
+	if reads != 2 {
+		t.Errorf("%d reads, want 2: none after the first that failed", reads)
 	}
 }

@@ -45,14 +45,17 @@ type poolPlan struct {
 
 // goneNodeClaims are those of the NodeClaims named that the API server no longer holds. One it
 // could not be asked about is not gone: a reservation kept a pass too long holds room a moment,
-// one dropped too early lets a launch past the pool's limits.
+// one dropped too early lets a launch past the pool's limits. The first failed read ends the
+// asking: the rest would most likely fail too, each after its own timeout, and log a line each.
 func (c *Controller) goneNodeClaims(ctx context.Context, names []string) sets.Set[string] {
 	gone := sets.New[string]()
-	for _, name := range names {
+	for i, name := range names {
 		if err := c.reader.Get(ctx, client.ObjectKey{Name: name}, &v1.NodeClaim{}); apierrors.IsNotFound(err) {
 			gone.Insert(name)
 		} else if err != nil {
-			log.FromContext(ctx).Error(err, "reading a nodeclaim whose launch holds room under its pool's limits; keeping the room", "nodeclaim", name)
+			log.FromContext(ctx).Error(err, "reading the nodeclaims whose launches hold room under their pools' limits; keeping their room until a later pass",
+				"nodeclaim", name, "unread", len(names)-i)
+			break
 		}
 	}
 	return gone
