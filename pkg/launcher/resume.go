@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "karpenter.sh/karpenter/pkg/apis/provisioning/v1"
 	"karpenter.sh/karpenter/pkg/cloudprovider"
@@ -92,6 +93,11 @@ func (l *Launcher) resume(ctx context.Context, nc *v1.NodeClaim, listed []*cloud
 		var it *cloudprovider.InstanceType
 		if i >= 0 {
 			it = types[i]
+		} else {
+			// The pool's node class or requirements changed since the launch so that the type is
+			// no longer listed for it: its capacity is known once its Node registers.
+			log.FromContext(ctx).Info("recording a resumed launch without its capacity: its instance type is no longer among the pool's",
+				"nodeclaim", member.Name, "instance", instance.ID, "instance-type", instance.InstanceType)
 		}
 		if _, err := l.Record(ctx, member, instance, it); err != nil {
 			errs = append(errs, err)
