@@ -50,7 +50,7 @@ func (s *scheduler) narrowOfferings(n *node, out *narrowing, used resources) boo
 	key := narrowedKey{source: &n.candidates[0], length: len(n.candidates), zones: out.zones, capacityTypes: out.capacityTypes}
 	list, ok := s.narrowed[key]
 	if !ok {
-		list = &narrowedList{suffixes: map[int]suffixBounds{}, own: map[string]*ownList{}}
+		list = &narrowedList{suffixes: map[int]suffixBounds{}, own: map[string]*ownList{}, ownByUse: map[string]*ownList{}}
 		for _, t := range n.candidates {
 			if price := t.price(out.zones, out.capacityTypes); !math.IsInf(price, 1) {
 				list.candidates = append(list.candidates, t)
@@ -85,10 +85,28 @@ func (s *scheduler) narrowOfferings(n *node, out *narrowing, used resources) boo
 
 // ownList is, of list's types from first on, those that hold used, with their prices, the
 // largest allocatable among them and the zones where they have an offering of capacityTypes
-// (the list's own): built once per set of types, which it names by the set's bits.
+// (the list's own): built once per set of types, which it names by the set's bits. Finding the
+// set reads every type from first on; the set found is also kept by first and used, which the
+// nodes of one shape and use ask for again and again (97 % of the calls on the real
+// catalogue's 5,000-pod workload).
 func (s *scheduler) ownList(list *narrowedList, first int, used resources, capacityTypes uint64) *ownList {
+	useKey := binary.AppendVarint(s.ownKey[:0], int64(first))
+	for _, v := range used {
+		useKey = binary.AppendVarint(useKey, v)
+	}
+	s.ownKey = useKey
+	if own, ok := list.ownByUse[string(useKey)]; ok {
+		return own
+	}
+	own := s.ownListOfSet(list, first, used, capacityTypes)
+	list.ownByUse[string(useKey)] = own
+	return own
+}
+
+// ownListOfSet is ownList, looked up by the set of types that hold used.
+func (s *scheduler) ownListOfSet(list *narrowedList, first int, used resources, capacityTypes uint64) *ownList {
 	suffix := list.candidates[first:]
-	key := binary.AppendVarint(s.ownKey[:0], int64(first))
+	key := binary.AppendVarint(s.setKey[:0], int64(first))
 	var bits byte
 	for i, t := range suffix {
 		if within(t.alloc, used) {
@@ -98,7 +116,7 @@ func (s *scheduler) ownList(list *narrowedList, first int, used resources, capac
 			key, bits = append(key, bits), 0
 		}
 	}
-	s.ownKey = key
+	s.setKey = key
 	if own, ok := list.own[string(key)]; ok {
 		return own
 	}
@@ -124,12 +142,13 @@ type narrowedKey struct {
 
 // narrowedList is a candidate list narrowed to masks: the types with an available offering,
 // cheapest first, and, per first type that fits, the bounds of the types from there on; and
-// the lists of a node's own (ownList), by first type and set of types.
+// the lists of a node's own (ownList), by first type and set of types, and by first type and use.
 type narrowedList struct {
 	candidates []*instanceType
 	prices     []float64
 	suffixes   map[int]suffixBounds
 	own        map[string]*ownList
+	ownByUse   map[string]*ownList
 }
 
 // ownList is the part of a narrowedList that holds some use, which no bounds of a suffix

@@ -48,8 +48,8 @@ type scheduler struct {
 	domainCache map[domainsCacheKey]domainSet
 	// narrowed holds candidate lists narrowed to zone and capacity type masks.
 	narrowed map[narrowedKey]*narrowedList
-	// ownKey is ownList's scratch key.
-	ownKey []byte
+	// ownKey and setKey are ownList's scratch keys.
+	ownKey, setKey []byte
 	// labelMatches are the groups matching each namespace and label set seen, by both.
 	labelMatches map[string]*labelMatches
 }
