@@ -171,14 +171,15 @@ func (s *scheduler) launchableValues(prov *provisioner, reqs scheduling.Requirem
 
 // chooseDomain picks, of the possible values of key k for new node n holding used, the one
 // where the pod's spread groups on k have the fewest pods, the cheapest for n of those alike if
-// k is the zone or capacity type (domainPrices: spot prices differ by zone). A pod only counted
+// k is the zone or capacity type (domainPrices, with ports the pod's host ports that types' own
+// daemonsets may bind: spot prices differ by zone). A pod only counted
 // on k, by others' spreads or its own affinity, goes where n launches cheapest, and among values
 // priced alike, or for another key, where the groups counting it have the fewest. The plan binds
 // pods in its order and the checker replays that order: spreading pods placed after such a pod
 // go where its count lets them, and those placed before it, as most are (sortPods), keep their
 // places whatever it adds. Balancing the pods only counted bought nothing a plan needs and made
 // nodes pay the dearer zones' prices (docs/benchmarks.md, issue 38).
-func (s *scheduler) chooseDomain(n *node, reqs scheduling.Requirements, p *podInfo, k *topologyKey, possible domainSet, used resources, typeKeys bool) int {
+func (s *scheduler) chooseDomain(n *node, reqs scheduling.Requirements, p *podInfo, k *topologyKey, possible domainSet, used resources, typeKeys bool, ports []hostPort) int {
 	var groups []*topologyGroup
 	for _, t := range p.domainSpreads {
 		if t.group.key == k {
@@ -211,10 +212,6 @@ func (s *scheduler) chooseDomain(n *node, reqs scheduling.Requirements, p *podIn
 				contenders.add(v)
 			}
 		})
-	}
-	var ports []hostPort
-	if n.prov.typeDaemonPorts {
-		ports = p.hostPorts
 	}
 	prices := s.domainPrices(n, reqs, k, contenders, used, typeKeys, ports)
 	best, bestPrice, bestScore := -1, 0.0, int64(0)

@@ -169,6 +169,11 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 	// Pods on a node without a decided value could not be counted in any domain, so a node
 	// whose pods matter to a topology key gets its value now; narrowing its requirements to it
 	// narrows the instance types and offerings it may launch as.
+	// A pod's host ports keep the node off the instance types whose own daemonsets bind them.
+	var ports []hostPort
+	if len(p.hostPorts) > 0 && n.prov.typeDaemonPorts {
+		ports = p.hostPorts
+	}
 	if len(p.keys) > 0 {
 		used := n.used.plus(p.requests)
 		for i, k := range p.keys {
@@ -195,7 +200,7 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 			if possible.empty() {
 				return nil, fmt.Sprintf("no instance type gives a %s the topology terms allow", k.name)
 			}
-			v := s.chooseDomain(n, reqs, p, k, possible, used, typeKeysChanged)
+			v := s.chooseDomain(n, reqs, p, k, possible, used, typeKeysChanged, ports)
 			r, _ := scheduling.NewRequirement(corev1.NodeSelectorOpIn, k.values.names[v])
 			if existing, ok := reqs[k.name]; ok {
 				r = existing.Intersect(r)
@@ -227,13 +232,11 @@ func (s *scheduler) constrain(n *node, p *podInfo, a *attempt, allowed []domainS
 			}
 		}
 	}
-	// A pod's host ports keep the node off the instance types whose own daemonsets bind them.
-	var ports []hostPort
-	if len(p.hostPorts) > 0 && n.prov.typeDaemonPorts {
-		if !slices.ContainsFunc(n.candidates[n.first:], func(t *instanceType) bool { return !portsConflict(t.daemonPorts, p.hostPorts) }) {
+	if ports != nil {
+		if !slices.ContainsFunc(n.candidates[n.first:], func(t *instanceType) bool { return !portsConflict(t.daemonPorts, ports) }) {
 			return nil, daemonPortRefusal
 		}
-		ports, changed, typeKeysChanged = p.hostPorts, true, true
+		changed, typeKeysChanged = true, true
 	}
 	used := n.used.plus(p.requests)
 	out := &narrowing{requirements: reqs, zones: n.zones, capacityTypes: n.capacityTypes, domain: domain}
